@@ -1,0 +1,2 @@
+//! orrery-bench (placeholder until the benchmark CLI lands).
+fn main() {}

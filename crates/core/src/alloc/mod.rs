@@ -1,0 +1,1 @@
+//! Memory (placeholder until the alloc module lands).

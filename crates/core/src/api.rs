@@ -1,0 +1,412 @@
+//! The index API every Orrery structure implements.
+//!
+//! [`KvIndex`] is the unordered contract (point operations), [`OrderedKvIndex`] adds ordered
+//! scans. Both traits are object safe, so a benchmark or server can hold
+//! `Box<dyn OrderedKvIndex>`; concrete types add faster generic or per-thread-handle methods
+//! beside them. [`OrderedKvIndexExt`] adds generic conveniences (`range` over any
+//! [`RangeBounds`], collecting scans) to every ordered index, trait objects included.
+//!
+//! # Keys and values
+//!
+//! Keys and values are arbitrary byte strings: empty, containing `0x00` and `0xFF`, keys that
+//! are prefixes of other keys. Order is plain lexicographic byte order (the `Ord` of `[u8]`).
+//! Keys may be up to [`MAX_KEY_LEN`] bytes and values up to [`MAX_VALUE_LEN`] bytes; an
+//! insert beyond either gets [`Error::KeyTooLong`] / [`Error::ValueTooLong`] and leaves the
+//! index unchanged. A lookup or removal of an over-long key simply finds nothing (such a key
+//! can never be present). Integer keys are encoded big-endian so that byte order is numeric
+//! order: see [`u64_key`], [`i64_key`] and friends.
+//!
+//! # Consistency guarantees
+//!
+//! - All operations may be called from any thread, with no registration call.
+//! - Point operations (`get`, `get_with`, `contains_key`, `insert`, `remove`) are
+//!   linearizable: each takes effect atomically at some instant between its call and its
+//!   return. An acknowledged `insert` is visible to every operation that starts after it
+//!   returned; nothing acknowledged is lost.
+//! - `get_many` is a batch of independent linearizable lookups, not an atomic snapshot.
+//! - `len` is exact when no writer runs concurrently, and otherwise a value the count passed
+//!   through recently (it may lag concurrent writers).
+//! - A scan is **not** a snapshot. It yields keys in strictly ascending order; every yielded
+//!   pair was present (with that value) at some moment during the scan; every key present for
+//!   the whole duration of the scan (and inside its bounds) is yielded, unless the visitor
+//!   stops early. Keys inserted or removed during the scan may or may not be yielded.
+//! - `memory_usage` is a point-in-time estimate that may lag concurrent writers.
+
+use std::fmt;
+use std::ops::{Bound, ControlFlow, RangeBounds};
+
+/// Longest key accepted by every Orrery index: 64 KiB.
+pub const MAX_KEY_LEN: usize = 64 * 1024;
+
+/// Largest value accepted by every Orrery index: 1 MiB.
+pub const MAX_VALUE_LEN: usize = 1024 * 1024;
+
+/// An input the index cannot accept. The index is unchanged when an operation returns this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The key is longer than the index's limit.
+    KeyTooLong {
+        /// Length of the rejected key in bytes.
+        len: usize,
+        /// The index's limit in bytes.
+        max: usize,
+    },
+    /// The value is longer than the index's limit.
+    ValueTooLong {
+        /// Length of the rejected value in bytes.
+        len: usize,
+        /// The index's limit in bytes.
+        max: usize,
+    },
+    /// The index could not obtain memory for the operation.
+    OutOfMemory,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::KeyTooLong { len, max } => {
+                write!(f, "key of {len} bytes exceeds the limit of {max} bytes")
+            }
+            Error::ValueTooLong { len, max } => {
+                write!(f, "value of {len} bytes exceeds the limit of {max} bytes")
+            }
+            Error::OutOfMemory => f.write_str("out of memory"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result of index operations that can reject their input.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks a key against [`MAX_KEY_LEN`].
+#[inline]
+pub fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max: MAX_KEY_LEN,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a key against [`MAX_KEY_LEN`] and a value against [`MAX_VALUE_LEN`].
+#[inline]
+pub fn check_entry(key: &[u8], value: &[u8]) -> Result<()> {
+    check_key(key)?;
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Error::ValueTooLong {
+            len: value.len(),
+            max: MAX_VALUE_LEN,
+        });
+    }
+    Ok(())
+}
+
+/// Bytes an index holds, split so that bytes/key can be compared across structures.
+///
+/// `structure_bytes` is everything the index allocated for its own organisation (tables,
+/// nodes, slack in containers, pointers, metadata); `key_value_bytes` is the bytes of keys
+/// and values themselves where they are stored separately. A structure that stores keys
+/// inline in its nodes may report them in either field, but must say which in its docs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Bytes of the structure itself (tables, nodes, metadata, slack).
+    pub structure_bytes: usize,
+    /// Bytes of stored keys and values.
+    pub key_value_bytes: usize,
+}
+
+impl MemoryUsage {
+    /// All bytes held: structure plus keys and values.
+    #[inline]
+    pub fn total(&self) -> usize {
+        self.structure_bytes + self.key_value_bytes
+    }
+}
+
+impl std::ops::Add for MemoryUsage {
+    type Output = MemoryUsage;
+    fn add(self, rhs: MemoryUsage) -> MemoryUsage {
+        MemoryUsage {
+            structure_bytes: self.structure_bytes + rhs.structure_bytes,
+            key_value_bytes: self.key_value_bytes + rhs.key_value_bytes,
+        }
+    }
+}
+
+/// A concurrent key-value index over byte strings (point operations).
+///
+/// See the [module docs](self) for the semantics every implementation honours.
+pub trait KvIndex: Send + Sync {
+    /// Looks `key` up and, if present, calls `f` with its value (zero-copy) before returning
+    /// `true`; returns `false` without calling `f` when absent.
+    ///
+    /// `f` runs while the value is protected (under a lock or a reclamation guard): it must be
+    /// short and must not call back into the index.
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool;
+
+    /// Returns a copy of the value stored under `key`.
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let mut out = None;
+        self.get_with(key, &mut |v| out = Some(v.to_vec()));
+        out
+    }
+
+    /// Whether `key` is present.
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_with(key, &mut |_| {})
+    }
+
+    /// Inserts or replaces the value under `key`; returns `Ok(true)` if the key was new.
+    ///
+    /// Fails with [`Error::KeyTooLong`] / [`Error::ValueTooLong`] beyond the limits, leaving
+    /// the index unchanged.
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool>;
+
+    /// Removes `key`; returns whether it was present.
+    fn remove(&self, key: &[u8]) -> bool;
+
+    /// Number of keys (see the module docs for what it means under concurrent writers).
+    fn len(&self) -> usize;
+
+    /// Whether the index holds no key.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held by the index.
+    fn memory_usage(&self) -> MemoryUsage;
+
+    /// Looks up every key of `keys` and calls `f(i, value)` for each, with `i` the key's index
+    /// in `keys` and `value` `None` when absent. Calls come in order of `i`.
+    ///
+    /// The default performs single lookups one after the other; structures override it with
+    /// a pipeline that overlaps the memory accesses of several keys.
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        for (i, key) in keys.iter().enumerate() {
+            if !self.get_with(key, &mut |v| f(i, Some(v))) {
+                f(i, None);
+            }
+        }
+    }
+}
+
+/// The visitor of a scan: called with each `(key, value)` pair in ascending key order; returns
+/// [`ControlFlow::Break`] to stop the scan.
+pub type ScanVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
+/// A concurrent ordered key-value index: [`KvIndex`] plus ascending scans.
+///
+/// See the [module docs](self) for what a scan concurrent with writers guarantees.
+pub trait OrderedKvIndex: KvIndex {
+    /// Visits pairs in ascending key order starting at `start`, until the visitor returns
+    /// [`ControlFlow::Break`] or the keys run out.
+    ///
+    /// The visitor runs while the pair is protected: it must not call back into the index.
+    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>);
+
+    /// The pair with the largest key, if any.
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)>;
+
+    /// The pair with the smallest key, if any.
+    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut out = None;
+        self.scan(Bound::Unbounded, &mut |k, v| {
+            out = Some((k.to_vec(), v.to_vec()));
+            ControlFlow::Break(())
+        });
+        out
+    }
+
+    /// Visits, in ascending order, the pairs with keys in `[start, end]` bounds.
+    fn scan_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        self.scan(start, &mut |k, v| {
+            let inside = match end {
+                Bound::Included(e) => k <= e,
+                Bound::Excluded(e) => k < e,
+                Bound::Unbounded => true,
+            };
+            if inside {
+                visitor(k, v)
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+    }
+
+    /// Visits, in ascending order, the pairs whose key starts with `prefix`.
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.scan(Bound::Included(prefix), &mut |k, v| {
+            if k.starts_with(prefix) {
+                visitor(k, v)
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+    }
+}
+
+/// Generic conveniences over every [`OrderedKvIndex`], trait objects included.
+pub trait OrderedKvIndexExt: OrderedKvIndex {
+    /// Visits the pairs whose keys fall in `range`, ascending.
+    ///
+    /// ```
+    /// use orrery_core::api::{OrderedKvIndexExt, KvIndex};
+    /// use orrery_core::reference::LockedBTreeMap;
+    /// use std::ops::ControlFlow;
+    ///
+    /// let index = LockedBTreeMap::new();
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     index.insert(k, b"v").unwrap();
+    /// }
+    /// let mut seen = Vec::new();
+    /// index.range(&b"b"[..]..&b"d"[..], |k, _| {
+    ///     seen.push(k.to_vec());
+    ///     ControlFlow::Continue(())
+    /// });
+    /// assert_eq!(seen, [b"b".to_vec(), b"c".to_vec()]);
+    /// ```
+    fn range<K, R, F>(&self, range: R, mut visitor: F)
+    where
+        K: AsRef<[u8]>,
+        R: RangeBounds<K>,
+        F: FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    {
+        let start = as_slice_bound(range.start_bound());
+        let end = as_slice_bound(range.end_bound());
+        self.scan_range(start, end, &mut visitor);
+    }
+
+    /// Collects up to `limit` pairs of `range`, ascending.
+    fn range_collect<K, R>(&self, range: R, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)>
+    where
+        K: AsRef<[u8]>,
+        R: RangeBounds<K>,
+    {
+        let mut out = Vec::new();
+        if limit == 0 {
+            return out;
+        }
+        self.range(range, |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            if out.len() >= limit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        out
+    }
+
+    /// Collects the pairs whose key starts with `prefix`, ascending.
+    fn prefix_collect(&self, prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        self.scan_prefix(prefix, &mut |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        out
+    }
+}
+
+impl<T: OrderedKvIndex + ?Sized> OrderedKvIndexExt for T {}
+
+fn as_slice_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, or `None` when no such
+/// key exists (`prefix` is empty or all `0xFF`). Useful as the exclusive end of a prefix
+/// range.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let end = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut succ = prefix[..=end].to_vec();
+    succ[end] += 1;
+    Some(succ)
+}
+
+macro_rules! int_keys {
+    ($($ty:ty => $enc:ident, $dec:ident, $flip:expr;)*) => {$(
+        #[doc = concat!("Encodes a `", stringify!($ty), "` as an order-preserving big-endian key.")]
+        #[inline]
+        pub fn $enc(x: $ty) -> [u8; size_of::<$ty>()] {
+            (x ^ $flip).to_be_bytes()
+        }
+
+        #[doc = concat!("Decodes a key made by [`", stringify!($enc), "`]; `None` if the length is not ",
+            stringify!($ty), "'s.")]
+        #[inline]
+        pub fn $dec(key: &[u8]) -> Option<$ty> {
+            let bytes: [u8; size_of::<$ty>()] = key.try_into().ok()?;
+            Some(<$ty>::from_be_bytes(bytes) ^ $flip)
+        }
+    )*};
+}
+
+int_keys! {
+    u32 => u32_key, key_to_u32, 0;
+    u64 => u64_key, key_to_u64, 0;
+    u128 => u128_key, key_to_u128, 0;
+    i32 => i32_key, key_to_i32, i32::MIN;
+    i64 => i64_key, key_to_i64, i64::MIN;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_keys_preserve_order() {
+        let us = [0u64, 1, 255, 256, u64::MAX / 2, u64::MAX];
+        for w in us.windows(2) {
+            assert!(u64_key(w[0]) < u64_key(w[1]));
+        }
+        let is = [i64::MIN, -256, -1, 0, 1, 255, i64::MAX];
+        for w in is.windows(2) {
+            assert!(i64_key(w[0]) < i64_key(w[1]), "{} vs {}", w[0], w[1]);
+        }
+        for &x in &is {
+            assert_eq!(key_to_i64(&i64_key(x)), Some(x));
+        }
+        for x in [i32::MIN, -1, 0, 7, i32::MAX] {
+            assert_eq!(key_to_i32(&i32_key(x)), Some(x));
+        }
+        assert_eq!(key_to_u64(&[1, 2, 3]), None);
+        assert_eq!(key_to_u32(&u32_key(0xdead_beef)), Some(0xdead_beef));
+    }
+
+    #[test]
+    fn prefix_successor_cases() {
+        assert_eq!(prefix_successor(b""), None);
+        assert_eq!(prefix_successor(&[0xFF, 0xFF]), None);
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(&[1, 0xFF]), Some(vec![2]));
+    }
+
+    #[test]
+    fn limits() {
+        assert!(check_key(&vec![0; MAX_KEY_LEN]).is_ok());
+        assert_eq!(
+            check_key(&vec![0; MAX_KEY_LEN + 1]),
+            Err(Error::KeyTooLong {
+                len: MAX_KEY_LEN + 1,
+                max: MAX_KEY_LEN
+            })
+        );
+        assert!(check_entry(b"k", &vec![0; MAX_VALUE_LEN]).is_ok());
+        assert!(matches!(
+            check_entry(b"k", &vec![0; MAX_VALUE_LEN + 1]),
+            Err(Error::ValueTooLong { .. })
+        ));
+        assert!(Error::OutOfMemory.to_string().contains("memory"));
+    }
+}

@@ -1,0 +1,1 @@
+//! CRC32C hashing (placeholder until the hash module lands).

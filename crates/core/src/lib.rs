@@ -1,0 +1,24 @@
+//! Orrery's core: the index API and the mechanisms every structure shares.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`api`] | [`KvIndex`], [`OrderedKvIndex`], [`MemoryUsage`], [`Error`], key helpers |
+//! | [`hash`] | CRC32C (hardware when the CPU has it), incremental, 16-bit tags |
+//! | [`sync`] | memory reclamation, version words (seqlocks), padded spin and RW locks |
+//! | [`alloc`] | huge-page-backed memory with byte accounting |
+//! | [`reference`] | [`LockedBTreeMap`](reference::LockedBTreeMap): the baseline semantics and peer |
+//! | `testing` | the conformance suite (feature `testing`) |
+//!
+//! The consistency guarantees every index gives are stated in [`api`].
+
+pub mod alloc;
+pub mod api;
+pub mod hash;
+pub mod reference;
+pub mod sync;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use api::{
+    Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result, ScanVisitor,
+};

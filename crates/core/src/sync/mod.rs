@@ -1,0 +1,1 @@
+//! Synchronization primitives (placeholder until the sync module lands).

@@ -1,0 +1,1 @@
+//! The conformance suite (placeholder until the testing module lands).

@@ -1,0 +1,24 @@
+//! Orrery: concurrent in-memory key-value indexes built from published designs, measured
+//! against well-known peers.
+//!
+//! This facade re-exports the index API and every structure. See [`api`] for the contract
+//! (semantics and consistency guarantees) every index honours.
+//!
+//! ```
+//! use orrery::{KvIndex, OrderedKvIndexExt};
+//! use orrery::reference::LockedBTreeMap;
+//!
+//! let index = LockedBTreeMap::new();
+//! assert_eq!(index.insert(b"hello", b"world"), Ok(true));
+//! assert_eq!(index.get(b"hello").as_deref(), Some(&b"world"[..]));
+//! assert_eq!(index.prefix_collect(b"he").len(), 1);
+//! ```
+
+pub use orrery_core::api::{
+    self, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
+};
+pub use orrery_core::{alloc, hash, reference, sync};
+
+/// The conformance suite every structure passes (feature `testing`).
+#[cfg(feature = "testing")]
+pub use orrery_core::testing;
