@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p orrery-core --bench hash` (add `-- --measurement-time 1` for a quick run).
 
+// `criterion_group!` generates an undocumented public function.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
