@@ -101,8 +101,8 @@ impl std::error::Error for SlabError {}
 ///    happens under the lock).
 ///
 /// The price of the thread caches: each thread may hold up to `3 C` free slots of a pool
-/// (two magazines and a run, about 192 KiB at most) that other threads cannot use until it
-/// exits.
+/// (two magazines and a run: at most about 192 KiB, or 384 KiB for objects over 32 KiB,
+/// where `C` = 2) that other threads cannot use until it exits.
 ///
 /// When a thread exits, its cache entries give their magazines and runs back to the
 /// depot (if the pool is still alive). The thread cache holds only a `Weak` reference to the
