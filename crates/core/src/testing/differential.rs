@@ -21,8 +21,8 @@ use super::common::{
     compare_scan, ensure, model_range, ordered_view, point_view, run_seeded, show, show_bound,
     show_pair, verify_all,
 };
-use super::rng::{KeyDist, derive, rng, scaled};
-use crate::api::{Error, KvIndex, MAX_KEY_LEN, OrderedKvIndex};
+use super::rng::{KeyDist, derive, over_long_value, rng, scaled};
+use crate::api::{Error, KvIndex, MAX_KEY_LEN, MAX_VALUE_LEN, OrderedKvIndex};
 
 /// Keys remembered for reuse (so that lookups and removals hit); replaced at random when full.
 const SEEN_CAP: usize = 4096;
@@ -170,26 +170,40 @@ impl<I: KvIndex> Run<'_, I> {
                 if self.rng.random_range(0..8) == 0 {
                     // Over-long input is rejected and changes nothing.
                     let k = self.key();
-                    let long = [
-                        &k[..],
-                        &vec![0x00; MAX_KEY_LEN + 1 - k.len().min(MAX_KEY_LEN)][..],
-                    ]
-                    .concat();
-                    let got = index.insert(&long, b"v");
-                    ensure!(
-                        got == Err(Error::KeyTooLong {
-                            len: long.len(),
-                            max: MAX_KEY_LEN
-                        }),
-                        "insert of a {}-byte key (extending {}) returned {got:?}",
-                        long.len(),
-                        show(&k)
-                    );
-                    ensure!(
-                        !index.remove(&long),
-                        "remove of a {}-byte key returned true",
-                        long.len()
-                    );
+                    if self.rng.random_bool(0.5) {
+                        let long = [
+                            &k[..],
+                            &vec![0x00; MAX_KEY_LEN + 1 - k.len().min(MAX_KEY_LEN)][..],
+                        ]
+                        .concat();
+                        let got = index.insert(&long, b"v");
+                        ensure!(
+                            got == Err(Error::KeyTooLong {
+                                len: long.len(),
+                                max: MAX_KEY_LEN
+                            }),
+                            "insert of a {}-byte key (extending {}) returned {got:?}",
+                            long.len(),
+                            show(&k)
+                        );
+                        ensure!(
+                            !index.remove(&long),
+                            "remove of a {}-byte key returned true",
+                            long.len()
+                        );
+                    } else {
+                        let long = over_long_value();
+                        let got = index.insert(&k, long);
+                        ensure!(
+                            got == Err(Error::ValueTooLong {
+                                len: long.len(),
+                                max: MAX_VALUE_LEN
+                            }),
+                            "insert({}) of a {}-byte value returned {got:?}",
+                            show(&k),
+                            long.len()
+                        );
+                    }
                     match self.model.get(&k) {
                         Some(v) => check_present(index, &k, v)?,
                         None => check_absent(index, &k)?,

@@ -11,11 +11,11 @@
 //!
 //! ```
 //! use orrery_core::reference::LockedBTreeMap;
-//! use orrery_core::testing::fuzz::{run_differential, Op};
+//! use orrery_core::testing::fuzz::{ops_from_bytes, run_differential};
 //!
-//! let ops: Vec<Op> = arbitrary::Arbitrary::arbitrary(
-//!     &mut arbitrary::Unstructured::new(&[7, 1, 2, 3, 0, 9, 4, 4, 2, 8]),
-//! ).unwrap();
+//! // In a fuzz target: `fuzz_target!(|data: &[u8]| { ... })` with the fuzzer's `data`.
+//! let data = [0u8, 3, 1, 2, 7, 9, 1, 4, 4, 2, 8, 0, 1, 3, 5];
+//! let ops = ops_from_bytes(&data);
 //! run_differential(&LockedBTreeMap::new(), &ops);
 //! ```
 
@@ -28,6 +28,7 @@ use super::common::{
     Check, Model, check_absent, check_get_many_batch, check_present, collect, compare_scan, ensure,
     model_range, show, show_bound, show_pair, verify_point,
 };
+use super::rng::over_long_value;
 use crate::api::{
     Error, KvIndex, MAX_KEY_LEN, MAX_VALUE_LEN, OrderedKvIndex, OrderedKvIndexExt, u64_key,
 };
@@ -104,6 +105,24 @@ impl<'a> Arbitrary<'a> for Value {
     }
 }
 
+/// Up to 16 [`Key`]s for `get_many` (bounded, so one batch cannot eat a whole input).
+#[derive(Clone, Debug)]
+pub struct KeyBatch(pub Vec<Key>);
+
+impl<'a> Arbitrary<'a> for KeyBatch {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let len = u.int_in_range(0..=16usize)?;
+        (0..len)
+            .map(|_| Key::arbitrary(u))
+            .collect::<arbitrary::Result<_>>()
+            .map(KeyBatch)
+    }
+
+    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
+        (1, Some(1 + 16 * 8))
+    }
+}
+
 /// A scan bound over [`Key`]s.
 #[derive(Arbitrary, Clone, Debug)]
 pub enum FuzzBound {
@@ -146,10 +165,10 @@ pub enum Op {
         /// The key.
         key: Key,
     },
-    /// `get_many` of up to 32 keys.
+    /// `get_many` of up to 16 keys.
     GetMany {
-        /// The keys (only the first 32 are used).
-        keys: Vec<Key>,
+        /// The keys.
+        keys: KeyBatch,
     },
     /// `scan(start)` stopping after `limit` pairs.
     Scan {
@@ -198,6 +217,9 @@ pub enum Op {
     },
 }
 
+/// The ordered-operation checker of a run, absent for point-only indexes.
+type OrderedCheck<'a> = &'a dyn Fn(&Op, &Model) -> Check;
+
 fn limit(l: u8) -> usize {
     if l == 0 { usize::MAX } else { l as usize }
 }
@@ -205,7 +227,7 @@ fn limit(l: u8) -> usize {
 /// Applies one point operation (scans are skipped when `ordered` is `None`).
 fn apply<I: KvIndex + ?Sized>(
     index: &I,
-    ordered: Option<&dyn Fn(&Op, &Model) -> Check>,
+    ordered: Option<OrderedCheck<'_>>,
     model: &mut Model,
     op: &Op,
 ) -> Check {
@@ -229,7 +251,7 @@ fn apply<I: KvIndex + ?Sized>(
             None => check_absent(index, &key.0)?,
         },
         Op::GetMany { keys } => {
-            let refs: Vec<&[u8]> = keys.iter().take(32).map(|k| k.0.as_slice()).collect();
+            let refs: Vec<&[u8]> = keys.0.iter().map(|k| k.0.as_slice()).collect();
             check_get_many_batch(index, model, &refs)?;
         }
         Op::Len => {
@@ -246,40 +268,39 @@ fn apply<I: KvIndex + ?Sized>(
             );
         }
         Op::InsertOverLong { key, long_key } => {
-            let (k, v, want) = if *long_key {
+            let long_key_buf;
+            let (k, v, want): (&[u8], &[u8], Error) = if *long_key {
                 let mut k = key.0.clone();
                 k.resize(MAX_KEY_LEN + 1, 0x00);
-                let len = k.len();
+                long_key_buf = k;
+                let len = long_key_buf.len();
                 (
-                    k,
-                    vec![1u8],
+                    &long_key_buf,
+                    b"v",
                     Error::KeyTooLong {
                         len,
                         max: MAX_KEY_LEN,
                     },
                 )
             } else {
-                let v = vec![0xEEu8; MAX_VALUE_LEN + 1];
+                let v = over_long_value();
                 (
-                    key.0.clone(),
+                    &key.0,
                     v,
                     Error::ValueTooLong {
-                        len: MAX_VALUE_LEN + 1,
+                        len: v.len(),
                         max: MAX_VALUE_LEN,
                     },
                 )
             };
-            let got = index.insert(&k, &v);
+            let got = index.insert(k, v);
             ensure!(
                 got == Err(want.clone()),
                 "insert returned {got:?}, expected Err({want:?})"
             );
             if *long_key {
-                check_absent(index, &k)?;
-                ensure!(
-                    !index.remove(&k),
-                    "remove of an over-long key returned true"
-                );
+                check_absent(index, k)?;
+                ensure!(!index.remove(k), "remove of an over-long key returned true");
             }
             match model.get(&key.0) {
                 Some(v) => check_present(index, &key.0, v)?,
@@ -399,7 +420,7 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
 fn run<I: KvIndex + ?Sized>(
     index: &I,
     ops: &[Op],
-    ordered: Option<&dyn Fn(&Op, &Model) -> Check>,
+    ordered: Option<OrderedCheck<'_>>,
     full_scan: Option<&dyn Fn(&Model) -> Check>,
 ) {
     assert!(
@@ -450,9 +471,23 @@ pub fn run_differential_point<I: KvIndex + ?Sized>(index: &I, ops: &[Op]) {
     run(index, ops, None, None);
 }
 
-/// Decodes a fuzzer's bytes into operations (what a `fuzz_target!` taking `Vec<Op>` does).
+/// Most operations [`ops_from_bytes`] decodes from one input.
+pub const MAX_OPS: usize = 4096;
+
+/// Decodes a fuzzer's bytes into operations: one [`Op`] after another until the bytes run
+/// out (at most [`MAX_OPS`]). Unlike `Vec::<Op>::arbitrary_take_rest`, which flips a coin
+/// before each element, every byte goes into operations, so random inputs give long
+/// sequences.
 pub fn ops_from_bytes(data: &[u8]) -> Vec<Op> {
-    Vec::<Op>::arbitrary_take_rest(Unstructured::new(data)).unwrap_or_default()
+    let mut u = Unstructured::new(data);
+    let mut ops = Vec::new();
+    while !u.is_empty() && ops.len() < MAX_OPS {
+        match Op::arbitrary(&mut u) {
+            Ok(op) => ops.push(op),
+            Err(_) => break,
+        }
+    }
+    ops
 }
 
 #[cfg(test)]

@@ -281,7 +281,8 @@ fn typed_ranges(
     for w in sample.windows(2) {
         let (a, b) = (w[0], w[1]);
         let (va, vb) = (a.to_vec(), b.to_vec());
-        let cases: [(&str, Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>); 8] = [
+        type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+        let cases: [(&str, Pairs, Pairs); 8] = [
             (
                 "..",
                 run::<Vec<u8>>(index, ..),

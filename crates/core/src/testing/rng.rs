@@ -17,8 +17,8 @@ use crate::api::u64_key;
 /// The default seed of every randomized part ("orrery!1" in ASCII).
 pub const DEFAULT_SEED: u64 = 0x6f72_7265_7279_2131;
 
-/// How many seeds a randomized part runs when `ORRERY_SEED` is not set.
-pub const DEFAULT_SEED_COUNT: usize = 3;
+/// How many seeds a randomized part runs when `ORRERY_SEED` is not set (one under Miri).
+pub const DEFAULT_SEED_COUNT: usize = if cfg!(miri) { 1 } else { 3 };
 
 /// The seeds a randomized part runs: the one in `ORRERY_SEED` if set, else [`DEFAULT_SEED`]
 /// and seeds derived from it.
@@ -79,6 +79,13 @@ pub fn scaled(n: usize) -> usize {
         .unwrap_or(1.0);
     let n = if cfg!(miri) { n / 64 } else { n };
     ((n as f64 * factor) as usize).max(1)
+}
+
+/// A shared value of `MAX_VALUE_LEN + 1` bytes, built once: over-long inserts need one, and
+/// allocating a fresh MiB each time dominates fuzzing and Miri runs.
+pub fn over_long_value() -> &'static [u8] {
+    static VALUE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    VALUE.get_or_init(|| vec![0x5A; crate::api::MAX_VALUE_LEN + 1])
 }
 
 /// Random bytes of length `len`.

@@ -130,6 +130,8 @@ fn decode(key: &[u8], v: &[u8]) -> Result<(u8, u32), String> {
 }
 
 struct Shared {
+    /// Releases all threads together, so readers overlap writers.
+    start: Barrier,
     /// The latest version each writer announced (stored before it writes that version).
     progress: Vec<AtomicU32>,
     failed: AtomicBool,
@@ -212,6 +214,7 @@ fn writer<I: KvIndex>(
         .filter(|&i| layout.class(i) == Class::Shared)
         .collect();
     let mut log = WriterLog::default();
+    shared.start.wait();
     for step in 0..ops {
         if shared.failed.load(Ordering::Relaxed) {
             break;
@@ -456,6 +459,7 @@ fn reader<I: KvIndex>(
     let mut r = rng(derive(seed, 200 + id as u64));
     let min_iterations = scaled(200).max(4);
     let mut it = 0;
+    shared.start.wait();
     while (shared.writers_left.load(Ordering::SeqCst) > 0 || it < min_iterations)
         && !shared.failed.load(Ordering::Relaxed)
     {
@@ -522,6 +526,7 @@ fn stress_impl<I: KvIndex>(
             );
         }
         let shared = Shared {
+            start: Barrier::new(WRITERS + READERS),
             progress: (0..WRITERS).map(|_| AtomicU32::new(0)).collect(),
             failed: AtomicBool::new(false),
             writers_left: AtomicUsize::new(WRITERS),
