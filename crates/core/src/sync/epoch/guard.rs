@@ -207,8 +207,12 @@ impl Handle {
     /// Pins this handle's record (see [`pin`]).
     #[inline]
     pub fn pin(&self) -> Guard {
-        self.participant().pin();
-        Guard { local: self.local }
+        let collect = self.participant().pin();
+        let guard = Guard { local: self.local };
+        if collect {
+            self.participant().collect_step();
+        }
+        guard
     }
 
     /// Whether a guard of this handle's record is alive.
