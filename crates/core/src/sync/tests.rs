@@ -535,3 +535,37 @@ fn rwlock_writer_is_not_starved() {
     }
     assert_eq!(*lock.read(), writes_needed);
 }
+
+/// `synchronize` waits for a reader pinned on another thread before the call.
+#[test]
+fn epoch_synchronize_waits_for_old_readers() {
+    let reader_pinned = Arc::new(Barrier::new(2));
+    let released = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (reader_pinned, released) = (reader_pinned.clone(), released.clone());
+        thread::spawn(move || {
+            let guard = pin();
+            reader_pinned.wait();
+            // Give the writer time to start waiting (not needed for correctness).
+            for _ in 0..if cfg!(miri) { 5 } else { 1_000 } {
+                thread::yield_now();
+            }
+            released.store(true, Ordering::Relaxed);
+            drop(guard);
+        })
+    };
+    reader_pinned.wait();
+    epoch::synchronize();
+    assert!(
+        released.load(Ordering::Relaxed),
+        "synchronize returned while a reader pinned before it was still pinned"
+    );
+    reader.join().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "pinned thread")]
+fn epoch_synchronize_refuses_a_pinned_caller() {
+    let _guard = pin();
+    epoch::synchronize();
+}

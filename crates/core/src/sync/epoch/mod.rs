@@ -80,4 +80,6 @@ mod global;
 mod guard;
 mod participant;
 
-pub use guard::{Guard, Handle, global_epoch, handle, is_pinned, pin, registry_len, unprotected};
+pub use guard::{
+    Guard, Handle, global_epoch, handle, is_pinned, pin, registry_len, synchronize, unprotected,
+};
