@@ -489,7 +489,7 @@ impl Shared {
     /// its 2 MiB-aligned chunk is a whole number of slots).
     fn is_slot_shaped(&self, p: NonNull<u8>) -> bool {
         let offset = p.as_ptr() as usize % CHUNK_SIZE;
-        offset % self.slot == 0 && offset / self.slot < self.chunk_slots
+        offset.is_multiple_of(self.slot) && offset / self.slot < self.chunk_slots
     }
 }
 

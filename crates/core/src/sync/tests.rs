@@ -483,7 +483,7 @@ fn bitlock_mutual_exclusion_keeps_other_bits() {
     // SAFETY: all threads joined.
     let total = unsafe { *data.0.get() };
     assert_eq!(total, (LOCK_THREADS * lock_iters()) as u64);
-    let expect_bits = if lock_iters() % 2 == 0 {
+    let expect_bits = if lock_iters().is_multiple_of(2) {
         0
     } else {
         0b1111 << 20

@@ -137,7 +137,7 @@ impl Participant {
         }
         let pins = self.pin_count.get().wrapping_add(1);
         self.pin_count.set(pins);
-        pins % PINS_BETWEEN_COLLECT == 0
+        pins.is_multiple_of(PINS_BETWEEN_COLLECT)
     }
 
     /// Leaves a critical section; at the outermost one publishes "not pinned" (`Release`:
