@@ -211,7 +211,9 @@ fn dispatch(cmd: Cmd) -> Result<(), String> {
                 let w = Workload::parse(n)?;
                 println!("{n:<11} {}", w.about());
             }
-            println!("\ndistributions: uniform (default), zipf[:θ] (YCSB scrambled zipfian, θ=0.99), latest[:θ]");
+            println!(
+                "\ndistributions: uniform (default), zipf[:θ] (YCSB scrambled zipfian, θ=0.99), latest[:θ]"
+            );
             Ok(())
         }
         Cmd::Suites { suites } => {
@@ -295,9 +297,11 @@ fn run(a: RunArgs) -> Result<(), String> {
         }
         None => {
             if a.index.is_empty() {
-                return Err("name at least one index with --index (or a suite with --suite); \
+                return Err(
+                    "name at least one index with --index (or a suite with --suite); \
                             see `orrery-bench indexes`"
-                    .into());
+                        .into(),
+                );
             }
             let keys = a.keys.unwrap_or(1_000_000);
             let m = Matrix {
@@ -308,7 +312,11 @@ fn run(a: RunArgs) -> Result<(), String> {
                     .iter()
                     .map(|w| Workload::parse(w))
                     .collect::<Result<_, _>>()?,
-                threads: if a.threads.is_empty() { vec![1] } else { a.threads.clone() },
+                threads: if a.threads.is_empty() {
+                    vec![1]
+                } else {
+                    a.threads.clone()
+                },
                 dist: a.dist.as_deref().map(Dist::parse).transpose()?,
                 value_size: 8,
                 repeat: 1,
@@ -363,7 +371,10 @@ fn run(a: RunArgs) -> Result<(), String> {
     let machine = if a.no_machine {
         None
     } else {
-        let path = a.machine_file.clone().unwrap_or_else(machine::default_cache_path);
+        let path = a
+            .machine_file
+            .clone()
+            .unwrap_or_else(machine::default_cache_path);
         Some(machine::get(&path, &progress)?)
     };
     let mut out = std::io::stdout();
@@ -378,17 +389,25 @@ fn run(a: RunArgs) -> Result<(), String> {
     println!("{}", table::header());
     let mut latency = String::new();
     for p in &plans {
-        p.run(machine.as_ref(), suite_name.as_deref(), &progress, &mut |r| {
-            println!("{}", table::row(&r));
-            let _ = out.flush();
-            latency = r.latency.clone();
-            if let Some(s) = &sink {
-                s.write(&r)?;
-            }
-            Ok(())
-        })?;
+        p.run(
+            machine.as_ref(),
+            suite_name.as_deref(),
+            &progress,
+            &mut |r| {
+                println!("{}", table::row(&r));
+                let _ = out.flush();
+                latency = r.latency.clone();
+                if let Some(s) = &sink {
+                    s.write(&r)?;
+                }
+                Ok(())
+            },
+        )?;
     }
-    println!("\n{}", table::legend(&latency, machine.as_ref().map(|m| m.lat_4k_ns)));
+    println!(
+        "\n{}",
+        table::legend(&latency, machine.as_ref().map(|m| m.lat_4k_ns))
+    );
     if let Some(path) = &a.json {
         println!("results appended to {}", path.display());
     }
@@ -396,7 +415,11 @@ fn run(a: RunArgs) -> Result<(), String> {
 }
 
 fn or(v: Vec<String>, default: &str) -> Vec<String> {
-    if v.is_empty() { vec![default.to_string()] } else { v }
+    if v.is_empty() {
+        vec![default.to_string()]
+    } else {
+        v
+    }
 }
 
 #[cfg(test)]
@@ -454,7 +477,10 @@ mod tests {
         assert!(with(&["--suite", "smoke", "--index", "btreemap"]).contains("--suite fixes"));
         assert!(with(&[]).contains("at least one index"));
         assert!(parse_err(&["frobnicate"]).contains("unrecognized subcommand"));
-        assert_ne!(code(&["run", "--index", "nope", "--quiet", "--no-machine"]), ExitCode::SUCCESS);
+        assert_ne!(
+            code(&["run", "--index", "nope", "--quiet", "--no-machine"]),
+            ExitCode::SUCCESS
+        );
         assert_ne!(code(&["run", "--keys"]), ExitCode::SUCCESS);
     }
 
@@ -471,17 +497,48 @@ mod tests {
             .collect::<Vec<_>>()
             .join(",");
         let status = code(&[
-            "run", "--index", &idx, "--dataset", "rand-8,url", "--keys", "3000", "--ops",
-            "2000", "--workload", "load,c,e,d,lookup-neg,get-many,delete,f", "--threads",
-            "1,2", "--quiet", "--no-machine", "--skip-unsupported", "--repeat", "2", "--json",
+            "run",
+            "--index",
+            &idx,
+            "--dataset",
+            "rand-8,url",
+            "--keys",
+            "3000",
+            "--ops",
+            "2000",
+            "--workload",
+            "load,c,e,d,lookup-neg,get-many,delete,f",
+            "--threads",
+            "1,2",
+            "--quiet",
+            "--no-machine",
+            "--skip-unsupported",
+            "--repeat",
+            "2",
+            "--json",
             json.to_str().unwrap(),
         ]);
         assert_eq!(status, ExitCode::SUCCESS);
         let recs = crate::output::json::read(&json).unwrap();
-        assert!(recs.iter().any(|r| r.index == "congee" && r.dataset == "rand-8"));
-        assert!(!recs.iter().any(|r| r.index == "congee" && r.dataset == "url"));
-        assert!(!recs.iter().any(|r| r.index == "dashmap" && r.workload == "e"));
-        assert!(!recs.iter().any(|r| r.index == "btreemap-st" && r.threads == 2));
+        assert!(
+            recs.iter()
+                .any(|r| r.index == "congee" && r.dataset == "rand-8")
+        );
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r.index == "congee" && r.dataset == "url")
+        );
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r.index == "dashmap" && r.workload == "e")
+        );
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r.index == "btreemap-st" && r.threads == 2)
+        );
         for r in &recs {
             assert!(r.mops > 0.0, "{r:?}");
             assert_eq!(r.repeats, 2);
@@ -491,8 +548,13 @@ mod tests {
         }
         let out = dir.join("report");
         let status = code(&[
-            "report", "--input", json.to_str().unwrap(), "--out", out.to_str().unwrap(),
-            "--name", "e2e",
+            "report",
+            "--input",
+            json.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--name",
+            "e2e",
         ]);
         assert_eq!(status, ExitCode::SUCCESS);
         let md = std::fs::read_to_string(out.join("e2e").join("tables.md")).unwrap();

@@ -194,9 +194,17 @@ mod tests {
         assert_eq!(Dist::parse("zipf"), Ok(Dist::Zipf(0.99)));
         assert_eq!(Dist::parse("zipf:0.5"), Ok(Dist::Zipf(0.5)));
         assert_eq!(Dist::parse("latest"), Ok(Dist::Latest(0.99)));
-        assert!(Dist::parse("zipf:1.0").unwrap_err().contains("between 0 and 1"));
+        assert!(
+            Dist::parse("zipf:1.0")
+                .unwrap_err()
+                .contains("between 0 and 1")
+        );
         assert!(Dist::parse("zipf:x").unwrap_err().contains("bad zipfian"));
-        assert!(Dist::parse("gauss").unwrap_err().contains("unknown distribution"));
+        assert!(
+            Dist::parse("gauss")
+                .unwrap_err()
+                .contains("unknown distribution")
+        );
     }
 
     #[test]
@@ -205,7 +213,10 @@ mod tests {
         let theta = 0.99;
         let exact: f64 = (1..=n).rev().map(|i| (i as f64).powf(-theta)).sum();
         let approx = zeta(n, theta);
-        assert!(((exact - approx) / exact).abs() < 1e-10, "{exact} vs {approx}");
+        assert!(
+            ((exact - approx) / exact).abs() < 1e-10,
+            "{exact} vs {approx}"
+        );
     }
 
     /// The two top ranks (exact in Gray et al.'s method) have frequency `1 / (ζ(n) (r+1)^θ)`;

@@ -9,7 +9,7 @@
 //! 4. record start and end instants.
 //!
 //! Throughput is all completed operations over the wall time from the earliest start to the
-//! latest end. A one-thread phase runs on the calling thread (so a single-threaded index
+//! latest end; each thread's CPU time over the same span is recorded too (`metrics::cpu`). A one-thread phase runs on the calling thread (so a single-threaded index
 //! such as `btreemap-st` stays on the thread that built it); more threads run scoped.
 //! Every lookup reads the value's first byte and length into a checksum, so a lookup costs
 //! what a real reader pays to reach its value, and nothing is optimised away.
@@ -23,7 +23,7 @@ use indicatif::ProgressBar;
 
 use crate::datasets::KeySet;
 use crate::dist::Dist;
-use crate::metrics::latency;
+use crate::metrics::{cpu, latency};
 use crate::registry::AnyIndex;
 use crate::workloads::{self, Kind, Op, StreamSpec, Workload};
 
@@ -46,8 +46,6 @@ pub(crate) struct Knobs {
     pub(crate) warmup: u64,
     /// Stop a thread after this many seconds even if its stream is not done.
     pub(crate) max_secs: Option<f64>,
-    /// Seed of the streams.
-    pub(crate) seed: u64,
 }
 
 /// What one phase measured.
@@ -62,9 +60,32 @@ pub(crate) struct Phase {
     pub(crate) found: u64,
     /// Lookups / removals attempted.
     pub(crate) probes: u64,
+    /// `(operations, CPU seconds)` of each thread.
+    pub(crate) per_thread: Vec<(u64, f64)>,
 }
 
 impl Phase {
+    /// Sum over threads of operations per CPU second, in millions: the throughput the
+    /// threads would reach with a core each (see `metrics::cpu`).
+    pub(crate) fn mops_cpu(&self) -> f64 {
+        self.per_thread
+            .iter()
+            .filter(|(_, c)| *c > 0.0)
+            .map(|(o, c)| *o as f64 / c / 1e6)
+            .sum()
+    }
+
+    /// CPU nanoseconds per operation, averaged over threads.
+    pub(crate) fn cpu_ns_per_op(&self) -> f64 {
+        let ops: u64 = self.per_thread.iter().map(|p| p.0).sum();
+        let cpu: f64 = self.per_thread.iter().map(|p| p.1).sum();
+        if ops == 0 {
+            0.0
+        } else {
+            cpu * 1e9 / ops as f64
+        }
+    }
+
     /// Millions of operations per second.
     pub(crate) fn mops(&self) -> f64 {
         if self.secs > 0.0 {
@@ -78,6 +99,7 @@ impl Phase {
 struct WorkerOut {
     start: Instant,
     end: Instant,
+    cpu_secs: f64,
     ops: u64,
     hist: Histogram<u64>,
     found: u64,
@@ -209,18 +231,42 @@ fn read_value(v: &[u8]) -> u64 {
     v.len() as u64 + u64::from(v.first().copied().unwrap_or(0))
 }
 
-/// Runs `workload` with `threads` threads over `index`, whose keys `0..n` are loaded.
+/// One phase to run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PhaseSpec {
+    /// The workload.
+    pub(crate) workload: Workload,
+    /// Read distribution.
+    pub(crate) dist: Dist,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Operations per thread (ignored by `load`).
+    pub(crate) ops: u64,
+    /// Loaded keys `0..n`.
+    pub(crate) n: u64,
+    /// First fresh key this phase may insert.
+    pub(crate) insert_base: u64,
+    /// Stream seed.
+    pub(crate) seed: u64,
+}
+
+/// Runs a phase over `index`, whose keys `0..n` are loaded (none for `load`).
 pub(crate) fn run(
     index: &AnyIndex,
     keys: &KeySet,
-    n: u64,
-    workload: Workload,
-    dist: Dist,
-    threads: usize,
-    ops: u64,
+    p: &PhaseSpec,
     knobs: &Knobs,
     bar: &ProgressBar,
 ) -> Result<Phase, String> {
+    let PhaseSpec {
+        workload,
+        dist,
+        threads,
+        ops,
+        n,
+        insert_base,
+        seed,
+    } = *p;
     let t = threads as u64;
     let per = workload.ops_per_thread(n, ops, t);
     let get_many = workload == Workload::GetMany;
@@ -232,18 +278,23 @@ pub(crate) fn run(
             ops: per,
             thread: thread as u64,
             threads: t,
-            seed: knobs.seed,
+            insert_base,
+            seed,
         };
         let stream = workloads::stream(&spec);
         let warm = if workload == Workload::Load || knobs.warmup == 0 {
             Vec::new()
         } else {
-            let d = if let Dist::Latest(th) = dist { Dist::Zipf(th) } else { dist };
+            let d = if let Dist::Latest(th) = dist {
+                Dist::Zipf(th)
+            } else {
+                dist
+            };
             workloads::stream(&StreamSpec {
                 workload: Workload::Lookup,
                 dist: d,
                 ops: knobs.warmup,
-                seed: knobs.seed ^ 0x5741_524D,
+                seed: seed ^ 0x5741_524D,
                 ..spec
             })
         };
@@ -268,7 +319,10 @@ pub(crate) fn run(
         (w.found, w.probes) = (0, 0);
         barrier.wait();
         let start = Instant::now();
-        let deadline = knobs.max_secs.map(|s| start + std::time::Duration::from_secs_f64(s));
+        let cpu0 = cpu::thread_cpu_secs();
+        let deadline = knobs
+            .max_secs
+            .map(|s| start + std::time::Duration::from_secs_f64(s));
         let mut done = 0u64;
         'outer: for chunk in stream.chunks(BATCH) {
             if error.is_some() {
@@ -308,9 +362,11 @@ pub(crate) fn run(
                 }
             }
         }
+        let end = Instant::now();
         WorkerOut {
             start,
-            end: Instant::now(),
+            end,
+            cpu_secs: cpu::thread_cpu_secs() - cpu0,
             ops: done,
             hist,
             found: w.found,
@@ -322,7 +378,11 @@ pub(crate) fn run(
     if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
         return Err(e);
     }
-    let start = outs.iter().map(|o| o.start).min().unwrap_or_else(Instant::now);
+    let start = outs
+        .iter()
+        .map(|o| o.start)
+        .min()
+        .unwrap_or_else(Instant::now);
     let end = outs.iter().map(|o| o.end).max().unwrap_or(start);
     let mut hist = latency::histogram();
     for o in &outs {
@@ -335,5 +395,6 @@ pub(crate) fn run(
         hist,
         found: outs.iter().map(|o| o.found).sum(),
         probes: outs.iter().map(|o| o.probes).sum(),
+        per_thread: outs.iter().map(|o| (o.ops, o.cpu_secs)).collect(),
     })
 }

@@ -1,19 +1,22 @@
 //! A run matrix: indexes × datasets × workloads × threads, repeated, with the median kept.
 //!
-//! Order of work, per dataset: the keys are generated once (the loaded `N` plus whatever
-//! fresh keys the workloads need). Per index and repeat, workloads that leave the key set
-//! unchanged (lookups, updates, scans) share one freshly loaded index; each workload that
-//! changes it (`load`, `d`, `e`, `mix-*`, `delete`) gets its own. Each load is timed on its
-//! own and its memory growth measured (allocator, RSS, `memory_usage()`); freed memory is
-//! handed back to the OS between indexes so RSS growth stays meaningful. The result of a
-//! cell is its median repeat by throughput.
+//! Order of work, per dataset: the keys are generated once (the loaded `N`, `N` absent keys
+//! if `lookup-neg` runs, and the fresh keys every inserting run needs). Per index, one
+//! freshly loaded index serves all repeats of every workload except `load` and `delete`
+//! (which get a fresh index per repeat): read- and update-only workloads run first, then
+//! inserting ones (`d`, `e`, `mix-*`), each inserting fresh keys no earlier run used, so the
+//! index grows by those inserts only (5% of the operations for `d`/`e`). Each repeat uses a
+//! different stream seed. Loads are timed on their own and their memory growth measured
+//! (allocator, RSS, `memory_usage()`); freed memory is handed back to the OS between
+//! indexes so RSS growth stays meaningful. The result of a cell is its median repeat by
+//! wall-clock throughput.
 //!
 //! Every lookup of a loaded key must find it, and no lookup of an absent key may: a miss
 //! there is reported as an error, so a broken index cannot produce a fast-looking number.
 
 use crate::datasets::{KeySet, Spec};
 use crate::dist::Dist;
-use crate::exec::{self, Knobs, MAX_GET_MANY, Phase};
+use crate::exec::{self, Knobs, MAX_GET_MANY, Phase, PhaseSpec};
 use crate::machine::Machine;
 use crate::metrics::{alloc_count, latency, rss};
 use crate::output::Record;
@@ -97,7 +100,10 @@ fn unsupported(
         return Some(format!("{} is a point index: workload {w} scans", r.name));
     }
     if threads > 1 && !c.concurrent {
-        return Some(format!("{} is single-threaded: cannot run {threads} threads", r.name));
+        return Some(format!(
+            "{} is single-threaded: cannot run {threads} threads",
+            r.name
+        ));
     }
     None
 }
@@ -118,7 +124,10 @@ impl Plan {
             return Err(format!("--ops must be between 1 and 2^40, got {}", m.ops));
         }
         if m.repeat == 0 || m.repeat > 100 {
-            return Err(format!("--repeat must be between 1 and 100, got {}", m.repeat));
+            return Err(format!(
+                "--repeat must be between 1 and 100, got {}",
+                m.repeat
+            ));
         }
         if m.value_size > orrery::api::MAX_VALUE_LEN {
             return Err(format!(
@@ -210,20 +219,34 @@ impl Plan {
                         }
                     }
                 }
+                // Shared-index order: read/update-only runs first, inserting runs after.
+                v.sort_by_key(|(w, _)| w.run_order());
                 v
             };
-            let extra = self
+            // Key pool: 0..N loaded, N..2N absent (lookup-neg), then fresh keys for inserts.
+            let neg = m.workloads.contains(&Workload::LookupNeg);
+            let fresh_start = m.keys + if neg { m.keys } else { 0 };
+            let inserts_needed = self
                 .indexes
                 .iter()
-                .flat_map(|r| cells_of(r))
-                .map(|(w, t)| w.extra_keys(m.keys, m.ops, t as u64))
+                .map(|r| {
+                    cells_of(r)
+                        .iter()
+                        .map(|(w, t)| w.inserts(m.ops, *t as u64))
+                        .sum::<u64>()
+                        * m.repeat as u64
+                })
                 .max();
-            let Some(extra) = extra else { continue };
-            let total = m
-                .keys
-                .checked_add(extra)
+            let Some(inserts_needed) = inserts_needed else {
+                continue;
+            };
+            let total = fresh_start
+                .checked_add(inserts_needed)
                 .filter(|&t| t < 1 << 52)
                 .ok_or("too many keys")?;
+            if self.indexes.iter().all(|r| cells_of(r).is_empty()) {
+                continue;
+            }
             let keys = spec.generate(total as usize, m.keys as usize, m.seed, progress)?;
             for r in &self.indexes {
                 let cells = cells_of(r);
@@ -236,23 +259,35 @@ impl Plan {
                 } else {
                     1
                 };
-                for rep in 0..m.repeat {
-                    let tag = format!("{} {ds_name} #{}", r.name, rep + 1);
-                    let shared: Vec<usize> =
-                        (0..cells.len()).filter(|&i| !cells[i].0.changes_keys()).collect();
-                    if !shared.is_empty() {
-                        let (index, _, load) =
-                            self.load(r, &keys, load_threads, progress, &format!("{tag} load"))?;
+                let shared: Vec<usize> = (0..cells.len())
+                    .filter(|&i| !cells[i].0.needs_fresh_index())
+                    .collect();
+                // One loaded index serves every repeat of the shared cells.
+                if !shared.is_empty() {
+                    let tag = format!("{} {ds_name}", r.name);
+                    let (index, _, load) =
+                        self.load(r, &keys, load_threads, progress, &format!("{tag} load"))?;
+                    let mut next_fresh = fresh_start;
+                    for rep in 0..m.repeat {
                         for &i in &shared {
                             let (w, t) = cells[i];
-                            let phase = self.phase(&index, &keys, w, t, progress, &tag)?;
-                            samples[i].push(Sample { phase, load: load.clone() });
+                            let tag = format!("{tag} #{}", rep + 1);
+                            let ps = self.phase_spec(w, t, next_fresh, rep);
+                            next_fresh += w.inserts(m.ops, t as u64);
+                            let phase = self.phase(&index, &keys, &ps, progress, &tag)?;
+                            samples[i].push(Sample {
+                                phase,
+                                load: load.clone(),
+                            });
                         }
-                        drop(index);
-                        rss::trim_heap();
                     }
-                    for i in (0..cells.len()).filter(|i| !shared.contains(i)) {
-                        let (w, t) = cells[i];
+                    drop(index);
+                    rss::trim_heap();
+                }
+                for i in (0..cells.len()).filter(|i| !shared.contains(i)) {
+                    let (w, t) = cells[i];
+                    for rep in 0..m.repeat {
+                        let tag = format!("{} {ds_name} #{}", r.name, rep + 1);
                         let sample = if w == Workload::Load {
                             let (index, phase, load) =
                                 self.load(r, &keys, t, progress, &format!("{tag} load"))?;
@@ -266,7 +301,8 @@ impl Plan {
                                 progress,
                                 &format!("{tag} load"),
                             )?;
-                            let phase = self.phase(&index, &keys, w, t, progress, &tag)?;
+                            let ps = self.phase_spec(w, t, fresh_start, rep);
+                            let phase = self.phase(&index, &keys, &ps, progress, &tag)?;
                             drop(index);
                             Sample { phase, load }
                         };
@@ -293,6 +329,19 @@ impl Plan {
         Ok(())
     }
 
+    fn phase_spec(&self, w: Workload, threads: usize, insert_base: u64, rep: usize) -> PhaseSpec {
+        let m = &self.m;
+        PhaseSpec {
+            workload: w,
+            dist: m.dist.unwrap_or_else(|| w.default_dist()),
+            threads,
+            ops: m.ops,
+            n: m.keys,
+            insert_base,
+            seed: m.seed.wrapping_add(rep as u64 * 0x9E37_79B9),
+        }
+    }
+
     /// Builds a fresh index and loads keys `0..N` with `threads` threads.
     fn load(
         &self,
@@ -308,19 +357,22 @@ impl Plan {
         let rss0 = rss::resident_bytes();
         let index = r.make();
         let bar = progress.bar(m.keys, label);
-        let knobs = self.knobs();
-        let phase = exec::run(
-            &index,
-            keys,
-            m.keys,
-            Workload::Load,
-            Dist::Uniform,
+        // A load always completes: no time limit.
+        let knobs = Knobs {
+            max_secs: None,
+            ..self.knobs()
+        };
+        let ps = PhaseSpec {
+            workload: Workload::Load,
+            dist: Dist::Uniform,
             threads,
-            m.keys,
-            &knobs,
-            &bar,
-        )
-        .map_err(|e| format!("{}: loading failed: {e}", r.name))?;
+            ops: m.keys,
+            n: m.keys,
+            insert_base: 0,
+            seed: m.seed,
+        };
+        let phase = exec::run(&index, keys, &ps, &knobs, &bar)
+            .map_err(|e| format!("{}: loading failed: {e}", r.name))?;
         bar.finish_and_clear();
         let alloc1 = alloc_count::live_bytes();
         let rss1 = rss::resident_bytes();
@@ -353,7 +405,6 @@ impl Plan {
             get_many_batch: self.m.get_many_batch,
             warmup: self.warmup(),
             max_secs: self.m.max_secs,
-            seed: self.m.seed,
         }
     }
 
@@ -362,16 +413,15 @@ impl Plan {
         &self,
         index: &AnyIndex,
         keys: &KeySet,
-        w: Workload,
-        threads: usize,
+        ps: &PhaseSpec,
         progress: &Progress,
         tag: &str,
     ) -> Result<Phase, String> {
         let m = &self.m;
-        let dist = m.dist.unwrap_or_else(|| w.default_dist());
+        let (w, threads) = (ps.workload, ps.threads);
         let per = w.ops_per_thread(m.keys, m.ops, threads as u64);
         let bar = progress.bar(per * threads as u64, &format!("{tag} {w} x{threads}"));
-        let phase = exec::run(index, keys, m.keys, w, dist, threads, m.ops, &self.knobs(), &bar)?;
+        let phase = exec::run(index, keys, ps, &self.knobs(), &bar)?;
         bar.finish_and_clear();
         let expect_all = !matches!(w, Workload::LookupNeg);
         if expect_all && phase.found != phase.probes {
@@ -406,10 +456,15 @@ impl Plan {
     ) -> Record {
         let m = &self.m;
         let mops_repeats: Vec<f64> = samples.iter().map(|s| s.phase.mops()).collect();
+        let mops_cpu_repeats: Vec<f64> = samples.iter().map(|s| s.phase.mops_cpu()).collect();
         samples.sort_by(|a, b| a.phase.mops().total_cmp(&b.phase.mops()));
         let med = &samples[(samples.len() - 1) / 2];
         let mops = med.phase.mops();
-        let ns_per_op = if mops > 0.0 { 1e3 * threads as f64 / mops } else { 0.0 };
+        let ns_per_op = if mops > 0.0 {
+            1e3 * threads as f64 / mops
+        } else {
+            0.0
+        };
         let pct = latency::percentiles(&med.phase.hist);
         let dist = m.dist.unwrap_or_else(|| w.default_dist());
         Record {
@@ -418,12 +473,18 @@ impl Plan {
             keys: m.keys,
             value_size: m.value_size,
             workload: w.to_string(),
-            dist: if w == Workload::Load { "-".into() } else { dist.to_string() },
+            dist: if w == Workload::Load {
+                "-".into()
+            } else {
+                dist.to_string()
+            },
             threads,
             ops: med.phase.ops,
             secs: med.phase.secs,
             mops,
             mops_repeats,
+            mops_cpu: med.phase.mops_cpu(),
+            mops_cpu_repeats,
             bytes_per_key: med.load.alloc_bpk,
             rss_bytes_per_key: med.load.rss_bpk,
             mem_usage_bytes_per_key: med.load.mem_bpk,
@@ -431,8 +492,9 @@ impl Plan {
             p99_ns: pct.map(|p| p.1),
             p999_ns: pct.map(|p| p.2),
             latency: latency_label.to_string(),
-            dram_rt_per_op: machine.map(|mc| ns_per_op / mc.lat_4k_ns),
+            dram_rt_per_op: machine.map(|mc| med.phase.cpu_ns_per_op() / mc.lat_4k_ns),
             ns_per_op,
+            cpu_ns_per_op: med.phase.cpu_ns_per_op(),
             load_mops: med.load.mops,
             load_threads: med.load.threads,
             repeats: samples.len(),
@@ -463,4 +525,3 @@ struct Sample {
     phase: Phase,
     load: Load,
 }
-

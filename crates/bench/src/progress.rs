@@ -30,9 +30,11 @@ impl Progress {
         }
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{msg:40!} [{bar:30}] {percent:>3}% {elapsed:>4} eta {eta:>4}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{msg:40!} [{bar:30}] {percent:>3}% {elapsed:>4} eta {eta:>4}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         bar.set_message(msg.to_string());
         bar

@@ -56,7 +56,14 @@ impl Caps {
     /// A short description of the limits, for listings.
     pub(crate) fn describe(&self) -> String {
         let mut parts = vec![if self.ordered { "ordered" } else { "point" }.to_string()];
-        parts.push(if self.concurrent { "concurrent" } else { "1 thread" }.into());
+        parts.push(
+            if self.concurrent {
+                "concurrent"
+            } else {
+                "1 thread"
+            }
+            .into(),
+        );
         if let Some(k) = self.key_len {
             parts.push(format!("{k}-byte keys"));
         }
@@ -172,8 +179,16 @@ impl Entry {
         caps: Caps,
         make: fn() -> Box<dyn OrderedKvIndex>,
     ) -> Entry {
-        let caps = Caps { ordered: true, ..caps };
-        Entry { name, about, caps, make: Maker::Ordered(make) }
+        let caps = Caps {
+            ordered: true,
+            ..caps
+        };
+        Entry {
+            name,
+            about,
+            caps,
+            make: Maker::Ordered(make),
+        }
     }
 
     /// A point-only index.
@@ -183,8 +198,16 @@ impl Entry {
         caps: Caps,
         make: fn() -> Box<dyn KvIndex>,
     ) -> Entry {
-        let caps = Caps { ordered: false, ..caps };
-        Entry { name, about, caps, make: Maker::Point(make) }
+        let caps = Caps {
+            ordered: false,
+            ..caps
+        };
+        Entry {
+            name,
+            about,
+            caps,
+            make: Maker::Point(make),
+        }
     }
 }
 
@@ -203,31 +226,52 @@ pub(crate) fn entries() -> Vec<Entry> {
         Entry::ordered(
             "btreemap-st",
             "std BTreeMap, no lock (single-thread runs only)",
-            Caps { concurrent: false, ..Caps::PEER },
+            Caps {
+                concurrent: false,
+                ..Caps::PEER
+            },
             || Box::new(btree::StBTreeMap::new()),
         ),
-        Entry::ordered("skiplist", "crossbeam-skiplist SkipMap (lock-free)", Caps::PEER, || {
-            Box::<skiplist::SkipList>::default()
-        }),
-        Entry::ordered("scc-tree", "scc TreeIndex (lock-free B+-tree)", Caps::PEER, || {
-            Box::<scc::SccTree>::default()
-        }),
+        Entry::ordered(
+            "skiplist",
+            "crossbeam-skiplist SkipMap (lock-free)",
+            Caps::PEER,
+            || Box::<skiplist::SkipList>::default(),
+        ),
+        Entry::ordered(
+            "scc-tree",
+            "scc TreeIndex (lock-free B+-tree)",
+            Caps::PEER,
+            || Box::<scc::SccTree>::default(),
+        ),
         Entry::ordered(
             "congee",
             "congee ART with optimistic lock coupling (8-byte keys and values)",
-            Caps { key_len: Some(8), value_len: Some(8), ..Caps::PEER },
+            Caps {
+                key_len: Some(8),
+                value_len: Some(8),
+                ..Caps::PEER
+            },
             || Box::<congee::CongeeArt>::default(),
         ),
-        Entry::point("scc-hash", "scc HashMap", Caps::PEER, || Box::<scc::SccHash>::default()),
-        Entry::point("dashmap", "dashmap DashMap (sharded RwLocks)", Caps::PEER, || {
-            Box::<hash::Dash>::default()
+        Entry::point("scc-hash", "scc HashMap", Caps::PEER, || {
+            Box::<scc::SccHash>::default()
         }),
+        Entry::point(
+            "dashmap",
+            "dashmap DashMap (sharded RwLocks)",
+            Caps::PEER,
+            || Box::<hash::Dash>::default(),
+        ),
         Entry::point("papaya", "papaya HashMap (lock-free)", Caps::PEER, || {
             Box::<hash::Papaya>::default()
         }),
-        Entry::point("hashbrown", "hashbrown HashMap behind a RwLock", Caps::PEER, || {
-            Box::<hash::LockedHashbrown>::default()
-        }),
+        Entry::point(
+            "hashbrown",
+            "hashbrown HashMap behind a RwLock",
+            Caps::PEER,
+            || Box::<hash::LockedHashbrown>::default(),
+        ),
     ]
 }
 
@@ -310,13 +354,23 @@ mod tests {
             let r = resolve(e.name).unwrap();
             let i = r.make();
             assert_eq!(i.len(), 0, "{}", e.name);
-            assert_eq!(matches!(i, AnyIndex::Ordered(_)), e.caps.ordered, "{}", e.name);
+            assert_eq!(
+                matches!(i, AnyIndex::Ordered(_)),
+                e.caps.ordered,
+                "{}",
+                e.name
+            );
         }
     }
 
     #[test]
     fn unknown_and_slb_names_are_clear_errors() {
-        assert!(resolve("nope").err().unwrap().contains("unknown index \"nope\""));
+        assert!(
+            resolve("nope")
+                .err()
+                .unwrap()
+                .contains("unknown index \"nope\"")
+        );
         let e = resolve("slb:btreemap").err().unwrap();
         assert!(e.contains("not built yet"), "{e}");
         let e = resolve("slb:nope").err().unwrap();

@@ -105,7 +105,11 @@ fn matrix(m: MatrixDef) -> Result<Matrix, String> {
         dist: m.dist.as_deref().map(Dist::parse).transpose()?,
         value_size: m.value_size.unwrap_or(8),
         repeat: m.repeat.unwrap_or(1),
-        ops: m.ops.map(|c| c.get()).transpose()?.unwrap_or(keys.min(1_000_000)),
+        ops: m
+            .ops
+            .map(|c| c.get())
+            .transpose()?
+            .unwrap_or(keys.min(1_000_000)),
         warmup: m.warmup.map(|c| c.get()).transpose()?,
         sample_every: 64,
         get_many_batch: 16,
@@ -131,9 +135,9 @@ pub(crate) fn load(path: Option<&Path>) -> Result<Vec<Suite>, String> {
 pub(crate) fn find(path: Option<&Path>, name: &str) -> Result<Suite, String> {
     let all = load(path)?;
     let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
-    all.into_iter().find(|s| s.name == name).ok_or_else(|| {
-        format!("unknown suite {name:?}; known: {}", names.join(", "))
-    })
+    all.into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("unknown suite {name:?}; known: {}", names.join(", ")))
 }
 
 #[cfg(test)]

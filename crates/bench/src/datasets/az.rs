@@ -39,7 +39,11 @@ fn item_id(rank: u64, out: &mut Vec<u8>) {
             x /= 10;
             out.push(b'0' + (x % 10) as u8);
         }
-        out.push(if x % 11 == 10 { b'X' } else { b'0' + (x % 10) as u8 });
+        out.push(if x % 11 == 10 {
+            b'X'
+        } else {
+            b'0' + (x % 10) as u8
+        });
     }
 }
 

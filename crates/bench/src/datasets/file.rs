@@ -12,8 +12,8 @@ use crate::rng::Rng;
 
 /// Loads the first `n` keys (after deduplication and shuffling) of the file at `path`.
 pub(super) fn load(path: &Path, n: usize, seed: u64) -> Result<KeySet, String> {
-    let data =
-        std::fs::read(path).map_err(|e| format!("cannot read keys from {}: {e}", path.display()))?;
+    let data = std::fs::read(path)
+        .map_err(|e| format!("cannot read keys from {}: {e}", path.display()))?;
     let mut b = Builder::new(data.len() / 16 + 1, 16, None);
     for line in data.split(|&c| c == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -62,8 +62,16 @@ mod tests {
         assert_eq!(ka, kb);
         ka.sort();
         assert_eq!(ka, [&b"a"[..], b"b", b"c", b"d"]);
-        assert!(load(&path, 5, 1).unwrap_err().contains("holds 4 distinct keys"));
-        assert!(load(&dir.join("missing"), 1, 1).unwrap_err().contains("cannot read"));
+        assert!(
+            load(&path, 5, 1)
+                .unwrap_err()
+                .contains("holds 4 distinct keys")
+        );
+        assert!(
+            load(&dir.join("missing"), 1, 1)
+                .unwrap_err()
+                .contains("cannot read")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -63,8 +63,21 @@ pub(crate) enum Spec {
 /// The names `datasets` lists (besides the parameterised `rand-N`, `kshort-L`, `klong-L`
 /// and `file:PATH`).
 pub(crate) const LISTED: &[&str] = &[
-    "rand-8", "rand-16", "k3", "k4", "k6", "k8", "k10", "kshort-16", "klong-16", "seq-int",
-    "rand-int", "az", "az2", "url", "ngram",
+    "rand-8",
+    "rand-16",
+    "k3",
+    "k4",
+    "k6",
+    "k8",
+    "k10",
+    "kshort-16",
+    "klong-16",
+    "seq-int",
+    "rand-int",
+    "az",
+    "az2",
+    "url",
+    "ngram",
 ];
 
 /// Longest fixed key length a generated dataset accepts (the API's key limit).
@@ -280,7 +293,11 @@ mod tests {
         assert!(Spec::parse("nope").unwrap_err().contains("unknown dataset"));
         assert!(Spec::parse("rand-0").unwrap_err().contains("between 1"));
         assert!(Spec::parse("klong-3").unwrap_err().contains("between 4"));
-        assert!(Spec::parse("rand-x").unwrap_err().contains("bad key length"));
+        assert!(
+            Spec::parse("rand-x")
+                .unwrap_err()
+                .contains("bad key length")
+        );
         assert!(Spec::parse("file:").is_err());
         assert_eq!(Spec::parse("k10"), Ok(Spec::Random(1024)));
     }

@@ -30,7 +30,15 @@ pub(crate) fn stats(set: &KeySet) -> Stats {
         .sum();
     Stats {
         keys: n,
-        avg_len: if n == 0 { 0.0 } else { set.total_bytes() as f64 / n as f64 },
-        avg_lcp: if n < 2 { 0.0 } else { lcp_sum as f64 / (n - 1) as f64 },
+        avg_len: if n == 0 {
+            0.0
+        } else {
+            set.total_bytes() as f64 / n as f64
+        },
+        avg_lcp: if n < 2 {
+            0.0
+        } else {
+            lcp_sum as f64 / (n - 1) as f64
+        },
     }
 }

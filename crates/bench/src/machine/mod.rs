@@ -9,6 +9,8 @@
 //! *Independent-read throughput*: K chases start at K points spread evenly along the same
 //! cycle and advance in lockstep; their loads are independent, so the core overlaps them
 //! (memory-level parallelism). The figure is ns per load for K = 1..16 (on huge pages).
+//! All chases are timed in thread CPU time, so time spent descheduled while other
+//! processes use the cores does not count (cache and TLB disturbance by them still does).
 //!
 //! The result is cached as JSON (by default `~/.cache/orrery-bench/machine.json`) and reused
 //! while the CPU model, core count, memory size and kernel are the same; every report
@@ -16,11 +18,10 @@
 
 mod region;
 
-use std::path::{Path, PathBuf};
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
+use crate::metrics::cpu;
 use crate::progress::Progress;
 use crate::rng::Rng;
 use region::Region;
@@ -164,13 +165,14 @@ fn chase<const K: usize>(words: &[u64], starts: &[u32], steps: usize) -> f64 {
     for (p, s) in p.iter_mut().zip(starts) {
         *p = *s as usize;
     }
-    let t = Instant::now();
+    // Thread CPU time, not wall time: on a shared machine the chase may be descheduled.
+    let t = cpu::thread_cpu_secs();
     for _ in 0..steps {
         for p in &mut p {
             *p = words[*p * stride] as usize;
         }
     }
-    let ns = t.elapsed().as_nanos() as f64;
+    let ns = (cpu::thread_cpu_secs() - t) * 1e9;
     std::hint::black_box(p);
     ns / (steps * K) as f64
 }
@@ -182,7 +184,9 @@ pub(crate) fn measure(mib: usize, loads: usize, progress: &Progress) -> Result<M
     }
     let len = mib << 20;
     let slots = len / SLOT;
-    progress.note(&format!("measuring memory latency over {mib} MiB (about 10-20 s) ..."));
+    progress.note(&format!(
+        "measuring memory latency over {mib} MiB (about 10-20 s) ..."
+    ));
     let mut order: Vec<u32> = (0..slots as u32).collect();
     Rng::new(0x4D41_4348).shuffle(&mut order);
     let bar = progress.bar(2 + 7, "machine: memory latency");

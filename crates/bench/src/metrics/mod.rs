@@ -2,5 +2,6 @@
 //! sampled operation latencies.
 
 pub(crate) mod alloc_count;
+pub(crate) mod cpu;
 pub(crate) mod latency;
 pub(crate) mod rss;

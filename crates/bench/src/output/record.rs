@@ -28,6 +28,11 @@ pub(crate) struct Record {
     pub(crate) mops: f64,
     /// Throughput of every repeat.
     pub(crate) mops_repeats: Vec<f64>,
+    /// Median repeat's sum over threads of operations per thread-CPU-second, millions
+    /// (what the threads reach with a core each; robust to other work on the machine).
+    pub(crate) mops_cpu: f64,
+    /// CPU-time throughput of every repeat.
+    pub(crate) mops_cpu_repeats: Vec<f64>,
     /// Live heap bytes added by loading, per key (counting allocator).
     pub(crate) bytes_per_key: f64,
     /// Resident-set growth during loading, per key.
@@ -42,10 +47,12 @@ pub(crate) struct Record {
     pub(crate) p999_ns: Option<u64>,
     /// What the latency figures are.
     pub(crate) latency: String,
-    /// Per-thread ns per operation over the machine's dependent DRAM read latency (4 KiB pages).
+    /// Thread-CPU ns per operation over the machine's dependent DRAM read latency (4 KiB pages).
     pub(crate) dram_rt_per_op: Option<f64>,
-    /// Per-thread ns per operation.
+    /// Per-thread wall ns per operation (threads / mops).
     pub(crate) ns_per_op: f64,
+    /// Thread-CPU ns per operation.
+    pub(crate) cpu_ns_per_op: f64,
     /// Throughput of the load that prepared the index (median repeat), Mops/s.
     pub(crate) load_mops: f64,
     /// Threads of that load.
@@ -54,7 +61,7 @@ pub(crate) struct Record {
     pub(crate) repeats: usize,
     /// Run seed.
     pub(crate) seed: u64,
-    /// 1-minute load average when the cell started (other work on the machine).
+    /// 1-minute load average when the result was recorded (other work on the machine).
     pub(crate) loadavg: Option<f64>,
     /// Source revision of the benchmark (`-dirty` when uncommitted changes exist).
     pub(crate) git_rev: String,

@@ -11,7 +11,8 @@ const COLS: &[(&str, usize)] = &[
     ("thr", 3),
     ("Mops/s", 8),
     ("spread", 6),
-    ("ns/op", 7),
+    ("cpuMops", 8),
+    ("cpu ns", 7),
     ("DRAM/op", 7),
     ("B/key", 7),
     ("rssB/k", 7),
@@ -68,7 +69,8 @@ pub(crate) fn row(r: &Record) -> String {
         r.threads.to_string(),
         format!("{:.3}", r.mops),
         spread(r).map_or("-".into(), |s| format!("{s:.0}%")),
-        format!("{:.0}", r.ns_per_op),
+        format!("{:.3}", r.mops_cpu),
+        format!("{:.0}", r.cpu_ns_per_op),
         opt(r.dram_rt_per_op, 2),
         format!("{:.1}", r.bytes_per_key),
         opt(r.rss_bytes_per_key, 1),
@@ -76,7 +78,11 @@ pub(crate) fn row(r: &Record) -> String {
         r.p50_ns.map_or("n/a".into(), |v| v.to_string()),
         r.p99_ns.map_or("n/a".into(), |v| v.to_string()),
         r.p999_ns.map_or("n/a".into(), |v| v.to_string()),
-        if r.workload == "load" { "-".into() } else { format!("{:.2}", r.load_mops) },
+        if r.workload == "load" {
+            "-".into()
+        } else {
+            format!("{:.2}", r.load_mops)
+        },
     ];
     line(&cells)
 }
@@ -84,8 +90,10 @@ pub(crate) fn row(r: &Record) -> String {
 /// What the columns mean.
 pub(crate) fn legend(latency: &str, lat_4k_ns: Option<f64>) -> String {
     format!(
-        "Mops/s: median of the repeats (spread = (max-min)/median); ns/op: per thread.\n\
-         DRAM/op: ns/op over one dependent DRAM read{}.\n\
+        "Mops/s: wall-clock throughput, median of the repeats (spread = (max-min)/median).\n\
+         cpuMops: the same repeat's sum over threads of ops per thread-CPU-second (immune to other \
+         work on the machine);\n  cpu ns: thread-CPU ns per op. DRAM/op: cpu ns over one \
+         dependent DRAM read{}.\n\
          B/key: live heap bytes added by the load per key (counting allocator); rssB/k: RSS growth \
          per key;\n  memB/k: the index's own memory_usage() per key (n/a: it does not report).\n\
          p50/p99/p999: {latency}.\n\

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use orrery::api::check_entry;
 use orrery::api::ScanVisitor;
+use orrery::api::check_entry;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);

@@ -65,10 +65,16 @@ impl KvIndex for CongeeArt {
 
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let Some(k) = word(key) else {
-            return Err(Error::KeyTooLong { len: key.len(), max: 8 });
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: 8,
+            });
         };
         let Some(v) = word(value) else {
-            return Err(Error::ValueTooLong { len: value.len(), max: 8 });
+            return Err(Error::ValueTooLong {
+                len: value.len(),
+                max: 8,
+            });
         };
         let guard = self.tree.pin();
         match self
@@ -135,7 +141,9 @@ impl OrderedKvIndex for CongeeArt {
         // Widen a window below the top until it holds keys, then take its last one.
         let mut buf = [(0usize, 0usize); CHUNK];
         for shift in (0..=usize::BITS).step_by(4) {
-            let from = usize::MAX.checked_shr(usize::BITS - shift).map_or(0, |w| usize::MAX - w);
+            let from = usize::MAX
+                .checked_shr(usize::BITS - shift)
+                .map_or(0, |w| usize::MAX - w);
             let mut lo = from;
             let mut last = None;
             loop {
@@ -179,7 +187,10 @@ mod tests {
         assert_eq!(lower(Bound::Unbounded), Some(0));
         assert_eq!(lower(Bound::Included(&[0, 0, 0, 0, 0, 0, 0, 5])), Some(5));
         assert_eq!(lower(Bound::Excluded(&[0, 0, 0, 0, 0, 0, 0, 5])), Some(6));
-        assert_eq!(lower(Bound::Included(&[0, 0, 0, 0, 0, 0, 0, 5, 0])), Some(6));
+        assert_eq!(
+            lower(Bound::Included(&[0, 0, 0, 0, 0, 0, 0, 5, 0])),
+            Some(6)
+        );
         assert_eq!(lower(Bound::Included(&[1])), Some(1 << 56));
         assert_eq!(lower(Bound::Excluded(&[0xFF; 8])), None);
     }

@@ -46,7 +46,11 @@ pub(crate) mod tests {
         let mut model = BTreeMap::<Vec<u8>, Vec<u8>>::new();
         let mut rng = Rng::new(77);
         let key = |rng: &mut Rng| -> Vec<u8> {
-            let len = if key_len == 0 { rng.range_incl(1, 12) as usize } else { key_len };
+            let len = if key_len == 0 {
+                rng.range_incl(1, 12) as usize
+            } else {
+                key_len
+            };
             let mut k = vec![0u8; len];
             // A small alphabet so that keys collide and share prefixes.
             for b in &mut k {

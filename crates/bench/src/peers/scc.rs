@@ -7,8 +7,8 @@
 
 use std::ops::Bound;
 
-use orrery::api::check_entry;
 use orrery::api::ScanVisitor;
+use orrery::api::check_entry;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
 use scc::{Guard, HashMap, TreeIndex};
 
@@ -52,7 +52,10 @@ impl KvIndex for SccTree {
 impl OrderedKvIndex for SccTree {
     fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let guard = Guard::new();
-        for (k, v) in self.tree.range::<[u8], _>((start, Bound::Unbounded), &guard) {
+        for (k, v) in self
+            .tree
+            .range::<[u8], _>((start, Bound::Unbounded), &guard)
+        {
             if visitor(k, v).is_break() {
                 break;
             }

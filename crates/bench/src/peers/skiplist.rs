@@ -8,8 +8,8 @@
 use std::ops::Bound;
 
 use crossbeam_skiplist::SkipMap;
-use orrery::api::check_entry;
 use orrery::api::ScanVisitor;
+use orrery::api::check_entry;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
 /// crossbeam-skiplist behind Orrery's API.
@@ -69,7 +69,9 @@ impl OrderedKvIndex for SkipList {
     }
 
     fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.map.back().map(|e| (e.key().to_vec(), e.value().to_vec()))
+        self.map
+            .back()
+            .map(|e| (e.key().to_vec(), e.value().to_vec()))
     }
 }
 
