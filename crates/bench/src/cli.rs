@@ -55,7 +55,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a benchmark matrix (or a named suite) and print a table.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the datasets with key count, average length and common prefix.
     Datasets(DatasetArgs),
     /// List the registered indexes and their capabilities.
@@ -196,7 +196,7 @@ pub(crate) fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCo
 
 fn dispatch(cmd: Cmd) -> Result<(), String> {
     match cmd {
-        Cmd::Run(a) => run(a),
+        Cmd::Run(a) => run(*a),
         Cmd::Datasets(a) => list_datasets(a),
         Cmd::Indexes => {
             println!("{:<14} {:<58} capabilities", "index", "what");

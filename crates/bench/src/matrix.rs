@@ -142,7 +142,7 @@ impl Plan {
         if m.get_many_batch == 0 || m.get_many_batch > MAX_GET_MANY {
             return Err(format!("--batch must be between 1 and {MAX_GET_MANY}"));
         }
-        if m.max_secs.is_some_and(|s| !(s > 0.0)) {
+        if m.max_secs.is_some_and(|s| s.is_nan() || s <= 0.0) {
             return Err("--max-secs must be positive".into());
         }
         let indexes = m

@@ -34,6 +34,9 @@ pub(crate) struct ReportArgs {
     name: Option<String>,
 }
 
+/// (dataset, keys, value size, workload, dist, index, threads).
+type CellKey = (String, u64, usize, String, String, String, usize);
+
 /// A grouped bar chart.
 struct Bars {
     title: String,
@@ -212,8 +215,7 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
     let dir = a.out.join(file_safe(&name));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     // Latest line per cell.
-    let mut cells: BTreeMap<(String, u64, usize, String, String, String, usize), Record> =
-        BTreeMap::new();
+    let mut cells: BTreeMap<CellKey, Record> = BTreeMap::new();
     for r in all {
         let k = (
             r.dataset.clone(),

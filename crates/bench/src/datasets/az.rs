@@ -8,6 +8,7 @@
 //! leading id. Item and user ranks are therefore drawn zipfian over catalogues sized to the
 //! dataset (θ = 0.9 for items, 0.7 for users), then mapped to ids by hashing the rank.
 
+use super::KeyGen;
 use super::words::base36;
 use crate::dist::Zipf;
 use crate::rng::{Rng, mix64};
@@ -55,11 +56,7 @@ fn user_id(rank: u64, out: &mut Vec<u8>) {
 }
 
 /// A generator of `az` (or `az2`) keys for a dataset of about `n` keys.
-pub(super) fn generator(
-    n: usize,
-    order: Order,
-    rng: &mut Rng,
-) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn generator(n: usize, order: Order, rng: &mut Rng) -> KeyGen {
     let items = Zipf::new((n as u64 / 6).max(100), 0.9);
     let users = Zipf::new((n as u64 / 3).max(100), 0.7);
     // Catalogue ranks are scrambled per seed so two seeds give different popular items.

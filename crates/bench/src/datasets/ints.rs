@@ -3,10 +3,10 @@
 //! Big-endian encoding makes byte order numeric order, so a trie sees sequential integers
 //! fill its lower levels densely (Hyperion's best case) and random ones spread out.
 
-use crate::rng::Rng;
+use super::KeyGen;
 
 /// 0, 1, 2, … in that order.
-pub(super) fn sequential() -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn sequential() -> KeyGen {
     let mut next = 0u64;
     Box::new(move |_rng, out| {
         out.extend_from_slice(&orrery::api::u64_key(next));
@@ -15,6 +15,6 @@ pub(super) fn sequential() -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
 }
 
 /// Uniformly random 64-bit integers.
-pub(super) fn random() -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn random() -> KeyGen {
     Box::new(|rng, out| out.extend_from_slice(&orrery::api::u64_key(rng.next_u64())))
 }

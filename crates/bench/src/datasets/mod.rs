@@ -35,6 +35,9 @@ use crate::progress::Progress;
 use crate::rng::Rng;
 use keyset::Builder;
 
+/// A key generator: appends one candidate key to the buffer, drawing from the generator.
+type KeyGen = Box<dyn FnMut(&mut Rng, &mut Vec<u8>)>;
+
 /// A dataset name, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Spec {
@@ -192,7 +195,7 @@ impl Spec {
             _ => (self.fixed_len().unwrap_or(16), None),
         };
         let mut b = Builder::new(n, avg, suffix);
-        let mut next_key: Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> = match self {
+        let mut next_key: KeyGen = match self {
             Spec::Random(l) => random::fixed(*l),
             Spec::KShort(l) => random::kshort(*l),
             Spec::KLong(l) => random::klong(*l),

@@ -5,12 +5,13 @@
 //! uniformly in 1800–2008. Three quarters of the keys are 2-grams. Sorted neighbours share
 //! their leading words, which is what makes the set trie-friendly.
 
+use super::KeyGen;
 use super::words::word;
 use crate::dist::Zipf;
 use crate::rng::Rng;
 
 /// A generator of n-gram keys.
-pub(super) fn generator(rng: &mut Rng) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn generator(rng: &mut Rng) -> KeyGen {
     let vocab = Zipf::new(200_000, 0.9);
     let salt = rng.next_u64();
     Box::new(move |rng, out| {

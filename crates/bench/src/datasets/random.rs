@@ -5,10 +5,10 @@
 //! bytes replaced by `'0'`, Wormhole §4.2) holds exactly the same number of distinct keys,
 //! one for one.
 
-use crate::rng::Rng;
+use super::KeyGen;
 
 /// A generator of random keys of `len` bytes.
-pub(super) fn fixed(len: usize) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn fixed(len: usize) -> KeyGen {
     Box::new(move |rng, out| {
         let start = out.len();
         out.resize(start + len, 0);
@@ -17,12 +17,12 @@ pub(super) fn fixed(len: usize) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
 }
 
 /// Wormhole's K_short: random `len`-byte keys (deduplicated on the last 4 bytes).
-pub(super) fn kshort(len: usize) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn kshort(len: usize) -> KeyGen {
     fixed(len)
 }
 
 /// Wormhole's K_long: K_short's keys with the first `len - 4` bytes set to `'0'`.
-pub(super) fn klong(len: usize) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn klong(len: usize) -> KeyGen {
     let mut inner = fixed(len);
     Box::new(move |rng, out| {
         let start = out.len();

@@ -5,6 +5,7 @@
 //! zipfian word vocabulary; dates fall in Aug 2008 – Apr 2009 as in MemeTracker. Sorted
 //! neighbours therefore share the scheme, host and often the section: long common prefixes.
 
+use super::KeyGen;
 use super::words::word;
 use crate::dist::Zipf;
 use crate::rng::{Rng, mix64};
@@ -29,7 +30,7 @@ fn host(rank: u64, salt: u64, out: &mut Vec<u8>) {
 }
 
 /// A generator of URL keys for a dataset of about `n` keys.
-pub(super) fn generator(n: usize, rng: &mut Rng) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(super) fn generator(n: usize, rng: &mut Rng) -> KeyGen {
     let hosts = Zipf::new((n as u64 / 40).max(50), 0.9);
     let sections = Zipf::new(40, 0.9);
     let vocab = Zipf::new(50_000, 0.8);

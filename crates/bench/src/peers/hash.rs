@@ -98,19 +98,22 @@ impl KvIndex for Papaya {
     }
 }
 
+/// The map inside [`LockedHashbrown`].
+type Map = hashbrown::HashMap<Box<[u8]>, Box<[u8]>, Hasher>;
+
 /// `hashbrown::HashMap` behind a `std::sync::RwLock`.
 #[derive(Default)]
 pub(crate) struct LockedHashbrown {
-    map: RwLock<hashbrown::HashMap<Box<[u8]>, Box<[u8]>, Hasher>>,
+    map: RwLock<Map>,
 }
 
 impl LockedHashbrown {
     // A panic while the lock is held cannot leave the map invalid, so poison is ignored.
-    fn read(&self) -> RwLockReadGuard<'_, hashbrown::HashMap<Box<[u8]>, Box<[u8]>, Hasher>> {
+    fn read(&self) -> RwLockReadGuard<'_, Map> {
         self.map.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, hashbrown::HashMap<Box<[u8]>, Box<[u8]>, Hasher>> {
+    fn write(&self) -> RwLockWriteGuard<'_, Map> {
         self.map.write().unwrap_or_else(|e| e.into_inner())
     }
 }
