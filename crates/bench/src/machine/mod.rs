@@ -4,7 +4,8 @@
 //! cycle (a shuffled visiting order, each slot holding the index of the next), and a single
 //! pointer chase walks it: every load depends on the previous one, so elapsed time divided
 //! by loads is the full DRAM round trip including TLB misses. Measured once on 4 KiB pages
-//! and once on transparent huge pages.
+//! and once on transparent huge pages (`orrery::alloc::HugeArray`, the structures' own
+//! huge-page memory).
 //!
 //! *Independent-read throughput*: K chases start at K points spread evenly along the same
 //! cycle and advance in lockstep; their loads are independent, so the core overlaps them
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::metrics::cpu;
 use crate::progress::Progress;
 use crate::rng::Rng;
-use region::Region;
+use region::SmallPages;
 
 /// Bytes of one slot (a cache line).
 const SLOT: usize = 64;
@@ -191,15 +192,16 @@ pub(crate) fn measure(mib: usize, loads: usize, progress: &Progress) -> Result<M
     Rng::new(0x4D41_4348).shuffle(&mut order);
     let bar = progress.bar(2 + 7, "machine: memory latency");
 
-    let mut small = Region::new(len, false)?;
+    let mut small = SmallPages::new(len)?;
     link(small.words(), &order);
     let lat_4k_ns = chase::<1>(small.words(), &order[..1], loads);
     drop(small);
     bar.inc(1);
 
-    let mut huge = Region::new(len, true)?;
-    link(huge.words(), &order);
-    let words = huge.words();
+    let mut huge = orrery::alloc::HugeArray::<u64>::new(len / 8)
+        .map_err(|e| format!("cannot map {mib} MiB of huge pages for the memory test: {e}"))?;
+    link(&mut huge, &order);
+    let words: &[u64] = &huge;
     let lat_huge_ns = chase::<1>(words, &order[..1], loads);
     bar.inc(1);
     let starts = |k: usize| -> Vec<u32> { (0..k).map(|j| order[j * slots / k]).collect() };
