@@ -91,7 +91,7 @@ struct RunArgs {
     /// Thread counts, comma-separated [default: 1].
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
-    /// Distribution: uniform, zipf[:θ], latest[:θ] [default: uniform; latest for d].
+    /// Distribution: uniform, zipf or zipf:θ, latest or latest:θ (default: uniform; latest for d).
     #[arg(long)]
     dist: Option<String>,
     /// Value size in bytes [default: 8].

@@ -184,9 +184,9 @@ fn file_safe(s: &str) -> String {
 }
 
 fn keys_label(k: u64) -> String {
-    if k >= 1_000_000 && k % 1_000_000 == 0 {
+    if k >= 1_000_000 && k.is_multiple_of(1_000_000) {
         format!("{}M", k / 1_000_000)
-    } else if k >= 1000 && k % 1000 == 0 {
+    } else if k >= 1000 && k.is_multiple_of(1000) {
         format!("{}K", k / 1000)
     } else {
         k.to_string()

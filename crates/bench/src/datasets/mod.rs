@@ -208,7 +208,7 @@ impl Spec {
             Spec::File(_) => unreachable!("handled above"),
         };
         while b.len() < n {
-            if b.offer(|out| next_key(&mut rng, out))? && b.len() % 65536 == 0 {
+            if b.offer(|out| next_key(&mut rng, out))? && b.len().is_multiple_of(65536) {
                 bar.set_position(b.len() as u64);
             }
         }

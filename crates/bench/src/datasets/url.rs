@@ -20,7 +20,7 @@ fn host(rank: u64, salt: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"www.");
     }
     word(mix64(h) % 5000, salt ^ 1, out);
-    if (h >> 8) % 3 == 0 {
+    if (h >> 8).is_multiple_of(3) {
         out.push(b'-');
         word(mix64(h ^ 2) % 5000, salt ^ 1, out);
     } else if (h >> 8) % 3 == 1 {

@@ -16,7 +16,7 @@ pub(super) fn word(rank: u64, salt: u64, out: &mut Vec<u8>) {
     let len = 2 + bits / 2 + (h % 3) as usize;
     for i in 0..len {
         h = mix64(h);
-        let set = if (i + (rank as usize & 1)) % 2 == 0 {
+        let set = if (i + (rank as usize & 1)).is_multiple_of(2) {
             CONSONANTS
         } else {
             VOWELS
