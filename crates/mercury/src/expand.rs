@@ -1,0 +1,230 @@
+//! Aggressive, incremental expansion (§3 "Hash table expansion").
+//!
+//! The table doubles whenever it holds more than `load_percent`% items per bucket (75 by
+//! default: chains stay near one node, so a lookup stays near two DRAM accesses), in the
+//! paper's three phases:
+//!
+//! 1. **Initialization.** The writer whose insert crosses the threshold takes the table's
+//!    `resize` token, allocates the successor (2N zeroed buckets, huge-page backed) and
+//!    publishes it with one Release store of `table.next`. That store is the whole state
+//!    change: from then on the table is "expanding".
+//! 2. **Rehash, bucket by bucket.** Whoever holds the token migrates a *run* of buckets
+//!    `r..r+run` in order, then publishes `migrated = r+run` (the paper's *r*). Migrating
+//!    bucket `l`: take its lock, set MOVED (lock still held), re-link each node of the chain
+//!    onto the head of `next[l]` or `next[l+N]` (by the hash bit N, recomputed from the key;
+//!    nodes are moved, not copied), store the two new bucket words, then store the old word as
+//!    MOVED | unlocked | empty. Other buckets keep serving meanwhile; an operation on bucket
+//!    `l` waits at most for this one bucket.
+//! 3. **Termination.** The holder that migrates the last run swings the structure's current
+//!    table pointer to the successor and hands the old table to the epoch collector.
+//!
+//! Workers choose the table exactly as in the paper: bucket `l = hash % N` with `l < r` goes
+//! straight to the successor; otherwise the old bucket is read (one miss, as always) and its
+//! MOVED bit redirects to the successor when set. A writer that locks a MOVED bucket
+//! releases it and goes to the successor (the paper's race "the worker acquires the lock
+//! after the expand-thread moved the bucket").
+//!
+//! # Who migrates: cooperative writers instead of an expand-thread
+//!
+//! The paper dedicates an expand-thread, and gives every worker a thread-lock that the
+//! expand-thread takes during its two state changes so that no worker uses a stale table.
+//! Here both state changes are single pointer stores and stale readers are harmless: a worker
+//! holding the old table still finds every bucket through the MOVED bits and `next`, and the
+//! old table stays allocated until every guard pinned before termination is gone. So no
+//! thread-locks are needed at all.
+//!
+//! By default ([`Expansion::Cooperative`](crate::Expansion)) there is no expand-thread
+//! either: every `HELP_EVERY`-th insert of a thread during an expansion tries the token
+//! (without waiting) and migrates one run. The rehash then costs no extra thread, no
+//! wake-up, and no core taken away from the workers on a small machine, and an expansion of
+//! N buckets completes after about `N * HELP_EVERY / run` inserts, far sooner than the
+//! `(load/100) * N` inserts after which the successor would itself need to grow. Should
+//! that ever happen (many writers, unlucky token races), the insert that finds the count
+//! above the successor's threshold finishes the expansion itself, waiting for the token.
+//! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
+//! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::Expansion;
+use crate::link::{BucketWord, Link};
+use crate::node;
+use crate::raw::{Inner, hashed};
+use crate::shim::sync::{Backoff, Guard, pin};
+use crate::table::Table;
+
+/// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
+const HELP_EVERY: isize = 4;
+
+/// Tables up to this many buckets check the total count on every insert; larger ones every
+/// `CHECK_EVERY` inserts of a stripe (the count may overshoot by a few thousand items).
+const SMALL_TABLE: usize = 1 << 16;
+const CHECK_EVERY: isize = 64;
+
+impl Inner {
+    /// Called after an insert of a new key; `local` is the calling stripe's item count.
+    #[inline]
+    pub(crate) fn after_insert(self: &Arc<Self>, local: isize, guard: &Guard) {
+        let t = self.current(guard);
+        let check = t.len() <= SMALL_TABLE || local % CHECK_EVERY == 0;
+        match t.next() {
+            None => {
+                if check && self.counters.items() > t.grow_at() {
+                    self.start_expansion(t, guard);
+                }
+            }
+            Some(next) => {
+                if check && self.counters.items() > next.grow_at() {
+                    // The successor is already full: finish this expansion now.
+                    self.help(t, next, guard, true);
+                } else if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0 {
+                    self.help(t, next, guard, false);
+                }
+            }
+        }
+    }
+
+    /// Phase 1: installs a successor twice as large (if `t` is not already expanding).
+    fn start_expansion(self: &Arc<Self>, t: &Table, guard: &Guard) {
+        if !t.try_resize() {
+            return;
+        }
+        // A table without successor is the current one (termination requires a successor).
+        let started = t.next().is_none()
+            && match Table::new(t.len() * 2, self.config.load_percent) {
+                Ok(next) => {
+                    t.set_next(next);
+                    true
+                }
+                // No memory for a larger table: keep serving with longer chains, try again
+                // on a later insert.
+                Err(_) => false,
+            };
+        t.end_resize();
+        if !started {
+            return;
+        }
+        match self.config.expansion {
+            Expansion::Cooperative => {
+                if let Some(next) = t.next() {
+                    self.help(t, next, guard, false);
+                }
+            }
+            Expansion::Dedicated => {
+                let inner = Arc::clone(self);
+                let spawned = std::thread::Builder::new()
+                    .name("mercury-expand".into())
+                    .spawn(move || inner.expand_thread());
+                if spawned.is_err() {
+                    // No thread: the writers' blocking help still completes the expansion.
+                }
+            }
+        }
+    }
+
+    /// The paper's expand-thread: migrates runs until the current expansion terminates.
+    fn expand_thread(&self) {
+        loop {
+            // A fresh guard per run, so that reclamation is not held up by the whole
+            // expansion.
+            let guard = pin();
+            let t = self.current(&guard);
+            let Some(next) = t.next() else { return };
+            if t.try_resize() {
+                let done = self.migrate_run(t, next, &guard);
+                t.end_resize();
+                if done {
+                    return;
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Phase 2 help: migrates runs of `t` into `next`; once when `wait` is false (giving up
+    /// if another thread holds the token), until the expansion terminated when it is true.
+    pub(crate) fn help(&self, t: &Table, next: &Table, guard: &Guard, wait: bool) {
+        let mut backoff = Backoff::new();
+        while t.migrated() < t.len() {
+            if t.try_resize() {
+                let done = self.migrate_run(t, next, guard);
+                t.end_resize();
+                if done || !wait {
+                    return;
+                }
+            } else if wait {
+                backoff.snooze();
+            } else {
+                return;
+            }
+        }
+    }
+
+    /// Migrates the next run of buckets; terminates the expansion after the last one.
+    /// Returns whether the expansion is complete. The caller holds `t`'s resize token.
+    fn migrate_run(&self, t: &Table, next: &Table, guard: &Guard) -> bool {
+        let start = t.migrated();
+        if start == t.len() {
+            return true;
+        }
+        let end = (start + self.config.migrate_run).min(t.len());
+        for l in start..end {
+            migrate_bucket(t, next, l);
+        }
+        t.set_migrated(end);
+        if end < t.len() {
+            return false;
+        }
+        // Phase 3: termination.
+        self.replace_current(t, next);
+        let old = std::ptr::from_ref(t).cast_mut();
+        let free = move || {
+            // SAFETY: `old` is no longer current and all its buckets are MOVED and empty; it
+            // is dropped once, after every guard that could hold it is gone. Dropping a
+            // table frees only its bucket array, not its successor.
+            drop(unsafe { Box::from_raw(old) })
+        };
+        // SAFETY: `free` only touches the retired table.
+        unsafe { guard.defer_unchecked(free) };
+        true
+    }
+}
+
+/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`.
+fn migrate_bucket(t: &Table, next: &Table, l: usize) {
+    let n = t.len();
+    let word = t.lock(l);
+    debug_assert!(!word.is_moved(), "bucket {l} migrated twice");
+    // MOVED first (lock still held): a reader whose walk sees any re-linked `next` word below
+    // will then see MOVED when it re-checks the bucket, and retries in `next`.
+    t.store_locked(l, word.with_moved());
+    let mut low = next.load(l).head();
+    let mut high = next.load(l + n).head();
+    let mut link = word.head();
+    while let Some(x) = link.node() {
+        // SAFETY: `x` is in the chain whose lock we hold, so it is live, and only we write
+        // its `next` word.
+        let hdr = unsafe { node::header(x) };
+        let after = Link::from_word(hdr.next.load(Ordering::Relaxed));
+        // SAFETY: as above; the key is immutable.
+        let key = unsafe { node::key(x, node::node_meta(x, Ordering::Relaxed)) };
+        let h = hashed(key);
+        debug_assert_eq!(h.tag, link.tag());
+        debug_assert_eq!(t.index(h.hash), l);
+        let dest = if next.index(h.hash) == l {
+            &mut low
+        } else {
+            &mut high
+        };
+        hdr.next.store(dest.word(), Ordering::Release);
+        *dest = Link::new(x, link.tag(), dest.is_null());
+        link = after;
+    }
+    // The new buckets are reached only through MOVED-and-unlocked or `migrated > l`, both
+    // published after these stores.
+    next.bucket(l).store(low.word(), Ordering::Release);
+    next.bucket(l + n).store(high.word(), Ordering::Release);
+    t.store_unlock(l, BucketWord::MOVED_EMPTY);
+}
