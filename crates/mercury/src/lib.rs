@@ -146,6 +146,8 @@ mod raw;
 mod read;
 mod shim;
 mod table;
+#[cfg(feature = "variants")]
+pub mod variants;
 mod write;
 
 use std::ops::ControlFlow;
