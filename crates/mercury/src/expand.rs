@@ -57,17 +57,21 @@ use crate::table::Table;
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
 const HELP_EVERY: isize = 4;
 
-/// Tables up to this many buckets check the total count on every insert; larger ones every
-/// `CHECK_EVERY` inserts of a stripe (the count may overshoot by a few thousand items).
-const SMALL_TABLE: usize = 1 << 16;
-const CHECK_EVERY: isize = 64;
+/// How often (in inserts of one stripe) the striped total is compared with the threshold:
+/// every insert for tables up to 1 Ki buckets, then every `len / 1 Ki` inserts, at most every
+/// 64 (summing the stripes reads 32 cache lines). The count may overshoot the threshold by at
+/// most `stripes * interval`, under 5% of the table.
+#[inline]
+fn check_interval(buckets: usize) -> isize {
+    (buckets >> 10).clamp(1, 64) as isize
+}
 
 impl Inner {
     /// Called after an insert of a new key; `local` is the calling stripe's item count.
     #[inline]
     pub(crate) fn after_insert(self: &Arc<Self>, local: isize, guard: &Guard) {
         let t = self.current(guard);
-        let check = t.len() <= SMALL_TABLE || local % CHECK_EVERY == 0;
+        let check = local % check_interval(t.len()) == 0;
         match t.next() {
             None => {
                 if check && self.counters.items() > t.grow_at() {
@@ -178,8 +182,7 @@ impl Inner {
             return false;
         }
         // Phase 3: termination.
-        self.replace_current(t, next);
-        let old = std::ptr::from_ref(t).cast_mut();
+        let old = self.replace_current(t);
         let free = move || {
             // SAFETY: `old` is no longer current and all its buckets are MOVED and empty; it
             // is dropped once, after every guard that could hold it is gone. Dropping a

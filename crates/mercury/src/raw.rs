@@ -71,15 +71,18 @@ impl Inner {
         unsafe { &*p }
     }
 
-    /// Swings the current table from `old` to `new` (termination of an expansion).
-    pub(crate) fn replace_current(&self, old: &Table, new: &Table) {
-        let swapped = self.table.compare_exchange(
-            std::ptr::from_ref(old).cast_mut(),
-            std::ptr::from_ref(new).cast_mut(),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
+    /// Swings the current table from `old` to its successor (termination of an expansion)
+    /// and returns the raw pointer of `old` (with the provenance of its `Box`), for
+    /// retirement. Only the holder of `old`'s resize token calls this.
+    pub(crate) fn replace_current(&self, old: &Table) -> *mut Table {
+        let new = old.next_ptr();
+        debug_assert!(!new.is_null());
+        let prev = self.table.swap(new, Ordering::AcqRel);
+        debug_assert!(
+            std::ptr::eq(prev, old),
+            "only the current table's expander terminates it"
         );
-        debug_assert!(swapped.is_ok(), "only the current table's expander terminates it");
+        prev
     }
 
     /// Hands an unlinked node to the epoch collector.

@@ -1,0 +1,135 @@
+//! Quick feedback, not the benchmark suite (that is `orrery-bench`'s `mercury` suite): loads
+//! N random 8-byte keys with 8-byte values, then runs uniform positive GETs on 1 and 2
+//! threads, for Mercury, its bench-only variants (with `--features variants`) and a
+//! `std::collections::HashMap` behind an `RwLock`, and prints Mops/s and ratios to the
+//! locked HashMap measured in the same run.
+//!
+//! `cargo run --release -p orrery-mercury --features variants --example quick -- [N] [secs]`
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use orrery_core::{KvIndex, MemoryUsage, Result};
+use orrery_mercury::Mercury;
+
+/// The baseline: std's HashMap (SipHash) behind one reader-writer lock.
+#[derive(Default)]
+struct LockedHashMap(RwLock<HashMap<Vec<u8>, Vec<u8>>>);
+
+impl KvIndex for LockedHashMap {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        match self.0.read().unwrap().get(key) {
+            Some(v) => {
+                f(v);
+                true
+            }
+            None => false,
+        }
+    }
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        Ok(self.0.write().unwrap().insert(key.to_vec(), value.to_vec()).is_none())
+    }
+    fn remove(&self, key: &[u8]) -> bool {
+        self.0.write().unwrap().remove(key).is_some()
+    }
+    fn len(&self) -> usize {
+        self.0.read().unwrap().len()
+    }
+    fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage::default()
+    }
+}
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Runs `op(thread, i)` on `threads` threads for `secs`; returns Mops/s.
+fn timed(threads: usize, secs: f64, op: &(dyn Fn(usize, u64) + Sync)) -> f64 {
+    let stop = AtomicBool::new(false);
+    let total = AtomicU64::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (stop, total) = (&stop, &total);
+            s.spawn(move || {
+                let mut seed = 0x1234_5678 + t as u64;
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..256 {
+                        op(t, splitmix(&mut seed));
+                    }
+                    n += 256;
+                }
+                total.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        stop.store(true, Ordering::Relaxed);
+    });
+    total.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(4 << 20);
+    let secs: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    let mut seed = 42;
+    let keys: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut seed).to_le_bytes()).collect();
+
+    let mut subjects: Vec<(&str, Box<dyn KvIndex>)> = vec![
+        ("locked std HashMap", Box::new(LockedHashMap::default())),
+        ("mercury", Box::new(Mercury::new())),
+    ];
+    #[cfg(feature = "variants")]
+    {
+        use orrery_mercury::variants::{NoLockMercury, StripedMercury};
+        // SAFETY: the nolock variant is only written by the single-threaded load below and
+        // then only read (concurrent lookups are allowed by its contract).
+        subjects.push(("mercury nolock", Box::new(unsafe { NoLockMercury::new() })));
+        subjects.push(("mercury striped", Box::new(StripedMercury::new())));
+    }
+
+    println!("{n} keys of 8 B, values 8 B, {secs} s per measurement");
+    println!("{:<20} {:>10} {:>12} {:>12} {:>14} {:>10}", "", "load", "get 1T", "get 2T", "get_many 1T", "B/key");
+    let mut base: Option<[f64; 4]> = None;
+    for (name, index) in &subjects {
+        let t = Instant::now();
+        for k in &keys {
+            index.insert(k, k).unwrap();
+        }
+        let load = n as f64 / t.elapsed().as_secs_f64() / 1e6;
+        let get = |_: usize, r: u64| {
+            let k = &keys[(r % n as u64) as usize];
+            assert!(index.get_with(k, &mut |v| assert_eq!(v.len(), 8)));
+        };
+        let g1 = timed(1, secs, &get);
+        let g2 = timed(2, secs, &get);
+        let many = |_: usize, r: u64| {
+            let mut batch = [&keys[0][..]; 16];
+            let mut x = r;
+            for b in &mut batch {
+                *b = &keys[(splitmix(&mut x) % n as u64) as usize];
+            }
+            index.get_many(&batch, &mut |_, v| assert!(v.is_some()));
+        };
+        let gm = timed(1, secs, &many) * 16.0;
+        let bpk = index.memory_usage().total() as f64 / n as f64;
+        let row = [load, g1, g2, gm];
+        let b = *base.get_or_insert(row);
+        println!(
+            "{name:<20} {:>10} {:>12} {:>12} {:>14} {bpk:>10.1}",
+            format!("{:.2}x", load / b[0]),
+            format!("{:.2}x", g1 / b[1]),
+            format!("{:.2}x", g2 / b[2]),
+            format!("{:.2}x", gm / b[3]),
+        );
+    }
+    println!("(ratios to the locked std HashMap of the same run; B/key as reported by memory_usage)");
+}
