@@ -29,7 +29,12 @@ impl KvIndex for LockedHashMap {
         }
     }
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        Ok(self.0.write().unwrap().insert(key.to_vec(), value.to_vec()).is_none())
+        Ok(self
+            .0
+            .write()
+            .unwrap()
+            .insert(key.to_vec(), value.to_vec())
+            .is_none())
     }
     fn remove(&self, key: &[u8]) -> bool {
         self.0.write().unwrap().remove(key).is_some()
@@ -97,7 +102,10 @@ fn main() {
     }
 
     println!("{n} keys of 8 B, values 8 B, {secs} s per measurement");
-    println!("{:<20} {:>10} {:>12} {:>12} {:>14} {:>10}", "", "load", "get 1T", "get 2T", "get_many 1T", "B/key");
+    println!(
+        "{:<20} {:>10} {:>12} {:>12} {:>14} {:>10}",
+        "", "load", "get 1T", "get 2T", "get_many 1T", "B/key"
+    );
     let mut base: Option<[f64; 4]> = None;
     for (name, index) in &subjects {
         let t = Instant::now();
@@ -131,5 +139,7 @@ fn main() {
             format!("{:.2}x", gm / b[3]),
         );
     }
-    println!("(ratios to the locked std HashMap of the same run; B/key as reported by memory_usage)");
+    println!(
+        "(ratios to the locked std HashMap of the same run; B/key as reported by memory_usage)"
+    );
 }

@@ -46,7 +46,9 @@ impl Counters {
     /// Zeroed counters.
     pub(crate) fn new() -> Counters {
         Counters {
-            stripes: (0..STRIPES).map(|_| CachePadded::new(Stripe::default())).collect(),
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(Stripe::default()))
+                .collect(),
         }
     }
 
@@ -63,13 +65,21 @@ impl Counters {
 
     /// Total items (clamped at 0 while concurrent updates are in flight).
     pub(crate) fn items(&self) -> usize {
-        let sum: isize = self.stripes.iter().map(|s| s.items.load(Ordering::Relaxed)).sum();
+        let sum: isize = self
+            .stripes
+            .iter()
+            .map(|s| s.items.load(Ordering::Relaxed))
+            .sum();
         sum.max(0) as usize
     }
 
     /// Total key+value bytes.
     pub(crate) fn kv_bytes(&self) -> usize {
-        let sum: isize = self.stripes.iter().map(|s| s.kv_bytes.load(Ordering::Relaxed)).sum();
+        let sum: isize = self
+            .stripes
+            .iter()
+            .map(|s| s.kv_bytes.load(Ordering::Relaxed))
+            .sum();
         sum.max(0) as usize
     }
 }

@@ -82,7 +82,8 @@ impl Inner {
                 if check && self.counters.items() > next.grow_at() {
                     // The successor is already full: finish this expansion now.
                     self.help(t, next, guard, true);
-                } else if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0 {
+                } else if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0
+                {
                     self.help(t, next, guard, false);
                 }
             }
@@ -211,8 +212,10 @@ fn migrate_bucket(t: &Table, next: &Table, l: usize) {
         // its `next` word.
         let hdr = unsafe { node::header(x) };
         let after = Link::from_word(hdr.next.load(Ordering::Relaxed));
+        // SAFETY: as above.
+        let meta = unsafe { node::node_meta(x, Ordering::Relaxed) };
         // SAFETY: as above; the key is immutable.
-        let key = unsafe { node::key(x, node::node_meta(x, Ordering::Relaxed)) };
+        let key = unsafe { node::key(x, meta) };
         let h = hashed(key);
         debug_assert_eq!(h.tag, link.tag());
         debug_assert_eq!(t.index(h.hash), l);

@@ -22,6 +22,9 @@ use crate::raw::{Inner, successor, wait_migrated};
 use crate::shim::sync::{Guard, pin};
 use crate::table::Table;
 
+/// The visitor of an iteration.
+pub(crate) type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
 /// Copies of one chain's pairs.
 #[derive(Default)]
 struct ChainBuf {
@@ -43,7 +46,7 @@ impl ChainBuf {
         self.ends.push((k, self.bytes.len()));
     }
 
-    fn visit(&self, f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>) -> ControlFlow<()> {
+    fn visit(&self, f: &mut Visitor<'_>) -> ControlFlow<()> {
         let mut start = 0;
         for &(k, v) in &self.ends {
             f(&self.bytes[start..k], &self.bytes[k..v])?;
@@ -58,7 +61,7 @@ const BUCKETS_PER_PIN: usize = 256;
 
 impl Inner {
     /// Visits every pair (see the module docs for the guarantees), until `f` breaks.
-    pub(crate) fn for_each(&self, f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>) {
+    pub(crate) fn for_each(&self, f: &mut Visitor<'_>) {
         let mut buf = ChainBuf::default();
         let mut guard = pin();
         // The table whose buckets the walk enumerates; kept across re-pins by re-reading
@@ -85,19 +88,16 @@ impl Inner {
 
 /// Visits every key whose hash is `idx` modulo `len` (a power of two no larger than the
 /// lineage's tables), starting from table `t`.
-fn visit_lineage(
-    t: &Table,
+fn visit_lineage<'g>(
+    t: &'g Table,
     len: usize,
     idx: usize,
     buf: &mut ChainBuf,
-    f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
-    guard: &Guard,
+    f: &mut Visitor<'_>,
+    guard: &'g Guard,
 ) -> ControlFlow<()> {
-    if t.len() < len {
-        // A table older than the enumeration's cannot be current; not reachable.
-        debug_assert!(false, "iteration table shrank");
-        return ControlFlow::Continue(());
-    }
+    // Tables only grow, and `t` is current now while `len` was current before.
+    debug_assert!(t.len() >= len);
     let mut i = idx;
     while i < t.len() {
         visit_bucket(t, i, buf, f, guard)?;
@@ -106,13 +106,14 @@ fn visit_lineage(
     ControlFlow::Continue(())
 }
 
-/// Visits every key of bucket `idx` of `t`, following migrations.
-fn visit_bucket(
-    t: &Table,
+/// Visits every key of bucket `idx` of `t`, following migrations. `t` (and every table and
+/// node reached from it) is valid while `guard` lives.
+fn visit_bucket<'g>(
+    t: &'g Table,
     idx: usize,
     buf: &mut ChainBuf,
-    f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
-    guard: &Guard,
+    f: &mut Visitor<'_>,
+    guard: &'g Guard,
 ) -> ControlFlow<()> {
     loop {
         let w = t.load(idx);
@@ -125,6 +126,7 @@ fn visit_bucket(
         buf.clear();
         let mut link = w.head();
         while let Some(n) = link.node() {
+            let _ = guard;
             // SAFETY: `n` was reachable under `guard`, so it is allocated.
             let meta = unsafe { node::node_meta(n, Ordering::Acquire) };
             // SAFETY: as above; keys are immutable.

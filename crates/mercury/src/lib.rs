@@ -153,10 +153,10 @@ mod write;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use orrery_core::api::{KvIndex, MemoryUsage};
 #[cfg(any(doc, test))]
 use orrery_core::Error;
 use orrery_core::Result;
+use orrery_core::api::{KvIndex, MemoryUsage};
 
 use crate::raw::Inner;
 use crate::shim::sync::pin;
@@ -411,9 +411,15 @@ mod tests {
     fn rejects_over_long_input() {
         let m = Mercury::new();
         let long_key = vec![1; orrery_core::api::MAX_KEY_LEN + 1];
-        assert!(matches!(m.insert(&long_key, b"v"), Err(Error::KeyTooLong { .. })));
+        assert!(matches!(
+            m.insert(&long_key, b"v"),
+            Err(Error::KeyTooLong { .. })
+        ));
         let long_val = vec![1; orrery_core::api::MAX_VALUE_LEN + 1];
-        assert!(matches!(m.insert(b"k", &long_val), Err(Error::ValueTooLong { .. })));
+        assert!(matches!(
+            m.insert(b"k", &long_val),
+            Err(Error::ValueTooLong { .. })
+        ));
         assert_eq!(m.get(&long_key), None);
         assert!(!m.remove(&long_key));
         assert!(m.is_empty());

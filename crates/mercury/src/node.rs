@@ -168,6 +168,12 @@ impl Meta {
     }
 }
 
+/// Address of byte `off` of a node's block (same provenance as `node`; no dereference).
+#[inline]
+fn byte_at(node: NonNull<Node>, off: usize) -> *mut u8 {
+    node.as_ptr().cast::<u8>().wrapping_add(off)
+}
+
 #[inline]
 const fn round8(n: usize) -> usize {
     (n + 7) & !7
@@ -249,7 +255,12 @@ impl NodeAlloc {
     ///
     /// Fails with [`Error::OutOfMemory`] when memory (or a link-encodable address) is not
     /// available. The caller has checked the key and value against the API limits.
-    pub(crate) fn alloc(&self, key: &[u8], value: &[u8], next: Link) -> Result<NonNull<Node>, Error> {
+    pub(crate) fn alloc(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        next: Link,
+    ) -> Result<NonNull<Node>, Error> {
         let long = value.len() > SHORT_VALUE_MAX;
         let size = needed_size(key.len(), value.len());
         let (block, class) = match class_for(size) {
@@ -299,9 +310,11 @@ impl NodeAlloc {
         if meta.class() == LARGE_CLASS {
             let size = block_size(meta);
             self.large_bytes.sub(size);
+            let layout =
+                Layout::from_size_align(size, 8).expect("the layout was valid at allocation");
             // SAFETY: allocated in `alloc` with this exact layout (size recomputed from the
             // immutable key length, long flag and, for long values, value length).
-            unsafe { std::alloc::dealloc(block.as_ptr(), Layout::from_size_align_unchecked(size, 8)) };
+            unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
         } else {
             // SAFETY: allocated from this pool (class stored in meta at allocation).
             unsafe { self.pools[meta.class() as usize].free(block) };
@@ -315,7 +328,6 @@ impl NodeAlloc {
 /// `node` is a fresh, unshared, 8-aligned block of at least `needed_size(klen, vlen)` bytes
 /// (and of `block_size(meta)` bytes for the value capacity).
 unsafe fn init(node: NonNull<Node>, meta: Meta, key: &[u8], value: &[u8], next: Link) {
-    let base = node.as_ptr().cast::<u8>();
     // SAFETY: the block is large enough for the header and exclusively ours.
     unsafe {
         node.as_ptr().write(Node {
@@ -325,17 +337,17 @@ unsafe fn init(node: NonNull<Node>, meta: Meta, key: &[u8], value: &[u8], next: 
     };
     // SAFETY: key bytes fit at HEADER (block >= HEADER + klen); `key` cannot overlap a fresh
     // block.
-    unsafe { std::ptr::copy_nonoverlapping(key.as_ptr(), base.add(HEADER), key.len()) };
+    unsafe { std::ptr::copy_nonoverlapping(key.as_ptr(), byte_at(node, HEADER), key.len()) };
     let voff = value_offset(key.len(), meta.is_long());
     if meta.is_long() {
         // SAFETY: the block holds HEADER + klen + vlen bytes for a long value.
-        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), base.add(voff), value.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), byte_at(node, voff), value.len()) };
     } else {
         for (i, chunk) in value.chunks(8).enumerate() {
+            let word = byte_at(node, voff + 8 * i).cast::<AtomicU64>();
             // SAFETY: word `i` lies inside the block (needed_size counts round8(vlen)) and
-            // is 8-aligned (voff is a multiple of 8 for short values).
-            let word = unsafe { base.add(voff + 8 * i).cast::<AtomicU64>() };
-            // SAFETY: as above; the block is not shared yet, a plain write initializes it.
+            // is 8-aligned (voff is a multiple of 8 for short values); the block is not
+            // shared yet, so a plain write initializes it.
             unsafe { word.write(AtomicU64::new(pack(chunk))) };
         }
     }
@@ -380,7 +392,7 @@ pub(crate) unsafe fn key<'a>(node: NonNull<Node>, meta: Meta) -> &'a [u8] {
     // SAFETY: the key occupies `klen` initialized bytes at HEADER, immutable while the node
     // lives (written before the node was published, which the reader's Acquire load of the
     // link ordered before this read).
-    unsafe { std::slice::from_raw_parts(node.as_ptr().cast::<u8>().add(HEADER), meta.klen()) }
+    unsafe { std::slice::from_raw_parts(byte_at(node, HEADER), meta.klen()) }
 }
 
 /// Whether the node's key equals `key`.
@@ -402,14 +414,13 @@ pub(crate) unsafe fn key_eq(node: NonNull<Node>, key: &[u8]) -> bool {
 /// As [`header`] (the node must stay allocated while `f` runs).
 #[inline]
 pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) -> R) -> R {
-    let base = node.as_ptr().cast::<u8>();
     // SAFETY: forwarded from the caller.
     let hdr = unsafe { header(node) };
     let mut m1 = Meta(hdr.meta.load(Ordering::Acquire));
     if m1.is_long() {
         let voff = value_offset(m1.klen(), true);
         // SAFETY: a long value is `vlen` immutable initialized bytes at `voff`.
-        let v = unsafe { std::slice::from_raw_parts(base.add(voff), m1.vlen()) };
+        let v = unsafe { std::slice::from_raw_parts(byte_at(node, voff), m1.vlen()) };
         return f(v);
     }
     let voff = value_offset(m1.klen(), false);
@@ -425,7 +436,7 @@ pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) ->
             // SAFETY: word `i` is inside the node's value capacity (len <= capacity, an
             // invariant of in-place writes) and 8-aligned; value words are only ever accessed
             // atomically while the node is shared.
-            let word = unsafe { &*base.add(voff + 8 * i).cast::<AtomicU64>() };
+            let word = unsafe { &*byte_at(node, voff + 8 * i).cast::<AtomicU64>() };
             let bytes = word.load(Ordering::Relaxed).to_le_bytes();
             let n = (len - 8 * i).min(8);
             buf[8 * i..8 * i + n].copy_from_slice(&bytes[..n]);
@@ -457,7 +468,6 @@ pub(crate) unsafe fn write_value_in_place(node: NonNull<Node>, value: &[u8]) -> 
     if voff + round8(value.len()) > block_size(m) {
         return false;
     }
-    let base = node.as_ptr().cast::<u8>();
     let writing = m.begin_write();
     hdr.meta.store(writing.0, Ordering::Relaxed);
     // Seqlock write side: the odd version is ordered before the value stores.
@@ -465,10 +475,11 @@ pub(crate) unsafe fn write_value_in_place(node: NonNull<Node>, value: &[u8]) -> 
     for (i, chunk) in value.chunks(8).enumerate() {
         // SAFETY: word `i` is inside the block (checked against the class size above) and
         // 8-aligned; only the lock holder writes value words.
-        let word = unsafe { &*base.add(voff + 8 * i).cast::<AtomicU64>() };
+        let word = unsafe { &*byte_at(node, voff + 8 * i).cast::<AtomicU64>() };
         word.store(pack(chunk), Ordering::Relaxed);
     }
-    hdr.meta.store(writing.end_write(value.len()).0, Ordering::Release);
+    hdr.meta
+        .store(writing.end_write(value.len()).0, Ordering::Release);
     true
 }
 
@@ -484,9 +495,15 @@ mod tests {
     #[test]
     fn meta_fields() {
         let m = Meta::new(65536, 3, false, 64);
-        assert_eq!((m.klen(), m.class(), m.is_long(), m.vlen()), (65536, 3, false, 64));
+        assert_eq!(
+            (m.klen(), m.class(), m.is_long(), m.vlen()),
+            (65536, 3, false, 64)
+        );
         let l = Meta::new(7, LARGE_CLASS, true, 1 << 20);
-        assert_eq!((l.klen(), l.class(), l.is_long(), l.vlen()), (7, LARGE_CLASS, true, 1 << 20));
+        assert_eq!(
+            (l.klen(), l.class(), l.is_long(), l.vlen()),
+            (7, LARGE_CLASS, true, 1 << 20)
+        );
         let w = m.begin_write();
         assert!(w.is_writing() && !m.is_writing());
         let e = w.end_write(5);
@@ -524,11 +541,12 @@ mod tests {
         for (k, v) in cases {
             let n = a.alloc(k, v, Link::NULL).unwrap();
             // SAFETY: `n` is live and exclusively ours in this test.
-            unsafe {
-                assert!(key_eq(n, k));
-                assert!(!key_eq(n, b"other"));
-                assert_eq!(header(n).next.load(Ordering::Relaxed), 0);
-            }
+            let same = unsafe { key_eq(n, k) };
+            assert!(same);
+            // SAFETY: as above.
+            assert!(!unsafe { key_eq(n, b"other") });
+            // SAFETY: as above.
+            assert_eq!(unsafe { header(n) }.next.load(Ordering::Relaxed), 0);
             assert_eq!(read(n), v);
             // In-place updates succeed exactly for short values within the capacity.
             for new in [&b""[..], b"x", b"0123456789", &[3u8; 64]] {

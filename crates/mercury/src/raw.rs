@@ -255,19 +255,24 @@ pub(crate) unsafe fn find_locked(head: Link, h: Hashed, key: &[u8]) -> Option<Po
 impl Drop for Inner {
     fn drop(&mut self) {
         let t = self.table.load(Ordering::Acquire);
-        // SAFETY: `drop` has exclusive access: no guard of any operation on this table can
-        // exist any more (operations borrow the handle), so the current table and its
-        // successor are ours; nodes reachable from them are freed once each (a node is in
-        // exactly one chain), and retired tables/nodes belong to the collector.
-        unsafe {
-            let next = (*t).next_ptr();
-            free_chains(&self.alloc, &*t);
-            if !next.is_null() {
-                free_chains(&self.alloc, &*next);
-                drop(Box::from_raw(next));
-            }
-            drop(Box::from_raw(t));
+        // `drop` has exclusive access: no operation on this table can be running (they
+        // borrow the handle, and a dedicated expander holds an `Arc` of `Inner`), so the
+        // current table and its successor are ours. Each node is in exactly one chain and is
+        // freed once; tables and nodes retired earlier belong to the epoch collector.
+        // SAFETY: the current table is live (see above).
+        let current = unsafe { &*t };
+        let next = current.next_ptr();
+        // SAFETY: exclusive access to the current table and its nodes.
+        unsafe { free_chains(&self.alloc, current) };
+        // SAFETY: a non-null successor is live (it is freed only below or at termination).
+        if let Some(successor) = unsafe { next.as_ref() } {
+            // SAFETY: exclusive access to the successor and its nodes.
+            unsafe { free_chains(&self.alloc, successor) };
+            // SAFETY: the successor came from `Box::into_raw` (`Table::set_next`), freed once.
+            drop(unsafe { Box::from_raw(next) });
         }
+        // SAFETY: the current table came from `Box::into_raw`, freed once.
+        drop(unsafe { Box::from_raw(t) });
     }
 }
 

@@ -19,8 +19,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use orrery_core::api::{KvIndex, MAX_KEY_LEN, MemoryUsage, check_entry};
 use orrery_core::Result;
+use orrery_core::api::{KvIndex, MAX_KEY_LEN, MemoryUsage, check_entry};
 
 use crate::link::Link;
 use crate::node::{self, Node, NodeAlloc};
@@ -55,7 +55,12 @@ mod chain {
             let n = link.node()?;
             // SAFETY: exclusive access; `n` is in the chain.
             if link.tag() == h.tag && unsafe { node::key_eq(n, key) } {
-                return Some(Hit { node: n, slot, link, prev });
+                return Some(Hit {
+                    node: n,
+                    slot,
+                    link,
+                    prev,
+                });
             }
             prev = Some((slot, link));
             // SAFETY: as above; the header outlives `'a` (nodes are freed only by the
@@ -85,16 +90,26 @@ mod chain {
                 return Ok((false, delta));
             }
             // SAFETY: exclusive access.
-            let next = Link::from_word(unsafe { node::header(hit.node) }.next.load(Ordering::Relaxed));
+            let next = Link::from_word(
+                unsafe { node::header(hit.node) }
+                    .next
+                    .load(Ordering::Relaxed),
+            );
             let copy = alloc.alloc(key, value, next)?;
-            hit.slot.store(Link::new(copy, h.tag, hit.link.is_last()).word(), Ordering::Relaxed);
+            hit.slot.store(
+                Link::new(copy, h.tag, hit.link.is_last()).word(),
+                Ordering::Relaxed,
+            );
             // SAFETY: unlinked just above; nobody else can hold it (exclusive access).
             unsafe { alloc.free(hit.node) };
             return Ok((false, delta));
         }
         let head = Link::from_word(bucket.load(Ordering::Relaxed));
         let n = alloc.alloc(key, value, head)?;
-        bucket.store(Link::new(n, h.tag, head.is_null()).word(), Ordering::Relaxed);
+        bucket.store(
+            Link::new(n, h.tag, head.is_null()).word(),
+            Ordering::Relaxed,
+        );
         Ok((true, (key.len() + value.len()) as isize))
     }
 
@@ -102,13 +117,22 @@ mod chain {
     ///
     /// # Safety
     /// Exclusive access to the chain.
-    pub(super) unsafe fn remove(alloc: &NodeAlloc, bucket: &AtomicU64, h: Hashed, key: &[u8]) -> Option<usize> {
+    pub(super) unsafe fn remove(
+        alloc: &NodeAlloc,
+        bucket: &AtomicU64,
+        h: Hashed,
+        key: &[u8],
+    ) -> Option<usize> {
         // SAFETY: forwarded from the caller.
         let hit = unsafe { find(bucket, h, key) }?;
         // SAFETY: exclusive access.
         let meta = unsafe { node::node_meta(hit.node, Ordering::Relaxed) };
         // SAFETY: exclusive access.
-        let succ = Link::from_word(unsafe { node::header(hit.node) }.next.load(Ordering::Relaxed));
+        let succ = Link::from_word(
+            unsafe { node::header(hit.node) }
+                .next
+                .load(Ordering::Relaxed),
+        );
         hit.slot.store(succ.word(), Ordering::Relaxed);
         if succ.is_null()
             && let Some((pslot, plink)) = hit.prev
@@ -137,7 +161,10 @@ mod chain {
             let dest = new.bucket(new.index(hashed(key).hash));
             let head = Link::from_word(dest.load(Ordering::Relaxed));
             hdr.next.store(head.word(), Ordering::Relaxed);
-            dest.store(Link::new(x, link.tag(), head.is_null()).word(), Ordering::Relaxed);
+            dest.store(
+                Link::new(x, link.tag(), head.is_null()).word(),
+                Ordering::Relaxed,
+            );
             link = after;
         }
         old.bucket(from).store(0, Ordering::Relaxed);
@@ -164,7 +191,12 @@ mod chain {
     /// # Safety
     /// No concurrent writer of the chain.
     #[inline]
-    pub(super) unsafe fn get<R>(bucket: &AtomicU64, h: Hashed, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    pub(super) unsafe fn get<R>(
+        bucket: &AtomicU64,
+        h: Hashed,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
         let mut link = Link::from_word(bucket.load(Ordering::Relaxed));
         while let Some(n) = link.node() {
             // SAFETY: no concurrent writer; `n` is in the chain.
@@ -210,7 +242,9 @@ impl NoLockMercury {
     /// fine, but a write racing with anything is a data race.
     pub unsafe fn new() -> NoLockMercury {
         NoLockMercury {
-            table: UnsafeCell::new(Table::new(INITIAL_BUCKETS, LOAD_PERCENT).expect("initial bucket array")),
+            table: UnsafeCell::new(
+                Table::new(INITIAL_BUCKETS, LOAD_PERCENT).expect("initial bucket array"),
+            ),
             alloc: NodeAlloc::new(),
             items: AtomicUsize::new(0),
             kv_bytes: AtomicUsize::new(0),
@@ -260,7 +294,8 @@ impl KvIndex for NoLockMercury {
         let h = hashed(key);
         let t = self.table();
         // SAFETY: a writing call has exclusive access (constructor's contract).
-        let (new, delta) = unsafe { chain::upsert(&self.alloc, t.bucket(t.index(h.hash)), h, key, value) }?;
+        let (new, delta) =
+            unsafe { chain::upsert(&self.alloc, t.bucket(t.index(h.hash)), h, key, value) }?;
         self.kv_bytes.fetch_add(delta as usize, Ordering::Relaxed);
         if new && self.items.fetch_add(1, Ordering::Relaxed) + 1 > t.grow_at() {
             // Failure to grow only leaves chains longer.
@@ -321,7 +356,8 @@ impl Default for StripedMercury {
 impl StripedMercury {
     /// An empty table.
     pub fn new() -> StripedMercury {
-        let table = Table::new(INITIAL_BUCKETS.max(STRIPES), LOAD_PERCENT).expect("initial bucket array");
+        let table =
+            Table::new(INITIAL_BUCKETS.max(STRIPES), LOAD_PERCENT).expect("initial bucket array");
         StripedMercury {
             locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             table: AtomicPtr::new(Box::into_raw(table)),
@@ -333,7 +369,9 @@ impl StripedMercury {
 
     /// Locks the stripe of hash `h` and returns the guard with the current table.
     fn lock(&self, h: u64) -> (MutexGuard<'_, ()>, &Table) {
-        let g = self.locks[(h as usize) & (STRIPES - 1)].lock().unwrap_or_else(|e| e.into_inner());
+        let g = self.locks[(h as usize) & (STRIPES - 1)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         // SAFETY: the table is replaced (and the old one freed) only while all stripe locks
         // are held, so it is valid while we hold one; it has at least STRIPES buckets, so the
         // bucket of `h` is covered by the stripe of `h`.
@@ -344,15 +382,20 @@ impl StripedMercury {
     /// Doubles the table under every stripe lock (stop-the-world, as memcached's expansion
     /// under its global lock).
     fn grow(&self, seen: usize) {
-        let guards: Vec<MutexGuard<'_, ()>> =
-            self.locks.iter().map(|l| l.lock().unwrap_or_else(|e| e.into_inner())).collect();
+        let guards: Vec<MutexGuard<'_, ()>> = self
+            .locks
+            .iter()
+            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()))
+            .collect();
         let old_ptr = self.table.load(Ordering::Acquire);
         // SAFETY: all locks held: nobody else uses the table.
         let old = unsafe { &*old_ptr };
         if old.len() != seen {
             return; // someone else grew it meanwhile
         }
-        let Ok(new) = Table::new(old.len() * 2, LOAD_PERCENT) else { return };
+        let Ok(new) = Table::new(old.len() * 2, LOAD_PERCENT) else {
+            return;
+        };
         for i in 0..old.len() {
             // SAFETY: all locks held.
             unsafe { chain::rehash(old, i, &new) };
@@ -367,12 +410,11 @@ impl StripedMercury {
 impl Drop for StripedMercury {
     fn drop(&mut self) {
         let t = *self.table.get_mut();
-        // SAFETY: `&mut self`: exclusive access; the table is freed once.
-        unsafe {
-            chain::free_all(&self.alloc, &*t);
-        }
-        // SAFETY: as above.
-        drop(unsafe { Box::from_raw(t) });
+        // SAFETY: `&mut self`: exclusive access; the table came from `Box::into_raw` and is
+        // freed once, here.
+        let table = unsafe { Box::from_raw(t) };
+        // SAFETY: exclusive access.
+        unsafe { chain::free_all(&self.alloc, &table) };
     }
 }
 
@@ -393,7 +435,8 @@ impl KvIndex for StripedMercury {
         let (new, len) = {
             let (_g, t) = self.lock(h.hash);
             // SAFETY: the stripe lock gives exclusive access to this chain.
-            let (new, delta) = unsafe { chain::upsert(&self.alloc, t.bucket(t.index(h.hash)), h, key, value) }?;
+            let (new, delta) =
+                unsafe { chain::upsert(&self.alloc, t.bucket(t.index(h.hash)), h, key, value) }?;
             self.kv_bytes.fetch_add(delta as usize, Ordering::Relaxed);
             (new, t.len())
         };
@@ -448,7 +491,11 @@ mod tests {
         }
         assert_eq!(m.insert(&5u32.to_be_bytes(), &[1; 100]), Ok(false));
         for i in 0..n as u32 {
-            let want = if i == 5 { vec![1; 100] } else { i.to_le_bytes().to_vec() };
+            let want = if i == 5 {
+                vec![1; 100]
+            } else {
+                i.to_le_bytes().to_vec()
+            };
             assert_eq!(m.get(&i.to_be_bytes()), Some(want));
         }
         for i in (0..n as u32).step_by(3) {

@@ -104,20 +104,28 @@ impl Inner {
         // value is only written by lock holders (us).
         let meta = unsafe { node::node_meta(pos.node, Ordering::Relaxed) };
         // SAFETY: as above.
-        let succ = Link::from_word(unsafe { node::header(pos.node) }.next.load(Ordering::Relaxed));
+        let succ = Link::from_word(
+            unsafe { node::header(pos.node) }
+                .next
+                .load(Ordering::Relaxed),
+        );
         let mut head = word.head();
         match pos.prev {
             None => head = succ,
             Some(prev) => {
                 // SAFETY: `prev.node` is in our locked chain.
-                unsafe { node::header(prev.node) }.next.store(succ.word(), Ordering::Release);
+                unsafe { node::header(prev.node) }
+                    .next
+                    .store(succ.word(), Ordering::Release);
                 if succ.is_null() {
                     // The predecessor is now last: flag the link that points at it.
                     let flagged = prev.link.with_last(true).word();
                     match prev.holder {
                         None => head = Link::from_word(flagged),
                         // SAFETY: `holder` is in our locked chain.
-                        Some(hd) => unsafe { node::header(hd) }.next.store(flagged, Ordering::Release),
+                        Some(hd) => unsafe { node::header(hd) }
+                            .next
+                            .store(flagged, Ordering::Release),
                     }
                 }
             }
@@ -125,7 +133,8 @@ impl Inner {
         locked.unlock_with(head);
         // SAFETY: the node was unlinked above under the lock, and is retired once.
         unsafe { self.retire(&guard, pos.node) };
-        self.counters.add(-1, -((meta.klen() + meta.vlen()) as isize));
+        self.counters
+            .add(-1, -((meta.klen() + meta.vlen()) as isize));
         true
     }
 
@@ -193,7 +202,12 @@ impl Inner {
     /// replaced) and the replaced node, which the caller retires after releasing the lock
     /// (only then is it unreachable for readers that pin later). The caller holds the bucket
     /// lock and has checked `value`'s length.
-    fn set_value(&self, head: Link, pos: Pos, value: &[u8]) -> Result<(Link, Option<NonNull<Node>>)> {
+    fn set_value(
+        &self,
+        head: Link,
+        pos: Pos,
+        value: &[u8],
+    ) -> Result<(Link, Option<NonNull<Node>>)> {
         // SAFETY: the node is in the caller's locked chain.
         let meta = unsafe { node::node_meta(pos.node, Ordering::Relaxed) };
         let delta = value.len() as isize - meta.vlen() as isize;
@@ -205,14 +219,20 @@ impl Inner {
         // SAFETY: the node is in the locked chain; its key is immutable.
         let key = unsafe { node::key(pos.node, meta) };
         // SAFETY: as above; `next` only changes under the lock we hold.
-        let next = Link::from_word(unsafe { node::header(pos.node) }.next.load(Ordering::Relaxed));
+        let next = Link::from_word(
+            unsafe { node::header(pos.node) }
+                .next
+                .load(Ordering::Relaxed),
+        );
         let copy = self.alloc.alloc(key, value, next)?;
         let link = Link::new(copy, pos.link.tag(), pos.link.is_last());
         let new_head = match &pos.prev {
             None => link,
             Some(prev) => {
                 // SAFETY: `prev.node` is in the locked chain.
-                unsafe { node::header(prev.node) }.next.store(link.word(), Ordering::Release);
+                unsafe { node::header(prev.node) }
+                    .next
+                    .store(link.word(), Ordering::Release);
                 head
             }
         };

@@ -261,7 +261,11 @@ fn mixed_workload_matches_models() {
                                 let grow = rng.below(2) == 0;
                                 let f = |old: &[u8]| {
                                     let mut v = old.to_vec();
-                                    if grow { v.extend_from_slice(&[7; 30]) } else { v.truncate(v.len() / 2) }
+                                    if grow {
+                                        v.extend_from_slice(&[7; 30])
+                                    } else {
+                                        v.truncate(v.len() / 2)
+                                    }
                                     v
                                 };
                                 let present = m.update(&k, f).unwrap();
@@ -297,13 +301,20 @@ fn mixed_workload_matches_models() {
     assert_eq!(m.len(), total);
     let mut seen = 0;
     m.for_each(|k, v| {
-        let owner = models.iter().find(|md| md.contains_key(k)).expect("unknown key");
+        let owner = models
+            .iter()
+            .find(|md| md.contains_key(k))
+            .expect("unknown key");
         assert_eq!(owner.get(k).map(Vec::as_slice), Some(v));
         seen += 1;
         ControlFlow::Continue(())
     });
     assert_eq!(seen, total);
     let usage = m.memory_usage();
-    let kv: usize = models.iter().flat_map(|md| md.iter()).map(|(k, v)| k.len() + v.len()).sum();
+    let kv: usize = models
+        .iter()
+        .flat_map(|md| md.iter())
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
     assert_eq!(usage.key_value_bytes, kv);
 }
