@@ -10,7 +10,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
-use crate::shim::sync::CachePadded;
+use orrery_core::sync::CachePadded;
 
 /// Number of stripes (a power of two).
 const STRIPES: usize = 32;

@@ -51,7 +51,7 @@ use crate::Expansion;
 use crate::link::{BucketWord, Link};
 use crate::node;
 use crate::raw::{Inner, hashed};
-use crate::shim::sync::{Backoff, Guard, pin};
+use orrery_core::sync::{Backoff, Guard, pin};
 use crate::table::Table;
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
@@ -151,7 +151,7 @@ impl Inner {
     /// Phase 2 help: migrates runs of `t` into `next`; once when `wait` is false (giving up
     /// if another thread holds the token), until the expansion terminated when it is true.
     pub(crate) fn help(&self, t: &Table, next: &Table, guard: &Guard, wait: bool) {
-        let mut backoff = Backoff::new();
+        let backoff = Backoff::new();
         while t.migrated() < t.len() {
             if t.try_resize() {
                 let done = self.migrate_run(t, next, guard);

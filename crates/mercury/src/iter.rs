@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use crate::link::Link;
 use crate::node;
 use crate::raw::{Inner, successor, wait_migrated};
-use crate::shim::sync::{Guard, pin};
+use orrery_core::sync::{Guard, pin};
 use crate::table::Table;
 
 /// The visitor of an iteration.

@@ -159,7 +159,7 @@ use orrery_core::Result;
 use orrery_core::api::{KvIndex, MemoryUsage};
 
 use crate::raw::Inner;
-use crate::shim::sync::pin;
+use orrery_core::sync::pin;
 
 /// Who migrates buckets during an expansion (see `expand.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -20,7 +20,7 @@ use crate::count::Counters;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
 use crate::shim::hash::{hash64, tag16};
-use crate::shim::sync::{Backoff, CachePadded, Guard};
+use orrery_core::sync::{Backoff, CachePadded, Guard};
 use crate::table::Table;
 
 /// The state shared by all handles of one Mercury table.
@@ -113,7 +113,7 @@ impl Inner {
 /// its chains in the next table are complete.
 #[inline]
 pub(crate) fn wait_migrated(t: &Table, idx: usize, mut w: BucketWord) {
-    let mut backoff = Backoff::new();
+    let backoff = Backoff::new();
     while w.is_locked() {
         backoff.snooze();
         w = t.load(idx);

@@ -12,7 +12,7 @@ use orrery_core::api::MAX_KEY_LEN;
 
 use crate::node;
 use crate::raw::{Hashed, Inner, find, hashed, read_bucket};
-use crate::shim::sync::{Guard, pin};
+use orrery_core::sync::{Guard, pin};
 use crate::table::Table;
 
 /// Keys in flight in one stage of the `get_many` pipeline.

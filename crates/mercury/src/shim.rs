@@ -1,4 +1,4 @@
-//! TEMPORARY stand-ins for `orrery_core::{hash, sync, alloc}` while those modules are being
+//! TEMPORARY stand-ins for `orrery_core::{hash, alloc}` while those modules are being
 //! built. Same names as the interfaces in BRIEF.md; deleted as soon as the real ones land.
 #![allow(missing_docs, unreachable_pub, dead_code)]
 
@@ -16,84 +16,6 @@ pub mod hash {
     }
     pub fn tag16(hash: u32) -> u16 {
         (hash >> 16) as u16 ^ hash as u16
-    }
-}
-
-pub mod sync {
-    use std::marker::PhantomData;
-    use std::ops::Deref;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    pub struct Guard(PhantomData<*mut ()>);
-    impl Drop for Guard {
-        fn drop(&mut self) {}
-    }
-    pub fn pin() -> Guard {
-        Guard(PhantomData)
-    }
-    impl Guard {
-        /// Shim: never runs `f` (leaks), which is always safe.
-        ///
-        /// # Safety
-        /// As the real one.
-        pub unsafe fn defer_unchecked<F: FnOnce()>(&self, f: F) {
-            std::mem::forget(f);
-        }
-        pub fn flush(&self) {}
-    }
-
-    #[repr(align(128))]
-    #[derive(Default, Debug)]
-    pub struct CachePadded<T>(T);
-    impl<T> CachePadded<T> {
-        pub const fn new(t: T) -> Self {
-            Self(t)
-        }
-    }
-    impl<T> Deref for CachePadded<T> {
-        type Target = T;
-        fn deref(&self) -> &T {
-            &self.0
-        }
-    }
-
-    pub struct Backoff(u32);
-    impl Default for Backoff {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-    impl Backoff {
-        pub fn new() -> Self {
-            Backoff(0)
-        }
-        pub fn snooze(&mut self) {
-            if self.0 < 6 {
-                for _ in 0..(1 << self.0) {
-                    std::hint::spin_loop();
-                }
-            } else {
-                std::thread::yield_now();
-            }
-            self.0 += 1;
-        }
-    }
-
-    pub struct BitLock;
-    impl BitLock {
-        pub fn lock_bit(word: &AtomicU64, bit: u32) -> u64 {
-            let m = 1u64 << bit;
-            let mut b = Backoff::new();
-            loop {
-                let old = word.fetch_or(m, Ordering::Acquire);
-                if old & m == 0 {
-                    return old | m;
-                }
-                while word.load(Ordering::Relaxed) & m != 0 {
-                    b.snooze();
-                }
-            }
-        }
     }
 }
 

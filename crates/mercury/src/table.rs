@@ -20,7 +20,7 @@ use orrery_core::Error;
 
 use crate::link::{BucketWord, LOCK_BIT};
 use crate::shim::alloc::HugeArray;
-use crate::shim::sync::{BitLock, CachePadded};
+use orrery_core::sync::{BitLock, CachePadded};
 
 /// A bucket array plus its expansion state.
 pub(crate) struct Table {
@@ -91,7 +91,11 @@ impl Table {
     /// stores a word with LOCK clear.
     #[inline]
     pub(crate) fn lock(&self, idx: usize) -> BucketWord {
-        BucketWord::from_word(BitLock::lock_bit(&self.buckets[idx], LOCK_BIT))
+        let word = &self.buckets[idx];
+        BitLock::lock_bit(word, LOCK_BIT);
+        // Relaxed: we hold the lock, so nobody else changes the word, and coherence orders
+        // this load after our own Acquire `fetch_or`.
+        BucketWord::from_word(word.load(Ordering::Relaxed))
     }
 
     /// Stores `word` (LOCK clear) into bucket `idx`, publishing the chain and releasing the

@@ -28,7 +28,7 @@ use orrery_core::Result;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, SHORT_VALUE_MAX};
 use crate::raw::{Inner, Pos, find_locked, hashed, lock_bucket};
-use crate::shim::sync::{Guard, pin};
+use orrery_core::sync::{Guard, pin};
 use crate::table::Table;
 
 /// A locked bucket: the table, the index and the word as of locking (LOCK set).
