@@ -51,8 +51,8 @@ use crate::Expansion;
 use crate::link::{BucketWord, Link};
 use crate::node;
 use crate::raw::{Inner, hashed};
-use orrery_core::sync::{Backoff, Guard, pin};
 use crate::table::Table;
+use orrery_core::sync::{Backoff, Guard, pin};
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
 const HELP_EVERY: isize = 4;
@@ -233,4 +233,57 @@ fn migrate_bucket(t: &Table, next: &Table, l: usize) {
     next.bucket(l).store(low.word(), Ordering::Release);
     next.bucket(l + n).store(high.word(), Ordering::Release);
     t.store_unlock(l, BucketWord::MOVED_EMPTY);
+}
+
+#[cfg(test)]
+mod tests {
+    use orrery_core::sync::pin;
+
+    use crate::raw::{find, hashed};
+    use crate::read::lookup_at;
+    use crate::table::Table;
+    use crate::{Config, Mercury};
+
+    /// The hazard that the miss re-validation guards against, made deterministic: a reader
+    /// that loaded a bucket word before its migration and walks on afterwards follows
+    /// re-linked `next` words and misses keys that are present. `lookup` must notice (the
+    /// bucket is MOVED) and find every key in the successor.
+    #[test]
+    fn reader_straddling_a_migration() {
+        let m = Mercury::with_config(Config {
+            initial_buckets: 1,
+            load_percent: 1_000_000,
+            ..Config::default()
+        })
+        .unwrap();
+        let keys: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i, i]).collect();
+        for k in &keys {
+            m.insert(k, k).unwrap();
+        }
+        let inner = &m.inner;
+        let guard = pin();
+        let t = inner.current(&guard);
+        // The reader's snapshot of the bucket, taken before the expansion.
+        let before = t.load(0);
+        assert!(!before.is_moved());
+        // Initialization, the rehash of the only bucket, termination.
+        t.set_next(Table::new(2, 1_000_000).unwrap());
+        inner.help(t, t.next().unwrap(), &guard, true);
+        assert!(t.load(0).is_moved());
+        assert!(std::ptr::eq(inner.current(&guard), t.next().unwrap()));
+        // Walking on from the stale head misses keys (the head node was re-linked first and
+        // now ends its new chain)...
+        let missed = keys
+            .iter()
+            // SAFETY: `before` was loaded from `t`, kept alive by `guard`.
+            .filter(|k| unsafe { find(before.head(), hashed(k), k) }.is_none())
+            .count();
+        assert!(missed > 0, "the stale walk should miss keys");
+        // ...but the lookup protocol, resumed from the same stale bucket word, finds them
+        // all (it re-checks the bucket, sees MOVED and retries in the successor).
+        for k in &keys {
+            let found = lookup_at(t, 0, before, hashed(k), k, <[u8]>::to_vec, &guard);
+            assert_eq!(found.as_ref(), Some(k));
+        }
+    }
 }

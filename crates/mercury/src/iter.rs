@@ -19,8 +19,8 @@ use std::sync::atomic::Ordering;
 use crate::link::Link;
 use crate::node;
 use crate::raw::{Inner, successor, wait_migrated};
-use orrery_core::sync::{Guard, pin};
 use crate::table::Table;
+use orrery_core::sync::{Guard, pin};
 
 /// The visitor of an iteration.
 pub(crate) type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;

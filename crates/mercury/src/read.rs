@@ -10,10 +10,11 @@
 
 use orrery_core::api::MAX_KEY_LEN;
 
+use crate::link::BucketWord;
 use crate::node;
 use crate::raw::{Hashed, Inner, find, hashed, read_bucket};
-use orrery_core::sync::{Guard, pin};
 use crate::table::Table;
+use orrery_core::sync::{Guard, pin};
 
 /// Keys in flight in one stage of the `get_many` pipeline.
 const BATCH: usize = 16;
@@ -34,26 +35,40 @@ fn prefetch<T>(p: *const T) {
 
 /// Looks `key` (hashed `h`) up starting at table `t`; calls `f` with its value if present.
 #[inline]
-fn lookup<'g, R>(
+pub(crate) fn lookup<'g, R>(
+    t: &'g Table,
+    h: Hashed,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+    guard: &'g Guard,
+) -> Option<R> {
+    let (t, idx, w) = read_bucket(t, h.hash);
+    lookup_at(t, idx, w, h, key, f, guard)
+}
+
+/// Continues a lookup from bucket word `w`, loaded from bucket `idx` of `t`.
+#[inline]
+pub(crate) fn lookup_at<'g, R>(
     mut t: &'g Table,
+    mut idx: usize,
+    mut w: BucketWord,
     h: Hashed,
     key: &[u8],
     f: impl FnOnce(&[u8]) -> R,
     _guard: &'g Guard,
 ) -> Option<R> {
     loop {
-        let (tt, idx, w) = read_bucket(t, h.hash);
-        // SAFETY: `w` was loaded from `tt`, valid under `_guard`, which outlives this call.
+        // SAFETY: `w` was loaded from `t`, valid under `_guard`, which outlives this call.
         if let Some(n) = unsafe { find(w.head(), h, key) } {
             // SAFETY: `n` was reachable under `_guard`, so it stays allocated while `f` runs.
             return Some(unsafe { node::with_value(n, f) });
         }
         // A miss is final unless a migration of this bucket began meanwhile (then the walk
         // may have followed re-linked `next` words): see "Linearizability" in the crate docs.
-        if !tt.load(idx).is_moved() {
+        if !t.load(idx).is_moved() {
             return None;
         }
-        t = tt;
+        (t, idx, w) = read_bucket(t, h.hash);
     }
 }
 

@@ -28,8 +28,8 @@ use orrery_core::Result;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, SHORT_VALUE_MAX};
 use crate::raw::{Inner, Pos, find_locked, hashed, lock_bucket};
-use orrery_core::sync::{Guard, pin};
 use crate::table::Table;
+use orrery_core::sync::{Guard, pin};
 
 /// A locked bucket: the table, the index and the word as of locking (LOCK set).
 struct Locked<'g> {
