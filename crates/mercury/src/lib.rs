@@ -144,7 +144,6 @@ mod link;
 mod node;
 mod raw;
 mod read;
-mod shim;
 mod table;
 #[cfg(feature = "variants")]
 pub mod variants;

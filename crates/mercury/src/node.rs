@@ -55,7 +55,7 @@ use std::sync::atomic::{AtomicU64, Ordering, fence};
 use orrery_core::Error;
 
 use crate::link::Link;
-use crate::shim::alloc::{MemCounter, SlabPool};
+use orrery_core::alloc::{MemCounter, SlabPool};
 
 /// Bytes before the key: the `next` and `meta` words.
 pub(crate) const HEADER: usize = 16;
@@ -239,14 +239,25 @@ impl NodeAlloc {
     /// An allocator with an empty pool per size class.
     pub(crate) fn new() -> NodeAlloc {
         NodeAlloc {
-            pools: CLASSES.iter().map(|&size| SlabPool::new(size)).collect(),
+            // Aligned to their size up to a cache line, so that a node of up to 64 bytes
+            // never straddles two lines.
+            pools: CLASSES
+                .iter()
+                .map(|&size| {
+                    SlabPool::new(size, size.min(64)).expect("valid size-class parameters")
+                })
+                .collect(),
             large_bytes: MemCounter::new(),
         }
     }
 
     /// Bytes held: pool chunks (live, free and not yet carved) plus large nodes.
     pub(crate) fn bytes(&self) -> usize {
-        self.pools.iter().map(SlabPool::bytes).sum::<usize>() + self.large_bytes.get()
+        self.pools
+            .iter()
+            .map(SlabPool::reserved_bytes)
+            .sum::<usize>()
+            + self.large_bytes.get()
     }
 
     /// Allocates a node holding `key` and `value` whose `next` word is `next`. The node is
@@ -264,7 +275,7 @@ impl NodeAlloc {
         let long = value.len() > SHORT_VALUE_MAX;
         let size = needed_size(key.len(), value.len());
         let (block, class) = match class_for(size) {
-            Some(c) => (self.pools[c].alloc(), c as u64),
+            Some(c) => (self.pools[c].try_alloc()?, c as u64),
             None => {
                 let size = large_size(key.len(), long, value.len());
                 let layout = Layout::from_size_align(size, 8).map_err(|_| Error::OutOfMemory)?;

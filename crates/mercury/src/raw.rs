@@ -19,8 +19,8 @@ use crate::Config;
 use crate::count::Counters;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
-use crate::shim::hash::{hash64, tag16};
 use crate::table::Table;
+use orrery_core::hash::{hash64, tag16};
 use orrery_core::sync::{Backoff, CachePadded, Guard};
 
 /// The state shared by all handles of one Mercury table.

@@ -19,12 +19,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use orrery_core::Error;
 
 use crate::link::{BucketWord, LOCK_BIT};
-use crate::shim::alloc::HugeArray;
+use orrery_core::alloc::HugeArray;
 use orrery_core::sync::{BitLock, CachePadded};
 
 /// A bucket array plus its expansion state.
 pub(crate) struct Table {
-    buckets: HugeArray,
+    buckets: HugeArray<AtomicU64>,
     mask: u64,
     /// Item count above which this table starts an expansion.
     grow_at: usize,
