@@ -158,7 +158,7 @@ use orrery_core::Result;
 use orrery_core::api::{KvIndex, MemoryUsage};
 
 use crate::raw::Inner;
-use orrery_core::sync::pin;
+use orrery_core::sync::{Guard, pin};
 
 /// Who migrates buckets during an expansion (see `expand.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -319,6 +319,91 @@ impl Mercury {
         let guard = pin();
         let t = self.inner.current(&guard);
         (t.len(), t.next().map(|n| n.len()))
+    }
+}
+
+/// A faster, explicit-guard way to run a batch of operations on one thread.
+///
+/// Every `Mercury` operation pins an epoch guard. Pinning from scratch is a full memory
+/// barrier (a locked instruction on x86), which costs little by itself but stops the CPU from
+/// overlapping the DRAM misses of consecutive lookups. A `Session` pins once; the operations
+/// made through it (or through the table itself while the session lives) then only nest in
+/// that pin. Measured on single-threaded uniform GETs over 4 M keys, this recovers most of
+/// the gap to the unsynchronized variant (see `docs/mercury.md`).
+///
+/// A session holds back memory reclamation for every thread while it lives: keep it to a
+/// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.
+///
+/// ```
+/// use orrery_mercury::Mercury;
+///
+/// let m = Mercury::new();
+/// m.insert(b"k", b"v").unwrap();
+/// let s = m.session();
+/// for _ in 0..100 {
+///     assert!(s.get_with(b"k", |v| v == b"v").unwrap());
+/// }
+/// ```
+pub struct Session<'m> {
+    map: &'m Mercury,
+    _guard: Guard,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("map", self.map).finish()
+    }
+}
+
+impl Mercury {
+    /// Opens a [`Session`]: one epoch pin shared by the operations of a batch.
+    pub fn session(&self) -> Session<'_> {
+        Session {
+            map: self,
+            _guard: pin(),
+        }
+    }
+}
+
+impl Session<'_> {
+    /// [`Mercury::get_with`].
+    #[inline]
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.map.get_with(key, f)
+    }
+
+    /// [`Mercury::get`].
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.map.get(key)
+    }
+
+    /// [`KvIndex::get_many`].
+    #[inline]
+    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        self.map.inner.get_many(keys, f);
+    }
+
+    /// [`Mercury::insert`].
+    #[inline]
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.map.insert(key, value)
+    }
+
+    /// [`Mercury::remove`].
+    #[inline]
+    pub fn remove(&self, key: &[u8]) -> bool {
+        self.map.remove(key)
+    }
+
+    /// [`Mercury::update`].
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
+        self.map.update(key, f)
+    }
+
+    /// [`Mercury::update_in_place`].
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
+        self.map.update_in_place(key, f)
     }
 }
 
