@@ -51,6 +51,7 @@ use crate::Expansion;
 use crate::link::{BucketWord, Link};
 use crate::node;
 use crate::raw::{Inner, hashed};
+use crate::read::prefetch;
 use crate::table::Table;
 use orrery_core::sync::{Backoff, Guard, pin};
 
@@ -175,6 +176,13 @@ impl Inner {
             return true;
         }
         let end = (start + self.config.migrate_run).min(t.len());
+        // Overlap the run's node misses: peek at every bucket of the run (no lock: only a
+        // hint) and prefetch its head node, then migrate bucket by bucket.
+        for l in start..end {
+            if let Some(head) = t.load(l).head().node() {
+                prefetch(head.as_ptr());
+            }
+        }
         for l in start..end {
             migrate_bucket(t, next, l);
         }

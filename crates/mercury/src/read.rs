@@ -21,7 +21,7 @@ const BATCH: usize = 16;
 
 /// Hints the CPU to fetch the cache line at `p` (no effect on architectures without a hint).
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
