@@ -415,7 +415,26 @@ pub(crate) unsafe fn key_eq(node: NonNull<Node>, key: &[u8]) -> bool {
     // SAFETY: forwarded from the caller.
     let meta = unsafe { node_meta(node, Ordering::Acquire) };
     // SAFETY: forwarded from the caller; `meta` is this node's.
-    meta.klen() == key.len() && unsafe { self::key(node, meta) } == key
+    meta.klen() == key.len() && bytes_eq(unsafe { self::key(node, meta) }, key)
+}
+
+/// Equality of two byte strings of the same length, without a `memcmp` call for short keys
+/// (two overlapping word compares cover 4..=16 bytes).
+#[inline]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word8 =
+        |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
+    let word4 =
+        |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().unwrap_or([0; 4]));
+    match n {
+        0 => true,
+        1..=3 => a == b,
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        _ => a == b,
+    }
 }
 
 /// Calls `f` with the node's value: a zero-copy slice for long values, a validated copy for
@@ -521,6 +540,19 @@ mod tests {
         assert!(!e.is_writing());
         assert_eq!((e.klen(), e.class(), e.vlen()), (65536, 3, 5));
         assert_ne!(e, m);
+    }
+
+    #[test]
+    fn short_key_equality() {
+        for n in 0..=40usize {
+            let a: Vec<u8> = (0..n as u8).collect();
+            assert!(bytes_eq(&a, &a.clone()));
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x80;
+                assert!(!bytes_eq(&a, &b), "len {n}, byte {i}");
+            }
+        }
     }
 
     #[test]
