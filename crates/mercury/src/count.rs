@@ -53,12 +53,19 @@ impl Counters {
     }
 
     /// Adds `items` items and `kv_bytes` bytes on the calling thread's stripe; returns the
-    /// stripe's new item count (used to decide how often to look at the total).
+    /// stripe's new item count when `items != 0` (used to decide how often to look at the
+    /// total), else 0. Zero deltas touch nothing.
     #[inline]
     pub(crate) fn add(&self, items: isize, kv_bytes: isize) -> isize {
+        if items == 0 && kv_bytes == 0 {
+            return 0;
+        }
         let s = &self.stripes[thread_stripe()];
         if kv_bytes != 0 {
             s.kv_bytes.fetch_add(kv_bytes, Ordering::Relaxed);
+        }
+        if items == 0 {
+            return 0;
         }
         s.items.fetch_add(items, Ordering::Relaxed) + items
     }
