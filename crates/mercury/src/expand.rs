@@ -44,8 +44,8 @@
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
 //! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use crate::Expansion;
 use crate::link::{BucketWord, Link};
@@ -118,34 +118,24 @@ impl Inner {
                 }
             }
             Expansion::Dedicated => {
-                let inner = Arc::clone(self);
+                // The thread holds only a weak reference, so dropping the table stops it.
+                let inner = Arc::downgrade(self);
                 let spawned = std::thread::Builder::new()
                     .name("mercury-expand".into())
-                    .spawn(move || inner.expand_thread());
-                if spawned.is_err() {
-                    // No thread: the writers' blocking help still completes the expansion.
-                }
+                    .spawn(move || expand_thread(&inner));
+                // Without a thread, the writers' blocking help still completes the
+                // expansion (see `after_insert`).
+                drop(spawned);
             }
         }
     }
 
-    /// The paper's expand-thread: migrates runs until the current expansion terminates.
-    fn expand_thread(&self) {
-        loop {
-            // A fresh guard per run, so that reclamation is not held up by the whole
-            // expansion.
-            let guard = pin();
-            let t = self.current(&guard);
-            let Some(next) = t.next() else { return };
-            if t.try_resize() {
-                let done = self.migrate_run(t, next, &guard);
-                t.end_resize();
-                if done {
-                    return;
-                }
-            } else {
-                std::thread::yield_now();
-            }
+    /// Completes the expansion in progress, if any (waiting for the token between runs).
+    pub(crate) fn finish_expansion(&self) {
+        let guard = pin();
+        let t = self.current(&guard);
+        if let Some(next) = t.next() {
+            self.help(t, next, &guard, true);
         }
     }
 
@@ -201,6 +191,29 @@ impl Inner {
         // SAFETY: `free` only touches the retired table.
         unsafe { guard.defer_unchecked(free) };
         true
+    }
+}
+
+/// The paper's expand-thread: migrates runs until the current expansion terminates, or the
+/// table is dropped.
+fn expand_thread(inner: &Weak<Inner>) {
+    loop {
+        let Some(inner) = inner.upgrade() else { return };
+        // A fresh guard per run, so that reclamation is not held up by the whole expansion.
+        let guard = pin();
+        let t = inner.current(&guard);
+        let Some(next) = t.next() else { return };
+        if t.try_resize() {
+            let done = inner.migrate_run(t, next, &guard);
+            t.end_resize();
+            if done {
+                return;
+            }
+        } else {
+            drop(guard);
+            drop(inner);
+            std::thread::yield_now();
+        }
     }
 }
 

@@ -314,6 +314,15 @@ impl Mercury {
         self.len() == 0
     }
 
+    /// Completes the expansion in progress, if any, on the calling thread.
+    ///
+    /// In the default cooperative mode an expansion advances with inserts; after a bulk load
+    /// that stopped mid-expansion, this finishes it so that both bucket arrays are not kept
+    /// and every lookup uses the larger table.
+    pub fn finish_expansion(&self) {
+        self.inner.finish_expansion();
+    }
+
     /// Number of buckets of the current table (and of its successor during an expansion).
     pub fn buckets(&self) -> (usize, Option<usize>) {
         let guard = pin();
