@@ -91,6 +91,7 @@ fn main() {
     let mut seed = 42;
     let keys: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut seed).to_le_bytes()).collect();
 
+    #[cfg_attr(not(feature = "variants"), allow(unused_mut))]
     let mut subjects: Vec<(&str, Box<dyn KvIndex>)> = vec![
         ("locked std HashMap", Box::new(LockedHashMap::default())),
         ("mercury", Box::new(Mercury::new())),
