@@ -2,14 +2,15 @@
 //! N random 8-byte keys with 8-byte values, then runs uniform positive GETs on 1 and 2
 //! threads, for Mercury, its bench-only variants (with `--features variants`) and a
 //! `std::collections::HashMap` behind an `RwLock`, and prints Mops/s and ratios to the
-//! locked HashMap measured in the same run.
+//! locked HashMap measured in the same run (per CPU second of the working threads, so that a
+//! shared machine's scheduling does not decide the figures).
 //!
 //! `cargo run --release -p orrery-mercury --features variants --example quick -- [N] [secs]`
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use orrery_core::{KvIndex, MemoryUsage, Result};
 use orrery_mercury::Mercury;
@@ -55,19 +56,39 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Runs `op(thread, i)` on `threads` threads for `secs`; returns Mops/s. With `pinned`, each
+/// CPU seconds used by the calling thread, from `/proc/thread-self/stat` (10 ms ticks).
+fn thread_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Runs `op(thread, i)` on `threads` threads for `secs`; returns Mops per second of each
+/// thread's own CPU time, summed over threads (on a shared machine, wall time would measure
+/// the scheduler's share as much as the code). With `pinned`, each
 /// batch of 256 operations runs under one `orrery_core::sync::pin()` guard (the structure's
 /// own pins then nest, which costs a counter increment instead of a full barrier).
 fn timed(threads: usize, secs: f64, pinned: bool, op: &(dyn Fn(usize, u64) + Sync)) -> f64 {
     let stop = AtomicBool::new(false);
-    let total = AtomicU64::new(0);
-    let start = Instant::now();
+    let rate = AtomicU64::new(0);
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (stop, total) = (&stop, &total);
+            let (stop, rate) = (&stop, &rate);
             s.spawn(move || {
                 let mut seed = 0x1234_5678 + t as u64;
                 let mut n = 0u64;
+                let cpu = thread_cpu_secs();
                 while !stop.load(Ordering::Relaxed) {
                     let _guard = pinned.then(orrery_core::sync::pin);
                     for _ in 0..256 {
@@ -75,13 +96,14 @@ fn timed(threads: usize, secs: f64, pinned: bool, op: &(dyn Fn(usize, u64) + Syn
                     }
                     n += 256;
                 }
-                total.fetch_add(n, Ordering::Relaxed);
+                let ops_per_cpu_sec = n as f64 / (thread_cpu_secs() - cpu).max(0.01);
+                rate.fetch_add(ops_per_cpu_sec as u64, Ordering::Relaxed);
             });
         }
         std::thread::sleep(Duration::from_secs_f64(secs));
         stop.store(true, Ordering::Relaxed);
     });
-    total.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64() / 1e6
+    rate.load(Ordering::Relaxed) as f64 / 1e6
 }
 
 fn main() {
@@ -112,11 +134,11 @@ fn main() {
     );
     let mut base: Option<[f64; 5]> = None;
     for (name, index) in &subjects {
-        let t = Instant::now();
+        let cpu = thread_cpu_secs();
         for k in &keys {
             index.insert(k, k).unwrap();
         }
-        let load = n as f64 / t.elapsed().as_secs_f64() / 1e6;
+        let load = n as f64 / (thread_cpu_secs() - cpu).max(0.01) / 1e6;
         let get = |_: usize, r: u64| {
             let k = &keys[(r % n as u64) as usize];
             assert!(index.get_with(k, &mut |v| assert_eq!(v.len(), 8)));
@@ -146,6 +168,7 @@ fn main() {
         );
     }
     println!(
-        "(ratios to the locked std HashMap of the same run; B/key as reported by memory_usage)"
+        "(ratios to the locked std HashMap of the same run, per CPU second of the working \
+         threads; B/key as reported by memory_usage)"
     );
 }
