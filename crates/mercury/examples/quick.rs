@@ -113,6 +113,76 @@ fn main() {
     let mut seed = 42;
     let keys: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut seed).to_le_bytes()).collect();
 
+    if std::env::var_os("QUICK_PIN_AB").is_some() {
+        // Interleaved A/B of Mercury GETs without and with a guard held per 256-op batch.
+        let m = Mercury::new();
+        for k in &keys {
+            m.insert(k, k).unwrap();
+        }
+        let get = |_: usize, r: u64| {
+            let k = &keys[(r % n as u64) as usize];
+            assert!(m.get_with(k, |v| v.len() == 8).unwrap());
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..7 {
+            a.push(timed(1, secs, false, &get));
+            b.push(timed(1, secs, true, &get));
+        }
+        a.sort_by(f64::total_cmp);
+        b.sort_by(f64::total_cmp);
+        println!(
+            "GET 1T, median of 7: pinned per batch / unpinned = {:.2}x",
+            b[3] / a[3]
+        );
+        return;
+    }
+    #[cfg(feature = "variants")]
+    if std::env::var_os("QUICK_NOLOCK_AB").is_some() {
+        // Interleaved A/B of 1-thread GETs: Mercury vs its nolock variant.
+        let m = if std::env::var_os("QUICK_PRESIZED").is_some() {
+            Mercury::with_capacity(n).unwrap()
+        } else {
+            Mercury::new()
+        };
+        // SAFETY: loaded here, then only read.
+        let nl = unsafe { orrery_mercury::variants::NoLockMercury::new() };
+        for k in &keys {
+            m.insert(k, k).unwrap();
+            nl.insert(k, k).unwrap();
+        }
+        let get_m = |_: usize, r: u64| {
+            let k = &keys[(r % n as u64) as usize];
+            assert!(KvIndex::get_with(&m, k, &mut |v| assert_eq!(v.len(), 8)));
+        };
+        let get_nl = |_: usize, r: u64| {
+            let k = &keys[(r % n as u64) as usize];
+            assert!(nl.get_with(k, &mut |v| assert_eq!(v.len(), 8)));
+        };
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..7 {
+            a.push(timed(1, secs, false, &get_m));
+            b.push(timed(1, secs, false, &get_nl));
+            c.push(timed(1, secs, true, &get_m));
+        }
+        a.sort_by(f64::total_cmp);
+        b.sort_by(f64::total_cmp);
+        c.sort_by(f64::total_cmp);
+        println!(
+            "GET 1T, median of 7: mercury pinned per batch / nolock = {:.2}x",
+            c[3] / b[3]
+        );
+        let thp = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+        let thp = thp
+            .lines()
+            .find(|l| l.starts_with("AnonHugePages"))
+            .unwrap_or("?");
+        println!(
+            "GET 1T, median of 7: mercury / nolock = {:.2}x (process {thp}, both ~{} MB)",
+            a[3] / b[3],
+            KvIndex::memory_usage(&m).total() >> 20
+        );
+        return;
+    }
     #[cfg_attr(not(feature = "variants"), allow(unused_mut))]
     let mut subjects: Vec<(&str, Box<dyn KvIndex>)> = vec![
         ("locked std HashMap", Box::new(LockedHashMap::default())),

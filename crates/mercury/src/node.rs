@@ -410,7 +410,7 @@ pub(crate) unsafe fn key<'a>(node: NonNull<Node>, meta: Meta) -> &'a [u8] {
 ///
 /// # Safety
 /// As [`header`].
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn key_eq(node: NonNull<Node>, key: &[u8]) -> bool {
     // SAFETY: forwarded from the caller.
     let meta = unsafe { node_meta(node, Ordering::Acquire) };
@@ -442,7 +442,7 @@ fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 ///
 /// # Safety
 /// As [`header`] (the node must stay allocated while `f` runs).
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) -> R) -> R {
     // SAFETY: forwarded from the caller.
     let hdr = unsafe { header(node) };

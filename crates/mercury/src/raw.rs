@@ -131,7 +131,7 @@ pub(crate) fn successor(t: &Table) -> &Table {
 /// Finds, for a reader, the table and bucket that hold hash `h`, starting at `t`: follows
 /// the migrated prefix and MOVED bits of expanding tables (waiting for a bucket whose
 /// migration is in progress). Returns the bucket word (Acquire-loaded, not MOVED).
-#[inline]
+#[inline(always)]
 pub(crate) fn read_bucket(mut t: &Table, h: u64) -> (&Table, usize, BucketWord) {
     loop {
         let idx = t.index(h);
@@ -179,7 +179,7 @@ pub(crate) fn lock_bucket(mut t: &Table, h: u64) -> (&Table, usize, BucketWord) 
 /// # Safety
 /// `head` was loaded from a bucket of a table valid under a guard that the caller holds for
 /// as long as it uses the returned node.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn find(head: Link, h: Hashed, key: &[u8]) -> Option<NonNull<Node>> {
     let mut link = head;
     while let Some(n) = link.node() {

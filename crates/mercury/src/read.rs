@@ -34,7 +34,7 @@ pub(crate) fn prefetch<T>(p: *const T) {
 }
 
 /// Looks `key` (hashed `h`) up starting at table `t`; calls `f` with its value if present.
-#[inline]
+#[inline(always)]
 pub(crate) fn lookup<'g, R>(
     t: &'g Table,
     h: Hashed,
@@ -47,7 +47,7 @@ pub(crate) fn lookup<'g, R>(
 }
 
 /// Continues a lookup from bucket word `w`, loaded from bucket `idx` of `t`.
-#[inline]
+#[inline(always)]
 pub(crate) fn lookup_at<'g, R>(
     mut t: &'g Table,
     mut idx: usize,
@@ -74,7 +74,7 @@ pub(crate) fn lookup_at<'g, R>(
 
 impl Inner {
     /// Calls `f` with the value of `key` if present.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if key.len() > MAX_KEY_LEN {
             return None;
