@@ -19,6 +19,9 @@ pub use orrery_core::api::{
 };
 pub use orrery_core::{alloc, hash, reference, sync};
 
+/// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion.
+pub use orrery_mercury as mercury;
+
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
 pub use orrery_core::testing;
