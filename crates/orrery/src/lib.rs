@@ -19,6 +19,9 @@ pub use orrery_core::api::{
 };
 pub use orrery_core::{alloc, hash, reference, sync};
 
+/// Search Lookaside Buffer: a cache of hot search results in front of any index.
+pub use orrery_slb as slb;
+
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
 pub use orrery_core::testing;
