@@ -571,3 +571,212 @@ impl fmt::Debug for KeyLock<'_> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-bucket SLB with the given threshold and full sampling.
+    fn small(buckets: usize, threshold: usize) -> LookasideBuffer {
+        LookasideBuffer::new(SlbConfig {
+            cache_table_bytes: 64 * buckets,
+            admission_threshold: threshold,
+            log_sample_rate: 1.0,
+            stripes: 4,
+            ..SlbConfig::default()
+        })
+        .unwrap()
+    }
+
+    fn cached(b: &LookasideBuffer, key: &[u8]) -> Option<Vec<u8>> {
+        let mut out = None;
+        b.get_with(key, &mut |v| out = Some(v.to_vec()));
+        out
+    }
+
+    /// One search through the buffer over an "index" holding `value` for `key`: what a
+    /// wrapper does on every lookup.
+    fn search(b: &LookasideBuffer, key: &[u8], value: &[u8]) -> bool {
+        let mut seen = None;
+        match b.lookup(key, &mut |v| seen = Some(v.to_vec())) {
+            Lookup::Hit => {
+                assert_eq!(seen.as_deref(), Some(value));
+                true
+            }
+            Lookup::Miss(ticket) => {
+                if let Some(t) = ticket {
+                    let copy = b.copy_for(&t, key, value);
+                    b.emit(t, key, copy);
+                }
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn admitted_at_the_third_emission() {
+        let b = small(1, 3);
+        assert!(!search(&b, b"k", b"v"));
+        assert!(!search(&b, b"k", b"v"));
+        assert_eq!(cached(&b, b"k"), None);
+        assert!(!search(&b, b"k", b"v")); // third emission: admitted
+        assert_eq!(cached(&b, b"k").as_deref(), Some(&b"v"[..]));
+        assert!(search(&b, b"k", b"v"));
+        let s = b.stats();
+        assert_eq!((s.logged, s.admissions, s.cached_items), (3, 1, 1));
+        assert_eq!(s.record_bytes, crate::record::record_bytes(1, 1));
+        assert!(s.hit_ratio() > 0.0);
+    }
+
+    #[test]
+    fn stale_emission_is_rejected() {
+        let b = small(1, 1);
+        // A reader misses and takes its ticket before searching the index...
+        let Lookup::Miss(Some(ticket)) = b.lookup(b"k", &mut |_| {}) else {
+            panic!("warming bucket: every miss gets a ticket");
+        };
+        assert!(ticket.wants_value());
+        // ...finds the old value...
+        let copy = b.copy_for(&ticket, b"k", b"old");
+        // ...while a writer replaces it (the key is not cached, so nothing to refresh).
+        {
+            let mut w = b.lock(b"k");
+            assert!(!w.was_cached());
+            assert!(!w.update(b"new"));
+        }
+        // The emission must not publish the old value.
+        b.emit(ticket, b"k", copy);
+        assert_eq!(cached(&b, b"k"), None);
+        assert_eq!(b.stats().emit_conflicts, 1);
+        // A fresh search admits the current value.
+        search(&b, b"k", b"new");
+        assert_eq!(cached(&b, b"k").as_deref(), Some(&b"new"[..]));
+    }
+
+    #[test]
+    fn no_ticket_while_a_write_is_in_flight() {
+        let b = small(1, 1);
+        let w = b.lock(b"k");
+        assert!(matches!(b.lookup(b"k", &mut |_| {}), Lookup::Miss(None)));
+        // Another key of the same bucket shares the stripe.
+        assert!(matches!(
+            b.lookup(b"other", &mut |_| {}),
+            Lookup::Miss(None)
+        ));
+        drop(w);
+        assert!(matches!(b.lookup(b"k", &mut |_| {}), Lookup::Miss(Some(_))));
+    }
+
+    #[test]
+    fn update_refreshes_and_keeps_the_slot() {
+        let b = small(1, 1);
+        search(&b, b"k", b"v1");
+        assert_eq!(cached(&b, b"k").as_deref(), Some(&b"v1"[..]));
+        {
+            let mut w = b.lock(b"k");
+            assert!(w.was_cached());
+            // Between invalidation and update the key is not served from the cache.
+            assert_eq!(cached(&b, b"k"), None);
+            assert!(w.update(b"v2"));
+        }
+        assert_eq!(cached(&b, b"k").as_deref(), Some(&b"v2"[..]));
+        {
+            let _removal = b.lock(b"k");
+        }
+        assert_eq!(cached(&b, b"k"), None);
+        let s = b.stats();
+        assert_eq!((s.invalidations, s.updates, s.cached_items), (2, 1, 0));
+        assert_eq!(s.record_bytes, 0);
+    }
+
+    #[test]
+    fn large_items_are_never_cached() {
+        let b = LookasideBuffer::new(SlbConfig {
+            max_item_bytes: 10,
+            admission_threshold: 1,
+            ..SlbConfig::with_cache_bytes(64)
+        })
+        .unwrap();
+        search(&b, b"big", &[7; 8]);
+        assert_eq!(cached(&b, b"big"), None);
+        search(&b, b"s", b"1234567");
+        assert_eq!(cached(&b, b"s").as_deref(), Some(&b"1234567"[..]));
+        let mut w = b.lock(b"s");
+        assert!(!w.update(&[1; 20]), "a grown item leaves the cache");
+        drop(w);
+        assert_eq!(cached(&b, b"s"), None);
+        // Keys beyond the API limit are simply absent.
+        let huge = vec![0; MAX_KEY_LEN + 1];
+        assert!(matches!(b.lookup(&huge, &mut |_| {}), Lookup::Miss(None)));
+    }
+
+    #[test]
+    fn full_bucket_logs_only_a_sample() {
+        let b = LookasideBuffer::new(SlbConfig {
+            log_sample_rate: 0.0,
+            admission_threshold: 1,
+            ..SlbConfig::with_cache_bytes(64)
+        })
+        .unwrap();
+        let keys: Vec<[u8; 1]> = (0..SLOTS as u8).map(|i| [i]).collect();
+        for k in &keys {
+            search(&b, k, k); // warming: logged and admitted
+        }
+        assert_eq!(b.stats().cached_items, SLOTS);
+        // The bucket is full: with a 0% sample nothing more is logged or admitted.
+        for _ in 0..50 {
+            assert!(matches!(b.lookup(b"new", &mut |_| {}), Lookup::Miss(None)));
+        }
+        assert_eq!(b.stats().logged, SLOTS as u64);
+        for k in &keys {
+            assert_eq!(cached(&b, k).as_deref(), Some(&k[..]));
+        }
+    }
+
+    #[test]
+    fn full_bucket_evicts_and_samples() {
+        let b = LookasideBuffer::new(SlbConfig {
+            log_sample_rate: 1.0,
+            admission_threshold: 1,
+            ..SlbConfig::with_cache_bytes(64)
+        })
+        .unwrap();
+        for i in 0..SLOTS as u8 {
+            search(&b, &[i], b"v");
+        }
+        for i in 1..SLOTS as u8 {
+            for _ in 0..3 {
+                assert!(search(&b, &[i], b"v"));
+            }
+        }
+        search(&b, b"new", b"v"); // evicts the cold key 0
+        assert_eq!(cached(&b, &[0]), None);
+        assert_eq!(cached(&b, b"new").as_deref(), Some(&b"v"[..]));
+        let s = b.stats();
+        assert_eq!((s.admissions, s.evictions, s.cached_items), (8, 1, SLOTS));
+    }
+
+    #[test]
+    fn clear_admission_switch_and_memory() {
+        let b = small(2, 1);
+        let empty = b.memory_usage();
+        assert_eq!(empty.key_value_bytes, 0);
+        assert!(empty.structure_bytes >= 2 * 64 + 8 * 64);
+        search(&b, b"a", b"1");
+        assert!(b.memory_usage().key_value_bytes > 0);
+        b.clear();
+        assert_eq!(cached(&b, b"a"), None);
+        assert_eq!(b.memory_usage().key_value_bytes, 0);
+        b.set_admission(false);
+        search(&b, b"a", b"1");
+        assert_eq!(cached(&b, b"a"), None);
+        b.set_admission(true);
+        search(&b, b"a", b"1");
+        assert_eq!(cached(&b, b"a").as_deref(), Some(&b"1"[..]));
+        b.reset_stats();
+        assert_eq!(b.stats().admissions, 0);
+        assert_eq!(b.stats().cached_items, 1);
+        assert!(format!("{}", b.stats()).contains("hit ratio"));
+        assert!(format!("{b:?}").contains("LookasideBuffer"));
+    }
+}
