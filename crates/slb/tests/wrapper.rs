@@ -189,7 +189,7 @@ fn paper_default_sizes() {
         let slb = Slb::with_config(HashIndex::new(), SlbConfig::with_cache_mib(mib)).unwrap();
         assert_eq!(slb.stats().capacity, mib * (1 << 20) / 64 * 7);
         let m = slb.buffer().memory_usage();
-        assert!(m.structure_bytes >= mib * 5 << 20);
+        assert!(m.structure_bytes >= (mib * 5) << 20);
     }
     assert!(Slb::new(HashIndex::new()).is_ok());
     let bad = Slb::with_config(
