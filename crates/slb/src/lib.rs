@@ -122,6 +122,14 @@ impl<I: ?Sized> Slb<I> {
         &self.buffer
     }
 
+    /// The wrapped index, for reads that should bypass the SLB (e.g. to measure it).
+    ///
+    /// Writes through this reference bypass the SLB: it could then serve values older than
+    /// those writes. Write through the `Slb`.
+    pub fn inner(&self) -> &I {
+        &self.inner
+    }
+
     /// The SLB's statistics (hit ratio, admissions, evictions...).
     pub fn stats(&self) -> SlbStats {
         self.buffer.stats()
