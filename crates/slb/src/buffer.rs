@@ -319,18 +319,32 @@ impl LookasideBuffer {
         }
     }
 
-    /// [`lookup`](Self::lookup) for batches: on a hit returns the cached value, valid while
-    /// `guard` is pinned; on a miss returns the emission ticket, if any.
+    /// The 64-bit hash the buffer uses for `key`.
+    #[inline]
+    pub(crate) fn hash(key: &[u8]) -> u64 {
+        hash64(key)
+    }
+
+    /// Starts loading the Cache Table bucket of a key with this hash (see
+    /// [`lookup_pinned`](Self::lookup_pinned)).
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        self.cache.prefetch(self.cache.bucket_index(hash));
+    }
+
+    /// [`lookup`](Self::lookup) for batches, with the key's [`hash`](Self::hash) computed
+    /// beforehand: on a hit returns the cached value, valid while `guard` is pinned; on a
+    /// miss returns the emission ticket, if any.
     #[inline]
     pub(crate) fn lookup_pinned<'g>(
         &self,
         key: &[u8],
+        hash: u64,
         guard: &'g Guard,
     ) -> Result<&'g [u8], Option<EmitTicket>> {
         if key.len() > MAX_KEY_LEN {
             return Err(None);
         }
-        let hash = hash64(key);
         let index = self.cache.bucket_index(hash);
         let bucket = self.cache.bucket(index);
         match bucket.probe(cache_tag(hash), key, guard) {

@@ -85,6 +85,9 @@ use orrery_core::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, api
 pub use buffer::{EmitCopy, EmitTicket, KeyLock, LookasideBuffer, Lookup, SlbStats};
 pub use config::{ConfigError, SlbConfig};
 
+/// How many keys ahead `get_many` prefetches Cache Table buckets.
+const PREFETCH_DISTANCE: usize = 8;
+
 /// A [`KvIndex`] `I` behind a Search Lookaside Buffer.
 ///
 /// Lookups try the SLB first and fall back to `I`, emitting what they find; writes lock the
@@ -193,8 +196,16 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
         let mut hits: Vec<Option<&[u8]>> = Vec::with_capacity(keys.len());
         let mut misses: Vec<(usize, Option<EmitTicket>)> = Vec::new();
         let mut miss_keys: Vec<&[u8]> = Vec::new();
+        // Hash every key, then probe with the buckets of the next few keys in flight.
+        let hashes: Vec<u64> = keys.iter().map(|k| LookasideBuffer::hash(k)).collect();
+        for &h in hashes.iter().take(PREFETCH_DISTANCE) {
+            buffer.prefetch(h);
+        }
         for (i, key) in keys.iter().enumerate() {
-            match buffer.lookup_pinned(key, &guard) {
+            if let Some(&h) = hashes.get(i + PREFETCH_DISTANCE) {
+                buffer.prefetch(h);
+            }
+            match buffer.lookup_pinned(key, hashes[i], &guard) {
                 Ok(value) => hits.push(Some(value)),
                 Err(ticket) => {
                     hits.push(None);
