@@ -84,9 +84,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::shim::alloc::MemCounter;
 use crate::shim::hash::{hash64, tag16};
-use crate::shim::sync::{self, CachePadded, Guard, Version, VersionLock, VersionWriteGuard};
 use orrery_core::MemoryUsage;
 use orrery_core::api::MAX_KEY_LEN;
+use orrery_core::sync::{self, CachePadded, Guard, Version, VersionLock, VersionWriteGuard};
 
 use crate::cache::{CacheTable, Probe, SLOTS, Unlinked};
 use crate::config::{ConfigError, SlbConfig};
@@ -640,6 +640,7 @@ mod tests {
         assert_eq!((s.logged, s.admissions, s.cached_items), (3, 1, 1));
         assert_eq!(s.record_bytes, crate::record::record_bytes(1, 1));
         assert!(s.hit_ratio() > 0.0);
+        crate::quiesce();
     }
 
     #[test]
@@ -665,6 +666,7 @@ mod tests {
         // A fresh search admits the current value.
         search(&b, b"k", b"new");
         assert_eq!(cached(&b, b"k").as_deref(), Some(&b"new"[..]));
+        crate::quiesce();
     }
 
     #[test]
@@ -679,6 +681,7 @@ mod tests {
         ));
         drop(w);
         assert!(matches!(b.lookup(b"k", &mut |_| {}), Lookup::Miss(Some(_))));
+        crate::quiesce();
     }
 
     #[test]
@@ -701,6 +704,7 @@ mod tests {
         let s = b.stats();
         assert_eq!((s.invalidations, s.updates, s.cached_items), (2, 1, 0));
         assert_eq!(s.record_bytes, 0);
+        crate::quiesce();
     }
 
     #[test]
@@ -722,6 +726,7 @@ mod tests {
         // Keys beyond the API limit are simply absent.
         let huge = vec![0; MAX_KEY_LEN + 1];
         assert!(matches!(b.lookup(&huge, &mut |_| {}), Lookup::Miss(None)));
+        crate::quiesce();
     }
 
     #[test]
@@ -745,6 +750,7 @@ mod tests {
         for k in &keys {
             assert_eq!(cached(&b, k).as_deref(), Some(&k[..]));
         }
+        crate::quiesce();
     }
 
     #[test]
@@ -768,6 +774,7 @@ mod tests {
         assert_eq!(cached(&b, b"new").as_deref(), Some(&b"v"[..]));
         let s = b.stats();
         assert_eq!((s.admissions, s.evictions, s.cached_items), (8, 1, SLOTS));
+        crate::quiesce();
     }
 
     #[test]
@@ -792,5 +799,6 @@ mod tests {
         assert_eq!(b.stats().cached_items, 1);
         assert!(format!("{}", b.stats()).contains("hit ratio"));
         assert!(format!("{b:?}").contains("LookasideBuffer"));
+        crate::quiesce();
     }
 }

@@ -46,7 +46,7 @@
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use crate::shim::alloc::HugeArray;
-use crate::shim::sync::Guard;
+use orrery_core::sync::Guard;
 
 use crate::record::{ADDR_MASK, OwnedRecord, RecordRef};
 
@@ -346,10 +346,18 @@ impl Drop for CacheTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shim::sync;
+    use orrery_core::sync;
 
     fn rec(k: &[u8], v: &[u8]) -> OwnedRecord {
         OwnedRecord::new(k, v).unwrap()
+    }
+
+    /// Retires every record left in a standalone bucket (buckets own their records only
+    /// through a `CacheTable`, whose `Drop` frees them).
+    fn empty(b: &Bucket) {
+        for i in 0..SLOTS {
+            retire(b.take(i));
+        }
     }
 
     fn retire(u: Option<Unlinked>) {
@@ -375,6 +383,9 @@ mod tests {
         assert!(matches!(b.probe(8, b"a", &g), Probe::Miss { .. }));
         assert!(matches!(b.probe(7, b"c", &g), Probe::Miss { .. }));
         assert_eq!(b.occupied(), 2);
+        empty(&b);
+        drop(g);
+        crate::quiesce();
     }
 
     #[test]
@@ -400,6 +411,9 @@ mod tests {
         assert!(b.find(100, b"new", &g).is_some());
         assert!(b.find(4, &[4], &g).is_none());
         assert_eq!(b.occupied(), SLOTS);
+        empty(&b);
+        drop(g);
+        crate::quiesce();
     }
 
     #[test]
@@ -421,6 +435,9 @@ mod tests {
         // With every other counter at zero a saturated touch changes nothing.
         b.touch(hot, || 3);
         assert_eq!(b.counter(hot), u8::MAX);
+        empty(&b);
+        drop(g);
+        crate::quiesce();
     }
 
     #[test]
@@ -442,6 +459,9 @@ mod tests {
         }
         b.reset_counter(idx);
         assert_eq!(b.counter(idx), 0);
+        empty(&b);
+        drop(g);
+        crate::quiesce();
     }
 
     #[test]
@@ -463,5 +483,6 @@ mod tests {
         assert_eq!(n, 20);
         assert_eq!(t.occupied(), 0);
         retire(t.bucket(1).admit(1, rec(b"left", b"for drop"), 0));
+        crate::quiesce();
     }
 }

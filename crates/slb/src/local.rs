@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shim::sync::CachePadded;
+use orrery_core::sync::CachePadded;
 
 struct Local {
     /// xorshift64* state; 0 until first use.

@@ -1,4 +1,4 @@
-//! TEMPORARY stand-ins for `orrery_core::{hash, sync, alloc}` until they land on main.
+//! TEMPORARY stand-ins for `orrery_core::{hash, alloc}` until they land on main.
 //! Deleted once the real modules are merged.
 #![allow(
     missing_docs,
@@ -20,73 +20,6 @@ pub mod hash {
     }
     pub fn tag16(hash: u32) -> u16 {
         (hash >> 16) as u16
-    }
-}
-
-pub mod sync {
-    use std::ops::Deref;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    pub struct Guard(std::marker::PhantomData<*const ()>);
-    pub fn pin() -> Guard {
-        Guard(std::marker::PhantomData)
-    }
-    impl Drop for Guard {
-        fn drop(&mut self) {}
-    }
-    impl Guard {
-        pub fn defer<F: FnOnce() + Send + 'static>(&self, f: F) {
-            std::mem::forget(f); // leaks until the real collector lands
-        }
-    }
-    #[repr(align(128))]
-    pub struct CachePadded<T>(T);
-    impl<T> CachePadded<T> {
-        pub fn new(t: T) -> Self {
-            CachePadded(t)
-        }
-    }
-    impl<T> Deref for CachePadded<T> {
-        type Target = T;
-        fn deref(&self) -> &T {
-            &self.0
-        }
-    }
-    #[derive(Clone, Copy, Debug)]
-    pub struct Version(u64);
-    pub struct VersionLock(AtomicU64);
-    pub struct VersionWriteGuard<'a>(&'a VersionLock, u64);
-    impl VersionLock {
-        pub fn new() -> Self {
-            VersionLock(AtomicU64::new(0))
-        }
-        pub fn try_read(&self) -> Option<Version> {
-            let v = self.0.load(Ordering::Acquire);
-            (v & 1 == 0).then_some(Version(v))
-        }
-        pub fn try_upgrade(&self, v: Version) -> Option<VersionWriteGuard<'_>> {
-            self.0
-                .compare_exchange(v.0, v.0 | 1, Ordering::Acquire, Ordering::Relaxed)
-                .ok()
-                .map(|_| {
-                    std::sync::atomic::fence(Ordering::Release);
-                    VersionWriteGuard(self, v.0)
-                })
-        }
-        pub fn lock(&self) -> VersionWriteGuard<'_> {
-            loop {
-                if let Some(v) = self.try_read() {
-                    if let Some(g) = self.try_upgrade(v) {
-                        return g;
-                    }
-                }
-                std::hint::spin_loop();
-            }
-        }
-    }
-    impl Drop for VersionWriteGuard<'_> {
-        fn drop(&mut self) {
-            self.0.0.store(self.1 + 4, Ordering::Release);
-        }
     }
 }
 

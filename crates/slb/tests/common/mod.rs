@@ -93,15 +93,15 @@ impl KvIndex for SlowIndex {
         found
     }
 
+    // Writers yield only after the write: the SLB holds the stripe across the call, and
+    // the interesting window is a reader's, between its miss and its emission.
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.maybe_yield();
         let r = self.inner.insert(key, value);
         self.maybe_yield();
         r
     }
 
     fn remove(&self, key: &[u8]) -> bool {
-        self.maybe_yield();
         let r = self.inner.remove(key);
         self.maybe_yield();
         r
