@@ -82,10 +82,10 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::shim::alloc::MemCounter;
-use crate::shim::hash::{hash64, tag16};
 use orrery_core::MemoryUsage;
+use orrery_core::alloc::MemCounter;
 use orrery_core::api::MAX_KEY_LEN;
+use orrery_core::hash::{hash64, tag16};
 use orrery_core::sync::{self, CachePadded, Guard, Version, VersionLock, VersionWriteGuard};
 
 use crate::cache::{CacheTable, Probe, SLOTS, Unlinked};

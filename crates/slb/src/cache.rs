@@ -45,7 +45,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use crate::shim::alloc::HugeArray;
+use orrery_core::alloc::HugeArray;
 use orrery_core::sync::Guard;
 
 use crate::record::{ADDR_MASK, OwnedRecord, RecordRef};
@@ -69,7 +69,7 @@ const _: () = assert!(align_of::<Bucket>() == 64);
 
 // SAFETY: `Bucket` consists only of atomics, for which the all-zero bit pattern is a valid
 // value (empty slots, zero counters).
-unsafe impl crate::shim::alloc::Zeroable for Bucket {}
+unsafe impl orrery_core::alloc::Zeroable for Bucket {}
 
 #[inline]
 fn pack(tag: u16, addr: u64) -> u64 {

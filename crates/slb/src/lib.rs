@@ -75,7 +75,6 @@ mod config;
 mod local;
 mod log;
 mod record;
-mod shim;
 
 use std::ops::{Bound, Deref};
 

@@ -31,7 +31,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::shim::alloc::HugeArray;
+use orrery_core::alloc::HugeArray;
 
 /// Tags per 64-byte log bucket.
 pub(crate) const LOG_ENTRIES: usize = 15;
@@ -47,7 +47,7 @@ pub(crate) struct LogBucket {
 const _: () = assert!(size_of::<LogBucket>() == 64);
 
 // SAFETY: `LogBucket` consists only of atomics; all-zero is a valid value (an empty log).
-unsafe impl crate::shim::alloc::Zeroable for LogBucket {}
+unsafe impl orrery_core::alloc::Zeroable for LogBucket {}
 
 /// The log tag of a key with this 64-bit hash: the high 32 bits, never 0.
 #[inline]

@@ -65,7 +65,14 @@ fn check(read: Option<&[u8]>, floor: u64, ceil: u64, key: usize) {
     }
 }
 
-fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize, ops: u64) {
+fn stress<I: KvIndex>(
+    slb: &Slb<I>,
+    keys: usize,
+    writers: usize,
+    readers: usize,
+    ops: u64,
+    yield_between_rounds: bool,
+) {
     let state: Vec<KeyState> = (0..keys)
         .map(|_| KeyState {
             started: AtomicU64::new(0),
@@ -90,6 +97,10 @@ fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize,
                             slb.insert(&names[k], &value_of(n)).unwrap();
                         }
                         state[k].completed.store(n, Ordering::SeqCst);
+                    }
+                    if yield_between_rounds {
+                        // Let readers in between rounds (two cores are shared by everyone).
+                        std::thread::yield_now();
                     }
                 }
             }));
@@ -150,13 +161,14 @@ fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize,
     }
 }
 
-/// Every emission logged and admitted at once, in a Cache Table of `buckets` buckets.
-fn churning(buckets: usize) -> SlbConfig {
+/// Every emission logged and admitted at once, in a Cache Table of `buckets` buckets with
+/// `stripes` lock stripes.
+fn churning(buckets: usize, stripes: usize) -> SlbConfig {
     SlbConfig {
         cache_table_bytes: 64 * buckets,
         admission_threshold: 1,
         log_sample_rate: 1.0,
-        stripes: 2,
+        stripes,
         ..SlbConfig::default()
     }
 }
@@ -172,8 +184,8 @@ fn scale(n: u64) -> u64 {
 #[test]
 fn readers_never_see_stale_versions_with_eviction_churn() {
     // 24 hot keys compete for 7 slots: admissions evict constantly.
-    let slb = Slb::with_config(SlowIndex::new(), churning(1)).unwrap();
-    stress(&slb, 24, 2, 3, scale(300));
+    let slb = Slb::with_config(SlowIndex::new(), churning(1, 1)).unwrap();
+    stress(&slb, 24, 2, 3, scale(300), true);
     let s = slb.stats();
     eprintln!("{s}");
     assert!(s.hits > 0 && s.admissions > 0 && s.evictions > 0, "{s}");
@@ -182,8 +194,8 @@ fn readers_never_see_stale_versions_with_eviction_churn() {
 #[test]
 fn readers_never_see_stale_versions_with_updates() {
     // Room for every key: writes mostly invalidate and refresh cached copies.
-    let slb = Slb::with_config(SlowIndex::new(), churning(64)).unwrap();
-    stress(&slb, 8, 2, 3, scale(1000));
+    let slb = Slb::with_config(SlowIndex::new(), churning(64, 64)).unwrap();
+    stress(&slb, 8, 2, 3, scale(1000), true);
     let s = slb.stats();
     eprintln!("{s}");
     assert!(s.hits > 0 && s.invalidations > 0 && s.updates > 0, "{s}");
@@ -191,8 +203,8 @@ fn readers_never_see_stale_versions_with_updates() {
 
 #[test]
 fn readers_never_see_stale_versions_without_yields() {
-    let slb = Slb::with_config(LockedBTreeMap::new(), churning(2)).unwrap();
-    stress(&slb, 16, 2, 2, scale(3000));
+    let slb = Slb::with_config(LockedBTreeMap::new(), churning(2, 2)).unwrap();
+    stress(&slb, 16, 2, 2, scale(3000), false);
     let s = slb.stats();
     eprintln!("{s}");
     assert!(s.hits > 0 && s.admissions > 0, "{s}");
