@@ -87,6 +87,21 @@ fn slot_addr(word: u64) -> u64 {
     word & ADDR_MASK
 }
 
+/// `a == b`, without a call to `memcmp` for the short keys that dominate lookups (two
+/// overlapping 8-byte loads cover 8..=16 bytes).
+#[inline]
+fn keys_equal(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    a == b
+}
+
 /// The outcome of looking a key up in its bucket.
 pub(crate) enum Probe<'g> {
     /// The key is cached in slot `index`.
@@ -154,7 +169,7 @@ impl Bucket {
             // only after being swapped out, which happens after `_guard` was pinned (we
             // loaded the word while pinned), so it stays live for `'g`.
             let record = unsafe { RecordRef::from_addr(slot_addr(word)) };
-            if record.key() == key {
+            if keys_equal(record.key(), key) {
                 return Probe::Hit { index, record };
             }
         }
@@ -363,6 +378,23 @@ mod tests {
     fn retire(u: Option<Unlinked>) {
         if let Some(u) = u {
             u.retire(&sync::pin());
+        }
+    }
+
+    #[test]
+    fn short_and_long_key_comparison() {
+        let keys: Vec<Vec<u8>> = (0..40usize)
+            .flat_map(|n| [vec![7u8; n], (0..n as u8).collect()])
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(keys_equal(a, b), a == b, "{a:?} vs {b:?}");
+            }
+            for i in 0..a.len() {
+                let mut c = a.clone();
+                c[i] ^= 0x80;
+                assert!(!keys_equal(a, &c));
+            }
         }
     }
 

@@ -1,45 +1,88 @@
 //! Per-thread state of the hot path: a fast random number generator (emission sampling,
 //! counter decay, eviction tie-breaking) and the thread's statistics shard.
 //!
-//! Both live in one `thread_local!` with a `const` initializer and no destructor, so an
-//! access is a plain thread-pointer-relative load.
+//! The generator lives in a `thread_local!` with a `const` initializer and no destructor
+//! (an access is a thread-pointer-relative load). The shard is claimed from a global bitmap
+//! at a thread's first count and released by a thread-local destructor at its exit, so no
+//! two live threads own the same shard.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use orrery_core::sync::CachePadded;
 
-struct Local {
-    /// xorshift64* state; 0 until first use.
-    rng: Cell<u64>,
-    /// Statistics shard of this thread, plus one (0 = not assigned yet).
-    shard: Cell<usize>,
-}
-
 thread_local! {
-    static LOCAL: Local = const {
-        Local {
-            rng: Cell::new(0),
-            shard: Cell::new(0),
-        }
-    };
+    /// xorshift64* state; 0 until first use.
+    static RNG: Cell<u64> = const { Cell::new(0) };
+    /// This thread's statistics shard.
+    static SHARD: ShardClaim = const { ShardClaim { index: Cell::new(UNCLAIMED) } };
 }
 
-/// Seeds and shard numbers handed to threads in turn.
-static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
+/// Seeds handed to threads in turn.
+static NEXT_SEED: AtomicU64 = AtomicU64::new(1);
 
-fn next_thread() -> u64 {
-    NEXT_THREAD.fetch_add(1, Ordering::Relaxed)
+/// Bit `i` set: exclusive shard `i` is owned by a live thread.
+static SHARD_OWNERS: AtomicU64 = AtomicU64::new(0);
+
+const UNCLAIMED: usize = usize::MAX;
+
+/// A thread's claim on a statistics shard, released when the thread exits.
+struct ShardClaim {
+    index: Cell<usize>,
+}
+
+impl ShardClaim {
+    #[inline]
+    fn get(&self) -> usize {
+        let i = self.index.get();
+        if i != UNCLAIMED {
+            return i;
+        }
+        let i = claim_shard();
+        self.index.set(i);
+        i
+    }
+}
+
+impl Drop for ShardClaim {
+    fn drop(&mut self) {
+        let i = self.index.get();
+        if i < EXCLUSIVE_SHARDS {
+            SHARD_OWNERS.fetch_and(!(1 << i), Ordering::Release);
+        }
+    }
+}
+
+/// Claims a free exclusive shard, or returns the shared one when all are taken.
+fn claim_shard() -> usize {
+    let mut owners = SHARD_OWNERS.load(Ordering::Relaxed);
+    loop {
+        let free = !owners;
+        if free == 0 {
+            return SHARED_SHARD;
+        }
+        let i = free.trailing_zeros() as usize;
+        match SHARD_OWNERS.compare_exchange_weak(
+            owners,
+            owners | 1 << i,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return i,
+            Err(now) => owners = now,
+        }
+    }
 }
 
 /// A 32-bit pseudo-random number from this thread's xorshift64* generator.
 #[inline]
 pub(crate) fn random() -> u32 {
-    LOCAL.with(|l| {
-        let mut x = l.rng.get();
+    RNG.with(|rng| {
+        let mut x = rng.get();
         if x == 0 {
             // SplitMix64 of a per-thread sequence number: distinct non-zero seeds.
-            let mut z = next_thread().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let seed = NEXT_SEED.fetch_add(1, Ordering::Relaxed);
+            let mut z = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             x = (z ^ (z >> 31)) | 1;
@@ -47,14 +90,17 @@ pub(crate) fn random() -> u32 {
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
-        l.rng.set(x);
+        rng.set(x);
         (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
     })
 }
 
-/// Number of statistics shards (threads beyond it share shards; counting stays exact since
-/// shards are atomic).
-pub(crate) const SHARDS: usize = 16;
+/// Shards owned by one thread each (the bits of `SHARD_OWNERS`).
+const EXCLUSIVE_SHARDS: usize = 64;
+/// The shard of threads that found no free exclusive one: counted with atomic increments.
+const SHARED_SHARD: usize = EXCLUSIVE_SHARDS;
+/// Number of statistics shards.
+pub(crate) const SHARDS: usize = EXCLUSIVE_SHARDS + 1;
 
 /// What is counted.
 #[derive(Clone, Copy, Debug)]
@@ -72,8 +118,10 @@ pub(crate) enum Stat {
 
 const STATS: usize = 8;
 
-/// Event counters sharded per thread, so the hot path increments a cache line that no other
-/// thread writes (usually).
+/// Event counters sharded per thread, so the hot path writes a cache line that no other
+/// thread writes. A thread owning an exclusive shard counts with a plain load and store (no
+/// read-modify-write instruction); threads beyond 64 live ones share the last shard and
+/// count with atomic increments. Counts are exact either way.
 pub(crate) struct Counters {
     shards: Box<[CachePadded<[AtomicU64; STATS]>]>,
 }
@@ -90,17 +138,15 @@ impl Counters {
     /// Counts one event of kind `stat` in this thread's shard.
     #[inline]
     pub(crate) fn add(&self, stat: Stat) {
-        let shard = LOCAL.with(|l| {
-            let s = l.shard.get();
-            if s != 0 {
-                s - 1
-            } else {
-                let s = next_thread() as usize % SHARDS;
-                l.shard.set(s + 1);
-                s
-            }
-        });
-        self.shards[shard][stat as usize].fetch_add(1, Ordering::Relaxed);
+        let shard = SHARD.try_with(ShardClaim::get).unwrap_or(SHARED_SHARD);
+        let c = &self.shards[shard][stat as usize];
+        if shard == SHARED_SHARD {
+            c.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // Only this thread writes this shard until it exits (and the claim's `Release`
+            // / the next owner's `Acquire` order the hand-over).
+            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
     }
 
     /// The sum over all shards of `stat`.
@@ -147,6 +193,30 @@ mod tests {
         assert!(repeats < 3);
         // Every one of 20 residues occurs (a 5% sample is reachable).
         assert!(buckets.iter().all(|&b| b > 0), "{buckets:?}");
+    }
+
+    #[test]
+    fn shards_are_exclusive_and_released() {
+        let n = if cfg!(miri) { 4 } else { 80 };
+        let counters = Counters::new();
+        let barrier = std::sync::Barrier::new(n);
+        // More live threads than exclusive shards: the rest share the atomic shard.
+        std::thread::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|| {
+                    barrier.wait();
+                    for _ in 0..1000 {
+                        counters.add(Stat::Hits);
+                    }
+                    barrier.wait();
+                });
+            }
+        });
+        assert_eq!(counters.get(Stat::Hits), 1000 * n as u64);
+        // Exited threads gave their shards back.
+        std::thread::spawn(|| assert_ne!(SHARD.with(ShardClaim::get), SHARED_SHARD))
+            .join()
+            .unwrap();
     }
 
     #[test]
