@@ -43,12 +43,13 @@
 //!   makes memory safety independent of locking; the stripe locks of the [`crate::buffer`]
 //!   layer serialise slot changes only to keep the cache coherent with the index.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use orrery_core::alloc::HugeArray;
 use orrery_core::sync::Guard;
 
-use crate::record::{ADDR_MASK, OwnedRecord, RecordRef};
+use crate::record::{ADDR_MASK, OwnedRecord, RecordHeap, RecordRef};
 
 /// Slots (tag + reference pairs) per 64-byte bucket.
 pub(crate) const SLOTS: usize = 7;
@@ -124,19 +125,27 @@ pub(crate) enum Probe<'g> {
 /// frees it early).
 #[must_use = "an unlinked record must be retired through the epoch collector"]
 #[derive(Debug)]
-pub(crate) struct Unlinked(std::mem::ManuallyDrop<OwnedRecord>);
+pub(crate) struct Unlinked<'h>(std::mem::ManuallyDrop<OwnedRecord<'h>>);
 
-impl Unlinked {
-    /// Heap bytes of the record.
-    pub(crate) fn bytes(&self) -> usize {
-        self.0.bytes()
+impl Unlinked<'_> {
+    /// The unlinked record (tests).
+    #[cfg(test)]
+    pub(crate) fn record(&self) -> &OwnedRecord<'_> {
+        &self.0
     }
 
-    /// Hands the record to the epoch collector: it is freed once every guard pinned before
-    /// this call is dropped.
-    pub(crate) fn retire(self, guard: &Guard) {
-        let rec = std::mem::ManuallyDrop::into_inner(self.0);
-        guard.defer(move || drop(rec));
+    /// Hands the record to the epoch collector: it is freed to `heap` (its heap) once every
+    /// guard pinned before this call is dropped. The deferred free owns an `Arc` of the
+    /// heap, so it may run after the table is gone.
+    pub(crate) fn retire(self, guard: &Guard, heap: &Arc<RecordHeap>) {
+        let addr = std::mem::ManuallyDrop::into_inner(self.0).into_addr();
+        let heap = Arc::clone(heap);
+        guard.defer(move || {
+            // SAFETY: this closure owns the unlinked record at `addr` (from `heap`); it runs
+            // once, after every reader pinned before the retirement has unpinned, so nobody
+            // uses the record any more.
+            unsafe { heap.free_addr(addr) }
+        });
     }
 
     /// Frees the record at once.
@@ -207,28 +216,37 @@ impl Bucket {
         }
     }
 
-    /// Empties slot `index`, returning the record it held. The counter is kept (an update
-    /// may refill the slot with the same temperature); [`Bucket::reset_counter`] clears it.
-    pub(crate) fn take(&self, index: usize) -> Option<Unlinked> {
+    /// Empties slot `index`, returning the record it held (records of this bucket come from
+    /// `heap`). The counter is kept (an update may refill the slot with the same
+    /// temperature); [`Bucket::reset_counter`] clears it.
+    pub(crate) fn take<'h>(&self, index: usize, heap: &'h RecordHeap) -> Option<Unlinked<'h>> {
         let old = self.slots[index].swap(0, Ordering::AcqRel);
         (old != 0).then(|| {
             // SAFETY: the swap removed the only slot word holding this address, so this
             // thread alone owns the record now; `Unlinked` only frees it through the epoch
             // collector (or `free_now`, whose contract excludes readers).
             Unlinked(std::mem::ManuallyDrop::new(unsafe {
-                OwnedRecord::from_addr(slot_addr(old))
+                OwnedRecord::from_addr(slot_addr(old), heap)
             }))
         })
     }
 
-    /// Publishes `record` (of a key with `tag`) in slot `index`, returning what the slot held.
-    pub(crate) fn put(&self, index: usize, tag: u16, record: OwnedRecord) -> Option<Unlinked> {
+    /// Publishes `record` (of a key with `tag`, from `heap`) in slot `index`, returning what
+    /// the slot held.
+    pub(crate) fn put<'h>(
+        &self,
+        index: usize,
+        tag: u16,
+        record: OwnedRecord<'h>,
+        heap: &'h RecordHeap,
+    ) -> Option<Unlinked<'h>> {
         let word = pack(tag, record.into_addr());
         let old = self.slots[index].swap(word, Ordering::AcqRel);
         (old != 0).then(|| {
-            // SAFETY: as in `take`: the swap gave this thread sole ownership of `old`.
+            // SAFETY: as in `take`: the swap gave this thread sole ownership of `old`, a
+            // record of this bucket, hence from `heap`.
             Unlinked(std::mem::ManuallyDrop::new(unsafe {
-                OwnedRecord::from_addr(slot_addr(old))
+                OwnedRecord::from_addr(slot_addr(old), heap)
             }))
         })
     }
@@ -241,7 +259,13 @@ impl Bucket {
     /// Admits `record` (of a key with `tag` that is not cached in this bucket): into an empty
     /// slot if there is one, otherwise over the slot with the smallest counter, searched from
     /// the random start `rnd`. Returns the evicted record, if any.
-    pub(crate) fn admit(&self, tag: u16, record: OwnedRecord, rnd: u32) -> Option<Unlinked> {
+    pub(crate) fn admit<'h>(
+        &self,
+        tag: u16,
+        record: OwnedRecord<'h>,
+        heap: &'h RecordHeap,
+        rnd: u32,
+    ) -> Option<Unlinked<'h>> {
         let start = rnd as usize % SLOTS;
         let mut victim = start;
         let mut smallest = u8::MAX;
@@ -258,7 +282,7 @@ impl Bucket {
             }
         }
         self.counters[victim].store(INITIAL_COUNT, Ordering::Relaxed);
-        self.put(victim, tag, record)
+        self.put(victim, tag, record, heap)
     }
 
     /// Number of occupied slots.
@@ -276,10 +300,12 @@ impl Bucket {
     }
 }
 
-/// The Cache Table: a power-of-two number of [`Bucket`]s in huge-page-backed memory.
+/// The Cache Table: a power-of-two number of [`Bucket`]s in huge-page-backed memory, and
+/// the heap its records come from.
 pub(crate) struct CacheTable {
     buckets: HugeArray<Bucket>,
     mask: u64,
+    heap: Arc<RecordHeap>,
 }
 
 impl CacheTable {
@@ -289,7 +315,14 @@ impl CacheTable {
         Ok(CacheTable {
             buckets: HugeArray::new(buckets)?,
             mask: buckets as u64 - 1,
+            heap: Arc::new(RecordHeap::new()),
         })
+    }
+
+    /// The heap of this table's records.
+    #[inline]
+    pub(crate) fn heap(&self) -> &Arc<RecordHeap> {
+        &self.heap
     }
 
     /// Index of the bucket of a key with this hash.
@@ -336,10 +369,10 @@ impl CacheTable {
     }
 
     /// Unlinks every cached record, handing each to `sink`.
-    pub(crate) fn drain(&self, mut sink: impl FnMut(Unlinked)) {
+    pub(crate) fn drain(&self, mut sink: impl FnMut(Unlinked<'_>)) {
         for b in self.buckets.iter() {
             for i in 0..SLOTS {
-                if let Some(u) = b.take(i) {
+                if let Some(u) = b.take(i, &self.heap) {
                     sink(u);
                 }
                 b.reset_counter(i);
@@ -363,21 +396,27 @@ mod tests {
     use super::*;
     use orrery_core::sync;
 
-    fn rec(k: &[u8], v: &[u8]) -> OwnedRecord {
-        OwnedRecord::new(k, v).unwrap()
+    /// The heap of the standalone test buckets (records live as long as the test).
+    fn heap() -> &'static Arc<RecordHeap> {
+        static HEAP: std::sync::OnceLock<Arc<RecordHeap>> = std::sync::OnceLock::new();
+        HEAP.get_or_init(|| Arc::new(RecordHeap::new()))
+    }
+
+    fn rec(k: &[u8], v: &[u8]) -> OwnedRecord<'static> {
+        OwnedRecord::new(heap(), k, v).unwrap()
     }
 
     /// Retires every record left in a standalone bucket (buckets own their records only
     /// through a `CacheTable`, whose `Drop` frees them).
     fn empty(b: &Bucket) {
         for i in 0..SLOTS {
-            retire(b.take(i));
+            retire(b.take(i, heap()));
         }
     }
 
-    fn retire(u: Option<Unlinked>) {
+    fn retire(u: Option<Unlinked<'_>>) {
         if let Some(u) = u {
-            u.retire(&sync::pin());
+            u.retire(&sync::pin(), heap());
         }
     }
 
@@ -406,8 +445,8 @@ mod tests {
             b.probe(7, b"a", &g),
             Probe::Miss { has_empty: true }
         ));
-        retire(b.admit(7, rec(b"a", b"1"), 0));
-        retire(b.admit(7, rec(b"b", b"2"), 0)); // same tag, other key
+        retire(b.admit(7, rec(b"a", b"1"), heap(), 0));
+        retire(b.admit(7, rec(b"b", b"2"), heap(), 0)); // same tag, other key
         match b.probe(7, b"b", &g) {
             Probe::Hit { record, .. } => assert_eq!(record.value(), b"2"),
             Probe::Miss { .. } => panic!("b is cached"),
@@ -424,7 +463,7 @@ mod tests {
     fn full_bucket_evicts_smallest_counter() {
         let b = Bucket::default();
         for i in 0..SLOTS as u8 {
-            assert!(b.admit(u16::from(i), rec(&[i], &[i]), 3).is_none());
+            assert!(b.admit(u16::from(i), rec(&[i], &[i]), heap(), 3).is_none());
         }
         assert_eq!(b.occupied(), SLOTS);
         let g = sync::pin();
@@ -437,8 +476,10 @@ mod tests {
                 }
             }
         }
-        let evicted = b.admit(100, rec(b"new", b"v"), 5).expect("bucket was full");
-        assert_eq!(evicted.0.as_ref().key(), &[4]);
+        let evicted = b
+            .admit(100, rec(b"new", b"v"), heap(), 5)
+            .expect("bucket was full");
+        assert_eq!(evicted.record().as_ref().key(), &[4]);
         retire(Some(evicted));
         assert!(b.find(100, b"new", &g).is_some());
         assert!(b.find(4, &[4], &g).is_none());
@@ -451,8 +492,8 @@ mod tests {
     #[test]
     fn saturated_counter_decrements_another() {
         let b = Bucket::default();
-        retire(b.admit(1, rec(b"hot", b""), 0));
-        retire(b.admit(2, rec(b"warm", b""), 0));
+        retire(b.admit(1, rec(b"hot", b""), heap(), 0));
+        retire(b.admit(2, rec(b"warm", b""), heap(), 0));
         let g = sync::pin();
         let hot = b.find(1, b"hot", &g).unwrap();
         let warm = b.find(2, b"warm", &g).unwrap();
@@ -475,15 +516,15 @@ mod tests {
     #[test]
     fn take_and_put_keep_the_slot() {
         let b = Bucket::default();
-        retire(b.admit(9, rec(b"k", b"old"), 0));
+        retire(b.admit(9, rec(b"k", b"old"), heap(), 0));
         let g = sync::pin();
         let idx = b.find(9, b"k", &g).unwrap();
         b.touch(idx, || 0);
         let before = b.counter(idx);
-        retire(b.take(idx));
+        retire(b.take(idx, heap()));
         assert!(b.find(9, b"k", &g).is_none());
-        assert!(b.take(idx).is_none());
-        assert!(b.put(idx, 9, rec(b"k", b"new")).is_none());
+        assert!(b.take(idx, heap()).is_none());
+        assert!(b.put(idx, 9, rec(b"k", b"new"), heap()).is_none());
         assert_eq!(b.counter(idx), before);
         match b.probe(9, b"k", &g) {
             Probe::Hit { record, .. } => assert_eq!(record.value(), b"new"),
@@ -499,22 +540,30 @@ mod tests {
     #[test]
     fn table_drain_and_drop_free_records() {
         let t = CacheTable::new(4).unwrap();
+        let h = t.heap();
         assert_eq!(t.buckets(), 4);
         assert_eq!(t.table_bytes(), 256);
-        for i in 0u64..20 {
+        let put = |i: u64, v: &[u8]| {
             let key = i.to_be_bytes();
             let b = t.bucket(t.bucket_index(i));
-            retire(b.admit(i as u16, rec(&key, b"v"), i as u32));
+            let r = OwnedRecord::new(h, &key, v).unwrap();
+            if let Some(u) = b.admit(i as u16, r, h, i as u32) {
+                u.retire(&sync::pin(), h);
+            }
+        };
+        for i in 0u64..20 {
+            put(i, b"v");
         }
         assert_eq!(t.occupied(), 20);
+        assert_eq!(h.payload_bytes(), 20 * 24);
         let mut n = 0;
         t.drain(|u| {
             n += 1;
-            retire(Some(u));
+            u.retire(&sync::pin(), h);
         });
         assert_eq!(n, 20);
         assert_eq!(t.occupied(), 0);
-        retire(t.bucket(1).admit(1, rec(b"left", b"for drop"), 0));
+        put(1, b"left for drop");
         crate::quiesce();
     }
 }
