@@ -112,6 +112,8 @@ pub struct LookasideBuffer {
     counters: Counters,
     /// Whether lookups still admit (see [`LookasideBuffer::set_admission`]).
     admitting: AtomicBool,
+    /// [`SlbConfig::lock_reads`].
+    lock_reads: bool,
     config: SlbConfig,
 }
 
@@ -240,6 +242,7 @@ impl LookasideBuffer {
             max_item_bytes: config.max_item_bytes,
             counters: Counters::new(),
             admitting: AtomicBool::new(true),
+            lock_reads: config.lock_reads,
             config,
         })
     }
@@ -417,6 +420,67 @@ impl LookasideBuffer {
             self.counters.add(Stat::Evictions);
             self.retire(evicted, &guard);
         }
+    }
+
+    /// The paper's read path, for [`SlbConfig::lock_reads`]: `SLB_lock` on the key's stripe,
+    /// `SLB_get`, on a miss `search` (the index lookup, calling its callback with the value)
+    /// and `SLB_emit`, then `SLB_unlock`. Holding the stripe across the search makes the
+    /// emission safe without validation, at the price of a lock round trip on every hit and
+    /// of serializing the lookups of a stripe.
+    pub(crate) fn get_locked(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(&[u8]),
+        search: &mut dyn FnMut(&[u8], &mut dyn FnMut(&[u8])) -> bool,
+    ) -> bool {
+        if key.len() > MAX_KEY_LEN {
+            return search(key, f);
+        }
+        let hash = hash64(key);
+        let index = self.cache.bucket_index(hash);
+        let bucket = self.cache.bucket(index);
+        let tag = cache_tag(hash);
+        let _lock = self.stripe(index).lock();
+        let guard = sync::pin();
+        let has_empty = match bucket.probe(tag, key, &guard) {
+            Probe::Hit { index, record } => {
+                f(record.value());
+                bucket.touch(index, local::random);
+                self.counters.add(Stat::Hits);
+                return true;
+            }
+            Probe::Miss { has_empty } => has_empty,
+        };
+        self.counters.add(Stat::Misses);
+        let logged = self.admitting.load(Ordering::Relaxed)
+            && (has_empty || u64::from(local::random()) < self.sample_threshold);
+        let candidate = logged && self.log.bucket(hash).count(log_tag(hash)) + 1 >= self.threshold;
+        let heap = self.cache.heap();
+        let mut copy = None;
+        let found = search(key, &mut |v| {
+            f(v);
+            if candidate && self.fits(key, v) {
+                copy = OwnedRecord::new(heap, key, v);
+            }
+        });
+        if found && logged {
+            self.log.bucket(hash).append(log_tag(hash));
+            self.counters.add(Stat::Logged);
+            if let Some(record) = copy {
+                self.counters.add(Stat::Admissions);
+                if let Some(evicted) = bucket.admit(tag, record, heap, local::random()) {
+                    self.counters.add(Stat::Evictions);
+                    self.retire(evicted, &guard);
+                }
+            }
+        }
+        found
+    }
+
+    /// Whether lookups take the stripe lock ([`SlbConfig::lock_reads`]).
+    #[inline]
+    pub(crate) fn locks_reads(&self) -> bool {
+        self.lock_reads
     }
 
     /// `SLB_lock` + `SLB_invalidate`: locks `key`'s stripe and removes `key` from the Cache

@@ -31,6 +31,11 @@ pub struct SlbConfig {
     /// Largest item (key length + value length, in bytes) the SLB caches; larger items are
     /// served by the index alone. At most `MAX_KEY_LEN + MAX_VALUE_LEN`. Default 4096.
     pub max_item_bytes: usize,
+    /// The paper's locking (§3.1.3): every lookup holds its key's stripe lock across the
+    /// SLB probe, the index search and the emission. Off by default: lookups then take no
+    /// lock, and emissions are validated against the stripe's version instead (see the
+    /// `buffer` module); this switch exists to measure the difference.
+    pub lock_reads: bool,
 }
 
 impl Default for SlbConfig {
@@ -42,6 +47,7 @@ impl Default for SlbConfig {
             log_sample_rate: 0.05,
             stripes: 1024,
             max_item_bytes: 4096,
+            lock_reads: false,
         }
     }
 }

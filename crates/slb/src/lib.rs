@@ -163,6 +163,11 @@ impl<I: ?Sized> Slb<I> {
 
 impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        if self.buffer.locks_reads() {
+            return self
+                .buffer
+                .get_locked(key, f, &mut |k, g| self.inner.get_with(k, g));
+        }
         match self.buffer.lookup(key, f) {
             Lookup::Hit => true,
             Lookup::Miss(None) => self.inner.get_with(key, f),
@@ -213,6 +218,14 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
 
     fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let buffer = &self.buffer;
+        if buffer.locks_reads() {
+            for (i, key) in keys.iter().enumerate() {
+                if !self.get_with(key, &mut |v| f(i, Some(v))) {
+                    f(i, None);
+                }
+            }
+            return;
+        }
         // One guard for the whole batch keeps every hit's record alive until delivered.
         let guard = sync::pin();
         let mut hits: Vec<Option<&[u8]>> = Vec::with_capacity(keys.len());

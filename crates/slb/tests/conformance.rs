@@ -50,3 +50,17 @@ mod point_churning {
         Slb::with_config(HashIndex::new(), super::churning()).unwrap()
     });
 }
+
+/// The paper's locking (lookups hold the stripe lock), churning.
+mod ordered_locked_reads {
+    use orrery_core::reference::LockedBTreeMap;
+    use orrery_slb::{Slb, SlbConfig};
+
+    orrery_core::conformance_tests!(ordered, || {
+        let config = SlbConfig {
+            lock_reads: true,
+            ..super::churning()
+        };
+        Slb::with_config(LockedBTreeMap::new(), config).unwrap()
+    });
+}

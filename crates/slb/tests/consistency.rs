@@ -35,6 +35,17 @@ fn version_of(v: &[u8]) -> u64 {
     u64::from_be_bytes(v[..8].try_into().unwrap())
 }
 
+/// Raises the flag if its thread unwinds (a failed check), so the others stop pacing on it.
+struct FlagOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for FlagOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 struct KeyState {
     started: AtomicU64,
     completed: AtomicU64,
@@ -65,14 +76,7 @@ fn check(read: Option<&[u8]>, floor: u64, ceil: u64, key: usize) {
     }
 }
 
-fn stress<I: KvIndex>(
-    slb: &Slb<I>,
-    keys: usize,
-    writers: usize,
-    readers: usize,
-    ops: u64,
-    yield_between_rounds: bool,
-) {
+fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize, ops: u64) {
     let state: Vec<KeyState> = (0..keys)
         .map(|_| KeyState {
             started: AtomicU64::new(0),
@@ -81,14 +85,28 @@ fn stress<I: KvIndex>(
         .collect();
     let names: Vec<Vec<u8>> = (0..keys).map(|k| format!("hot-{k}").into_bytes()).collect();
     let done = AtomicBool::new(false);
+    // Set when any thread panics (a failed check), so that nobody waits for it.
+    let failed = AtomicBool::new(false);
+    // Readers and writers pace each other (about two reads per write, within a window of
+    // `SLACK` operations), so that they interleave whatever the scheduler does.
+    let reads = AtomicU64::new(0);
+    let writes = AtomicU64::new(0);
+    let slack = 4 * keys as u64;
     let start = Barrier::new(writers + readers);
     std::thread::scope(|s| {
         let mut writer_handles = Vec::new();
         for w in 0..writers {
-            let (state, names, start) = (&state, &names, &start);
+            let (state, names, start, reads, writes) = (&state, &names, &start, &reads, &writes);
+            let failed = &failed;
             writer_handles.push(s.spawn(move || {
+                let _flag = FlagOnPanic(failed);
                 start.wait();
                 for n in 1..=ops {
+                    while writes.load(Ordering::Relaxed) > reads.load(Ordering::Relaxed) / 2 + slack
+                        && !failed.load(Ordering::Relaxed)
+                    {
+                        std::thread::yield_now();
+                    }
                     for k in (w..keys).step_by(writers) {
                         state[k].started.store(n, Ordering::SeqCst);
                         if is_removal(n) {
@@ -97,25 +115,29 @@ fn stress<I: KvIndex>(
                             slb.insert(&names[k], &value_of(n)).unwrap();
                         }
                         state[k].completed.store(n, Ordering::SeqCst);
-                    }
-                    if yield_between_rounds {
-                        // Let readers in between rounds (two cores are shared by everyone).
-                        std::thread::yield_now();
+                        writes.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }));
         }
         for r in 0..readers {
             let (state, names, start, done) = (&state, &names, &start, &done);
+            let (reads, writes, failed) = (&reads, &writes, &failed);
             s.spawn(move || {
+                let _flag = FlagOnPanic(failed);
                 start.wait();
                 let mut x = r as u64 + 1;
                 // Keep reading for a while after the writers are done, so that quiescent
                 // admissions and hits happen whatever the scheduling was.
                 let mut after = 0;
                 while after < 500 {
-                    if done.load(Ordering::Relaxed) {
+                    if done.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
                         after += 1;
+                    } else if reads.load(Ordering::Relaxed) / 2
+                        > writes.load(Ordering::Relaxed) + slack
+                    {
+                        std::thread::yield_now();
+                        continue;
                     }
                     x ^= x << 13;
                     x ^= x >> 7;
@@ -144,11 +166,15 @@ fn stress<I: KvIndex>(
                         let ceil = state[k].started.load(Ordering::SeqCst);
                         check(v.as_deref(), floor, ceil, k);
                     }
+                    reads.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
         for h in writer_handles {
-            h.join().unwrap();
+            if let Err(panic) = h.join() {
+                failed.store(true, Ordering::Relaxed);
+                std::panic::resume_unwind(panic);
+            }
         }
         done.store(true, Ordering::Relaxed);
     });
@@ -185,9 +211,9 @@ fn scale(n: u64) -> u64 {
 fn readers_never_see_stale_versions_with_eviction_churn() {
     // 24 hot keys compete for 7 slots: admissions evict constantly.
     let slb = Slb::with_config(SlowIndex::new(), churning(1, 1)).unwrap();
-    stress(&slb, 24, 2, 3, scale(300), true);
+    stress(&slb, 24, 2, 3, scale(300));
     let s = slb.stats();
-    eprintln!("{s}");
+    eprintln!("with_eviction_churn: {s}");
     assert!(s.hits > 0 && s.admissions > 0 && s.evictions > 0, "{s}");
 }
 
@@ -195,17 +221,31 @@ fn readers_never_see_stale_versions_with_eviction_churn() {
 fn readers_never_see_stale_versions_with_updates() {
     // Room for every key: writes mostly invalidate and refresh cached copies.
     let slb = Slb::with_config(SlowIndex::new(), churning(64, 64)).unwrap();
-    stress(&slb, 8, 2, 3, scale(1000), true);
+    stress(&slb, 8, 2, 3, scale(1000));
     let s = slb.stats();
-    eprintln!("{s}");
+    eprintln!("with_updates: {s}");
     assert!(s.hits > 0 && s.invalidations > 0 && s.updates > 0, "{s}");
 }
 
 #[test]
 fn readers_never_see_stale_versions_without_yields() {
     let slb = Slb::with_config(LockedBTreeMap::new(), churning(2, 2)).unwrap();
-    stress(&slb, 16, 2, 2, scale(3000), false);
+    stress(&slb, 16, 2, 2, scale(3000));
     let s = slb.stats();
-    eprintln!("{s}");
+    eprintln!("without_yields: {s}");
     assert!(s.hits > 0 && s.admissions > 0, "{s}");
+}
+
+#[test]
+fn readers_never_see_stale_versions_with_locked_reads() {
+    // The paper's locking: lookups hold the stripe across the index search.
+    let config = SlbConfig {
+        lock_reads: true,
+        ..churning(4, 4)
+    };
+    let slb = Slb::with_config(SlowIndex::new(), config).unwrap();
+    stress(&slb, 16, 2, 3, scale(100));
+    let s = slb.stats();
+    eprintln!("with_locked_reads: {s}");
+    assert!(s.hits > 0 && s.admissions > 0 && s.invalidations > 0, "{s}");
 }

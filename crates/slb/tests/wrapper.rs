@@ -38,6 +38,36 @@ fn hot_keys_are_served_from_the_cache() {
 }
 
 #[test]
+fn locked_reads_cache_the_same_way() {
+    let config = SlbConfig {
+        lock_reads: true,
+        ..small()
+    };
+    let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
+    for i in 0u32..100 {
+        slb.insert(&i.to_be_bytes(), &[i as u8; 64]).unwrap();
+    }
+    for _ in 0..10 {
+        for i in 0u32..10 {
+            assert_eq!(slb.get(&i.to_be_bytes()), Some(vec![i as u8; 64]));
+        }
+    }
+    let s = slb.stats();
+    assert_eq!((s.admissions, s.misses, s.hits), (10, 30, 70), "{s}");
+    let keys: Vec<[u8; 4]> = (0u32..12).map(u32::to_be_bytes).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let mut got = Vec::new();
+    slb.get_many(&refs, &mut |i, v| got.push((i, v.map(<[u8]>::to_vec))));
+    assert_eq!(got.len(), 12);
+    assert!(
+        got.iter()
+            .all(|(i, v)| v.as_deref() == Some(&[*i as u8; 64][..]))
+    );
+    slb.insert(&0u32.to_be_bytes(), b"new").unwrap();
+    assert_eq!(slb.get(&0u32.to_be_bytes()).as_deref(), Some(&b"new"[..]));
+}
+
+#[test]
 fn writes_update_and_invalidate_cached_items() {
     let slb = Slb::with_config(HashIndex::new(), small()).unwrap();
     assert_eq!(slb.insert(b"k", b"1"), Ok(true));
