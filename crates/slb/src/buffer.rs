@@ -93,6 +93,10 @@ use crate::local::{self, Counters, Stat};
 use crate::log::{LogTable, log_tag};
 use crate::record::OwnedRecord;
 
+/// An index lookup, as [`KvIndex::get_with`](orrery_core::KvIndex::get_with): calls the
+/// callback with the value of the key if present and returns whether it was.
+pub(crate) type IndexSearch<'a> = dyn FnMut(&[u8], &mut dyn FnMut(&[u8])) -> bool + 'a;
+
 /// The 16-bit Cache Table tag of a key with this 64-bit hash: its high 16 bits (§3.2).
 #[inline]
 fn cache_tag(hash: u64) -> u16 {
@@ -431,7 +435,7 @@ impl LookasideBuffer {
         &self,
         key: &[u8],
         f: &mut dyn FnMut(&[u8]),
-        search: &mut dyn FnMut(&[u8], &mut dyn FnMut(&[u8])) -> bool,
+        search: &mut IndexSearch<'_>,
     ) -> bool {
         if key.len() > MAX_KEY_LEN {
             return search(key, f);
