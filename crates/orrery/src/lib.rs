@@ -21,6 +21,8 @@ pub use orrery_core::{alloc, hash, reference, sync};
 
 /// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion.
 pub use orrery_mercury as mercury;
+/// Search Lookaside Buffer: a cache of hot search results in front of any index.
+pub use orrery_slb as slb;
 
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
