@@ -19,6 +19,9 @@ pub use orrery_core::api::{
 };
 pub use orrery_core::{alloc, hash, reference, sync};
 
+/// Wormhole: ordered index with `O(log L)` lookups (`orrery-wormhole`).
+pub use orrery_wormhole as wormhole;
+
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
 pub use orrery_core::testing;
