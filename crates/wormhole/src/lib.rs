@@ -77,7 +77,6 @@ mod kv;
 mod leaf;
 mod meta;
 mod search;
-mod shim;
 mod smo;
 #[cfg(test)]
 mod tests_unit;
@@ -101,7 +100,7 @@ use crate::smo::Writer;
 
 /// The shared modules this crate uses.
 mod deps {
-    pub(crate) use crate::shim::{hash, sync};
+    pub(crate) use orrery_core::{hash, sync};
 }
 
 /// Prefetches the cache line at `p` into all cache levels (no-op where unsupported).

@@ -167,6 +167,9 @@ impl Wormhole {
         let flag = Arc::new(AtomicBool::new(false));
         let f2 = flag.clone();
         guard.defer(move || f2.store(true, Ordering::Release));
+        // Hand the deferred flag to the global queue: the next writer may be another thread,
+        // and it can only run deferred functions that left this thread's local bag.
+        guard.flush();
         w.drained = flag;
         self.meta_bytes.store(new_bytes * 2, Ordering::Relaxed);
     }

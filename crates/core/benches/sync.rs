@@ -1,0 +1,2 @@
+//! Sync benchmarks (placeholder).
+fn main() {}
