@@ -6,7 +6,9 @@ use std::time::Instant;
 use orrery_wormhole::Wormhole;
 
 fn main() {
-    let n: usize = std::env::args().nth(1).map_or(1_000_000, |s| s.parse().unwrap());
+    let n: usize = std::env::args()
+        .nth(1)
+        .map_or(1_000_000, |s| s.parse().unwrap());
     let threads: usize = std::env::args().nth(2).map_or(1, |s| s.parse().unwrap());
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let keys: Vec<[u8; 8]> = (0..n)
@@ -50,7 +52,7 @@ fn main() {
     let t = Instant::now();
     let mut hit = 0usize;
     for &i in &order {
-        hit += bt.get(&keys[i][..]).is_some() as usize;
+        hit += bt.contains_key(&keys[i][..]) as usize;
     }
     let bt_get = n as f64 / t.elapsed().as_secs_f64() / 1e6;
     assert_eq!(hit, n);
@@ -70,7 +72,7 @@ fn main() {
             let (wh, keys, order) = (&wh, &keys, &order);
             s.spawn(move || {
                 let mut h = 0usize;
-                for &i in order.iter().skip(th * 7919 % n) .chain(order.iter()).take(n) {
+                for &i in order.iter().skip(th * 7919 % n).chain(order.iter()).take(n) {
                     h += wh.get_with(&keys[i], &mut |_| {}) as usize;
                 }
                 assert_eq!(h, n);

@@ -15,6 +15,8 @@
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::Ordering;
 
+use orrery_core::ScanVisitor;
+
 use crate::Wormhole;
 use crate::deps::sync::{self, Guard};
 use crate::leaf::{DEAD, LeafAccess, LeafPtr, ReadLeaf};
@@ -40,14 +42,16 @@ impl Wormhole {
     }
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks.
-    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>) {
+    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let g = sync::pin();
         let (mut cur, mut j) = self.scan_start(start, &g);
         loop {
             while j < cur.len() {
                 let kv = cur.sorted_kv(j);
                 // SAFETY: live under the shared lock.
-                let (k, v) = unsafe { (kv.key(), kv.value()) };
+                let k = unsafe { kv.key() };
+                // SAFETY: as above.
+                let v = unsafe { kv.value() };
                 if visitor(k, v).is_break() {
                     return;
                 }
@@ -64,7 +68,7 @@ impl Wormhole {
     }
 
     /// Visits the pairs whose key starts with `prefix`, ascending.
-    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>) {
+    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
         self.scan(Bound::Included(prefix), &mut |k, v| {
             if k.starts_with(prefix) {
                 visitor(k, v)
@@ -101,9 +105,12 @@ impl Wormhole {
                     r.ensure_sorted();
                     let kv = r.sorted_kv(r.len() - 1);
                     // SAFETY: live under the shared lock.
-                    return Some(unsafe { (kv.key().to_vec(), kv.value().to_vec()) });
+                    let k = unsafe { kv.key() }.to_vec();
+                    // SAFETY: as above.
+                    let v = unsafe { kv.value() }.to_vec();
+                    return Some((k, v));
                 }
-                let Some(p) = r.hdr().prev() else { return None };
+                let p = r.hdr().prev()?;
                 drop(r);
                 // Right to left: one lock at a time, then check the two are still adjacent.
                 // SAFETY: `p` was linked while we held the lock of its right neighbour and
@@ -137,7 +144,9 @@ impl Wormhole {
         for jj in j..r.len() {
             let kv = r.sorted_kv(jj);
             // SAFETY: live under the shared lock.
-            unsafe { out.push(kv.key(), kv.value()) };
+            let k = unsafe { kv.key() };
+            // SAFETY: as above.
+            out.push(k, unsafe { kv.value() });
         }
         let next = r.hdr().next()?;
         // SAFETY: linked from a locked live leaf.

@@ -36,18 +36,23 @@ impl Kv {
         let lay = layout(key.len(), value.len());
         // SAFETY: `lay` has a non-zero size (at least the 8-byte header).
         let raw = unsafe { alloc(lay) };
-        let Some(p) = NonNull::new(raw) else { handle_alloc_error(lay) };
+        let Some(p) = NonNull::new(raw) else {
+            handle_alloc_error(lay)
+        };
         let base = p.as_ptr();
         // SAFETY: the block is `HEADER + k + v` bytes and 8-aligned; each write below stays
         // inside it and the source slices do not overlap the fresh block.
         unsafe { base.cast::<u32>().write(key.len() as u32) };
         // SAFETY: as above (offset 4 is inside the header, 4-aligned).
-        unsafe { base.add(4).cast::<u32>().write(value.len() as u32) };
-        // SAFETY: as above.
-        unsafe { base.add(HEADER).copy_from_nonoverlapping(key.as_ptr(), key.len()) };
+        unsafe { base.wrapping_add(4).cast::<u32>().write(value.len() as u32) };
         // SAFETY: as above.
         unsafe {
-            base.add(HEADER + key.len())
+            base.wrapping_add(HEADER)
+                .copy_from_nonoverlapping(key.as_ptr(), key.len())
+        };
+        // SAFETY: as above.
+        unsafe {
+            base.wrapping_add(HEADER + key.len())
                 .copy_from_nonoverlapping(value.as_ptr(), value.len())
         };
         Kv(p)
@@ -71,19 +76,13 @@ impl Kv {
         self.0.as_ptr().expose_provenance()
     }
 
-    /// Prefetches the block's first cache line.
-    #[inline]
-    pub(crate) fn prefetch(self) {
-        crate::prefetch(self.0.as_ptr());
-    }
-
     #[inline]
     fn lens(self) -> (usize, usize) {
         // SAFETY: a live block starts with two u32 lengths (type invariant of `Kv`, whose
         // callers hold the owning leaf's lock).
         let k = unsafe { self.0.as_ptr().cast::<u32>().read() } as usize;
         // SAFETY: as above.
-        let v = unsafe { self.0.as_ptr().add(4).cast::<u32>().read() } as usize;
+        let v = unsafe { self.0.as_ptr().wrapping_add(4).cast::<u32>().read() } as usize;
         (k, v)
     }
 
@@ -95,7 +94,7 @@ impl Kv {
     pub(crate) unsafe fn key<'a>(self) -> &'a [u8] {
         let (k, _) = self.lens();
         // SAFETY: the key occupies `k` bytes at offset 8 of the live block.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(HEADER), k) }
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().wrapping_add(HEADER), k) }
     }
 
     /// The value bytes.
@@ -106,7 +105,7 @@ impl Kv {
     pub(crate) unsafe fn value<'a>(self) -> &'a [u8] {
         let (k, v) = self.lens();
         // SAFETY: the value occupies `v` bytes after the key.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(HEADER + k), v) }
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().wrapping_add(HEADER + k), v) }
     }
 
     /// The value bytes, writable in place.
@@ -118,7 +117,7 @@ impl Kv {
     pub(crate) unsafe fn value_mut<'a>(self) -> &'a mut [u8] {
         let (k, v) = self.lens();
         // SAFETY: exclusive access per the contract; the range is inside the block.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().add(HEADER + k), v) }
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().wrapping_add(HEADER + k), v) }
     }
 
     /// Bytes this block occupies (header included), for memory accounting.
@@ -140,12 +139,17 @@ impl Kv {
 }
 
 #[cfg(test)]
+#[allow(clippy::multiple_unsafe_ops_per_block)]
 mod tests {
     use super::*;
 
     #[test]
     fn kv_roundtrip() {
-        for (k, v) in [(&b""[..], &b""[..]), (b"key", b"value"), (&[0u8; 100][..], &[7u8; 3][..])] {
+        for (k, v) in [
+            (&b""[..], &b""[..]),
+            (b"key", b"value"),
+            (&[0u8; 100][..], &[7u8; 3][..]),
+        ] {
             let kv = Kv::new(k, v);
             // SAFETY: live block, used single-threaded.
             unsafe {

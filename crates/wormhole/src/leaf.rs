@@ -126,7 +126,9 @@ impl LeafPtr {
         let lay = block_layout(cap);
         // SAFETY: non-zero size.
         let raw = unsafe { alloc(lay) }.cast::<Leaf>();
-        let Some(p) = NonNull::new(raw) else { handle_alloc_error(lay) };
+        let Some(p) = NonNull::new(raw) else {
+            handle_alloc_error(lay)
+        };
         let hdr = Leaf {
             lock: RwSpinLock::new(()),
             version: AtomicU64::new(version),
@@ -143,7 +145,11 @@ impl LeafPtr {
         let lp = LeafPtr(p);
         // Arrays start zeroed so that a leaf never exposes uninitialized bytes.
         // SAFETY: the arrays lie inside the block right after the header.
-        unsafe { lp.base().add(size_of::<Leaf>()).write_bytes(0, cap * 9) };
+        unsafe {
+            lp.base()
+                .wrapping_add(size_of::<Leaf>())
+                .write_bytes(0, cap * 9)
+        };
         lp
     }
 
@@ -215,17 +221,6 @@ impl LeafPtr {
         ReadLeaf { ptr: self, _g: g }
     }
 
-    /// Tries to take the shared lock.
-    ///
-    /// # Safety
-    /// The leaf is live for `'a`.
-    #[inline]
-    pub(crate) unsafe fn try_read<'a>(self) -> Option<ReadLeaf<'a>> {
-        // SAFETY: live per the contract.
-        let g = unsafe { self.hdr() }.lock.try_read()?;
-        Some(ReadLeaf { ptr: self, _g: g })
-    }
-
     /// Takes the exclusive lock.
     ///
     /// # Safety
@@ -294,7 +289,11 @@ pub(crate) trait LeafAccess {
     #[inline]
     fn tags(&self) -> &[u64] {
         let n = self.len();
-        let p = self.ptr().base().wrapping_add(size_of::<Leaf>()).cast::<u64>();
+        let p = self
+            .ptr()
+            .base()
+            .wrapping_add(size_of::<Leaf>())
+            .cast::<u64>();
         // SAFETY: the tag array is inside the live block, initialized, and not written
         // while any lock is shared (writers hold the exclusive lock).
         unsafe { std::slice::from_raw_parts(p, n) }
@@ -453,8 +452,10 @@ unsafe fn sort_order(p: LeafPtr) {
     let order_p = p.base().wrapping_add(size_of::<Leaf>() + cap * 8);
     // SAFETY: exclusive access to the order array per the contract.
     let order = unsafe { std::slice::from_raw_parts_mut(order_p, n) };
-    // SAFETY (closure): pairs of `[0, nr)` are live under the lock.
-    let key = |i: u8| unsafe { ekv(tags[i as usize]).key() };
+    let key = |i: u8| {
+        // SAFETY: pairs of `[0, nr)` are live under the lock.
+        unsafe { ekv(tags[i as usize]).key() }
+    };
     if s * 4 < n {
         // Short sorted run: one sort of everything is cheaper than a merge.
         order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
@@ -490,7 +491,11 @@ impl WriteLeaf<'_> {
     #[inline]
     fn tags_all_mut(&mut self) -> &mut [u64] {
         let cap = self.cap();
-        let p = self.ptr.base().wrapping_add(size_of::<Leaf>()).cast::<u64>();
+        let p = self
+            .ptr
+            .base()
+            .wrapping_add(size_of::<Leaf>())
+            .cast::<u64>();
         // SAFETY: exclusive lock held; the array lies inside the live block.
         unsafe { std::slice::from_raw_parts_mut(p, cap) }
     }
@@ -634,17 +639,19 @@ impl WriteLeaf<'_> {
     /// Sets the right neighbour.
     #[inline]
     pub(crate) fn set_next(&self, n: Option<LeafPtr>) {
-        self.hdr()
-            .next
-            .store(n.map_or(std::ptr::null_mut(), |p| p.as_raw()), Ordering::Release);
+        self.hdr().next.store(
+            n.map_or(std::ptr::null_mut(), |p| p.as_raw()),
+            Ordering::Release,
+        );
     }
 
     /// Sets the left neighbour.
     #[inline]
     pub(crate) fn set_prev(&self, p: Option<LeafPtr>) {
-        self.hdr()
-            .prev
-            .store(p.map_or(std::ptr::null_mut(), |p| p.as_raw()), Ordering::Release);
+        self.hdr().prev.store(
+            p.map_or(std::ptr::null_mut(), |p| p.as_raw()),
+            Ordering::Release,
+        );
     }
 }
 
@@ -674,7 +681,10 @@ mod tests {
                 assert_eq!(unsafe { w.kv(i).value() }, v.as_slice());
             }
         }
-        assert!(w.find_by_tag(b"absent-key", tag_of(b"absent-key"), true).is_err());
+        assert!(
+            w.find_by_tag(b"absent-key", tag_of(b"absent-key"), true)
+                .is_err()
+        );
     }
 
     fn free_all(w: &mut WriteLeaf<'_>) {

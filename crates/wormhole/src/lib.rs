@@ -124,7 +124,9 @@ struct Stripes([CachePadded<AtomicIsize>; STRIPES]);
 
 impl Stripes {
     fn new() -> Self {
-        Stripes(std::array::from_fn(|_| CachePadded::new(AtomicIsize::new(0))))
+        Stripes(std::array::from_fn(|_| {
+            CachePadded::new(AtomicIsize::new(0))
+        }))
     }
 
     #[inline]
@@ -550,7 +552,10 @@ impl Wormhole {
         while let Some(leaf) = p {
             // SAFETY: linked leaves are live; pinned.
             let mut w = unsafe { leaf.write() };
-            assert_eq!(w.hdr().prev().map(LeafPtr::as_raw), prev.map(LeafPtr::as_raw));
+            assert_eq!(
+                w.hdr().prev().map(LeafPtr::as_raw),
+                prev.map(LeafPtr::as_raw)
+            );
             assert_ne!(w.hdr().version.load(Ordering::Relaxed), leaf::DEAD);
             let anchor = w.hdr().anchor().to_vec();
             if let Some((a, _)) = leaves.last() {

@@ -73,7 +73,9 @@ impl ItemPtr {
         let lay = item_layout(key.len());
         // SAFETY: non-zero size.
         let raw = unsafe { alloc(lay) }.cast::<Item>();
-        let Some(p) = NonNull::new(raw) else { handle_alloc_error(lay) };
+        let Some(p) = NonNull::new(raw) else {
+            handle_alloc_error(lay)
+        };
         let hdr = Item {
             hash,
             len: key.len() as u32,
@@ -145,12 +147,6 @@ impl ItemPtr {
 }
 
 impl Item {
-    /// Prefix length.
-    #[inline]
-    pub(crate) fn len(&self) -> usize {
-        self.len as usize
-    }
-
     /// CRC32C of the prefix.
     #[inline]
     pub(crate) fn hash(&self) -> u32 {
@@ -175,7 +171,7 @@ impl Item {
         LeafPtr::from_raw(self.rightmost).expect("items always have leaves below")
     }
 
-    #[inline]
+    #[cfg(test)]
     fn has_child(&self, b: u8) -> bool {
         self.bitmap[(b >> 6) as usize] & (1 << (b & 63)) != 0
     }
@@ -206,7 +202,11 @@ impl Item {
     #[inline]
     pub(crate) fn has_child_above(&self, c: u8) -> bool {
         let w = (c >> 6) as usize;
-        let above = if c & 63 == 63 { 0 } else { !((2u64 << (c & 63)) - 1) };
+        let above = if c & 63 == 63 {
+            0
+        } else {
+            !((2u64 << (c & 63)) - 1)
+        };
         self.bitmap[w] & above != 0 || self.bitmap[w + 1..].iter().any(|&x| x != 0)
     }
 }
@@ -276,11 +276,6 @@ impl MetaTable {
     /// Bytes held by the table (slots and items).
     pub(crate) fn bytes(&self) -> usize {
         self.slots.len() * 64 + self.items * 64
-    }
-
-    /// Number of items.
-    pub(crate) fn items(&self) -> usize {
-        self.items
     }
 
     #[inline]
@@ -489,7 +484,9 @@ impl MetaTable {
         let mut child_gone = false;
         for plen in (0..=anchor.len()).rev() {
             let key = &anchor[..plen];
-            let it = self.get(key, crc32c(key)).expect("anchor prefixes are items");
+            let it = self
+                .get(key, crc32c(key))
+                .expect("anchor prefixes are items");
             let item = it.get_mut();
             if plen == anchor.len() {
                 item.anchor = 0;
@@ -513,7 +510,10 @@ impl MetaTable {
                 }
             }
         }
-        let c = self.lens.get_mut(&anchor.len()).expect("anchor length counted");
+        let c = self
+            .lens
+            .get_mut(&anchor.len())
+            .expect("anchor length counted");
         *c -= 1;
         if *c == 0 {
             self.lens.remove(&anchor.len());

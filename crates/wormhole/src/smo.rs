@@ -189,10 +189,12 @@ impl Wormhole {
             return;
         }
         let pairs = lw.sorted_pairs();
-        // SAFETY (closure): pairs are live under the exclusive lock.
-        let j = choose_split(pairs.len(), |i| unsafe { pairs[i].1.key() });
-        // SAFETY: as above.
-        let (lkey, rkey) = unsafe { (pairs[j - 1].1.key(), pairs[j].1.key()) };
+        let key = |i: usize| {
+            // SAFETY: the pairs are live under the exclusive lock.
+            unsafe { pairs[i].1.key() }
+        };
+        let j = choose_split(pairs.len(), key);
+        let (lkey, rkey) = (key(j - 1), key(j));
         let anchor: Box<[u8]> = split_anchor(lkey, rkey).into();
         let v = t.version + 1;
         let next = lw.hdr().next();
@@ -208,7 +210,9 @@ impl Wormhole {
         lw.set_version(v);
         if let Some(n) = next {
             // SAFETY: `n` is live (linked, and only mutex holders unlink leaves).
-            unsafe { n.hdr() }.prev.store(right.as_raw(), Ordering::Release);
+            unsafe { n.hdr() }
+                .prev
+                .store(right.as_raw(), Ordering::Release);
         }
         lw.set_next(Some(right));
         w.shadow_mut().insert_anchor(&anchor, right, leaf, next);
@@ -285,7 +289,9 @@ impl Wormhole {
         let next = victim.hdr().next();
         if let Some(n) = next {
             // SAFETY: linked, hence live.
-            unsafe { n.hdr() }.prev.store(lp.as_raw(), Ordering::Release);
+            unsafe { n.hdr() }
+                .prev
+                .store(lp.as_raw(), Ordering::Release);
         }
         left.set_next(next);
         let anchor: Box<[u8]> = victim.hdr().anchor().into();

@@ -89,7 +89,10 @@ fn differential(cfg: Config, seed: u64, ops: usize) {
                 let (a, b) = if k <= k2 { (k, k2) } else { (k2, k) };
                 let n = wh.remove_range(Bound::Included(&a), Bound::Excluded(&b));
                 let gone: Vec<_> = model
-                    .range::<[u8], _>((Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice())))
+                    .range::<[u8], _>((
+                        Bound::Included(a.as_slice()),
+                        Bound::Excluded(b.as_slice()),
+                    ))
                     .map(|(k, _)| k.clone())
                     .collect();
                 assert_eq!(n, gone.len());
@@ -103,9 +106,18 @@ fn differential(cfg: Config, seed: u64, ops: usize) {
         }
     }
     wh.debug_validate();
-    assert_eq!(collect(&wh, Bound::Unbounded), model.clone().into_iter().collect::<Vec<_>>());
-    assert_eq!(wh.first(), model.first_key_value().map(|(a, b)| (a.clone(), b.clone())));
-    assert_eq!(wh.last(), model.last_key_value().map(|(a, b)| (a.clone(), b.clone())));
+    assert_eq!(
+        collect(&wh, Bound::Unbounded),
+        model.clone().into_iter().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        wh.first(),
+        model.first_key_value().map(|(a, b)| (a.clone(), b.clone()))
+    );
+    assert_eq!(
+        wh.last(),
+        model.last_key_value().map(|(a, b)| (a.clone(), b.clone()))
+    );
     for (k, v) in &model {
         assert_eq!(wh.get(k).as_ref(), Some(v));
     }
@@ -218,7 +230,10 @@ fn update_and_get_many() {
     }
     assert_eq!(wh.len(), (n - n / 2) as usize);
     wh.debug_validate();
-    assert!(wh.update(&[], |_| Some(vec![0; orrery_core::api::MAX_VALUE_LEN + 1])).is_err());
+    assert!(
+        wh.update(&[], |_| Some(vec![0; orrery_core::api::MAX_VALUE_LEN + 1]))
+            .is_err()
+    );
     assert!(wh.get(&[]).is_none());
 }
 

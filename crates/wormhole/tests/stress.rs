@@ -74,8 +74,12 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
                         let k = churn_key(t, &mut rng);
                         match rng.random_range(0..8) {
                             0..=3 => {
-                                let v = rng.random::<u64>().to_le_bytes()[..rng.random_range(0..8)].to_vec();
-                                assert_eq!(wh.insert(&k, &v).unwrap(), model.insert(k, v).is_none());
+                                let v = rng.random::<u64>().to_le_bytes()[..rng.random_range(0..8)]
+                                    .to_vec();
+                                assert_eq!(
+                                    wh.insert(&k, &v).unwrap(),
+                                    model.insert(k, v).is_none()
+                                );
                             }
                             4..=5 => assert_eq!(wh.remove(&k), model.remove(&k).is_some()),
                             6 => assert_eq!(wh.get(&k), model.get(&k).cloned()),
@@ -84,7 +88,10 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
                                 let end = [k[0], t as u8 + 1];
                                 let n = wh.remove_range(Bound::Included(&k), Bound::Excluded(&end));
                                 let ours: Vec<_> = model
-                                    .range::<[u8], _>((Bound::Included(k.as_slice()), Bound::Excluded(&end[..])))
+                                    .range::<[u8], _>((
+                                        Bound::Included(k.as_slice()),
+                                        Bound::Excluded(&end[..]),
+                                    ))
                                     .map(|(k, _)| k.clone())
                                     .collect();
                                 assert_eq!(n, ours.len());
@@ -115,7 +122,11 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
             continue;
         }
         let t = k[1] as usize;
-        assert_eq!(models[t].get(k), Some(v), "index holds a key its writer removed");
+        assert_eq!(
+            models[t].get(k),
+            Some(v),
+            "index holds a key its writer removed"
+        );
     }
     let total: usize = models.iter().map(|m| m.len()).sum();
     assert_eq!(all.len(), total + 1000);
