@@ -19,7 +19,7 @@ fn stable_key(i: u32) -> Vec<u8> {
 
 fn churn_key(t: u32, rng: &mut SmallRng) -> Vec<u8> {
     // Partition by thread in the middle of the key so partitions interleave in key order.
-    let mut k = vec![rng.random_range(b'a'..b'z')];
+    let mut k = vec![rng.random_range(b'a'..=b'z')];
     k.push(t as u8);
     let tail_len = rng.random_range(0..4);
     for _ in 0..tail_len {
