@@ -38,8 +38,10 @@
 //! `next` change only under the MetaTrieHT writer mutex plus the write locks of the leaves
 //! involved, and a leaf is freed through the epoch scheme after it was unlinked.
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::alloc::Layout;
 use std::ptr::NonNull;
+
+use orrery_core::alloc::SlabPool;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use crate::deps::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
@@ -103,9 +105,11 @@ fn block_layout(cap: usize) -> Layout {
     Layout::from_size_align(size.next_multiple_of(64), 64).expect("leaf layout")
 }
 
-/// Bytes of one leaf block of capacity `cap`.
-pub(crate) fn leaf_bytes(cap: usize) -> usize {
-    block_layout(cap).size()
+/// A pool of leaf blocks of capacity `cap` (2 MiB huge-page chunks, see
+/// `orrery_core::alloc`).
+pub(crate) fn leaf_pool(cap: usize) -> SlabPool {
+    let lay = block_layout(cap);
+    SlabPool::new(lay.size(), lay.align()).expect("leaf blocks fit the slab pool")
 }
 
 /// A raw pointer to a leaf block. Liveness is the caller's business (the epoch guard of
@@ -120,15 +124,12 @@ unsafe impl Send for LeafPtr {}
 unsafe impl Sync for LeafPtr {}
 
 impl LeafPtr {
-    /// Allocates an empty leaf with the given capacity, anchor and version.
-    pub(crate) fn alloc(cap: usize, anchor: Box<[u8]>, version: u64) -> LeafPtr {
+    /// Allocates from `pool` (made by [`leaf_pool`] for `cap`) an empty leaf with the given
+    /// anchor and version.
+    pub(crate) fn alloc(pool: &SlabPool, cap: usize, anchor: Box<[u8]>, version: u64) -> LeafPtr {
         assert!((MIN_CAP..=MAX_CAP).contains(&cap));
-        let lay = block_layout(cap);
-        // SAFETY: non-zero size.
-        let raw = unsafe { alloc(lay) }.cast::<Leaf>();
-        let Some(p) = NonNull::new(raw) else {
-            handle_alloc_error(lay)
-        };
+        debug_assert_eq!(pool.object_size(), block_layout(cap).size());
+        let p = pool.alloc().cast::<Leaf>();
         let hdr = Leaf {
             lock: RwSpinLock::new(()),
             version: AtomicU64::new(version),
@@ -153,17 +154,16 @@ impl LeafPtr {
         lp
     }
 
-    /// Frees the block (not the pairs it references).
+    /// Frees the block (not the pairs it references) to `pool`.
     ///
     /// # Safety
-    /// No other thread can reach the leaf any more, and it is not used afterwards.
-    pub(crate) unsafe fn free(self) {
-        // SAFETY: the caller owns the leaf.
-        let cap = unsafe { self.hdr() }.cap as usize;
+    /// The leaf came from `pool`; no other thread can reach it any more, and it is not used
+    /// afterwards.
+    pub(crate) unsafe fn free(self, pool: &SlabPool) {
         // SAFETY: the header was initialized by `alloc`; drop its anchor box.
         unsafe { std::ptr::drop_in_place(self.0.as_ptr()) };
-        // SAFETY: allocated by `alloc` with this layout.
-        unsafe { dealloc(self.base(), block_layout(cap)) };
+        // SAFETY: allocated from `pool`, unused from now on (caller's contract).
+        unsafe { pool.free(self.0.cast()) };
     }
 
     /// From a non-null raw pointer.
@@ -698,7 +698,8 @@ mod tests {
     #[test]
     fn insert_find_remove_sort() {
         let n = if cfg!(miri) { 24 } else { 128 };
-        let leaf = LeafPtr::alloc(n, Box::new([]), 0);
+        let pool = leaf_pool(n);
+        let leaf = LeafPtr::alloc(&pool, n, Box::new([]), 0);
         let mut model = std::collections::BTreeMap::new();
         {
             // SAFETY: the test owns the leaf.
@@ -751,12 +752,13 @@ mod tests {
             free_all(&mut w);
         }
         // SAFETY: unlocked and owned.
-        unsafe { leaf.free() };
+        unsafe { leaf.free(&pool) };
     }
 
     #[test]
     fn sorted_mode_insert_and_shared_sort() {
-        let leaf = LeafPtr::alloc(16, Box::new(*b"anc"), 3);
+        let pool = leaf_pool(16);
+        let leaf = LeafPtr::alloc(&pool, 16, Box::new(*b"anc"), 3);
         let mut model = std::collections::BTreeMap::new();
         {
             // SAFETY: owned.
@@ -799,6 +801,6 @@ mod tests {
         free_all(&mut w);
         drop(w);
         // SAFETY: owned.
-        unsafe { leaf.free() };
+        unsafe { leaf.free(&pool) };
     }
 }

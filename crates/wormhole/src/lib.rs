@@ -82,7 +82,9 @@ mod smo;
 mod tests_unit;
 
 use std::ops::Bound;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use orrery_core::alloc::SlabPool;
 use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::api::{
@@ -155,6 +157,8 @@ pub struct Wormhole {
     writer: Mutex<Writer>,
     /// The first leaf (anchor `""`; never removed).
     head: LeafPtr,
+    /// Leaf blocks (shared with deferred frees, which may run after the index is dropped).
+    pool: Arc<SlabPool>,
     cfg: Config,
     len: Stripes,
     kv_bytes: Stripes,
@@ -220,7 +224,8 @@ impl Wormhole {
     }
 
     pub(crate) fn with_config(cfg: Config) -> Self {
-        let head = LeafPtr::alloc(cfg.leaf_capacity, Box::new([]), 0);
+        let pool = Arc::new(leaf::leaf_pool(cfg.leaf_capacity));
+        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
         let t1 = Box::new(MetaTable::new(head));
         let t2 = Box::new(MetaTable::new(head));
         let meta = t1.bytes() * 2;
@@ -228,6 +233,7 @@ impl Wormhole {
             current: AtomicPtr::new(Box::into_raw(t1)),
             writer: Mutex::new(Writer::new(t2)),
             head,
+            pool,
             cfg,
             len: Stripes::new(),
             kv_bytes: Stripes::new(),
@@ -526,10 +532,8 @@ impl Wormhole {
     /// Bytes held (see the crate docs for what is counted where).
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
-            structure_bytes: smo::leaves_bytes(
-                self.leaves.load(Ordering::Relaxed),
-                self.cfg.leaf_capacity,
-            ) + self.anchor_bytes.load(Ordering::Relaxed)
+            structure_bytes: self.pool.reserved_bytes()
+                + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed),
             key_value_bytes: self.kv_bytes.sum(),
         }
@@ -600,8 +604,8 @@ impl Drop for Wormhole {
                 }
                 w.rebuild(&[]);
             }
-            // SAFETY: unreachable from now on.
-            unsafe { leaf.free() };
+            // SAFETY: unreachable from now on; from this index's pool.
+            unsafe { leaf.free(&self.pool) };
         }
         let w = self.writer.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: no reader exists (`&mut self`).

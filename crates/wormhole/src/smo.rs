@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::Wormhole;
 use crate::anchor::{choose_split, split_anchor};
 use crate::deps::sync::{self, Guard};
-use crate::leaf::{DEAD, LeafAccess, LeafPtr, WriteLeaf, leaf_bytes};
+use crate::leaf::{DEAD, LeafAccess, LeafPtr, WriteLeaf};
 use crate::meta::MetaTable;
 use crate::search;
 
@@ -198,7 +198,7 @@ impl Wormhole {
         let anchor: Box<[u8]> = split_anchor(lkey, rkey).into();
         let v = t.version + 1;
         let next = lw.hdr().next();
-        let right = LeafPtr::alloc(self.cfg.leaf_capacity, anchor.clone(), v);
+        let right = LeafPtr::alloc(&self.pool, self.cfg.leaf_capacity, anchor.clone(), v);
         {
             // SAFETY: the new leaf is not reachable yet; we own it.
             let mut rw = unsafe { right.write() };
@@ -307,17 +307,13 @@ impl Wormhole {
         self.publish(w, v, change, guard);
         drop(victim);
         drop(left);
+        let pool = self.pool.clone();
         guard.defer(move || {
             // SAFETY: the victim was unlinked and dropped from the published table before
             // this deferral; every thread that could still hold its address was pinned
             // before it, so when this runs nobody can reach it. The shadow table still
             // names it, but only compares its address.
-            unsafe { vp.free() };
+            unsafe { vp.free(&pool) };
         });
     }
-}
-
-/// Bytes of `n` leaves of capacity `cap` (memory accounting).
-pub(crate) fn leaves_bytes(n: usize, cap: usize) -> usize {
-    n * leaf_bytes(cap)
 }
