@@ -135,12 +135,12 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
 
 #[test]
 fn stress_small_leaves() {
-    let ops = if cfg!(miri) { 200 } else { 30_000 };
+    let ops = if cfg!(miri) { 200 } else { 12_000 };
     run(8, 2, 2, ops);
 }
 
 #[test]
 fn stress_default_leaves() {
-    let ops = if cfg!(miri) { 200 } else { 30_000 };
+    let ops = if cfg!(miri) { 200 } else { 12_000 };
     run(128, 2, 1, ops);
 }
