@@ -29,6 +29,11 @@
 //! recombined with a table that advances a CRC state over `LANE` zero bytes (CRC is linear:
 //! `update(s, x ++ y) = advance(update(s, x), |y|) ^ update(0, y)`).
 //!
+//! Each call on the hardware path is a call into a `#[target_feature]` function, which cannot
+//! be inlined into code compiled for baseline x86-64; building with
+//! `-C target-cpu=native` (or `-C target-feature=+sse4.2`) removes both the run-time check
+//! and the call.
+//!
 //! Everywhere else (other architectures, CPUs without SSE4.2, Miri) a portable slice-by-8
 //! table algorithm computes exactly the same function, 8 bytes per step with 8 table
 //! look-ups. The tables are computed at compile time. Tests check both paths against each
@@ -296,6 +301,15 @@ const HW_YES: u8 = 2;
 /// other architectures and under Miri). Detected once, then cached.
 #[inline]
 pub fn crc32c_hardware_available() -> bool {
+    // Built for SSE4.2 CPUs (`-C target-cpu=native` or `-C target-feature=+sse4.2`): no check,
+    // and the `target_feature` functions inline into their callers.
+    if cfg!(all(
+        target_arch = "x86_64",
+        target_feature = "sse4.2",
+        not(miri)
+    )) {
+        return true;
+    }
     // A Relaxed load suffices: the flag publishes no other memory, and racing detections
     // store the same answer.
     match HW_STATE.load(Ordering::Relaxed) {

@@ -25,3 +25,8 @@ pub use orrery_wormhole as wormhole;
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
 pub use orrery_core::testing;
+
+/// One `#[test]` per conformance part for an index constructor (feature `testing`); see
+/// [`testing`].
+#[cfg(feature = "testing")]
+pub use orrery_core::conformance_tests;

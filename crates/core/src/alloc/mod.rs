@@ -55,28 +55,28 @@
 mod os;
 mod region;
 mod slab;
-mod spin;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::sync::CachePadded;
 
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
 
-/// A byte counter on its own cache line (128-byte aligned, so that counting does not
+/// A byte counter on its own cache lines ([`CachePadded`], so that counting does not
 /// false-share with neighbouring data): `add`, `sub`, `get`.
 ///
 /// All operations are `Relaxed` (see the [module docs](self#accounting)).
 #[derive(Debug, Default)]
-#[repr(align(128))]
 pub struct MemCounter {
-    bytes: AtomicUsize,
+    bytes: CachePadded<AtomicUsize>,
 }
 
 impl MemCounter {
     /// A counter at 0.
     pub const fn new() -> MemCounter {
         MemCounter {
-            bytes: AtomicUsize::new(0),
+            bytes: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 

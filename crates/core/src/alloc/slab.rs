@@ -8,8 +8,8 @@ use std::sync::{Arc, Weak};
 
 use super::MemCounter;
 use super::region::{HUGE_PAGE_SIZE, HugeRegion};
-use super::spin::SpinLock;
 use crate::api::Error;
+use crate::sync::{CachePadded, SpinLock};
 
 /// Size of the chunks a [`SlabPool`] takes from the OS: one huge page, 2 MiB.
 pub const CHUNK_SIZE: usize = HUGE_PAGE_SIZE;
@@ -267,10 +267,9 @@ impl Depot {
 
 /// Allocations minus frees made by one thread on one pool. Only that thread writes it (with
 /// a plain load and store: no read-modify-write on the hot path); the pool reads it under
-/// its lock. On its own cache line so that threads do not false-share their counts.
+/// its lock. On its own cache lines so that threads do not false-share their counts.
 #[derive(Default)]
-#[repr(align(128))]
-struct LiveCell(AtomicIsize);
+struct LiveCell(CachePadded<AtomicIsize>);
 
 impl LiveCell {
     /// Adds `delta`. Only the owning thread calls this.

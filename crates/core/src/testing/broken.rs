@@ -1,0 +1,295 @@
+//! Deliberately broken indexes: proof that the suite can fail.
+//!
+//! [`Broken`] wraps a correct index and injects one [`Fault`], each a bug real indexes have
+//! had: lost inserts, unordered or lossy scans, off-by-one bounds, ignored limits, stale
+//! reads, miscounted `len`, racy check-then-act inserts, collisions of keys that differ only
+//! in trailing zero bytes, wrong memory accounting. The self-tests
+//! (`crates/core/tests/conformance_selftest.rs`) assert that the parts meant to catch each
+//! fault return `Err` on it, and every part returns `Ok` on the correct reference.
+//!
+//! Scan-derived methods (`scan_range`, `scan_prefix`, `first`) are not forwarded but left to
+//! the trait's defaults on top of the wrapper's `scan`, so a scan fault shows in all of them.
+
+use std::collections::HashMap;
+use std::ops::{Bound, ControlFlow};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::api::{
+    KvIndex, MAX_KEY_LEN, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, check_entry,
+};
+
+/// The bug [`Broken`] injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Every `n`th call to `insert` reports the right result but stores nothing.
+    LoseEveryNthInsert(usize),
+    /// Scans yield their second pair before their first.
+    SwapFirstTwoScanPairs,
+    /// Scans silently skip every `n`th pair they would yield.
+    DropEveryNthScanPair(usize),
+    /// A scan from `Excluded(k)` starts at `k` as if `Included(k)`.
+    ExcludedStartAsIncluded,
+    /// `scan_prefix` yields one pair past the end of the prefix.
+    PrefixScanOverrun,
+    /// `last` returns the first pair.
+    LastReturnsFirst,
+    /// Over-long keys are truncated to `MAX_KEY_LEN` and stored instead of rejected.
+    AcceptOverLongKeys,
+    /// An insert rejected for its over-long value first removes the key it names.
+    ChangeOnRejectedInsert,
+    /// Every `n`th lookup of a key that was upserted returns its previous value.
+    StaleReadEveryNth(usize),
+    /// `len` is decremented by every `remove`, even of an absent key.
+    LenCountsFailedRemoves,
+    /// `insert` always reports the key as new.
+    InsertAlwaysNew,
+    /// `remove` always reports the key as present (and removes it if it was).
+    RemoveAlwaysTrue,
+    /// `insert` decides "new" by a lookup before storing, not atomically (racy under threads).
+    RacyInsert,
+    /// Keys are stored with trailing `0x00` bytes stripped, so `a`, `a\0`, `a\0\0` collide.
+    StripTrailingZeros,
+    /// `get_many` reports its results in reverse order.
+    GetManyReversed,
+    /// `memory_usage` reports only the wrapper's own size.
+    UnderReportMemory,
+    /// `memory_usage` adds the bytes of every replaced value, as if leaked.
+    LeakOnUpsert,
+}
+
+/// A correct index `I` with one [`Fault`] injected.
+#[derive(Debug)]
+pub struct Broken<I> {
+    inner: I,
+    fault: Fault,
+    calls: AtomicUsize,
+    failed_removes: AtomicUsize,
+    leaked: AtomicUsize,
+    previous: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
+}
+
+impl<I> Broken<I> {
+    /// `inner` with `fault` injected.
+    pub fn new(inner: I, fault: Fault) -> Self {
+        Broken {
+            inner,
+            fault,
+            calls: AtomicUsize::new(0),
+            failed_removes: AtomicUsize::new(0),
+            leaked: AtomicUsize::new(0),
+            previous: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The injected fault.
+    pub fn fault(&self) -> Fault {
+        self.fault
+    }
+
+    /// Counts a call and says whether it is an `n`th one.
+    fn nth(&self, n: usize) -> bool {
+        (self.calls.fetch_add(1, Ordering::Relaxed) + 1) % n.max(1) == 0
+    }
+
+    fn key<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        if self.fault == Fault::StripTrailingZeros {
+            let end = key.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+            &key[..end]
+        } else {
+            key
+        }
+    }
+}
+
+impl<I: KvIndex> KvIndex for Broken<I> {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        let key = self.key(key);
+        if let Fault::StaleReadEveryNth(n) = self.fault {
+            let previous = self.previous.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(old) = previous.get(key) {
+                if self.inner.contains_key(key) && self.nth(n) {
+                    f(old);
+                    return true;
+                }
+            }
+        }
+        self.inner.get_with(key, f)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let key = self.key(key);
+        match self.fault {
+            Fault::LoseEveryNthInsert(n) => {
+                check_entry(key, value)?;
+                if self.nth(n) {
+                    return Ok(!self.inner.contains_key(key));
+                }
+            }
+            Fault::AcceptOverLongKeys if key.len() > MAX_KEY_LEN => {
+                return self.inner.insert(&key[..MAX_KEY_LEN], value);
+            }
+            Fault::ChangeOnRejectedInsert => {
+                if let Err(e) = check_entry(key, value) {
+                    self.inner.remove(key);
+                    return Err(e);
+                }
+            }
+            Fault::StaleReadEveryNth(_) | Fault::LeakOnUpsert => {
+                check_entry(key, value)?;
+                let mut old = None;
+                self.inner.get_with(key, &mut |v| old = Some(v.to_vec()));
+                if let Some(old) = old {
+                    self.leaked.fetch_add(old.len(), Ordering::Relaxed);
+                    self.previous
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(key.to_vec(), old);
+                }
+            }
+            Fault::InsertAlwaysNew => return self.inner.insert(key, value).map(|_| true),
+            Fault::RacyInsert => {
+                check_entry(key, value)?;
+                let new = !self.inner.contains_key(key);
+                std::thread::yield_now();
+                self.inner.insert(key, value)?;
+                return Ok(new);
+            }
+            _ => {}
+        }
+        self.inner.insert(key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        let key = self.key(key);
+        let found = self.inner.remove(key);
+        if found && matches!(self.fault, Fault::StaleReadEveryNth(_)) {
+            self.previous
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(key);
+        }
+        match self.fault {
+            Fault::LenCountsFailedRemoves if !found => {
+                self.failed_removes.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Fault::RemoveAlwaysTrue => true,
+            _ => found,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.inner
+            .len()
+            .saturating_sub(self.failed_removes.load(Ordering::Relaxed))
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        match self.fault {
+            Fault::UnderReportMemory => MemoryUsage {
+                structure_bytes: size_of::<Self>(),
+                key_value_bytes: 0,
+            },
+            _ => {
+                let mut m = self.inner.memory_usage();
+                m.structure_bytes += self.leaked.load(Ordering::Relaxed)
+                    * usize::from(self.fault == Fault::LeakOnUpsert);
+                m
+            }
+        }
+    }
+
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        if self.fault != Fault::GetManyReversed {
+            for (i, key) in keys.iter().enumerate() {
+                if !self.get_with(key, &mut |v| f(i, Some(v))) {
+                    f(i, None);
+                }
+            }
+            return;
+        }
+        for (i, key) in keys.iter().enumerate().rev() {
+            if !self.get_with(key, &mut |v| f(i, Some(v))) {
+                f(i, None);
+            }
+        }
+    }
+}
+
+impl<I: OrderedKvIndex> OrderedKvIndex for Broken<I> {
+    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let start = match (self.fault, start) {
+            (Fault::ExcludedStartAsIncluded, Bound::Excluded(k)) => Bound::Included(k),
+            (_, b) => b.map(|k| self.key(k)),
+        };
+        match self.fault {
+            Fault::SwapFirstTwoScanPairs => {
+                let mut held: Option<(Vec<u8>, Vec<u8>)> = None;
+                let mut seen = 0usize;
+                let mut stopped = false;
+                self.inner.scan(start, &mut |k, v| {
+                    seen += 1;
+                    match seen {
+                        1 => {
+                            held = Some((k.to_vec(), v.to_vec()));
+                            ControlFlow::Continue(())
+                        }
+                        2 => {
+                            let first = held.take().expect("held since pair 1");
+                            if visitor(k, v).is_break() {
+                                stopped = true;
+                                return ControlFlow::Break(());
+                            }
+                            let flow = visitor(&first.0, &first.1);
+                            stopped = flow.is_break();
+                            flow
+                        }
+                        _ => {
+                            let flow = visitor(k, v);
+                            stopped = flow.is_break();
+                            flow
+                        }
+                    }
+                });
+                if let (Some((k, v)), false) = (held, stopped) {
+                    let _ = visitor(&k, &v);
+                }
+            }
+            Fault::DropEveryNthScanPair(n) => {
+                let mut seen = 0usize;
+                self.inner.scan(start, &mut |k, v| {
+                    seen += 1;
+                    if seen % n.max(1) == 0 {
+                        ControlFlow::Continue(())
+                    } else {
+                        visitor(k, v)
+                    }
+                });
+            }
+            _ => self.inner.scan(start, visitor),
+        }
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        let overrun = self.fault == Fault::PrefixScanOverrun;
+        self.scan(Bound::Included(prefix), &mut |k, v| {
+            if k.starts_with(prefix) {
+                visitor(k, v)
+            } else if overrun {
+                let _ = visitor(k, v);
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+    }
+
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        if self.fault == Fault::LastReturnsFirst {
+            self.first()
+        } else {
+            self.inner.last()
+        }
+    }
+}

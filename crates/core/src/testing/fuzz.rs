@@ -1,0 +1,546 @@
+//! Differential fuzzing: [`Op`] sequences from a fuzzer, checked against a `BTreeMap` model.
+//!
+//! [`Op`] implements [`arbitrary::Arbitrary`] over bounded domains, so a fuzzer's bytes turn
+//! into operations that actually collide: keys are short strings over an 8-letter alphabet
+//! with `0x00` and `0xFF` (prefix chains and runs happen constantly), keys under one
+//! 100-byte shared prefix, or small big-endian integers; values are short, sometimes a few
+//! KiB. [`run_differential`] applies the operations to an empty ordered index and to the
+//! model and panics with the operation's position and a description at the first
+//! divergence; [`run_differential_point`] does the same for point-only indexes. A fuzz
+//! target is a few lines (see `fuzz/README.md`):
+//!
+//! ```
+//! use orrery_core::reference::LockedBTreeMap;
+//! use orrery_core::testing::fuzz::{ops_from_bytes, run_differential};
+//!
+//! // In a fuzz target: `fuzz_target!(|data: &[u8]| { ... })` with the fuzzer's `data`.
+//! let data = [0u8, 3, 1, 2, 7, 9, 1, 4, 4, 2, 8, 0, 1, 3, 5];
+//! let ops = ops_from_bytes(&data);
+//! run_differential(&LockedBTreeMap::new(), &ops);
+//! ```
+
+use std::fmt;
+use std::ops::{Bound, ControlFlow};
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use super::common::{
+    Check, Model, check_absent, check_get_many_batch, check_present, collect, compare_scan, ensure,
+    model_range, show, show_bound, show_pair, verify_point,
+};
+use super::rng::over_long_value;
+use crate::api::{
+    Error, KvIndex, MAX_KEY_LEN, MAX_VALUE_LEN, OrderedKvIndex, OrderedKvIndexExt, u64_key,
+};
+
+/// The alphabet of short fuzz keys.
+pub const KEY_ALPHABET: [u8; 8] = [0x00, 0x01, 0x02, b'a', b'b', 0x7F, 0xFE, 0xFF];
+
+/// The prefix shared by long fuzz keys (100 bytes, with a `0x00` and a `0xFF` inside).
+pub fn long_prefix() -> Vec<u8> {
+    let mut p = vec![b'p'; 100];
+    p[30] = 0x00;
+    p[60] = 0xFF;
+    p
+}
+
+/// A key from a bounded domain (see the module docs).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key(pub Vec<u8>);
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&show(&self.0))
+    }
+}
+
+impl<'a> Arbitrary<'a> for Key {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let short = |u: &mut Unstructured<'a>, max: usize| -> arbitrary::Result<Vec<u8>> {
+            let len = u.int_in_range(0..=max)?;
+            (0..len).map(|_| u.choose(&KEY_ALPHABET).copied()).collect()
+        };
+        Ok(Key(match u.int_in_range(0..=9u8)? {
+            0..=6 => short(u, 5)?,
+            7 | 8 => {
+                let mut k = long_prefix();
+                k.truncate(u.int_in_range(98..=100)?);
+                k.extend(short(u, 2)?);
+                k
+            }
+            _ => u64_key(u.int_in_range(0..=64u64)?).to_vec(),
+        }))
+    }
+
+    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
+        (1, Some(8))
+    }
+}
+
+/// A value: usually up to 12 bytes, sometimes up to 4 KiB, filled from a seed byte.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Value(pub Vec<u8>);
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&show(&self.0))
+    }
+}
+
+impl<'a> Arbitrary<'a> for Value {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let len = if u.ratio(1u8, 16)? {
+            u.int_in_range(13..=4096usize)?
+        } else {
+            u.int_in_range(0..=12usize)?
+        };
+        let seed: u8 = u.arbitrary()?;
+        Ok(Value(
+            (0..len).map(|i| seed.wrapping_add(i as u8)).collect(),
+        ))
+    }
+
+    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
+        (3, Some(12))
+    }
+}
+
+/// Up to 16 [`Key`]s for `get_many` (bounded, so one batch cannot eat a whole input).
+#[derive(Clone, Debug)]
+pub struct KeyBatch(pub Vec<Key>);
+
+impl<'a> Arbitrary<'a> for KeyBatch {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let len = u.int_in_range(0..=16usize)?;
+        (0..len)
+            .map(|_| Key::arbitrary(u))
+            .collect::<arbitrary::Result<_>>()
+            .map(KeyBatch)
+    }
+
+    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
+        (1, Some(1 + 16 * 8))
+    }
+}
+
+/// A scan bound over [`Key`]s.
+#[derive(Arbitrary, Clone, Debug)]
+pub enum FuzzBound {
+    /// `Bound::Included`.
+    Included(Key),
+    /// `Bound::Excluded`.
+    Excluded(Key),
+    /// `Bound::Unbounded`.
+    Unbounded,
+}
+
+impl FuzzBound {
+    fn as_bound(&self) -> Bound<&[u8]> {
+        match self {
+            FuzzBound::Included(k) => Bound::Included(&k.0),
+            FuzzBound::Excluded(k) => Bound::Excluded(&k.0),
+            FuzzBound::Unbounded => Bound::Unbounded,
+        }
+    }
+}
+
+/// One operation of a fuzz sequence. Scan limits are `0` for "never stop" and otherwise the
+/// number of pairs after which the visitor returns `Break`.
+#[derive(Arbitrary, Clone, Debug)]
+pub enum Op {
+    /// `insert(key, value)`: checks new/not new.
+    Insert {
+        /// The key.
+        key: Key,
+        /// The value.
+        value: Value,
+    },
+    /// `remove(key)`: checks presence.
+    Remove {
+        /// The key.
+        key: Key,
+    },
+    /// `get`, `get_with` and `contains_key` of `key`.
+    Get {
+        /// The key.
+        key: Key,
+    },
+    /// `get_many` of up to 16 keys.
+    GetMany {
+        /// The keys.
+        keys: KeyBatch,
+    },
+    /// `scan(start)` stopping after `limit` pairs.
+    Scan {
+        /// The start bound.
+        start: FuzzBound,
+        /// Pairs before stopping (0: never).
+        limit: u8,
+    },
+    /// `scan_range(start, end)` stopping after `limit` pairs.
+    ScanRange {
+        /// The start bound.
+        start: FuzzBound,
+        /// The end bound.
+        end: FuzzBound,
+        /// Pairs before stopping (0: never).
+        limit: u8,
+    },
+    /// `range((start, end))` of `OrderedKvIndexExt`, stopping after `limit` pairs.
+    Range {
+        /// The start bound.
+        start: FuzzBound,
+        /// The end bound.
+        end: FuzzBound,
+        /// Pairs before stopping (0: never).
+        limit: u8,
+    },
+    /// `scan_prefix(prefix)` stopping after `limit` pairs.
+    ScanPrefix {
+        /// The prefix.
+        prefix: Key,
+        /// Pairs before stopping (0: never).
+        limit: u8,
+    },
+    /// `first()` and `last()`.
+    FirstLast,
+    /// `len()` and `is_empty()`.
+    Len,
+    /// An insert beyond a limit (the key extended past `MAX_KEY_LEN`, or a value past
+    /// `MAX_VALUE_LEN`): must be rejected and change nothing; lookups and removals of the
+    /// over-long key find nothing.
+    InsertOverLong {
+        /// The key (extended with `0x00` when `long_key`).
+        key: Key,
+        /// Whether the key (rather than the value) is over-long.
+        long_key: bool,
+    },
+}
+
+/// The ordered-operation checker of a run, absent for point-only indexes.
+type OrderedCheck<'a> = &'a dyn Fn(&Op, &Model) -> Check;
+
+fn limit(l: u8) -> usize {
+    if l == 0 { usize::MAX } else { l as usize }
+}
+
+/// Applies one point operation (scans are skipped when `ordered` is `None`).
+fn apply<I: KvIndex + ?Sized>(
+    index: &I,
+    ordered: Option<OrderedCheck<'_>>,
+    model: &mut Model,
+    op: &Op,
+) -> Check {
+    match op {
+        Op::Insert { key, value } => {
+            let got = index.insert(&key.0, &value.0);
+            let want = !model.contains_key(&key.0);
+            ensure!(
+                got == Ok(want),
+                "insert returned {got:?}, expected Ok({want})"
+            );
+            model.insert(key.0.clone(), value.0.clone());
+        }
+        Op::Remove { key } => {
+            let got = index.remove(&key.0);
+            let want = model.remove(&key.0).is_some();
+            ensure!(got == want, "remove returned {got}, expected {want}");
+        }
+        Op::Get { key } => match model.get(&key.0) {
+            Some(v) => check_present(index, &key.0, v)?,
+            None => check_absent(index, &key.0)?,
+        },
+        Op::GetMany { keys } => {
+            let refs: Vec<&[u8]> = keys.0.iter().map(|k| k.0.as_slice()).collect();
+            check_get_many_batch(index, model, &refs)?;
+        }
+        Op::Len => {
+            let len = index.len();
+            ensure!(
+                len == model.len(),
+                "len() = {len}, expected {}",
+                model.len()
+            );
+            ensure!(
+                index.is_empty() == model.is_empty(),
+                "is_empty() = {}",
+                index.is_empty()
+            );
+        }
+        Op::InsertOverLong { key, long_key } => {
+            let long_key_buf;
+            let (k, v, want): (&[u8], &[u8], Error) = if *long_key {
+                let mut k = key.0.clone();
+                k.resize(MAX_KEY_LEN + 1, 0x00);
+                long_key_buf = k;
+                let len = long_key_buf.len();
+                (
+                    &long_key_buf,
+                    b"v",
+                    Error::KeyTooLong {
+                        len,
+                        max: MAX_KEY_LEN,
+                    },
+                )
+            } else {
+                let v = over_long_value();
+                (
+                    &key.0,
+                    v,
+                    Error::ValueTooLong {
+                        len: v.len(),
+                        max: MAX_VALUE_LEN,
+                    },
+                )
+            };
+            let got = index.insert(k, v);
+            ensure!(
+                got == Err(want.clone()),
+                "insert returned {got:?}, expected Err({want:?})"
+            );
+            if *long_key {
+                check_absent(index, k)?;
+                ensure!(!index.remove(k), "remove of an over-long key returned true");
+            }
+            match model.get(&key.0) {
+                Some(v) => check_present(index, &key.0, v)?,
+                None => check_absent(index, &key.0)?,
+            }
+            let len = index.len();
+            ensure!(
+                len == model.len(),
+                "len() = {len} after a rejected insert, expected {}",
+                model.len()
+            );
+        }
+        _ => {
+            if let Some(check) = ordered {
+                check(op, model)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ordered operations of [`Op`], checked.
+fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) -> Check {
+    match op {
+        Op::Scan { start, limit: l } => {
+            let (s, l) = (start.as_bound(), limit(*l));
+            let got = collect(l, |v| index.scan(s, v));
+            compare_scan(
+                &|| format!("scan({}) stopping after {l}", show_bound(s)),
+                &got,
+                model_range(model, s, Bound::Unbounded).take(l),
+            )
+        }
+        Op::ScanRange {
+            start,
+            end,
+            limit: l,
+        } => {
+            let (s, e, l) = (start.as_bound(), end.as_bound(), limit(*l));
+            let got = collect(l, |v| index.scan_range(s, e, v));
+            compare_scan(
+                &|| {
+                    format!(
+                        "scan_range({}, {}) stopping after {l}",
+                        show_bound(s),
+                        show_bound(e)
+                    )
+                },
+                &got,
+                model_range(model, s, e).take(l),
+            )
+        }
+        Op::Range {
+            start,
+            end,
+            limit: l,
+        } => {
+            let (s, e, l) = (start.as_bound(), end.as_bound(), limit(*l));
+            let mut pairs = Vec::new();
+            index.range::<&[u8], _, _>((s, e), |k, v| {
+                pairs.push((k.to_vec(), v.to_vec()));
+                if pairs.len() >= l {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            let want: Vec<(Vec<u8>, Vec<u8>)> = model_range(model, s, e)
+                .take(l)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            ensure!(
+                pairs == want,
+                "range(({}, {})) stopping after {l} yielded {} pairs {:?}, expected {} pairs {:?}",
+                show_bound(s),
+                show_bound(e),
+                pairs.len(),
+                pairs.iter().map(|(k, _)| show(k)).collect::<Vec<_>>(),
+                want.len(),
+                want.iter().map(|(k, _)| show(k)).collect::<Vec<_>>()
+            );
+            Ok(())
+        }
+        Op::ScanPrefix { prefix, limit: l } => {
+            let (p, l) = (&prefix.0, limit(*l));
+            let got = collect(l, |v| index.scan_prefix(p, v));
+            compare_scan(
+                &|| format!("scan_prefix({}) stopping after {l}", show(p)),
+                &got,
+                model_range(model, Bound::Included(p), Bound::Unbounded)
+                    .take_while(|(k, _)| k.starts_with(p))
+                    .take(l),
+            )
+        }
+        Op::FirstLast => {
+            let (first, last) = (index.first(), index.last());
+            let wf = model.first_key_value().map(|(k, v)| (k.clone(), v.clone()));
+            let wl = model.last_key_value().map(|(k, v)| (k.clone(), v.clone()));
+            ensure!(
+                first == wf,
+                "first() = {}, expected {}",
+                show_pair(&first),
+                show_pair(&wf)
+            );
+            ensure!(
+                last == wl,
+                "last() = {}, expected {}",
+                show_pair(&last),
+                show_pair(&wl)
+            );
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn run<I: KvIndex + ?Sized>(
+    index: &I,
+    ops: &[Op],
+    ordered: Option<OrderedCheck<'_>>,
+    full_scan: Option<&dyn Fn(&Model) -> Check>,
+) {
+    assert!(
+        index.is_empty(),
+        "run_differential needs an empty index, got one with len() = {}",
+        index.len()
+    );
+    let mut model = Model::new();
+    for (i, op) in ops.iter().enumerate() {
+        if let Err(e) = apply(index, ordered, &mut model, op) {
+            panic!(
+                "differential fuzzing: the index diverged from the BTreeMap model at op #{i} of {}: {op:?}\n{e}",
+                ops.len()
+            );
+        }
+    }
+    let keys: Vec<Vec<u8>> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Insert { key, .. } | Op::Remove { key } | Op::Get { key } => Some(key.0.clone()),
+            _ => None,
+        })
+        .collect();
+    let end =
+        verify_point(index, &model, &keys).and_then(|()| full_scan.map_or(Ok(()), |f| f(&model)));
+    if let Err(e) = end {
+        panic!(
+            "differential fuzzing: the index's final contents after {} ops differ from the BTreeMap model: {e}",
+            ops.len()
+        );
+    }
+}
+
+/// Applies `ops` to `index` (which must be empty) and to a `BTreeMap` model, checking every
+/// result, every scan and the final contents; panics with the op's position and the
+/// difference at the first divergence.
+pub fn run_differential<I: OrderedKvIndex + ?Sized>(index: &I, ops: &[Op]) {
+    let ordered = |op: &Op, model: &Model| apply_ordered(index, op, model);
+    let full = |model: &Model| {
+        let got = collect(usize::MAX, |v| index.scan(Bound::Unbounded, v));
+        compare_scan(&|| "full scan".to_string(), &got, model.iter())
+    };
+    run(index, ops, Some(&ordered), Some(&full));
+}
+
+/// [`run_differential`] for point-only indexes: scan operations are skipped.
+pub fn run_differential_point<I: KvIndex + ?Sized>(index: &I, ops: &[Op]) {
+    run(index, ops, None, None);
+}
+
+/// Most operations [`ops_from_bytes`] decodes from one input.
+pub const MAX_OPS: usize = 4096;
+
+/// Decodes a fuzzer's bytes into operations: one [`Op`] after another until the bytes run
+/// out (at most [`MAX_OPS`]). Unlike `Vec::<Op>::arbitrary_take_rest`, which flips a coin
+/// before each element, every byte goes into operations, so random inputs give long
+/// sequences.
+pub fn ops_from_bytes(data: &[u8]) -> Vec<Op> {
+    let mut u = Unstructured::new(data);
+    let mut ops = Vec::new();
+    while !u.is_empty() && ops.len() < MAX_OPS {
+        match Op::arbitrary(&mut u) {
+            Ok(op) => ops.push(op),
+            Err(_) => break,
+        }
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::LockedBTreeMap;
+    use crate::testing::rng::{derive, random_bytes, rng, scaled, seed};
+    use rand::Rng;
+
+    /// The fuzz logic itself runs in the default test run: thousands of random byte strings
+    /// decoded into operation sequences, through both runners, on the reference.
+    #[test]
+    fn random_sequences_pass_on_the_reference() {
+        let seed = seed().expect("ORRERY_SEED");
+        let mut total_ops = 0;
+        for i in 0..scaled(3000).max(20) {
+            let mut r = rng(derive(seed, i as u64));
+            let len = r.random_range(0..1500);
+            let bytes = random_bytes(&mut r, len);
+            let ops = ops_from_bytes(&bytes);
+            total_ops += ops.len();
+            run_differential(&LockedBTreeMap::new(), &ops);
+            run_differential_point(&LockedBTreeMap::new(), &ops);
+        }
+        assert!(
+            total_ops > scaled(3000).max(20),
+            "decoding produced too few operations: {total_ops}"
+        );
+    }
+
+    #[test]
+    fn decoded_keys_collide_and_nest() {
+        let mut r = rng(1);
+        let bytes = random_bytes(&mut r, 20_000);
+        let ops = ops_from_bytes(&bytes);
+        let keys: Vec<&Vec<u8>> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Insert { key, .. } => Some(&key.0),
+                _ => None,
+            })
+            .collect();
+        let distinct: std::collections::BTreeSet<_> = keys.iter().collect();
+        assert!(keys.len() > 100, "{} inserts", keys.len());
+        assert!(distinct.len() < keys.len(), "no key collided");
+        let nested = distinct
+            .iter()
+            .zip(distinct.iter().skip(1))
+            .filter(|(a, b)| b.starts_with(a))
+            .count();
+        assert!(
+            nested > 5,
+            "only {nested} prefix relations among decoded keys"
+        );
+    }
+}
