@@ -4,8 +4,7 @@
 //! Each stage issues prefetches for every key of the group, then the next stage consumes
 //! them: (1) the rounds of Algorithm 1, each prefetching the slot of every key's next
 //! probe; (2) the matched items; (3) the sibling step, then the target leaves' header
-//! lines; (4) the tag lines at each key's direct position (using the leaf's key count read
-//! without the lock, a hint only); (5) per key, in order: lock the leaf shared, validate
+//! lines and the tag lines at each key's home slot; (4) per key, in order: lock the leaf shared, validate
 //! its version, search the tag array, call back, unlock. A key whose leaf turned out stale
 //! falls back to a single lookup. Only one leaf lock is held at a time.
 
@@ -65,23 +64,22 @@ impl Wormhole {
             for s in st.iter().flatten() {
                 s.item().prefetch();
             }
-            // (3) Sibling step, leaf headers.
+            // (3) Sibling step, leaf headers and home tag lines (they do not depend on the
+            // header, see `leaf`).
             let mut tg: [Option<Target>; GROUP] = [None; GROUP];
             for ((s, k), out) in st.iter().zip(group).zip(tg.iter_mut()) {
                 if let Some(s) = s {
                     *out = search::finish(t, k, &self.cfg, *s);
                     if let Some(x) = out {
                         x.leaf.prefetch();
+                        if self.cfg.sort_by_tag {
+                            x.leaf
+                                .prefetch_tags(leaf_tag(x.hash), self.cfg.leaf_capacity);
+                        }
                     }
                 }
             }
-            // (4) Tag lines at the direct positions.
-            if self.cfg.sort_by_tag {
-                for x in tg.iter().flatten() {
-                    x.leaf.prefetch_tags(leaf_tag(x.hash), x.leaf.nr_hint());
-                }
-            }
-            // (5) Lock, validate, search, call back — in key order.
+            // (4) Lock, validate, search, call back — in key order.
             for (j, k) in group.iter().enumerate() {
                 let i = base + j;
                 if st[j].is_none() {

@@ -8,22 +8,32 @@
 //!
 //! ```text
 //! line 0  Leaf header: lock word, version, nr, nr_sorted, sort bit, C, prev, next, anchor
-//! +H      tags:  [u64; C]   entry = tag16 << 48 | kv_addr48, entries [0, nr) sorted by tag
-//! +H+8C   order: [u8;  C]   indexes into `tags`: [0, nr_sorted) in key order, then the
-//!                           unsorted tail [nr_sorted, nr) in insertion order
+//! +H      tags:  [u64; C]   slot = tag16 << 48 | kv_addr48 (a real entry), or a *hole*
+//!                           (address 0) carrying the tag of the next real entry to its
+//!                           right (0xFFFF if none); the C slots are non-decreasing by tag
+//! +H+8C   order: [u8;  C]   slot indexes of the nr real entries: [0, nr_sorted) in key
+//!                           order, then the unsorted tail [nr_sorted, nr) in insertion order
 //! ```
 //!
-//! A lookup reads line 0, then the tag line at `tag · nr / 2^16` (direct speculative
-//! positioning) and its neighbours, then the one pair block whose tag matches (§3.2). The
-//! order array is only read by scans and splits; an insert appends its tag index to it,
-//! and because inserting into the tag array shifts entries right, order entries that
-//! point at or after the insertion point are incremented (128 bytes, one pass).
+//! A lookup reads line 0, the tag line at the tag's *home* slot `tag · C / 2^16` (direct
+//! speculative positioning, §3.2) and its neighbours, then the one pair block whose tag
+//! matches. **Deviation:** the paper packs the `nr` entries at the front and positions at
+//! `tag · nr / 2^16`, so the tag line can only be fetched after the header (which holds
+//! `nr`) has arrived: two dependent DRAM round trips. Spreading the entries over all `C`
+//! slots with holes makes the home slot depend on the tag alone, so the header and the tag
+//! line are fetched in parallel. Because holes carry their right neighbour's tag, the slot
+//! sequence stays sorted and the paper's walk (`while tags[i-1] >= t: i--; while tags[i] <
+//! t: i++`) works unchanged. An insert fills a hole of the right run when there is one,
+//! else shifts entries toward the nearest hole (as the paper shifts toward the end); order
+//! entries naming shifted slots are adjusted (one pass over `nr` bytes). A split or merge
+//! rebuilds the slots spread around their homes. The order array is only read by scans and
+//! splits.
 //!
 //! # Invariants
 //!
-//! * `nr ≤ C`; `tags[0..nr)` is sorted by its top 16 bits; `order[0..nr)` is a
-//!   permutation of `0..nr`; `order[0..nr_sorted)` lists the tag indexes in ascending key
-//!   order.
+//! * `nr ≤ C` real slots; all `C` slots are sorted by their top 16 bits; a hole's tag is
+//!   the tag of the next real slot to its right (`0xFFFF` if none); `order[0..nr)` lists
+//!   the real slots exactly once; `order[0..nr_sorted)` lists them in ascending key order.
 //! * Every key `k` in the leaf satisfies `anchor ≤ k < next.anchor` (see `anchor`).
 //!
 //! # Concurrency (§2.5)
@@ -64,6 +74,26 @@ pub(crate) fn leaf_tag(hash: u32) -> u16 {
 #[inline]
 fn etag(e: u64) -> u16 {
     (e >> 48) as u16
+}
+
+/// An empty tag slot with no real entry to its right.
+const HOLE_END: u64 = 0xFFFF << 48;
+
+#[inline]
+fn is_hole(e: u64) -> bool {
+    e & ADDR_MASK == 0
+}
+
+/// A hole carrying the tag of the next real entry to its right.
+#[inline]
+fn hole(tag: u16) -> u64 {
+    (tag as u64) << 48
+}
+
+/// The home slot of a tag: direct speculative positioning by capacity (§3.2).
+#[inline]
+pub(crate) fn home(tag: u16, cap: usize) -> usize {
+    (tag as usize * cap) >> 16
 }
 
 #[inline]
@@ -144,13 +174,13 @@ impl LeafPtr {
         // SAFETY: the block is large enough and aligned for the header.
         unsafe { p.as_ptr().write(hdr) };
         let lp = LeafPtr(p);
-        // Arrays start zeroed so that a leaf never exposes uninitialized bytes.
-        // SAFETY: the arrays lie inside the block right after the header.
-        unsafe {
-            lp.base()
-                .wrapping_add(size_of::<Leaf>())
-                .write_bytes(0, cap * 9)
-        };
+        // Arrays start initialized: all tag slots are holes (tag 0xFFFF: no real entry to
+        // their right), the order array is zeroed.
+        let tags = lp.base().wrapping_add(size_of::<Leaf>()).cast::<u64>();
+        // SAFETY: the tag array lies inside the block right after the header, 8-aligned.
+        unsafe { std::slice::from_raw_parts_mut(tags, cap) }.fill(HOLE_END);
+        // SAFETY: the order array follows the tag array inside the block.
+        unsafe { tags.cast::<u8>().wrapping_add(cap * 8).write_bytes(0, cap) };
         lp
     }
 
@@ -199,10 +229,11 @@ impl LeafPtr {
         crate::prefetch(self.base());
     }
 
-    /// Prefetches the tag line a lookup of `tag` will read first, given `nr`.
+    /// Prefetches the tag line a lookup of `tag` reads first (its home slot). It depends
+    /// only on the tag and the capacity, so it can be fetched together with the header.
     #[inline]
-    pub(crate) fn prefetch_tags(self, tag: u16, nr: usize) {
-        let i = (tag as usize * nr) >> 16;
+    pub(crate) fn prefetch_tags(self, tag: u16, cap: usize) {
+        let i = home(tag, cap);
         crate::prefetch(
             self.base()
                 .wrapping_add(size_of::<Leaf>() + i * 8)
@@ -285,10 +316,10 @@ pub(crate) trait LeafAccess {
         self.hdr().nr.load(Ordering::Relaxed) as usize
     }
 
-    /// The tag entries `[0, nr)`.
+    /// The tag array (all `C` slots, holes included).
     #[inline]
     fn tags(&self) -> &[u64] {
-        let n = self.len();
+        let n = self.hdr().cap();
         let p = self
             .ptr()
             .base()
@@ -312,8 +343,8 @@ pub(crate) trait LeafAccess {
         let tags = self.tags();
         let n = tags.len();
         let mut i = if direct {
-            // Direct speculative positioning, then walk to the first entry >= tag.
-            let mut i = (tag as usize * n) >> 16;
+            // Direct speculative positioning, then walk to the first slot >= tag.
+            let mut i = home(tag, n);
             while i > 0 && etag(tags[i - 1]) >= tag {
                 i -= 1;
             }
@@ -325,8 +356,8 @@ pub(crate) trait LeafAccess {
             tags.partition_point(|&e| etag(e) < tag)
         };
         while i < n && etag(tags[i]) == tag {
-            // SAFETY: the block is live under the leaf lock.
-            if unsafe { ekv(tags[i]).key() } == key {
+            // SAFETY: the block is live under the leaf lock (holes are skipped).
+            if !is_hole(tags[i]) && unsafe { ekv(tags[i]).key() } == key {
                 return Ok(i);
             }
             i += 1;
@@ -448,12 +479,12 @@ unsafe fn sort_order(p: LeafPtr) {
     let cap = h.cap();
     let tags_p = p.base().wrapping_add(size_of::<Leaf>()).cast::<u64>();
     // SAFETY: tag array inside the block; not written concurrently (caller's contract).
-    let tags = unsafe { std::slice::from_raw_parts(tags_p, n) };
+    let tags = unsafe { std::slice::from_raw_parts(tags_p, cap) };
     let order_p = p.base().wrapping_add(size_of::<Leaf>() + cap * 8);
     // SAFETY: exclusive access to the order array per the contract.
     let order = unsafe { std::slice::from_raw_parts_mut(order_p, n) };
     let key = |i: u8| {
-        // SAFETY: pairs of `[0, nr)` are live under the lock.
+        // SAFETY: order entries name real slots, whose pairs are live under the lock.
         unsafe { ekv(tags[i as usize]).key() }
     };
     if s * 4 < n {
@@ -530,36 +561,80 @@ impl WriteLeaf<'_> {
         }
     }
 
-    /// Inserts a new pair at tag index `ti` (from [`LeafAccess::find_by_tag`]). With
-    /// `sorted_at = Some(j)` the key also goes to key-order position `j` (the leaf must be
-    /// sorted; used when `SortByTag` is off), otherwise it is appended to the unsorted
-    /// tail. The leaf must not be full.
-    pub(crate) fn insert(&mut self, ti: usize, sorted_at: Option<usize>, tag: u16, kv: Kv) {
+    /// Inserts a new pair with leaf tag `tag` into a non-full leaf, keeping the slots
+    /// ordered by tag: into a hole of the right run when there is one (as close to the
+    /// tag's home as the run allows), otherwise shifting entries toward the nearest hole.
+    /// With `sorted_at = Some(j)` the key also goes to key-order position `j` (the leaf
+    /// must be sorted; used when `SortByTag` is off), otherwise it is appended to the
+    /// unsorted tail. Returns the slot used.
+    pub(crate) fn insert(&mut self, sorted_at: Option<usize>, tag: u16, kv: Kv) -> usize {
         let n = self.len();
         let s = self.hdr().nr_sorted.load(Ordering::Relaxed) as usize;
-        assert!(n < self.cap());
+        let cap = self.cap();
+        assert!(n < cap);
         let e = entry(tag, kv);
         let tags = self.tags_all_mut();
-        tags.copy_within(ti..n, ti + 1);
-        tags[ti] = e;
+        // First slot whose tag is >= `tag` (slots are non-decreasing, holes included).
+        let p = tags.partition_point(|&x| etag(x) < tag);
+        // `shift` = (first, last, delta): order entries naming slots in [first, last) move
+        // by delta.
+        let (pos, shift) = if p < cap && is_hole(tags[p]) {
+            // `p` starts a run of holes; entries before it are < tag, the next real entry
+            // after the run is >= tag. Take the slot of the run closest to home.
+            let mut r = p;
+            while r < cap && is_hole(tags[r]) {
+                r += 1;
+            }
+            let q = home(tag, cap).clamp(p, r - 1);
+            for h in &mut tags[p..q] {
+                *h = hole(tag);
+            }
+            tags[q] = e;
+            (q, None)
+        } else {
+            // Slot `p` (if any) is real, and so is `p - 1` (a hole there would carry a tag
+            // >= `tag`). Shift toward the nearest hole.
+            let right = (p..cap).find(|&i| is_hole(tags[i]));
+            let left = (0..p).rev().find(|&i| is_hole(tags[i]));
+            let go_right = match (left, right) {
+                (Some(a), Some(b)) => b - p <= p - a,
+                (None, _) => true,
+                (Some(_), None) => false,
+            };
+            if go_right {
+                let b = right.expect("a non-full leaf has a hole");
+                tags.copy_within(p..b, p + 1);
+                tags[p] = e;
+                (p, Some((p, b, 1i16)))
+            } else {
+                let a = left.expect("checked above");
+                // Holes before `a` keep their tag: their next real entry moves to `a`.
+                tags.copy_within(a + 1..p, a);
+                tags[p - 1] = e;
+                (p - 1, Some((a + 1, p, -1i16)))
+            }
+        };
         let order = self.order_all_mut();
-        for o in &mut order[..n] {
-            if *o as usize >= ti {
-                *o += 1;
+        if let Some((first, last, d)) = shift {
+            for o in &mut order[..n] {
+                if (first..last).contains(&(*o as usize)) {
+                    *o = (*o as i16 + d) as u8;
+                }
             }
         }
         match sorted_at {
             Some(j) => {
                 debug_assert_eq!(s, n);
                 order.copy_within(j..n, j + 1);
-                order[j] = ti as u8;
+                order[j] = pos as u8;
                 self.set_len(n + 1, n + 1);
             }
             None => {
-                order[n] = ti as u8;
+                order[n] = pos as u8;
                 self.set_len(n + 1, s);
             }
         }
+        pos
     }
 
     /// Replaces the pair at tag index `i` (same key) and returns the old one.
@@ -570,49 +645,84 @@ impl WriteLeaf<'_> {
         ekv(old)
     }
 
-    /// Removes the pair at tag index `ti` and returns it.
+    /// Removes the pair at slot `ti` (which becomes a hole) and returns it.
     pub(crate) fn remove(&mut self, ti: usize) -> Kv {
         let n = self.len();
         let mut s = self.hdr().nr_sorted.load(Ordering::Relaxed) as usize;
+        let cap = self.cap();
         let tags = self.tags_all_mut();
         let old = tags[ti];
-        tags.copy_within(ti + 1..n, ti);
+        debug_assert!(!is_hole(old));
+        // The run of holes that now contains `ti` carries the tag of the next real entry.
+        let mut first = ti;
+        while first > 0 && is_hole(tags[first - 1]) {
+            first -= 1;
+        }
+        let mut end = ti + 1;
+        while end < cap && is_hole(tags[end]) {
+            end += 1;
+        }
+        let t = if end < cap {
+            hole(etag(tags[end]))
+        } else {
+            HOLE_END
+        };
+        for h in &mut tags[first..end] {
+            *h = t;
+        }
         let order = self.order_all_mut();
         let j = order[..n]
             .iter()
             .position(|&o| o as usize == ti)
-            .expect("order is a permutation");
+            .expect("order is a permutation of the real slots");
         order.copy_within(j + 1..n, j);
         if j < s {
             s -= 1;
-        }
-        for o in &mut order[..n - 1] {
-            if *o as usize > ti {
-                *o -= 1;
-            }
         }
         self.set_len(n - 1, s);
         ekv(old)
     }
 
     /// Replaces the contents with `pairs`, given in ascending key order as
-    /// `(leaf tag, pair)`. Leaves the leaf fully sorted.
+    /// `(leaf tag, pair)`: entries go, in tag order, to their home slots or the first free
+    /// slot after, pulled back from the end when they would not fit. Leaves the leaf fully
+    /// sorted.
     pub(crate) fn rebuild(&mut self, pairs: &[(u16, Kv)]) {
         let m = pairs.len();
-        assert!(m <= self.cap());
+        let cap = self.cap();
+        assert!(m <= cap);
         let mut keys = [0u32; MAX_CAP];
         for (j, &(t, _)) in pairs.iter().enumerate() {
             keys[j] = ((t as u32) << 8) | j as u32;
         }
         keys[..m].sort_unstable();
-        let mut ents = [0u64; MAX_CAP];
+        let mut pos = [0usize; MAX_CAP];
+        let mut next_free = 0;
+        for (t, &k) in keys[..m].iter().enumerate() {
+            pos[t] = home((k >> 8) as u16, cap).max(next_free);
+            next_free = pos[t] + 1;
+        }
+        let mut limit = cap;
+        for t in (0..m).rev() {
+            pos[t] = pos[t].min(limit - 1);
+            limit = pos[t];
+        }
         let mut ord = [0u8; MAX_CAP];
+        let tags = self.tags_all_mut();
+        tags.fill(HOLE_END);
         for (t, &k) in keys[..m].iter().enumerate() {
             let j = (k & 0xFF) as usize;
-            ents[t] = entry(pairs[j].0, pairs[j].1);
-            ord[j] = t as u8;
+            tags[pos[t]] = entry(pairs[j].0, pairs[j].1);
+            ord[j] = pos[t] as u8;
         }
-        self.tags_all_mut()[..m].copy_from_slice(&ents[..m]);
+        let mut next = HOLE_END;
+        for x in tags.iter_mut().rev() {
+            if is_hole(*x) {
+                *x = next;
+            } else {
+                next = hole(etag(*x));
+            }
+        }
         self.order_all_mut()[..m].copy_from_slice(&ord[..m]);
         self.set_len(m, m);
     }
@@ -671,9 +781,19 @@ mod tests {
         for win in tags.windows(2) {
             assert!(etag(win[0]) <= etag(win[1]));
         }
-        let mut seen: Vec<u8> = w.order().to_vec();
+        let mut seen: Vec<usize> = w.order().iter().map(|&o| o as usize).collect();
         seen.sort_unstable();
-        assert!(seen.iter().enumerate().all(|(i, &o)| o as usize == i));
+        let real: Vec<usize> = (0..tags.len()).filter(|&i| !is_hole(tags[i])).collect();
+        assert_eq!(seen, real, "order names exactly the real slots");
+        // A hole carries the tag of the next real slot to its right.
+        let mut next = HOLE_END;
+        for &e in tags.iter().rev() {
+            if is_hole(e) {
+                assert_eq!(e, next);
+            } else {
+                next = hole(etag(e));
+            }
+        }
         for (k, v) in model {
             for direct in [true, false] {
                 let i = w.find_by_tag(k, tag_of(k), direct).expect("present");
@@ -707,8 +827,8 @@ mod tests {
             for i in 0..n as u32 {
                 let k = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
                 let t = tag_of(&k);
-                let pos = w.find_by_tag(&k, t, true).unwrap_err();
-                w.insert(pos, None, t, Kv::new(&k, &i.to_le_bytes()));
+                assert!(w.find_by_tag(&k, t, true).is_err());
+                w.insert(None, t, Kv::new(&k, &i.to_le_bytes()));
                 model.insert(k, i.to_le_bytes().to_vec());
                 if i % 7 == 0 {
                     w.sort();
@@ -766,9 +886,8 @@ mod tests {
             for i in [5u8, 1, 9, 3, 7, 0, 2] {
                 let k = vec![i, i];
                 let t = tag_of(&k);
-                let ti = w.find_by_tag(&k, t, true).unwrap_err();
                 let j = w.find_sorted(&k).unwrap_err();
-                w.insert(ti, Some(j), t, Kv::new(&k, &[i]));
+                w.insert(Some(j), t, Kv::new(&k, &[i]));
                 model.insert(k, vec![i]);
                 assert!(w.is_sorted());
             }
@@ -777,8 +896,7 @@ mod tests {
             for i in [4u8, 8, 6] {
                 let k = vec![i, i];
                 let t = tag_of(&k);
-                let ti = w.find_by_tag(&k, t, true).unwrap_err();
-                w.insert(ti, None, t, Kv::new(&k, &[i]));
+                w.insert(None, t, Kv::new(&k, &[i]));
                 model.insert(k, vec![i]);
             }
             assert!(!w.is_sorted());

@@ -194,7 +194,7 @@ impl std::fmt::Debug for Wormhole {
 /// Where a key is, or would go, in a locked leaf.
 enum Pos {
     Found(usize),
-    Absent { ti: usize, sorted_at: Option<usize> },
+    Absent { sorted_at: Option<usize> },
 }
 
 #[inline]
@@ -270,6 +270,16 @@ impl Wormhole {
         self.leaves.load(Ordering::Relaxed)
     }
 
+    /// Prefetches the tag line the leaf search will read first, so that it arrives together
+    /// with the leaf header the lock acquisition fetches (see `leaf`).
+    #[inline]
+    fn prefetch_home(&self, tg: &search::Target) {
+        if self.cfg.sort_by_tag && self.cfg.direct_pos {
+            tg.leaf
+                .prefetch_tags(leaf_tag(tg.hash), self.cfg.leaf_capacity);
+        }
+    }
+
     /// Searches `key` and read-locks its target leaf, restarting on stale tables.
     #[inline]
     fn read_target<'g>(&self, key: &[u8], g: &'g Guard) -> (ReadLeaf<'g>, u32) {
@@ -278,6 +288,7 @@ impl Wormhole {
             let t = self.table(g);
             let v = t.version;
             if let Some(tg) = search::locate(t, key, &self.cfg) {
+                self.prefetch_home(&tg);
                 // SAFETY: reached through the published table under `g`.
                 let r = unsafe { tg.leaf.read() };
                 if r.hdr().version.load(Ordering::Acquire) <= v {
@@ -297,6 +308,7 @@ impl Wormhole {
             let t = self.table(g);
             let v = t.version;
             if let Some(tg) = search::locate(t, key, &self.cfg) {
+                self.prefetch_home(&tg);
                 // SAFETY: reached through the published table under `g`.
                 let w = unsafe { tg.leaf.write() };
                 if w.hdr().version.load(Ordering::Acquire) <= v {
@@ -315,18 +327,12 @@ impl Wormhole {
         if self.cfg.sort_by_tag {
             match l.find_by_tag(key, tag, self.cfg.direct_pos) {
                 Ok(i) => Pos::Found(i),
-                Err(ti) => Pos::Absent {
-                    ti,
-                    sorted_at: None,
-                },
+                Err(_) => Pos::Absent { sorted_at: None },
             }
         } else {
             match l.find_sorted(key) {
                 Ok(j) => Pos::Found(l.order()[j] as usize),
-                Err(j) => Pos::Absent {
-                    ti: l.find_by_tag(key, tag, false).unwrap_err(),
-                    sorted_at: Some(j),
-                },
+                Err(j) => Pos::Absent { sorted_at: Some(j) },
             }
         }
     }
@@ -372,10 +378,10 @@ impl Wormhole {
                     self.replace_value(&mut w, i, key, value);
                     return Ok(false);
                 }
-                Pos::Absent { ti, sorted_at } if !w.is_full() => {
+                Pos::Absent { sorted_at } if !w.is_full() => {
                     let kv = Kv::new(key, value);
                     self.kv_bytes.add(kv.size() as isize);
-                    w.insert(ti, sorted_at, leaf_tag(hash), kv);
+                    w.insert(sorted_at, leaf_tag(hash), kv);
                     self.len.add(1);
                     return Ok(true);
                 }
@@ -482,12 +488,12 @@ impl Wormhole {
                     }
                     return Ok(true);
                 }
-                Pos::Absent { ti, sorted_at } if !w.is_full() => {
+                Pos::Absent { sorted_at } if !w.is_full() => {
                     if let Some(v) = (f.take().expect("called once"))(None) {
                         check_entry(key, &v)?;
                         let kv = Kv::new(key, &v);
                         self.kv_bytes.add(kv.size() as isize);
-                        w.insert(ti, sorted_at, leaf_tag(hash), kv);
+                        w.insert(sorted_at, leaf_tag(hash), kv);
                         self.len.add(1);
                     }
                     return Ok(false);
