@@ -61,11 +61,17 @@
 //! * The shadow table catches up lazily, at the start of the next split or merge, instead
 //!   of the writer waiting a grace period right after publishing (`smo`).
 //! * Splits pick, near the middle, the split point with the shortest anchor (`anchor`).
+//! * A leaf's tag array spreads its entries over all slots (holes carry their right
+//!   neighbour's tag, so the array stays sorted) and direct positioning uses the capacity
+//!   instead of the key count, so a lookup fetches the leaf header and its tag line in
+//!   parallel instead of one after the other (`leaf`).
 //!
 //! # Memory accounting
 //!
-//! `structure_bytes` counts leaf blocks, anchors and both MetaTrieHTs (slots and items);
-//! `key_value_bytes` counts the pair blocks (8-byte header, key, value).
+//! `structure_bytes` counts the leaf pool's reserved 2 MiB chunks (leaf blocks come from an
+//! `orrery_core::alloc::SlabPool`, i.e. from `mmap`, not from the global allocator),
+//! anchors, and both MetaTrieHTs (slots and items); `key_value_bytes` counts the pair
+//! blocks (8-byte header, key, value; global allocator).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
