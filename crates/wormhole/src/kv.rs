@@ -120,6 +120,12 @@ impl Kv {
         unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().wrapping_add(HEADER + k), v) }
     }
 
+    /// The block's address as a pointer (for prefetching).
+    #[inline]
+    pub(crate) fn as_ptr(self) -> *const u8 {
+        self.0.as_ptr()
+    }
+
     /// Bytes this block occupies (header included), for memory accounting.
     #[inline]
     pub(crate) fn size(self) -> usize {

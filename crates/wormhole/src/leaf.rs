@@ -483,6 +483,11 @@ unsafe fn sort_order(p: LeafPtr) {
     let order_p = p.base().wrapping_add(size_of::<Leaf>() + cap * 8);
     // SAFETY: exclusive access to the order array per the contract.
     let order = unsafe { std::slice::from_raw_parts_mut(order_p, n) };
+    // The comparisons below chase one pointer per key; issue all the pair fetches up front
+    // so that they overlap instead of missing one after the other.
+    for &i in order.iter() {
+        crate::prefetch(ekv(tags[i as usize]).as_ptr());
+    }
     let key = |i: u8| {
         // SAFETY: order entries name real slots, whose pairs are live under the lock.
         unsafe { ekv(tags[i as usize]).key() }
