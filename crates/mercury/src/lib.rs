@@ -114,7 +114,7 @@
 //! when the chain is one node long; with the default 0.75 load limit chains average 1.2–1.4
 //! nodes for a hit). A miss and the absence check of an insert skip the last node thanks to
 //! the tags in links. Measured with the quick examples (ratios within one run; figures and
-//! caveats in `docs/mercury.md`): single-thread GETs run at 0.95–0.99× of the unsynchronized
+//! caveats in `docs/mercury.md`): single-thread GETs run at 0.93–0.99× of the unsynchronized
 //! `variants::NoLockMercury`, and `get_many` several times faster than single GETs. Hold a
 //! [`Session`] around batches to share one epoch pin. Call [`Mercury::finish_expansion`]
 //! after a bulk load that may have stopped mid-expansion.
@@ -347,8 +347,8 @@ impl Mercury {
 /// Every `Mercury` operation pins an epoch guard; pinning from scratch is one locked
 /// instruction (a full barrier on x86). A `Session` pins once, and the operations made
 /// through it (or through the table itself while the session lives) only nest in that pin (a
-/// counter increment). On uniform single-threaded GETs over 4 M keys the saving was within
-/// measurement noise (the DRAM misses dominate); it matters more for cache-resident tables.
+/// counter increment). On uniform single-threaded GETs over 4–8 M keys the saving was a few
+/// percent at most (the DRAM misses dominate); it matters more for cache-resident tables.
 ///
 /// A session holds back memory reclamation for every thread while it lives: keep it to a
 /// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.
