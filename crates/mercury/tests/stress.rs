@@ -38,7 +38,7 @@ impl Rng {
 fn key(writer: usize, i: usize) -> Vec<u8> {
     // Variable-length keys (some long) so that several size classes are in play.
     let mut k = format!("w{writer}-k{i}").into_bytes();
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         k.extend(std::iter::repeat_n(b'x', 40 + i % 50));
     }
     k
@@ -46,7 +46,7 @@ fn key(writer: usize, i: usize) -> Vec<u8> {
 
 fn value(k: &[u8]) -> Vec<u8> {
     // Derived from the key, sometimes long (> 64 B, the immutable representation).
-    let len = 1 + k.len() % 9 + if k.len() % 5 == 0 { 100 } else { 0 };
+    let len = 1 + k.len() % 9 + if k.len().is_multiple_of(5) { 100 } else { 0 };
     k.iter().cycle().take(len).copied().collect()
 }
 
