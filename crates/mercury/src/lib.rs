@@ -292,7 +292,8 @@ impl Mercury {
     /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
     /// the limit); returns `Ok(false)` without calling `f` if the key is absent.
     ///
-    /// `f` runs under the bucket lock: keep it short and do not call back into this table.
+    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
+    /// `f` panics, the value is unchanged and the lock is released.
     pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
         self.inner.update(key, f)
     }
@@ -301,7 +302,8 @@ impl Mercury {
     /// returns whether the key was present. Values up to 64 bytes are rewritten in place
     /// (no allocation); longer ones are copied.
     ///
-    /// `f` runs under the bucket lock: keep it short and do not call back into this table.
+    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
+    /// `f` panics, the value is unchanged and the lock is released.
     pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
         self.inner.update_in_place(key, f)
     }
