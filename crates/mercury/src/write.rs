@@ -63,7 +63,8 @@ struct UnlockOnUnwind<'g> {
 
 impl Drop for UnlockOnUnwind<'_> {
     fn drop(&mut self) {
-        self.t.store_unlock(self.idx, BucketWord::unlocked(self.head));
+        self.t
+            .store_unlock(self.idx, BucketWord::unlocked(self.head));
     }
 }
 
