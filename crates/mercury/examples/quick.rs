@@ -171,6 +171,7 @@ fn main() {
             "GET 1T, median of 7: mercury pinned per batch / nolock = {:.2}x",
             c[3] / b[3]
         );
+        println!("mercury chain stats: {:?}", m.chain_stats());
         let thp = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
         let thp = thp
             .lines()

@@ -144,3 +144,68 @@ fn visit_bucket<'g>(
         }
     }
 }
+
+/// Chain-shape statistics of a table (see [`crate::Mercury::chain_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ChainStats {
+    /// Buckets of the current table (the successor's when an expansion is in progress).
+    pub buckets: usize,
+    /// Items found by the walk.
+    pub items: usize,
+    /// Longest chain.
+    pub max_chain: usize,
+    /// Mean number of nodes a lookup of a present key reads (uniform over the keys): the
+    /// key's position in its chain.
+    pub node_reads_per_hit: f64,
+    /// Mean number of nodes a lookup of an absent key reads (uniform over the buckets,
+    /// assuming its tag matches no node): every node but the last of the chain, thanks to
+    /// the LAST flag and tags in links.
+    pub node_reads_per_miss: f64,
+}
+
+impl Inner {
+    /// Walks every chain (optimistically, like iteration) and summarizes chain lengths.
+    pub(crate) fn chain_stats(&self) -> ChainStats {
+        let guard = pin();
+        let t = self.current(&guard);
+        let mut lengths: Vec<usize> = Vec::new();
+        for idx in 0..t.len() {
+            chain_lengths(t, idx, &mut lengths, &guard);
+        }
+        let items: usize = lengths.iter().sum();
+        let hit_reads: usize = lengths.iter().map(|&l| l * (l + 1) / 2).sum();
+        let miss_reads: usize = lengths.iter().map(|&l| l.saturating_sub(1)).sum();
+        let buckets = lengths.len();
+        ChainStats {
+            buckets,
+            items,
+            max_chain: lengths.iter().copied().max().unwrap_or(0),
+            node_reads_per_hit: hit_reads as f64 / items.max(1) as f64,
+            node_reads_per_miss: miss_reads as f64 / buckets.max(1) as f64,
+        }
+    }
+}
+
+/// Appends the chain length of bucket `idx` of `t` (of its successor's buckets if MOVED).
+fn chain_lengths<'g>(t: &'g Table, idx: usize, out: &mut Vec<usize>, guard: &'g Guard) {
+    let w = t.load(idx);
+    if w.is_moved() {
+        wait_migrated(t, idx, w);
+        let next = successor(t);
+        chain_lengths(next, idx, out, guard);
+        chain_lengths(next, idx + t.len(), out, guard);
+        return;
+    }
+    let _ = guard;
+    let mut len = 0;
+    let mut link = w.head();
+    while let Some(n) = link.node() {
+        len += 1;
+        if link.is_last() {
+            break;
+        }
+        // SAFETY: `n` was reachable under `guard`, so it is allocated.
+        link = Link::from_word(unsafe { node::header(n) }.next.load(Ordering::Acquire));
+    }
+    out.push(len);
+}

@@ -114,7 +114,7 @@
 //! when the chain is one node long; with the default 0.75 load limit chains average 1.2–1.4
 //! nodes for a hit). A miss and the absence check of an insert skip the last node thanks to
 //! the tags in links. Measured with the quick examples (ratios within one run; figures and
-//! caveats in `docs/mercury.md`): single-thread GETs run at 0.95–0.99× of the unsynchronized
+//! caveats in `docs/mercury.md`): single-thread GETs run at 0.93–0.99× of the unsynchronized
 //! `variants::NoLockMercury`, and `get_many` several times faster than single GETs. Hold a
 //! [`Session`] around batches to share one epoch pin. Call [`Mercury::finish_expansion`]
 //! after a bulk load that may have stopped mid-expansion.
@@ -168,6 +168,7 @@ use orrery_core::Error;
 use orrery_core::Result;
 use orrery_core::api::{KvIndex, MemoryUsage};
 
+pub use crate::iter::ChainStats;
 use crate::raw::Inner;
 use orrery_core::sync::{Guard, pin};
 
@@ -292,7 +293,8 @@ impl Mercury {
     /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
     /// the limit); returns `Ok(false)` without calling `f` if the key is absent.
     ///
-    /// `f` runs under the bucket lock: keep it short and do not call back into this table.
+    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
+    /// `f` panics, the value is unchanged and the lock is released.
     pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
         self.inner.update(key, f)
     }
@@ -301,7 +303,8 @@ impl Mercury {
     /// returns whether the key was present. Values up to 64 bytes are rewritten in place
     /// (no allocation); longer ones are copied.
     ///
-    /// `f` runs under the bucket lock: keep it short and do not call back into this table.
+    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
+    /// `f` panics, the value is unchanged and the lock is released.
     pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
         self.inner.update_in_place(key, f)
     }
@@ -323,6 +326,13 @@ impl Mercury {
     /// Whether the table holds no item.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Chain-shape statistics from a walk of every bucket: the expected number of node reads
+    /// of a lookup (for a cold uniform GET, DRAM round trips = 1 bucket read + these). A
+    /// diagnostic: it reads the whole table, and is approximate under concurrent writers.
+    pub fn chain_stats(&self) -> ChainStats {
+        self.inner.chain_stats()
     }
 
     /// Completes the expansion in progress, if any, on the calling thread.
@@ -347,8 +357,8 @@ impl Mercury {
 /// Every `Mercury` operation pins an epoch guard; pinning from scratch is one locked
 /// instruction (a full barrier on x86). A `Session` pins once, and the operations made
 /// through it (or through the table itself while the session lives) only nest in that pin (a
-/// counter increment). On uniform single-threaded GETs over 4 M keys the saving was within
-/// measurement noise (the DRAM misses dominate); it matters more for cache-resident tables.
+/// counter increment). On uniform single-threaded GETs over 4–8 M keys the saving was a few
+/// percent at most (the DRAM misses dominate); it matters more for cache-resident tables.
 ///
 /// A session holds back memory reclamation for every thread while it lives: keep it to a
 /// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.
@@ -496,6 +506,13 @@ mod tests {
             ControlFlow::Continue(())
         });
         assert_eq!(seen, n);
+        let stats = m.chain_stats();
+        assert_eq!(stats.items, n);
+        assert!(
+            stats.node_reads_per_hit >= 1.0 && stats.node_reads_per_hit < 2.0,
+            "{stats:?}"
+        );
+        assert!(stats.max_chain >= 1);
         for i in (0..n as u64).step_by(2) {
             assert!(m.remove(&i.to_be_bytes()));
         }

@@ -53,6 +53,21 @@ impl Locked<'_> {
     }
 }
 
+/// Releases a bucket lock, chain unchanged, if a user callback run under it unwinds; defused
+/// with `mem::forget` once the callback returned.
+struct UnlockOnUnwind<'g> {
+    t: &'g Table,
+    idx: usize,
+    head: Link,
+}
+
+impl Drop for UnlockOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.t
+            .store_unlock(self.idx, BucketWord::unlocked(self.head));
+    }
+}
+
 impl Inner {
     /// Inserts or replaces; returns whether the key was new.
     pub(crate) fn insert(self: &std::sync::Arc<Self>, key: &[u8], value: &[u8]) -> Result<bool> {
@@ -151,8 +166,14 @@ impl Inner {
             locked.unlock();
             return Ok(false);
         };
+        let on_unwind = UnlockOnUnwind {
+            t,
+            idx,
+            head: word.head(),
+        };
         // SAFETY: the node is in our locked chain; nobody else writes its value.
         let new = unsafe { node::with_value(pos.node, f) };
+        std::mem::forget(on_unwind);
         let set = check_entry(key, &new).and_then(|()| self.set_value(word.head(), pos, &new));
         self.finish(&guard, locked, set)?;
         Ok(true)
@@ -191,7 +212,13 @@ impl Inner {
         } else {
             &mut long
         };
+        let on_unwind = UnlockOnUnwind {
+            t,
+            idx,
+            head: word.head(),
+        };
         f(buf);
+        std::mem::forget(on_unwind);
         let set = self.set_value(word.head(), pos, buf);
         self.finish(&guard, locked, set)?;
         Ok(true)
@@ -309,6 +336,24 @@ mod tests {
             assert!(m.get(&keys[i]).is_some());
         }
         assert_eq!(m.len(), 2);
+    }
+
+    /// A panicking update closure must not leave its bucket locked.
+    #[test]
+    fn panicking_update_releases_the_lock() {
+        let m = tiny();
+        m.insert(b"k", b"v").unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = m.update(b"k", |_| panic!("user closure"));
+        }));
+        assert!(r.is_err());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = m.update_in_place(b"k", |_| panic!("user closure"));
+        }));
+        assert!(r.is_err());
+        // The bucket is usable (a leaked lock would make these spin forever).
+        assert_eq!(m.insert(b"k", b"w"), Ok(false));
+        assert!(m.remove(b"k"));
     }
 
     #[test]
