@@ -142,7 +142,7 @@ fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize,
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    if x % 16 == 0 {
+                    if x.is_multiple_of(16) {
                         // A batch over every key.
                         let floors: Vec<u64> = state
                             .iter()
