@@ -80,7 +80,7 @@
 //! would defeat the point of a CPU-cache-sized buffer.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use orrery_core::MemoryUsage;
 use orrery_core::api::MAX_KEY_LEN;
@@ -103,6 +103,9 @@ fn cache_tag(hash: u64) -> u16 {
     tag16((hash >> 32) as u32)
 }
 
+/// Identifiers of buffers, for [`EmitTicket`]s.
+static NEXT_BUFFER_ID: AtomicU64 = AtomicU64::new(1);
+
 /// The paper's SLB: Cache Table, Log Table and striped locks (see the [module docs](self)
 /// for the protocol).
 pub struct LookasideBuffer {
@@ -118,6 +121,8 @@ pub struct LookasideBuffer {
     admitting: AtomicBool,
     /// [`SlbConfig::lock_reads`].
     lock_reads: bool,
+    /// Unique among buffers: tickets name the buffer that issued them.
+    id: u64,
     config: SlbConfig,
 }
 
@@ -136,6 +141,8 @@ pub enum Lookup {
 /// [protocol](self#coherence-protocol)).
 #[derive(Clone, Copy)]
 pub struct EmitTicket {
+    /// The buffer that issued the ticket.
+    owner: u64,
     hash: u64,
     bucket: usize,
     version: Version,
@@ -247,6 +254,7 @@ impl LookasideBuffer {
             counters: Counters::new(),
             admitting: AtomicBool::new(true),
             lock_reads: config.lock_reads,
+            id: NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed),
             config,
         })
     }
@@ -376,6 +384,7 @@ impl LookasideBuffer {
         let version = self.stripe(index).try_read()?;
         let seen = self.log.bucket(hash).count(log_tag(hash));
         Some(EmitTicket {
+            owner: self.id,
             hash,
             bucket: index,
             version,
@@ -401,13 +410,16 @@ impl LookasideBuffer {
     /// evicting the bucket's coldest item if it is full, unless a write to the stripe
     /// happened since the ticket was taken (the copy could be stale; it is then dropped).
     ///
-    /// `key` must be the key the ticket was taken for.
+    /// `key` must be the key the ticket was taken for, from this buffer; otherwise the
+    /// emission is ignored.
     pub fn emit(&self, ticket: EmitTicket, key: &[u8], copy: EmitCopy<'_>) {
         self.log.bucket(ticket.hash).append(log_tag(ticket.hash));
         self.counters.add(Stat::Logged);
         let Some(record) = copy.0 else { return };
-        debug_assert_eq!(record.as_ref().key(), key);
-        debug_assert_eq!(hash64(key), ticket.hash);
+        if ticket.owner != self.id || record.as_ref().key() != key || hash64(key) != ticket.hash {
+            // A ticket of another buffer or another key: its validation covers nothing here.
+            return;
+        }
         let Some(_write) = self.stripe(ticket.bucket).try_upgrade(ticket.version) else {
             self.counters.add(Stat::EmitConflicts);
             return;
@@ -732,6 +744,25 @@ mod tests {
         // A fresh search admits the current value.
         search(&b, b"k", b"new");
         assert_eq!(cached(&b, b"k").as_deref(), Some(&b"new"[..]));
+        crate::quiesce();
+    }
+
+    #[test]
+    fn foreign_tickets_are_ignored() {
+        let a = small(1, 1);
+        let b = small(1, 1);
+        let Lookup::Miss(Some(t)) = a.lookup(b"k", &mut |_| {}) else {
+            panic!("warming: a ticket");
+        };
+        let copy = b.copy_for(&t, b"k", b"v");
+        b.emit(t, b"k", copy);
+        assert_eq!(b.stats().admissions, 0);
+        let copy = a.copy_for(&t, b"other", b"v");
+        a.emit(t, b"other", copy);
+        assert_eq!(a.stats().admissions, 0);
+        let copy = a.copy_for(&t, b"k", b"v");
+        a.emit(t, b"k", copy);
+        assert_eq!(cached(&a, b"k").as_deref(), Some(&b"v"[..]));
         crate::quiesce();
     }
 

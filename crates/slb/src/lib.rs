@@ -40,7 +40,7 @@
 //! |---|---|---|
 //! | `cache` | §3.2, Fig. 5, §3.3.1 | Cache Table: 64 B buckets of 7 (16-bit tag, 48-bit reference) slots + 7 access counters |
 //! | `log` | §3.3.2–3.3.3, Fig. 6 | Log Table: 64 B buckets, circular logs of 15 tags; admission at 3 occurrences; 5% sampling once warm |
-//! | `record` | (ours) | SLB-owned immutable copies of cached items, reclaimed through epochs |
+//! | `record` | (ours) | SLB-owned immutable copies of cached items in size-class slabs, reclaimed through epochs |
 //! | [`buffer`] | §3.1 | the API, striped version locks and the coherence protocol |
 //! | this module | | [`Slb<I>`]: the wrapper implementing [`KvIndex`] / [`OrderedKvIndex`] |
 //!
@@ -59,7 +59,8 @@
 //! bucket line and one record, and bumps a byte counter in the bucket. A miss adds one read
 //! of a stripe word to the index search; a sampled miss also reads a Log Table line, and
 //! an admission (rare once the cache is warm) locks a stripe without waiting. Writes lock
-//! their stripe around the index write and touch one bucket line, as in the paper. Gains
+//! their stripe around the index write and touch one bucket line, as in the paper (whose
+//! lookups also lock: [`SlbConfig::lock_reads`] restores that, for comparison). Gains
 //! depend on skew and on how much false locality the index has: large for trees and skip
 //! lists under Zipfian loads, small for compact hash tables, and a small cost without
 //! locality. See `docs/slb.md` for measurements.
