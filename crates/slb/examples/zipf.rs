@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use orrery_core::KvIndex;
 use orrery_core::reference::LockedBTreeMap;
-use orrery_slb::{Forward, Slb, SlbConfig};
+use orrery_slb::{Slb, SlbConfig};
 
 /// Zipfian ranks in `0..n` with skew `theta` (Gray et al., "Quickly generating
 /// billion-record synthetic databases", the YCSB generator).
@@ -147,9 +147,9 @@ fn main() {
     ] {
         let (warm, measured) = ops.split_at(total - ops.len() * 5 / 6);
         // Fresh SLBs per workload, over the same index, warmed by the prefix.
-        let fronts: Vec<Slb<Forward<Arc<LockedBTreeMap>>>> = [&config, &locked]
+        let fronts: Vec<Slb<Arc<LockedBTreeMap>>> = [&config, &locked]
             .into_iter()
-            .map(|c| Slb::with_config(Forward(Arc::clone(&index)), c.clone()).unwrap())
+            .map(|c| Slb::with_config(Arc::clone(&index), c.clone()).unwrap())
             .collect();
         for front in &fronts {
             run(front, warm, threads);

@@ -31,8 +31,9 @@
 //! [`Slb<I>`] owns the index: every write must go through the wrapper (that is what keeps
 //! the cache coherent). [`LookasideBuffer`] is the paper's library API (`SLB_get`,
 //! `SLB_emit`, `SLB_lock`/`SLB_invalidate`/`SLB_update`/`SLB_unlock`) for structures that
-//! are not a `KvIndex`. [`Forward`] lets an SLB wrap a boxed or shared index
-//! (`Box<dyn OrderedKvIndex>`, `Arc<I>`).
+//! are not a `KvIndex`. A boxed or shared index is an index too
+//! (`orrery_core::api` forwards the traits through `Box`, `Arc` and `&`), so
+//! `Slb::new(boxed)` wraps a `Box<dyn OrderedKvIndex>` directly.
 //!
 //! # Parts
 //!
@@ -77,7 +78,7 @@ mod local;
 mod log;
 mod record;
 
-use std::ops::{Bound, Deref};
+use std::ops::Bound;
 
 use orrery_core::sync;
 use orrery_core::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, api};
@@ -312,70 +313,5 @@ impl<I: ?Sized> std::fmt::Debug for Slb<I> {
         f.debug_struct("Slb")
             .field("buffer", &self.buffer)
             .finish_non_exhaustive()
-    }
-}
-
-/// Forwards every [`KvIndex`] / [`OrderedKvIndex`] call to the index `P` points to, so that
-/// an SLB can wrap a boxed trait object or a shared index:
-/// `Slb::new(Forward(boxed))` with `boxed: Box<dyn OrderedKvIndex>`.
-///
-/// Writes made through other handles of a shared index bypass the SLB and break its
-/// coherence: share the `Slb`, not the index.
-#[derive(Debug, Clone)]
-pub struct Forward<P>(pub P);
-
-impl<P> KvIndex for Forward<P>
-where
-    P: Deref + Send + Sync,
-    P::Target: KvIndex,
-{
-    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        self.0.get_with(key, f)
-    }
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.0.get(key)
-    }
-    fn contains_key(&self, key: &[u8]) -> bool {
-        self.0.contains_key(key)
-    }
-    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.0.insert(key, value)
-    }
-    fn remove(&self, key: &[u8]) -> bool {
-        self.0.remove(key)
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-    fn memory_usage(&self) -> MemoryUsage {
-        self.0.memory_usage()
-    }
-    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        self.0.get_many(keys, f)
-    }
-}
-
-impl<P> OrderedKvIndex for Forward<P>
-where
-    P: Deref + Send + Sync,
-    P::Target: OrderedKvIndex,
-{
-    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        self.0.scan(start, visitor)
-    }
-    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.0.last()
-    }
-    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.0.first()
-    }
-    fn scan_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        self.0.scan_range(start, end, visitor)
-    }
-    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.0.scan_prefix(prefix, visitor)
     }
 }

@@ -10,7 +10,7 @@ use common::HashIndex;
 use orrery_core::api::{Error, MAX_KEY_LEN, MAX_VALUE_LEN};
 use orrery_core::reference::LockedBTreeMap;
 use orrery_core::{KvIndex, OrderedKvIndex, OrderedKvIndexExt};
-use orrery_slb::{Forward, Slb, SlbConfig};
+use orrery_slb::{Slb, SlbConfig};
 
 fn small() -> SlbConfig {
     SlbConfig::with_cache_bytes(64 * 64)
@@ -179,7 +179,7 @@ fn scans_pass_through() {
 #[test]
 fn wraps_trait_objects_and_shared_indexes() {
     let boxed: Box<dyn OrderedKvIndex> = Box::new(LockedBTreeMap::new());
-    let slb: Box<dyn OrderedKvIndex> = Box::new(Slb::with_config(Forward(boxed), small()).unwrap());
+    let slb: Box<dyn OrderedKvIndex> = Box::new(Slb::with_config(boxed, small()).unwrap());
     slb.insert(b"x", b"1").unwrap();
     for _ in 0..4 {
         assert_eq!(slb.get(b"x").as_deref(), Some(&b"1"[..]));
@@ -187,14 +187,14 @@ fn wraps_trait_objects_and_shared_indexes() {
     assert_eq!(slb.first().unwrap().0, b"x");
 
     let shared = Arc::new(HashIndex::new());
-    let slb = Slb::with_config(Forward(Arc::clone(&shared)), small()).unwrap();
+    let slb = Slb::with_config(Arc::clone(&shared), small()).unwrap();
     slb.insert(b"y", b"2").unwrap();
     assert_eq!(shared.len(), 1);
     for _ in 0..4 {
         assert_eq!(slb.get(b"y").as_deref(), Some(&b"2"[..]));
     }
     assert_eq!(slb.stats().hits, 1);
-    let index = slb.into_inner().0;
+    let index = slb.into_inner();
     assert_eq!(index.get(b"y").as_deref(), Some(&b"2"[..]));
 }
 
