@@ -27,7 +27,7 @@ mod imp {
     /// Maps `len` zeroed bytes at a 2 MiB-aligned address. `len` is a non-zero multiple of
     /// `HUGE_PAGE_SIZE`, at most `isize::MAX - HUGE_PAGE_SIZE`.
     pub(in crate::alloc) fn map_huge(len: usize) -> Result<NonNull<u8>, Error> {
-        debug_assert!(len != 0 && len % HUGE_PAGE_SIZE == 0);
+        debug_assert!(len != 0 && len.is_multiple_of(HUGE_PAGE_SIZE));
         // Over-map by one huge page so that a 2 MiB-aligned start exists inside the mapping.
         let over = len + HUGE_PAGE_SIZE;
         // SAFETY: a fresh anonymous private mapping at an address of the kernel's choosing;

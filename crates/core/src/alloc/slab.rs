@@ -97,7 +97,12 @@ impl std::error::Error for SlabError {}
 /// 2. **Depot** (the pool's [`SpinLock`]): a stack of non-empty magazines, runs returned by
 ///    exited threads, the current chunk's unused tail, and the chunk list. A thread that
 ///    needs slots takes a whole magazine, or else a run of up to `C` never-used slots cut
-///    from the chunk (mapping a new chunk if the current one is used up).
+///    from the chunk (mapping a new chunk if the current one is used up; that rare `mmap`
+///    happens under the lock).
+///
+/// The price of the thread caches: each thread may hold up to `3 C` free slots of a pool
+/// (two magazines and a run: at most about 192 KiB, or 384 KiB for objects over 32 KiB,
+/// where `C` = 2) that other threads cannot use until it exits.
 ///
 /// When a thread exits, its cache entries give their magazines and runs back to the
 /// depot (if the pool is still alive). The thread cache holds only a `Weak` reference to the
@@ -112,8 +117,8 @@ impl std::error::Error for SlabError {}
 /// [`live_bytes`](Self::live_bytes) counts slots allocated and not freed. To keep the hot
 /// path free of shared writes, each thread counts its own allocations minus frees in a
 /// padded cell only it writes; the pool sums the cells (and the totals of exited threads)
-/// under its lock. The sum is exact when no thread is allocating concurrently, and a recent
-/// value otherwise. A pool made with [`with_counter`](Self::with_counter) also adds each
+/// under its lock. The sum is exact when every allocation and free happened-before the call
+/// (e.g. the threads were joined), and a recent value otherwise. A pool made with [`with_counter`](Self::with_counter) also adds each
 /// chunk to the caller's [`MemCounter`], and subtracts them all when dropped.
 pub struct SlabPool {
     shared: Arc<Shared>,
@@ -484,7 +489,7 @@ impl Shared {
     /// its 2 MiB-aligned chunk is a whole number of slots).
     fn is_slot_shaped(&self, p: NonNull<u8>) -> bool {
         let offset = p.as_ptr() as usize % CHUNK_SIZE;
-        offset % self.slot == 0 && offset / self.slot < self.chunk_slots
+        offset.is_multiple_of(self.slot) && offset / self.slot < self.chunk_slots
     }
 }
 

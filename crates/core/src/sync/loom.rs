@@ -97,13 +97,30 @@ fn rwlock_writer_and_reader() {
                 unsafe { data.increment() };
             })
         };
-        let reader = {
+        {
+            let _g = lock.read();
+            // SAFETY: a read lock is held.
+            let v = unsafe { data.get() };
+            assert!(v <= 1);
+        }
+        writer.join().unwrap();
+        let _g = lock.read();
+        // SAFETY: a read lock is held.
+        assert_eq!(unsafe { data.get() }, 1);
+    });
+}
+
+#[test]
+fn rwlock_two_writers() {
+    ::loom::model(|| {
+        let lock = Arc::new(RwSpinLock::new(()));
+        let data = Arc::new(Shared::new());
+        let writer = {
             let (lock, data) = (lock.clone(), data.clone());
             thread::spawn(move || {
-                let _g = lock.read();
-                // SAFETY: a read lock is held.
-                let v = unsafe { data.get() };
-                assert!(v <= 1);
+                let _g = lock.write();
+                // SAFETY: the write lock is held.
+                unsafe { data.increment() };
             })
         };
         {
@@ -112,7 +129,6 @@ fn rwlock_writer_and_reader() {
             unsafe { data.increment() };
         }
         writer.join().unwrap();
-        reader.join().unwrap();
         let _g = lock.read();
         // SAFETY: a read lock is held.
         assert_eq!(unsafe { data.get() }, 2);

@@ -1,31 +1,6 @@
 //! [`RwSpinLock`]: a writer-preferring reader-writer spin lock.
 //!
-//! # State word (`AtomicU64`)
-//!
-//! ```text
-//!  63                        32 31                         1   0
-//! +----------------------------+----------------------------+---+
-//! |   readers holding (32 bits) |  writers waiting (31 bits)  | W |
-//! +----------------------------+----------------------------+---+
-//!   W (bit 0): a writer holds the lock
-//! ```
-//!
-//! # Protocol
-//!
-//! - A reader enters by a compare-and-swap adding one reader (`Acquire`), allowed only while
-//!   `W` is clear **and no writer is waiting**: a waiting writer stops new readers, so a
-//!   stream of readers cannot starve writers (writer preference). It leaves with a
-//!   `fetch_sub` (`Release`).
-//! - A writer first tries a direct compare-and-swap from "nobody" to `W`. Otherwise it
-//!   registers as waiting (`fetch_add` of one waiter), waits for the holders to leave, and
-//!   takes the lock with one compare-and-swap that sets `W` and removes its waiter count in
-//!   the same step (`Acquire`). It leaves with a `fetch_sub` of `W` (`Release`), which keeps
-//!   the counts other threads changed meanwhile.
-//! - `Acquire` on entry and `Release` on exit make every write critical section
-//!   happen-before the critical sections that enter after it.
-//!
-//! Readers, not writers, can starve under a continuous stream of writers; this lock is meant
-//! for read-mostly data with short critical sections.
+//! The protocol and word layout are documented on the type.
 
 use super::Backoff;
 use super::primitive::{AtomicU64, Ordering};
@@ -54,6 +29,33 @@ const READERS_MASK: u64 = !0xffff_ffff;
 /// *lock.write() += 1;
 /// assert_eq!(*lock.read(), 2);
 /// ```
+///
+/// # State word (`AtomicU64`)
+///
+/// ```text
+///  63                        32 31                         1   0
+/// +----------------------------+----------------------------+---+
+/// |   readers holding (32 bits) |  writers waiting (31 bits)  | W |
+/// +----------------------------+----------------------------+---+
+///   W (bit 0): a writer holds the lock
+/// ```
+///
+/// # Protocol
+///
+/// - A reader enters by a compare-and-swap adding one reader (`Acquire`), allowed only while
+///   `W` is clear **and no writer is waiting**: a waiting writer stops new readers, so a
+///   stream of readers cannot starve writers (writer preference). It leaves with a
+///   `fetch_sub` (`Release`).
+/// - A writer first tries a direct compare-and-swap from "nobody" to `W`. Otherwise it
+///   registers as waiting (`fetch_add` of one waiter), waits for the holders to leave, and
+///   takes the lock with one compare-and-swap that sets `W` and removes its waiter count in
+///   the same step (`Acquire`). It leaves with a `fetch_sub` of `W` (`Release`), which keeps
+///   the counts other threads changed meanwhile.
+/// - `Acquire` on entry and `Release` on exit make every write critical section
+///   happen-before the critical sections that enter after it.
+///
+/// Readers, not writers, can starve under a continuous stream of writers; this lock is meant
+/// for read-mostly data with short critical sections.
 pub struct RwSpinLock<T: ?Sized> {
     state: AtomicU64,
     value: UnsafeCell<T>,

@@ -1,17 +1,7 @@
 //! [`SpinLock`]: a test-and-test-and-set mutex with backoff; [`BitLock`]: the same lock on one
 //! bit of a caller's `AtomicU64` (a lock bit inside a bucket or node header word).
 //!
-//! # Protocol
-//!
-//! Acquire: a `Relaxed` load until the lock looks free (waiting readers share the cache line
-//! instead of bouncing it with writes), then one atomic read-modify-write that sets the bit
-//! with `Acquire` ordering; on failure [`Backoff::spin`] / [`Backoff::snooze`]. Release: a
-//! `Release` store (or `fetch_and` for a bit inside a shared word). The `Acquire`/`Release`
-//! pair makes each critical section happen-before the next one.
-//!
-//! Spin locks suit very short critical sections on a machine that is not oversubscribed;
-//! after a few rounds the backoff yields the time slice, so a preempted holder gets the CPU
-//! back quickly on an oversubscribed one.
+//! The protocol and word layout are documented on the type.
 
 use super::Backoff;
 use super::primitive::{AtomicBool, AtomicU64, Ordering};
@@ -29,6 +19,18 @@ use std::ops::{Deref, DerefMut};
 /// assert_eq!(*lock.lock(), [1, 2]);
 /// assert!(lock.try_lock().is_some());
 /// ```
+///
+/// # Protocol
+///
+/// Acquire: a `Relaxed` load until the lock looks free (waiting readers share the cache line
+/// instead of bouncing it with writes), then one atomic read-modify-write that sets the bit
+/// with `Acquire` ordering; on failure [`Backoff::spin`] / [`Backoff::snooze`]. Release: a
+/// `Release` store (or `fetch_and` for a bit inside a shared word). The `Acquire`/`Release`
+/// pair makes each critical section happen-before the next one.
+///
+/// Spin locks suit very short critical sections on a machine that is not oversubscribed;
+/// after a few rounds the backoff yields the time slice, so a preempted holder gets the CPU
+/// back quickly on an oversubscribed one.
 pub struct SpinLock<T: ?Sized> {
     locked: AtomicBool,
     value: UnsafeCell<T>,

@@ -274,17 +274,38 @@ fn epoch_stress_linked_stack_canary_and_exactly_once() {
                             Err(now) => h = now,
                         }
                     }
-                    // Traverse a prefix, checking canaries (nested pin on purpose).
+                    // Traverse a prefix, checking canaries (nested pin on purpose), hold the
+                    // nodes a while, then check them again: a node reclaimed meanwhile shows
+                    // `DEAD`, or another id if its memory was reused.
                     {
                         let _inner = pin();
+                        let mut seen = [(ptr::null::<Node>(), 0usize); 16];
                         let mut cur = head.load(Ordering::Acquire);
                         let mut steps = 0;
-                        while !cur.is_null() && steps < 16 {
+                        while !cur.is_null() && steps < seen.len() {
                             // SAFETY: `cur` was reachable while we are pinned: not freed.
                             let n = unsafe { &*cur };
                             assert_eq!(n.canary.load(Ordering::Relaxed), ALIVE, "use after free");
+                            seen[steps] = (cur, n.id);
                             cur = n.next.load(Ordering::Acquire);
                             steps += 1;
+                        }
+                        if i % 8 == 0 {
+                            thread::yield_now();
+                        } else {
+                            for _ in 0..i % 64 {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        for &(p, id) in &seen[..steps] {
+                            // SAFETY: still pinned since `p` was reachable.
+                            let n = unsafe { &*p };
+                            assert_eq!(
+                                n.canary.load(Ordering::Relaxed),
+                                ALIVE,
+                                "freed while pinned"
+                            );
+                            assert_eq!(n.id, id, "memory reused while pinned");
                         }
                     }
                     // Pop one and retire it.
@@ -301,6 +322,10 @@ fn epoch_stress_linked_stack_canary_and_exactly_once() {
                             Ok(_) => {
                                 // SAFETY: we unlinked `h`; it is a `Box` and retired once.
                                 unsafe { guard.defer_destroy(h) };
+                                // Often seal at once, so reclamation follows closely.
+                                if i % 4 == 0 {
+                                    guard.flush();
+                                }
                                 break;
                             }
                             Err(now) => h = now,
@@ -458,7 +483,7 @@ fn bitlock_mutual_exclusion_keeps_other_bits() {
     // SAFETY: all threads joined.
     let total = unsafe { *data.0.get() };
     assert_eq!(total, (LOCK_THREADS * lock_iters()) as u64);
-    let expect_bits = if lock_iters() % 2 == 0 {
+    let expect_bits = if lock_iters().is_multiple_of(2) {
         0
     } else {
         0b1111 << 20
@@ -534,4 +559,38 @@ fn rwlock_writer_is_not_starved() {
         r.join().unwrap();
     }
     assert_eq!(*lock.read(), writes_needed);
+}
+
+/// `synchronize` waits for a reader pinned on another thread before the call.
+#[test]
+fn epoch_synchronize_waits_for_old_readers() {
+    let reader_pinned = Arc::new(Barrier::new(2));
+    let released = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (reader_pinned, released) = (reader_pinned.clone(), released.clone());
+        thread::spawn(move || {
+            let guard = pin();
+            reader_pinned.wait();
+            // Give the writer time to start waiting (not needed for correctness).
+            for _ in 0..if cfg!(miri) { 5 } else { 1_000 } {
+                thread::yield_now();
+            }
+            released.store(true, Ordering::Relaxed);
+            drop(guard);
+        })
+    };
+    reader_pinned.wait();
+    epoch::synchronize();
+    assert!(
+        released.load(Ordering::Relaxed),
+        "synchronize returned while a reader pinned before it was still pinned"
+    );
+    reader.join().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "pinned thread")]
+fn epoch_synchronize_refuses_a_pinned_caller() {
+    let _guard = pin();
+    epoch::synchronize();
 }

@@ -1,42 +1,7 @@
 //! [`VersionLock`]: a version word that is both a writer lock and a seqlock for optimistic
 //! readers (the "version" of Masstree's nodes, Wormhole's leaves, Cuckoo Trie's buckets).
 //!
-//! # Bit layout of the word (`AtomicU64`)
-//!
-//! ```text
-//!  63                                                  2   1   0
-//! +-----------------------------------------------------+---+---+
-//! |        version counter (62 bits, wraps)              | O | L |
-//! +-----------------------------------------------------+---+---+
-//!   L = LOCKED_BIT   (bit 0): a writer holds the lock
-//!   O = OBSOLETE_BIT (bit 1): the protected object was retired (unlinked); readers restart
-//!   counter           (bits 2..64): bumped by one at every write unlock
-//! ```
-//!
-//! # Protocol (the seqlock pattern, Boehm 2012 "Can seqlocks get along with programming
-//! language memory models?")
-//!
-//! Reader:
-//! 1. `v = read_begin()` — an `Acquire` load, repeated while `L` is set;
-//! 2. read the protected fields, **only** through atomics (usually `Relaxed`), or copy them
-//!    into `MaybeUninit` without interpreting them;
-//! 3. `validate(v)` — an `Acquire` fence, then a `Relaxed` reload of the word; the reads of
-//!    step 2 are usable only if the word is unchanged, otherwise restart.
-//!
-//! Writer: `lock()` / `try_upgrade(v)` — a compare-and-swap that sets `L` (`Acquire`),
-//! followed by a `Release` fence; write the fields; dropping the [`VersionWriteGuard`] stores
-//! `counter + 1` with `L` cleared (`Release`).
-//!
-//! Why a reader can trust a successful `validate`: suppose one of its step-2 loads read a
-//! value stored by a writer after that writer's lock CAS. The writer's `Release` fence
-//! precedes that store and the reader's `Acquire` fence follows that load, so the fences
-//! synchronize: the lock CAS happens-before the reader's reload, which therefore sees the
-//! word locked or bumped, never `v` (`v` was unlocked and the counter only grows). And if
-//! `read_begin` saw the version stored by an unlock, its `Acquire` load synchronizes with that
-//! `Release` store, so step 2 sees all writes of that critical section. On x86-64 both fences
-//! compile to nothing: `validate` costs one plain load.
-//!
-//! The 62-bit counter wraps only after 2^62 writes to one word, beyond any run.
+//! The protocol and word layout are documented on the type.
 
 use super::Backoff;
 use super::primitive::{AtomicU64, Ordering, fence};
@@ -51,7 +16,7 @@ pub const OBSOLETE_BIT: u64 = 2;
 pub const VERSION_STEP: u64 = 4;
 
 /// A lock word with a version counter: exclusive writers, optimistic (validated) readers.
-/// See the [module docs](self) for the bit layout and the memory-ordering argument.
+/// The bit layout and the memory-ordering argument are below.
 ///
 /// ```
 /// use orrery_core::sync::VersionLock;
@@ -78,6 +43,45 @@ pub const VERSION_STEP: u64 = 4;
 /// } // unlock: the version is bumped
 /// assert!(!lock.validate(v));
 /// ```
+///
+/// # Bit layout of the word (`AtomicU64`)
+///
+/// ```text
+///  63                                                  2   1   0
+/// +-----------------------------------------------------+---+---+
+/// |        version counter (62 bits, wraps)              | O | L |
+/// +-----------------------------------------------------+---+---+
+///   L = LOCKED_BIT   (bit 0): a writer holds the lock
+///   O = OBSOLETE_BIT (bit 1): the protected object was retired (unlinked); readers restart
+///   counter           (bits 2..64): bumped by one at every write unlock
+/// ```
+///
+/// # Protocol
+///
+/// The seqlock pattern (Boehm 2012, "Can seqlocks get along with programming language
+/// memory models?"), as in Masstree's node versions (Mao et al. 2012, §4.4).
+///
+/// Reader:
+/// 1. `v = read_begin()` — an `Acquire` load, repeated while `L` is set;
+/// 2. read the protected fields, **only** through atomics (usually `Relaxed`), or copy them
+///    into `MaybeUninit` without interpreting them;
+/// 3. `validate(v)` — an `Acquire` fence, then a `Relaxed` reload of the word; the reads of
+///    step 2 are usable only if the word is unchanged, otherwise restart.
+///
+/// Writer: `lock()` / `try_upgrade(v)` — a compare-and-swap that sets `L` (`Acquire`),
+/// followed by a `Release` fence; write the fields; dropping the [`VersionWriteGuard`] stores
+/// `counter + 1` with `L` cleared (`Release`).
+///
+/// Why a reader can trust a successful `validate`: suppose one of its step-2 loads read a
+/// value stored by a writer after that writer's lock CAS. The writer's `Release` fence
+/// precedes that store and the reader's `Acquire` fence follows that load, so the fences
+/// synchronize: the lock CAS happens-before the reader's reload, which therefore sees the
+/// word locked or bumped, never `v` (`v` was unlocked and the counter only grows). And if
+/// `read_begin` saw the version stored by an unlock, its `Acquire` load synchronizes with that
+/// `Release` store, so step 2 sees all writes of that critical section. On x86-64 both fences
+/// compile to nothing: `validate` costs one plain load.
+///
+/// The 62-bit counter wraps only after 2^62 writes to one word, beyond any run.
 #[repr(transparent)]
 pub struct VersionLock {
     word: AtomicU64,
@@ -88,7 +92,7 @@ pub struct VersionLock {
 pub struct Version(u64);
 
 impl Version {
-    /// The raw word (bit layout in the [module docs](self)).
+    /// The raw word (bit layout in the [`VersionLock`] docs).
     #[inline]
     pub fn raw(self) -> u64 {
         self.0
@@ -243,7 +247,7 @@ impl VersionLock {
             Ordering::Relaxed,
         ) {
             Ok(_) => {
-                // Orders the CAS before the critical section's stores (see module docs).
+                // Orders the CAS before the critical section's stores (see the type docs).
                 fence(Ordering::Release);
                 Some(VersionWriteGuard {
                     lock: self,

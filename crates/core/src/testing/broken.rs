@@ -89,7 +89,7 @@ impl<I> Broken<I> {
 
     /// Counts a call and says whether it is an `n`th one.
     fn nth(&self, n: usize) -> bool {
-        (self.calls.fetch_add(1, Ordering::Relaxed) + 1) % n.max(1) == 0
+        (self.calls.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(n.max(1))
     }
 
     fn key<'k>(&self, key: &'k [u8]) -> &'k [u8] {
@@ -151,7 +151,11 @@ impl<I: KvIndex> KvIndex for Broken<I> {
             Fault::RacyInsert => {
                 check_entry(key, value)?;
                 let new = !self.inner.contains_key(key);
-                std::thread::yield_now();
+                // Widen the window between the check and the act (without yielding the CPU,
+                // which is slow on a busy machine).
+                for _ in 0..256 {
+                    std::hint::spin_loop();
+                }
                 self.inner.insert(key, value)?;
                 return Ok(new);
             }
@@ -260,7 +264,7 @@ impl<I: OrderedKvIndex> OrderedKvIndex for Broken<I> {
                 let mut seen = 0usize;
                 self.inner.scan(start, &mut |k, v| {
                     seen += 1;
-                    if seen % n.max(1) == 0 {
+                    if seen.is_multiple_of(n.max(1)) {
                         ControlFlow::Continue(())
                     } else {
                         visitor(k, v)

@@ -449,3 +449,51 @@ fn alloc_slab_concurrent_no_overlap() {
         concurrent_run(MAX_OBJECT_SIZE / 2, 4096, 4, 2, 500);
     }
 }
+
+#[test]
+fn alloc_slab_frees_deferred_through_epochs() {
+    // The intended use: objects retired through `sync::Guard::defer_unchecked`, whose
+    // deferred frees run later on whichever thread collects them (possibly in a thread-exit
+    // destructor, where this thread's cache may be gone).
+    let pool = Arc::new(SlabPool::new(56, 8).unwrap());
+    let (threads, per_thread) = if cfg!(miri) { (2, 20) } else { (4, 5000) };
+    // `JoinHandle::join` waits for the threads to terminate completely, thread-local
+    // destructors included (the implicit joins of `thread::scope` do not): their epoch
+    // records have handed their last deferred frees to the global queue by then.
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                for i in 0..per_thread {
+                    let p = Obj(pool.alloc());
+                    let tag = ((t as u64) << 32) | i as u64;
+                    fill(p.0, 56, tag);
+                    let guard = crate::sync::pin();
+                    let pool = Arc::clone(&pool);
+                    let free = move || {
+                        let p = p;
+                        assert!(holds(p.0, 56, tag));
+                        // SAFETY: allocated from `pool`, freed once, unreachable since.
+                        unsafe { pool.free(p.0) };
+                    };
+                    // SAFETY: the closure owns what it captures (an `Arc` and an address
+                    // that moves with it) and may run on any thread.
+                    unsafe { guard.defer_unchecked(free) };
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    // Everything deferred runs once the epoch has advanced past it (other tests of this
+    // process may hold the epoch back for a while: retry generously).
+    for _ in 0..1_000_000 {
+        if pool.live_objects() == 0 {
+            break;
+        }
+        crate::sync::pin().flush();
+        std::thread::yield_now();
+    }
+    assert_eq!(pool.live_objects(), 0);
+}

@@ -63,6 +63,38 @@ pub fn handle() -> Handle {
         .unwrap_or_else(|_| Handle::register())
 }
 
+/// Waits for a grace period: returns once every guard that existed (on any thread) when it
+/// was called has been dropped. For RCU-style updates that must not free but reuse the old
+/// version (Wormhole's pair of MetaTrieHT tables: publish the new table, `synchronize`,
+/// then update the old one in place).
+///
+/// It defers a marker function and runs collection steps (yielding in between) until the
+/// marker has run, so the same memory-ordering argument as for [`Guard::defer`] applies:
+/// everything the old readers did happens-before `synchronize` returns.
+///
+/// # Panics
+/// If the calling thread is pinned through [`pin`] or [`handle`] (it would wait for itself
+/// forever). Do not call it while holding a guard of a separately registered [`Handle`]
+/// either: that deadlocks the same way.
+pub fn synchronize() {
+    assert!(
+        !is_pinned(),
+        "sync::epoch::synchronize called by a pinned thread (it would wait for itself)"
+    );
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let guard = pin();
+        let marker = done.clone();
+        guard.defer(move || marker.store(true, std::sync::atomic::Ordering::Release));
+        guard.flush();
+    }
+    let backoff = crate::sync::Backoff::new();
+    while !done.load(std::sync::atomic::Ordering::Acquire) {
+        backoff.snooze();
+        pin().flush();
+    }
+}
+
 /// The global epoch (for diagnostics and tests).
 pub fn global_epoch() -> u64 {
     GLOBAL.epoch_relaxed()
@@ -207,8 +239,12 @@ impl Handle {
     /// Pins this handle's record (see [`pin`]).
     #[inline]
     pub fn pin(&self) -> Guard {
-        self.participant().pin();
-        Guard { local: self.local }
+        let collect = self.participant().pin();
+        let guard = Guard { local: self.local };
+        if collect {
+            self.participant().collect_step();
+        }
+        guard
     }
 
     /// Whether a guard of this handle's record is alive.

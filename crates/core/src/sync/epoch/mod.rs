@@ -69,6 +69,35 @@
 //! step rests on the x86 memory model rather than the language model, as in crossbeam-epoch.
 //! Everywhere else, and under Miri, the portable fence is used.
 //!
+//! # Usage
+//!
+//! - Simple tier: [`pin`] anywhere (one thread-local lookup).
+//! - Fast tier: keep a [`Handle`] ([`handle`] for the thread's own record, or
+//!   [`Handle::register`]) where a hot loop can reach it and call [`Handle::pin`].
+//! - Writers retire with [`Guard::defer_destroy`] (a `Box`), [`Guard::defer_unchecked`]
+//!   (e.g. `SlabPool::free`), or wait for a grace period with [`synchronize`] (RCU-style
+//!   reuse of the old version, as Wormhole does with its two MetaTrieHT tables).
+//! - [`Guard::flush`] hands a partly filled bag over at once (for tests and quiescent points).
+//!
+//! # Performance
+//!
+//! Single-threaded cost of each call (criterion, median of 5 runs of the median estimate;
+//! 2-core virtualized AMD EPYC shared with other builds, load average about 13, so absolute
+//! figures are inflated and noisy, the comparison within a run is what matters):
+//!
+//! | operation | orrery | crossbeam-epoch 0.9 |
+//! |---|---|---|
+//! | `pin()` + drop (thread-local lookup) | 10.4 ns | 17.0 ns |
+//! | `Handle::pin` + drop | 9.4 ns | 9.6 ns |
+//! | nested `pin()` + drop (already pinned) | 3.7 ns | 8.1 ns |
+//! | pin + `defer(no-op)` + drop (sealing and collection amortized) | 43.9 ns | 55.2 ns |
+//! | pin + `Box::new` + `defer_destroy` + drop (free included) | 142.9 ns | 147.6 ns |
+//!
+//! `cargo bench -p orrery-core --bench sync -- epoch/`. The outermost pin is one `xchg`
+//! (a locked instruction, the full fence) plus a few owner-only stores; unpinning is a plain
+//! release store. A deferred function costs a 32-byte slot in the thread's bag, no allocation
+//! when it fits in three words.
+//!
 //! # Limits
 //!
 //! A thread that stays pinned blocks reclamation for everyone (keep critical sections
@@ -80,4 +109,6 @@ mod global;
 mod guard;
 mod participant;
 
-pub use guard::{Guard, Handle, global_epoch, handle, is_pinned, pin, registry_len, unprotected};
+pub use guard::{
+    Guard, Handle, global_epoch, handle, is_pinned, pin, registry_len, synchronize, unprotected,
+};

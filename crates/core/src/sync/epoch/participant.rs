@@ -97,21 +97,28 @@ impl Participant {
         self.guard_count.get() > 0
     }
 
-    /// Enters a (possibly nested) critical section (owner only).
+    /// Enters a (possibly nested) critical section (owner only). Returns whether a
+    /// collection step is due: the caller runs [`collect_step`](Participant::collect_step)
+    /// once its guard exists, so that a panicking deferred function still unpins.
     #[inline]
-    pub(super) fn pin(&self) {
+    #[must_use]
+    pub(super) fn pin(&self) -> bool {
         let guards = self.guard_count.get();
         self.guard_count.set(guards + 1);
-        if guards == 0 {
-            self.pin_outermost();
-        }
+        guards == 0 && self.pin_outermost()
+    }
+
+    /// Runs a collection step: tries to advance the global epoch, then runs expired bags.
+    #[cold]
+    pub(super) fn collect_step(&self) {
+        GLOBAL.collect_step();
     }
 
     /// Publishes "pinned in the current epoch", then a full fence (`F_T` of the argument in
     /// the module docs): this thread's later loads of shared pointers are ordered after the
     /// pinned state is visible to advancers.
     #[inline]
-    fn pin_outermost(&self) {
+    fn pin_outermost(&self) -> bool {
         let pinned = GLOBAL.epoch_relaxed() << 1 | PINNED;
         #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri)))]
         {
@@ -130,9 +137,7 @@ impl Participant {
         }
         let pins = self.pin_count.get().wrapping_add(1);
         self.pin_count.set(pins);
-        if pins % PINS_BETWEEN_COLLECT == 0 {
-            GLOBAL.collect_step();
-        }
+        pins.is_multiple_of(PINS_BETWEEN_COLLECT)
     }
 
     /// Leaves a critical section; at the outermost one publishes "not pinned" (`Release`:
