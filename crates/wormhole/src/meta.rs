@@ -521,6 +521,43 @@ impl MetaTable {
         }
     }
 
+    /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
+    /// wait for the shadow table's readers to drain (see `smo`).
+    pub(crate) fn duplicate(&self) -> MetaTable {
+        let mut slots = self.slots.clone();
+        let mut root = None;
+        for slot in slots.iter_mut() {
+            for e in slot.0.iter_mut() {
+                if *e & ITEM_ADDR_MASK == 0 {
+                    continue;
+                }
+                let old = ItemPtr::from_entry(*e);
+                let it = old.get();
+                let new = ItemPtr::alloc(old.key(), it.hash);
+                {
+                    let n = new.get_mut();
+                    n.leftmost = it.leftmost;
+                    n.rightmost = it.rightmost;
+                    n.bitmap = it.bitmap;
+                    n.anchor = it.anchor;
+                }
+                if old == self.root {
+                    root = Some(new);
+                }
+                *e = (*e & !ITEM_ADDR_MASK) | new.addr();
+            }
+        }
+        MetaTable {
+            slots,
+            mask: self.mask,
+            items: self.items,
+            root: root.expect("the root is an item"),
+            version: self.version,
+            max_len: self.max_len,
+            lens: self.lens.clone(),
+        }
+    }
+
     /// Checks the table against the LeafList (tests and debug builds): every anchor's
     /// prefixes are items with the right children, leftmost/rightmost, and no other items.
     pub(crate) fn check(&self, leaves: &[(Vec<u8>, LeafPtr)]) {

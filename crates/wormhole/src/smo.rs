@@ -17,7 +17,11 @@
 //!      (it was published before the previous swap) has unpinned — an epoch-deferred flag —
 //!      and replay on it the one change made since (the paper applies that change right
 //!      after its grace period; we apply it lazily at the start of the next writer, so no
-//!      writer ever waits a grace period while it holds leaf locks or a pinned guard);
+//!      writer ever waits a grace period while it holds leaf locks or a pinned guard). If
+//!      the calling thread is itself pinned on the shared epoch scheme (a caller holding a
+//!      guard around index calls), waiting could deadlock on its own pin: then the shadow is
+//!      replaced by a deep copy of the published table and the old shadow is retired through
+//!      the epoch scheme;
 //!   2. pin, search the (now stable) published table `T1`, and lock the leaves involved
 //!      exclusively, left to right;
 //!   3. rewrite the leaves, set the expected version of every leaf whose key range changes
@@ -137,19 +141,39 @@ impl Wormhole {
     fn lock_writer(&self) -> std::sync::MutexGuard<'_, Writer> {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(change) = w.pending.take() {
-            let mut backoff = 0u32;
-            while !w.drained.load(Ordering::Acquire) {
-                // Unpinned: help the epoch advance and run deferred functions.
-                sync::pin().flush();
-                backoff += 1;
-                if backoff > 4 {
-                    std::thread::yield_now();
+            if !w.drained.load(Ordering::Acquire) && sync::epoch::is_pinned() {
+                // The caller holds a guard of the shared epoch scheme (e.g. a wrapper that
+                // pins around index calls): waiting for the shadow's readers could wait on
+                // our own pin forever. Replace the shadow by a fresh copy of the published
+                // table (which already has `change`) and retire the old one through the
+                // epoch scheme instead.
+                // SAFETY: the published table is stable while we hold the mutex, and alive
+                // (tables are freed only through this path or when the index drops).
+                let fresh = unsafe { &*self.current.load(Ordering::Acquire) }.duplicate();
+                let old = std::mem::replace(&mut w.shadow, Box::into_raw(Box::new(fresh)));
+                let g = sync::pin();
+                // SAFETY: `old` came from `Box::into_raw` and is unreachable: it is neither
+                // published nor the shadow any more; readers that still see it were pinned
+                // before this call. Dropping a table on another thread is sound (`Send`).
+                unsafe { g.defer_destroy(old) };
+                g.flush();
+                w.drained = Arc::new(AtomicBool::new(true));
+                drop(change);
+            } else {
+                let mut backoff = 0u32;
+                while !w.drained.load(Ordering::Acquire) {
+                    // Unpinned: help the epoch advance and run deferred functions.
+                    sync::pin().flush();
+                    backoff += 1;
+                    if backoff > 4 {
+                        std::thread::yield_now();
+                    }
                 }
+                let sh = w.shadow_mut();
+                change.apply(sh);
             }
             let v = self.published_version();
-            let sh = w.shadow_mut();
-            change.apply(sh);
-            sh.version = v;
+            w.shadow_mut().version = v;
         }
         w
     }
