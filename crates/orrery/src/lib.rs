@@ -34,3 +34,8 @@ pub use orrery_core::testing;
 /// [`testing`].
 #[cfg(feature = "testing")]
 pub use orrery_core::conformance_tests;
+
+/// The README's examples, compiled and run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
