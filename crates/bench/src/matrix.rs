@@ -22,7 +22,7 @@ use crate::metrics::{alloc_count, latency, rss};
 use crate::output::Record;
 use crate::output::record::{git_rev, loadavg};
 use crate::progress::Progress;
-use crate::registry::{self, AnyIndex, Resolved};
+use crate::registry::{self, AnyIndex, Caps, Resolved};
 use crate::workloads::Workload;
 
 /// Everything one matrix needs.
@@ -274,7 +274,7 @@ impl Plan {
                             let tag = format!("{tag} #{}", rep + 1);
                             let ps = self.phase_spec(w, t, next_fresh, rep);
                             next_fresh += w.inserts(m.ops, t as u64);
-                            let phase = self.phase(&index, &keys, &ps, progress, &tag)?;
+                            let phase = self.phase(r.caps, &index, &keys, &ps, progress, &tag)?;
                             samples[i].push(Sample {
                                 phase,
                                 load: load.clone(),
@@ -302,7 +302,7 @@ impl Plan {
                                 &format!("{tag} load"),
                             )?;
                             let ps = self.phase_spec(w, t, fresh_start, rep);
-                            let phase = self.phase(&index, &keys, &ps, progress, &tag)?;
+                            let phase = self.phase(r.caps, &index, &keys, &ps, progress, &tag)?;
                             drop(index);
                             Sample { phase, load }
                         };
@@ -411,6 +411,7 @@ impl Plan {
     /// Runs one workload on a loaded index and checks its lookups.
     fn phase(
         &self,
+        caps: Caps,
         index: &AnyIndex,
         keys: &KeySet,
         ps: &PhaseSpec,
@@ -424,7 +425,15 @@ impl Plan {
         let phase = exec::run(index, keys, ps, &self.knobs(), &bar)?;
         bar.finish_and_clear();
         let expect_all = !matches!(w, Workload::LookupNeg);
-        if expect_all && phase.found != phase.probes {
+        if expect_all && phase.found != phase.probes && !caps.atomic_upsert && threads > 1 {
+            // A documented property of the peer, not a harness fault: say it, keep the figure.
+            eprintln!(
+                "warning: workload {w}: {} of {} lookups of present keys missed while other \
+                 threads replaced values (this peer's upsert is remove-then-insert)",
+                phase.probes - phase.found,
+                phase.probes
+            );
+        } else if expect_all && phase.found != phase.probes {
             return Err(format!(
                 "workload {w}: {} of {} lookups/removals of present keys found nothing: \
                  the index lost keys",

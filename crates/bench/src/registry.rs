@@ -11,8 +11,7 @@
 //!
 //! after which the name works in `run --index`, in suites, in `indexes`, in reports, and
 //! wrapped by the SLB as `slb:wormhole`. Peers enter the same way through thin adapters
-//! (`peers/`). `slb:<name>` resolves `<name>` first, then wraps it with the SLB; until the
-//! `orrery-slb` crate exists that step reports a clear "not built yet" error.
+//! (`peers/`). `slb:<name>` resolves `<name>` first, then wraps it with the SLB.
 
 use std::ops::Bound;
 
@@ -35,6 +34,10 @@ pub(crate) struct Caps {
     pub(crate) value_len: Option<usize>,
     /// `memory_usage()` reports real figures.
     pub(crate) reports_memory: bool,
+    /// Replacing a present key's value is atomic: concurrent lookups never miss the key.
+    /// False for peers whose upsert is remove-then-insert (crossbeam-skiplist); their
+    /// multi-threaded misses are reported as warnings instead of failing the run.
+    pub(crate) atomic_upsert: bool,
 }
 
 impl Caps {
@@ -45,6 +48,7 @@ impl Caps {
         key_len: None,
         value_len: None,
         reports_memory: true,
+        atomic_upsert: true,
     };
 
     /// A thread-safe peer with no memory accounting of its own.
@@ -217,6 +221,63 @@ pub(crate) fn entries() -> Vec<Entry> {
     vec![
         // Orrery's structures register here, one line each.
         Entry::ordered(
+            "wormhole",
+            "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
+            Caps::CONCURRENT,
+            || Box::new(orrery::wormhole::Wormhole::new()),
+        ),
+        // Fig 11 ablation: BaseWormhole, then one optimization added at a time.
+        Entry::ordered(
+            "wormhole-base",
+            "BaseWormhole (no TagMatching, IncHashing, SortByTag, DirectPos)",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(false, false, false, false)),
+        ),
+        Entry::ordered(
+            "wormhole+tm",
+            "Wormhole +TagMatching",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(true, false, false, false)),
+        ),
+        Entry::ordered(
+            "wormhole+ih",
+            "Wormhole +TagMatching +IncHashing",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(true, true, false, false)),
+        ),
+        Entry::ordered(
+            "wormhole+sbt",
+            "Wormhole +TagMatching +IncHashing +SortByTag",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(true, true, true, false)),
+        ),
+        Entry::point(
+            "mercury",
+            "Mercury chained hash (cooperative expansion)",
+            Caps::CONCURRENT,
+            || Box::new(orrery::mercury::Mercury::new()),
+        ),
+        Entry::point(
+            "mercury-dedicated",
+            "Mercury with the paper's dedicated expand-thread",
+            Caps::CONCURRENT,
+            || {
+                Box::new(
+                    orrery::mercury::Mercury::with_config(orrery::mercury::Config {
+                        expansion: orrery::mercury::Expansion::Dedicated,
+                        ..Default::default()
+                    })
+                    .expect("the default Mercury configuration is valid"),
+                )
+            },
+        ),
+        Entry::point(
+            "mercury-striped",
+            "Mercury nodes behind memcached-like striped mutexes (bench-only variant)",
+            Caps::CONCURRENT,
+            || Box::new(orrery::mercury::variants::StripedMercury::new()),
+        ),
+        Entry::ordered(
             "btreemap",
             "std BTreeMap behind a RwLock (orrery::reference::LockedBTreeMap)",
             Caps::CONCURRENT,
@@ -234,8 +295,11 @@ pub(crate) fn entries() -> Vec<Entry> {
         ),
         Entry::ordered(
             "skiplist",
-            "crossbeam-skiplist SkipMap (lock-free)",
-            Caps::PEER,
+            "crossbeam-skiplist SkipMap (lock-free; upsert is remove-then-insert)",
+            Caps {
+                atomic_upsert: false,
+                ..Caps::PEER
+            },
             || Box::<skiplist::SkipList>::default(),
         ),
         Entry::ordered(
@@ -275,6 +339,17 @@ pub(crate) fn entries() -> Vec<Entry> {
     ]
 }
 
+/// A Wormhole with the four ablation switches of Fig 11 set as given.
+fn wormhole_with(tm: bool, ih: bool, sbt: bool, dp: bool) -> orrery::wormhole::Wormhole {
+    orrery::wormhole::Wormhole::builder()
+        .tag_matching(tm)
+        .inc_hashing(ih)
+        .sort_by_tag(sbt)
+        .direct_pos(dp)
+        .build()
+        .expect("the ablation configurations use the default leaf size, which is valid")
+}
+
 /// A resolved index name: capabilities and a constructor (possibly wrapped by the SLB).
 #[derive(Clone)]
 pub(crate) struct Resolved {
@@ -301,12 +376,6 @@ impl Resolved {
 pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
     if let Some(inner) = name.strip_prefix("slb:") {
         let r = resolve(inner).map_err(|e| format!("in {name:?}: {e}"))?;
-        if !slb::AVAILABLE {
-            return Err(format!(
-                "{name:?}: the SLB (crate orrery-slb) is not built yet, so it cannot wrap \
-                 {inner:?}; run {inner:?} on its own for now"
-            ));
-        }
         return Ok(Resolved {
             name: name.to_string(),
             slb_layers: r.slb_layers + 1,
@@ -328,19 +397,19 @@ pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
     }
 }
 
-/// The SLB hook: wraps an index in the Search Lookaside Buffer.
+/// The SLB hook: wraps an index in the Search Lookaside Buffer (default configuration:
+/// 16 MiB Cache Table, 64 MiB Log Table, as in the paper's Table 2).
 mod slb {
     use super::AnyIndex;
+    use orrery::slb::Slb;
 
-    /// Whether the SLB crate is available. When `orrery-slb` lands, set this to `true` and
-    /// make [`wrap`] return `AnyIndex::Ordered(Box::new(orrery::slb::Slb::new(i)))` (and the
-    /// `Point` analogue), through a forwarding newtype if `Slb` needs a sized `I: KvIndex`.
-    pub(super) const AVAILABLE: bool = false;
-
-    /// Wraps `index` in the SLB. Never reached while [`AVAILABLE`] is false:
-    /// [`super::resolve`] refuses `slb:` names first.
+    /// Wraps `index` in the SLB; a boxed index is an index itself, so any entry works.
     pub(super) fn wrap(index: AnyIndex) -> AnyIndex {
-        index
+        const VALID: &str = "the default SLB configuration is valid";
+        match index {
+            AnyIndex::Ordered(i) => AnyIndex::Ordered(Box::new(Slb::new(i).expect(VALID))),
+            AnyIndex::Point(i) => AnyIndex::Point(Box::new(Slb::new(i).expect(VALID))),
+        }
     }
 }
 
@@ -371,8 +440,9 @@ mod tests {
                 .unwrap()
                 .contains("unknown index \"nope\"")
         );
-        let e = resolve("slb:btreemap").err().unwrap();
-        assert!(e.contains("not built yet"), "{e}");
+        let r = resolve("slb:btreemap").unwrap();
+        assert_eq!(r.name, "slb:btreemap");
+        assert_eq!(r.make().len(), 0);
         let e = resolve("slb:nope").err().unwrap();
         assert!(e.contains("unknown index"), "{e}");
     }

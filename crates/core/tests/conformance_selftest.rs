@@ -48,7 +48,7 @@ macro_rules! passes {
 fn lost_inserts_are_caught() {
     caught_by!(Fault::LoseEveryNthInsert(1000) =>
         check_basic, check_edge_keys, check_edge_keys_ordered, check_shared_prefix,
-        check_differential, check_differential_ordered);
+        check_bulk, check_bulk_ordered, check_differential, check_differential_ordered);
 }
 
 #[test]
@@ -68,8 +68,9 @@ fn unordered_scans_are_caught() {
 #[test]
 fn lossy_scans_are_caught() {
     caught_by!(Fault::DropEveryNthScanPair(50) =>
-        check_edge_keys_ordered, check_shared_prefix_ordered, check_scan_bounds, check_ranges,
-        check_differential_ordered);
+        check_edge_keys_ordered, check_shared_prefix_ordered, check_bulk_ordered,
+        check_scan_bounds, check_ranges, check_differential_ordered);
+    passes!(Fault::DropEveryNthScanPair(50) => check_bulk);
 }
 
 #[test]

@@ -151,7 +151,11 @@ impl<I: KvIndex> KvIndex for Broken<I> {
             Fault::RacyInsert => {
                 check_entry(key, value)?;
                 let new = !self.inner.contains_key(key);
-                std::thread::yield_now();
+                // Widen the window between the check and the act (without yielding the CPU,
+                // which is slow on a busy machine).
+                for _ in 0..256 {
+                    std::hint::spin_loop();
+                }
                 self.inner.insert(key, value)?;
                 return Ok(new);
             }

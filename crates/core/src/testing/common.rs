@@ -148,6 +148,20 @@ pub fn show_opt(value: Option<&[u8]>) -> String {
     }
 }
 
+/// How far a scan runs, shown legibly: "stopping after N" or "to the end".
+#[derive(Clone, Copy)]
+pub(crate) struct Stop(pub(crate) usize);
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == usize::MAX {
+            f.write_str("to the end")
+        } else {
+            write!(f, "stopping after {}", self.0)
+        }
+    }
+}
+
 /// A bound shown legibly.
 pub fn show_bound(bound: Bound<&[u8]>) -> String {
     match bound {
@@ -492,7 +506,7 @@ pub(crate) fn verify_ordered(
         for start in [Bound::Included(*p), Bound::Excluded(*p)] {
             let got = collect(limit, |v| index.scan(start, v));
             compare_scan(
-                &|| format!("scan({}) stopping after {limit}", show_bound(start)),
+                &|| format!("scan({}) {stop}", show_bound(start), stop = Stop(limit)),
                 &got,
                 model_range(model, start, Bound::Unbounded).take(limit),
             )?;
@@ -501,7 +515,7 @@ pub(crate) fn verify_ordered(
     for limit in [1, 2, 5] {
         let got = collect(limit, |v| index.scan(Bound::Unbounded, v));
         compare_scan(
-            &|| format!("scan(Unbounded) stopping after {limit}"),
+            &|| format!("scan(Unbounded) {stop}", stop = Stop(limit)),
             &got,
             model.iter().take(limit),
         )?;
@@ -532,9 +546,10 @@ pub(crate) fn verify_ordered(
         compare_scan(
             &|| {
                 format!(
-                    "scan_range({}, {}) stopping after {limit}",
+                    "scan_range({}, {}) {stop}",
                     show_bound(start),
-                    show_bound(end)
+                    show_bound(end),
+                    stop = Stop(limit)
                 )
             },
             &got,
@@ -544,9 +559,10 @@ pub(crate) fn verify_ordered(
         compare_scan(
             &|| {
                 format!(
-                    "range(({}, {})) stopping after {limit}",
+                    "range(({}, {})) {stop}",
                     show_bound(start),
-                    show_bound(end)
+                    show_bound(end),
+                    stop = Stop(limit)
                 )
             },
             &got,
@@ -560,7 +576,7 @@ pub(crate) fn verify_ordered(
         let limit = if i % 3 == 0 { 3 } else { 500 };
         let got = collect(limit, |v| index.scan_prefix(prefix, v));
         compare_scan(
-            &|| format!("scan_prefix({}) stopping after {limit}", show(prefix)),
+            &|| format!("scan_prefix({}) {stop}", show(prefix), stop = Stop(limit)),
             &got,
             model
                 .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
@@ -590,7 +606,13 @@ pub(crate) fn verify_all<I: KvIndex + ?Sized>(
 ) -> Check {
     verify_point(index, model, absent)?;
     if let Some(o) = ordered {
-        let mut probes = probes_near(model.keys().map(Vec::as_slice));
+        // Probes around every key, or around a sample of them for big models.
+        let mut probes = if model.len() <= max_probes {
+            probes_near(model.keys().map(Vec::as_slice))
+        } else {
+            let keys: Vec<&Vec<u8>> = model.keys().collect();
+            probes_near((0..max_probes).map(|_| keys[rng.random_range(0..keys.len())].as_slice()))
+        };
         probes.extend(absent.iter().cloned());
         verify_ordered(o, model, &probes, max_probes, rng)?;
     }

@@ -17,11 +17,11 @@ use rand::Rng;
 use rand::rngs::SmallRng;
 
 use super::common::{
-    Check, Failure, Model, View, check_absent, check_get_many_batch, check_present, collect,
+    Check, Failure, Model, Stop, View, check_absent, check_get_many_batch, check_present, collect,
     compare_scan, ensure, model_range, ordered_view, point_view, run_seeded, show, show_bound,
     show_pair, verify_all,
 };
-use super::rng::{KeyDist, derive, over_long_value, rng, scaled};
+use super::rng::{KeyDist, derive, over_long_value, rng, sized};
 use crate::api::{Error, KvIndex, MAX_KEY_LEN, MAX_VALUE_LEN, OrderedKvIndex};
 
 /// Keys remembered for reuse (so that lookups and removals hit); replaced at random when full.
@@ -245,7 +245,7 @@ impl<I: KvIndex> Run<'_, I> {
                 let start = start.as_ref().map(Vec::as_slice);
                 let got = collect(limit, |v| o.scan(start, v));
                 compare_scan(
-                    &|| format!("scan({}) stopping after {limit}", show_bound(start)),
+                    &|| format!("scan({}) {stop}", show_bound(start), stop = Stop(limit)),
                     &got,
                     model_range(&self.model, start, Bound::Unbounded).take(limit),
                 )?;
@@ -262,9 +262,10 @@ impl<I: KvIndex> Run<'_, I> {
                 compare_scan(
                     &|| {
                         format!(
-                            "scan_range({}, {}) stopping after {limit}",
+                            "scan_range({}, {}) {stop}",
                             show_bound(start),
-                            show_bound(end)
+                            show_bound(end),
+                            stop = Stop(limit)
                         )
                     },
                     &got,
@@ -278,7 +279,7 @@ impl<I: KvIndex> Run<'_, I> {
                 let limit = self.limit();
                 let got = collect(limit, |v| o.scan_prefix(&p, v));
                 compare_scan(
-                    &|| format!("scan_prefix({}) stopping after {limit}", show(&p)),
+                    &|| format!("scan_prefix({}) {stop}", show(&p), stop = Stop(limit)),
                     &got,
                     model_range(&self.model, Bound::Included(&p), Bound::Unbounded)
                         .take_while(|(k, _)| k.starts_with(&p))
@@ -320,7 +321,7 @@ fn differential_impl<I: KvIndex>(
     view: View<I>,
 ) -> Result<(), Failure> {
     run_seeded(part, |seed| {
-        let steps = scaled(6000).max(40);
+        let steps = sized(6000, 40);
         for (d, dist) in KeyDist::ALL.into_iter().enumerate() {
             let index = make();
             let mut run = Run {
@@ -350,7 +351,7 @@ fn differential_impl<I: KvIndex>(
                 run.ordered,
                 &run.model,
                 &seen,
-                scaled(3000),
+                sized(3000, 30),
                 &mut run.rng,
             )
             .map_err(|e| {

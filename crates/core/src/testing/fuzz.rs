@@ -25,8 +25,8 @@ use std::ops::{Bound, ControlFlow};
 use arbitrary::{Arbitrary, Unstructured};
 
 use super::common::{
-    Check, Model, check_absent, check_get_many_batch, check_present, collect, compare_scan, ensure,
-    model_range, show, show_bound, show_pair, verify_point,
+    Check, Model, Stop, check_absent, check_get_many_batch, check_present, collect, compare_scan,
+    ensure, model_range, show, show_bound, show_pair, verify_point,
 };
 use super::rng::over_long_value;
 use crate::api::{
@@ -327,9 +327,10 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
     match op {
         Op::Scan { start, limit: l } => {
             let (s, l) = (start.as_bound(), limit(*l));
+            let stop = Stop(l);
             let got = collect(l, |v| index.scan(s, v));
             compare_scan(
-                &|| format!("scan({}) stopping after {l}", show_bound(s)),
+                &|| format!("scan({}) {stop}", show_bound(s)),
                 &got,
                 model_range(model, s, Bound::Unbounded).take(l),
             )
@@ -340,15 +341,10 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
             limit: l,
         } => {
             let (s, e, l) = (start.as_bound(), end.as_bound(), limit(*l));
+            let stop = Stop(l);
             let got = collect(l, |v| index.scan_range(s, e, v));
             compare_scan(
-                &|| {
-                    format!(
-                        "scan_range({}, {}) stopping after {l}",
-                        show_bound(s),
-                        show_bound(e)
-                    )
-                },
+                &|| format!("scan_range({}, {}) {stop}", show_bound(s), show_bound(e)),
                 &got,
                 model_range(model, s, e).take(l),
             )
@@ -359,6 +355,7 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
             limit: l,
         } => {
             let (s, e, l) = (start.as_bound(), end.as_bound(), limit(*l));
+            let stop = Stop(l);
             let mut pairs = Vec::new();
             index.range::<&[u8], _, _>((s, e), |k, v| {
                 pairs.push((k.to_vec(), v.to_vec()));
@@ -374,7 +371,7 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
                 .collect();
             ensure!(
                 pairs == want,
-                "range(({}, {})) stopping after {l} yielded {} pairs {:?}, expected {} pairs {:?}",
+                "range(({}, {})) {stop} yielded {} pairs {:?}, expected {} pairs {:?}",
                 show_bound(s),
                 show_bound(e),
                 pairs.len(),
@@ -386,9 +383,10 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
         }
         Op::ScanPrefix { prefix, limit: l } => {
             let (p, l) = (&prefix.0, limit(*l));
+            let stop = Stop(l);
             let got = collect(l, |v| index.scan_prefix(p, v));
             compare_scan(
-                &|| format!("scan_prefix({}) stopping after {l}", show(p)),
+                &|| format!("scan_prefix({}) {stop}", show(p)),
                 &got,
                 model_range(model, Bound::Included(p), Bound::Unbounded)
                     .take_while(|(k, _)| k.starts_with(p))
@@ -494,7 +492,7 @@ pub fn ops_from_bytes(data: &[u8]) -> Vec<Op> {
 mod tests {
     use super::*;
     use crate::reference::LockedBTreeMap;
-    use crate::testing::rng::{derive, random_bytes, rng, scaled, seed};
+    use crate::testing::rng::{derive, random_bytes, rng, seed, sized};
     use rand::Rng;
 
     /// The fuzz logic itself runs in the default test run: thousands of random byte strings
@@ -503,7 +501,7 @@ mod tests {
     fn random_sequences_pass_on_the_reference() {
         let seed = seed().expect("ORRERY_SEED");
         let mut total_ops = 0;
-        for i in 0..scaled(3000).max(20) {
+        for i in 0..sized(3000, 10) {
             let mut r = rng(derive(seed, i as u64));
             let len = r.random_range(0..1500);
             let bytes = random_bytes(&mut r, len);
@@ -513,7 +511,7 @@ mod tests {
             run_differential_point(&LockedBTreeMap::new(), &ops);
         }
         assert!(
-            total_ops > scaled(3000).max(20),
+            total_ops > sized(3000, 10),
             "decoding produced too few operations: {total_ops}"
         );
     }

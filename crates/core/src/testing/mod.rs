@@ -21,6 +21,7 @@
 //! | [`check_edge_keys`] (`_ordered`) | empty key, `0x00`/`0xFF` runs, prefix chains, word boundaries | [`edge`] |
 //! | [`check_shared_prefix`] (`_ordered`) | thousands of keys under a 200-byte prefix | [`edge`] |
 //! | [`check_large_entries`] (`_ordered`) | 64 KiB keys, 1 MiB values | [`edge`] |
+//! | [`check_bulk`] (`_ordered`) | 50k mixed keys: growth, removal, regrowth | [`bulk`] |
 //! | [`check_limits`] (`_ordered`) | over-long key/value → exact error, index unchanged | [`edge`] |
 //! | [`check_get_many`] | batches: empty, duplicates, misses, huge, over-long keys | [`edge`] |
 //! | [`check_memory_usage`] | plausible totals, no counter underflow, no leak per upsert | [`edge`] |
@@ -46,6 +47,7 @@
 mod common;
 
 pub mod broken;
+pub mod bulk;
 pub mod differential;
 pub mod edge;
 pub mod fuzz;
@@ -53,6 +55,7 @@ pub mod ordered;
 pub mod rng;
 pub mod stress;
 
+pub use bulk::{check_bulk, check_bulk_ordered};
 pub use common::{Failure, show, show_bound, show_opt};
 pub use differential::{check_differential, check_differential_ordered};
 pub use edge::{
@@ -70,6 +73,7 @@ pub fn check_all<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure> {
     check_basic(make)?;
     check_edge_keys(make)?;
     check_shared_prefix(make)?;
+    check_bulk(make)?;
     check_large_entries(make)?;
     check_limits(make)?;
     check_get_many(make)?;
@@ -84,6 +88,7 @@ pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
     check_basic(make)?;
     check_edge_keys_ordered(make)?;
     check_shared_prefix_ordered(make)?;
+    check_bulk_ordered(make)?;
     check_large_entries_ordered(make)?;
     check_limits_ordered(make)?;
     check_get_many(make)?;
@@ -113,6 +118,7 @@ macro_rules! conformance_tests {
         $crate::__conformance_test!(conformance_basic, check_basic, $make);
         $crate::__conformance_test!(conformance_edge_keys, check_edge_keys, $make);
         $crate::__conformance_test!(conformance_shared_prefix, check_shared_prefix, $make);
+        $crate::__conformance_test!(conformance_bulk, check_bulk, $make);
         $crate::__conformance_test!(conformance_large_entries, check_large_entries, $make);
         $crate::__conformance_test!(conformance_limits, check_limits, $make);
         $crate::__conformance_test!(conformance_get_many, check_get_many, $make);
@@ -139,6 +145,7 @@ macro_rules! conformance_tests {
             check_shared_prefix_ordered,
             $make
         );
+        $crate::__conformance_test!(conformance_bulk, check_bulk_ordered, $make);
         $crate::__conformance_test!(
             conformance_large_entries,
             check_large_entries_ordered,

@@ -69,16 +69,22 @@ pub fn rng(seed: u64) -> SmallRng {
     SmallRng::seed_from_u64(seed)
 }
 
-/// `n` scaled for the current run: divided by 64 under Miri (at least 1), multiplied by
-/// `ORRERY_SCALE` when that is set to a positive number.
-pub fn scaled(n: usize) -> usize {
+/// A size for the current run: `native` normally, `miri` under Miri (which interprets every
+/// instruction, thousands of times slower), multiplied by `ORRERY_SCALE` when that is set to a
+/// positive number; at least 1.
+pub fn sized(native: usize, miri: usize) -> usize {
     let factor = std::env::var("ORRERY_SCALE")
         .ok()
         .and_then(|s| s.trim().parse::<f64>().ok())
         .filter(|f| f.is_finite() && *f > 0.0)
         .unwrap_or(1.0);
-    let n = if cfg!(miri) { n / 64 } else { n };
+    let n = if cfg!(miri) { miri } else { native };
     ((n as f64 * factor) as usize).max(1)
+}
+
+/// `n` scaled for the current run: [`sized`] with a Miri size of `n / 64`.
+pub fn scaled(n: usize) -> usize {
+    sized(n, n / 64)
 }
 
 /// A shared value of `MAX_VALUE_LEN + 1` bytes, built once: over-long inserts need one, and

@@ -44,10 +44,10 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 
 use super::common::{
-    Check, Failure, Model, View, collect, ensure, ordered_view, point_view, run_once, show,
-    verify_all, within_end,
+    Check, Failure, Model, Stop, View, collect, ensure, ordered_view, point_view, run_once, show,
+    show_opt, verify_all, within_end,
 };
-use super::rng::{derive, rng, scaled};
+use super::rng::{derive, rng, sized};
 use crate::api::{KvIndex, OrderedKvIndex, u64_key};
 
 /// Writer id of the stable keys' values.
@@ -260,10 +260,10 @@ fn writer<I: KvIndex>(
                     got == want,
                     "{}",
                     ctx(format!(
-                        "get of owned key {} returned {:?}, expected {:?} (its owner's last write)",
+                        "get of owned key {} returned {}, expected {} (its owner's last write)",
                         show(&key),
-                        got.as_deref().map(show),
-                        want.as_deref().map(show)
+                        show_opt(got.as_deref()),
+                        show_opt(want.as_deref())
                     ))
                 );
             }
@@ -373,6 +373,7 @@ fn scan_op(o: &dyn OrderedKvIndex, layout: &Layout, shared: &Shared, r: &mut Sma
     } else {
         r.random_range(1..300)
     };
+    let stop = Stop(limit);
     let shape = r.random_range(0..4);
     let (end, hi_end, what) = match shape {
         0 | 1 => (Bound::Unbounded, n, "scan"),
@@ -395,7 +396,7 @@ fn scan_op(o: &dyn OrderedKvIndex, layout: &Layout, shared: &Shared, r: &mut Sma
     } else {
         (lo, hi_end)
     };
-    let desc = || format!("{what} from index {lo} to {hi_end} stopping after {limit}");
+    let desc = || format!("{what} from index {lo} to {hi_end} {stop}");
     ensure!(
         got.calls_after_break == 0,
         "{}: visitor called after Break",
@@ -457,7 +458,7 @@ fn reader<I: KvIndex>(
     seed: u64,
 ) -> Check {
     let mut r = rng(derive(seed, 200 + id as u64));
-    let min_iterations = scaled(200).max(4);
+    let min_iterations = sized(200, 4);
     let mut it = 0;
     shared.start.wait();
     while (shared.writers_left.load(Ordering::SeqCst) > 0 || it < min_iterations)
@@ -510,10 +511,8 @@ fn stress_impl<I: KvIndex>(
     view: View<I>,
 ) -> Result<(), Failure> {
     run_once(part, |seed| {
-        let layout = Layout {
-            n: scaled(4096).max(64),
-        };
-        let ops = scaled(25_000).max(100);
+        let layout = Layout { n: sized(4096, 64) };
+        let ops = sized(25_000, 100);
         let index = make();
         let ordered = view(&index);
         for i in (0..layout.n).step_by(8) {
@@ -636,7 +635,7 @@ fn stress_impl<I: KvIndex>(
             ordered,
             &model,
             &all_keys,
-            scaled(2000),
+            sized(2000, 30),
             &mut rng(seed),
         )
         .map_err(|e| format!("after the threads joined (quiescent): {e}"))
@@ -664,7 +663,7 @@ pub fn check_contention<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure>
     run_once("contention", |seed| {
         let mut r = rng(seed);
         let index = make();
-        let n = scaled(2000).max(32);
+        let n = sized(2000, 32);
         let keys: Vec<Vec<u8>> = (0..n as u64)
             .map(|i| {
                 [
@@ -685,7 +684,7 @@ pub fn check_contention<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure>
             );
             Ok(())
         };
-        for round in 0..scaled(4).max(2) {
+        for round in 0..sized(4, 2) {
             // Phase A: the same keys, in the same order, by every thread.
             let subset: Vec<usize> = (0..n).filter(|_| r.random_bool(0.7)).collect();
             let news: Vec<Vec<bool>> = std::thread::scope(|s| {
@@ -721,9 +720,9 @@ pub fn check_contention<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure>
                     v.as_ref().is_some_and(|v| v.len() == 2
                         && (v[0] as usize) < THREADS
                         && v[1] == round as u8),
-                    "round {round}: after concurrent inserts key {} holds {:?}, not a value written this round",
+                    "round {round}: after concurrent inserts key {} holds {}, not a value written this round",
                     show(&keys[i]),
-                    v.as_deref().map(show)
+                    show_opt(v.as_deref())
                 );
             }
             check_len(&present, &format!("round {round}'s contended inserts"))?;
@@ -761,7 +760,7 @@ pub fn check_contention<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure>
             check_len(&present, &format!("round {round}'s contended removes"))?;
 
             // Phase C: random mixed operations; per-key counts must add up.
-            let ops = scaled(20_000).max(64) / THREADS;
+            let ops = sized(20_000, 64) / THREADS;
             let counts: Vec<Vec<(i64, i64)>> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..THREADS)
                     .map(|t| {
