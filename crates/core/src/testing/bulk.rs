@@ -58,13 +58,13 @@ fn bulk_impl<I: KvIndex>(
 ) -> Result<(), Failure> {
     run_once(part, |seed| {
         let mut r = rng(seed);
-        let n = sized(50_000, 100);
+        let n = sized(50_000, 64);
         let index = make();
         let ordered = view(&index);
         let mut model = Model::new();
         let verify = |model: &Model, absent: &[Vec<u8>], phase: &str, r: &mut SmallRng| -> Check {
-            let absent: Vec<Vec<u8>> = absent.iter().take(5000).cloned().collect();
-            verify_all(&index, ordered, model, &absent, sized(4000, 30), r)
+            let absent: Vec<Vec<u8>> = absent.iter().take(sized(5000, 16)).cloned().collect();
+            verify_all(&index, ordered, model, &absent, sized(4000, 12), r)
                 .map_err(|e| format!("after {phase} ({} keys): {e}", model.len()))
         };
         for round in 0..2u64 {

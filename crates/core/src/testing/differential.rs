@@ -321,7 +321,7 @@ fn differential_impl<I: KvIndex>(
     view: View<I>,
 ) -> Result<(), Failure> {
     run_seeded(part, |seed| {
-        let steps = sized(6000, 40);
+        let steps = sized(6000, 30);
         for (d, dist) in KeyDist::ALL.into_iter().enumerate() {
             let index = make();
             let mut run = Run {
@@ -351,7 +351,7 @@ fn differential_impl<I: KvIndex>(
                 run.ordered,
                 &run.model,
                 &seen,
-                sized(3000, 30),
+                sized(3000, 12),
                 &mut run.rng,
             )
             .map_err(|e| {

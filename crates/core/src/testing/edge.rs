@@ -37,7 +37,7 @@ pub fn edge_keys() -> Vec<Vec<u8>> {
     // Under Miri, a subset that keeps every kind of case (sizes around 8 and 16, one long run).
     let miri = cfg!(miri);
     if miri {
-        runs.retain(|&n| [1, 2, 3, 7, 8, 9, 16, 17, 64].contains(&n));
+        runs.retain(|&n| [1, 2, 9, 64].contains(&n));
     }
     for &n in &runs {
         let zeros = vec![0x00u8; n];
@@ -51,7 +51,7 @@ pub fn edge_keys() -> Vec<Vec<u8>> {
         set.insert([&b"a"[..], &zeros[..]].concat());
         set.insert([&b"a"[..], &ffs[..]].concat());
     }
-    for b in (0..=255u8).filter(|b| !miri || b % 17 == 0) {
+    for b in (0..=255u8).filter(|b| !miri || b % 51 == 0) {
         set.insert(vec![b]);
     }
     for k in [
@@ -84,7 +84,7 @@ pub fn edge_keys() -> Vec<Vec<u8>> {
     }
     let word = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
     let lens: &[usize] = if miri {
-        &[7, 8, 9, 16, 17]
+        &[8, 9]
     } else {
         &[7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 40]
     };
@@ -100,27 +100,35 @@ pub fn edge_keys() -> Vec<Vec<u8>> {
         *low.last_mut().expect("len >= 7") = 0x00;
         set.insert(low);
     }
-    for x in [
-        0u64,
-        1,
-        0xFF,
-        0x100,
-        0xFFFF,
-        0x1_0000,
-        1 << 32,
-        u64::MAX - 1,
-        u64::MAX,
-    ] {
+    let ints: &[u64] = if miri {
+        &[0, 0x100, u64::MAX]
+    } else {
+        &[
+            0,
+            1,
+            0xFF,
+            0x100,
+            0xFFFF,
+            0x1_0000,
+            1 << 32,
+            u64::MAX - 1,
+            u64::MAX,
+        ]
+    };
+    for &x in ints {
         set.insert(u64_key(x).to_vec());
         set.insert(u32_key(x as u32).to_vec());
     }
     let positions: &[usize] = if miri {
-        &[0, 8, 99]
+        &[0, 99]
     } else {
         &[0, 1, 7, 8, 50, 98, 99]
     };
     for &pos in positions {
-        for b in [0x00, 0x6c, 0x6e, 0xFF] {
+        for b in [0x00, 0x6c, 0x6e, 0xFF]
+            .into_iter()
+            .filter(|&b| !miri || b == 0 || b == 0xFF)
+        {
             let mut k = vec![b'm'; 100];
             k[pos] = b;
             set.insert(k);
@@ -211,7 +219,9 @@ fn life_cycle<I: KvIndex>(
         );
         model.insert(keys[i].clone(), v);
     }
-    verify(&model, extra_probes, "upserting every key", rng)?;
+    if !cfg!(miri) {
+        verify(&model, extra_probes, "upserting every key", rng)?;
+    }
 
     // Phase 3: remove every other key in order, twice (second time must find nothing).
     let removed: Vec<Vec<u8>> = keys.iter().skip(1).step_by(2).cloned().collect();
@@ -245,7 +255,9 @@ fn life_cycle<I: KvIndex>(
         );
         model.insert(k.clone(), v);
     }
-    verify(&model, extra_probes, "reinserting in descending order", rng)?;
+    if !cfg!(miri) {
+        verify(&model, extra_probes, "reinserting in descending order", rng)?;
+    }
     order.shuffle(rng);
     for (step, &i) in order.iter().enumerate() {
         ensure!(
@@ -296,7 +308,7 @@ fn edge_keys_impl<I: KvIndex>(
         let keys = edge_keys();
         let index = make();
         let mut r = rng(seed);
-        life_cycle(&index, view, &keys, &[], &mut r, sized(4000, 40))
+        life_cycle(&index, view, &keys, &[], &mut r, sized(4000, 16))
     })
 }
 
@@ -319,7 +331,7 @@ fn shared_prefix_impl<I: KvIndex>(
 ) -> Result<(), Failure> {
     run_once(part, |seed| {
         let p = shared_prefix();
-        let n = sized(3000, 40);
+        let n = sized(3000, 24);
         let mut set: BTreeSet<Vec<u8>> = BTreeSet::new();
         for i in 0..n {
             let be = (i as u16).to_be_bytes();
@@ -355,7 +367,7 @@ fn shared_prefix_impl<I: KvIndex>(
             .collect();
         let index = make();
         let mut r = rng(seed);
-        life_cycle(&index, view, &keys, &probes, &mut r, sized(3000, 30))?;
+        life_cycle(&index, view, &keys, &probes, &mut r, sized(3000, 16))?;
         // Whole prefix scans, unlimited, at every level of the shared prefix.
         if let Some(o) = view(&index) {
             let model: Model = keys
@@ -438,7 +450,7 @@ fn large_entries_impl<I: KvIndex>(
         let ordered = view(&index);
         let mut model = Model::new();
         let verify = |model: &Model, what: &str, r: &mut SmallRng| -> Check {
-            verify_all(&index, ordered, model, &keys, 200, r)
+            verify_all(&index, ordered, model, &keys, sized(200, 8), r)
                 .map_err(|e| format!("after {what}: {e}"))
         };
         for (k, v) in keys.iter().zip(&values) {
@@ -515,7 +527,10 @@ fn limits_impl<I: KvIndex>(
         let index = make();
         let ordered = view(&index);
         let mut model = Model::new();
-        let mut keys: Vec<Vec<u8>> = edge_keys().into_iter().step_by(9).collect();
+        let mut keys: Vec<Vec<u8>> = edge_keys()
+            .into_iter()
+            .step_by(if cfg!(miri) { 20 } else { 9 })
+            .collect();
         keys.push(vec![b'q'; MAX_KEY_LEN]);
         keys.push(b"present key".to_vec());
         for (i, k) in keys.iter().enumerate() {
@@ -546,7 +561,7 @@ fn limits_impl<I: KvIndex>(
             max: MAX_VALUE_LEN,
         });
         let unchanged = |model: &Model, what: &str, r: &mut SmallRng| -> Check {
-            verify_all(&index, ordered, model, &long_keys, 300, r)
+            verify_all(&index, ordered, model, &long_keys, sized(300, 8), r)
                 .map_err(|e| format!("the index changed after {what}: {e}"))
         };
 

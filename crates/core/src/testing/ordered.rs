@@ -48,10 +48,10 @@ fn universe() -> Vec<Vec<u8>> {
     keys
 }
 
-/// The universe plus length-4 keys over `{00, FF}`.
+/// The universe plus length-4 keys over `{00, FF}` (not under Miri).
 fn probes() -> Vec<Vec<u8>> {
     let mut p = universe();
-    for bits in 0..16u8 {
+    for bits in 0..if cfg!(miri) { 0 } else { 16u8 } {
         p.push(
             (0..4)
                 .map(|i| if bits >> i & 1 == 1 { 0xFF } else { 0x00 })
@@ -153,7 +153,7 @@ pub fn check_scan_bounds<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
         let universe = universe();
         let probes = probes();
         let mut model = Model::new();
-        for round in 0..sized(24, 3) {
+        for round in 0..sized(24, 2) {
             let d = density(round, &mut r);
             move_to_subset(&index, &mut model, &universe, d, round, &mut r)?;
             let limits: &[usize] = if cfg!(miri) {
@@ -200,7 +200,7 @@ pub fn check_ranges<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), Failu
         for round in 0..sized(12, 2) {
             let d = density(round, &mut r);
             move_to_subset(&index, &mut model, &universe, d, round, &mut r)?;
-            let sample: Vec<&[u8]> = (0..sized(24, 4))
+            let sample: Vec<&[u8]> = (0..sized(24, 3))
                 .map(|_| probes[r.random_range(0..probes.len())].as_slice())
                 .collect();
             let mut bounds = vec![Bound::Unbounded];
@@ -230,7 +230,7 @@ pub fn check_ranges<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), Failu
                     )?;
                 }
             }
-            for p in &universe {
+            for p in universe.iter().filter(|p| !cfg!(miri) || p.len() <= 2) {
                 for limit in [1, usize::MAX] {
                     let stop = Stop(limit);
                     let got = collect(limit, |v| index.scan_prefix(p, v));
