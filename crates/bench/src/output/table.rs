@@ -4,7 +4,7 @@ use super::Record;
 
 /// Column headers and widths.
 const COLS: &[(&str, usize)] = &[
-    ("index", 12),
+    ("index", 17),
     ("dataset", 9),
     ("wl", 10),
     ("dist", 11),
