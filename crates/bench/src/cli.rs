@@ -199,11 +199,11 @@ fn dispatch(cmd: Cmd) -> Result<(), String> {
         Cmd::Run(a) => run(*a),
         Cmd::Datasets(a) => list_datasets(a),
         Cmd::Indexes => {
-            println!("{:<14} {:<58} capabilities", "index", "what");
+            println!("{:<18} {:<66} capabilities", "index", "what");
             for e in registry::entries() {
-                println!("{:<14} {:<58} {}", e.name, e.about, e.caps.describe());
+                println!("{:<18} {:<66} {}", e.name, e.about, e.caps.describe());
             }
-            println!("slb:<index>    the SLB in front of any index");
+            println!("{:<18} the SLB in front of any index", "slb:<index>");
             Ok(())
         }
         Cmd::Workloads => {

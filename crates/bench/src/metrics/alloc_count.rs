@@ -5,7 +5,9 @@
 //! counters chosen by thread, so counting costs an uncontended atomic add per call rather
 //! than a shared cache line bouncing between loader threads. [`live_bytes`] sums them.
 //! The figure is the bytes the program asked for (not the allocator's own slack or
-//! fragmentation: RSS shows those).
+//! fragmentation: RSS shows those). Memory a structure maps directly (`mmap`, e.g. the
+//! huge-page regions and slabs of `orrery::alloc`) bypasses the global allocator and is
+//! not counted here; RSS and the structure's `memory_usage()` include it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

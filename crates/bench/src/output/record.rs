@@ -33,7 +33,9 @@ pub(crate) struct Record {
     pub(crate) mops_cpu: f64,
     /// CPU-time throughput of every repeat.
     pub(crate) mops_cpu_repeats: Vec<f64>,
-    /// Live heap bytes added by loading, per key (counting allocator).
+    /// Live heap bytes added by loading, per key (counting global allocator; memory a
+    /// structure maps itself, such as `orrery::alloc` huge-page regions, is not included —
+    /// it shows in `rss_bytes_per_key` and `mem_usage_bytes_per_key`).
     pub(crate) bytes_per_key: f64,
     /// Resident-set growth during loading, per key.
     pub(crate) rss_bytes_per_key: Option<f64>,

@@ -4,7 +4,7 @@ use super::Record;
 
 /// Column headers and widths.
 const COLS: &[(&str, usize)] = &[
-    ("index", 12),
+    ("index", 17),
     ("dataset", 9),
     ("wl", 10),
     ("dist", 11),
@@ -94,8 +94,10 @@ pub(crate) fn legend(latency: &str, lat_4k_ns: Option<f64>) -> String {
          cpuMops: the same repeat's sum over threads of ops per thread-CPU-second (immune to other \
          work on the machine);\n  cpu ns: thread-CPU ns per op. DRAM/op: cpu ns over one \
          dependent DRAM read{}.\n\
-         B/key: live heap bytes added by the load per key (counting allocator); rssB/k: RSS growth \
-         per key;\n  memB/k: the index's own memory_usage() per key (n/a: it does not report).\n\
+         B/key: live heap bytes added by the load per key (counting global allocator: memory a \
+         structure maps itself,\n  e.g. orrery::alloc huge-page regions, is not in it but is in \
+         RSS and memB/k); rssB/k: RSS growth per key;\n  memB/k: the index's own \
+         memory_usage() per key (n/a: it does not report).\n\
          p50/p99/p999: {latency}.\n\
          load: Mops/s of the load that prepared the index.",
         lat_4k_ns.map_or(String::new(), |l| format!(" ({l:.0} ns, 4 KiB pages)"))
