@@ -5,7 +5,7 @@
 //! locked HashMap measured in the same run (per CPU second of the working threads, so that a
 //! shared machine's scheduling does not decide the figures).
 //!
-//! `cargo run --release -p orrery-mercury --features variants --example quick -- [N] [secs]`
+//! `cargo run --release -p orrery-mercury --features variants --example mercury_quick -- [N] [secs]`
 
 use std::collections::HashMap;
 use std::sync::RwLock;

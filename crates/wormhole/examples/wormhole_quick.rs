@@ -1,5 +1,5 @@
 //! Throwaway quick measurement: Wormhole vs std BTreeMap on random 8-byte keys, one run.
-//! `cargo run --release -p orrery-wormhole --example quick -- [N]` (thread CPU time)
+//! `cargo run --release -p orrery-wormhole --example wormhole_quick -- [N]` (thread CPU time)
 use std::collections::BTreeMap;
 
 /// Thread CPU time: the machine is shared, so wall time mostly measures other processes.
