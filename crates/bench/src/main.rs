@@ -1,2 +1,41 @@
-//! orrery-bench (placeholder until the benchmark CLI lands).
-fn main() {}
+//! `orrery-bench`: the benchmark CLI of Orrery.
+//!
+//! It runs the papers' datasets and workloads over Orrery's structures and well-known
+//! peers through one code path, and reports throughput, memory per key, sampled latency and
+//! DRAM round trips per operation. Start with `orrery-bench --help`; the parts:
+//!
+//! | module | concern |
+//! |---|---|
+//! | [`datasets`] | deterministic key sets (`rand-8`, `k3`…, `az`, `url`, `ngram`, `file:`) |
+//! | [`dist`], [`workloads`] | request distributions; YCSB and paper workloads as op streams |
+//! | [`exec`], [`matrix`] | threads, warm-up, batches, repeats and medians |
+//! | [`metrics`], [`machine`] | counting allocator, RSS, latency; DRAM latency and MLP |
+//! | [`registry`], [`peers`] | names → indexes with capability flags; peer adapters |
+//! | [`output`], [`report`] | table, JSON lines, markdown and plots |
+//! | [`suites`], [`cli`] | named matrices; the command line |
+
+mod cli;
+mod datasets;
+mod dist;
+mod exec;
+mod machine;
+mod matrix;
+mod metrics;
+mod output;
+mod peers;
+mod progress;
+mod registry;
+mod report;
+mod rng;
+mod suites;
+mod workloads;
+
+use std::process::ExitCode;
+
+/// Every heap allocation of the benchmark (and of its tests) is counted for bytes/key.
+#[global_allocator]
+static ALLOC: metrics::alloc_count::CountingAlloc = metrics::alloc_count::CountingAlloc;
+
+fn main() -> ExitCode {
+    cli::main(std::env::args_os())
+}

@@ -251,6 +251,69 @@ pub trait OrderedKvIndex: KvIndex {
     }
 }
 
+/// Forwards every method (defaults included, so a structure's overrides are kept) through a
+/// pointer type: `Box<dyn OrderedKvIndex>`, `Arc<I>` and `&I` are indexes themselves, which
+/// lets wrappers such as the SLB hold any index, trait objects included.
+macro_rules! forward_index {
+    ($($ptr:ty),*) => {$(
+        impl<T: KvIndex + ?Sized> KvIndex for $ptr {
+            #[inline]
+            fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+                (**self).get_with(key, f)
+            }
+            #[inline]
+            fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+                (**self).get(key)
+            }
+            #[inline]
+            fn contains_key(&self, key: &[u8]) -> bool {
+                (**self).contains_key(key)
+            }
+            #[inline]
+            fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+                (**self).insert(key, value)
+            }
+            #[inline]
+            fn remove(&self, key: &[u8]) -> bool {
+                (**self).remove(key)
+            }
+            fn len(&self) -> usize {
+                (**self).len()
+            }
+            fn is_empty(&self) -> bool {
+                (**self).is_empty()
+            }
+            fn memory_usage(&self) -> MemoryUsage {
+                (**self).memory_usage()
+            }
+            #[inline]
+            fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+                (**self).get_many(keys, f)
+            }
+        }
+
+        impl<T: OrderedKvIndex + ?Sized> OrderedKvIndex for $ptr {
+            fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+                (**self).scan(start, visitor)
+            }
+            fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+                (**self).last()
+            }
+            fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+                (**self).first()
+            }
+            fn scan_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+                (**self).scan_range(start, end, visitor)
+            }
+            fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+                (**self).scan_prefix(prefix, visitor)
+            }
+        }
+    )*};
+}
+
+forward_index!(Box<T>, std::sync::Arc<T>, &T);
+
 /// Generic conveniences over every [`OrderedKvIndex`], trait objects included.
 pub trait OrderedKvIndexExt: OrderedKvIndex {
     /// Visits the pairs whose keys fall in `range`, ascending.
@@ -382,6 +445,20 @@ mod tests {
         }
         assert_eq!(key_to_u64(&[1, 2, 3]), None);
         assert_eq!(key_to_u32(&u32_key(0xdead_beef)), Some(0xdead_beef));
+    }
+
+    #[test]
+    fn pointers_to_indexes_are_indexes() {
+        use crate::reference::LockedBTreeMap;
+        let boxed: Box<dyn OrderedKvIndex> = Box::new(LockedBTreeMap::new());
+        assert_eq!(boxed.insert(b"a", b"1"), Ok(true));
+        let shared = std::sync::Arc::new(boxed);
+        let by_ref: &dyn OrderedKvIndex = &shared;
+        assert_eq!(by_ref.get(b"a"), Some(b"1".to_vec()));
+        assert_eq!(by_ref.first().map(|(k, _)| k), Some(b"a".to_vec()));
+        assert_eq!(by_ref.len(), 1);
+        assert!(by_ref.remove(b"a"));
+        assert!(shared.is_empty());
     }
 
     #[test]

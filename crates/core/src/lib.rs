@@ -6,7 +6,7 @@
 //! | [`hash`] | CRC32C (hardware when the CPU has it), incremental, 16-bit tags |
 //! | [`sync`] | memory reclamation, version words (seqlocks), padded spin and RW locks |
 //! | [`alloc`] | huge-page-backed memory with byte accounting |
-//! | [`reference`] | [`LockedBTreeMap`](reference::LockedBTreeMap): the baseline semantics and peer |
+//! | [`reference`](mod@reference) | [`LockedBTreeMap`](reference::LockedBTreeMap): the baseline semantics and peer |
 //! | `testing` | the conformance suite (feature `testing`) |
 //!
 //! The consistency guarantees every index gives are stated in [`api`].

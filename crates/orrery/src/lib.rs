@@ -19,6 +19,13 @@ pub use orrery_core::api::{
 };
 pub use orrery_core::{alloc, hash, reference, sync};
 
+/// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion.
+pub use orrery_mercury as mercury;
+/// Search Lookaside Buffer: a cache of hot search results in front of any index.
+pub use orrery_slb as slb;
+/// Wormhole: ordered index with `O(log L)` lookups (`orrery-wormhole`).
+pub use orrery_wormhole as wormhole;
+
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
 pub use orrery_core::testing;
@@ -27,3 +34,8 @@ pub use orrery_core::testing;
 /// [`testing`].
 #[cfg(feature = "testing")]
 pub use orrery_core::conformance_tests;
+
+/// The README's examples, compiled and run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

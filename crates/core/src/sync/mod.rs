@@ -1,1 +1,57 @@
-//! Synchronization primitives (placeholder until the sync module lands).
+//! Synchronization shared by every Orrery structure.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`pin`], [`Guard`], [`Handle`] | epoch-based memory reclamation ([`epoch`] docs) |
+//! | [`VersionLock`], [`Version`], [`VersionWriteGuard`] | version word: writer lock + seqlock for optimistic readers |
+//! | [`SpinLock`] | test-and-test-and-set mutex with backoff |
+//! | [`RwSpinLock`] | writer-preferring reader-writer spin lock |
+//! | [`BitLock`] | a TAS lock on one bit of a caller's `AtomicU64` |
+//! | [`CachePadded`] | 128-byte alignment against false sharing |
+//! | [`Backoff`] | exponential spin-then-yield backoff |
+//!
+//! # Performance
+//!
+//! Uncontended single-threaded cost (criterion, median of 5 runs, noisy shared 2-core VM;
+//! `cargo bench -p orrery-core --bench sync`; epoch figures against crossbeam-epoch are in
+//! the [`epoch`] docs):
+//!
+//! | operation | time |
+//! |---|---|
+//! | `VersionLock` `read_begin` + 2 relaxed loads + `validate` | 7.3 ns |
+//! | `VersionLock` `lock` + unlock | 9.2 ns |
+//! | `SpinLock` lock + increment + unlock | 13.2 ns |
+//! | `RwSpinLock` read + unlock | 19.5 ns |
+//! | `RwSpinLock` write + increment + unlock | 17.7 ns |
+//! | `std::sync::Mutex` lock + increment + unlock (for scale) | 18.5 ns |
+//!
+//! An optimistic read costs no atomic read-modify-write and no store, which is why
+//! structures validate versions on their read paths instead of taking read locks; a lock
+//! acquisition costs one locked instruction (two for `RwSpinLock` readers).
+//!
+//! Every lock type documents its word layout and memory orderings next to its definition.
+//! All low-level atomics come from one internal shim, so that the lock types can be checked
+//! with the loom model checker: `RUSTFLAGS="--cfg loom" cargo test -p orrery-core --release
+//! sync::loom`.
+
+mod backoff;
+pub mod epoch;
+mod padded;
+mod primitive;
+mod rwlock;
+mod spin;
+mod version;
+
+#[cfg(all(test, loom))]
+mod loom;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use backoff::Backoff;
+pub use epoch::{Guard, Handle, handle, pin, unprotected};
+pub use padded::CachePadded;
+pub use rwlock::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
+pub use spin::{BitLock, BitLockGuard, SpinLock, SpinLockGuard};
+pub use version::{
+    LOCKED_BIT, OBSOLETE_BIT, VERSION_STEP, Version, VersionLock, VersionWriteGuard,
+};

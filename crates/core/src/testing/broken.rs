@@ -89,7 +89,7 @@ impl<I> Broken<I> {
 
     /// Counts a call and says whether it is an `n`th one.
     fn nth(&self, n: usize) -> bool {
-        (self.calls.fetch_add(1, Ordering::Relaxed) + 1) % n.max(1) == 0
+        (self.calls.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(n.max(1))
     }
 
     fn key<'k>(&self, key: &'k [u8]) -> &'k [u8] {
@@ -264,7 +264,7 @@ impl<I: OrderedKvIndex> OrderedKvIndex for Broken<I> {
                 let mut seen = 0usize;
                 self.inner.scan(start, &mut |k, v| {
                     seen += 1;
-                    if seen % n.max(1) == 0 {
+                    if seen.is_multiple_of(n.max(1)) {
                         ControlFlow::Continue(())
                     } else {
                         visitor(k, v)

@@ -152,7 +152,7 @@ pub fn shared_prefix() -> Vec<u8> {
 /// The value stored for key number `i` in version `version` of a life cycle: varied lengths
 /// (empty every seventh key), contents with `0x00`/`0xFF`, different for every version.
 fn edge_value(i: usize, version: u8) -> Vec<u8> {
-    if (i + version as usize) % 7 == 0 {
+    if (i + version as usize).is_multiple_of(7) {
         return Vec::new();
     }
     let len = (i * 31 + version as usize * 17) % 90;

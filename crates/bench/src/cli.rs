@@ -1,0 +1,565 @@
+//! The command line: `run`, `datasets`, `indexes`, `workloads`, `suites`, `machine`,
+//! `report`.
+//!
+//! Every bad input (unknown name, unsupported pairing, bad number, unreadable file) ends
+//! with a one-line `error:` message on stderr and a non-zero exit status: 2 for command-line
+//! syntax (clap), 1 for everything else.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::datasets::{self, Spec};
+use crate::dist::Dist;
+use crate::machine;
+use crate::matrix::{Matrix, Plan};
+use crate::output::{json::JsonSink, table};
+use crate::progress::Progress;
+use crate::workloads::{self, Workload};
+use crate::{registry, report, suites};
+
+/// Parses a count: `1000`, `100K`, `10M`, `1G` (decimal multipliers), `1_000_000`.
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (&t[..], 1),
+    };
+    let n: u64 = num.parse().map_err(|_| {
+        format!("bad number {s:?} (expected digits with an optional K, M or G suffix)")
+    })?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("number {s:?} is too large"))
+}
+
+fn count(s: &str) -> Result<u64, String> {
+    parse_count(s)
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "orrery-bench",
+    version,
+    about = "Orrery's benchmark: the papers' datasets and workloads, Orrery's indexes and their peers",
+    after_help = "Example: orrery-bench run --index btreemap,skiplist --dataset rand-8 --keys 1M --workload c --threads 1,2"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a benchmark matrix (or a named suite) and print a table.
+    Run(Box<RunArgs>),
+    /// List the datasets with key count, average length and common prefix.
+    Datasets(DatasetArgs),
+    /// List the registered indexes and their capabilities.
+    Indexes,
+    /// List the workloads.
+    Workloads,
+    /// List the suites.
+    Suites {
+        /// Read suites from this TOML file instead of the built-in one.
+        #[arg(long)]
+        suites: Option<PathBuf>,
+    },
+    /// Measure this machine's memory latency and parallelism (cached for `run`).
+    Machine(MachineArgs),
+    /// Turn JSON-lines results into markdown tables and SVG/PNG plots.
+    Report(report::ReportArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Indexes, comma-separated (see `indexes`); `slb:<name>` wraps one in the SLB.
+    #[arg(long, value_delimiter = ',')]
+    index: Vec<String>,
+    /// Datasets, comma-separated [default: rand-8].
+    #[arg(long, value_delimiter = ',')]
+    dataset: Vec<String>,
+    /// Keys to load [default: 1M].
+    #[arg(long, value_parser = count)]
+    keys: Option<u64>,
+    /// Workloads, comma-separated [default: c].
+    #[arg(long, value_delimiter = ',')]
+    workload: Vec<String>,
+    /// Thread counts, comma-separated [default: 1].
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+    /// Distribution: uniform, zipf or zipf:θ, latest or latest:θ (default: uniform; latest for d).
+    #[arg(long)]
+    dist: Option<String>,
+    /// Value size in bytes [default: 8].
+    #[arg(long)]
+    value_size: Option<usize>,
+    /// Repeats; the median is reported [default: 1].
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Operations per thread [default: min(keys, 1M)].
+    #[arg(long, value_parser = count)]
+    ops: Option<u64>,
+    /// Warm-up lookups per thread [default: ops/10, at most 1M].
+    #[arg(long, value_parser = count)]
+    warmup: Option<u64>,
+    /// Time one operation in this many for latency percentiles [default: 64].
+    #[arg(long)]
+    sample_every: Option<usize>,
+    /// Keys per get_many call (get-many workload) [default: 16].
+    #[arg(long)]
+    batch: Option<usize>,
+    /// Stop each phase after this many seconds.
+    #[arg(long)]
+    max_secs: Option<f64>,
+    /// Seed of datasets and operation streams [default: 42].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Append one JSON object per result to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No progress bars or status lines.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Run a named suite (see `suites`).
+    #[arg(long)]
+    suite: Option<String>,
+    /// Read suites from this TOML file.
+    #[arg(long)]
+    suites: Option<PathBuf>,
+    /// Skip unsupported index/dataset/workload/thread combinations instead of failing.
+    #[arg(long)]
+    skip_unsupported: bool,
+    /// Machine measurement cache file [default: ~/.cache/orrery-bench/machine.json].
+    #[arg(long)]
+    machine_file: Option<PathBuf>,
+    /// Do not measure the machine (DRAM round trips are then not reported).
+    #[arg(long)]
+    no_machine: bool,
+}
+
+#[derive(Args, Debug)]
+struct DatasetArgs {
+    /// Datasets to describe [default: all listed].
+    #[arg(long, value_delimiter = ',')]
+    dataset: Vec<String>,
+    /// Keys to generate for the statistics [default: 100K].
+    #[arg(long, value_parser = count)]
+    keys: Option<u64>,
+    /// Seed [default: 42].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print this many example keys of each dataset.
+    #[arg(long, default_value_t = 0)]
+    examples: usize,
+}
+
+#[derive(Args, Debug)]
+struct MachineArgs {
+    /// Cache file [default: ~/.cache/orrery-bench/machine.json].
+    #[arg(long)]
+    machine_file: Option<PathBuf>,
+    /// Print the cached measurement instead of measuring again (measures if none).
+    #[arg(long)]
+    cached: bool,
+    /// Test array size in MiB [default: 1024].
+    #[arg(long, default_value_t = 1024)]
+    mib: usize,
+    /// Dependent loads per test [default: 4M].
+    #[arg(long, value_parser = count, default_value = "4M")]
+    loads: u64,
+    /// No progress bars.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Runs the command line `args` (program name first); returns the exit status.
+pub(crate) fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    match dispatch(cli.cmd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cmd: Cmd) -> Result<(), String> {
+    match cmd {
+        Cmd::Run(a) => run(*a),
+        Cmd::Datasets(a) => list_datasets(a),
+        Cmd::Indexes => {
+            println!("{:<14} {:<58} capabilities", "index", "what");
+            for e in registry::entries() {
+                println!("{:<14} {:<58} {}", e.name, e.about, e.caps.describe());
+            }
+            println!("slb:<index>    the SLB in front of any index");
+            Ok(())
+        }
+        Cmd::Workloads => {
+            for n in workloads::NAMES {
+                let w = Workload::parse(n)?;
+                println!("{n:<11} {}", w.about());
+            }
+            println!(
+                "\ndistributions: uniform (default), zipf[:θ] (YCSB scrambled zipfian, θ=0.99), latest[:θ]"
+            );
+            Ok(())
+        }
+        Cmd::Suites { suites } => {
+            for s in suites::load(suites.as_deref())? {
+                println!("{:<10} {}", s.name, s.about);
+            }
+            Ok(())
+        }
+        Cmd::Machine(a) => {
+            let path = a.machine_file.unwrap_or_else(machine::default_cache_path);
+            let progress = Progress::new(a.quiet);
+            let m = if a.cached {
+                machine::get(&path, &progress)?
+            } else {
+                let m = machine::measure(a.mib, a.loads as usize, &progress)?;
+                machine::save(&m, &path)?;
+                m
+            };
+            println!("{}", m.describe());
+            println!("(cached in {})", path.display());
+            Ok(())
+        }
+        Cmd::Report(a) => report::run(&a),
+    }
+}
+
+fn list_datasets(a: DatasetArgs) -> Result<(), String> {
+    let names: Vec<String> = if a.dataset.is_empty() {
+        datasets::LISTED.iter().map(|s| s.to_string()).collect()
+    } else {
+        a.dataset
+    };
+    let n = a.keys.unwrap_or(100_000);
+    if n == 0 || n > 100_000_000 {
+        return Err("--keys for datasets must be between 1 and 100M".into());
+    }
+    let progress = Progress::new(true);
+    println!(
+        "{:<12} {:>10} {:>8} {:>9}  about (statistics over {n} keys)",
+        "dataset", "keys", "avg len", "avg lcp"
+    );
+    for name in names {
+        let spec = Spec::parse(&name)?;
+        let set = spec.generate(n as usize, n as usize, a.seed.unwrap_or(42), &progress)?;
+        let s = datasets::stats(&set);
+        println!(
+            "{:<12} {:>10} {:>8.1} {:>9.1}  {}",
+            name,
+            s.keys,
+            s.avg_len,
+            s.avg_lcp,
+            spec.about()
+        );
+        for i in 0..a.examples.min(set.len()) {
+            println!("    {}", String::from_utf8_lossy(set.get(i)).escape_debug());
+        }
+    }
+    println!("\nalso: rand-N, kshort-L, klong-L for any length; file:PATH (one key per line)");
+    Ok(())
+}
+
+fn run(a: RunArgs) -> Result<(), String> {
+    let progress = Progress::new(a.quiet);
+    let (matrices, suite_name) = match &a.suite {
+        Some(name) => {
+            if !a.index.is_empty()
+                || !a.dataset.is_empty()
+                || !a.workload.is_empty()
+                || !a.threads.is_empty()
+                || a.dist.is_some()
+            {
+                return Err(
+                    "--suite fixes indexes, datasets, workloads, threads and distribution; \
+                     drop those options (keys, ops, repeat, value size and seed may be overridden)"
+                        .into(),
+                );
+            }
+            let s = suites::find(a.suites.as_deref(), name)?;
+            progress.note(&format!("suite {}: {}", s.name, s.about));
+            (s.matrices, Some(s.name))
+        }
+        None => {
+            if a.index.is_empty() {
+                return Err(
+                    "name at least one index with --index (or a suite with --suite); \
+                            see `orrery-bench indexes`"
+                        .into(),
+                );
+            }
+            let keys = a.keys.unwrap_or(1_000_000);
+            let m = Matrix {
+                indexes: a.index.clone(),
+                datasets: or(a.dataset.clone(), "rand-8"),
+                keys,
+                workloads: or(a.workload.clone(), "c")
+                    .iter()
+                    .map(|w| Workload::parse(w))
+                    .collect::<Result<_, _>>()?,
+                threads: if a.threads.is_empty() {
+                    vec![1]
+                } else {
+                    a.threads.clone()
+                },
+                dist: a.dist.as_deref().map(Dist::parse).transpose()?,
+                value_size: 8,
+                repeat: 1,
+                ops: keys.min(1_000_000),
+                warmup: None,
+                sample_every: 64,
+                get_many_batch: 16,
+                max_secs: None,
+                seed: 42,
+                skip_unsupported: a.skip_unsupported,
+            };
+            (vec![m], None)
+        }
+    };
+    // Command-line overrides.
+    let plans = matrices
+        .into_iter()
+        .map(|mut m| {
+            if let Some(k) = a.keys {
+                m.keys = k;
+            }
+            if let Some(o) = a.ops {
+                m.ops = o;
+            } else if a.keys.is_some() && a.suite.is_some() {
+                m.ops = m.ops.min(m.keys.max(1));
+            }
+            if let Some(v) = a.value_size {
+                m.value_size = v;
+            }
+            if let Some(r) = a.repeat {
+                m.repeat = r;
+            }
+            if let Some(s) = a.seed {
+                m.seed = s;
+            }
+            if let Some(w) = a.warmup {
+                m.warmup = Some(w);
+            }
+            if let Some(s) = a.sample_every {
+                m.sample_every = s;
+            }
+            if let Some(b) = a.batch {
+                m.get_many_batch = b;
+            }
+            if a.max_secs.is_some() {
+                m.max_secs = a.max_secs;
+            }
+            Plan::new(m)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let sink = a.json.as_deref().map(JsonSink::new).transpose()?;
+    let machine = if a.no_machine {
+        None
+    } else {
+        let path = a
+            .machine_file
+            .clone()
+            .unwrap_or_else(machine::default_cache_path);
+        Some(machine::get(&path, &progress)?)
+    };
+    let mut out = std::io::stdout();
+    if let Some(m) = &machine {
+        println!("{}", m.describe());
+    }
+    for p in &plans {
+        for s in p.skipped() {
+            println!("skipped: {s}");
+        }
+    }
+    println!("{}", table::header());
+    let mut latency = String::new();
+    for p in &plans {
+        p.run(
+            machine.as_ref(),
+            suite_name.as_deref(),
+            &progress,
+            &mut |r| {
+                println!("{}", table::row(&r));
+                let _ = out.flush();
+                latency = r.latency.clone();
+                if let Some(s) = &sink {
+                    s.write(&r)?;
+                }
+                Ok(())
+            },
+        )?;
+    }
+    println!(
+        "\n{}",
+        table::legend(&latency, machine.as_ref().map(|m| m.lat_4k_ns))
+    );
+    if let Some(path) = &a.json {
+        println!("results appended to {}", path.display());
+    }
+    Ok(())
+}
+
+fn or(v: Vec<String>, default: &str) -> Vec<String> {
+    if v.is_empty() {
+        vec![default.to_string()]
+    } else {
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(args: &[&str]) -> ExitCode {
+        let mut v = vec!["orrery-bench".to_string()];
+        v.extend(args.iter().map(|s| s.to_string()));
+        main(v.into_iter().map(Into::into))
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("10M"), Ok(10_000_000));
+        assert_eq!(parse_count("100k"), Ok(100_000));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert_eq!(parse_count("2G"), Ok(2_000_000_000));
+        assert!(parse_count("10X").unwrap_err().contains("bad number"));
+        assert!(parse_count("").is_err());
+        assert!(parse_count("99999999999999999999G").is_err());
+    }
+
+    fn parse_err(args: &[&str]) -> String {
+        let mut v = vec!["orrery-bench"];
+        v.extend(args);
+        let cli = Cli::try_parse_from(v).map_err(|e| e.to_string());
+        match cli {
+            Err(e) => e,
+            Ok(c) => dispatch(c.cmd).unwrap_err(),
+        }
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let q = ["--quiet", "--no-machine"];
+        let with = |extra: &[&'static str]| {
+            let mut v = vec!["run"];
+            v.extend(extra);
+            v.extend(q);
+            parse_err(&v)
+        };
+        assert!(with(&["--index", "nope"]).contains("unknown index"));
+        assert!(with(&["--index", "btreemap", "--dataset", "zzz"]).contains("unknown dataset"));
+        assert!(with(&["--index", "btreemap", "--workload", "q"]).contains("unknown workload"));
+        assert!(with(&["--index", "btreemap", "--keys", "1Q"]).contains("bad number"));
+        assert!(with(&["--index", "btreemap", "--threads", "x"]).contains("invalid"));
+        assert!(with(&["--index", "btreemap", "--threads", "0"]).contains("between 1 and 1024"));
+        assert!(with(&["--index", "btreemap", "--dist", "zipf:2"]).contains("between 0 and 1"));
+        assert!(with(&["--index", "congee", "--dataset", "az"]).contains("8-byte keys"));
+        assert!(with(&["--index", "dashmap", "--workload", "e"]).contains("point index"));
+        assert!(with(&["--index", "btreemap-st", "--threads", "2"]).contains("single-threaded"));
+        assert!(with(&["--index", "slb:nope"]).contains("unknown index"));
+        assert!(with(&["--suite", "nope"]).contains("unknown suite"));
+        assert!(with(&["--suite", "smoke", "--index", "btreemap"]).contains("--suite fixes"));
+        assert!(with(&[]).contains("at least one index"));
+        assert!(parse_err(&["frobnicate"]).contains("unrecognized subcommand"));
+        assert_ne!(
+            code(&["run", "--index", "nope", "--quiet", "--no-machine"]),
+            ExitCode::SUCCESS
+        );
+        assert_ne!(code(&["run", "--keys"]), ExitCode::SUCCESS);
+    }
+
+    /// A tiny end-to-end run through the command line: every peer, a load and a few
+    /// workloads, JSON written and read back.
+    #[test]
+    fn tiny_end_to_end_run() {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-e2e-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("r.jsonl");
+        let idx = registry::entries()
+            .iter()
+            .map(|e| e.name)
+            .collect::<Vec<_>>()
+            .join(",");
+        let status = code(&[
+            "run",
+            "--index",
+            &idx,
+            "--dataset",
+            "rand-8,url",
+            "--keys",
+            "3000",
+            "--ops",
+            "2000",
+            "--workload",
+            "load,c,e,d,lookup-neg,get-many,delete,f",
+            "--threads",
+            "1,2",
+            "--quiet",
+            "--no-machine",
+            "--skip-unsupported",
+            "--repeat",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(status, ExitCode::SUCCESS);
+        let recs = crate::output::json::read(&json).unwrap();
+        assert!(
+            recs.iter()
+                .any(|r| r.index == "congee" && r.dataset == "rand-8")
+        );
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r.index == "congee" && r.dataset == "url")
+        );
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r.index == "dashmap" && r.workload == "e")
+        );
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r.index == "btreemap-st" && r.threads == 2)
+        );
+        for r in &recs {
+            assert!(r.mops > 0.0, "{r:?}");
+            assert_eq!(r.repeats, 2);
+            // Other tests allocate and free concurrently, so only sanity is checked here.
+            assert!(r.bytes_per_key.is_finite());
+            assert!(r.p50_ns.is_some());
+        }
+        let out = dir.join("report");
+        let status = code(&[
+            "report",
+            "--input",
+            json.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--name",
+            "e2e",
+        ]);
+        assert_eq!(status, ExitCode::SUCCESS);
+        let md = std::fs::read_to_string(out.join("e2e").join("tables.md")).unwrap();
+        assert!(md.contains("| skiplist |"), "{md}");
+        assert!(out.join("e2e").join("rand-8-c.svg").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

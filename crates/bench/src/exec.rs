@@ -1,0 +1,400 @@
+//! Executing one phase (a load or a workload run) on one index with N threads.
+//!
+//! Protocol of a phase, per thread:
+//! 1. generate this thread's operation stream (and warm-up stream) — untimed;
+//! 2. wait at a barrier; run the warm-up (lookups with the run's distribution); barrier;
+//! 3. run the stream in batches of [`BATCH`] operations, reading the clock once per batch
+//!    (progress and the optional time limit), and timing one operation in `sample_every`
+//!    by itself for the latency histogram;
+//! 4. record start and end instants.
+//!
+//! Throughput is all completed operations over the wall time from the earliest start to the
+//! latest end; each thread's CPU time over the same span is recorded too (`metrics::cpu`). A one-thread phase runs on the calling thread (so a single-threaded index
+//! such as `btreemap-st` stays on the thread that built it); more threads run scoped.
+//! Every lookup reads the value's first byte and length into a checksum, so a lookup costs
+//! what a real reader pays to reach its value, and nothing is optimised away.
+
+use std::ops::{Bound, ControlFlow};
+use std::sync::Barrier;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+
+use crate::datasets::KeySet;
+use crate::dist::Dist;
+use crate::metrics::{cpu, latency};
+use crate::registry::AnyIndex;
+use crate::workloads::{self, Kind, Op, StreamSpec, Workload};
+
+/// Operations between two clock reads.
+pub(crate) const BATCH: usize = 1024;
+
+/// Largest `get_many` batch.
+pub(crate) const MAX_GET_MANY: usize = 64;
+
+/// Knobs of a phase.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Knobs {
+    /// Value size in bytes.
+    pub(crate) value_size: usize,
+    /// Time one operation in this many.
+    pub(crate) sample_every: usize,
+    /// Keys per `get_many` call.
+    pub(crate) get_many_batch: usize,
+    /// Warm-up lookups per thread.
+    pub(crate) warmup: u64,
+    /// Stop a thread after this many seconds even if its stream is not done.
+    pub(crate) max_secs: Option<f64>,
+}
+
+/// What one phase measured.
+pub(crate) struct Phase {
+    /// Operations completed (keys, for `get-many`).
+    pub(crate) ops: u64,
+    /// Wall seconds.
+    pub(crate) secs: f64,
+    /// Sampled latencies (ns).
+    pub(crate) hist: Histogram<u64>,
+    /// Lookups that found their key / removals that found theirs.
+    pub(crate) found: u64,
+    /// Lookups / removals attempted.
+    pub(crate) probes: u64,
+    /// `(operations, CPU seconds)` of each thread.
+    pub(crate) per_thread: Vec<(u64, f64)>,
+}
+
+impl Phase {
+    /// Sum over threads of operations per CPU second, in millions: the throughput the
+    /// threads would reach with a core each (see `metrics::cpu`).
+    pub(crate) fn mops_cpu(&self) -> f64 {
+        self.per_thread
+            .iter()
+            .filter(|(_, c)| *c > 0.0)
+            .map(|(o, c)| *o as f64 / c / 1e6)
+            .sum()
+    }
+
+    /// CPU nanoseconds per operation, averaged over threads.
+    pub(crate) fn cpu_ns_per_op(&self) -> f64 {
+        let ops: u64 = self.per_thread.iter().map(|p| p.0).sum();
+        let cpu: f64 = self.per_thread.iter().map(|p| p.1).sum();
+        if ops == 0 {
+            0.0
+        } else {
+            cpu * 1e9 / ops as f64
+        }
+    }
+
+    /// Millions of operations per second.
+    pub(crate) fn mops(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.ops as f64 / self.secs / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+struct WorkerOut {
+    start: Instant,
+    end: Instant,
+    cpu_secs: f64,
+    ops: u64,
+    hist: Histogram<u64>,
+    found: u64,
+    probes: u64,
+    digest: u64,
+    error: Option<String>,
+}
+
+/// Runs `threads` workers of `f`, inline when there is one.
+fn parallel<R: Send>(threads: usize, f: impl Fn(usize, &Barrier) -> R + Sync) -> Vec<R> {
+    if threads == 1 {
+        return vec![f(0, &Barrier::new(1))];
+    }
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (f, barrier) = (&f, &barrier);
+                s.spawn(move || f(t, barrier))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// The state one worker carries through its stream.
+struct Worker<'a> {
+    index: &'a AnyIndex,
+    keys: &'a KeySet,
+    value: Vec<u8>,
+    scratch: Vec<u8>,
+    found: u64,
+    probes: u64,
+    digest: u64,
+}
+
+impl Worker<'_> {
+    #[inline]
+    fn stamp(&mut self, key: usize) {
+        let n = self.value.len().min(8);
+        self.value[..n].copy_from_slice(&(key as u64).to_le_bytes()[..n]);
+    }
+
+    /// Executes one operation.
+    #[inline]
+    fn exec(&mut self, op: Op) -> Result<(), String> {
+        let key = self.keys.get(op.key());
+        match op.kind() {
+            Kind::Read => {
+                let digest = &mut self.digest;
+                self.probes += 1;
+                if self
+                    .index
+                    .get_with(key, &mut |v| *digest = digest.wrapping_add(read_value(v)))
+                {
+                    self.found += 1;
+                }
+            }
+            Kind::Update | Kind::Insert => {
+                self.stamp(op.key() ^ 1);
+                self.index
+                    .insert(key, &self.value)
+                    .map_err(|e| format!("insert failed: {e}"))?;
+            }
+            Kind::Scan => {
+                let mut left = op.len();
+                let digest = &mut self.digest;
+                self.index.scan(Bound::Included(key), &mut |k, v| {
+                    *digest = digest.wrapping_add(k.len() as u64 + read_value(v));
+                    left -= 1;
+                    if left == 0 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
+            }
+            Kind::Rmw => {
+                let scratch = &mut self.scratch;
+                self.probes += 1;
+                if self.index.get_with(key, &mut |v| {
+                    scratch.clear();
+                    scratch.extend_from_slice(v);
+                }) {
+                    self.found += 1;
+                    if let Some(b) = scratch.first_mut() {
+                        *b = b.wrapping_add(1);
+                    }
+                    self.index
+                        .insert(key, scratch)
+                        .map_err(|e| format!("insert failed: {e}"))?;
+                }
+            }
+            Kind::Delete => {
+                self.probes += 1;
+                if self.index.remove(key) {
+                    self.found += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Executes a batch of at most [`MAX_GET_MANY`] lookups through `get_many`.
+    #[inline]
+    fn exec_many(&mut self, ops: &[Op]) {
+        let mut buf: [&[u8]; MAX_GET_MANY] = [&[]; MAX_GET_MANY];
+        for (slot, o) in buf.iter_mut().zip(ops) {
+            *slot = self.keys.get(o.key());
+        }
+        let keys = &buf[..ops.len().min(MAX_GET_MANY)];
+        let (digest, found) = (&mut self.digest, &mut self.found);
+        self.index.get_many(keys, &mut |_, v| {
+            if let Some(v) = v {
+                *found += 1;
+                *digest = digest.wrapping_add(read_value(v));
+            }
+        });
+        self.probes += keys.len() as u64;
+    }
+}
+
+/// Touches a value: its length and first byte.
+#[inline]
+fn read_value(v: &[u8]) -> u64 {
+    v.len() as u64 + u64::from(v.first().copied().unwrap_or(0))
+}
+
+/// One phase to run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PhaseSpec {
+    /// The workload.
+    pub(crate) workload: Workload,
+    /// Read distribution.
+    pub(crate) dist: Dist,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Operations per thread (ignored by `load`).
+    pub(crate) ops: u64,
+    /// Loaded keys `0..n`.
+    pub(crate) n: u64,
+    /// First fresh key this phase may insert.
+    pub(crate) insert_base: u64,
+    /// Stream seed.
+    pub(crate) seed: u64,
+}
+
+/// Runs a phase over `index`, whose keys `0..n` are loaded (none for `load`).
+pub(crate) fn run(
+    index: &AnyIndex,
+    keys: &KeySet,
+    p: &PhaseSpec,
+    knobs: &Knobs,
+    bar: &ProgressBar,
+) -> Result<Phase, String> {
+    let PhaseSpec {
+        workload,
+        dist,
+        threads,
+        ops,
+        n,
+        insert_base,
+        seed,
+    } = *p;
+    let t = threads as u64;
+    let per = workload.ops_per_thread(n, ops, t);
+    let get_many = workload == Workload::GetMany;
+    let outs = parallel(threads, |thread, barrier| {
+        let spec = StreamSpec {
+            workload,
+            dist,
+            n,
+            ops: per,
+            thread: thread as u64,
+            threads: t,
+            insert_base,
+            seed,
+        };
+        let stream = workloads::stream(&spec);
+        let warm = if workload == Workload::Load || knobs.warmup == 0 {
+            Vec::new()
+        } else {
+            let d = if let Dist::Latest(th) = dist {
+                Dist::Zipf(th)
+            } else {
+                dist
+            };
+            workloads::stream(&StreamSpec {
+                workload: Workload::Lookup,
+                dist: d,
+                ops: knobs.warmup,
+                seed: seed ^ 0x5741_524D,
+                ..spec
+            })
+        };
+        let mut w = Worker {
+            index,
+            keys,
+            value: vec![0u8; knobs.value_size],
+            scratch: Vec::with_capacity(knobs.value_size),
+            found: 0,
+            probes: 0,
+            digest: 0,
+        };
+        let mut hist = latency::histogram();
+        let mut error = None;
+        barrier.wait();
+        for &op in &warm {
+            if let Err(e) = w.exec(op) {
+                error = Some(e);
+                break;
+            }
+        }
+        (w.found, w.probes) = (0, 0);
+        barrier.wait();
+        let start = Instant::now();
+        let cpu0 = cpu::thread_cpu_secs();
+        let deadline = knobs
+            .max_secs
+            .map(|s| start + std::time::Duration::from_secs_f64(s));
+        let mut done = 0u64;
+        'outer: for chunk in stream.chunks(BATCH) {
+            if error.is_some() {
+                break;
+            }
+            if get_many {
+                for (j, group) in chunk.chunks(knobs.get_many_batch).enumerate() {
+                    if j % knobs.sample_every.div_ceil(knobs.get_many_batch).max(1) == 0 {
+                        let t0 = Instant::now();
+                        w.exec_many(group);
+                        let _ = hist.record(t0.elapsed().as_nanos() as u64);
+                    } else {
+                        w.exec_many(group);
+                    }
+                }
+            } else {
+                for (j, &op) in chunk.iter().enumerate() {
+                    let r = if j % knobs.sample_every == 0 {
+                        let t0 = Instant::now();
+                        let r = w.exec(op);
+                        let _ = hist.record(t0.elapsed().as_nanos() as u64);
+                        r
+                    } else {
+                        w.exec(op)
+                    };
+                    if let Err(e) = r {
+                        error = Some(e);
+                        break 'outer;
+                    }
+                }
+            }
+            done += chunk.len() as u64;
+            bar.inc(chunk.len() as u64);
+            if let Some(d) = deadline {
+                if Instant::now() >= d {
+                    break;
+                }
+            }
+        }
+        let end = Instant::now();
+        WorkerOut {
+            start,
+            end,
+            cpu_secs: cpu::thread_cpu_secs() - cpu0,
+            ops: done,
+            hist,
+            found: w.found,
+            probes: w.probes,
+            digest: w.digest,
+            error,
+        }
+    });
+    if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
+        return Err(e);
+    }
+    let start = outs
+        .iter()
+        .map(|o| o.start)
+        .min()
+        .unwrap_or_else(Instant::now);
+    let end = outs.iter().map(|o| o.end).max().unwrap_or(start);
+    let mut hist = latency::histogram();
+    for o in &outs {
+        let _ = hist.add(&o.hist);
+    }
+    std::hint::black_box(outs.iter().map(|o| o.digest).sum::<u64>());
+    Ok(Phase {
+        ops: outs.iter().map(|o| o.ops).sum(),
+        secs: end.duration_since(start).as_secs_f64(),
+        hist,
+        found: outs.iter().map(|o| o.found).sum(),
+        probes: outs.iter().map(|o| o.probes).sum(),
+        per_thread: outs.iter().map(|o| (o.ops, o.cpu_secs)).collect(),
+    })
+}

@@ -1,0 +1,536 @@
+//! A run matrix: indexes × datasets × workloads × threads, repeated, with the median kept.
+//!
+//! Order of work, per dataset: the keys are generated once (the loaded `N`, `N` absent keys
+//! if `lookup-neg` runs, and the fresh keys every inserting run needs). Per index, one
+//! freshly loaded index serves all repeats of every workload except `load` and `delete`
+//! (which get a fresh index per repeat): read- and update-only workloads run first, then
+//! inserting ones (`d`, `e`, `mix-*`), each inserting fresh keys no earlier run used, so the
+//! index grows by those inserts only (5% of the operations for `d`/`e`). Each repeat uses a
+//! different stream seed. Loads are timed on their own and their memory growth measured
+//! (allocator, RSS, `memory_usage()`); freed memory is handed back to the OS between
+//! indexes so RSS growth stays meaningful. The result of a cell is its median repeat by
+//! wall-clock throughput.
+//!
+//! Every lookup of a loaded key must find it, and no lookup of an absent key may: a miss
+//! there is reported as an error, so a broken index cannot produce a fast-looking number.
+
+use crate::datasets::{KeySet, Spec};
+use crate::dist::Dist;
+use crate::exec::{self, Knobs, MAX_GET_MANY, Phase, PhaseSpec};
+use crate::machine::Machine;
+use crate::metrics::{alloc_count, latency, rss};
+use crate::output::Record;
+use crate::output::record::{git_rev, loadavg};
+use crate::progress::Progress;
+use crate::registry::{self, AnyIndex, Caps, Resolved};
+use crate::workloads::Workload;
+
+/// Everything one matrix needs.
+#[derive(Clone, Debug)]
+pub(crate) struct Matrix {
+    /// Index names.
+    pub(crate) indexes: Vec<String>,
+    /// Dataset names.
+    pub(crate) datasets: Vec<String>,
+    /// Loaded keys.
+    pub(crate) keys: u64,
+    /// Workloads.
+    pub(crate) workloads: Vec<Workload>,
+    /// Thread counts.
+    pub(crate) threads: Vec<usize>,
+    /// Distribution (None: each workload's default).
+    pub(crate) dist: Option<Dist>,
+    /// Value size.
+    pub(crate) value_size: usize,
+    /// Repeats.
+    pub(crate) repeat: usize,
+    /// Operations per thread.
+    pub(crate) ops: u64,
+    /// Warm-up lookups per thread (None: 10% of ops, at most 1M).
+    pub(crate) warmup: Option<u64>,
+    /// Time one op in this many.
+    pub(crate) sample_every: usize,
+    /// Keys per get_many.
+    pub(crate) get_many_batch: usize,
+    /// Per-phase time limit, seconds.
+    pub(crate) max_secs: Option<f64>,
+    /// Seed.
+    pub(crate) seed: u64,
+    /// Skip unsupported index/dataset/workload/thread combinations instead of failing.
+    pub(crate) skip_unsupported: bool,
+}
+
+/// A validated matrix.
+pub(crate) struct Plan {
+    m: Matrix,
+    indexes: Vec<Resolved>,
+    datasets: Vec<(String, Spec)>,
+    skipped: Vec<String>,
+}
+
+/// Why `index` cannot run `workload` on `dataset` with `threads`, if it cannot.
+fn unsupported(
+    r: &Resolved,
+    spec: &Spec,
+    dataset: &str,
+    w: Workload,
+    threads: usize,
+    value_size: usize,
+) -> Option<String> {
+    let c = r.caps;
+    if let Some(len) = c.key_len {
+        if spec.fixed_len() != Some(len) {
+            return Some(format!(
+                "{} takes only {len}-byte keys; dataset {dataset} has {}",
+                r.name,
+                spec.fixed_len()
+                    .map_or("variable-length keys".into(), |l| format!("{l}-byte keys"))
+            ));
+        }
+    }
+    if let Some(len) = c.value_len {
+        if value_size != len {
+            return Some(format!(
+                "{} takes only {len}-byte values, not --value-size {value_size}",
+                r.name
+            ));
+        }
+    }
+    if w.scans() && !c.ordered {
+        return Some(format!("{} is a point index: workload {w} scans", r.name));
+    }
+    if threads > 1 && !c.concurrent {
+        return Some(format!(
+            "{} is single-threaded: cannot run {threads} threads",
+            r.name
+        ));
+    }
+    None
+}
+
+impl Plan {
+    /// Checks names, numbers and pairings.
+    pub(crate) fn new(m: Matrix) -> Result<Plan, String> {
+        if m.indexes.is_empty() || m.datasets.is_empty() || m.workloads.is_empty() {
+            return Err("need at least one index, dataset and workload".into());
+        }
+        if m.threads.is_empty() || m.threads.iter().any(|&t| t == 0 || t > 1024) {
+            return Err("thread counts must be between 1 and 1024".into());
+        }
+        if m.keys == 0 || m.keys >= 1 << 40 {
+            return Err(format!("--keys must be between 1 and 2^40, got {}", m.keys));
+        }
+        if m.ops == 0 || m.ops >= 1 << 40 {
+            return Err(format!("--ops must be between 1 and 2^40, got {}", m.ops));
+        }
+        if m.repeat == 0 || m.repeat > 100 {
+            return Err(format!(
+                "--repeat must be between 1 and 100, got {}",
+                m.repeat
+            ));
+        }
+        if m.value_size > orrery::api::MAX_VALUE_LEN {
+            return Err(format!(
+                "--value-size {} exceeds the API's limit of {} bytes",
+                m.value_size,
+                orrery::api::MAX_VALUE_LEN
+            ));
+        }
+        if m.sample_every == 0 {
+            return Err("--sample-every must be at least 1".into());
+        }
+        if m.get_many_batch == 0 || m.get_many_batch > MAX_GET_MANY {
+            return Err(format!("--batch must be between 1 and {MAX_GET_MANY}"));
+        }
+        if m.max_secs.is_some_and(|s| s.is_nan() || s <= 0.0) {
+            return Err("--max-secs must be positive".into());
+        }
+        let indexes = m
+            .indexes
+            .iter()
+            .map(|n| registry::resolve(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let datasets = m
+            .datasets
+            .iter()
+            .map(|d| Spec::parse(d).map(|s| (d.clone(), s)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut problems = Vec::new();
+        for r in &indexes {
+            for (name, spec) in &datasets {
+                for &w in &m.workloads {
+                    for &t in &m.threads {
+                        if let Some(p) = unsupported(r, spec, name, w, t, m.value_size) {
+                            if !problems.contains(&p) {
+                                problems.push(p);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if !problems.is_empty() && !m.skip_unsupported {
+            return Err(format!(
+                "unsupported combinations (drop them, or pass --skip-unsupported):\n  {}",
+                problems.join("\n  ")
+            ));
+        }
+        Ok(Plan {
+            m,
+            indexes,
+            datasets,
+            skipped: problems,
+        })
+    }
+
+    /// Combinations that will be skipped.
+    pub(crate) fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    /// The warm-up per thread.
+    fn warmup(&self) -> u64 {
+        self.m.warmup.unwrap_or((self.m.ops / 10).min(1_000_000))
+    }
+
+    /// Runs the plan, handing each result to `emit` as soon as it is final.
+    pub(crate) fn run(
+        &self,
+        machine: Option<&Machine>,
+        suite: Option<&str>,
+        progress: &Progress,
+        emit: &mut dyn FnMut(Record) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let m = &self.m;
+        let rev = git_rev();
+        let timer_ns = latency::timer_overhead_ns();
+        let latency_label = format!(
+            "sampled single-operation latency in ns, 1 op in {} timed with Instant::now() \
+             (clock overhead ~{timer_ns} ns included; a scan is one op; get-many: one batch)",
+            m.sample_every
+        );
+        for (ds_name, spec) in &self.datasets {
+            let cells_of = |r: &Resolved| -> Vec<(Workload, usize)> {
+                let mut v = Vec::new();
+                for &w in &m.workloads {
+                    for &t in &m.threads {
+                        if unsupported(r, spec, ds_name, w, t, m.value_size).is_none() {
+                            v.push((w, t));
+                        }
+                    }
+                }
+                // Shared-index order: read/update-only runs first, inserting runs after.
+                v.sort_by_key(|(w, _)| w.run_order());
+                v
+            };
+            // Key pool: 0..N loaded, N..2N absent (lookup-neg), then fresh keys for inserts.
+            let neg = m.workloads.contains(&Workload::LookupNeg);
+            let fresh_start = m.keys + if neg { m.keys } else { 0 };
+            let inserts_needed = self
+                .indexes
+                .iter()
+                .map(|r| {
+                    cells_of(r)
+                        .iter()
+                        .map(|(w, t)| w.inserts(m.ops, *t as u64))
+                        .sum::<u64>()
+                        * m.repeat as u64
+                })
+                .max();
+            let Some(inserts_needed) = inserts_needed else {
+                continue;
+            };
+            let total = fresh_start
+                .checked_add(inserts_needed)
+                .filter(|&t| t < 1 << 52)
+                .ok_or("too many keys")?;
+            if self.indexes.iter().all(|r| cells_of(r).is_empty()) {
+                continue;
+            }
+            let keys = spec.generate(total as usize, m.keys as usize, m.seed, progress)?;
+            for r in &self.indexes {
+                let cells = cells_of(r);
+                if cells.is_empty() {
+                    continue;
+                }
+                let mut samples: Vec<Vec<Sample>> = cells.iter().map(|_| Vec::new()).collect();
+                let load_threads = if r.caps.concurrent {
+                    cells.iter().map(|c| c.1).max().unwrap_or(1)
+                } else {
+                    1
+                };
+                let shared: Vec<usize> = (0..cells.len())
+                    .filter(|&i| !cells[i].0.needs_fresh_index())
+                    .collect();
+                // One loaded index serves every repeat of the shared cells.
+                if !shared.is_empty() {
+                    let tag = format!("{} {ds_name}", r.name);
+                    let (index, _, load) =
+                        self.load(r, &keys, load_threads, progress, &format!("{tag} load"))?;
+                    let mut next_fresh = fresh_start;
+                    for rep in 0..m.repeat {
+                        for &i in &shared {
+                            let (w, t) = cells[i];
+                            let tag = format!("{tag} #{}", rep + 1);
+                            let ps = self.phase_spec(w, t, next_fresh, rep);
+                            next_fresh += w.inserts(m.ops, t as u64);
+                            let phase = self.phase(r.caps, &index, &keys, &ps, progress, &tag)?;
+                            samples[i].push(Sample {
+                                phase,
+                                load: load.clone(),
+                            });
+                        }
+                    }
+                    drop(index);
+                    rss::trim_heap();
+                }
+                for i in (0..cells.len()).filter(|i| !shared.contains(i)) {
+                    let (w, t) = cells[i];
+                    for rep in 0..m.repeat {
+                        let tag = format!("{} {ds_name} #{}", r.name, rep + 1);
+                        let sample = if w == Workload::Load {
+                            let (index, phase, load) =
+                                self.load(r, &keys, t, progress, &format!("{tag} load"))?;
+                            drop(index);
+                            Sample { phase, load }
+                        } else {
+                            let (index, _, load) = self.load(
+                                r,
+                                &keys,
+                                load_threads,
+                                progress,
+                                &format!("{tag} load"),
+                            )?;
+                            let ps = self.phase_spec(w, t, fresh_start, rep);
+                            let phase = self.phase(r.caps, &index, &keys, &ps, progress, &tag)?;
+                            drop(index);
+                            Sample { phase, load }
+                        };
+                        rss::trim_heap();
+                        samples[i].push(sample);
+                    }
+                }
+                for (i, (w, t)) in cells.iter().enumerate() {
+                    let rec = self.record(
+                        r,
+                        ds_name,
+                        *w,
+                        *t,
+                        std::mem::take(&mut samples[i]),
+                        machine,
+                        suite,
+                        &rev,
+                        &latency_label,
+                    );
+                    emit(rec)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn phase_spec(&self, w: Workload, threads: usize, insert_base: u64, rep: usize) -> PhaseSpec {
+        let m = &self.m;
+        PhaseSpec {
+            workload: w,
+            dist: m.dist.unwrap_or_else(|| w.default_dist()),
+            threads,
+            ops: m.ops,
+            n: m.keys,
+            insert_base,
+            seed: m.seed.wrapping_add(rep as u64 * 0x9E37_79B9),
+        }
+    }
+
+    /// Builds a fresh index and loads keys `0..N` with `threads` threads.
+    fn load(
+        &self,
+        r: &Resolved,
+        keys: &KeySet,
+        threads: usize,
+        progress: &Progress,
+        label: &str,
+    ) -> Result<(AnyIndex, Phase, Load), String> {
+        let m = &self.m;
+        rss::trim_heap();
+        let alloc0 = alloc_count::live_bytes();
+        let rss0 = rss::resident_bytes();
+        let index = r.make();
+        let bar = progress.bar(m.keys, label);
+        // A load always completes: no time limit.
+        let knobs = Knobs {
+            max_secs: None,
+            ..self.knobs()
+        };
+        let ps = PhaseSpec {
+            workload: Workload::Load,
+            dist: Dist::Uniform,
+            threads,
+            ops: m.keys,
+            n: m.keys,
+            insert_base: 0,
+            seed: m.seed,
+        };
+        let phase = exec::run(&index, keys, &ps, &knobs, &bar)
+            .map_err(|e| format!("{}: loading failed: {e}", r.name))?;
+        bar.finish_and_clear();
+        let alloc1 = alloc_count::live_bytes();
+        let rss1 = rss::resident_bytes();
+        let n = m.keys as f64;
+        let len = index.len();
+        if len as u64 != m.keys {
+            return Err(format!(
+                "{}: after loading {} distinct keys the index reports len() = {len}",
+                r.name, m.keys
+            ));
+        }
+        let mem = r
+            .caps
+            .reports_memory
+            .then(|| index.memory_usage().total() as f64 / n);
+        let load = Load {
+            mops: phase.mops(),
+            threads,
+            alloc_bpk: (alloc1 - alloc0) as f64 / n,
+            rss_bpk: rss0.zip(rss1).map(|(a, b)| (b as f64 - a as f64) / n),
+            mem_bpk: mem,
+        };
+        Ok((index, phase, load))
+    }
+
+    fn knobs(&self) -> Knobs {
+        Knobs {
+            value_size: self.m.value_size,
+            sample_every: self.m.sample_every,
+            get_many_batch: self.m.get_many_batch,
+            warmup: self.warmup(),
+            max_secs: self.m.max_secs,
+        }
+    }
+
+    /// Runs one workload on a loaded index and checks its lookups.
+    fn phase(
+        &self,
+        caps: Caps,
+        index: &AnyIndex,
+        keys: &KeySet,
+        ps: &PhaseSpec,
+        progress: &Progress,
+        tag: &str,
+    ) -> Result<Phase, String> {
+        let m = &self.m;
+        let (w, threads) = (ps.workload, ps.threads);
+        let per = w.ops_per_thread(m.keys, m.ops, threads as u64);
+        let bar = progress.bar(per * threads as u64, &format!("{tag} {w} x{threads}"));
+        let phase = exec::run(index, keys, ps, &self.knobs(), &bar)?;
+        bar.finish_and_clear();
+        let expect_all = !matches!(w, Workload::LookupNeg);
+        if expect_all && phase.found != phase.probes && !caps.atomic_upsert && threads > 1 {
+            // A documented property of the peer, not a harness fault: say it, keep the figure.
+            eprintln!(
+                "warning: workload {w}: {} of {} lookups of present keys missed while other \
+                 threads replaced values (this peer's upsert is remove-then-insert)",
+                phase.probes - phase.found,
+                phase.probes
+            );
+        } else if expect_all && phase.found != phase.probes {
+            return Err(format!(
+                "workload {w}: {} of {} lookups/removals of present keys found nothing: \
+                 the index lost keys",
+                phase.probes - phase.found,
+                phase.probes
+            ));
+        }
+        if !expect_all && phase.found != 0 {
+            return Err(format!(
+                "workload {w}: {} lookups of absent keys found something",
+                phase.found
+            ));
+        }
+        Ok(phase)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        r: &Resolved,
+        dataset: &str,
+        w: Workload,
+        threads: usize,
+        mut samples: Vec<Sample>,
+        machine: Option<&Machine>,
+        suite: Option<&str>,
+        rev: &str,
+        latency_label: &str,
+    ) -> Record {
+        let m = &self.m;
+        let mops_repeats: Vec<f64> = samples.iter().map(|s| s.phase.mops()).collect();
+        let mops_cpu_repeats: Vec<f64> = samples.iter().map(|s| s.phase.mops_cpu()).collect();
+        samples.sort_by(|a, b| a.phase.mops().total_cmp(&b.phase.mops()));
+        let med = &samples[(samples.len() - 1) / 2];
+        let mops = med.phase.mops();
+        let ns_per_op = if mops > 0.0 {
+            1e3 * threads as f64 / mops
+        } else {
+            0.0
+        };
+        let pct = latency::percentiles(&med.phase.hist);
+        let dist = m.dist.unwrap_or_else(|| w.default_dist());
+        Record {
+            index: r.name.clone(),
+            dataset: dataset.to_string(),
+            keys: m.keys,
+            value_size: m.value_size,
+            workload: w.to_string(),
+            dist: if w == Workload::Load {
+                "-".into()
+            } else {
+                dist.to_string()
+            },
+            threads,
+            ops: med.phase.ops,
+            secs: med.phase.secs,
+            mops,
+            mops_repeats,
+            mops_cpu: med.phase.mops_cpu(),
+            mops_cpu_repeats,
+            bytes_per_key: med.load.alloc_bpk,
+            rss_bytes_per_key: med.load.rss_bpk,
+            mem_usage_bytes_per_key: med.load.mem_bpk,
+            p50_ns: pct.map(|p| p.0),
+            p99_ns: pct.map(|p| p.1),
+            p999_ns: pct.map(|p| p.2),
+            latency: latency_label.to_string(),
+            dram_rt_per_op: machine.map(|mc| med.phase.cpu_ns_per_op() / mc.lat_4k_ns),
+            ns_per_op,
+            cpu_ns_per_op: med.phase.cpu_ns_per_op(),
+            load_mops: med.load.mops,
+            load_threads: med.load.threads,
+            repeats: samples.len(),
+            seed: m.seed,
+            loadavg: loadavg(),
+            git_rev: rev.to_string(),
+            machine: machine.map_or(serde_json::Value::Null, |mc| mc.summary_json()),
+            suite: suite.map(str::to_string),
+            unix_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
+}
+
+/// A load's measurements.
+#[derive(Clone)]
+struct Load {
+    mops: f64,
+    threads: usize,
+    alloc_bpk: f64,
+    rss_bpk: Option<f64>,
+    mem_bpk: Option<f64>,
+}
+
+/// One repeat of one cell.
+struct Sample {
+    phase: Phase,
+    load: Load,
+}

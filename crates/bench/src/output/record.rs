@@ -1,0 +1,107 @@
+//! One result: a (index, dataset, workload, distribution, threads) cell, median of its
+//! repeats.
+
+use serde::{Deserialize, Serialize};
+
+/// One result line. Field names are the JSON keys other tools rely on.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// Index name (`btreemap`, `slb:wormhole`, ...).
+    pub(crate) index: String,
+    /// Dataset name.
+    pub(crate) dataset: String,
+    /// Loaded keys.
+    pub(crate) keys: u64,
+    /// Value size in bytes.
+    pub(crate) value_size: usize,
+    /// Workload name.
+    pub(crate) workload: String,
+    /// Read distribution.
+    pub(crate) dist: String,
+    /// Threads.
+    pub(crate) threads: usize,
+    /// Operations completed in the median repeat (keys for `get-many`).
+    pub(crate) ops: u64,
+    /// Wall seconds of the median repeat.
+    pub(crate) secs: f64,
+    /// Median throughput, millions of operations per second.
+    pub(crate) mops: f64,
+    /// Throughput of every repeat.
+    pub(crate) mops_repeats: Vec<f64>,
+    /// Median repeat's sum over threads of operations per thread-CPU-second, millions
+    /// (what the threads reach with a core each; robust to other work on the machine).
+    pub(crate) mops_cpu: f64,
+    /// CPU-time throughput of every repeat.
+    pub(crate) mops_cpu_repeats: Vec<f64>,
+    /// Live heap bytes added by loading, per key (counting allocator).
+    pub(crate) bytes_per_key: f64,
+    /// Resident-set growth during loading, per key.
+    pub(crate) rss_bytes_per_key: Option<f64>,
+    /// `memory_usage().total()` after loading, per key (None: the index does not report).
+    pub(crate) mem_usage_bytes_per_key: Option<f64>,
+    /// Sampled single-operation latency percentiles, ns (see `latency`).
+    pub(crate) p50_ns: Option<u64>,
+    /// 99th percentile, ns.
+    pub(crate) p99_ns: Option<u64>,
+    /// 99.9th percentile, ns.
+    pub(crate) p999_ns: Option<u64>,
+    /// What the latency figures are.
+    pub(crate) latency: String,
+    /// Thread-CPU ns per operation over the machine's dependent DRAM read latency (4 KiB pages).
+    pub(crate) dram_rt_per_op: Option<f64>,
+    /// Per-thread wall ns per operation (threads / mops).
+    pub(crate) ns_per_op: f64,
+    /// Thread-CPU ns per operation.
+    pub(crate) cpu_ns_per_op: f64,
+    /// Throughput of the load that prepared the index (median repeat), Mops/s.
+    pub(crate) load_mops: f64,
+    /// Threads of that load.
+    pub(crate) load_threads: usize,
+    /// Repeats the median is taken over.
+    pub(crate) repeats: usize,
+    /// Run seed.
+    pub(crate) seed: u64,
+    /// 1-minute load average when the result was recorded (other work on the machine).
+    pub(crate) loadavg: Option<f64>,
+    /// Source revision of the benchmark (`-dirty` when uncommitted changes exist).
+    pub(crate) git_rev: String,
+    /// Machine facts.
+    pub(crate) machine: serde_json::Value,
+    /// Suite the result belongs to, if any.
+    pub(crate) suite: Option<String>,
+    /// Unix time of the result.
+    pub(crate) unix_time: u64,
+}
+
+/// The benchmark's source revision, from git at build-time source location.
+pub(crate) fn git_rev() -> String {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match out(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(rev) => {
+            let dirty = out(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty { format!("{rev}-dirty") } else { rev }
+        }
+        None => "unknown".into(),
+    }
+}
+
+/// The 1-minute load average.
+pub(crate) fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}

@@ -1,0 +1,103 @@
+//! The aligned table for people, printed row by row as results complete.
+
+use super::Record;
+
+/// Column headers and widths.
+const COLS: &[(&str, usize)] = &[
+    ("index", 12),
+    ("dataset", 9),
+    ("wl", 10),
+    ("dist", 11),
+    ("thr", 3),
+    ("Mops/s", 8),
+    ("spread", 6),
+    ("cpuMops", 8),
+    ("cpu ns", 7),
+    ("DRAM/op", 7),
+    ("B/key", 7),
+    ("rssB/k", 7),
+    ("memB/k", 7),
+    ("p50", 7),
+    ("p99", 7),
+    ("p999", 7),
+    ("load", 6),
+];
+
+fn line(cells: &[String]) -> String {
+    let mut out = String::new();
+    for (i, (c, (_, w))) in cells.iter().zip(COLS).enumerate() {
+        if i > 0 {
+            out.push_str("  ");
+        }
+        // Text columns left-aligned, numbers right-aligned.
+        if i < 4 {
+            out.push_str(&format!("{c:<w$}"));
+        } else {
+            out.push_str(&format!("{c:>w$}"));
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// The header line.
+pub(crate) fn header() -> String {
+    let cells: Vec<String> = COLS.iter().map(|(h, _)| h.to_string()).collect();
+    line(&cells)
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or("n/a".into(), |x| format!("{x:.prec$}"))
+}
+
+/// Spread of the repeats: (max − min) / median, in percent.
+pub(crate) fn spread(r: &Record) -> Option<f64> {
+    if r.mops_repeats.len() < 2 || r.mops <= 0.0 {
+        return None;
+    }
+    let max = r.mops_repeats.iter().cloned().fold(f64::MIN, f64::max);
+    let min = r.mops_repeats.iter().cloned().fold(f64::MAX, f64::min);
+    Some((max - min) / r.mops * 100.0)
+}
+
+/// One row.
+pub(crate) fn row(r: &Record) -> String {
+    let cells = vec![
+        r.index.clone(),
+        r.dataset.clone(),
+        r.workload.clone(),
+        r.dist.clone(),
+        r.threads.to_string(),
+        format!("{:.3}", r.mops),
+        spread(r).map_or("-".into(), |s| format!("{s:.0}%")),
+        format!("{:.3}", r.mops_cpu),
+        format!("{:.0}", r.cpu_ns_per_op),
+        opt(r.dram_rt_per_op, 2),
+        format!("{:.1}", r.bytes_per_key),
+        opt(r.rss_bytes_per_key, 1),
+        opt(r.mem_usage_bytes_per_key, 1),
+        r.p50_ns.map_or("n/a".into(), |v| v.to_string()),
+        r.p99_ns.map_or("n/a".into(), |v| v.to_string()),
+        r.p999_ns.map_or("n/a".into(), |v| v.to_string()),
+        if r.workload == "load" {
+            "-".into()
+        } else {
+            format!("{:.2}", r.load_mops)
+        },
+    ];
+    line(&cells)
+}
+
+/// What the columns mean.
+pub(crate) fn legend(latency: &str, lat_4k_ns: Option<f64>) -> String {
+    format!(
+        "Mops/s: wall-clock throughput, median of the repeats (spread = (max-min)/median).\n\
+         cpuMops: the same repeat's sum over threads of ops per thread-CPU-second (immune to other \
+         work on the machine);\n  cpu ns: thread-CPU ns per op. DRAM/op: cpu ns over one \
+         dependent DRAM read{}.\n\
+         B/key: live heap bytes added by the load per key (counting allocator); rssB/k: RSS growth \
+         per key;\n  memB/k: the index's own memory_usage() per key (n/a: it does not report).\n\
+         p50/p99/p999: {latency}.\n\
+         load: Mops/s of the load that prepared the index.",
+        lat_4k_ns.map_or(String::new(), |l| format!(" ({l:.0} ns, 4 KiB pages)"))
+    )
+}

@@ -1,0 +1,449 @@
+//! The index registry: names → constructors with capability flags.
+//!
+//! Everything the benchmark runs is an [`AnyIndex`]: a boxed [`orrery::OrderedKvIndex`] or
+//! [`orrery::KvIndex`] trait object. Orrery's structures implement those traits already, so
+//! adding one is ONE line in [`entries`]:
+//!
+//! ```ignore
+//! Entry::ordered("wormhole", "Wormhole (Wu et al. 2019)", Caps::CONCURRENT, || Box::new(Wormhole::new())),
+//! Entry::point("mercury", "Mercury chained hash", Caps::CONCURRENT, || Box::new(Mercury::new())),
+//! ```
+//!
+//! after which the name works in `run --index`, in suites, in `indexes`, in reports, and
+//! wrapped by the SLB as `slb:wormhole`. Peers enter the same way through thin adapters
+//! (`peers/`). `slb:<name>` resolves `<name>` first, then wraps it with the SLB.
+
+use std::ops::Bound;
+
+use orrery::api::ScanVisitor;
+use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
+
+use crate::peers;
+
+/// What an index can do, checked before a run so that an impossible pairing is a clear
+/// message rather than a wrong number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Caps {
+    /// Supports ordered scans (`OrderedKvIndex`).
+    pub(crate) ordered: bool,
+    /// May be used from several threads at once.
+    pub(crate) concurrent: bool,
+    /// Accepts only keys of exactly this length.
+    pub(crate) key_len: Option<usize>,
+    /// Accepts only values of exactly this length.
+    pub(crate) value_len: Option<usize>,
+    /// `memory_usage()` reports real figures.
+    pub(crate) reports_memory: bool,
+    /// Replacing a present key's value is atomic: concurrent lookups never miss the key.
+    /// False for peers whose upsert is remove-then-insert (crossbeam-skiplist); their
+    /// multi-threaded misses are reported as warnings instead of failing the run.
+    pub(crate) atomic_upsert: bool,
+}
+
+impl Caps {
+    /// A thread-safe index accepting any key and value, reporting its memory.
+    pub(crate) const CONCURRENT: Caps = Caps {
+        ordered: true,
+        concurrent: true,
+        key_len: None,
+        value_len: None,
+        reports_memory: true,
+        atomic_upsert: true,
+    };
+
+    /// A thread-safe peer with no memory accounting of its own.
+    const PEER: Caps = Caps {
+        reports_memory: false,
+        ..Caps::CONCURRENT
+    };
+
+    /// A short description of the limits, for listings.
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = vec![if self.ordered { "ordered" } else { "point" }.to_string()];
+        parts.push(
+            if self.concurrent {
+                "concurrent"
+            } else {
+                "1 thread"
+            }
+            .into(),
+        );
+        if let Some(k) = self.key_len {
+            parts.push(format!("{k}-byte keys"));
+        }
+        if let Some(v) = self.value_len {
+            parts.push(format!("{v}-byte values"));
+        }
+        if !self.reports_memory {
+            parts.push("no memory_usage".into());
+        }
+        parts.join(", ")
+    }
+}
+
+/// An index the benchmark can drive: ordered or point-only.
+pub(crate) enum AnyIndex {
+    /// An ordered index (scans available).
+    Ordered(Box<dyn OrderedKvIndex>),
+    /// A point-only index.
+    Point(Box<dyn KvIndex>),
+}
+
+impl AnyIndex {
+    /// `KvIndex::get_with`.
+    #[inline]
+    pub(crate) fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        match self {
+            AnyIndex::Ordered(i) => i.get_with(key, f),
+            AnyIndex::Point(i) => i.get_with(key, f),
+        }
+    }
+
+    /// `KvIndex::insert`.
+    #[inline]
+    pub(crate) fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        match self {
+            AnyIndex::Ordered(i) => i.insert(key, value),
+            AnyIndex::Point(i) => i.insert(key, value),
+        }
+    }
+
+    /// `KvIndex::remove`.
+    #[inline]
+    pub(crate) fn remove(&self, key: &[u8]) -> bool {
+        match self {
+            AnyIndex::Ordered(i) => i.remove(key),
+            AnyIndex::Point(i) => i.remove(key),
+        }
+    }
+
+    /// `KvIndex::get_many`.
+    #[inline]
+    pub(crate) fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        match self {
+            AnyIndex::Ordered(i) => i.get_many(keys, f),
+            AnyIndex::Point(i) => i.get_many(keys, f),
+        }
+    }
+
+    /// `OrderedKvIndex::scan`; `false` (nothing visited) for a point index — the harness
+    /// never schedules scans on one.
+    #[inline]
+    pub(crate) fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) -> bool {
+        match self {
+            AnyIndex::Ordered(i) => {
+                i.scan(start, visitor);
+                true
+            }
+            AnyIndex::Point(_) => false,
+        }
+    }
+
+    /// `KvIndex::len`.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            AnyIndex::Ordered(i) => i.len(),
+            AnyIndex::Point(i) => i.len(),
+        }
+    }
+
+    /// `KvIndex::memory_usage`.
+    pub(crate) fn memory_usage(&self) -> MemoryUsage {
+        match self {
+            AnyIndex::Ordered(i) => i.memory_usage(),
+            AnyIndex::Point(i) => i.memory_usage(),
+        }
+    }
+}
+
+/// How an entry builds its index.
+#[derive(Clone, Copy)]
+enum Maker {
+    Ordered(fn() -> Box<dyn OrderedKvIndex>),
+    Point(fn() -> Box<dyn KvIndex>),
+}
+
+/// One registered index.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry {
+    /// The name used on the command line.
+    pub(crate) name: &'static str,
+    /// One line for listings.
+    pub(crate) about: &'static str,
+    /// What it can do.
+    pub(crate) caps: Caps,
+    make: Maker,
+}
+
+impl Entry {
+    /// An ordered index.
+    fn ordered(
+        name: &'static str,
+        about: &'static str,
+        caps: Caps,
+        make: fn() -> Box<dyn OrderedKvIndex>,
+    ) -> Entry {
+        let caps = Caps {
+            ordered: true,
+            ..caps
+        };
+        Entry {
+            name,
+            about,
+            caps,
+            make: Maker::Ordered(make),
+        }
+    }
+
+    /// A point-only index.
+    fn point(
+        name: &'static str,
+        about: &'static str,
+        caps: Caps,
+        make: fn() -> Box<dyn KvIndex>,
+    ) -> Entry {
+        let caps = Caps {
+            ordered: false,
+            ..caps
+        };
+        Entry {
+            name,
+            about,
+            caps,
+            make: Maker::Point(make),
+        }
+    }
+}
+
+/// Every registered index, in listing order.
+pub(crate) fn entries() -> Vec<Entry> {
+    use peers::{btree, congee, hash, scc, skiplist};
+    vec![
+        // Orrery's structures register here, one line each.
+        Entry::ordered(
+            "wormhole",
+            "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
+            Caps::CONCURRENT,
+            || Box::new(orrery::wormhole::Wormhole::new()),
+        ),
+        // Fig 11 ablation: BaseWormhole, then one optimization added at a time.
+        Entry::ordered(
+            "wormhole-base",
+            "BaseWormhole (no TagMatching, IncHashing, SortByTag, DirectPos)",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(false, false, false, false)),
+        ),
+        Entry::ordered(
+            "wormhole+tm",
+            "Wormhole +TagMatching",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(true, false, false, false)),
+        ),
+        Entry::ordered(
+            "wormhole+ih",
+            "Wormhole +TagMatching +IncHashing",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(true, true, false, false)),
+        ),
+        Entry::ordered(
+            "wormhole+sbt",
+            "Wormhole +TagMatching +IncHashing +SortByTag",
+            Caps::CONCURRENT,
+            || Box::new(wormhole_with(true, true, true, false)),
+        ),
+        Entry::point(
+            "mercury",
+            "Mercury chained hash (cooperative expansion)",
+            Caps::CONCURRENT,
+            || Box::new(orrery::mercury::Mercury::new()),
+        ),
+        Entry::point(
+            "mercury-dedicated",
+            "Mercury with the paper's dedicated expand-thread",
+            Caps::CONCURRENT,
+            || {
+                Box::new(
+                    orrery::mercury::Mercury::with_config(orrery::mercury::Config {
+                        expansion: orrery::mercury::Expansion::Dedicated,
+                        ..Default::default()
+                    })
+                    .expect("the default Mercury configuration is valid"),
+                )
+            },
+        ),
+        Entry::point(
+            "mercury-striped",
+            "Mercury nodes behind memcached-like striped mutexes (bench-only variant)",
+            Caps::CONCURRENT,
+            || Box::new(orrery::mercury::variants::StripedMercury::new()),
+        ),
+        Entry::ordered(
+            "btreemap",
+            "std BTreeMap behind a RwLock (orrery::reference::LockedBTreeMap)",
+            Caps::CONCURRENT,
+            || Box::new(orrery::reference::LockedBTreeMap::new()),
+        ),
+        // Peers.
+        Entry::ordered(
+            "btreemap-st",
+            "std BTreeMap, no lock (single-thread runs only)",
+            Caps {
+                concurrent: false,
+                ..Caps::PEER
+            },
+            || Box::new(btree::StBTreeMap::new()),
+        ),
+        Entry::ordered(
+            "skiplist",
+            "crossbeam-skiplist SkipMap (lock-free; upsert is remove-then-insert)",
+            Caps {
+                atomic_upsert: false,
+                ..Caps::PEER
+            },
+            || Box::<skiplist::SkipList>::default(),
+        ),
+        Entry::ordered(
+            "scc-tree",
+            "scc TreeIndex (lock-free B+-tree)",
+            Caps::PEER,
+            || Box::<scc::SccTree>::default(),
+        ),
+        Entry::ordered(
+            "congee",
+            "congee ART with optimistic lock coupling (8-byte keys and values)",
+            Caps {
+                key_len: Some(8),
+                value_len: Some(8),
+                ..Caps::PEER
+            },
+            || Box::<congee::CongeeArt>::default(),
+        ),
+        Entry::point("scc-hash", "scc HashMap", Caps::PEER, || {
+            Box::<scc::SccHash>::default()
+        }),
+        Entry::point(
+            "dashmap",
+            "dashmap DashMap (sharded RwLocks)",
+            Caps::PEER,
+            || Box::<hash::Dash>::default(),
+        ),
+        Entry::point("papaya", "papaya HashMap (lock-free)", Caps::PEER, || {
+            Box::<hash::Papaya>::default()
+        }),
+        Entry::point(
+            "hashbrown",
+            "hashbrown HashMap behind a RwLock",
+            Caps::PEER,
+            || Box::<hash::LockedHashbrown>::default(),
+        ),
+    ]
+}
+
+/// A Wormhole with the four ablation switches of Fig 11 set as given.
+fn wormhole_with(tm: bool, ih: bool, sbt: bool, dp: bool) -> orrery::wormhole::Wormhole {
+    orrery::wormhole::Wormhole::builder()
+        .tag_matching(tm)
+        .inc_hashing(ih)
+        .sort_by_tag(sbt)
+        .direct_pos(dp)
+        .build()
+        .expect("the ablation configurations use the default leaf size, which is valid")
+}
+
+/// A resolved index name: capabilities and a constructor (possibly wrapped by the SLB).
+#[derive(Clone)]
+pub(crate) struct Resolved {
+    /// The name as given (e.g. `slb:btreemap`).
+    pub(crate) name: String,
+    /// What it can do.
+    pub(crate) caps: Caps,
+    inner: Entry,
+    slb_layers: usize,
+}
+
+impl Resolved {
+    /// A fresh, empty index.
+    pub(crate) fn make(&self) -> AnyIndex {
+        let index = match self.inner.make {
+            Maker::Ordered(f) => AnyIndex::Ordered(f()),
+            Maker::Point(f) => AnyIndex::Point(f()),
+        };
+        (0..self.slb_layers).fold(index, |i, _| slb::wrap(i))
+    }
+}
+
+/// Looks `name` up; `slb:<name>` wraps any registered index.
+pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
+    if let Some(inner) = name.strip_prefix("slb:") {
+        let r = resolve(inner).map_err(|e| format!("in {name:?}: {e}"))?;
+        return Ok(Resolved {
+            name: name.to_string(),
+            slb_layers: r.slb_layers + 1,
+            ..r
+        });
+    }
+    let all = entries();
+    match all.iter().find(|e| e.name == name) {
+        Some(e) => Ok(Resolved {
+            name: name.to_string(),
+            caps: e.caps,
+            inner: *e,
+            slb_layers: 0,
+        }),
+        None => Err(format!(
+            "unknown index {name:?}; known: {} (and slb:<name> for any of them)",
+            all.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// The SLB hook: wraps an index in the Search Lookaside Buffer (default configuration:
+/// 16 MiB Cache Table, 64 MiB Log Table, as in the paper's Table 2).
+mod slb {
+    use super::AnyIndex;
+    use orrery::slb::Slb;
+
+    /// Wraps `index` in the SLB; a boxed index is an index itself, so any entry works.
+    pub(super) fn wrap(index: AnyIndex) -> AnyIndex {
+        const VALID: &str = "the default SLB configuration is valid";
+        match index {
+            AnyIndex::Ordered(i) => AnyIndex::Ordered(Box::new(Slb::new(i).expect(VALID))),
+            AnyIndex::Point(i) => AnyIndex::Point(Box::new(Slb::new(i).expect(VALID))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_builds_an_empty_index_with_matching_kind() {
+        for e in entries() {
+            let r = resolve(e.name).unwrap();
+            let i = r.make();
+            assert_eq!(i.len(), 0, "{}", e.name);
+            assert_eq!(
+                matches!(i, AnyIndex::Ordered(_)),
+                e.caps.ordered,
+                "{}",
+                e.name
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_and_slb_names_are_clear_errors() {
+        assert!(
+            resolve("nope")
+                .err()
+                .unwrap()
+                .contains("unknown index \"nope\"")
+        );
+        let r = resolve("slb:btreemap").unwrap();
+        assert_eq!(r.name, "slb:btreemap");
+        assert_eq!(r.make().len(), 0);
+        let e = resolve("slb:nope").err().unwrap();
+        assert!(e.contains("unknown index"), "{e}");
+    }
+}

@@ -1,0 +1,489 @@
+//! `orrery-bench report`: JSON-lines results → markdown tables and SVG + PNG plots.
+//!
+//! Output goes to `<out>/<name>/`: `tables.md` (machine facts, one throughput table and
+//! plot per dataset × workload × distribution, one memory table and plot per dataset) and
+//! the plots `<dataset>-<workload>[-<dist>].{svg,png}`, `<dataset>-memory.{svg,png}`.
+//! When a cell appears in several result lines (files appended over several runs), the
+//! most recent line wins. Plots are drawn with `plotters` using a TrueType font found on the
+//! system (DejaVu Sans or Liberation Sans; `ORRERY_BENCH_FONT=path.ttf` overrides).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use clap::Args;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::output::Record;
+use crate::output::json;
+use crate::output::table::spread;
+
+/// Arguments of `report`.
+#[derive(Args, Debug)]
+pub(crate) struct ReportArgs {
+    /// JSON-lines result files (from `run --json`).
+    #[arg(long, required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "docs/results")]
+    out: PathBuf,
+    /// Report name: its subdirectory and title [default: the first input's file stem].
+    #[arg(long)]
+    name: Option<String>,
+}
+
+/// (dataset, keys, value size, workload, dist, index, threads).
+type CellKey = (String, u64, usize, String, String, String, usize);
+
+/// A grouped bar chart.
+struct Bars {
+    title: String,
+    y_label: String,
+    categories: Vec<String>,
+    series: Vec<(String, Vec<Option<f64>>)>,
+}
+
+const COLORS: &[RGBColor] = &[
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/liberation/LiberationSans-Regular.ttf",
+    "/Library/Fonts/Arial.ttf",
+];
+
+/// Registers a system font as "sans-serif" once.
+fn ensure_font() -> Result<(), String> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(p) = std::env::var_os("ORRERY_BENCH_FONT") {
+            candidates.push(p.into());
+        }
+        candidates.extend(FONT_PATHS.iter().map(PathBuf::from));
+        for p in &candidates {
+            if let Ok(bytes) = std::fs::read(p) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        Err(format!(
+            "no TrueType font for the plots (looked at {}); install fonts-dejavu-core or set \
+             ORRERY_BENCH_FONT=/path/to/font.ttf",
+            FONT_PATHS.join(", ")
+        ))
+    })
+    .clone()
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, b: &Bars) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let n = b.categories.len().max(1);
+    let groups = b.series.len().max(1);
+    let ymax = b
+        .series
+        .iter()
+        .flat_map(|s| s.1.iter().flatten())
+        .cloned()
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&b.title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
+        .map_err(e)?;
+    let cats = b.categories.clone();
+    let label = move |x: &f64| -> String {
+        let r = x.round();
+        if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < cats.len() {
+            cats[r as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n + 2)
+        .x_label_formatter(&label)
+        .y_desc(b.y_label.as_str())
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .draw()
+        .map_err(e)?;
+    let width = 0.8 / groups as f64;
+    for (g, (name, values)) in b.series.iter().enumerate() {
+        let color = COLORS[g % COLORS.len()];
+        let rects = values.iter().enumerate().filter_map(|(i, v)| {
+            v.map(|v| {
+                let x0 = i as f64 - 0.4 + g as f64 * width;
+                Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color.filled())
+            })
+        });
+        chart
+            .draw_series(rects)
+            .map_err(e)?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(e)?;
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// Writes `<stem>.svg` and `<stem>.png`.
+fn plot(dir: &Path, stem: &str, b: &Bars) -> Result<(), String> {
+    ensure_font()?;
+    let size = (960, 540);
+    let svg = dir.join(format!("{stem}.svg"));
+    draw(SVGBackend::new(&svg, size).into_drawing_area(), b)
+        .map_err(|x| format!("{}: {x}", svg.display()))?;
+    let png = dir.join(format!("{stem}.png"));
+    draw(BitMapBackend::new(&png, size).into_drawing_area(), b)
+        .map_err(|x| format!("{}: {x}", png.display()))?;
+    Ok(())
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn keys_label(k: u64) -> String {
+    if k >= 1_000_000 && k.is_multiple_of(1_000_000) {
+        format!("{}M", k / 1_000_000)
+    } else if k >= 1000 && k.is_multiple_of(1000) {
+        format!("{}K", k / 1000)
+    } else {
+        k.to_string()
+    }
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or("n/a".into(), |x| format!("{x:.prec$}"))
+}
+
+/// Runs `report`.
+pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
+    let mut all = Vec::new();
+    for p in &a.input {
+        all.extend(json::read(p)?);
+    }
+    if all.is_empty() {
+        return Err("the input holds no results".into());
+    }
+    let name = match &a.name {
+        Some(n) => n.clone(),
+        None => a.input[0]
+            .file_stem()
+            .map_or("report".into(), |s| s.to_string_lossy().into_owned()),
+    };
+    let dir = a.out.join(file_safe(&name));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Latest line per cell.
+    let mut cells: BTreeMap<CellKey, Record> = BTreeMap::new();
+    for r in all {
+        let k = (
+            r.dataset.clone(),
+            r.keys,
+            r.value_size,
+            r.workload.clone(),
+            r.dist.clone(),
+            r.index.clone(),
+            r.threads,
+        );
+        match cells.get(&k) {
+            Some(old) if old.unix_time > r.unix_time => {}
+            _ => {
+                cells.insert(k, r);
+            }
+        }
+    }
+    let recs: Vec<&Record> = cells.values().collect();
+    // Index order: as registered, then others by name.
+    let registered: Vec<&str> = crate::registry::entries().iter().map(|e| e.name).collect();
+    let mut indexes: Vec<String> = recs.iter().map(|r| r.index.clone()).collect();
+    indexes.sort_by_key(|i| {
+        (
+            registered.iter().position(|r| r == i).unwrap_or(usize::MAX),
+            i.clone(),
+        )
+    });
+    indexes.dedup();
+
+    let mut md = String::new();
+    let _ = writeln!(md, "# {name}\n");
+    let _ = writeln!(
+        md,
+        "Generated by `orrery-bench report` from {}.\n",
+        a.input
+            .iter()
+            .map(|p| format!("`{}`", p.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    machine_section(&mut md, &recs);
+
+    // Throughput per dataset × keys × value size × workload × dist.
+    let mut groups: BTreeMap<(String, u64, usize, String, String), Vec<&Record>> = BTreeMap::new();
+    for r in &recs {
+        groups
+            .entry((
+                r.dataset.clone(),
+                r.keys,
+                r.value_size,
+                r.workload.clone(),
+                r.dist.clone(),
+            ))
+            .or_default()
+            .push(r);
+    }
+    for ((ds, keys, vs, wl, dist), rs) in &groups {
+        let mut threads: Vec<usize> = rs.iter().map(|r| r.threads).collect();
+        threads.sort();
+        threads.dedup();
+        let idx: Vec<&String> = indexes
+            .iter()
+            .filter(|i| rs.iter().any(|r| &r.index == *i))
+            .collect();
+        let find = |i: &str, t: usize| rs.iter().find(|r| r.index == i && r.threads == t);
+        let dist_part = if dist == "uniform" || dist == "-" {
+            String::new()
+        } else {
+            format!("-{}", file_safe(dist))
+        };
+        let stem = format!("{}-{}{}", file_safe(ds), file_safe(wl), dist_part);
+        let title = format!(
+            "{ds}, {} keys, {vs} B values: workload {wl}{}",
+            keys_label(*keys),
+            if dist_part.is_empty() {
+                String::new()
+            } else {
+                format!(" ({dist})")
+            }
+        );
+        let series = |f: &dyn Fn(&Record) -> f64| -> Vec<(String, Vec<Option<f64>>)> {
+            threads
+                .iter()
+                .map(|&t| {
+                    (
+                        format!("{t} thread{}", if t == 1 { "" } else { "s" }),
+                        idx.iter().map(|i| find(i, t).map(|r| f(r))).collect(),
+                    )
+                })
+                .collect()
+        };
+        let categories: Vec<String> = idx.iter().map(|s| s.to_string()).collect();
+        plot(
+            &dir,
+            &stem,
+            &Bars {
+                title: title.clone(),
+                y_label: "Mops/s, wall clock (median repeat)".into(),
+                categories: categories.clone(),
+                series: series(&|r| r.mops),
+            },
+        )?;
+        plot(
+            &dir,
+            &format!("{stem}-cpu"),
+            &Bars {
+                title: format!("{title} (CPU time)"),
+                y_label: "Mops per thread-CPU second, summed over threads".into(),
+                categories,
+                series: series(&|r| r.mops_cpu),
+            },
+        )?;
+        let _ = writeln!(
+            md,
+            "## {title}\n\n![{title}]({stem}.png)\n![{title}, CPU time]({stem}-cpu.png)\n"
+        );
+        let _ = writeln!(
+            md,
+            "| index | threads | Mops/s | spread | CPU Mops/s | CPU ns/op | DRAM/op | p50 ns | p99 ns | p999 ns | load Mops/s | repeats |"
+        );
+        let _ = writeln!(
+            md,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for i in &idx {
+            for &t in &threads {
+                if let Some(r) = find(i, t) {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {:.3} | {} | {:.3} | {:.0} | {} | {} | {} | {} | {:.2} | {} |",
+                        r.index,
+                        t,
+                        r.mops,
+                        spread(r).map_or("-".into(), |s| format!("{s:.0}%")),
+                        r.mops_cpu,
+                        r.cpu_ns_per_op,
+                        opt(r.dram_rt_per_op, 2),
+                        r.p50_ns.map_or("n/a".into(), |v| v.to_string()),
+                        r.p99_ns.map_or("n/a".into(), |v| v.to_string()),
+                        r.p999_ns.map_or("n/a".into(), |v| v.to_string()),
+                        r.load_mops,
+                        r.repeats
+                    );
+                }
+            }
+        }
+        md.push('\n');
+    }
+
+    // Memory per dataset × keys × value size: median over that index's results.
+    let mut mem: BTreeMap<(String, u64, usize), Vec<&Record>> = BTreeMap::new();
+    for r in &recs {
+        mem.entry((r.dataset.clone(), r.keys, r.value_size))
+            .or_default()
+            .push(r);
+    }
+    for ((ds, keys, vs), rs) in &mem {
+        let idx: Vec<&String> = indexes
+            .iter()
+            .filter(|i| rs.iter().any(|r| &r.index == *i))
+            .collect();
+        let med = |i: &str, f: &dyn Fn(&Record) -> Option<f64>| -> Option<f64> {
+            let mut v: Vec<f64> = rs
+                .iter()
+                .filter(|r| r.index == i)
+                .filter_map(|r| f(r))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+        };
+        let stem = format!("{}-memory", file_safe(ds));
+        let title = format!(
+            "{ds}, {} keys, {vs} B values: memory per key",
+            keys_label(*keys)
+        );
+        let alloc: Vec<Option<f64>> = idx
+            .iter()
+            .map(|i| med(i, &|r| Some(r.bytes_per_key)))
+            .collect();
+        let rss: Vec<Option<f64>> = idx
+            .iter()
+            .map(|i| med(i, &|r| r.rss_bytes_per_key))
+            .collect();
+        plot(
+            &dir,
+            &stem,
+            &Bars {
+                title: title.clone(),
+                y_label: "bytes per key".into(),
+                categories: idx.iter().map(|s| s.to_string()).collect(),
+                series: vec![
+                    ("heap (counting allocator)".into(), alloc.clone()),
+                    ("RSS growth".into(), rss.clone()),
+                ],
+            },
+        )?;
+        let _ = writeln!(md, "## {title}\n\n![{title}]({stem}.png)\n");
+        let _ = writeln!(
+            md,
+            "| index | heap B/key | RSS B/key | memory_usage() B/key |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|");
+        for (j, i) in idx.iter().enumerate() {
+            let _ = writeln!(
+                md,
+                "| {i} | {} | {} | {} |",
+                opt(alloc[j], 1),
+                opt(rss[j], 1),
+                opt(med(i, &|r| r.mem_usage_bytes_per_key), 1)
+            );
+        }
+        md.push('\n');
+    }
+    if let Some(r) = recs.first() {
+        let _ = writeln!(
+            md,
+            "Columns: Mops/s is wall-clock throughput of the median repeat (spread = (max - min) \
+             / median over the repeats); CPU Mops/s sums each thread's operations per second of \
+             its own CPU time (what the threads reach with a core each: robust to other work on \
+             the machine, optimistic under lock contention since blocked time is not CPU time); \
+             CPU ns/op is thread-CPU time per operation; DRAM/op is CPU ns/op over one dependent \
+             DRAM read with 4 KiB pages. Latency: {}.\n",
+            r.latency
+        );
+    }
+    let path = dir.join("tables.md");
+    std::fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!(
+        "wrote {} and {} plots (SVG + PNG) in {}",
+        path.display(),
+        2 * groups.len() + mem.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+fn machine_section(md: &mut String, recs: &[&Record]) {
+    let mut revs: Vec<&str> = recs.iter().map(|r| r.git_rev.as_str()).collect();
+    revs.sort();
+    revs.dedup();
+    let loads: Vec<f64> = recs.iter().filter_map(|r| r.loadavg).collect();
+    if let Some(m) = recs.iter().map(|r| &r.machine).find(|m| !m.is_null()) {
+        let g = |k: &str| {
+            m.get(k)
+                .map_or("?".into(), |v| v.to_string().trim_matches('"').to_string())
+        };
+        let _ = writeln!(
+            md,
+            "**Machine:** {}, {} cores, {} GiB, kernel {}, THP {}. Dependent random DRAM read: \
+             {} ns (4 KiB pages), {} ns (huge pages); best independent-read rate {} ns/read.\n",
+            g("cpu"),
+            g("cores"),
+            g("mem_gib"),
+            g("kernel"),
+            g("thp"),
+            g("lat_4k_ns"),
+            g("lat_huge_ns"),
+            g("mlp_best_ns")
+        );
+    }
+    let _ = writeln!(md, "**Revisions:** {}.", revs.join(", "));
+    if !loads.is_empty() {
+        let min = loads.iter().cloned().fold(f64::MAX, f64::min);
+        let max = loads.iter().cloned().fold(f64::MIN, f64::max);
+        let _ = writeln!(
+            md,
+            "**1-minute load average while recording:** {min:.1} to {max:.1} (other work on the \
+             machine shows here).\n"
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! Suites: named matrices read from a TOML file (`crates/bench/suites.toml` is built in;
+//! `--suites FILE` reads another), so that one paper figure is one command.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::cli::parse_count;
+use crate::dist::Dist;
+use crate::matrix::Matrix;
+use crate::workloads::Workload;
+
+/// The suites shipped with the tool.
+pub(crate) const BUILTIN: &str = include_str!("../suites.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    suites: BTreeMap<String, SuiteDef>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteDef {
+    about: String,
+    matrix: Vec<MatrixDef>,
+}
+
+/// A count written as a number or a string with a K/M/G suffix.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Count {
+    Num(u64),
+    Text(String),
+}
+
+impl Count {
+    fn get(&self) -> Result<u64, String> {
+        match self {
+            Count::Num(n) => Ok(*n),
+            Count::Text(s) => parse_count(s),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixDef {
+    index: Vec<String>,
+    dataset: Vec<String>,
+    keys: Count,
+    workload: Vec<String>,
+    threads: Vec<usize>,
+    ops: Option<Count>,
+    repeat: Option<usize>,
+    dist: Option<String>,
+    value_size: Option<usize>,
+    warmup: Option<Count>,
+    max_secs: Option<f64>,
+}
+
+/// A parsed suite.
+pub(crate) struct Suite {
+    /// Its name.
+    pub(crate) name: String,
+    /// One line about it.
+    pub(crate) about: String,
+    /// Its matrices (unsupported combinations are skipped).
+    pub(crate) matrices: Vec<Matrix>,
+}
+
+/// Parses every suite of a TOML text (`origin` names it in errors).
+pub(crate) fn parse(text: &str, origin: &str) -> Result<Vec<Suite>, String> {
+    let file: File = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    file.suites
+        .into_iter()
+        .map(|(name, def)| {
+            let matrices = def
+                .matrix
+                .into_iter()
+                .map(|m| matrix(m).map_err(|e| format!("{origin}: suite {name}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Suite {
+                name,
+                about: def.about,
+                matrices,
+            })
+        })
+        .collect()
+}
+
+fn matrix(m: MatrixDef) -> Result<Matrix, String> {
+    let keys = m.keys.get()?;
+    Ok(Matrix {
+        indexes: m.index,
+        datasets: m.dataset,
+        keys,
+        workloads: m
+            .workload
+            .iter()
+            .map(|w| Workload::parse(w))
+            .collect::<Result<_, _>>()?,
+        threads: m.threads,
+        dist: m.dist.as_deref().map(Dist::parse).transpose()?,
+        value_size: m.value_size.unwrap_or(8),
+        repeat: m.repeat.unwrap_or(1),
+        ops: m
+            .ops
+            .map(|c| c.get())
+            .transpose()?
+            .unwrap_or(keys.min(1_000_000)),
+        warmup: m.warmup.map(|c| c.get()).transpose()?,
+        sample_every: 64,
+        get_many_batch: 16,
+        max_secs: m.max_secs,
+        seed: 42,
+        skip_unsupported: true,
+    })
+}
+
+/// Loads suites from `path`, or the built-in file.
+pub(crate) fn load(path: Option<&Path>) -> Result<Vec<Suite>, String> {
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("cannot read suites from {}: {e}", p.display()))?;
+            parse(&text, &p.display().to_string())
+        }
+        None => parse(BUILTIN, "suites.toml"),
+    }
+}
+
+/// The suite called `name`.
+pub(crate) fn find(path: Option<&Path>, name: &str) -> Result<Suite, String> {
+    let all = load(path)?;
+    let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+    all.into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("unknown suite {name:?}; known: {}", names.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Plan;
+
+    #[test]
+    fn builtin_suites_parse_and_plan() {
+        let all = load(None).unwrap();
+        for required in ["smoke", "peers", "peers-10m"] {
+            assert!(all.iter().any(|s| s.name == required), "{required}");
+        }
+        for s in &all {
+            for m in &s.matrices {
+                Plan::new(m.clone()).unwrap_or_else(|e| panic!("suite {}: {e}", s.name));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_suite_files_are_errors() {
+        assert!(parse("[suites.x]\nabout = 1", "t").is_err());
+        let e = parse(
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"btreemap\"]\n\
+             dataset=[\"rand-8\"]\nkeys=\"12Q\"\nworkload=[\"c\"]\nthreads=[1]\n",
+            "t",
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("12Q"), "{e}");
+        assert!(find(None, "nope").err().unwrap().contains("unknown suite"));
+    }
+}

@@ -1,0 +1,120 @@
+//! The only code that asks the OS for memory: 2 MiB-aligned zeroed mappings.
+//!
+//! On Unix (outside Miri) the mapping is an anonymous private `mmap`, over-mapped by one huge
+//! page and trimmed to a 2 MiB-aligned start, then advised `MADV_HUGEPAGE` on Linux. Under
+//! Miri (which has no `mmap`) and on other systems it is `std::alloc::alloc_zeroed` with a
+//! 2 MiB-aligned layout, so the same callers run unchanged under Miri.
+
+use std::ptr::NonNull;
+
+use super::region::HUGE_PAGE_SIZE;
+use crate::api::Error;
+
+/// A dangling, 2 MiB-aligned pointer: the start of every empty region (valid for zero-sized
+/// accesses at any alignment up to 2 MiB).
+pub(super) fn dangling_huge_aligned() -> NonNull<u8> {
+    // `HUGE_PAGE_SIZE` is non-zero; the pointer has no provenance and is never dereferenced
+    // for a non-zero size.
+    NonNull::new(std::ptr::without_provenance_mut(HUGE_PAGE_SIZE)).unwrap_or(NonNull::dangling())
+}
+
+#[cfg(all(unix, not(miri)))]
+mod imp {
+    use std::ptr::NonNull;
+
+    use super::{Error, HUGE_PAGE_SIZE};
+
+    /// Maps `len` zeroed bytes at a 2 MiB-aligned address. `len` is a non-zero multiple of
+    /// `HUGE_PAGE_SIZE`, at most `isize::MAX - HUGE_PAGE_SIZE`.
+    pub(in crate::alloc) fn map_huge(len: usize) -> Result<NonNull<u8>, Error> {
+        debug_assert!(len != 0 && len.is_multiple_of(HUGE_PAGE_SIZE));
+        // Over-map by one huge page so that a 2 MiB-aligned start exists inside the mapping.
+        let over = len + HUGE_PAGE_SIZE;
+        // SAFETY: a fresh anonymous private mapping at an address of the kernel's choosing;
+        // it aliases nothing.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                over,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(Error::OutOfMemory);
+        }
+        let addr = raw as usize;
+        let start = (addr + HUGE_PAGE_SIZE - 1) & !(HUGE_PAGE_SIZE - 1);
+        let head = start - addr;
+        let tail = over - head - len;
+        if head != 0 {
+            // SAFETY: `[raw, raw + head)` is the unaligned front of our own fresh mapping,
+            // page-aligned at both ends (mmap returns page-aligned addresses and `start` is
+            // 2 MiB-aligned), and nobody uses it.
+            unsafe { libc::munmap(raw, head) };
+        }
+        if tail != 0 {
+            // SAFETY: `[start + len, raw + over)` is the back of our own fresh mapping, past
+            // the part we keep, page-aligned at both ends.
+            unsafe { libc::munmap(raw.cast::<u8>().wrapping_add(head + len).cast(), tail) };
+        }
+        let ptr = raw.cast::<u8>().wrapping_add(head);
+        #[cfg(target_os = "linux")]
+        {
+            // Ask for transparent huge pages (THP in `madvise` mode honours only regions that
+            // ask). Failure (THP disabled, old kernel) leaves ordinary 4 KiB pages: ignored.
+            // SAFETY: `[ptr, ptr + len)` is our own mapping; the advice changes no contents.
+            let _ = unsafe { libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE) };
+        }
+        NonNull::new(ptr).ok_or(Error::OutOfMemory)
+    }
+
+    /// Unmaps a mapping made by [`map_huge`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `len` are exactly a live mapping returned by `map_huge(len)`, not used
+    /// afterwards.
+    pub(in crate::alloc) unsafe fn unmap_huge(ptr: NonNull<u8>, len: usize) {
+        // SAFETY: by the caller's contract, the range is our own live mapping.
+        let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+        debug_assert_eq!(rc, 0, "munmap failed");
+    }
+}
+
+#[cfg(not(all(unix, not(miri))))]
+mod imp {
+    use std::alloc::Layout;
+    use std::ptr::NonNull;
+
+    use super::{Error, HUGE_PAGE_SIZE};
+
+    fn layout(len: usize) -> Result<Layout, Error> {
+        Layout::from_size_align(len, HUGE_PAGE_SIZE).map_err(|_| Error::OutOfMemory)
+    }
+
+    /// Allocates `len` zeroed bytes at a 2 MiB-aligned address from the global allocator.
+    /// `len` is a non-zero multiple of `HUGE_PAGE_SIZE`.
+    pub(in crate::alloc) fn map_huge(len: usize) -> Result<NonNull<u8>, Error> {
+        let layout = layout(len)?;
+        // SAFETY: `layout` has a non-zero size (`len != 0`, checked by the caller).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        NonNull::new(ptr).ok_or(Error::OutOfMemory)
+    }
+
+    /// Frees an allocation made by [`map_huge`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `len` are exactly a live allocation returned by `map_huge(len)`, not used
+    /// afterwards.
+    pub(in crate::alloc) unsafe fn unmap_huge(ptr: NonNull<u8>, len: usize) {
+        let Ok(layout) = layout(len) else { return };
+        // SAFETY: by the caller's contract, `ptr` was allocated with this same layout.
+        unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+    }
+}
+
+pub(super) use imp::{map_huge, unmap_huge};

@@ -1,0 +1,424 @@
+//! [`HugeRegion`]: 2 MiB-aligned, zeroed, huge-page-advised anonymous memory, and
+//! [`HugeArray`], a typed zero-initialized array on top of it.
+
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic;
+
+use super::MemCounter;
+use super::os;
+use crate::api::Error;
+
+/// Size and alignment of an x86-64 huge page: 2 MiB.
+pub const HUGE_PAGE_SIZE: usize = 2 * 1024 * 1024;
+
+/// A zeroed, 2 MiB-aligned region of anonymous memory, advised to use transparent huge
+/// pages (see the [module docs](super#huge-pages)).
+///
+/// The length is rounded up to a multiple of 2 MiB ([`reserved_len`](Self::reserved_len));
+/// [`len`](Self::len) is the length asked for. The memory is unmapped on `Drop`. The region
+/// hands out a raw pointer: it is the owner of the bytes, and the code that writes through
+/// [`as_ptr`](Self::as_ptr) is responsible for synchronizing its accesses.
+#[derive(Debug)]
+pub struct HugeRegion {
+    /// Start of the mapping (2 MiB-aligned); a dangling aligned pointer when empty.
+    ptr: NonNull<u8>,
+    /// Length asked for.
+    len: usize,
+    /// Length mapped: `len` rounded up to a multiple of [`HUGE_PAGE_SIZE`].
+    reserved: usize,
+    /// Counter charged with `reserved` bytes while the region lives.
+    counter: Option<Arc<MemCounter>>,
+}
+
+// SAFETY: a `HugeRegion` owns its mapping exclusively (like a `Box<[u8]>`); sending it to
+// another thread moves that ownership, and `munmap` may be called from any thread.
+unsafe impl Send for HugeRegion {}
+// SAFETY: `&HugeRegion` only exposes the address and lengths; accesses through the raw
+// pointer are the caller's to synchronize (every such access is itself an unsafe operation).
+unsafe impl Sync for HugeRegion {}
+
+impl HugeRegion {
+    /// Maps `len` bytes (rounded up to 2 MiB), zeroed, 2 MiB-aligned, with
+    /// `madvise(MADV_HUGEPAGE)`. A zero `len` maps nothing and succeeds.
+    ///
+    /// Fails with [`Error::OutOfMemory`] when the length overflows or the OS refuses the
+    /// mapping.
+    pub fn new(len: usize) -> Result<HugeRegion, Error> {
+        let reserved = round_up_huge(len).ok_or(Error::OutOfMemory)?;
+        let ptr = if reserved == 0 {
+            os::dangling_huge_aligned()
+        } else {
+            os::map_huge(reserved)?
+        };
+        Ok(HugeRegion {
+            ptr,
+            len,
+            reserved,
+            counter: None,
+        })
+    }
+
+    /// [`new`](Self::new), charging the reserved bytes to `counter` until the region is
+    /// dropped.
+    pub fn new_counted(len: usize, counter: Arc<MemCounter>) -> Result<HugeRegion, Error> {
+        let mut region = Self::new(len)?;
+        counter.add(region.reserved);
+        region.counter = Some(counter);
+        Ok(region)
+    }
+
+    /// Start of the region: 2 MiB-aligned, valid for reads and writes of
+    /// [`len`](Self::len) bytes (up to [`reserved_len`](Self::reserved_len) in fact) while the
+    /// region lives. Dangling (but aligned) when the length is 0.
+    #[inline]
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The length asked for, in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the length asked for is 0.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes actually reserved: the length rounded up to a multiple of [`HUGE_PAGE_SIZE`].
+    #[inline]
+    pub fn reserved_len(&self) -> usize {
+        self.reserved
+    }
+}
+
+impl Drop for HugeRegion {
+    fn drop(&mut self) {
+        if self.reserved != 0 {
+            // SAFETY: `ptr` and `reserved` describe the live mapping made by `os::map_huge` in
+            // `new`, unmapped only here, once.
+            unsafe { os::unmap_huge(self.ptr, self.reserved) };
+        }
+        if let Some(counter) = &self.counter {
+            counter.sub(self.reserved);
+        }
+    }
+}
+
+/// `len` rounded up to a multiple of [`HUGE_PAGE_SIZE`], or `None` on overflow (or beyond
+/// `isize::MAX`, which no allocation may exceed).
+fn round_up_huge(len: usize) -> Option<usize> {
+    let r = len.checked_add(HUGE_PAGE_SIZE - 1)? & !(HUGE_PAGE_SIZE - 1);
+    // The over-mapping in `os::map_huge` adds one more huge page.
+    (r <= isize::MAX as usize - HUGE_PAGE_SIZE).then_some(r)
+}
+
+/// Types for which the all-zero bit pattern is a valid value.
+///
+/// # Safety
+///
+/// Implement it only for a type `T` such that a value whose bytes are all zero is a valid,
+/// safe-to-use `T` (integers, floats, `bool`, atomics, null raw pointers, arrays of such).
+/// [`HugeArray`] creates its elements from zeroed memory without running any constructor.
+pub unsafe trait Zeroable: Sized {}
+
+macro_rules! zeroable {
+    ($($t:ty),* $(,)?) => {
+        $(
+            // SAFETY: all-zero bytes are the value 0 / 0.0 / false of this primitive type, or
+            // an atomic holding that value (atomics have the layout of their primitive).
+            unsafe impl Zeroable for $t {}
+        )*
+    };
+}
+
+zeroable!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64,
+    bool,
+    atomic::AtomicU8,
+    atomic::AtomicU16,
+    atomic::AtomicU32,
+    atomic::AtomicU64,
+    atomic::AtomicUsize,
+    atomic::AtomicI8,
+    atomic::AtomicI16,
+    atomic::AtomicI32,
+    atomic::AtomicI64,
+    atomic::AtomicIsize,
+    atomic::AtomicBool,
+);
+
+// SAFETY: an `AtomicPtr` of all-zero bytes holds the null pointer, a valid value.
+unsafe impl<T> Zeroable for atomic::AtomicPtr<T> {}
+// SAFETY: all-zero bytes are the null pointer, a valid raw pointer value.
+unsafe impl<T> Zeroable for *mut T {}
+// SAFETY: all-zero bytes are the null pointer, a valid raw pointer value.
+unsafe impl<T> Zeroable for *const T {}
+// SAFETY: an array of zeroed elements is zeroed, and each element is valid when zeroed.
+unsafe impl<T: Zeroable, const N: usize> Zeroable for [T; N] {}
+
+/// A fixed-length, zero-initialized array of `T` in a [`HugeRegion`]: the backing store of
+/// large hash tables (bucket arrays of atomics).
+///
+/// Dereferences to `[T]`. The elements start as all-zero bytes, which [`Zeroable`]
+/// guarantees is a valid `T`; they are dropped in place when the array is dropped.
+pub struct HugeArray<T: Zeroable> {
+    region: HugeRegion,
+    len: usize,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: the array owns its elements like a `Box<[T]>`: sending it sends the `T`s.
+unsafe impl<T: Zeroable + Send> Send for HugeArray<T> {}
+// SAFETY: `&HugeArray<T>` only gives `&[T]`, which is shareable when `T: Sync`.
+unsafe impl<T: Zeroable + Sync> Sync for HugeArray<T> {}
+
+impl<T: Zeroable> HugeArray<T> {
+    const ALIGN_OK: () = assert!(
+        std::mem::align_of::<T>() <= HUGE_PAGE_SIZE,
+        "HugeArray element alignment exceeds 2 MiB"
+    );
+
+    /// An array of `len` zeroed elements. Fails with [`Error::OutOfMemory`] when the size
+    /// overflows or the OS refuses the mapping.
+    pub fn new(len: usize) -> Result<Self, Error> {
+        Self::with_region(len, HugeRegion::new)
+    }
+
+    /// [`new`](Self::new), charging the reserved bytes to `counter` until the array is
+    /// dropped.
+    pub fn new_counted(len: usize, counter: Arc<MemCounter>) -> Result<Self, Error> {
+        Self::with_region(len, |bytes| HugeRegion::new_counted(bytes, counter))
+    }
+
+    fn with_region(
+        len: usize,
+        map: impl FnOnce(usize) -> Result<HugeRegion, Error>,
+    ) -> Result<Self, Error> {
+        let () = Self::ALIGN_OK;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Error::OutOfMemory)?;
+        Ok(HugeArray {
+            region: map(bytes)?,
+            len,
+            _owns: PhantomData,
+        })
+    }
+
+    /// Bytes reserved for the array (its size rounded up to 2 MiB).
+    #[inline]
+    pub fn reserved_bytes(&self) -> usize {
+        self.region.reserved_len()
+    }
+
+    #[inline]
+    fn as_ptr(&self) -> *mut T {
+        self.region.as_ptr().cast::<T>()
+    }
+}
+
+impl<T: Zeroable> Deref for HugeArray<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: the region is 2 MiB-aligned (so aligned for `T`, checked by `ALIGN_OK`),
+        // holds `len * size_of::<T>()` bytes (dangling-but-aligned when that is 0, which is
+        // allowed for an empty slice or zero-sized `T`), every element was zeroed by the
+        // mapping, which is a valid `T` (`T: Zeroable`), and the region lives as long as
+        // `self`. Mutation only happens through `&mut self` or `T`'s interior mutability.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroable> DerefMut for HugeArray<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference to the elements.
+        unsafe { std::slice::from_raw_parts_mut(self.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroable> Drop for HugeArray<T> {
+    fn drop(&mut self) {
+        if std::mem::needs_drop::<T>() {
+            let elems: *mut [T] = &mut **self;
+            // SAFETY: the elements are valid `T`s owned by the array and never used again;
+            // the region is unmapped afterwards, when the `region` field drops.
+            unsafe { std::ptr::drop_in_place(elems) };
+        }
+    }
+}
+
+impl<T: Zeroable + std::fmt::Debug> std::fmt::Debug for HugeArray<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HugeArray")
+            .field("len", &self.len)
+            .field("reserved_bytes", &self.reserved_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn alloc_region_sizes_and_alignment() {
+        for len in [
+            0,
+            1,
+            4096,
+            HUGE_PAGE_SIZE - 1,
+            HUGE_PAGE_SIZE,
+            HUGE_PAGE_SIZE + 1,
+        ] {
+            let r = HugeRegion::new(len).unwrap();
+            assert_eq!(r.len(), len);
+            assert_eq!(r.is_empty(), len == 0);
+            assert_eq!(r.as_ptr() as usize % HUGE_PAGE_SIZE, 0, "len {len}");
+            assert_eq!(r.reserved_len() % HUGE_PAGE_SIZE, 0);
+            assert!(r.reserved_len() >= len && r.reserved_len() < len + HUGE_PAGE_SIZE);
+        }
+    }
+
+    #[test]
+    fn alloc_region_zeroed_and_writable() {
+        let len = 3 * HUGE_PAGE_SIZE + 100;
+        let r = HugeRegion::new(len).unwrap();
+        // Probe a few places (all of it would be slow under Miri).
+        for off in [0, 1, 4095, HUGE_PAGE_SIZE, 2 * HUGE_PAGE_SIZE + 7, len - 1] {
+            // SAFETY: `off < len`, inside the live region; no other reference exists.
+            let p = unsafe { r.as_ptr().add(off) };
+            // SAFETY: `p` is inside the region, which is initialized (zeroed) memory.
+            assert_eq!(unsafe { p.read() }, 0, "offset {off}");
+            // SAFETY: as above; the region is writable and nobody else accesses it.
+            unsafe { p.write(0xA5) };
+            // SAFETY: as above.
+            assert_eq!(unsafe { p.read() }, 0xA5);
+        }
+    }
+
+    #[test]
+    fn alloc_region_errors() {
+        assert_eq!(HugeRegion::new(usize::MAX).unwrap_err(), Error::OutOfMemory);
+        assert_eq!(
+            HugeRegion::new(isize::MAX as usize).unwrap_err(),
+            Error::OutOfMemory
+        );
+        assert_eq!(
+            HugeArray::<u64>::new(usize::MAX / 4).unwrap_err(),
+            Error::OutOfMemory
+        );
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "asks the OS for 64 TiB; Miri has no mmap")]
+    fn alloc_region_os_refusal_is_an_error() {
+        // Far beyond any machine's address space limit for one private mapping, but not an
+        // arithmetic overflow: the OS must refuse and we must report it, not abort.
+        let huge = 1usize << 46;
+        match HugeRegion::new(huge) {
+            Err(e) => assert_eq!(e, Error::OutOfMemory),
+            // Overcommit may accept it; then it is a valid, untouched mapping.
+            Ok(r) => assert_eq!(r.reserved_len(), huge),
+        }
+    }
+
+    #[test]
+    fn alloc_region_counted() {
+        let counter = Arc::new(MemCounter::new());
+        let r = HugeRegion::new_counted(10, counter.clone()).unwrap();
+        assert_eq!(counter.get(), HUGE_PAGE_SIZE);
+        let a = HugeArray::<u32>::new_counted(HUGE_PAGE_SIZE / 4 + 1, counter.clone()).unwrap();
+        assert_eq!(a.reserved_bytes(), 2 * HUGE_PAGE_SIZE);
+        assert_eq!(counter.get(), 3 * HUGE_PAGE_SIZE);
+        drop(r);
+        assert_eq!(counter.get(), 2 * HUGE_PAGE_SIZE);
+        drop(a);
+        assert_eq!(counter.get(), 0);
+        let empty = HugeRegion::new_counted(0, counter.clone()).unwrap();
+        assert_eq!(counter.get(), 0);
+        drop(empty);
+    }
+
+    #[test]
+    fn alloc_huge_array_zeroed_atomics() {
+        let n = if cfg!(miri) { 1000 } else { 1 << 20 };
+        let a = HugeArray::<AtomicU64>::new(n).unwrap();
+        assert_eq!(a.len(), n);
+        assert!(a.iter().step_by(97).all(|x| x.load(Ordering::Relaxed) == 0));
+        a[n - 1].store(7, Ordering::Relaxed);
+        a[0].fetch_add(3, Ordering::Relaxed);
+        assert_eq!(a[n - 1].load(Ordering::Relaxed), 7);
+        assert_eq!(a[0].load(Ordering::Relaxed), 3);
+        // Shared between threads through `&`.
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for i in 0..100 {
+                        a[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(a[0].load(Ordering::Relaxed), 5);
+        assert_eq!(a[99].load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn alloc_huge_array_mut_and_shapes() {
+        let mut a = HugeArray::<[u16; 3]>::new(1000).unwrap();
+        assert!(a.iter().all(|x| *x == [0; 3]));
+        a[999] = [1, 2, 3];
+        a.iter_mut().take(10).for_each(|x| x[1] = 9);
+        assert_eq!(a[999], [1, 2, 3]);
+        assert_eq!(a[5], [0, 9, 0]);
+        let empty = HugeArray::<u64>::new(0).unwrap();
+        assert!(empty.is_empty());
+        assert_eq!(empty.reserved_bytes(), 0);
+        let zst = HugeArray::<[u64; 0]>::new(usize::MAX).unwrap();
+        assert_eq!(zst.len(), usize::MAX);
+        assert_eq!(zst.reserved_bytes(), 0);
+        let b = HugeArray::<bool>::new(5).unwrap();
+        assert!(b.iter().all(|x| !x));
+        assert!(format!("{b:?}").contains("len: 5"));
+    }
+
+    #[test]
+    fn alloc_region_send_between_threads() {
+        let r = HugeRegion::new(100).unwrap();
+        // SAFETY: inside the region, nobody else accesses it.
+        unsafe { r.as_ptr().wrapping_add(50).write(42) };
+        let r = std::thread::spawn(move || {
+            // SAFETY: the region moved to this thread; inside the region.
+            let v = unsafe { r.as_ptr().wrapping_add(50).read() };
+            assert_eq!(v, 42);
+            r
+        })
+        .join()
+        .unwrap();
+        drop(r);
+    }
+}

@@ -1,0 +1,692 @@
+//! [`SlabPool`]: fixed-size objects carved from 2 MiB chunks, with per-thread magazines.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::MemCounter;
+use super::region::{HUGE_PAGE_SIZE, HugeRegion};
+use crate::api::Error;
+use crate::sync::{CachePadded, SpinLock};
+
+/// Size of the chunks a [`SlabPool`] takes from the OS: one huge page, 2 MiB.
+pub const CHUNK_SIZE: usize = HUGE_PAGE_SIZE;
+
+/// Largest object (and alignment) a [`SlabPool`] serves: 64 KiB.
+pub const MAX_OBJECT_SIZE: usize = 64 * 1024;
+
+/// Smallest slot: a free slot holds the link to the next free slot in its first word.
+const MIN_SLOT: usize = std::mem::size_of::<*mut u8>();
+
+/// Bytes a magazine aims to hold; its capacity in objects is this over the slot size,
+/// clamped to `MIN_MAGAZINE..=MAX_MAGAZINE`.
+const MAGAZINE_BYTES: usize = 64 * 1024;
+const MIN_MAGAZINE: usize = 2;
+/// Under Miri, tiny magazines so that every refill/flush path runs in small tests.
+const MAX_MAGAZINE: usize = if cfg!(miri) { 4 } else { 64 };
+
+/// Source of pool ids: never reused, so a thread cache entry of a dropped pool can never be
+/// mistaken for a live pool's.
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A [`SlabPool`] configuration that cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SlabError {
+    /// The object size exceeds [`MAX_OBJECT_SIZE`].
+    ObjectTooLarge {
+        /// Requested object size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The alignment is not a power of two, or exceeds [`MAX_OBJECT_SIZE`].
+    InvalidAlign {
+        /// Requested alignment.
+        align: usize,
+    },
+}
+
+impl fmt::Display for SlabError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SlabError::ObjectTooLarge { size, max } => {
+                write!(
+                    f,
+                    "slab object of {size} bytes exceeds the limit of {max} bytes"
+                )
+            }
+            SlabError::InvalidAlign { align } => write!(
+                f,
+                "slab alignment {align} is not a power of two up to {MAX_OBJECT_SIZE}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SlabError {}
+
+/// A fixed-size object allocator: slots of one size and alignment carved from 2 MiB
+/// huge-page chunks ([`HugeRegion`]s), reused after [`free`](Self::free), returned to the OS
+/// only when the pool is dropped.
+///
+/// # Design
+///
+/// Objects are *slots* of `slot_size()` bytes: the object size rounded up to at least 8
+/// bytes and to a multiple of the alignment (at least 8), laid back to back in each chunk
+/// (chunks are 2 MiB-aligned, so every slot is aligned). A free slot stores the address of
+/// the next free slot in its first word, so free lists cost no memory of their own.
+///
+/// The layers, after Bonwick and Adams' magazine allocator:
+///
+/// 1. **Thread cache** (no lock): each thread has, for each pool it used, an entry in a
+///    thread-local table (found by the pool's id, which is never reused) holding two
+///    *magazines* (singly linked lists of at most `C` free slots: `loaded` and `previous`)
+///    and a *run* (a range of never-used slots it bump-allocates from). `C` is about 64 KiB
+///    worth of slots, between 2 and 64 (4 under Miri).
+///    - `alloc`: pop from `loaded`; else swap in `previous` if it has slots; else take the
+///      next slot of the run; else go to the depot.
+///    - `free`: push onto `loaded`; if it is full and `previous` is empty, swap them first;
+///      if both are full, give `previous` to the depot and make `loaded` the new
+///      `previous`.
+///
+///    So a thread goes to the depot at most once per `C` operations, whatever its mix of
+///    allocations and frees.
+/// 2. **Depot** (the pool's [`SpinLock`]): a stack of non-empty magazines, runs returned by
+///    exited threads, the current chunk's unused tail, and the chunk list. A thread that
+///    needs slots takes a whole magazine, or else a run of up to `C` never-used slots cut
+///    from the chunk (mapping a new chunk if the current one is used up; that rare `mmap`
+///    happens under the lock).
+///
+/// The price of the thread caches: each thread may hold up to `3 C` free slots of a pool
+/// (two magazines and a run: at most about 192 KiB, or 384 KiB for objects over 32 KiB,
+/// where `C` = 2) that other threads cannot use until it exits.
+///
+/// When a thread exits, its cache entries give their magazines and runs back to the
+/// depot (if the pool is still alive). The thread cache holds only a `Weak` reference to the
+/// pool's shared part: a dropped pool's entries are never dereferenced, just discarded the
+/// next time that thread meets a new pool. A `free` (or `alloc`) made when the thread-local
+/// table is unavailable — in another thread-local's destructor at thread exit, for example
+/// an epoch collector flushing deferred frees — goes straight to the depot under the lock.
+///
+/// # Accounting
+///
+/// [`reserved_bytes`](Self::reserved_bytes) counts chunks (2 MiB each) taken from the OS.
+/// [`live_bytes`](Self::live_bytes) counts slots allocated and not freed. To keep the hot
+/// path free of shared writes, each thread counts its own allocations minus frees in a
+/// padded cell only it writes; the pool sums the cells (and the totals of exited threads)
+/// under its lock. The sum is exact when every allocation and free happened-before the call
+/// (e.g. the threads were joined), and a recent value otherwise. A pool made with [`with_counter`](Self::with_counter) also adds each
+/// chunk to the caller's [`MemCounter`], and subtracts them all when dropped.
+pub struct SlabPool {
+    shared: Arc<Shared>,
+}
+
+/// The part of a pool that thread caches refer to (weakly).
+struct Shared {
+    /// Unique, never reused: the key of this pool's thread cache entries.
+    id: u64,
+    /// Object size asked for.
+    size: usize,
+    /// Alignment asked for.
+    align: usize,
+    /// Slot size: `size` rounded up to `max(align, MIN_SLOT)`, at least `MIN_SLOT`.
+    slot: usize,
+    /// Magazine capacity (slots).
+    magazine: usize,
+    /// Slots per chunk.
+    chunk_slots: usize,
+    /// Bytes of chunks mapped.
+    reserved: MemCounter,
+    /// The caller's counter, charged with every chunk.
+    external: Option<Arc<MemCounter>>,
+    depot: SpinLock<Depot>,
+}
+
+/// A singly linked list of free slots, linked through their first word.
+#[derive(Clone, Copy)]
+struct Magazine {
+    head: *mut u8,
+    count: usize,
+}
+
+impl Magazine {
+    const EMPTY: Magazine = Magazine {
+        head: ptr::null_mut(),
+        count: 0,
+    };
+
+    /// Takes the first slot.
+    ///
+    /// # Safety
+    ///
+    /// 1. `self.count > 0`.
+    /// 2. The magazine's slots are free slots of a pool that is still alive, linked by
+    ///    [`push`](Self::push), and nobody else uses them.
+    #[inline]
+    unsafe fn pop(&mut self) -> NonNull<u8> {
+        debug_assert!(self.count > 0);
+        let slot = self.head;
+        // SAFETY: by (1) `slot` is the first of the free slots of (2): inside a live chunk,
+        // aligned to at least 8 bytes and at least 8 bytes long, its first word holding the
+        // link `push` wrote. Nobody else accesses a free slot in a magazine we own.
+        self.head = unsafe { slot.cast::<*mut u8>().read() };
+        self.count -= 1;
+        // SAFETY: slots are addresses inside chunks, never null.
+        unsafe { NonNull::new_unchecked(slot) }
+    }
+
+    /// Adds `slot` as the first slot.
+    ///
+    /// # Safety
+    ///
+    /// `slot` is a slot of the same live pool as the magazine's other slots, no longer used
+    /// by anyone (it becomes the magazine's).
+    #[inline]
+    unsafe fn push(&mut self, slot: NonNull<u8>) {
+        // SAFETY: by the contract the slot is ours; it is inside a live chunk, aligned to at
+        // least 8 bytes and at least 8 bytes long, so its first word can hold the link.
+        unsafe { slot.as_ptr().cast::<*mut u8>().write(self.head) };
+        self.head = slot.as_ptr();
+        self.count += 1;
+    }
+}
+
+/// A range of never-used slots: `left` slots starting at `next`.
+#[derive(Clone, Copy)]
+struct Run {
+    next: *mut u8,
+    left: usize,
+}
+
+impl Run {
+    const EMPTY: Run = Run {
+        next: ptr::null_mut(),
+        left: 0,
+    };
+
+    /// The next never-used slot, if any. Touches no memory.
+    #[inline]
+    fn take(&mut self, slot: usize) -> Option<NonNull<u8>> {
+        if self.left == 0 {
+            return None;
+        }
+        let p = self.next;
+        self.next = p.wrapping_add(slot);
+        self.left -= 1;
+        NonNull::new(p)
+    }
+}
+
+/// The shared layer, under the pool's lock.
+struct Depot {
+    /// Non-empty magazines (at most `magazine` slots each).
+    magazines: Vec<Magazine>,
+    /// Non-empty runs given back by exited threads.
+    runs: Vec<Run>,
+    /// Next never-used slot of the newest chunk.
+    chunk_next: *mut u8,
+    /// Never-used slots left in the newest chunk.
+    chunk_left: usize,
+    /// Every chunk of the pool, unmapped when the pool is dropped.
+    chunks: Vec<HugeRegion>,
+    /// The live-object cells of the threads that have a cache entry for this pool.
+    live_cells: Vec<Arc<LiveCell>>,
+    /// Allocations minus frees of exited threads and of lock-path operations.
+    orphan_live: isize,
+}
+
+// SAFETY: the raw pointers in a `Depot` are addresses of slots inside `chunks`, which the
+// depot owns; they carry no thread affinity, and the pool's lock serializes their use.
+unsafe impl Send for Depot {}
+
+impl Depot {
+    /// A run of never-used slots: one given back by an exited thread, or up to `magazine`
+    /// slots cut from the newest chunk (mapping a new chunk when it is used up). Never empty.
+    fn take_run(&mut self, pool: &Shared) -> Result<Run, Error> {
+        if let Some(run) = self.runs.pop() {
+            return Ok(run);
+        }
+        if self.chunk_left == 0 {
+            let chunk = HugeRegion::new(CHUNK_SIZE)?;
+            self.chunk_next = chunk.as_ptr();
+            self.chunk_left = pool.chunk_slots;
+            self.chunks.push(chunk);
+            pool.reserved.add(CHUNK_SIZE);
+            if let Some(counter) = &pool.external {
+                counter.add(CHUNK_SIZE);
+            }
+        }
+        let n = pool.magazine.min(self.chunk_left);
+        let run = Run {
+            next: self.chunk_next,
+            left: n,
+        };
+        self.chunk_next = self.chunk_next.wrapping_add(n * pool.slot);
+        self.chunk_left -= n;
+        Ok(run)
+    }
+}
+
+/// Allocations minus frees made by one thread on one pool. Only that thread writes it (with
+/// a plain load and store: no read-modify-write on the hot path); the pool reads it under
+/// its lock. On its own cache lines so that threads do not false-share their counts.
+#[derive(Default)]
+struct LiveCell(CachePadded<AtomicIsize>);
+
+impl LiveCell {
+    /// Adds `delta`. Only the owning thread calls this.
+    #[inline]
+    fn bump(&self, delta: isize) {
+        let v = self.0.load(Ordering::Relaxed);
+        self.0.store(v.wrapping_add(delta), Ordering::Relaxed);
+    }
+
+    fn get(&self) -> isize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One thread's cache for one pool.
+struct Entry {
+    /// The pool's id.
+    id: u64,
+    /// The pool's shared part; dead once the pool is dropped.
+    pool: Weak<Shared>,
+    loaded: Magazine,
+    previous: Magazine,
+    run: Run,
+    live: Arc<LiveCell>,
+}
+
+impl Entry {
+    /// Allocates a slot. `pool` is this entry's pool.
+    #[inline]
+    fn alloc(&mut self, pool: &Shared) -> Result<NonNull<u8>, Error> {
+        let slot = if self.loaded.count > 0 {
+            // SAFETY: (1) non-empty; (2) the entry's magazines hold free slots of `pool`,
+            // alive while `&Shared` is borrowed, owned by this thread's cache.
+            unsafe { self.loaded.pop() }
+        } else if self.previous.count > 0 {
+            std::mem::swap(&mut self.loaded, &mut self.previous);
+            // SAFETY: as above; `loaded` is now the non-empty former `previous`.
+            unsafe { self.loaded.pop() }
+        } else if let Some(slot) = self.run.take(pool.slot) {
+            slot
+        } else {
+            self.refill(pool)?
+        };
+        self.live.bump(1);
+        Ok(slot)
+    }
+
+    /// Both magazines and the run are empty: take a magazine from the depot, or a new run.
+    #[cold]
+    fn refill(&mut self, pool: &Shared) -> Result<NonNull<u8>, Error> {
+        let mut depot = pool.depot.lock();
+        if let Some(magazine) = depot.magazines.pop() {
+            drop(depot);
+            self.loaded = magazine;
+            // SAFETY: (1) depot magazines are non-empty; (2) they hold free slots of `pool`
+            // (alive), now owned by this thread's cache.
+            return Ok(unsafe { self.loaded.pop() });
+        }
+        let run = depot.take_run(pool)?;
+        drop(depot);
+        self.run = run;
+        self.run.take(pool.slot).ok_or(Error::OutOfMemory)
+    }
+
+    /// Frees a slot into this thread's magazines.
+    ///
+    /// # Safety
+    ///
+    /// As [`SlabPool::free`], for `pool`, this entry's pool.
+    #[inline]
+    unsafe fn free(&mut self, pool: &Shared, slot: NonNull<u8>) {
+        if self.loaded.count >= pool.magazine {
+            if self.previous.count == 0 {
+                std::mem::swap(&mut self.loaded, &mut self.previous);
+            } else {
+                self.flush(pool);
+            }
+        }
+        // SAFETY: by the caller's contract `slot` is a slot of `pool` (alive) that nobody uses
+        // any more; `loaded` now has room.
+        unsafe { self.loaded.push(slot) };
+        self.live.bump(-1);
+    }
+
+    /// Both magazines are full: `previous` goes to the depot, `loaded` becomes `previous`.
+    #[cold]
+    fn flush(&mut self, pool: &Shared) {
+        pool.depot.lock().magazines.push(self.previous);
+        self.previous = self.loaded;
+        self.loaded = Magazine::EMPTY;
+    }
+
+    /// Gives everything back to the depot of `pool` (this entry's pool): at thread exit.
+    fn retire(&mut self, pool: &Shared) {
+        let mut depot = pool.depot.lock();
+        for magazine in [self.loaded, self.previous] {
+            if magazine.count > 0 {
+                depot.magazines.push(magazine);
+            }
+        }
+        if self.run.left > 0 {
+            depot.runs.push(self.run);
+        }
+        (self.loaded, self.previous, self.run) = (Magazine::EMPTY, Magazine::EMPTY, Run::EMPTY);
+        depot.orphan_live += self.live.get();
+        depot.live_cells.retain(|c| !Arc::ptr_eq(c, &self.live));
+    }
+}
+
+/// A thread's cache entries, one per pool it used.
+struct ThreadCaches {
+    entries: Vec<Entry>,
+}
+
+impl ThreadCaches {
+    /// This thread's entry for `pool`, created on first use.
+    #[inline]
+    fn entry(&mut self, pool: &Arc<Shared>) -> &mut Entry {
+        match self.entries.iter().position(|e| e.id == pool.id) {
+            Some(i) => &mut self.entries[i],
+            None => self.register(pool),
+        }
+    }
+
+    #[cold]
+    fn register(&mut self, pool: &Arc<Shared>) -> &mut Entry {
+        // Entries of dropped pools are dead weight (their slots went with the chunks).
+        self.entries.retain(|e| e.pool.strong_count() > 0);
+        let live = Arc::new(LiveCell::default());
+        pool.depot.lock().live_cells.push(Arc::clone(&live));
+        self.entries.push(Entry {
+            id: pool.id,
+            pool: Arc::downgrade(pool),
+            loaded: Magazine::EMPTY,
+            previous: Magazine::EMPTY,
+            run: Run::EMPTY,
+            live,
+        });
+        let last = self.entries.len() - 1;
+        &mut self.entries[last]
+    }
+}
+
+impl Drop for ThreadCaches {
+    fn drop(&mut self) {
+        for entry in &mut self.entries {
+            // The strong reference keeps the chunks mapped while the slots are handed back,
+            // even if the pool is being dropped on another thread right now.
+            if let Some(pool) = entry.pool.upgrade() {
+                entry.retire(&pool);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static CACHES: RefCell<ThreadCaches> = const {
+        RefCell::new(ThreadCaches { entries: Vec::new() })
+    };
+}
+
+impl Shared {
+    /// `alloc` without a thread cache, under the lock.
+    fn alloc_locked(&self) -> Result<NonNull<u8>, Error> {
+        let mut depot = self.depot.lock();
+        let slot = match depot.magazines.last_mut() {
+            Some(magazine) => {
+                // SAFETY: (1) depot magazines are non-empty; (2) they hold free slots of this
+                // pool (alive: `&self`), and the lock makes the depot's slots ours.
+                let slot = unsafe { magazine.pop() };
+                if magazine.count == 0 {
+                    depot.magazines.pop();
+                }
+                slot
+            }
+            None => {
+                let mut run = depot.take_run(self)?;
+                let slot = run.take(self.slot).ok_or(Error::OutOfMemory)?;
+                if run.left > 0 {
+                    depot.runs.push(run);
+                }
+                slot
+            }
+        };
+        depot.orphan_live += 1;
+        Ok(slot)
+    }
+
+    /// `free` without a thread cache, under the lock.
+    ///
+    /// # Safety
+    ///
+    /// As [`SlabPool::free`].
+    unsafe fn free_locked(&self, slot: NonNull<u8>) {
+        let mut depot = self.depot.lock();
+        match depot.magazines.last_mut() {
+            Some(magazine) if magazine.count < self.magazine => {
+                // SAFETY: by the caller's contract `slot` is an unused slot of this pool.
+                unsafe { magazine.push(slot) }
+            }
+            _ => {
+                let mut magazine = Magazine::EMPTY;
+                // SAFETY: as above.
+                unsafe { magazine.push(slot) };
+                depot.magazines.push(magazine);
+            }
+        }
+        depot.orphan_live -= 1;
+    }
+
+    /// Whether `p` has the shape of one of this pool's slots (a debug check: the offset in
+    /// its 2 MiB-aligned chunk is a whole number of slots).
+    fn is_slot_shaped(&self, p: NonNull<u8>) -> bool {
+        let offset = p.as_ptr() as usize % CHUNK_SIZE;
+        offset.is_multiple_of(self.slot) && offset / self.slot < self.chunk_slots
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(counter) = &self.external {
+            counter.sub(self.reserved.get());
+        }
+        // The chunks unmap when the depot drops.
+    }
+}
+
+impl SlabPool {
+    /// A pool of objects of `size` bytes aligned to `align` (a power of two).
+    ///
+    /// Fails with [`SlabError`] when `align` is not a power of two up to
+    /// [`MAX_OBJECT_SIZE`], or `size` exceeds [`MAX_OBJECT_SIZE`].
+    pub fn new(size: usize, align: usize) -> Result<SlabPool, SlabError> {
+        Self::build(size, align, None)
+    }
+
+    /// [`new`](Self::new), also charging every chunk the pool maps to `counter` (and
+    /// subtracting them all when the pool is dropped).
+    pub fn with_counter(
+        size: usize,
+        align: usize,
+        counter: Arc<MemCounter>,
+    ) -> Result<SlabPool, SlabError> {
+        Self::build(size, align, Some(counter))
+    }
+
+    /// A pool for values of type `T` (its size and alignment).
+    pub fn for_type<T>() -> Result<SlabPool, SlabError> {
+        Self::new(std::mem::size_of::<T>(), std::mem::align_of::<T>())
+    }
+
+    fn build(
+        size: usize,
+        align: usize,
+        external: Option<Arc<MemCounter>>,
+    ) -> Result<SlabPool, SlabError> {
+        if !align.is_power_of_two() || align > MAX_OBJECT_SIZE {
+            return Err(SlabError::InvalidAlign { align });
+        }
+        if size > MAX_OBJECT_SIZE {
+            return Err(SlabError::ObjectTooLarge {
+                size,
+                max: MAX_OBJECT_SIZE,
+            });
+        }
+        let slot_align = align.max(MIN_SLOT);
+        // At most MAX_OBJECT_SIZE: both `size` and `slot_align` are at most that power of two,
+        // of which `slot_align` is a divisor.
+        let slot = size.max(MIN_SLOT).next_multiple_of(slot_align);
+        debug_assert!(slot <= MAX_OBJECT_SIZE);
+        let magazine = (MAGAZINE_BYTES / slot).clamp(MIN_MAGAZINE, MAX_MAGAZINE);
+        let shared = Shared {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            size,
+            align,
+            slot,
+            magazine,
+            chunk_slots: CHUNK_SIZE / slot,
+            reserved: MemCounter::new(),
+            external,
+            depot: SpinLock::new(Depot {
+                magazines: Vec::new(),
+                runs: Vec::new(),
+                chunk_next: ptr::null_mut(),
+                chunk_left: 0,
+                chunks: Vec::new(),
+                live_cells: Vec::new(),
+                orphan_live: 0,
+            }),
+        };
+        Ok(SlabPool {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// Allocates one object: `slot_size()` bytes aligned to `align()`, uninitialized (treat
+    /// it as `MaybeUninit`; it may hold a previous object's bytes). Valid until it is passed
+    /// to [`free`](Self::free) or the pool is dropped.
+    ///
+    /// Fails with [`Error::OutOfMemory`] only when a new chunk is needed and the OS refuses
+    /// it.
+    #[inline]
+    pub fn try_alloc(&self) -> Result<NonNull<u8>, Error> {
+        let pool = &self.shared;
+        let cached = CACHES.try_with(|caches| {
+            let mut caches = caches.try_borrow_mut().ok()?;
+            Some(caches.entry(pool).alloc(pool))
+        });
+        match cached {
+            Ok(Some(result)) => result,
+            // No thread cache (thread-local destroyed at thread exit, or re-entered).
+            _ => pool.alloc_locked(),
+        }
+    }
+
+    /// [`try_alloc`](Self::try_alloc), calling [`std::alloc::handle_alloc_error`] (which
+    /// aborts) when the OS refuses memory, like `Box::new`.
+    #[inline]
+    pub fn alloc(&self) -> NonNull<u8> {
+        match self.try_alloc() {
+            Ok(p) => p,
+            Err(_) => std::alloc::handle_alloc_error(self.layout()),
+        }
+    }
+
+    /// Returns an object to the pool for reuse.
+    ///
+    /// # Safety
+    ///
+    /// 1. `ptr` was returned by [`alloc`](Self::alloc) / [`try_alloc`](Self::try_alloc) of
+    ///    *this* pool and has not been freed since.
+    /// 2. Nobody uses the object after this call (readers that may still hold it must be
+    ///    waited out first, e.g. by deferring the `free` through `sync::Guard::defer_unchecked`).
+    #[inline]
+    pub unsafe fn free(&self, ptr: NonNull<u8>) {
+        let pool = &self.shared;
+        debug_assert!(
+            pool.is_slot_shaped(ptr),
+            "free of a pointer not from this pool"
+        );
+        let cached = CACHES.try_with(|caches| {
+            let Ok(mut caches) = caches.try_borrow_mut() else {
+                return false;
+            };
+            // SAFETY: the caller's contract (1)–(2), for this entry's pool.
+            unsafe { caches.entry(pool).free(pool, ptr) };
+            true
+        });
+        if cached != Ok(true) {
+            // SAFETY: the caller's contract.
+            unsafe { pool.free_locked(ptr) };
+        }
+    }
+
+    /// The object size asked for.
+    pub fn object_size(&self) -> usize {
+        self.shared.size
+    }
+
+    /// The alignment asked for.
+    pub fn align(&self) -> usize {
+        self.shared.align
+    }
+
+    /// Bytes per object actually used: the size rounded up to at least 8 bytes and to a
+    /// multiple of `max(align, 8)`. Every object is valid for this many bytes.
+    pub fn slot_size(&self) -> usize {
+        self.shared.slot
+    }
+
+    /// The layout of one slot (`slot_size()`, `max(align, 8)`).
+    pub fn layout(&self) -> std::alloc::Layout {
+        let align = self.shared.align.max(MIN_SLOT);
+        std::alloc::Layout::from_size_align(self.shared.slot, align)
+            .unwrap_or(std::alloc::Layout::new::<u64>())
+    }
+
+    /// Bytes taken from the OS: [`CHUNK_SIZE`] per chunk mapped.
+    pub fn reserved_bytes(&self) -> usize {
+        self.shared.reserved.get()
+    }
+
+    /// Objects allocated and not yet freed (exact when no thread allocates or frees
+    /// concurrently; see the [type docs](Self#accounting)).
+    pub fn live_objects(&self) -> usize {
+        let depot = self.shared.depot.lock();
+        let sum = depot
+            .live_cells
+            .iter()
+            .fold(depot.orphan_live, |acc, c| acc.wrapping_add(c.get()));
+        // Racing threads can make the sum transiently negative (a free counted before the
+        // allocation on another thread's cell was observed).
+        usize::try_from(sum).unwrap_or(0)
+    }
+
+    /// Bytes of live objects: [`live_objects`](Self::live_objects) times
+    /// [`slot_size`](Self::slot_size).
+    pub fn live_bytes(&self) -> usize {
+        self.live_objects() * self.shared.slot
+    }
+}
+
+impl fmt::Debug for SlabPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlabPool")
+            .field("object_size", &self.shared.size)
+            .field("align", &self.shared.align)
+            .field("slot_size", &self.shared.slot)
+            .field("reserved_bytes", &self.reserved_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,215 @@
+//! One participant record per thread (or explicit [`Handle`](super::Handle)): the pinned
+//! state that advancers read, and owner-only bookkeeping (guard and handle counts, the open
+//! bag of deferred functions).
+//!
+//! # Ownership
+//!
+//! A record is claimed (`in_use` false → true, `Acquire`) by one owner thread and released
+//! (`in_use` ← false, `Release`) when its last handle and last guard are gone. Handles and
+//! guards are `!Send`, so only the owner thread touches the `Cell` fields between claim and
+//! release; the `Release`/`Acquire` pair on `in_use` hands those fields to the next owner.
+//! Records are never freed (the registry is push-only), so pointers to them stay valid.
+
+use super::deferred::Deferred;
+use super::global::{GLOBAL, SealedBag};
+use crate::sync::primitive::epoch_atomic::{self, AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::ptr;
+
+/// Bit 0 of [`Participant::state`]: the participant is pinned; bits 1..64 hold the epoch it
+/// pinned in.
+pub(super) const PINNED: u64 = 1;
+
+/// Every this many (outermost) pins, a participant tries to advance the epoch and collect.
+/// Small under Miri so that short tests exercise collection.
+const PINS_BETWEEN_COLLECT: u64 = if cfg!(miri) { 4 } else { 128 };
+
+/// A participant record. Aligned to 128 bytes so records of different threads never share a
+/// cache line (the owner writes `state` at every pin).
+#[repr(C, align(128))]
+pub(super) struct Participant {
+    // Hot, written by the owner at every outermost pin/unpin, read by advancers.
+    /// `epoch << 1 | PINNED` while pinned, `0` when not.
+    pub(super) state: AtomicU64,
+    // Owner-only (see the module docs).
+    /// Live guards of this record (pins nest).
+    guard_count: Cell<usize>,
+    /// Live handles of this record.
+    handle_count: Cell<usize>,
+    /// Outermost pins so far (wraps), to trigger collection periodically.
+    pin_count: Cell<u64>,
+    /// The open bag (null until the first deferred function after a seal).
+    bag: Cell<*mut SealedBag>,
+    // Registry.
+    /// Claimed by an owner.
+    in_use: AtomicBool,
+    /// Next record of the registry; written once before the record is published.
+    pub(super) next: AtomicPtr<Participant>,
+}
+
+// SAFETY: the atomics are shared; the `Cell` fields are touched only by the owner thread
+// (module docs: `!Send` handles and guards, `in_use` hand-over with Release/Acquire), and the
+// open bag pointer is owned by the record.
+unsafe impl Sync for Participant {}
+
+impl Participant {
+    /// A new record, already claimed by the caller.
+    pub(super) fn new_claimed() -> Participant {
+        Participant {
+            state: AtomicU64::new(0),
+            guard_count: Cell::new(0),
+            handle_count: Cell::new(0),
+            pin_count: Cell::new(0),
+            bag: Cell::new(ptr::null_mut()),
+            in_use: AtomicBool::new(true),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Claims the record if it is free.
+    pub(super) fn try_claim(&self) -> bool {
+        !self.in_use.load(Ordering::Relaxed)
+            && self
+                .in_use
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Adds a handle (owner only).
+    #[inline]
+    pub(super) fn add_handle(&self) {
+        self.handle_count.set(self.handle_count.get() + 1);
+    }
+
+    /// Removes a handle; releases the record if it was the last reference (owner only).
+    #[inline]
+    pub(super) fn remove_handle(&self) {
+        let handles = self.handle_count.get() - 1;
+        self.handle_count.set(handles);
+        if handles == 0 && self.guard_count.get() == 0 {
+            self.release();
+        }
+    }
+
+    /// Whether the owner holds a guard of this record.
+    #[inline]
+    pub(super) fn is_pinned(&self) -> bool {
+        self.guard_count.get() > 0
+    }
+
+    /// Enters a (possibly nested) critical section (owner only). Returns whether a
+    /// collection step is due: the caller runs [`collect_step`](Participant::collect_step)
+    /// once its guard exists, so that a panicking deferred function still unpins.
+    #[inline]
+    #[must_use]
+    pub(super) fn pin(&self) -> bool {
+        let guards = self.guard_count.get();
+        self.guard_count.set(guards + 1);
+        guards == 0 && self.pin_outermost()
+    }
+
+    /// Runs a collection step: tries to advance the global epoch, then runs expired bags.
+    #[cold]
+    pub(super) fn collect_step(&self) {
+        GLOBAL.collect_step();
+    }
+
+    /// Publishes "pinned in the current epoch", then a full fence (`F_T` of the argument in
+    /// the module docs): this thread's later loads of shared pointers are ordered after the
+    /// pinned state is visible to advancers.
+    #[inline]
+    fn pin_outermost(&self) -> bool {
+        let pinned = GLOBAL.epoch_relaxed() << 1 | PINNED;
+        #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri)))]
+        {
+            // On x86 a `lock`-prefixed read-modify-write is a full barrier (same effect as
+            // the `mfence` of a SeqCst fence, and cheaper): the store cannot be reordered
+            // with later loads. The compiler fence keeps the compiler from moving this
+            // thread's later accesses above it. The swap is also a release store (used by
+            // the synchronization argument).
+            self.state.swap(pinned, Ordering::SeqCst);
+            epoch_atomic::compiler_fence(Ordering::SeqCst);
+        }
+        #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri))))]
+        {
+            self.state.store(pinned, Ordering::Release);
+            epoch_atomic::fence(Ordering::SeqCst);
+        }
+        let pins = self.pin_count.get().wrapping_add(1);
+        self.pin_count.set(pins);
+        pins.is_multiple_of(PINS_BETWEEN_COLLECT)
+    }
+
+    /// Leaves a critical section; at the outermost one publishes "not pinned" (`Release`:
+    /// everything read in the critical section happens-before an advance that sees it), and
+    /// releases the record if no handle is left (owner only).
+    #[inline]
+    pub(super) fn unpin(&self) {
+        let guards = self.guard_count.get() - 1;
+        self.guard_count.set(guards);
+        if guards == 0 {
+            self.state.store(0, Ordering::Release);
+            if self.handle_count.get() == 0 {
+                self.release();
+            }
+        }
+    }
+
+    /// Adds a deferred function to the open bag; a full bag is sealed, queued globally, and
+    /// a collection step runs (owner only, while pinned).
+    pub(super) fn defer(&self, d: Deferred) {
+        let mut node = self.bag.get();
+        if node.is_null() {
+            node = Box::into_raw(SealedBag::new_boxed());
+            self.bag.set(node);
+        }
+        // SAFETY: the open bag is owned by this record and only its owner (this thread)
+        // touches it; no other reference to it is live (no user code runs while it is
+        // borrowed).
+        let bag = unsafe { &mut (*node).bag };
+        let full = match bag.try_push(d) {
+            Ok(()) => bag.is_full(),
+            // Not reached (a bag is sealed as soon as it fills), but stay correct anyway.
+            Err(d) => {
+                self.seal_open_bag();
+                return self.defer(d);
+            }
+        };
+        if full {
+            self.seal_open_bag();
+            GLOBAL.collect_step();
+        }
+    }
+
+    /// Seals the open bag (if it holds anything) and queues it globally (owner only).
+    pub(super) fn seal_open_bag(&self) {
+        let node = self.bag.get();
+        if node.is_null() {
+            return;
+        }
+        // SAFETY: owned by this record, touched only by its owner (see `defer`).
+        if unsafe { (*node).bag.is_empty() } {
+            return;
+        }
+        self.bag.set(ptr::null_mut());
+        // SAFETY: `node` came from `Box::into_raw` in `defer` and was just detached from the
+        // record, so this is its only owner.
+        GLOBAL.push_bag(unsafe { Box::from_raw(node) });
+    }
+
+    /// Seals the open bag and runs a collection step (owner only, while pinned).
+    pub(super) fn flush(&self) {
+        self.seal_open_bag();
+        GLOBAL.collect_step();
+    }
+
+    /// Gives the record back to the registry: the open bag goes to the global queue (it is
+    /// not lost), then the record is marked free (owner only; no guard, no handle left).
+    fn release(&self) {
+        debug_assert_eq!(self.guard_count.get(), 0);
+        debug_assert_eq!(self.handle_count.get(), 0);
+        self.seal_open_bag();
+        // Release: hands the `Cell` fields over to the next owner's `Acquire` claim.
+        self.in_use.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,596 @@
+//! Targeted interleaving and stress tests of the sync module (sizes scaled down under Miri).
+//!
+//! Epoch tests can only delay each other (another test's pinned thread holds the epoch back),
+//! so every "eventually reclaimed" check loops on `flush` until the count is reached; nothing
+//! is timed.
+
+use super::epoch::{self, registry_len};
+use super::*;
+use std::cell::UnsafeCell;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+/// Pins and flushes until `done()` holds. Bounded, so a collector that never reclaims makes
+/// the test fail instead of hang.
+fn flush_until(mut done: impl FnMut() -> bool) {
+    for _ in 0..if cfg!(miri) { 1_000 } else { 10_000_000 } {
+        if done() {
+            return;
+        }
+        pin().flush();
+        thread::yield_now();
+    }
+    panic!("deferred functions were not run");
+}
+
+// ---------------------------------------------------------------------------------------
+// Epoch: single-threaded (run under Miri)
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn epoch_defer_destroy_and_closures_run_once() {
+    let counter = Arc::new(AtomicUsize::new(0));
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let n = if cfg!(miri) { 20 } else { 1_000 };
+    for i in 0..n {
+        let guard = pin();
+        let _nested = pin();
+        if i % 2 == 0 {
+            let boxed = Box::into_raw(Box::new(Counted(counter.clone())));
+            // SAFETY: `boxed` was never shared; destroyed once.
+            unsafe { guard.defer_destroy(boxed) };
+        } else {
+            let c = counter.clone();
+            guard.defer(move || {
+                c.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    }
+    flush_until(|| counter.load(Ordering::Relaxed) == n);
+    // Never more than once.
+    for _ in 0..10 {
+        pin().flush();
+    }
+    assert_eq!(counter.load(Ordering::Relaxed), n);
+}
+
+#[test]
+fn epoch_pinned_guard_blocks_reclamation() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    // Our thread-local record stays pinned by `old`.
+    let old = pin();
+    assert!(epoch::is_pinned());
+    // Retire through a second record of this thread.
+    let other = Handle::register();
+    {
+        let g = other.pin();
+        let d = dropped.clone();
+        g.defer(move || d.store(true, Ordering::Relaxed));
+    }
+    // `old` pinned in epoch e: the epoch can reach e + 1 at most, the bag needs seal + 2
+    // with seal >= e.
+    for _ in 0..if cfg!(miri) { 20 } else { 2_000 } {
+        other.pin().flush();
+        assert!(
+            !dropped.load(Ordering::Relaxed),
+            "reclaimed under a pinned guard"
+        );
+    }
+    drop(old);
+    assert!(!epoch::is_pinned());
+    flush_until(|| dropped.load(Ordering::Relaxed));
+    drop(other);
+}
+
+#[test]
+fn epoch_handle_shares_thread_record_and_nests() {
+    let h = handle();
+    assert!(!h.is_pinned());
+    let g1 = h.pin();
+    assert!(h.is_pinned());
+    assert!(epoch::is_pinned(), "handle() shares the thread's record");
+    let g2 = pin();
+    drop(g1);
+    assert!(h.is_pinned(), "inner guard still alive");
+    drop(g2);
+    assert!(!h.is_pinned());
+    let h2 = h.clone();
+    drop(h);
+    let g = h2.pin();
+    assert!(g.is_protected());
+    assert!(format!("{g:?} {h2:?}").contains("pinned: true"));
+}
+
+#[test]
+fn epoch_unprotected_runs_at_once() {
+    let hit = Arc::new(AtomicBool::new(false));
+    // SAFETY: nothing is shared.
+    let g = unsafe { unprotected() };
+    assert!(!g.is_protected());
+    let h = hit.clone();
+    g.defer(move || h.store(true, Ordering::Relaxed));
+    assert!(hit.load(Ordering::Relaxed));
+    let b = Box::into_raw(Box::new(5u32));
+    // SAFETY: `b` is ours alone.
+    unsafe { g.defer_destroy(b) };
+    g.flush();
+}
+
+#[test]
+fn epoch_advances_when_nobody_is_pinned_long() {
+    let start = epoch::global_epoch();
+    flush_until(|| epoch::global_epoch() >= start + 3);
+}
+
+// ---------------------------------------------------------------------------------------
+// Epoch: threads
+// ---------------------------------------------------------------------------------------
+
+thread_local! {
+    static LATE: std::cell::RefCell<LateDefer> = const { std::cell::RefCell::new(LateDefer(None)) };
+}
+
+/// Defers a function from a thread-local destructor, possibly after the collector's own
+/// thread-local handle is gone.
+struct LateDefer(Option<Arc<AtomicUsize>>);
+
+impl Drop for LateDefer {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            let guard = pin();
+            let nested = pin();
+            guard.defer(move || {
+                c.fetch_add(1, Ordering::Relaxed);
+            });
+            drop(nested);
+            guard.flush();
+        }
+    }
+}
+
+/// Regression guard: `pin` from a thread-local destructor must neither panic nor touch a
+/// destroyed thread-local, and what it defers must still run.
+#[test]
+fn epoch_pin_during_thread_local_destruction() {
+    let counter = Arc::new(AtomicUsize::new(0));
+    for pin_first in [true, false] {
+        let c = counter.clone();
+        thread::spawn(move || {
+            // Order of first use decides the order of thread-local destruction.
+            if pin_first {
+                drop(pin());
+            }
+            LATE.with_borrow_mut(|late| late.0 = Some(c));
+            if !pin_first {
+                drop(pin());
+            }
+        })
+        .join()
+        .expect("no panic in thread-local destructors");
+    }
+    flush_until(|| counter.load(Ordering::Relaxed) == 2);
+}
+
+#[test]
+fn epoch_exiting_threads_bags_are_not_lost_and_records_are_reused() {
+    let before = registry_len();
+    let counter = Arc::new(AtomicUsize::new(0));
+    let threads = if cfg!(miri) { 4 } else { 100 };
+    for _ in 0..threads {
+        let c = counter.clone();
+        thread::spawn(move || {
+            let g = pin();
+            // Fewer than a bag: only the exit path can hand them over.
+            for _ in 0..3 {
+                let c = c.clone();
+                g.defer(move || {
+                    c.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    flush_until(|| counter.load(Ordering::Relaxed) == threads * 3);
+    // Sequential threads reuse records; concurrent tests may add a few of their own.
+    let grown = registry_len() - before;
+    assert!(
+        grown <= 40,
+        "registry grew by {grown} for {threads} sequential threads"
+    );
+}
+
+const ALIVE: u64 = 0xA11C_E5A1_1CE5_A11C;
+const DEAD: u64 = 0xDEAD_DEAD_DEAD_DEAD;
+
+/// A node of the shared stack; `canary` is `ALIVE` until its destructor runs.
+struct Node {
+    canary: AtomicU64,
+    id: usize,
+    next: AtomicPtr<Node>,
+    drops: Arc<Vec<AtomicBool>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        assert_eq!(
+            self.canary.swap(DEAD, Ordering::Relaxed),
+            ALIVE,
+            "double drop"
+        );
+        let was = self.drops[self.id].swap(true, Ordering::Relaxed);
+        assert!(!was, "node {} dropped twice", self.id);
+    }
+}
+
+/// (a) Many threads pin, push, pop (retiring popped nodes) and traverse a shared Treiber
+/// stack. Readers check every node's canary: a node destroyed while a reader that pinned
+/// before its retirement still reads it shows `DEAD` (the destructor poisons before freeing).
+/// Every node is dropped exactly once.
+#[test]
+fn epoch_stress_linked_stack_canary_and_exactly_once() {
+    let threads = if cfg!(miri) { 3 } else { 4 };
+    let ops = if cfg!(miri) { 40 } else { 30_000 };
+    let total = threads * ops;
+    let drops: Arc<Vec<AtomicBool>> =
+        Arc::new((0..total).map(|_| AtomicBool::new(false)).collect());
+    let head = Arc::new(AtomicPtr::<Node>::new(ptr::null_mut()));
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (head, drops, barrier) = (head.clone(), drops.clone(), barrier.clone());
+            thread::spawn(move || {
+                let local = Handle::register();
+                barrier.wait();
+                for i in 0..ops {
+                    let id = t * ops + i;
+                    // Alternate the thread-local path and the explicit handle.
+                    let guard = if i % 2 == 0 { pin() } else { local.pin() };
+                    // Push.
+                    let node = Box::into_raw(Box::new(Node {
+                        canary: AtomicU64::new(ALIVE),
+                        id,
+                        next: AtomicPtr::new(ptr::null_mut()),
+                        drops: drops.clone(),
+                    }));
+                    let mut h = head.load(Ordering::Relaxed);
+                    loop {
+                        // SAFETY: `node` is not yet published.
+                        unsafe { (*node).next.store(h, Ordering::Relaxed) };
+                        match head.compare_exchange_weak(
+                            h,
+                            node,
+                            Ordering::Release,
+                            Ordering::Relaxed,
+                        ) {
+                            Ok(_) => break,
+                            Err(now) => h = now,
+                        }
+                    }
+                    // Traverse a prefix, checking canaries (nested pin on purpose), hold the
+                    // nodes a while, then check them again: a node reclaimed meanwhile shows
+                    // `DEAD`, or another id if its memory was reused.
+                    {
+                        let _inner = pin();
+                        let mut seen = [(ptr::null::<Node>(), 0usize); 16];
+                        let mut cur = head.load(Ordering::Acquire);
+                        let mut steps = 0;
+                        while !cur.is_null() && steps < seen.len() {
+                            // SAFETY: `cur` was reachable while we are pinned: not freed.
+                            let n = unsafe { &*cur };
+                            assert_eq!(n.canary.load(Ordering::Relaxed), ALIVE, "use after free");
+                            seen[steps] = (cur, n.id);
+                            cur = n.next.load(Ordering::Acquire);
+                            steps += 1;
+                        }
+                        if i % 8 == 0 {
+                            thread::yield_now();
+                        } else {
+                            for _ in 0..i % 64 {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        for &(p, id) in &seen[..steps] {
+                            // SAFETY: still pinned since `p` was reachable.
+                            let n = unsafe { &*p };
+                            assert_eq!(
+                                n.canary.load(Ordering::Relaxed),
+                                ALIVE,
+                                "freed while pinned"
+                            );
+                            assert_eq!(n.id, id, "memory reused while pinned");
+                        }
+                    }
+                    // Pop one and retire it.
+                    let mut h = head.load(Ordering::Acquire);
+                    while !h.is_null() {
+                        // SAFETY: pinned, `h` was reachable: not freed (no ABA either).
+                        let next = unsafe { (*h).next.load(Ordering::Acquire) };
+                        match head.compare_exchange_weak(
+                            h,
+                            next,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => {
+                                // SAFETY: we unlinked `h`; it is a `Box` and retired once.
+                                unsafe { guard.defer_destroy(h) };
+                                // Often seal at once, so reclamation follows closely.
+                                if i % 4 == 0 {
+                                    guard.flush();
+                                }
+                                break;
+                            }
+                            Err(now) => h = now,
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // Every push was followed by a pop attempt that found a node: the stack is empty.
+    assert!(head.load(Ordering::Relaxed).is_null());
+    flush_until(|| drops.iter().all(|d| d.load(Ordering::Relaxed)));
+}
+
+// ---------------------------------------------------------------------------------------
+// VersionLock (b): no torn reads
+// ---------------------------------------------------------------------------------------
+
+/// (b) Writers store the same value in every word of a 4-word record under the lock;
+/// validated optimistic readers must never see two different words. The words are also
+/// incremented with plain load/store under the lock, so a broken lock loses increments.
+#[test]
+fn version_lock_readers_never_see_torn_values() {
+    let writers = 2;
+    let readers = 2;
+    let writes = if cfg!(miri) { 20 } else { 50_000 };
+    let lock = Arc::new(VersionLock::new());
+    let words: Arc<[AtomicU64; 4]> = Arc::new(Default::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut ts = Vec::new();
+    for w in 0..writers {
+        let (lock, words) = (lock.clone(), words.clone());
+        ts.push(thread::spawn(move || {
+            for i in 0..writes {
+                let guard = if (w + i) % 2 == 0 {
+                    lock.lock()
+                } else {
+                    // Read-then-upgrade path, retried.
+                    loop {
+                        let v = lock.read_begin();
+                        if let Some(g) = lock.try_upgrade(v) {
+                            break g;
+                        }
+                    }
+                };
+                let next = words[0].load(Ordering::Relaxed) + 1;
+                for word in words.iter() {
+                    word.store(next, Ordering::Relaxed);
+                }
+                drop(guard);
+            }
+        }));
+    }
+    let mut rs = Vec::new();
+    for _ in 0..readers {
+        let (lock, words, stop) = (lock.clone(), words.clone(), stop.clone());
+        rs.push(thread::spawn(move || {
+            let mut validated = 0u64;
+            let mut last = 0;
+            while !stop.load(Ordering::Relaxed) || validated == 0 {
+                let v = lock.read_begin();
+                let snap: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+                if lock.validate(v) {
+                    assert!(snap.iter().all(|&x| x == snap[0]), "torn read {snap:?}");
+                    assert!(snap[0] >= last, "went back in time");
+                    assert_eq!(v.counter(), snap[0], "one version bump per write");
+                    last = snap[0];
+                    validated += 1;
+                }
+            }
+        }));
+    }
+    for t in ts {
+        t.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in rs {
+        r.join().unwrap();
+    }
+    assert_eq!(words[3].load(Ordering::Relaxed), (writers * writes) as u64);
+    assert_eq!(lock.read_begin().counter(), (writers * writes) as u64);
+}
+
+// ---------------------------------------------------------------------------------------
+// Locks (c): mutual exclusion
+// ---------------------------------------------------------------------------------------
+
+/// A plain (non-atomic) counter: increments lost or raced show up as a wrong total, and
+/// as a data race under Miri.
+struct Plain(UnsafeCell<u64>);
+// SAFETY: only accessed under the lock being tested.
+unsafe impl Sync for Plain {}
+
+const LOCK_THREADS: usize = 4;
+fn lock_iters() -> usize {
+    if cfg!(miri) { 30 } else { 20_000 }
+}
+
+#[test]
+fn spinlock_mutual_exclusion() {
+    let lock = Arc::new(SpinLock::new(0u64));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let ts: Vec<_> = (0..LOCK_THREADS)
+        .map(|t| {
+            let (lock, inside) = (lock.clone(), inside.clone());
+            thread::spawn(move || {
+                for i in 0..lock_iters() {
+                    let mut g = if (t + i) % 3 == 0 {
+                        loop {
+                            if let Some(g) = lock.try_lock() {
+                                break g;
+                            }
+                            thread::yield_now();
+                        }
+                    } else {
+                        lock.lock()
+                    };
+                    assert_eq!(inside.fetch_add(1, Ordering::Relaxed), 0, "two holders");
+                    *g += 1;
+                    inside.fetch_sub(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+    assert_eq!(*lock.lock(), (LOCK_THREADS * lock_iters()) as u64);
+}
+
+#[test]
+fn bitlock_mutual_exclusion_keeps_other_bits() {
+    let word = Arc::new(AtomicU64::new(0));
+    let data = Arc::new(Plain(UnsafeCell::new(0)));
+    let ts: Vec<_> = (0..LOCK_THREADS)
+        .map(|t| {
+            let (word, data) = (word.clone(), data.clone());
+            thread::spawn(move || {
+                for _ in 0..lock_iters() {
+                    let _g = BitLock::guard(&word, 7);
+                    // SAFETY: bit 7 of `word` is held.
+                    unsafe { *data.0.get() += 1 };
+                    // Concurrent updates of other bits (thread's own bit) survive.
+                    word.fetch_xor(1 << (20 + t), Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+    // SAFETY: all threads joined.
+    let total = unsafe { *data.0.get() };
+    assert_eq!(total, (LOCK_THREADS * lock_iters()) as u64);
+    let expect_bits = if lock_iters().is_multiple_of(2) {
+        0
+    } else {
+        0b1111 << 20
+    };
+    assert_eq!(word.load(Ordering::Relaxed), expect_bits);
+}
+
+#[test]
+fn rwlock_mutual_exclusion_and_reader_consistency() {
+    let lock = Arc::new(RwSpinLock::new((0u64, 0u64)));
+    let ts: Vec<_> = (0..LOCK_THREADS)
+        .map(|t| {
+            let lock = lock.clone();
+            thread::spawn(move || {
+                for i in 0..lock_iters() {
+                    if (t + i) % 4 == 0 {
+                        let mut g = lock.write();
+                        g.0 += 1;
+                        g.1 += 1;
+                    } else if (t + i) % 4 == 1 {
+                        if let Some(mut g) = lock.try_write() {
+                            g.0 += 1;
+                            g.1 += 1;
+                        }
+                    } else {
+                        let g = lock.read();
+                        assert_eq!(g.0, g.1, "reader saw a half-done write");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+    let g = lock.read();
+    assert_eq!(g.0, g.1);
+    let min_writes = (LOCK_THREADS * lock_iters() / 4) as u64;
+    assert!(
+        g.0 >= min_writes,
+        "blocking writes lost: {} < {min_writes}",
+        g.0
+    );
+    assert_eq!(lock.reader_count(), 1);
+}
+
+/// Two reader threads keep the lock read-held in turns (always one holder), which starves a
+/// reader-preferring lock's writer forever; a writer-preferring one lets the writer in.
+#[test]
+fn rwlock_writer_is_not_starved() {
+    let lock = Arc::new(RwSpinLock::new(0u64));
+    let writes_needed = if cfg!(miri) { 3 } else { 200 };
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (lock, stop) = (lock.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let g = lock.read();
+                    std::hint::black_box(*g);
+                    for _ in 0..50 {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+        })
+        .collect();
+    for _ in 0..writes_needed {
+        *lock.write() += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(*lock.read(), writes_needed);
+}
+
+/// `synchronize` waits for a reader pinned on another thread before the call.
+#[test]
+fn epoch_synchronize_waits_for_old_readers() {
+    let reader_pinned = Arc::new(Barrier::new(2));
+    let released = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (reader_pinned, released) = (reader_pinned.clone(), released.clone());
+        thread::spawn(move || {
+            let guard = pin();
+            reader_pinned.wait();
+            // Give the writer time to start waiting (not needed for correctness).
+            for _ in 0..if cfg!(miri) { 5 } else { 1_000 } {
+                thread::yield_now();
+            }
+            released.store(true, Ordering::Relaxed);
+            drop(guard);
+        })
+    };
+    reader_pinned.wait();
+    epoch::synchronize();
+    assert!(
+        released.load(Ordering::Relaxed),
+        "synchronize returned while a reader pinned before it was still pinned"
+    );
+    reader.join().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "pinned thread")]
+fn epoch_synchronize_refuses_a_pinned_caller() {
+    let _guard = pin();
+    epoch::synchronize();
+}

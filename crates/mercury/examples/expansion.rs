@@ -1,0 +1,147 @@
+//! Quick feedback on expansion (the benchmark suite proper is `orrery-bench`'s `mercury`):
+//!
+//! 1. Load N random 8-byte keys into an empty table, cooperative vs dedicated expand-thread
+//!    (ratio of load throughput).
+//! 2. One thread inserts new keys (driving expansions) while another runs uniform GETs over
+//!    the preloaded keys; GET throughput is sampled in 5 ms windows, split by whether an
+//!    expansion was running, and reported as a ratio (expanding / steady).
+//!
+//! `cargo run --release -p orrery-mercury --example expansion -- [N]`
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use orrery_mercury::{Config, Expansion, Mercury};
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// CPU seconds (user + system) used by this process so far, from `/proc/self/stat` (0 where
+/// unavailable). On a shared machine CPU time compares work fairly where wall time does not:
+/// an extra thread also gets an extra share of the CPUs.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Fields 14 and 15 of the man page (utime, stime), counted from the state field (3).
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Loads `keys` on `threads` threads; returns (Mops per wall second, Mops per CPU second).
+fn load(keys: &[[u8; 8]], expansion: Expansion, threads: usize) -> (f64, f64) {
+    let m = Mercury::with_config(Config {
+        expansion,
+        ..Config::default()
+    })
+    .unwrap();
+    let t = Instant::now();
+    let cpu = cpu_secs();
+    std::thread::scope(|s| {
+        for part in keys.chunks(keys.len().div_ceil(threads)) {
+            let m = &m;
+            s.spawn(move || {
+                for k in part {
+                    m.insert(k, k).unwrap();
+                }
+            });
+        }
+    });
+    // Count the whole rehash work in both modes.
+    m.finish_expansion();
+    let mops = keys.len() as f64 / 1e6;
+    (
+        mops / t.elapsed().as_secs_f64(),
+        mops / (cpu_secs() - cpu).max(0.01),
+    )
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4 << 20);
+    let mut seed = 7;
+    let keys: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut seed).to_le_bytes()).collect();
+
+    for threads in [1, 2] {
+        let (mut coop, mut dedicated) = ((0.0, 0.0), (0.0, 0.0));
+        for _ in 0..3 {
+            let c = load(&keys, Expansion::Cooperative, threads);
+            let d = load(&keys, Expansion::Dedicated, threads);
+            coop = (coop.0 + c.0, coop.1 + c.1);
+            dedicated = (dedicated.0 + d.0, dedicated.1 + d.1);
+        }
+        println!(
+            "load of {n} keys, {threads} thread(s): dedicated expand-thread / cooperative = \
+             {:.2}x per wall second, {:.2}x per CPU second",
+            dedicated.0 / coop.0,
+            dedicated.1 / coop.1
+        );
+    }
+
+    for expansion in [Expansion::Cooperative, Expansion::Dedicated] {
+        // Preload half the keys, then insert the other half while reading the first half.
+        let m = Mercury::with_config(Config {
+            expansion,
+            ..Config::default()
+        })
+        .unwrap();
+        let (old, new) = keys.split_at(n / 2);
+        for k in old {
+            m.insert(k, k).unwrap();
+        }
+        let done = AtomicBool::new(false);
+        let (mut steady, mut expanding) = ((0u64, 0.0f64), (0u64, 0.0f64));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for k in new {
+                    m.insert(k, k).unwrap();
+                }
+                done.store(true, Ordering::Release);
+            });
+            let mut r = 1u64;
+            while !done.load(Ordering::Acquire) {
+                let was = m.buckets().1.is_some();
+                let t = Instant::now();
+                let mut ops = 0u64;
+                while t.elapsed() < Duration::from_millis(5) {
+                    for _ in 0..64 {
+                        let k = &old[(splitmix(&mut r) % old.len() as u64) as usize];
+                        assert!(m.get_with(k, |v| v.len()).is_some());
+                    }
+                    ops += 64;
+                }
+                let secs = t.elapsed().as_secs_f64();
+                let bucket = if was || m.buckets().1.is_some() {
+                    &mut expanding
+                } else {
+                    &mut steady
+                };
+                bucket.0 += ops;
+                bucket.1 += secs;
+            }
+        });
+        let rate = |(ops, secs): (u64, f64)| ops as f64 / secs.max(1e-9);
+        println!(
+            "{expansion:?}: GET throughput while expanding / steady = {:.2}x ({:.0} ms expanding, {:.0} ms steady)",
+            rate(expanding) / rate(steady),
+            expanding.1 * 1e3,
+            steady.1 * 1e3
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! Aggressive, incremental expansion (§3 "Hash table expansion").
+//!
+//! The table doubles whenever it holds more than `load_percent`% items per bucket (75 by
+//! default: chains stay near one node, so a lookup stays near two DRAM accesses), in the
+//! paper's three phases:
+//!
+//! 1. **Initialization.** The writer whose insert crosses the threshold takes the table's
+//!    `resize` token, allocates the successor (2N zeroed buckets, huge-page backed) and
+//!    publishes it with one Release store of `table.next`. That store is the whole state
+//!    change: from then on the table is "expanding".
+//! 2. **Rehash, bucket by bucket.** Whoever holds the token migrates a *run* of buckets
+//!    `r..r+run` in order, then publishes `migrated = r+run` (the paper's *r*). Migrating
+//!    bucket `l`: take its lock, set MOVED (lock still held), re-link each node of the chain
+//!    onto the head of `next[l]` or `next[l+N]` (by the hash bit N, recomputed from the key;
+//!    nodes are moved, not copied), store the two new bucket words, then store the old word as
+//!    MOVED | unlocked | empty. Other buckets keep serving meanwhile; an operation on bucket
+//!    `l` waits at most for this one bucket.
+//! 3. **Termination.** The holder that migrates the last run swings the structure's current
+//!    table pointer to the successor and hands the old table to the epoch collector.
+//!
+//! Workers choose the table exactly as in the paper: bucket `l = hash % N` with `l < r` goes
+//! straight to the successor; otherwise the old bucket is read (one miss, as always) and its
+//! MOVED bit redirects to the successor when set. A writer that locks a MOVED bucket
+//! releases it and goes to the successor (the paper's race "the worker acquires the lock
+//! after the expand-thread moved the bucket").
+//!
+//! # Who migrates: cooperative writers instead of an expand-thread
+//!
+//! The paper dedicates an expand-thread, and gives every worker a thread-lock that the
+//! expand-thread takes during its two state changes so that no worker uses a stale table.
+//! Here both state changes are single pointer stores and stale readers are harmless: a worker
+//! holding the old table still finds every bucket through the MOVED bits and `next`, and the
+//! old table stays allocated until every guard pinned before termination is gone. So no
+//! thread-locks are needed at all.
+//!
+//! By default ([`Expansion::Cooperative`](crate::Expansion)) there is no expand-thread
+//! either: every `HELP_EVERY`-th insert of a thread during an expansion tries the token
+//! (without waiting) and migrates one run. The rehash then costs no extra thread, no
+//! wake-up, and no core taken away from the workers on a small machine, and an expansion of
+//! N buckets completes after about `N * HELP_EVERY / run` inserts, far sooner than the
+//! `(load/100) * N` inserts after which the successor would itself need to grow. Should
+//! that ever happen (many writers, unlucky token races), the insert that finds the count
+//! above the successor's threshold finishes the expansion itself, waiting for the token.
+//! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
+//! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use crate::Expansion;
+use crate::link::{BucketWord, Link};
+use crate::node;
+use crate::raw::{Inner, hashed};
+use crate::read::prefetch;
+use crate::table::Table;
+use orrery_core::sync::{Backoff, Guard, pin};
+
+/// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
+const HELP_EVERY: isize = 4;
+
+/// How often (in inserts of one stripe) the striped total is compared with the threshold:
+/// every insert for tables up to 1 Ki buckets, then every `len / 1 Ki` inserts, at most every
+/// 64 (summing the stripes reads 32 cache lines). The count may overshoot the threshold by at
+/// most `stripes * interval`, under 5% of the table.
+#[inline]
+fn check_interval(buckets: usize) -> isize {
+    (buckets >> 10).clamp(1, 64) as isize
+}
+
+impl Inner {
+    /// Called after an insert of a new key; `local` is the calling stripe's item count.
+    #[inline]
+    pub(crate) fn after_insert(self: &Arc<Self>, local: isize, guard: &Guard) {
+        let t = self.current(guard);
+        let check = local % check_interval(t.len()) == 0;
+        match t.next() {
+            None => {
+                if check && self.counters.items() > t.grow_at() {
+                    self.start_expansion(t, guard);
+                }
+            }
+            Some(next) => {
+                if check && self.counters.items() > next.grow_at() {
+                    // The successor is already full: finish this expansion now.
+                    self.help(t, next, guard, true);
+                } else if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0
+                {
+                    self.help(t, next, guard, false);
+                }
+            }
+        }
+    }
+
+    /// Phase 1: installs a successor twice as large (if `t` is not already expanding).
+    fn start_expansion(self: &Arc<Self>, t: &Table, guard: &Guard) {
+        if !t.try_resize() {
+            return;
+        }
+        // A table without successor is the current one (termination requires a successor).
+        let started = t.next().is_none()
+            && match Table::new(t.len() * 2, self.config.load_percent) {
+                Ok(next) => {
+                    t.set_next(next);
+                    true
+                }
+                // No memory for a larger table: keep serving with longer chains, try again
+                // on a later insert.
+                Err(_) => false,
+            };
+        t.end_resize();
+        if !started {
+            return;
+        }
+        match self.config.expansion {
+            Expansion::Cooperative => {
+                if let Some(next) = t.next() {
+                    self.help(t, next, guard, false);
+                }
+            }
+            Expansion::Dedicated => {
+                // The thread holds only a weak reference, so dropping the table stops it.
+                let inner = Arc::downgrade(self);
+                let spawned = std::thread::Builder::new()
+                    .name("mercury-expand".into())
+                    .spawn(move || expand_thread(&inner));
+                // Without a thread, the writers' blocking help still completes the
+                // expansion (see `after_insert`).
+                drop(spawned);
+            }
+        }
+    }
+
+    /// Completes the expansion in progress, if any (waiting for the token between runs).
+    pub(crate) fn finish_expansion(&self) {
+        let guard = pin();
+        let t = self.current(&guard);
+        if let Some(next) = t.next() {
+            self.help(t, next, &guard, true);
+        }
+    }
+
+    /// Phase 2 help: migrates runs of `t` into `next`; once when `wait` is false (giving up
+    /// if another thread holds the token), until the expansion terminated when it is true.
+    pub(crate) fn help(&self, t: &Table, next: &Table, guard: &Guard, wait: bool) {
+        let backoff = Backoff::new();
+        while t.migrated() < t.len() {
+            if t.try_resize() {
+                let done = self.migrate_run(t, next, guard);
+                t.end_resize();
+                if done || !wait {
+                    return;
+                }
+            } else if wait {
+                backoff.snooze();
+            } else {
+                return;
+            }
+        }
+    }
+
+    /// Migrates the next run of buckets; terminates the expansion after the last one.
+    /// Returns whether the expansion is complete. The caller holds `t`'s resize token.
+    fn migrate_run(&self, t: &Table, next: &Table, guard: &Guard) -> bool {
+        let start = t.migrated();
+        if start == t.len() {
+            return true;
+        }
+        let end = (start + self.config.migrate_run).min(t.len());
+        // Overlap the run's node misses: peek at every bucket of the run (no lock: only a
+        // hint) and prefetch its head node, then migrate bucket by bucket.
+        for l in start..end {
+            if let Some(head) = t.load(l).head().node() {
+                prefetch(head.as_ptr());
+            }
+        }
+        for l in start..end {
+            migrate_bucket(t, next, l);
+        }
+        t.set_migrated(end);
+        if end < t.len() {
+            return false;
+        }
+        // Phase 3: termination.
+        let old = self.replace_current(t);
+        let free = move || {
+            // SAFETY: `old` is no longer current and all its buckets are MOVED and empty; it
+            // is dropped once, after every guard that could hold it is gone. Dropping a
+            // table frees only its bucket array, not its successor.
+            drop(unsafe { Box::from_raw(old) })
+        };
+        // SAFETY: `free` only touches the retired table.
+        unsafe { guard.defer_unchecked(free) };
+        true
+    }
+}
+
+/// The paper's expand-thread: migrates runs until the current expansion terminates, or the
+/// table is dropped.
+fn expand_thread(inner: &Weak<Inner>) {
+    loop {
+        let Some(inner) = inner.upgrade() else { return };
+        // A fresh guard per run, so that reclamation is not held up by the whole expansion.
+        let guard = pin();
+        let t = inner.current(&guard);
+        let Some(next) = t.next() else { return };
+        if t.try_resize() {
+            let done = inner.migrate_run(t, next, &guard);
+            t.end_resize();
+            if done {
+                return;
+            }
+        } else {
+            drop(guard);
+            drop(inner);
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`.
+fn migrate_bucket(t: &Table, next: &Table, l: usize) {
+    let n = t.len();
+    let word = t.lock(l);
+    debug_assert!(!word.is_moved(), "bucket {l} migrated twice");
+    // MOVED first (lock still held): a reader whose walk sees any re-linked `next` word below
+    // will then see MOVED when it re-checks the bucket, and retries in `next`.
+    t.store_locked(l, word.with_moved());
+    let mut low = next.load(l).head();
+    let mut high = next.load(l + n).head();
+    let mut link = word.head();
+    while let Some(x) = link.node() {
+        // SAFETY: `x` is in the chain whose lock we hold, so it is live, and only we write
+        // its `next` word.
+        let hdr = unsafe { node::header(x) };
+        let after = Link::from_word(hdr.next.load(Ordering::Relaxed));
+        // SAFETY: as above.
+        let meta = unsafe { node::node_meta(x, Ordering::Relaxed) };
+        // SAFETY: as above; the key is immutable.
+        let key = unsafe { node::key(x, meta) };
+        let h = hashed(key);
+        debug_assert_eq!(h.tag, link.tag());
+        debug_assert_eq!(t.index(h.hash), l);
+        let dest = if next.index(h.hash) == l {
+            &mut low
+        } else {
+            &mut high
+        };
+        hdr.next.store(dest.word(), Ordering::Release);
+        *dest = Link::new(x, link.tag(), dest.is_null());
+        link = after;
+    }
+    // The new buckets are reached only through MOVED-and-unlocked or `migrated > l`, both
+    // published after these stores.
+    next.bucket(l).store(low.word(), Ordering::Release);
+    next.bucket(l + n).store(high.word(), Ordering::Release);
+    t.store_unlock(l, BucketWord::MOVED_EMPTY);
+}
+
+#[cfg(test)]
+mod tests {
+    use orrery_core::sync::pin;
+
+    use crate::raw::{find, hashed};
+    use crate::read::lookup_at;
+    use crate::table::Table;
+    use crate::{Config, Mercury};
+
+    /// The hazard that the miss re-validation guards against, made deterministic: a reader
+    /// that loaded a bucket word before its migration and walks on afterwards follows
+    /// re-linked `next` words and misses keys that are present. `lookup` must notice (the
+    /// bucket is MOVED) and find every key in the successor.
+    #[test]
+    fn reader_straddling_a_migration() {
+        let m = Mercury::with_config(Config {
+            initial_buckets: 1,
+            load_percent: 1_000_000,
+            ..Config::default()
+        })
+        .unwrap();
+        let keys: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i, i]).collect();
+        for k in &keys {
+            m.insert(k, k).unwrap();
+        }
+        let inner = &m.inner;
+        let guard = pin();
+        let t = inner.current(&guard);
+        // The reader's snapshot of the bucket, taken before the expansion.
+        let before = t.load(0);
+        assert!(!before.is_moved());
+        // Initialization, the rehash of the only bucket, termination.
+        t.set_next(Table::new(2, 1_000_000).unwrap());
+        inner.help(t, t.next().unwrap(), &guard, true);
+        assert!(t.load(0).is_moved());
+        assert!(std::ptr::eq(inner.current(&guard), t.next().unwrap()));
+        // Walking on from the stale head misses keys (the head node was re-linked first and
+        // now ends its new chain)...
+        let missed = keys
+            .iter()
+            // SAFETY: `before` was loaded from `t`, kept alive by `guard`.
+            .filter(|k| unsafe { find(before.head(), hashed(k), k) }.is_none())
+            .count();
+        assert!(missed > 0, "the stale walk should miss keys");
+        // ...but the lookup protocol, resumed from the same stale bucket word, finds them
+        // all (it re-checks the bucket, sees MOVED and retries in the successor).
+        for k in &keys {
+            let found = lookup_at(t, 0, before, hashed(k), k, <[u8]>::to_vec, &guard);
+            assert_eq!(found.as_ref(), Some(k));
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Unordered iteration.
+//!
+//! The walk visits the buckets of the current table in index order. A bucket that is MOVED
+//! is replaced by the two buckets of the successor it was migrated into (recursively, if the
+//! successor is itself expanding), so every key is visited through exactly one bucket of
+//! its lineage. Each chain is walked optimistically, like a lookup, into a small buffer of
+//! copies; the bucket word is then re-checked, and if the bucket was marked MOVED meanwhile
+//! (a migration may have re-linked the chain under the walk) the buffer is discarded and the
+//! bucket's successors are walked instead. Only then are the buffered pairs handed to the
+//! visitor.
+//!
+//! Guarantees (not a snapshot): every key present for the whole iteration is visited exactly
+//! once; a key inserted or removed meanwhile is visited at most once; every visited pair was
+//! present with that value at some moment of the iteration.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
+
+use crate::link::Link;
+use crate::node;
+use crate::raw::{Inner, successor, wait_migrated};
+use crate::table::Table;
+use orrery_core::sync::{Guard, pin};
+
+/// The visitor of an iteration.
+pub(crate) type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
+/// Copies of one chain's pairs.
+#[derive(Default)]
+struct ChainBuf {
+    bytes: Vec<u8>,
+    /// `(key_end, value_end)` offsets into `bytes`, one per pair.
+    ends: Vec<(usize, usize)>,
+}
+
+impl ChainBuf {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        let k = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.ends.push((k, self.bytes.len()));
+    }
+
+    fn visit(&self, f: &mut Visitor<'_>) -> ControlFlow<()> {
+        let mut start = 0;
+        for &(k, v) in &self.ends {
+            f(&self.bytes[start..k], &self.bytes[k..v])?;
+            start = v;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Buckets walked per guard, so that a long iteration does not hold up reclamation.
+const BUCKETS_PER_PIN: usize = 256;
+
+impl Inner {
+    /// Visits every pair (see the module docs for the guarantees), until `f` breaks.
+    pub(crate) fn for_each(&self, f: &mut Visitor<'_>) {
+        let mut buf = ChainBuf::default();
+        let mut guard = pin();
+        // The table whose buckets the walk enumerates; kept across re-pins by re-reading
+        // the current table and mapping the position onto it.
+        let mut t = self.current(&guard);
+        let len = t.len();
+        let mut idx = 0;
+        while idx < len {
+            if idx % BUCKETS_PER_PIN == 0 && idx > 0 {
+                drop(guard);
+                guard = pin();
+                t = self.current(&guard);
+                // The current table may have doubled (several times) since: bucket `idx` of
+                // the old enumeration is the set of buckets `idx + k * len` of the new one,
+                // visited together below, so the walk continues on the old numbering.
+            }
+            if visit_lineage(t, len, idx, &mut buf, f, &guard).is_break() {
+                return;
+            }
+            idx += 1;
+        }
+    }
+}
+
+/// Visits every key whose hash is `idx` modulo `len` (a power of two no larger than the
+/// lineage's tables), starting from table `t`.
+fn visit_lineage<'g>(
+    t: &'g Table,
+    len: usize,
+    idx: usize,
+    buf: &mut ChainBuf,
+    f: &mut Visitor<'_>,
+    guard: &'g Guard,
+) -> ControlFlow<()> {
+    // Tables only grow, and `t` is current now while `len` was current before.
+    debug_assert!(t.len() >= len);
+    let mut i = idx;
+    while i < t.len() {
+        visit_bucket(t, i, buf, f, guard)?;
+        i += len;
+    }
+    ControlFlow::Continue(())
+}
+
+/// Visits every key of bucket `idx` of `t`, following migrations. `t` (and every table and
+/// node reached from it) is valid while `guard` lives.
+fn visit_bucket<'g>(
+    t: &'g Table,
+    idx: usize,
+    buf: &mut ChainBuf,
+    f: &mut Visitor<'_>,
+    guard: &'g Guard,
+) -> ControlFlow<()> {
+    loop {
+        let w = t.load(idx);
+        if w.is_moved() {
+            wait_migrated(t, idx, w);
+            let next = successor(t);
+            visit_bucket(next, idx, buf, f, guard)?;
+            return visit_bucket(next, idx + t.len(), buf, f, guard);
+        }
+        buf.clear();
+        let mut link = w.head();
+        while let Some(n) = link.node() {
+            let _ = guard;
+            // SAFETY: `n` was reachable under `guard`, so it is allocated.
+            let meta = unsafe { node::node_meta(n, Ordering::Acquire) };
+            // SAFETY: as above; keys are immutable.
+            let key = unsafe { node::key(n, meta) };
+            // SAFETY: as above.
+            unsafe { node::with_value(n, |v| buf.push(key, v)) };
+            if link.is_last() {
+                break;
+            }
+            // SAFETY: as above.
+            link = Link::from_word(unsafe { node::header(n) }.next.load(Ordering::Acquire));
+        }
+        if !t.load(idx).is_moved() {
+            return buf.visit(f);
+        }
+    }
+}
+
+/// Chain-shape statistics of a table (see [`crate::Mercury::chain_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ChainStats {
+    /// Buckets of the current table (the successor's when an expansion is in progress).
+    pub buckets: usize,
+    /// Items found by the walk.
+    pub items: usize,
+    /// Longest chain.
+    pub max_chain: usize,
+    /// Mean number of nodes a lookup of a present key reads (uniform over the keys): the
+    /// key's position in its chain.
+    pub node_reads_per_hit: f64,
+    /// Mean number of nodes a lookup of an absent key reads (uniform over the buckets,
+    /// assuming its tag matches no node): every node but the last of the chain, thanks to
+    /// the LAST flag and tags in links.
+    pub node_reads_per_miss: f64,
+}
+
+impl Inner {
+    /// Walks every chain (optimistically, like iteration) and summarizes chain lengths.
+    pub(crate) fn chain_stats(&self) -> ChainStats {
+        let guard = pin();
+        let t = self.current(&guard);
+        let mut lengths: Vec<usize> = Vec::new();
+        for idx in 0..t.len() {
+            chain_lengths(t, idx, &mut lengths, &guard);
+        }
+        let items: usize = lengths.iter().sum();
+        let hit_reads: usize = lengths.iter().map(|&l| l * (l + 1) / 2).sum();
+        let miss_reads: usize = lengths.iter().map(|&l| l.saturating_sub(1)).sum();
+        let buckets = lengths.len();
+        ChainStats {
+            buckets,
+            items,
+            max_chain: lengths.iter().copied().max().unwrap_or(0),
+            node_reads_per_hit: hit_reads as f64 / items.max(1) as f64,
+            node_reads_per_miss: miss_reads as f64 / buckets.max(1) as f64,
+        }
+    }
+}
+
+/// Appends the chain length of bucket `idx` of `t` (of its successor's buckets if MOVED).
+fn chain_lengths<'g>(t: &'g Table, idx: usize, out: &mut Vec<usize>, guard: &'g Guard) {
+    let w = t.load(idx);
+    if w.is_moved() {
+        wait_migrated(t, idx, w);
+        let next = successor(t);
+        chain_lengths(next, idx, out, guard);
+        chain_lengths(next, idx + t.len(), out, guard);
+        return;
+    }
+    let _ = guard;
+    let mut len = 0;
+    let mut link = w.head();
+    while let Some(n) = link.node() {
+        len += 1;
+        if link.is_last() {
+            break;
+        }
+        // SAFETY: `n` was reachable under `guard`, so it is allocated.
+        link = Link::from_word(unsafe { node::header(n) }.next.load(Ordering::Acquire));
+    }
+    out.push(len);
+}

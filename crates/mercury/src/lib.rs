@@ -1,0 +1,565 @@
+//! Mercury: a concurrent chained hash table with the lock in the bucket and incremental
+//! expansion, after Gandhi et al., "Mercury: Bringing efficiency to key-value stores"
+//! (SYSTOR '13; `shared/papers/mercury.md`), §2–3.
+//!
+//! # Usage
+//!
+//! ```
+//! use orrery_mercury::Mercury;
+//! use orrery_core::KvIndex;
+//!
+//! let m = Mercury::new();
+//! assert_eq!(m.insert(b"apple", b"red"), Ok(true));
+//! assert_eq!(m.insert(b"apple", b"green"), Ok(false)); // upsert
+//! assert_eq!(m.get(b"apple").as_deref(), Some(&b"green"[..]));
+//! assert_eq!(m.get_with(b"apple", |v| v.len()), Some(5)); // zero-copy, generic
+//! m.update_in_place(b"apple", |v| v[0] = b'G').unwrap();
+//! assert!(m.remove(b"apple"));
+//! assert!(m.is_empty());
+//! ```
+//!
+//! `Mercury` is `Send + Sync`: share it by reference (or `Arc`) between threads; no
+//! registration is needed. It implements [`KvIndex`] (the object-safe contract) and adds
+//! generic inherent methods ([`Mercury::get_with`], [`Mercury::update`],
+//! [`Mercury::update_in_place`], [`Mercury::for_each`]).
+//!
+//! # Design (one paragraph per paper mechanism)
+//!
+//! - **Chained table, one cache miss per bucket (Fig 2).** Buckets are 8-byte words in a
+//!   huge-page-backed array. A bucket word holds the chain head's address, the bucket's
+//!   test-and-set **lock** bit, the **has-moved** bit, plus (beyond the paper) the head key's
+//!   16-bit tag and a LAST flag; the bit layout is in `link.rs`. Node `next` words use the
+//!   same format, so a miss compares tags without reading the last node.
+//! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
+//!   size class (32 B for an 8 B key and 8 B value); layout in `node.rs`. A GET reads the
+//!   bucket line and the node's line: two DRAM accesses when the chain is one node long.
+//! - **Per-thread pools (§3 "Memory Allocator").** One `SlabPool` per size class
+//!   (thread-local caches refilled from 2 MiB huge-page chunks); freed nodes are reused.
+//! - **Aggressive expansion (§3 "Hash table expansion").** Doubling above 0.75 items per
+//!   bucket, in three phases (initialization, bucket-by-bucket rehash, termination) during
+//!   which other buckets keep serving; workers choose the old or new table from the rehash
+//!   progress *r* and the has-moved bit. The rehash is done cooperatively by writers (or by
+//!   the paper's expand-thread, [`Expansion::Dedicated`]); see `expand.rs`.
+//!
+//! # Concurrency protocol
+//!
+//! **Writers** (insert/upsert, remove, update) lock the one bucket holding their key: a
+//! `fetch_or` of the LOCK bit in the bucket word (test-and-test-and-set with backoff,
+//! `orrery_core::sync::BitLock`). Holding it they own the chain. If the word is MOVED they
+//! release it and go to the successor table. They publish every change with Release stores
+//! of single link words, each leaving a valid chain (see `write.rs`), and release the lock
+//! with one Release store of the bucket word (which also carries a new head).
+//!
+//! **Readers** (get, get_many, iteration) take no lock. Under an epoch guard they
+//! Acquire-load the bucket word (following MOVED / *r* to the successor), walk the chain with
+//! Acquire loads, compare tags then keys, and read the value. Long values are immutable
+//! (zero-copy); short values (≤ 64 B) are atomic words that writers may rewrite in place
+//! under a per-node version, and readers copy and validate them (a seqlock made of atomics).
+//! A miss is confirmed by re-loading the bucket word: if it became MOVED, the lookup is
+//! retried in the successor. A reader that finds a bucket MOVED while its migration is still
+//! in progress (LOCK also set) waits for that one bucket's migration.
+//!
+//! **Expansion** (see `expand.rs`): the successor is published with one store; migrating
+//! bucket `l` happens under `l`'s lock, sets MOVED *before* re-linking any node, and ends by
+//! storing `MOVED | unlocked | empty`; *r* is published after each run of buckets; the last
+//! run swings the current-table pointer.
+//!
+//! # Linearizability
+//!
+//! Write operations are linearizable at their lock-protected publishing store (the bucket or
+//! link store that makes the change visible; for an in-place value rewrite, the store ending
+//! the write), because all writes to a key are serialized by the lock of the bucket holding
+//! it at that time and the MOVED check hands the key over to the successor atomically (a
+//! migration holds the old bucket's lock from before MOVED is set until the new chains are
+//! complete).
+//!
+//! Reads. Call a node *reachable* at time τ if it is in the chain of the bucket
+//! authoritative for its key at τ (the old bucket if not MOVED, else the successor's).
+//! Facts the writers maintain: (a) a chain only changes by prepending a fully written node,
+//! by one store that bypasses a node (remove) or swaps it for a copy in place (replace), and
+//! by migration; (b) a bypassed node's `next` word is never changed again, and it is freed
+//! only after every guard pinned before its removal is gone (so no reader sees reuse);
+//! (c) outside migrations, chains are acyclic and a node's successors keep their order.
+//!
+//! *Hit.* By induction along the walk, each node the reader reaches was reachable at some
+//! instant between the reader's start and the load that reached it: the head when the bucket
+//! word was loaded; a successor read from a node that was still reachable is reachable then;
+//! one read from a bypassed node is the value frozen at the bypass, when it was reachable.
+//! During a migration of bucket `l` no writer can change `l`'s keys (the lock is held
+//! throughout), so every node of `l`'s old or new chains is reachable in the abstract sense
+//! above, and a walk that strays from the old chain into a new one still only meets such
+//! nodes. A found node's value read (long: immutable; short: a validated version) is a value
+//! the key had while the node was reachable, so the lookup linearizes at that instant.
+//!
+//! *Miss.* Suppose the walk ends without the key and the re-loaded bucket word is not MOVED.
+//! Then no re-linked `next` word was observed: the migrator sets MOVED before its first
+//! re-link store, so (Release/Acquire plus coherence) a reader that loaded any re-linked word
+//! would see MOVED in its later re-load. So the walk followed ordinary writer changes only.
+//! If the key had a node reachable during the *whole* lookup, the walk reaches it (or its
+//! in-place replacement): by (a)–(c) a walk cannot skip a node that stays in the chain, and
+//! a LAST flag is only ever set on the link to a node whose `next` is already null. Hence at
+//! some instant during the lookup the key was absent, and the miss linearizes there. If the
+//! re-load shows MOVED, the answer is discarded and the lookup restarts in the successor
+//! (after waiting for the bucket's migration to finish), where the same argument applies;
+//! restarts are bounded by the number of expansions during the lookup.
+//!
+//! *Table choice.* A reader sent to the successor by `l < r` (Acquire load of *r*, stored
+//! with Release after bucket `l` was completed) sees `l`'s new chains complete. A reader
+//! holding a table that has since terminated still finds everything: every bucket of it is
+//! MOVED and it stays allocated (it is retired through the epoch collector).
+//!
+//! # Performance
+//!
+//! A positive GET reads the bucket's cache line and then the node's (two DRAM accesses
+//! when the chain is one node long; with the default 0.75 load limit chains average 1.2–1.4
+//! nodes for a hit). A miss and the absence check of an insert skip the last node thanks to
+//! the tags in links. Measured with the quick examples (ratios within one run; figures and
+//! caveats in `docs/mercury.md`): single-thread GETs run at 0.93–0.99× of the unsynchronized
+//! `variants::NoLockMercury`, and `get_many` several times faster than single GETs. Hold a
+//! [`Session`] around batches to share one epoch pin. Call [`Mercury::finish_expansion`]
+//! after a bulk load that may have stopped mid-expansion.
+//!
+//! # Memory reclamation
+//!
+//! Nodes unlinked by remove/replace and tables retired at termination are handed to
+//! `orrery_core::sync` epochs (`Guard::defer_unchecked`) only *after* the store that
+//! unlinks them; every operation holds a guard from before its first load to after its last
+//! use of a node, so a node is freed only when no operation that could have seen it is still
+//! running. Deferred node frees hold an `Arc` of the node allocator, so they stay sound if
+//! the table is dropped first. Dropping the table frees the remaining nodes and tables
+//! directly (exclusive access).
+//!
+//! # Memory usage
+//!
+//! [`KvIndex::memory_usage`] reports `key_value_bytes` as the bytes of live keys and values
+//! (stored inline in nodes) and `structure_bytes` as everything else held: bucket arrays,
+//! node headers and size-class slack, and pool memory not currently in use.
+//!
+//! # Limits
+//!
+//! Keys up to [`MAX_KEY_LEN`](orrery_core::api::MAX_KEY_LEN) (64 KiB) and values up to
+//! [`MAX_VALUE_LEN`](orrery_core::api::MAX_VALUE_LEN) (1 MiB); longer input gets an
+//! [`Error`]. Node addresses must be below 2^48 (always the case on x86-64 and AArch64 Linux
+//! for memory the process did not explicitly request higher); otherwise an insert fails with
+//! [`Error::OutOfMemory`]. The table never shrinks.
+//!
+//! # Alternatives
+//!
+//! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The bench-only
+//! module `variants` (feature `variants`) holds the paper's measurement variants.
+
+mod count;
+mod expand;
+mod iter;
+mod link;
+mod node;
+mod raw;
+mod read;
+mod table;
+#[cfg(feature = "variants")]
+pub mod variants;
+mod write;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+#[cfg(any(doc, test))]
+use orrery_core::Error;
+use orrery_core::Result;
+use orrery_core::api::{KvIndex, MemoryUsage};
+
+pub use crate::iter::ChainStats;
+use crate::raw::Inner;
+use orrery_core::sync::{Guard, pin};
+
+/// Who migrates buckets during an expansion (see `expand.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Expansion {
+    /// Writers migrate a run of buckets every few inserts (the default).
+    #[default]
+    Cooperative,
+    /// A dedicated expand-thread per expansion, as in the paper.
+    Dedicated,
+}
+
+/// Construction parameters of a [`Mercury`] table.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Buckets of the initial table (rounded up to a power of two, at least 1).
+    pub initial_buckets: usize,
+    /// The table doubles when it holds more than `load_percent` items per 100 buckets
+    /// (default 75; the paper keeps "about one item per bucket"). At least 1.
+    pub load_percent: usize,
+    /// Who migrates buckets during an expansion.
+    pub expansion: Expansion,
+    /// Buckets migrated per run (between two publications of the progress *r*). At least 1.
+    pub migrate_run: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            initial_buckets: 1024,
+            load_percent: 75,
+            expansion: Expansion::Cooperative,
+            migrate_run: 64,
+        }
+    }
+}
+
+impl Config {
+    fn normalized(mut self) -> Config {
+        self.initial_buckets = self.initial_buckets.clamp(1, 1 << 40).next_power_of_two();
+        self.load_percent = self.load_percent.max(1);
+        self.migrate_run = self.migrate_run.max(1);
+        self
+    }
+}
+
+/// A concurrent hash table of byte-string keys and values (see the [crate docs](crate)).
+pub struct Mercury {
+    inner: Arc<Inner>,
+}
+
+impl Default for Mercury {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Mercury {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mercury")
+            .field("len", &self.len())
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+impl Mercury {
+    /// An empty table with the default [`Config`].
+    ///
+    /// # Panics
+    /// Only if the first (8 KiB) bucket array cannot be allocated; use
+    /// [`Mercury::with_config`] to get that as an error.
+    pub fn new() -> Mercury {
+        Self::with_config(Config::default()).expect("allocating Mercury's initial bucket array")
+    }
+
+    /// An empty table sized for about `n` items without expanding.
+    pub fn with_capacity(n: usize) -> Result<Mercury> {
+        let config = Config::default();
+        let buckets = n.saturating_mul(100) / config.load_percent + 1;
+        Self::with_config(Config {
+            initial_buckets: buckets,
+            ..config
+        })
+    }
+
+    /// An empty table with the given parameters.
+    pub fn with_config(config: Config) -> Result<Mercury> {
+        Ok(Mercury {
+            inner: Arc::new(Inner::new(config.normalized())?),
+        })
+    }
+
+    /// Calls `f` with the value of `key` and returns its result, or `None` if absent.
+    ///
+    /// `f` runs while the value is protected by an epoch guard: keep it short and do not
+    /// call back into this table from it.
+    #[inline]
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.inner.get_with(key, f)
+    }
+
+    /// Returns a copy of the value of `key`.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.inner.get_with(key, <[u8]>::to_vec)
+    }
+
+    /// Inserts or replaces the value of `key`; returns `Ok(true)` if the key was new.
+    #[inline]
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.inner.insert(key, value)
+    }
+
+    /// Removes `key`; returns whether it was present.
+    #[inline]
+    pub fn remove(&self, key: &[u8]) -> bool {
+        self.inner.remove(key)
+    }
+
+    /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
+    /// the limit); returns `Ok(false)` without calling `f` if the key is absent.
+    ///
+    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
+    /// `f` panics, the value is unchanged and the lock is released.
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
+        self.inner.update(key, f)
+    }
+
+    /// Atomically applies `f` to the bytes of the value of an existing key (same length);
+    /// returns whether the key was present. Values up to 64 bytes are rewritten in place
+    /// (no allocation); longer ones are copied.
+    ///
+    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
+    /// `f` panics, the value is unchanged and the lock is released.
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
+        self.inner.update_in_place(key, f)
+    }
+
+    /// Visits every pair in no particular order until `f` returns `Break`. Not a snapshot:
+    /// every key present for the whole walk is visited exactly once, a key inserted or
+    /// removed meanwhile at most once.
+    ///
+    /// `f` is called on copies, outside any lock: it may call back into the table.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<()>) {
+        self.inner.for_each(&mut f);
+    }
+
+    /// Number of items (exact when no writer runs concurrently).
+    pub fn len(&self) -> usize {
+        self.inner.counters.items()
+    }
+
+    /// Whether the table holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Chain-shape statistics from a walk of every bucket: the expected number of node reads
+    /// of a lookup (for a cold uniform GET, DRAM round trips = 1 bucket read + these). A
+    /// diagnostic: it reads the whole table, and is approximate under concurrent writers.
+    pub fn chain_stats(&self) -> ChainStats {
+        self.inner.chain_stats()
+    }
+
+    /// Completes the expansion in progress, if any, on the calling thread.
+    ///
+    /// In the default cooperative mode an expansion advances with inserts; after a bulk load
+    /// that stopped mid-expansion, this finishes it so that both bucket arrays are not kept
+    /// and every lookup uses the larger table.
+    pub fn finish_expansion(&self) {
+        self.inner.finish_expansion();
+    }
+
+    /// Number of buckets of the current table (and of its successor during an expansion).
+    pub fn buckets(&self) -> (usize, Option<usize>) {
+        let guard = pin();
+        let t = self.inner.current(&guard);
+        (t.len(), t.next().map(|n| n.len()))
+    }
+}
+
+/// An explicit-guard way to run a batch of operations on one thread.
+///
+/// Every `Mercury` operation pins an epoch guard; pinning from scratch is one locked
+/// instruction (a full barrier on x86). A `Session` pins once, and the operations made
+/// through it (or through the table itself while the session lives) only nest in that pin (a
+/// counter increment). On uniform single-threaded GETs over 4–8 M keys the saving was a few
+/// percent at most (the DRAM misses dominate); it matters more for cache-resident tables.
+///
+/// A session holds back memory reclamation for every thread while it lives: keep it to a
+/// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.
+///
+/// ```
+/// use orrery_mercury::Mercury;
+///
+/// let m = Mercury::new();
+/// m.insert(b"k", b"v").unwrap();
+/// let s = m.session();
+/// for _ in 0..100 {
+///     assert!(s.get_with(b"k", |v| v == b"v").unwrap());
+/// }
+/// ```
+pub struct Session<'m> {
+    map: &'m Mercury,
+    _guard: Guard,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("map", self.map).finish()
+    }
+}
+
+impl Mercury {
+    /// Opens a [`Session`]: one epoch pin shared by the operations of a batch.
+    pub fn session(&self) -> Session<'_> {
+        Session {
+            map: self,
+            _guard: pin(),
+        }
+    }
+}
+
+impl Session<'_> {
+    /// [`Mercury::get_with`].
+    #[inline]
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.map.get_with(key, f)
+    }
+
+    /// [`Mercury::get`].
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.map.get(key)
+    }
+
+    /// [`KvIndex::get_many`].
+    #[inline]
+    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        self.map.inner.get_many(keys, f);
+    }
+
+    /// [`Mercury::insert`].
+    #[inline]
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.map.insert(key, value)
+    }
+
+    /// [`Mercury::remove`].
+    #[inline]
+    pub fn remove(&self, key: &[u8]) -> bool {
+        self.map.remove(key)
+    }
+
+    /// [`Mercury::update`].
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
+        self.map.update(key, f)
+    }
+
+    /// [`Mercury::update_in_place`].
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
+        self.map.update_in_place(key, f)
+    }
+}
+
+impl KvIndex for Mercury {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        self.inner.get_with(key, f).is_some()
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        Mercury::get(self, key)
+    }
+
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.inner.get_with(key, |_| ()).is_some()
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.inner.insert(key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        self.inner.remove(key)
+    }
+
+    fn len(&self) -> usize {
+        Mercury::len(self)
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        let guard = pin();
+        let kv = self.inner.counters.kv_bytes();
+        let held = self.inner.table_bytes(&guard) + self.inner.alloc.bytes();
+        MemoryUsage {
+            structure_bytes: held.saturating_sub(kv),
+            key_value_bytes: kv,
+        }
+    }
+
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        self.inner.get_many(keys, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_and_keeps_everything() {
+        let n = if cfg!(miri) { 300 } else { 20_000 };
+        let m = Mercury::with_config(Config {
+            initial_buckets: 2,
+            migrate_run: 3,
+            ..Config::default()
+        })
+        .unwrap();
+        for i in 0..n as u64 {
+            assert_eq!(m.insert(&i.to_be_bytes(), &i.to_le_bytes()), Ok(true));
+        }
+        assert_eq!(m.len(), n);
+        let (buckets, _) = m.buckets();
+        assert!(buckets >= n / 2, "{buckets} buckets for {n} items");
+        for i in 0..n as u64 {
+            assert_eq!(m.get(&i.to_be_bytes()), Some(i.to_le_bytes().to_vec()));
+        }
+        let mut seen = 0;
+        m.for_each(|k, v| {
+            assert_eq!(k.len(), 8);
+            assert_eq!(u64::from_be_bytes(k.try_into().unwrap()).to_le_bytes(), v);
+            seen += 1;
+            ControlFlow::Continue(())
+        });
+        assert_eq!(seen, n);
+        let stats = m.chain_stats();
+        assert_eq!(stats.items, n);
+        assert!(
+            stats.node_reads_per_hit >= 1.0 && stats.node_reads_per_hit < 2.0,
+            "{stats:?}"
+        );
+        assert!(stats.max_chain >= 1);
+        for i in (0..n as u64).step_by(2) {
+            assert!(m.remove(&i.to_be_bytes()));
+        }
+        assert_eq!(m.len(), n / 2);
+        let keys: Vec<[u8; 8]> = (0..n as u64).map(u64::to_be_bytes).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let mut got = 0;
+        KvIndex::get_many(&m, &refs, &mut |i, v| {
+            assert_eq!(v.is_some(), i % 2 == 1, "key {i}");
+            got += 1;
+        });
+        assert_eq!(got, n);
+    }
+
+    #[test]
+    fn rejects_over_long_input() {
+        let m = Mercury::new();
+        let long_key = vec![1; orrery_core::api::MAX_KEY_LEN + 1];
+        assert!(matches!(
+            m.insert(&long_key, b"v"),
+            Err(Error::KeyTooLong { .. })
+        ));
+        let long_val = vec![1; orrery_core::api::MAX_VALUE_LEN + 1];
+        assert!(matches!(
+            m.insert(b"k", &long_val),
+            Err(Error::ValueTooLong { .. })
+        ));
+        assert_eq!(m.get(&long_key), None);
+        assert!(!m.remove(&long_key));
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn dedicated_expander() {
+        let n = if cfg!(miri) { 100 } else { 20_000 };
+        let m = Mercury::with_config(Config {
+            initial_buckets: 4,
+            expansion: Expansion::Dedicated,
+            ..Config::default()
+        })
+        .unwrap();
+        for i in 0..n as u32 {
+            m.insert(&i.to_le_bytes(), b"v").unwrap();
+        }
+        for i in 0..n as u32 {
+            assert!(m.contains_key(&i.to_le_bytes()), "{i}");
+        }
+        assert_eq!(m.len(), n);
+    }
+}

@@ -1,0 +1,608 @@
+//! Key-value nodes: byte layout, size classes, allocation, and the in-place value update.
+//!
+//! A node is the paper's key-value structure (Fig 2(b)): the key, the value and the link to
+//! the next node of the chain, kept in one small block so that reaching a key-value pair
+//! after its bucket costs one more DRAM access. Keys and values are inline (no pointer to
+//! chase). Byte layout (all offsets in bytes; the block is 8-byte aligned):
+//!
+//! ```text
+//! 0        8        16                    16+K8                 size
+//! +--------+--------+---------------------+---------------------+
+//! | next   | meta   | key (klen bytes,    | value               |
+//! | link   | word   | padded to K8 =      |                     |
+//! | word   |        | round8(klen))       |                     |
+//! +--------+--------+---------------------+---------------------+
+//! ```
+//!
+//! - `next` (`AtomicU64`): the [`Link`] to the next node of the chain (0 at the end), with the
+//!   next node's tag and LAST flag (see `link.rs`).
+//! - `meta` (`AtomicU64`), see [`Meta`]: key length, size class, whether the value is *long*,
+//!   the value length and, for short values, a 32-bit version (seqlock).
+//! - key bytes: immutable while the node is reachable.
+//! - value, two representations:
+//!   - **short** (`vlen <= SHORT_VALUE_MAX` = 64): the value occupies `ceil(vlen/8)`
+//!     `AtomicU64` words at offset `16 + round8(klen)` (bytes little-endian within each word).
+//!     The words up to the end of the node's size class are the value's *capacity*. A writer
+//!     holding the bucket lock overwrites a short value in place (any length up to the
+//!     capacity) under the version in `meta`: readers copy the words out and validate the
+//!     version (a seqlock whose data are atomics, so there is no data race to reason about).
+//!     Updating the value of an existing key therefore needs no allocation and no
+//!     reclamation: the common case of the paper's workloads (78% of values < 8 B, YCSB
+//!     10 B values).
+//!   - **long** (`vlen > 64`): plain bytes at offset `16 + klen`, immutable for the node's
+//!     life; an update replaces the node (copy-on-write) and retires the old one. Readers get
+//!     a zero-copy slice.
+//!
+//! An 8-byte key with an 8-byte value is a 32-byte node (half a cache line); a 24-byte key
+//! with a 10-byte value is 56 bytes, in the 64-byte class (one line).
+//!
+//! # Size classes and allocation
+//!
+//! Node sizes are rounded up to a size class chosen so that a node never straddles more
+//! cache lines than its size requires: 32, 64, then multiples of 64 (128, 192, 256, 384, …,
+//! 4096). Each class has its own [`SlabPool`] (per-thread caches refilled from 2 MiB
+//! huge-page chunks, freed nodes reused: §3 "Memory Allocator"). Nodes above 4096 bytes
+//! (long keys or values) come from the global allocator; the class in `meta` says which.
+//!
+//! Nodes are freed only when unreachable by any reader: removal and replacement hand the node
+//! to the epoch collector (`orrery_core::sync`), and the pools are kept alive by an `Arc`
+//! captured by the deferred free (see `raw.rs`).
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+
+use orrery_core::Error;
+
+use crate::link::Link;
+use orrery_core::alloc::{MemCounter, SlabPool};
+
+/// Bytes before the key: the `next` and `meta` words.
+pub(crate) const HEADER: usize = 16;
+
+/// Longest value stored as updatable atomic words; longer values are immutable bytes.
+pub(crate) const SHORT_VALUE_MAX: usize = 64;
+
+/// Node size classes served by slab pools; larger nodes use the global allocator.
+pub(crate) const CLASSES: [usize; 13] = [
+    32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+];
+
+/// The class number of nodes from the global allocator.
+const LARGE_CLASS: u64 = 15;
+
+/// A node's header; the key and value follow it in the same block (see the module docs).
+///
+/// Always handled through `NonNull<Node>` derived from the block's allocation, never through
+/// a `&Node` widened to the payload, so that the payload keeps the allocation's provenance.
+#[repr(C, align(8))]
+pub(crate) struct Node {
+    /// Link to the next node of the chain.
+    pub(crate) next: AtomicU64,
+    /// The [`Meta`] word.
+    meta: AtomicU64,
+}
+
+const _: () = assert!(size_of::<Node>() == HEADER);
+const _: () = assert!(align_of::<Node>() == 8);
+
+/// The `meta` word of a node.
+///
+/// ```text
+/// bits  0..17  klen            (<= 64 KiB = MAX_KEY_LEN, needs 17 bits)
+/// bits 17..21  size class      (index into CLASSES, or 15 = global allocator)
+/// bit  21      LONG            (value stored as immutable bytes)
+/// LONG:  bits 22..43 vlen      (<= 1 MiB = MAX_VALUE_LEN, needs 21 bits); bits 43..64 zero
+/// short: bits 22..29 vlen      (<= 64);  bits 32..64 version (odd: a write is in progress)
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Meta(u64);
+
+const KLEN_MASK: u64 = (1 << 17) - 1;
+const CLASS_SHIFT: u32 = 17;
+const LONG: u64 = 1 << 21;
+const VLEN_SHIFT: u32 = 22;
+const LONG_VLEN_MASK: u64 = (1 << 21) - 1;
+const SHORT_VLEN_MASK: u64 = (1 << 7) - 1;
+const VERSION_ONE: u64 = 1 << 32;
+
+const _: () = assert!(orrery_core::api::MAX_KEY_LEN as u64 <= KLEN_MASK);
+const _: () = assert!(orrery_core::api::MAX_VALUE_LEN as u64 <= LONG_VLEN_MASK);
+const _: () = assert!(SHORT_VALUE_MAX as u64 <= SHORT_VLEN_MASK);
+
+impl Meta {
+    fn new(klen: usize, class: u64, long: bool, vlen: usize) -> Meta {
+        let mut m = klen as u64 | (class << CLASS_SHIFT) | ((vlen as u64) << VLEN_SHIFT);
+        if long {
+            m |= LONG;
+        }
+        Meta(m)
+    }
+
+    /// Key length in bytes.
+    #[inline]
+    pub(crate) const fn klen(self) -> usize {
+        (self.0 & KLEN_MASK) as usize
+    }
+
+    #[inline]
+    const fn class(self) -> u64 {
+        (self.0 >> CLASS_SHIFT) & 0xF
+    }
+
+    /// Whether the value is long (immutable bytes).
+    #[inline]
+    pub(crate) const fn is_long(self) -> bool {
+        self.0 & LONG != 0
+    }
+
+    /// Value length in bytes.
+    #[inline]
+    pub(crate) const fn vlen(self) -> usize {
+        let mask = if self.is_long() {
+            LONG_VLEN_MASK
+        } else {
+            SHORT_VLEN_MASK
+        };
+        ((self.0 >> VLEN_SHIFT) & mask) as usize
+    }
+
+    /// Whether an in-place value write is in progress (odd version).
+    #[inline]
+    const fn is_writing(self) -> bool {
+        self.0 & VERSION_ONE != 0
+    }
+
+    /// The word a writer stores before rewriting the value (version made odd).
+    #[inline]
+    const fn begin_write(self) -> Meta {
+        Meta(self.0.wrapping_add(VERSION_ONE))
+    }
+
+    /// The word a writer stores after rewriting the value to `vlen` bytes (version made even
+    /// again, one step past `self`'s odd version).
+    #[inline]
+    const fn end_write(self, vlen: usize) -> Meta {
+        let bumped = self.0.wrapping_add(VERSION_ONE);
+        Meta((bumped & !(SHORT_VLEN_MASK << VLEN_SHIFT)) | ((vlen as u64) << VLEN_SHIFT))
+    }
+}
+
+/// Address of byte `off` of a node's block (same provenance as `node`; no dereference).
+#[inline]
+fn byte_at(node: NonNull<Node>, off: usize) -> *mut u8 {
+    node.as_ptr().cast::<u8>().wrapping_add(off)
+}
+
+#[inline]
+const fn round8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// Offset of the value in a node with key length `klen`.
+#[inline]
+const fn value_offset(klen: usize, long: bool) -> usize {
+    if long {
+        HEADER + klen
+    } else {
+        HEADER + round8(klen)
+    }
+}
+
+/// Bytes a node needs for a key of `klen` and a value of `vlen` bytes.
+#[inline]
+const fn needed_size(klen: usize, vlen: usize) -> usize {
+    if vlen > SHORT_VALUE_MAX {
+        HEADER + klen + vlen
+    } else {
+        HEADER + round8(klen) + round8(vlen)
+    }
+}
+
+/// The size class for `size` bytes, or `None` for the global allocator.
+#[inline]
+fn class_for(size: usize) -> Option<usize> {
+    if size <= CLASSES[0] {
+        return Some(0);
+    }
+    CLASSES.iter().position(|&c| size <= c)
+}
+
+/// Bytes actually allocated for a node with meta `m`.
+#[inline]
+fn block_size(m: Meta) -> usize {
+    if m.class() == LARGE_CLASS {
+        large_size(m.klen(), m.is_long(), m.vlen())
+    } else {
+        CLASSES[m.class() as usize]
+    }
+}
+
+/// Bytes of a node from the global allocator. A short-valued one is given the full short
+/// capacity so that its size does not depend on the (mutable) value length.
+#[inline]
+const fn large_size(klen: usize, long: bool, vlen: usize) -> usize {
+    if long {
+        HEADER + klen + vlen
+    } else {
+        HEADER + round8(klen) + SHORT_VALUE_MAX
+    }
+}
+
+/// Where a node's bytes come from: one slab pool per size class, and the global allocator.
+pub(crate) struct NodeAlloc {
+    pools: Vec<SlabPool>,
+    large_bytes: MemCounter,
+}
+
+impl NodeAlloc {
+    /// An allocator with an empty pool per size class.
+    pub(crate) fn new() -> NodeAlloc {
+        NodeAlloc {
+            // Aligned to their size up to a cache line, so that a node of up to 64 bytes
+            // never straddles two lines.
+            pools: CLASSES
+                .iter()
+                .map(|&size| {
+                    SlabPool::new(size, size.min(64)).expect("valid size-class parameters")
+                })
+                .collect(),
+            large_bytes: MemCounter::new(),
+        }
+    }
+
+    /// Bytes held: pool chunks (live, free and not yet carved) plus large nodes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.pools
+            .iter()
+            .map(SlabPool::reserved_bytes)
+            .sum::<usize>()
+            + self.large_bytes.get()
+    }
+
+    /// Allocates a node holding `key` and `value` whose `next` word is `next`. The node is
+    /// not yet reachable; publishing it (a Release store of a link to it) makes its contents
+    /// visible to readers that Acquire-load that link.
+    ///
+    /// Fails with [`Error::OutOfMemory`] when memory (or a link-encodable address) is not
+    /// available. The caller has checked the key and value against the API limits.
+    pub(crate) fn alloc(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        next: Link,
+    ) -> Result<NonNull<Node>, Error> {
+        let long = value.len() > SHORT_VALUE_MAX;
+        let size = needed_size(key.len(), value.len());
+        let (block, class) = match class_for(size) {
+            Some(c) => (self.pools[c].try_alloc()?, c as u64),
+            None => {
+                let size = large_size(key.len(), long, value.len());
+                let layout = Layout::from_size_align(size, 8).map_err(|_| Error::OutOfMemory)?;
+                // SAFETY: `layout` has a non-zero size (at least HEADER bytes).
+                let raw = unsafe { std::alloc::alloc(layout) };
+                let block = NonNull::new(raw).ok_or(Error::OutOfMemory)?;
+                self.large_bytes.add(size);
+                (block, LARGE_CLASS)
+            }
+        };
+        let node = block.cast::<Node>();
+        if !Link::fits(node) {
+            // SAFETY: `block` was just allocated by this allocator with class `class` and
+            // was never published; `free_block` only needs the class and the size.
+            unsafe { self.free_block(block, Meta::new(key.len(), class, long, value.len())) };
+            return Err(Error::OutOfMemory);
+        }
+        let meta = Meta::new(key.len(), class, long, value.len());
+        // SAFETY: `block` is a fresh allocation of at least `needed_size` bytes, 8-aligned,
+        // owned by this thread until published.
+        unsafe { init(node, meta, key, value, next) };
+        Ok(node)
+    }
+
+    /// Frees a node.
+    ///
+    /// # Safety
+    /// - `node` was allocated by this allocator and is freed once.
+    /// - No thread can reach it any more: it was unlinked and every guard that could have
+    ///   observed it has been dropped (the epoch collector runs this), or the table is being
+    ///   dropped with exclusive access.
+    pub(crate) unsafe fn free(&self, node: NonNull<Node>) {
+        // SAFETY: the node is still allocated (caller) and nobody writes its meta now.
+        let meta = unsafe { node_meta(node, Ordering::Relaxed) };
+        // SAFETY: forwarded from the caller; `meta` is the node's own.
+        unsafe { self.free_block(node.cast(), meta) };
+    }
+
+    /// # Safety
+    /// `block` was allocated by this allocator for a node with meta `meta` (same class and,
+    /// for the global allocator, same size), is unreachable, and is freed once.
+    unsafe fn free_block(&self, block: NonNull<u8>, meta: Meta) {
+        if meta.class() == LARGE_CLASS {
+            let size = block_size(meta);
+            self.large_bytes.sub(size);
+            let layout =
+                Layout::from_size_align(size, 8).expect("the layout was valid at allocation");
+            // SAFETY: allocated in `alloc` with this exact layout (size recomputed from the
+            // immutable key length, long flag and, for long values, value length).
+            unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
+        } else {
+            // SAFETY: allocated from this pool (class stored in meta at allocation).
+            unsafe { self.pools[meta.class() as usize].free(block) };
+        }
+    }
+}
+
+/// Writes a node's header, key and value into a fresh block.
+///
+/// # Safety
+/// `node` is a fresh, unshared, 8-aligned block of at least `needed_size(klen, vlen)` bytes
+/// (and of `block_size(meta)` bytes for the value capacity).
+unsafe fn init(node: NonNull<Node>, meta: Meta, key: &[u8], value: &[u8], next: Link) {
+    // SAFETY: the block is large enough for the header and exclusively ours.
+    unsafe {
+        node.as_ptr().write(Node {
+            next: AtomicU64::new(next.word()),
+            meta: AtomicU64::new(meta.0),
+        })
+    };
+    // SAFETY: key bytes fit at HEADER (block >= HEADER + klen); `key` cannot overlap a fresh
+    // block.
+    unsafe { std::ptr::copy_nonoverlapping(key.as_ptr(), byte_at(node, HEADER), key.len()) };
+    let voff = value_offset(key.len(), meta.is_long());
+    if meta.is_long() {
+        // SAFETY: the block holds HEADER + klen + vlen bytes for a long value.
+        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), byte_at(node, voff), value.len()) };
+    } else {
+        for (i, chunk) in value.chunks(8).enumerate() {
+            let word = byte_at(node, voff + 8 * i).cast::<AtomicU64>();
+            // SAFETY: word `i` lies inside the block (needed_size counts round8(vlen)) and
+            // is 8-aligned (voff is a multiple of 8 for short values); the block is not
+            // shared yet, so a plain write initializes it.
+            unsafe { word.write(AtomicU64::new(pack(chunk))) };
+        }
+    }
+}
+
+/// Packs up to 8 bytes little-endian into a word.
+#[inline]
+fn pack(chunk: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w[..chunk.len()].copy_from_slice(chunk);
+    u64::from_le_bytes(w)
+}
+
+/// A node's header.
+///
+/// # Safety
+/// `node` is a live node: reachable from a table under a pinned guard, or protected by the
+/// bucket lock, or exclusively owned; it stays so for `'a`.
+#[inline]
+pub(crate) unsafe fn header<'a>(node: NonNull<Node>) -> &'a Node {
+    // SAFETY: the caller guarantees the node is allocated and initialized for 'a; the header
+    // is only accessed through atomics.
+    unsafe { node.as_ref() }
+}
+
+/// Loads a node's meta word.
+///
+/// # Safety
+/// As [`header`].
+#[inline]
+pub(crate) unsafe fn node_meta(node: NonNull<Node>, order: Ordering) -> Meta {
+    // SAFETY: forwarded from the caller.
+    Meta(unsafe { header(node) }.meta.load(order))
+}
+
+/// The node's key.
+///
+/// # Safety
+/// As [`header`]; `meta` was loaded from this node.
+#[inline]
+pub(crate) unsafe fn key<'a>(node: NonNull<Node>, meta: Meta) -> &'a [u8] {
+    // SAFETY: the key occupies `klen` initialized bytes at HEADER, immutable while the node
+    // lives (written before the node was published, which the reader's Acquire load of the
+    // link ordered before this read).
+    unsafe { std::slice::from_raw_parts(byte_at(node, HEADER), meta.klen()) }
+}
+
+/// Whether the node's key equals `key`.
+///
+/// # Safety
+/// As [`header`].
+#[inline(always)]
+pub(crate) unsafe fn key_eq(node: NonNull<Node>, key: &[u8]) -> bool {
+    // SAFETY: forwarded from the caller.
+    let meta = unsafe { node_meta(node, Ordering::Acquire) };
+    // SAFETY: forwarded from the caller; `meta` is this node's.
+    meta.klen() == key.len() && bytes_eq(unsafe { self::key(node, meta) }, key)
+}
+
+/// Equality of two byte strings of the same length, without a `memcmp` call for short keys
+/// (two overlapping word compares cover 4..=16 bytes).
+#[inline]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word8 =
+        |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
+    let word4 =
+        |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().unwrap_or([0; 4]));
+    match n {
+        0 => true,
+        1..=3 => a == b,
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        _ => a == b,
+    }
+}
+
+/// Calls `f` with the node's value: a zero-copy slice for long values, a validated copy for
+/// short ones. Returns `f`'s result.
+///
+/// # Safety
+/// As [`header`] (the node must stay allocated while `f` runs).
+#[inline(always)]
+pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) -> R) -> R {
+    // SAFETY: forwarded from the caller.
+    let hdr = unsafe { header(node) };
+    let mut m1 = Meta(hdr.meta.load(Ordering::Acquire));
+    if m1.is_long() {
+        let voff = value_offset(m1.klen(), true);
+        // SAFETY: a long value is `vlen` immutable initialized bytes at `voff`.
+        let v = unsafe { std::slice::from_raw_parts(byte_at(node, voff), m1.vlen()) };
+        return f(v);
+    }
+    let voff = value_offset(m1.klen(), false);
+    let mut buf = [0u8; SHORT_VALUE_MAX];
+    loop {
+        if m1.is_writing() {
+            std::hint::spin_loop();
+            m1 = Meta(hdr.meta.load(Ordering::Acquire));
+            continue;
+        }
+        let len = m1.vlen();
+        for i in 0..len.div_ceil(8) {
+            // SAFETY: word `i` is inside the node's value capacity (len <= capacity, an
+            // invariant of in-place writes) and 8-aligned; value words are only ever accessed
+            // atomically while the node is shared.
+            let word = unsafe { &*byte_at(node, voff + 8 * i).cast::<AtomicU64>() };
+            let bytes = word.load(Ordering::Relaxed).to_le_bytes();
+            let n = (len - 8 * i).min(8);
+            buf[8 * i..8 * i + n].copy_from_slice(&bytes[..n]);
+        }
+        // Seqlock read side: the value loads above are ordered before the re-check.
+        fence(Ordering::Acquire);
+        let m2 = Meta(hdr.meta.load(Ordering::Relaxed));
+        if m1 == m2 {
+            return f(&buf[..len]);
+        }
+        m1 = Meta(hdr.meta.load(Ordering::Acquire));
+    }
+}
+
+/// Overwrites a short value in place if `value` fits the node's capacity; returns whether it
+/// did (otherwise the caller replaces the node).
+///
+/// # Safety
+/// As [`header`], and the caller holds the lock of the bucket whose chain holds `node` (the
+/// only writer of its value).
+pub(crate) unsafe fn write_value_in_place(node: NonNull<Node>, value: &[u8]) -> bool {
+    // SAFETY: forwarded from the caller.
+    let hdr = unsafe { header(node) };
+    let m = Meta(hdr.meta.load(Ordering::Relaxed));
+    if m.is_long() || value.len() > SHORT_VALUE_MAX {
+        return false;
+    }
+    let voff = value_offset(m.klen(), false);
+    if voff + round8(value.len()) > block_size(m) {
+        return false;
+    }
+    let writing = m.begin_write();
+    hdr.meta.store(writing.0, Ordering::Relaxed);
+    // Seqlock write side: the odd version is ordered before the value stores.
+    fence(Ordering::Release);
+    for (i, chunk) in value.chunks(8).enumerate() {
+        // SAFETY: word `i` is inside the block (checked against the class size above) and
+        // 8-aligned; only the lock holder writes value words.
+        let word = unsafe { &*byte_at(node, voff + 8 * i).cast::<AtomicU64>() };
+        word.store(pack(chunk), Ordering::Relaxed);
+    }
+    hdr.meta
+        .store(writing.end_write(value.len()).0, Ordering::Release);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(node: NonNull<Node>) -> Vec<u8> {
+        // SAFETY: test nodes are live until freed at the end of each test.
+        unsafe { with_value(node, |v| v.to_vec()) }
+    }
+
+    #[test]
+    fn meta_fields() {
+        let m = Meta::new(65536, 3, false, 64);
+        assert_eq!(
+            (m.klen(), m.class(), m.is_long(), m.vlen()),
+            (65536, 3, false, 64)
+        );
+        let l = Meta::new(7, LARGE_CLASS, true, 1 << 20);
+        assert_eq!(
+            (l.klen(), l.class(), l.is_long(), l.vlen()),
+            (7, LARGE_CLASS, true, 1 << 20)
+        );
+        let w = m.begin_write();
+        assert!(w.is_writing() && !m.is_writing());
+        let e = w.end_write(5);
+        assert!(!e.is_writing());
+        assert_eq!((e.klen(), e.class(), e.vlen()), (65536, 3, 5));
+        assert_ne!(e, m);
+    }
+
+    #[test]
+    fn short_key_equality() {
+        for n in 0..=40usize {
+            let a: Vec<u8> = (0..n as u8).collect();
+            assert!(bytes_eq(&a, &a.clone()));
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x80;
+                assert!(!bytes_eq(&a, &b), "len {n}, byte {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn classes_and_sizes() {
+        assert_eq!(needed_size(8, 8), 32);
+        assert_eq!(needed_size(24, 10), 56);
+        assert_eq!(class_for(32), Some(0));
+        assert_eq!(class_for(56), Some(1));
+        assert_eq!(class_for(4096), Some(12));
+        assert_eq!(class_for(4097), None);
+        assert!(CLASSES.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn alloc_read_update_free() {
+        let a = NodeAlloc::new();
+        let big_key = vec![0xAB; if cfg!(miri) { 5000 } else { 70000 }.min(65536)];
+        let long_val = vec![7u8; 300];
+        let huge_val = vec![9u8; if cfg!(miri) { 5000 } else { 1 << 20 }];
+        let cases: Vec<(&[u8], &[u8])> = vec![
+            (b"", b""),
+            (b"k", b"v"),
+            (b"12345678", b"abcdefgh"),
+            (&[0, 0xFF, 0], &[0xFF; 64]),
+            (&big_key, b"short"),
+            (b"key", &long_val),
+            (&big_key, &huge_val),
+        ];
+        for (k, v) in cases {
+            let n = a.alloc(k, v, Link::NULL).unwrap();
+            // SAFETY: `n` is live and exclusively ours in this test.
+            let same = unsafe { key_eq(n, k) };
+            assert!(same);
+            // SAFETY: as above.
+            assert!(!unsafe { key_eq(n, b"other") });
+            // SAFETY: as above.
+            assert_eq!(unsafe { header(n) }.next.load(Ordering::Relaxed), 0);
+            assert_eq!(read(n), v);
+            // In-place updates succeed exactly for short values within the capacity.
+            for new in [&b""[..], b"x", b"0123456789", &[3u8; 64]] {
+                // SAFETY: exclusive access stands in for the bucket lock.
+                let done = unsafe { write_value_in_place(n, new) };
+                if done {
+                    assert_eq!(read(n), new);
+                } else {
+                    assert!(v.len() > SHORT_VALUE_MAX || new.len() > 8);
+                }
+            }
+            // SAFETY: allocated above, never shared, freed once.
+            unsafe { a.free(n) };
+        }
+    }
+}

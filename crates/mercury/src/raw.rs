@@ -1,0 +1,293 @@
+//! The shared state of a Mercury table and the walks every operation starts with.
+//!
+//! [`Inner`] owns the current [`Table`] (and, during an expansion, its successor), the node
+//! allocator and the counters. Operations are split by kind: `read.rs` (lookups, batched
+//! lookups), `write.rs` (insert/upsert, remove, updates), `expand.rs` (the three expansion
+//! phases), `iter.rs` (unordered iteration).
+//!
+//! Every operation pins an epoch guard (`orrery_core::sync`) for its whole duration; every
+//! table and node reference it holds is valid while the guard lives (see the reclamation
+//! argument in the crate docs).
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use orrery_core::Error;
+
+use crate::Config;
+use crate::count::Counters;
+use crate::link::{BucketWord, Link};
+use crate::node::{self, Node, NodeAlloc};
+use crate::table::Table;
+use orrery_core::hash::{hash64, tag16};
+use orrery_core::sync::{Backoff, CachePadded, Guard};
+
+/// The state shared by all handles of one Mercury table.
+pub(crate) struct Inner {
+    /// The current table (the newest one whose expansion has not terminated).
+    table: CachePadded<AtomicPtr<Table>>,
+    /// Node memory; an `Arc` so that deferred frees keep it alive past `Inner`.
+    pub(crate) alloc: Arc<NodeAlloc>,
+    pub(crate) counters: Counters,
+    pub(crate) config: Config,
+}
+
+/// A key's 64-bit hash (bucket index from the low bits) and 16-bit tag (from the high half).
+#[derive(Clone, Copy)]
+pub(crate) struct Hashed {
+    pub(crate) hash: u64,
+    pub(crate) tag: u16,
+}
+
+#[inline]
+pub(crate) fn hashed(key: &[u8]) -> Hashed {
+    let hash = hash64(key);
+    Hashed {
+        hash,
+        tag: tag16((hash >> 32) as u32),
+    }
+}
+
+impl Inner {
+    pub(crate) fn new(config: Config) -> Result<Inner, Error> {
+        let table = Table::new(config.initial_buckets, config.load_percent)?;
+        Ok(Inner {
+            table: CachePadded::new(AtomicPtr::new(Box::into_raw(table))),
+            alloc: Arc::new(NodeAlloc::new()),
+            counters: Counters::new(),
+            config,
+        })
+    }
+
+    /// The current table, valid while `guard` lives.
+    #[inline]
+    pub(crate) fn current<'g>(&self, _guard: &'g Guard) -> &'g Table {
+        let p = self.table.load(Ordering::Acquire);
+        // SAFETY: the current table is never null, and a table is freed only through a
+        // deferred destruction issued after it stopped being current (termination in
+        // `expand.rs`), which runs after every guard pinned before that point (ours
+        // included) is dropped; `Drop` has exclusive access.
+        unsafe { &*p }
+    }
+
+    /// Swings the current table from `old` to its successor (termination of an expansion)
+    /// and returns the raw pointer of `old` (with the provenance of its `Box`), for
+    /// retirement. Only the holder of `old`'s resize token calls this.
+    pub(crate) fn replace_current(&self, old: &Table) -> *mut Table {
+        let new = old.next_ptr();
+        debug_assert!(!new.is_null());
+        let prev = self.table.swap(new, Ordering::AcqRel);
+        debug_assert!(
+            std::ptr::eq(prev, old),
+            "only the current table's expander terminates it"
+        );
+        prev
+    }
+
+    /// Hands an unlinked node to the epoch collector.
+    ///
+    /// # Safety
+    /// `node` was unlinked from its chain by the caller (holding the bucket lock), so no
+    /// thread that pins a guard after this call can reach it; it is retired once.
+    pub(crate) unsafe fn retire(&self, guard: &Guard, node: NonNull<Node>) {
+        let alloc = Arc::clone(&self.alloc);
+        let free = move || {
+            // SAFETY: runs after every guard that could have observed `node` is dropped; the
+            // `Arc` keeps the allocator alive; the node is freed once (retired once).
+            unsafe { alloc.free(node) }
+        };
+        // SAFETY: `free` only touches `node` (unreachable to guards pinned from now on) and
+        // its own `Arc`; it is sound to run on any thread once the grace period ends.
+        unsafe { guard.defer_unchecked(free) };
+    }
+
+    /// Bytes of the current table and of its successor, if any.
+    pub(crate) fn table_bytes(&self, guard: &Guard) -> usize {
+        let t = self.current(guard);
+        t.bytes() + t.next().map_or(0, Table::bytes)
+    }
+}
+
+/// Waits for the migration of a MOVED bucket to finish (its lock to be released), so that
+/// its chains in the next table are complete.
+#[inline]
+pub(crate) fn wait_migrated(t: &Table, idx: usize, mut w: BucketWord) {
+    let backoff = Backoff::new();
+    while w.is_locked() {
+        backoff.snooze();
+        w = t.load(idx);
+    }
+}
+
+/// The successor of a table with a MOVED bucket.
+#[inline]
+pub(crate) fn successor(t: &Table) -> &Table {
+    // A bucket is marked MOVED only by a migration into `next`, which was installed before
+    // (and the Acquire load that saw MOVED is ordered after that installation).
+    t.next().expect("a MOVED bucket implies a successor table")
+}
+
+/// Finds, for a reader, the table and bucket that hold hash `h`, starting at `t`: follows
+/// the migrated prefix and MOVED bits of expanding tables (waiting for a bucket whose
+/// migration is in progress). Returns the bucket word (Acquire-loaded, not MOVED).
+#[inline(always)]
+pub(crate) fn read_bucket(mut t: &Table, h: u64) -> (&Table, usize, BucketWord) {
+    loop {
+        let idx = t.index(h);
+        if let Some(next) = t.next()
+            && idx < t.migrated()
+        {
+            t = next;
+            continue;
+        }
+        let w = t.load(idx);
+        if w.is_moved() {
+            wait_migrated(t, idx, w);
+            t = successor(t);
+            continue;
+        }
+        return (t, idx, w);
+    }
+}
+
+/// Finds and locks, for a writer, the bucket that holds hash `h`, starting at `t`. Returns
+/// the bucket word with LOCK set and MOVED clear: the caller owns that chain.
+#[inline]
+pub(crate) fn lock_bucket(mut t: &Table, h: u64) -> (&Table, usize, BucketWord) {
+    loop {
+        let idx = t.index(h);
+        if let Some(next) = t.next()
+            && idx < t.migrated()
+        {
+            t = next;
+            continue;
+        }
+        let w = t.lock(idx);
+        if w.is_moved() {
+            t.store_unlock(idx, w.without_lock());
+            t = successor(t);
+            continue;
+        }
+        return (t, idx, w);
+    }
+}
+
+/// Searches a chain optimistically (no lock) for `key`: compares tags first, reads a node
+/// only to compare its key (tag match) or to follow its `next` word (not LAST).
+///
+/// # Safety
+/// `head` was loaded from a bucket of a table valid under a guard that the caller holds for
+/// as long as it uses the returned node.
+#[inline(always)]
+pub(crate) unsafe fn find(head: Link, h: Hashed, key: &[u8]) -> Option<NonNull<Node>> {
+    let mut link = head;
+    while let Some(n) = link.node() {
+        // SAFETY: `n` was reachable when its link was loaded, and stays allocated while the
+        // caller's guard lives (nodes are freed only after a grace period).
+        if link.tag() == h.tag && unsafe { node::key_eq(n, key) } {
+            return Some(n);
+        }
+        if link.is_last() {
+            return None;
+        }
+        // SAFETY: as above. Acquire: the next node's contents are visible.
+        link = Link::from_word(unsafe { node::header(n) }.next.load(Ordering::Acquire));
+    }
+    None
+}
+
+/// Where a node found under the bucket lock sits in its chain.
+pub(crate) struct Pos {
+    /// The node.
+    pub(crate) node: NonNull<Node>,
+    /// The link pointing at it.
+    pub(crate) link: Link,
+    /// Its predecessor, if it is not the head.
+    pub(crate) prev: Option<Prev>,
+}
+
+/// A node's predecessor in its chain.
+pub(crate) struct Prev {
+    /// The predecessor node (its `next` word holds the link to the found node).
+    pub(crate) node: NonNull<Node>,
+    /// The link pointing at the predecessor.
+    pub(crate) link: Link,
+    /// The node whose `next` word holds `link`, or `None` if the bucket word does.
+    pub(crate) holder: Option<NonNull<Node>>,
+}
+
+/// Searches a chain whose bucket lock the caller holds, remembering the predecessors.
+///
+/// Under the lock the chain is stable and every LAST flag is exact (writers maintain it).
+///
+/// # Safety
+/// The caller holds the lock of the bucket whose word held `head`, and a guard.
+#[inline]
+pub(crate) unsafe fn find_locked(head: Link, h: Hashed, key: &[u8]) -> Option<Pos> {
+    let mut link = head;
+    let mut prev: Option<Prev> = None;
+    while let Some(n) = link.node() {
+        // SAFETY: `n` is in the locked chain, so it is live.
+        if link.tag() == h.tag && unsafe { node::key_eq(n, key) } {
+            return Some(Pos {
+                node: n,
+                link,
+                prev,
+            });
+        }
+        if link.is_last() {
+            return None;
+        }
+        // SAFETY: as above. Relaxed suffices: the previous holders' writes were published
+        // by their unlocking Release store, which our locking Acquire observed.
+        let next = Link::from_word(unsafe { node::header(n) }.next.load(Ordering::Relaxed));
+        prev = Some(Prev {
+            node: n,
+            link,
+            holder: prev.map(|p| p.node),
+        });
+        link = next;
+    }
+    None
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let t = self.table.load(Ordering::Acquire);
+        // `drop` has exclusive access: no operation on this table can be running (they
+        // borrow the handle, and a dedicated expander holds an `Arc` of `Inner`), so the
+        // current table and its successor are ours. Each node is in exactly one chain and is
+        // freed once; tables and nodes retired earlier belong to the epoch collector.
+        // SAFETY: the current table is live (see above).
+        let current = unsafe { &*t };
+        let next = current.next_ptr();
+        // SAFETY: exclusive access to the current table and its nodes.
+        unsafe { free_chains(&self.alloc, current) };
+        // SAFETY: a non-null successor is live (it is freed only below or at termination).
+        if let Some(successor) = unsafe { next.as_ref() } {
+            // SAFETY: exclusive access to the successor and its nodes.
+            unsafe { free_chains(&self.alloc, successor) };
+            // SAFETY: the successor came from `Box::into_raw` (`Table::set_next`), freed once.
+            drop(unsafe { Box::from_raw(next) });
+        }
+        // SAFETY: the current table came from `Box::into_raw`, freed once.
+        drop(unsafe { Box::from_raw(t) });
+    }
+}
+
+/// Frees every node of every chain of `t`.
+///
+/// # Safety
+/// Exclusive access to `t` and its nodes.
+unsafe fn free_chains(alloc: &NodeAlloc, t: &Table) {
+    for idx in 0..t.len() {
+        let mut link = t.load(idx).head();
+        while let Some(n) = link.node() {
+            // SAFETY: exclusive access; the node is live until freed just below.
+            link = Link::from_word(unsafe { node::header(n) }.next.load(Ordering::Relaxed));
+            // SAFETY: unreachable by anyone else (exclusive access), freed once.
+            unsafe { alloc.free(n) };
+        }
+    }
+}

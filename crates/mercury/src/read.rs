@@ -1,0 +1,149 @@
+//! Lookups: `get_with` (optimistic, lock-free) and the batched `get_many` pipeline.
+//!
+//! A reader never takes a bucket lock. It Acquire-loads the bucket word, walks the chain with
+//! Acquire loads of the `next` words (comparing tags before keys), and reads the value (a
+//! zero-copy slice of an immutable long value, or a seqlock-validated copy of a short one).
+//! A miss is confirmed by re-loading the bucket word: if the bucket was marked MOVED in the
+//! meantime a migration may have re-linked the chain under the reader, so the lookup is
+//! retried in the successor table. Why this is linearizable is argued in the crate docs
+//! ("Linearizability").
+
+use orrery_core::api::MAX_KEY_LEN;
+
+use crate::link::BucketWord;
+use crate::node;
+use crate::raw::{Hashed, Inner, find, hashed, read_bucket};
+use crate::table::Table;
+use orrery_core::sync::{Guard, pin};
+
+/// Keys in flight in one stage of the `get_many` pipeline.
+const BATCH: usize = 16;
+
+/// Hints the CPU to fetch the cache line at `p` (no effect on architectures without a hint).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: SSE is part of the x86-64 baseline; a prefetch is a hint that never faults
+        // and has no effect on program semantics, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Looks `key` (hashed `h`) up starting at table `t`; calls `f` with its value if present.
+#[inline(always)]
+pub(crate) fn lookup<'g, R>(
+    t: &'g Table,
+    h: Hashed,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+    guard: &'g Guard,
+) -> Option<R> {
+    let (t, idx, w) = read_bucket(t, h.hash);
+    lookup_at(t, idx, w, h, key, f, guard)
+}
+
+/// Continues a lookup from bucket word `w`, loaded from bucket `idx` of `t`.
+#[inline(always)]
+pub(crate) fn lookup_at<'g, R>(
+    mut t: &'g Table,
+    mut idx: usize,
+    mut w: BucketWord,
+    h: Hashed,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+    _guard: &'g Guard,
+) -> Option<R> {
+    loop {
+        // SAFETY: `w` was loaded from `t`, valid under `_guard`, which outlives this call.
+        if let Some(n) = unsafe { find(w.head(), h, key) } {
+            // SAFETY: `n` was reachable under `_guard`, so it stays allocated while `f` runs.
+            return Some(unsafe { node::with_value(n, f) });
+        }
+        // A miss is final unless a migration of this bucket began meanwhile (then the walk
+        // may have followed re-linked `next` words): see "Linearizability" in the crate docs.
+        if !t.load(idx).is_moved() {
+            return None;
+        }
+        (t, idx, w) = read_bucket(t, h.hash);
+    }
+}
+
+impl Inner {
+    /// Calls `f` with the value of `key` if present.
+    #[inline(always)]
+    pub(crate) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if key.len() > MAX_KEY_LEN {
+            return None;
+        }
+        let h = hashed(key);
+        let guard = pin();
+        lookup(self.current(&guard), h, key, f, &guard)
+    }
+
+    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
+    ///
+    /// A three-stage software pipeline over batches of [`BATCH`] keys overlaps their DRAM
+    /// accesses: (1) hash every key, pick its bucket and prefetch the bucket's line; (2) load
+    /// every bucket word and prefetch the head node when it must be read (its tag matches or
+    /// it is not LAST); (3) finish each lookup in order with the ordinary protocol (whose
+    /// loads now mostly hit the cache). One guard covers the whole batch.
+    pub(crate) fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        let guard = pin();
+        let mut hs = [Hashed { hash: 0, tag: 0 }; BATCH];
+        let mut tables: [Option<(&Table, usize)>; BATCH] = [None; BATCH];
+        for (c, chunk) in keys.chunks(BATCH).enumerate() {
+            let t = self.current(&guard);
+            for (i, key) in chunk.iter().enumerate() {
+                if key.len() > MAX_KEY_LEN {
+                    tables[i] = None;
+                    continue;
+                }
+                let h = hashed(key);
+                hs[i] = h;
+                let (tt, idx) = peek_bucket(t, h.hash);
+                prefetch(tt.bucket(idx));
+                tables[i] = Some((tt, idx));
+            }
+            for (i, slot) in tables.iter().enumerate().take(chunk.len()) {
+                let Some((tt, idx)) = *slot else { continue };
+                let w = tt.load(idx);
+                if w.is_moved() {
+                    continue;
+                }
+                let head = w.head();
+                if let Some(n) = head.node()
+                    && (head.tag() == hs[i].tag || !head.is_last())
+                {
+                    prefetch(n.as_ptr());
+                }
+            }
+            for (i, key) in chunk.iter().enumerate() {
+                let base = c * BATCH + i;
+                let found = match tables[i] {
+                    Some((tt, _)) => lookup(tt, hs[i], key, |v| f(base, Some(v)), &guard),
+                    None => None,
+                };
+                if found.is_none() {
+                    f(base, None);
+                }
+            }
+        }
+    }
+}
+
+/// The bucket a lookup of hash `h` would read first, following only migrated prefixes (no
+/// bucket word is loaded: this only picks the line to prefetch).
+#[inline]
+fn peek_bucket(mut t: &Table, h: u64) -> (&Table, usize) {
+    loop {
+        let idx = t.index(h);
+        match t.next() {
+            Some(next) if idx < t.migrated() => t = next,
+            _ => return (t, idx),
+        }
+    }
+}

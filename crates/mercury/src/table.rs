@@ -1,0 +1,199 @@
+//! One bucket array and its expansion state.
+//!
+//! A [`Table`] is the paper's hash table (Fig 2(a)): a power-of-two array of bucket words
+//! (see `link.rs`), 8 bytes each, so eight buckets share a cache line and reaching a bucket
+//! is one miss. The array is a zeroed huge-page-backed [`HugeArray`]: a zero word is an
+//! empty, unlocked, unmoved bucket.
+//!
+//! During an expansion the table also points at its successor (`next`, twice as many
+//! buckets) and counts the buckets already migrated (`migrated`, the paper's *r*: buckets
+//! `0..migrated` are all MOVED and complete in `next`). The `resize` token is held by
+//! whoever initializes the successor or migrates a run of buckets (see `expand.rs`).
+//!
+//! Fields are grouped per cache line: the read-mostly line every operation reads (`buckets`,
+//! `mask`, `next`), then `migrated` (written once per migrated run) and `resize` (taken by
+//! writers) on lines of their own so that neither invalidates the first.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use orrery_core::Error;
+
+use crate::link::{BucketWord, LOCK_BIT};
+use orrery_core::alloc::HugeArray;
+use orrery_core::sync::{BitLock, CachePadded};
+
+/// A bucket array plus its expansion state.
+pub(crate) struct Table {
+    buckets: HugeArray<AtomicU64>,
+    mask: u64,
+    /// Item count above which this table starts an expansion.
+    grow_at: usize,
+    /// The successor during (and after) an expansion; null before.
+    next: AtomicPtr<Table>,
+    /// Buckets `0..migrated` have been migrated to `next` (the paper's *r*).
+    migrated: CachePadded<AtomicUsize>,
+    /// Token of the expander (initialization, migration runs, termination).
+    resize: CachePadded<AtomicBool>,
+}
+
+impl Table {
+    /// A table of `len` (a power of two) empty buckets that grows above
+    /// `len * load_percent / 100` items.
+    pub(crate) fn new(len: usize, load_percent: usize) -> Result<Box<Table>, Error> {
+        debug_assert!(len.is_power_of_two());
+        Ok(Box::new(Table {
+            buckets: HugeArray::new(len)?,
+            mask: len as u64 - 1,
+            grow_at: (len / 100).saturating_mul(load_percent) + (len % 100) * load_percent / 100,
+            next: AtomicPtr::new(std::ptr::null_mut()),
+            migrated: CachePadded::new(AtomicUsize::new(0)),
+            resize: CachePadded::new(AtomicBool::new(false)),
+        }))
+    }
+
+    /// Number of buckets.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.mask as usize + 1
+    }
+
+    /// Bytes of the bucket array.
+    pub(crate) fn bytes(&self) -> usize {
+        self.len() * size_of::<AtomicU64>()
+    }
+
+    /// Item count above which this table should expand.
+    #[inline]
+    pub(crate) fn grow_at(&self) -> usize {
+        self.grow_at
+    }
+
+    /// The bucket index of hash `h`.
+    #[inline]
+    pub(crate) fn index(&self, h: u64) -> usize {
+        (h & self.mask) as usize
+    }
+
+    /// The bucket word at `idx`.
+    #[inline]
+    pub(crate) fn bucket(&self, idx: usize) -> &AtomicU64 {
+        &self.buckets[idx]
+    }
+
+    /// Loads the bucket word at `idx` (Acquire: the chain it points at is visible).
+    #[inline]
+    pub(crate) fn load(&self, idx: usize) -> BucketWord {
+        BucketWord::from_word(self.buckets[idx].load(Ordering::Acquire))
+    }
+
+    /// Takes the lock of bucket `idx` (test-and-test-and-set with backoff) and returns the
+    /// word as it is now, LOCK set. The holder owns the chain and the whole word until it
+    /// stores a word with LOCK clear.
+    #[inline]
+    pub(crate) fn lock(&self, idx: usize) -> BucketWord {
+        let word = &self.buckets[idx];
+        BitLock::lock_bit(word, LOCK_BIT);
+        // Relaxed: we hold the lock, so nobody else changes the word, and coherence orders
+        // this load after our own Acquire `fetch_or`.
+        BucketWord::from_word(word.load(Ordering::Relaxed))
+    }
+
+    /// Stores `word` (LOCK clear) into bucket `idx`, publishing the chain and releasing the
+    /// lock in one Release store. Only the lock holder calls this.
+    #[inline]
+    pub(crate) fn store_unlock(&self, idx: usize, word: BucketWord) {
+        debug_assert!(!word.is_locked());
+        self.buckets[idx].store(word.word(), Ordering::Release);
+    }
+
+    /// Stores `word` (LOCK still set) into bucket `idx` without releasing the lock.
+    #[inline]
+    pub(crate) fn store_locked(&self, idx: usize, word: BucketWord) {
+        debug_assert!(word.is_locked());
+        self.buckets[idx].store(word.word(), Ordering::Release);
+    }
+
+    /// The successor table, if an expansion started.
+    ///
+    /// The returned reference lives as long as `self`: a successor is freed only after its
+    /// predecessor (see `raw.rs`, `Drop` and termination).
+    #[inline]
+    pub(crate) fn next(&self) -> Option<&Table> {
+        let p = self.next.load(Ordering::Acquire);
+        // SAFETY: a non-null `next` points at a live table that outlives `self`: tables are
+        // retired oldest first, each only after it became unreachable (termination swings
+        // the current pointer past it before deferring its free), and the successor is
+        // retired only at its own termination, which comes after `self`'s.
+        unsafe { p.as_ref() }
+    }
+
+    /// Installs the successor. Only the holder of the `resize` token calls this, once.
+    pub(crate) fn set_next(&self, next: Box<Table>) {
+        debug_assert!(self.next.load(Ordering::Relaxed).is_null());
+        self.next.store(Box::into_raw(next), Ordering::Release);
+    }
+
+    /// The raw successor pointer (for `Drop`).
+    pub(crate) fn next_ptr(&self) -> *mut Table {
+        self.next.load(Ordering::Acquire)
+    }
+
+    /// Buckets migrated so far (`0..migrated` are complete in `next`).
+    #[inline]
+    pub(crate) fn migrated(&self) -> usize {
+        self.migrated.load(Ordering::Acquire)
+    }
+
+    /// Publishes that buckets `0..upto` are migrated. Only the `resize` token holder calls it.
+    pub(crate) fn set_migrated(&self, upto: usize) {
+        self.migrated.store(upto, Ordering::Release);
+    }
+
+    /// Tries to take the expansion token without waiting.
+    #[inline]
+    pub(crate) fn try_resize(&self) -> bool {
+        !self.resize.load(Ordering::Relaxed)
+            && self
+                .resize
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Releases the expansion token.
+    #[inline]
+    pub(crate) fn end_resize(&self) {
+        self.resize.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_and_indexes() {
+        let t = Table::new(1024, 75).unwrap();
+        assert_eq!(t.len(), 1024);
+        assert_eq!(t.grow_at(), 768);
+        assert_eq!(t.index(0xFFFF_FFFF_0000_0401), 1);
+        assert_eq!(Table::new(8, 100).unwrap().grow_at(), 8);
+        assert!(t.next().is_none());
+        assert!(t.try_resize());
+        assert!(!t.try_resize());
+        t.end_resize();
+        assert!(t.try_resize());
+    }
+
+    #[test]
+    fn lock_and_publish() {
+        let t = Table::new(8, 75).unwrap();
+        let w = t.lock(3);
+        assert!(w.is_locked() && !w.is_moved());
+        assert!(t.load(3).is_locked());
+        t.store_locked(3, w.with_moved());
+        assert!(t.load(3).is_moved());
+        t.store_unlock(3, w.with_moved().without_lock());
+        let w = t.load(3);
+        assert!(w.is_moved() && !w.is_locked());
+    }
+}

@@ -1,0 +1,386 @@
+//! Writes: insert/upsert, remove, and read-modify-write updates.
+//!
+//! Every write takes the lock of the one bucket that holds its key (§3 "Locks": a
+//! test-and-set bit inside the bucket word, so the lock comes with the bucket's cache line),
+//! checks the has-moved bit (a migrated bucket redirects to the successor table), changes the
+//! chain, and releases the lock with one Release store of the bucket word (which also
+//! publishes a new head). Changes to the chain are published with Release stores of single
+//! link words, in an order that keeps every intermediate state a valid chain for the
+//! optimistic readers:
+//!
+//! - **insert** of a new key: a fresh node whose `next` is the old head is written
+//!   completely, then the bucket word is stored pointing at it (insertion at the head).
+//! - **update** of an existing key: a short value is rewritten in place under the node's
+//!   version (`node.rs`); otherwise a copy of the node with the new value and the same `next`
+//!   replaces it by one store of the predecessor's link, and the old node is retired.
+//! - **remove**: the predecessor's link is stored to skip the node (taking the node's own
+//!   `next` link, tag and LAST flag with it); if the node was last, the link *to* the
+//!   predecessor then gets its LAST flag; the node is retired. A removed node's `next` word is
+//!   never changed again, so a reader standing on it still reaches the rest of the chain.
+
+use std::sync::atomic::Ordering;
+
+use orrery_core::api::{MAX_KEY_LEN, check_entry, check_key};
+use std::ptr::NonNull;
+
+use orrery_core::Result;
+
+use crate::link::{BucketWord, Link};
+use crate::node::{self, Node, SHORT_VALUE_MAX};
+use crate::raw::{Inner, Pos, find_locked, hashed, lock_bucket};
+use crate::table::Table;
+use orrery_core::sync::{Guard, pin};
+
+/// A locked bucket: the table, the index and the word as of locking (LOCK set).
+struct Locked<'g> {
+    t: &'g Table,
+    idx: usize,
+    word: BucketWord,
+}
+
+impl Locked<'_> {
+    /// Releases the lock, with `head` as the chain's head.
+    #[inline]
+    fn unlock_with(self, head: Link) {
+        self.t.store_unlock(self.idx, BucketWord::unlocked(head));
+    }
+
+    /// Releases the lock without changing the chain.
+    #[inline]
+    fn unlock(self) {
+        let head = self.word.head();
+        self.unlock_with(head);
+    }
+}
+
+/// Releases a bucket lock, chain unchanged, if a user callback run under it unwinds; defused
+/// with `mem::forget` once the callback returned.
+struct UnlockOnUnwind<'g> {
+    t: &'g Table,
+    idx: usize,
+    head: Link,
+}
+
+impl Drop for UnlockOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.t
+            .store_unlock(self.idx, BucketWord::unlocked(self.head));
+    }
+}
+
+impl Inner {
+    /// Inserts or replaces; returns whether the key was new.
+    pub(crate) fn insert(self: &std::sync::Arc<Self>, key: &[u8], value: &[u8]) -> Result<bool> {
+        check_entry(key, value)?;
+        let h = hashed(key);
+        let guard = pin();
+        let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
+        let locked = Locked { t, idx, word };
+        // SAFETY: we hold the bucket lock (from `lock_bucket`) and a guard.
+        match unsafe { find_locked(word.head(), h, key) } {
+            Some(pos) => {
+                let head = word.head();
+                let set = self.set_value(head, pos, value);
+                self.finish(&guard, locked, set)?;
+                Ok(false)
+            }
+            None => {
+                let head = word.head();
+                let n = match self.alloc.alloc(key, value, head) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        locked.unlock();
+                        return Err(e);
+                    }
+                };
+                locked.unlock_with(Link::new(n, h.tag, head.is_null()));
+                let local = self.counters.add(1, (key.len() + value.len()) as isize);
+                self.after_insert(local, &guard);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub(crate) fn remove(&self, key: &[u8]) -> bool {
+        if key.len() > MAX_KEY_LEN {
+            return false;
+        }
+        let h = hashed(key);
+        let guard = pin();
+        let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
+        let locked = Locked { t, idx, word };
+        // SAFETY: we hold the bucket lock and a guard.
+        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
+            locked.unlock();
+            return false;
+        };
+        // SAFETY: `pos.node` is in our locked chain; its key length is immutable and its
+        // value is only written by lock holders (us).
+        let meta = unsafe { node::node_meta(pos.node, Ordering::Relaxed) };
+        // SAFETY: as above.
+        let succ = Link::from_word(
+            unsafe { node::header(pos.node) }
+                .next
+                .load(Ordering::Relaxed),
+        );
+        let mut head = word.head();
+        match pos.prev {
+            None => head = succ,
+            Some(prev) => {
+                // SAFETY: `prev.node` is in our locked chain.
+                unsafe { node::header(prev.node) }
+                    .next
+                    .store(succ.word(), Ordering::Release);
+                if succ.is_null() {
+                    // The predecessor is now last: flag the link that points at it.
+                    let flagged = prev.link.with_last(true).word();
+                    match prev.holder {
+                        None => head = Link::from_word(flagged),
+                        // SAFETY: `holder` is in our locked chain.
+                        Some(hd) => unsafe { node::header(hd) }
+                            .next
+                            .store(flagged, Ordering::Release),
+                    }
+                }
+            }
+        }
+        locked.unlock_with(head);
+        // SAFETY: the node was unlinked above under the lock, and is retired once.
+        unsafe { self.retire(&guard, pos.node) };
+        self.counters
+            .add(-1, -((meta.klen() + meta.vlen()) as isize));
+        true
+    }
+
+    /// Replaces the value of an existing key by `f(old)`; returns `Ok(false)` (without
+    /// calling `f`) when the key is absent.
+    pub(crate) fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
+        check_key(key)?;
+        let h = hashed(key);
+        let guard = pin();
+        let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
+        let locked = Locked { t, idx, word };
+        // SAFETY: we hold the bucket lock and a guard.
+        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
+            locked.unlock();
+            return Ok(false);
+        };
+        let on_unwind = UnlockOnUnwind {
+            t,
+            idx,
+            head: word.head(),
+        };
+        // SAFETY: the node is in our locked chain; nobody else writes its value.
+        let new = unsafe { node::with_value(pos.node, f) };
+        std::mem::forget(on_unwind);
+        let set = check_entry(key, &new).and_then(|()| self.set_value(word.head(), pos, &new));
+        self.finish(&guard, locked, set)?;
+        Ok(true)
+    }
+
+    /// Applies `f` to the value of an existing key, keeping its length; returns whether the
+    /// key was present.
+    pub(crate) fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
+        if key.len() > MAX_KEY_LEN {
+            return Ok(false);
+        }
+        let h = hashed(key);
+        let guard = pin();
+        let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
+        let locked = Locked { t, idx, word };
+        // SAFETY: we hold the bucket lock and a guard.
+        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
+            locked.unlock();
+            return Ok(false);
+        };
+        let mut short = [0u8; SHORT_VALUE_MAX];
+        let mut long = Vec::new();
+        // SAFETY: the node is in our locked chain; nobody else writes its value.
+        let len = unsafe {
+            node::with_value(pos.node, |v| {
+                if v.len() <= SHORT_VALUE_MAX {
+                    short[..v.len()].copy_from_slice(v);
+                } else {
+                    long = v.to_vec();
+                }
+                v.len()
+            })
+        };
+        let buf: &mut [u8] = if len <= SHORT_VALUE_MAX {
+            &mut short[..len]
+        } else {
+            &mut long
+        };
+        let on_unwind = UnlockOnUnwind {
+            t,
+            idx,
+            head: word.head(),
+        };
+        f(buf);
+        std::mem::forget(on_unwind);
+        let set = self.set_value(word.head(), pos, buf);
+        self.finish(&guard, locked, set)?;
+        Ok(true)
+    }
+
+    /// Gives the node at `pos` the value `value`: in place when it fits, otherwise by
+    /// replacing the node. Returns the bucket's new head link (`head` unless the head node was
+    /// replaced) and the replaced node, which the caller retires after releasing the lock
+    /// (only then is it unreachable for readers that pin later). The caller holds the bucket
+    /// lock and has checked `value`'s length.
+    fn set_value(
+        &self,
+        head: Link,
+        pos: Pos,
+        value: &[u8],
+    ) -> Result<(Link, Option<NonNull<Node>>)> {
+        // SAFETY: the node is in the caller's locked chain.
+        let meta = unsafe { node::node_meta(pos.node, Ordering::Relaxed) };
+        let delta = value.len() as isize - meta.vlen() as isize;
+        // SAFETY: the caller holds the bucket lock of the node's chain.
+        if unsafe { node::write_value_in_place(pos.node, value) } {
+            self.counters.add(0, delta);
+            return Ok((head, None));
+        }
+        // SAFETY: the node is in the locked chain; its key is immutable.
+        let key = unsafe { node::key(pos.node, meta) };
+        // SAFETY: as above; `next` only changes under the lock we hold.
+        let next = Link::from_word(
+            unsafe { node::header(pos.node) }
+                .next
+                .load(Ordering::Relaxed),
+        );
+        let copy = self.alloc.alloc(key, value, next)?;
+        let link = Link::new(copy, pos.link.tag(), pos.link.is_last());
+        let new_head = match &pos.prev {
+            None => link,
+            Some(prev) => {
+                // SAFETY: `prev.node` is in the locked chain.
+                unsafe { node::header(prev.node) }
+                    .next
+                    .store(link.word(), Ordering::Release);
+                head
+            }
+        };
+        self.counters.add(0, delta);
+        Ok((new_head, Some(pos.node)))
+    }
+
+    /// Ends a locked update: releases the lock with the new head (or unchanged on error),
+    /// then retires the replaced node, if any.
+    fn finish(
+        &self,
+        guard: &Guard,
+        locked: Locked<'_>,
+        set: Result<(Link, Option<NonNull<Node>>)>,
+    ) -> Result<()> {
+        match set {
+            Ok((head, replaced)) => {
+                locked.unlock_with(head);
+                if let Some(old) = replaced {
+                    // SAFETY: `old` was unlinked (the store above, or the predecessor's link
+                    // stored under the lock), so readers pinned from now on cannot reach it;
+                    // it is retired once.
+                    unsafe { self.retire(guard, old) };
+                }
+                Ok(())
+            }
+            Err(e) => {
+                locked.unlock();
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Config, Mercury};
+
+    fn tiny() -> Mercury {
+        Mercury::with_config(Config {
+            initial_buckets: 1,
+            ..Config::default()
+        })
+        .unwrap()
+    }
+
+    /// All keys collide in one bucket (one-bucket table with expansion disabled), so every
+    /// chain position (head, middle, last) is exercised by removes and replacements.
+    #[test]
+    fn chain_positions() {
+        let m = Mercury::with_config(Config {
+            initial_buckets: 1,
+            load_percent: 100_000,
+            ..Config::default()
+        })
+        .unwrap();
+        let keys: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; i as usize + 1]).collect();
+        for k in &keys {
+            assert_eq!(m.insert(k, k), Ok(true));
+        }
+        // Replace middle and last with long values (node replacement), then head.
+        let long = vec![0xEE; 100];
+        for i in [2, 0, 5] {
+            assert_eq!(m.insert(&keys[i], &long), Ok(false));
+            assert_eq!(m.get(&keys[i]).as_deref(), Some(&long[..]));
+        }
+        // Remove in an order that hits last, head and middle.
+        for i in [0, 5, 3, 1] {
+            assert!(m.remove(&keys[i]));
+            assert!(!m.remove(&keys[i]));
+            assert_eq!(m.get(&keys[i]), None);
+        }
+        for i in [2, 4] {
+            assert!(m.get(&keys[i]).is_some());
+        }
+        assert_eq!(m.len(), 2);
+    }
+
+    /// A panicking update closure must not leave its bucket locked.
+    #[test]
+    fn panicking_update_releases_the_lock() {
+        let m = tiny();
+        m.insert(b"k", b"v").unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = m.update(b"k", |_| panic!("user closure"));
+        }));
+        assert!(r.is_err());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = m.update_in_place(b"k", |_| panic!("user closure"));
+        }));
+        assert!(r.is_err());
+        // The bucket is usable (a leaked lock would make these spin forever).
+        assert_eq!(m.insert(b"k", b"w"), Ok(false));
+        assert!(m.remove(b"k"));
+    }
+
+    #[test]
+    fn updates() {
+        let m = tiny();
+        assert_eq!(m.update(b"k", |_| b"x".to_vec()), Ok(false));
+        m.insert(b"k", b"12345678").unwrap();
+        assert_eq!(m.update(b"k", |v| [v, v].concat()), Ok(true));
+        assert_eq!(m.get(b"k").as_deref(), Some(&b"1234567812345678"[..]));
+        assert_eq!(m.update(b"k", |_| vec![1; 200]), Ok(true));
+        assert_eq!(m.get(b"k"), Some(vec![1; 200]));
+        assert_eq!(m.update_in_place(b"k", |v| v[0] = 9), Ok(true));
+        assert_eq!(m.get(b"k").unwrap()[..2], [9, 1]);
+        assert_eq!(m.update_in_place(b"nope", |_| ()), Ok(false));
+        m.insert(b"c", &7u64.to_le_bytes()).unwrap();
+        for _ in 0..10 {
+            m.update_in_place(b"c", |v| {
+                let x = u64::from_le_bytes(v.try_into().unwrap()) + 1;
+                v.copy_from_slice(&x.to_le_bytes());
+            })
+            .unwrap();
+        }
+        assert_eq!(m.get(b"c"), Some(17u64.to_le_bytes().to_vec()));
+        assert!(matches!(
+            m.update(b"k", |_| vec![0; orrery_core::api::MAX_VALUE_LEN + 1]),
+            Err(orrery_core::Error::ValueTooLong { .. })
+        ));
+        assert_eq!(m.get(b"k").unwrap().len(), 200);
+    }
+}

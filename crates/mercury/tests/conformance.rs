@@ -1,0 +1,43 @@
+//! The shared conformance suite (point-operation parts) over Mercury, in its default
+//! configuration and in one that starts from a single bucket and migrates in tiny runs, so
+//! that every part also runs across many expansions (cooperative and dedicated).
+
+use orrery_mercury::{Config, Expansion, Mercury};
+
+orrery_core::conformance_tests!(point, Mercury::new);
+
+mod growing {
+    use super::*;
+
+    fn make() -> Mercury {
+        Mercury::with_config(Config {
+            initial_buckets: 1,
+            migrate_run: 2,
+            ..Config::default()
+        })
+        .expect("a one-bucket table")
+    }
+
+    orrery_core::conformance_tests!(point, make);
+}
+
+mod dedicated_expander {
+    use super::*;
+
+    fn make() -> Mercury {
+        Mercury::with_config(Config {
+            initial_buckets: 1,
+            expansion: Expansion::Dedicated,
+            ..Config::default()
+        })
+        .expect("a one-bucket table")
+    }
+
+    orrery_core::conformance_tests!(point, make);
+}
+
+/// The memcached-like bench variant is thread-safe too, so it must conform as well.
+#[cfg(feature = "variants")]
+mod striped_variant {
+    orrery_core::conformance_tests!(point, orrery_mercury::variants::StripedMercury::new);
+}

@@ -1,0 +1,317 @@
+//! Search Lookaside Buffer (SLB): a small cache of hot search results in front of any
+//! [`KvIndex`], after Wu, Ni and Jiang, "Search Lookaside Buffer: Efficient Caching for
+//! Index Data Structures" (SoCC '17), §3.
+//!
+//! An index lookup walks intermediate entries (tree nodes, hash chains) whose cache lines
+//! become hot only because they lie on the way to hot items: *false temporal and spatial
+//! locality*. The SLB caches just the search results of the hottest items in a compact
+//! hash table of 64-byte buckets, so a hit costs one bucket line and one record line instead
+//! of a walk, and the index's cache lines stop competing for the CPU cache.
+//!
+//! # Usage
+//!
+//! ```
+//! use orrery_core::{KvIndex, OrderedKvIndexExt};
+//! use orrery_core::reference::LockedBTreeMap;
+//! use orrery_slb::{Slb, SlbConfig};
+//!
+//! let index = Slb::with_config(LockedBTreeMap::new(), SlbConfig::with_cache_bytes(64 << 10))
+//!     .expect("valid configuration");
+//! index.insert(b"k", b"v1").unwrap();
+//! for _ in 0..10 {
+//!     // The first lookups miss and are logged; at the third the item is admitted.
+//!     assert_eq!(index.get(b"k").as_deref(), Some(&b"v1"[..]));
+//! }
+//! assert!(index.stats().hits > 0);
+//! index.insert(b"k", b"v2").unwrap(); // invalidates, writes, refreshes the cached copy
+//! assert_eq!(index.get(b"k").as_deref(), Some(&b"v2"[..]));
+//! assert_eq!(index.prefix_collect(b"k").len(), 1); // scans pass through
+//! ```
+//!
+//! [`Slb<I>`] owns the index: every write must go through the wrapper (that is what keeps
+//! the cache coherent). [`LookasideBuffer`] is the paper's library API (`SLB_get`,
+//! `SLB_emit`, `SLB_lock`/`SLB_invalidate`/`SLB_update`/`SLB_unlock`) for structures that
+//! are not a `KvIndex`. A boxed or shared index is an index too
+//! (`orrery_core::api` forwards the traits through `Box`, `Arc` and `&`), so
+//! `Slb::new(boxed)` wraps a `Box<dyn OrderedKvIndex>` directly.
+//!
+//! # Parts
+//!
+//! | module | paper | what |
+//! |---|---|---|
+//! | `cache` | §3.2, Fig. 5, §3.3.1 | Cache Table: 64 B buckets of 7 (16-bit tag, 48-bit reference) slots + 7 access counters |
+//! | `log` | §3.3.2–3.3.3, Fig. 6 | Log Table: 64 B buckets, circular logs of 15 tags; admission at 3 occurrences; 5% sampling once warm |
+//! | `record` | (ours) | SLB-owned immutable copies of cached items in size-class slabs, reclaimed through epochs |
+//! | [`buffer`] | §3.1 | the API, striped version locks and the coherence protocol |
+//! | this module | | [`Slb<I>`]: the wrapper implementing [`KvIndex`] / [`OrderedKvIndex`] |
+//!
+//! # Consistency guarantees
+//!
+//! `Slb<I>` is as linearizable as `I`: a lookup answered from the cache returns the value the
+//! index holds at that instant, so a read never returns a value older than a completed write,
+//! under any interleaving. The argument (an invariant kept by per-stripe version locks,
+//! invalidate-before-write, and emissions validated against the stripe version taken before
+//! the index search) is in the [`buffer`] module docs, with the ownership and reclamation
+//! of cached copies. Scans, `first`, `last`, `len` pass through to the index unchanged.
+//!
+//! # Performance
+//!
+//! A hit takes no lock: it hashes the key (hardware CRC32C), pins an epoch, reads one
+//! bucket line and one record, and bumps a byte counter in the bucket. A miss adds one read
+//! of a stripe word to the index search; a sampled miss also reads a Log Table line, and
+//! an admission (rare once the cache is warm) locks a stripe without waiting. Writes lock
+//! their stripe around the index write and touch one bucket line, as in the paper (whose
+//! lookups also lock: [`SlbConfig::lock_reads`] restores that, for comparison). Gains
+//! depend on skew and on how much false locality the index has: large for trees and skip
+//! lists under Zipfian loads, small for compact hash tables, and a small cost without
+//! locality. See `docs/slb.md` for measurements.
+//!
+//! Unlike the paper's SLB, which points into the index, this one holds a copy of every
+//! cached item (up to [`SlbConfig::max_item_bytes`], 4 KiB by default; larger items are
+//! simply not cached): a full 16 MiB table of 8 B keys / 64 B values holds about 1.8 M
+//! records of 80 bytes, about 150 MB beside the index. [`KvIndex::memory_usage`] reports them.
+
+pub mod buffer;
+mod cache;
+mod config;
+mod local;
+mod log;
+mod record;
+
+use std::ops::Bound;
+
+use orrery_core::sync;
+use orrery_core::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, api};
+
+pub use buffer::{EmitCopy, EmitTicket, KeyLock, LookasideBuffer, Lookup, SlbStats};
+pub use config::{ConfigError, SlbConfig};
+
+/// Test support: drives the global epoch collector until the records retired so far are
+/// freed (when no other thread stays pinned), so that Miri's leak check sees them go.
+#[cfg(test)]
+pub(crate) fn quiesce() {
+    for _ in 0..64 {
+        sync::pin().flush();
+    }
+}
+
+/// Test support: drives the epoch collector until `done` holds (other test threads pin only
+/// briefly); panics if it never does.
+#[cfg(test)]
+pub(crate) fn quiesce_until(done: impl Fn() -> bool) {
+    for _ in 0..10_000 {
+        if done() {
+            return;
+        }
+        quiesce();
+        std::thread::yield_now();
+    }
+    panic!("retired records were never reclaimed");
+}
+
+/// How many keys ahead `get_many` prefetches Cache Table buckets.
+const PREFETCH_DISTANCE: usize = 8;
+
+/// A [`KvIndex`] `I` behind a Search Lookaside Buffer.
+///
+/// Lookups try the SLB first and fall back to `I`, emitting what they find; writes lock the
+/// key's stripe, invalidate it, write `I`, and refresh the cached copy. Implements
+/// [`OrderedKvIndex`] when `I` does, with scans served by `I`.
+pub struct Slb<I: ?Sized> {
+    buffer: LookasideBuffer,
+    inner: I,
+}
+
+impl<I: KvIndex> Slb<I> {
+    /// Wraps `inner` with the paper's default SLB (16 MiB Cache Table, 64 MiB Log Table).
+    pub fn new(inner: I) -> std::result::Result<Self, ConfigError> {
+        Self::with_config(inner, SlbConfig::default())
+    }
+
+    /// Wraps `inner` with an SLB built from `config`.
+    pub fn with_config(inner: I, config: SlbConfig) -> std::result::Result<Self, ConfigError> {
+        Ok(Slb {
+            buffer: LookasideBuffer::new(config)?,
+            inner,
+        })
+    }
+
+    /// Unwraps the index, dropping the SLB.
+    pub fn into_inner(self) -> I {
+        self.inner
+    }
+}
+
+impl<I: ?Sized> Slb<I> {
+    /// The SLB in front of the index (statistics, [`clear`](LookasideBuffer::clear),
+    /// [`set_admission`](LookasideBuffer::set_admission)).
+    pub fn buffer(&self) -> &LookasideBuffer {
+        &self.buffer
+    }
+
+    /// The wrapped index, for reads that should bypass the SLB (e.g. to measure it).
+    ///
+    /// Writes through this reference bypass the SLB: it could then serve values older than
+    /// those writes. Write through the `Slb`.
+    pub fn inner(&self) -> &I {
+        &self.inner
+    }
+
+    /// The SLB's statistics (hit ratio, admissions, evictions...).
+    pub fn stats(&self) -> SlbStats {
+        self.buffer.stats()
+    }
+}
+
+impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        if self.buffer.locks_reads() {
+            return self
+                .buffer
+                .get_locked(key, f, &mut |k, g| self.inner.get_with(k, g));
+        }
+        match self.buffer.lookup(key, f) {
+            Lookup::Hit => true,
+            Lookup::Miss(None) => self.inner.get_with(key, f),
+            Lookup::Miss(Some(ticket)) => {
+                let buffer = &self.buffer;
+                let mut copy = None;
+                let found = self.inner.get_with(key, &mut |v| {
+                    f(v);
+                    copy = Some(buffer.copy_for(&ticket, key, v));
+                });
+                if let Some(copy) = copy {
+                    buffer.emit(ticket, key, copy);
+                }
+                found
+            }
+        }
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        api::check_entry(key, value)?;
+        let mut lock = self.buffer.lock(key);
+        let result = self.inner.insert(key, value);
+        if result.is_ok() {
+            lock.update(value);
+        }
+        result
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        if key.len() > api::MAX_KEY_LEN {
+            return self.inner.remove(key);
+        }
+        let _lock = self.buffer.lock(key);
+        self.inner.remove(key)
+    }
+
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        self.inner.memory_usage() + self.buffer.memory_usage()
+    }
+
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        let buffer = &self.buffer;
+        if buffer.locks_reads() {
+            for (i, key) in keys.iter().enumerate() {
+                if !self.get_with(key, &mut |v| f(i, Some(v))) {
+                    f(i, None);
+                }
+            }
+            return;
+        }
+        // One guard for the whole batch keeps every hit's record alive until delivered.
+        let guard = sync::pin();
+        let mut hits: Vec<Option<&[u8]>> = Vec::with_capacity(keys.len());
+        let mut misses: Vec<(usize, Option<EmitTicket>)> = Vec::new();
+        let mut miss_keys: Vec<&[u8]> = Vec::new();
+        // Hash every key, then probe with the buckets of the next few keys in flight.
+        let hashes: Vec<u64> = keys.iter().map(|k| LookasideBuffer::hash(k)).collect();
+        for &h in hashes.iter().take(PREFETCH_DISTANCE) {
+            buffer.prefetch(h);
+        }
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(&h) = hashes.get(i + PREFETCH_DISTANCE) {
+                buffer.prefetch(h);
+            }
+            match buffer.lookup_pinned(key, hashes[i], &guard) {
+                Ok(value) => hits.push(Some(value)),
+                Err(ticket) => {
+                    hits.push(None);
+                    misses.push((i, ticket));
+                    miss_keys.push(key);
+                }
+            }
+        }
+        if misses.is_empty() {
+            for (i, v) in hits.iter().enumerate() {
+                f(i, *v);
+            }
+            return;
+        }
+        // Deliver in key order: the hits before each miss, then the miss.
+        let mut next = 0;
+        let mut copies: Vec<Option<EmitCopy>> = misses.iter().map(|_| None).collect();
+        self.inner.get_many(&miss_keys, &mut |j, v| {
+            let (i, ticket) = &misses[j];
+            while next < *i {
+                f(next, hits[next]);
+                next += 1;
+            }
+            f(*i, v);
+            next = *i + 1;
+            if let (Some(v), Some(ticket)) = (v, ticket) {
+                copies[j] = Some(buffer.copy_for(ticket, keys[*i], v));
+            }
+        });
+        while next < keys.len() {
+            f(next, hits[next]);
+            next += 1;
+        }
+        drop(guard);
+        for (((i, ticket), copy), key) in misses.into_iter().zip(copies).zip(miss_keys) {
+            debug_assert_eq!(key, keys[i]);
+            if let (Some(ticket), Some(copy)) = (ticket, copy) {
+                buffer.emit(ticket, key, copy);
+            }
+        }
+    }
+}
+
+impl<I: OrderedKvIndex + ?Sized> OrderedKvIndex for Slb<I> {
+    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        self.inner.scan(start, visitor);
+    }
+
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.inner.last()
+    }
+
+    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.inner.first()
+    }
+
+    fn scan_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        self.inner.scan_range(start, end, visitor);
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.inner.scan_prefix(prefix, visitor);
+    }
+}
+
+impl<I: ?Sized> std::fmt::Debug for Slb<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slb")
+            .field("buffer", &self.buffer)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,929 @@
+//! Leaves of the LeafList (§2.2, §3.2, Fig 7): a hash-ordered tag array with direct
+//! speculative positioning for point lookups, and a key-order array that is appended
+//! unsorted and sorted lazily for scans and splits.
+//!
+//! # Layout (byte level), capacity `C` (8 ≤ C ≤ 256, default 128)
+//!
+//! One block, 64-byte aligned, `size_of::<Leaf>() + 8·C + C` bytes (rounded to 64):
+//!
+//! ```text
+//! line 0  Leaf header: lock word, version, nr, nr_sorted, sort bit, C, prev, next, anchor
+//! +H      tags:  [u64; C]   slot = tag16 << 48 | kv_addr48 (a real entry), or a *hole*
+//!                           (address 0) carrying the tag of the next real entry to its
+//!                           right (0xFFFF if none); the C slots are non-decreasing by tag
+//! +H+8C   order: [u8;  C]   slot indexes of the nr real entries: [0, nr_sorted) in key
+//!                           order, then the unsorted tail [nr_sorted, nr) in insertion order
+//! ```
+//!
+//! A lookup reads line 0, the tag line at the tag's *home* slot `tag · C / 2^16` (direct
+//! speculative positioning, §3.2) and its neighbours, then the one pair block whose tag
+//! matches. **Deviation:** the paper packs the `nr` entries at the front and positions at
+//! `tag · nr / 2^16`, so the tag line can only be fetched after the header (which holds
+//! `nr`) has arrived: two dependent DRAM round trips. Spreading the entries over all `C`
+//! slots with holes makes the home slot depend on the tag alone, so the header and the tag
+//! line are fetched in parallel. Because holes carry their right neighbour's tag, the slot
+//! sequence stays sorted and the paper's walk (`while tags[i-1] >= t: i--; while tags[i] <
+//! t: i++`) works unchanged. An insert fills a hole of the right run when there is one,
+//! else shifts entries toward the nearest hole (as the paper shifts toward the end); order
+//! entries naming shifted slots are adjusted (one pass over `nr` bytes). A split or merge
+//! rebuilds the slots spread around their homes. The order array is only read by scans and
+//! splits.
+//!
+//! # Invariants
+//!
+//! * `nr ≤ C` real slots; all `C` slots are sorted by their top 16 bits; a hole's tag is
+//!   the tag of the next real slot to its right (`0xFFFF` if none); `order[0..nr)` lists
+//!   the real slots exactly once; `order[0..nr_sorted)` lists them in ascending key order.
+//! * Every key `k` in the leaf satisfies `anchor ≤ k < next.anchor` (see `anchor`).
+//!
+//! # Concurrency (§2.5)
+//!
+//! Each leaf has a reader-writer lock. Writers (insert, remove, split, merge) hold it
+//! exclusively; point lookups and scans hold it shared. The only mutation under the shared
+//! lock is lazy sorting of the order array by a scan: the scanner takes the leaf's *sort
+//! bit*, sorts, and publishes `nr_sorted = nr` with release ordering; readers only read the
+//! order array after observing `nr_sorted == nr` (acquire), and nobody sorts a leaf whose
+//! `nr_sorted == nr`, so sorting never races with reading. `version` is the expected
+//! MetaTrieHT version (see `smo`); `u64::MAX` marks a leaf removed by a merge. `prev` and
+//! `next` change only under the MetaTrieHT writer mutex plus the write locks of the leaves
+//! involved, and a leaf is freed through the epoch scheme after it was unlinked.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+use orrery_core::alloc::SlabPool;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use crate::deps::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
+use crate::kv::Kv;
+
+/// Mask of the 48-bit address field of a tag entry.
+pub(crate) const ADDR_MASK: u64 = (1 << 48) - 1;
+
+/// Largest supported leaf capacity (order entries are bytes).
+pub(crate) const MAX_CAP: usize = 256;
+/// Smallest supported leaf capacity.
+pub(crate) const MIN_CAP: usize = 8;
+
+/// The 16-bit leaf tag of a key hash: the low 16 bits of its CRC32C (§3.2).
+#[inline]
+pub(crate) fn leaf_tag(hash: u32) -> u16 {
+    hash as u16
+}
+
+#[inline]
+fn etag(e: u64) -> u16 {
+    (e >> 48) as u16
+}
+
+/// An empty tag slot with no real entry to its right.
+const HOLE_END: u64 = 0xFFFF << 48;
+
+#[inline]
+fn is_hole(e: u64) -> bool {
+    e & ADDR_MASK == 0
+}
+
+/// A hole carrying the tag of the next real entry to its right.
+#[inline]
+fn hole(tag: u16) -> u64 {
+    (tag as u64) << 48
+}
+
+/// The home slot of a tag: direct speculative positioning by capacity (§3.2).
+#[inline]
+pub(crate) fn home(tag: u16, cap: usize) -> usize {
+    (tag as usize * cap) >> 16
+}
+
+#[inline]
+fn entry(tag: u16, kv: Kv) -> u64 {
+    let addr = kv.addr() as u64;
+    assert!(addr & !ADDR_MASK == 0, "pair address beyond 48 bits");
+    ((tag as u64) << 48) | addr
+}
+
+#[inline]
+fn ekv(e: u64) -> Kv {
+    // SAFETY: entries are only made by `entry` from live blocks; callers read entries of
+    // `[0, nr)` under the leaf lock, where every block is live.
+    unsafe { Kv::from_addr((e & ADDR_MASK) as usize) }
+}
+
+/// Leaf header (cache line 0). The tag and order arrays follow in the same block.
+#[repr(C, align(64))]
+pub(crate) struct Leaf {
+    lock: RwSpinLock<()>,
+    /// Expected MetaTrieHT version; `u64::MAX` once the leaf was merged away.
+    pub(crate) version: AtomicU64,
+    nr: AtomicU32,
+    nr_sorted: AtomicU32,
+    sorting: AtomicBool,
+    cap: u16,
+    /// Left neighbour (null for the first leaf).
+    pub(crate) prev: AtomicPtr<Leaf>,
+    /// Right neighbour (null for the last leaf).
+    pub(crate) next: AtomicPtr<Leaf>,
+    anchor: Box<[u8]>,
+}
+
+/// Version value of a leaf removed by a merge: every lookup that reaches it restarts.
+pub(crate) const DEAD: u64 = u64::MAX;
+
+fn block_layout(cap: usize) -> Layout {
+    let size = size_of::<Leaf>() + cap * 8 + cap;
+    Layout::from_size_align(size.next_multiple_of(64), 64).expect("leaf layout")
+}
+
+/// A pool of leaf blocks of capacity `cap` (2 MiB huge-page chunks, see
+/// `orrery_core::alloc`).
+pub(crate) fn leaf_pool(cap: usize) -> SlabPool {
+    let lay = block_layout(cap);
+    SlabPool::new(lay.size(), lay.align()).expect("leaf blocks fit the slab pool")
+}
+
+/// A raw pointer to a leaf block. Liveness is the caller's business (the epoch guard of
+/// the operation, or ownership by the index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeafPtr(NonNull<Leaf>);
+
+// SAFETY: a `LeafPtr` is an address; all access through it is synchronized by the leaf
+// locks and the epoch scheme as described in the module docs.
+unsafe impl Send for LeafPtr {}
+// SAFETY: as above.
+unsafe impl Sync for LeafPtr {}
+
+impl LeafPtr {
+    /// Allocates from `pool` (made by [`leaf_pool`] for `cap`) an empty leaf with the given
+    /// anchor and version.
+    pub(crate) fn alloc(pool: &SlabPool, cap: usize, anchor: Box<[u8]>, version: u64) -> LeafPtr {
+        assert!((MIN_CAP..=MAX_CAP).contains(&cap));
+        debug_assert_eq!(pool.object_size(), block_layout(cap).size());
+        let p = pool.alloc().cast::<Leaf>();
+        let hdr = Leaf {
+            lock: RwSpinLock::new(()),
+            version: AtomicU64::new(version),
+            nr: AtomicU32::new(0),
+            nr_sorted: AtomicU32::new(0),
+            sorting: AtomicBool::new(false),
+            cap: cap as u16,
+            prev: AtomicPtr::new(std::ptr::null_mut()),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+            anchor,
+        };
+        // SAFETY: the block is large enough and aligned for the header.
+        unsafe { p.as_ptr().write(hdr) };
+        let lp = LeafPtr(p);
+        // Arrays start initialized: all tag slots are holes (tag 0xFFFF: no real entry to
+        // their right), the order array is zeroed.
+        let tags = lp.base().wrapping_add(size_of::<Leaf>()).cast::<u64>();
+        // SAFETY: the tag array lies inside the block right after the header, 8-aligned.
+        unsafe { std::slice::from_raw_parts_mut(tags, cap) }.fill(HOLE_END);
+        // SAFETY: the order array follows the tag array inside the block.
+        unsafe { tags.cast::<u8>().wrapping_add(cap * 8).write_bytes(0, cap) };
+        lp
+    }
+
+    /// Frees the block (not the pairs it references) to `pool`.
+    ///
+    /// # Safety
+    /// The leaf came from `pool`; no other thread can reach it any more, and it is not used
+    /// afterwards.
+    pub(crate) unsafe fn free(self, pool: &SlabPool) {
+        // SAFETY: the header was initialized by `alloc`; drop its anchor box.
+        unsafe { std::ptr::drop_in_place(self.0.as_ptr()) };
+        // SAFETY: allocated from `pool`, unused from now on (caller's contract).
+        unsafe { pool.free(self.0.cast()) };
+    }
+
+    /// From a non-null raw pointer.
+    #[inline]
+    pub(crate) fn from_raw(p: *mut Leaf) -> Option<LeafPtr> {
+        NonNull::new(p).map(LeafPtr)
+    }
+
+    /// The raw pointer.
+    #[inline]
+    pub(crate) fn as_raw(self) -> *mut Leaf {
+        self.0.as_ptr()
+    }
+
+    #[inline]
+    fn base(self) -> *mut u8 {
+        self.0.as_ptr().cast()
+    }
+
+    /// The header.
+    ///
+    /// # Safety
+    /// The leaf is live for `'a`.
+    #[inline]
+    pub(crate) unsafe fn hdr<'a>(self) -> &'a Leaf {
+        // SAFETY: live per the contract.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Prefetches the header line.
+    #[inline]
+    pub(crate) fn prefetch(self) {
+        crate::prefetch(self.base());
+    }
+
+    /// Prefetches the tag line a lookup of `tag` reads first (its home slot). It depends
+    /// only on the tag and the capacity, so it can be fetched together with the header.
+    #[inline]
+    pub(crate) fn prefetch_tags(self, tag: u16, cap: usize) {
+        let i = home(tag, cap);
+        crate::prefetch(
+            self.base()
+                .wrapping_add(size_of::<Leaf>() + i * 8)
+                .cast_const(),
+        );
+    }
+
+    /// Takes the shared lock.
+    ///
+    /// # Safety
+    /// The leaf is live for `'a`.
+    #[inline]
+    pub(crate) unsafe fn read<'a>(self) -> ReadLeaf<'a> {
+        // SAFETY: live per the contract.
+        let g = unsafe { self.hdr() }.lock.read();
+        ReadLeaf { ptr: self, _g: g }
+    }
+
+    /// Takes the exclusive lock.
+    ///
+    /// # Safety
+    /// The leaf is live for `'a`.
+    #[inline]
+    pub(crate) unsafe fn write<'a>(self) -> WriteLeaf<'a> {
+        // SAFETY: live per the contract.
+        let g = unsafe { self.hdr() }.lock.write();
+        WriteLeaf { ptr: self, _g: g }
+    }
+
+    /// Number of keys, read without the lock (a hint: exact only under the lock).
+    #[inline]
+    pub(crate) fn nr_hint(self) -> usize {
+        // SAFETY: callers only pass live leaves (epoch-protected).
+        unsafe { self.hdr() }.nr.load(Ordering::Relaxed) as usize
+    }
+}
+
+impl Leaf {
+    /// The anchor (immutable for the leaf's life).
+    #[inline]
+    pub(crate) fn anchor(&self) -> &[u8] {
+        &self.anchor
+    }
+
+    /// The leaf's capacity.
+    #[inline]
+    pub(crate) fn cap(&self) -> usize {
+        self.cap as usize
+    }
+
+    /// The right neighbour.
+    #[inline]
+    pub(crate) fn next(&self) -> Option<LeafPtr> {
+        LeafPtr::from_raw(self.next.load(Ordering::Acquire))
+    }
+
+    /// The left neighbour.
+    #[inline]
+    pub(crate) fn prev(&self) -> Option<LeafPtr> {
+        LeafPtr::from_raw(self.prev.load(Ordering::Acquire))
+    }
+}
+
+/// Read access to a locked leaf (shared or exclusive).
+pub(crate) trait LeafAccess {
+    /// The leaf. Implementors hold at least its shared lock while they exist.
+    fn ptr(&self) -> LeafPtr;
+
+    /// The header.
+    #[inline]
+    fn hdr(&self) -> &Leaf {
+        // SAFETY: the lock is held, so the leaf is live (it is freed only after being
+        // unlinked and a grace period, and never while locked).
+        unsafe { self.ptr().hdr() }
+    }
+
+    /// Number of keys.
+    #[inline]
+    fn len(&self) -> usize {
+        self.hdr().nr.load(Ordering::Relaxed) as usize
+    }
+
+    /// The tag array (all `C` slots, holes included).
+    #[inline]
+    fn tags(&self) -> &[u64] {
+        let n = self.hdr().cap();
+        let p = self
+            .ptr()
+            .base()
+            .wrapping_add(size_of::<Leaf>())
+            .cast::<u64>();
+        // SAFETY: the tag array is inside the live block, initialized, and not written
+        // while any lock is shared (writers hold the exclusive lock).
+        unsafe { std::slice::from_raw_parts(p, n) }
+    }
+
+    /// The pair of tag index `i`.
+    #[inline]
+    fn kv(&self, i: usize) -> Kv {
+        ekv(self.tags()[i])
+    }
+
+    /// Finds `key` (with leaf tag `tag`) in the tag array: `Ok(tag index)` or
+    /// `Err(insertion index)` (§3.2, Algorithm 3 `pointSearchLeaf`).
+    #[inline]
+    fn find_by_tag(&self, key: &[u8], tag: u16, direct: bool) -> Result<usize, usize> {
+        let tags = self.tags();
+        let n = tags.len();
+        let mut i = if direct {
+            // Direct speculative positioning, then walk to the first slot >= tag.
+            let mut i = home(tag, n);
+            while i > 0 && etag(tags[i - 1]) >= tag {
+                i -= 1;
+            }
+            while i < n && etag(tags[i]) < tag {
+                i += 1;
+            }
+            i
+        } else {
+            tags.partition_point(|&e| etag(e) < tag)
+        };
+        while i < n && etag(tags[i]) == tag {
+            // SAFETY: the block is live under the leaf lock (holes are skipped).
+            if !is_hole(tags[i]) && unsafe { ekv(tags[i]).key() } == key {
+                return Ok(i);
+            }
+            i += 1;
+        }
+        Err(i)
+    }
+
+    /// Whether the order array is fully sorted (acquire: the sorted order is visible).
+    #[inline]
+    fn is_sorted(&self) -> bool {
+        self.hdr().nr_sorted.load(Ordering::Acquire) as usize == self.len()
+    }
+
+    /// The order array `[0, nr)`. Only meaningful in key order when [`Self::is_sorted`].
+    #[inline]
+    fn order(&self) -> &[u8] {
+        let n = self.len();
+        let cap = self.hdr().cap();
+        let p = self.ptr().base().wrapping_add(size_of::<Leaf>() + cap * 8);
+        // SAFETY: inside the live block; written only under the exclusive lock or by the
+        // sort-bit holder while `nr_sorted < nr`, and callers reading it in key order
+        // first observed `nr_sorted == nr` (see module docs).
+        unsafe { std::slice::from_raw_parts(p, n) }
+    }
+
+    /// The `j`-th smallest pair. Requires a sorted leaf.
+    #[inline]
+    fn sorted_kv(&self, j: usize) -> Kv {
+        debug_assert!(self.is_sorted());
+        self.kv(self.order()[j] as usize)
+    }
+
+    /// Index in key order of the first key `>= key` (`> key` when `!inclusive`). Requires a
+    /// sorted leaf.
+    fn lower_bound(&self, key: &[u8], inclusive: bool) -> usize {
+        let order = self.order();
+        let tags = self.tags();
+        order.partition_point(|&i| {
+            // SAFETY: live under the lock.
+            let k = unsafe { ekv(tags[i as usize]).key() };
+            if inclusive { k < key } else { k <= key }
+        })
+    }
+
+    /// Binary search of `key` in key order (requires a sorted leaf): `Ok(order index)` or
+    /// `Err(insertion index)`. Used when `SortByTag` is off.
+    fn find_sorted(&self, key: &[u8]) -> Result<usize, usize> {
+        let order = self.order();
+        let tags = self.tags();
+        order.binary_search_by(|&i| {
+            // SAFETY: live under the lock.
+            unsafe { ekv(tags[i as usize]).key() }.cmp(key)
+        })
+    }
+}
+
+/// A leaf under its shared lock.
+pub(crate) struct ReadLeaf<'a> {
+    ptr: LeafPtr,
+    _g: RwSpinReadGuard<'a, ()>,
+}
+
+impl LeafAccess for ReadLeaf<'_> {
+    #[inline]
+    fn ptr(&self) -> LeafPtr {
+        self.ptr
+    }
+}
+
+impl ReadLeaf<'_> {
+    /// Makes the order array sorted while holding only the shared lock (lazy sort by a
+    /// scan, protected by the sort bit; see module docs).
+    pub(crate) fn ensure_sorted(&self) {
+        if self.is_sorted() {
+            return;
+        }
+        let h = self.hdr();
+        while h
+            .sorting
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        if !self.is_sorted() {
+            // SAFETY: we hold the sort bit and `nr_sorted < nr`, so no other thread reads
+            // or writes the order array (module docs); `nr` cannot change under the
+            // shared lock.
+            unsafe { sort_order(self.ptr) };
+        }
+        h.sorting.store(false, Ordering::Release);
+    }
+}
+
+/// A leaf under its exclusive lock.
+pub(crate) struct WriteLeaf<'a> {
+    ptr: LeafPtr,
+    _g: RwSpinWriteGuard<'a, ()>,
+}
+
+impl LeafAccess for WriteLeaf<'_> {
+    #[inline]
+    fn ptr(&self) -> LeafPtr {
+        self.ptr
+    }
+}
+
+/// Sorts the order array incrementally: sort the unsorted tail, merge it with the sorted
+/// run (Algorithm 3 `incSort`), publish `nr_sorted = nr`.
+///
+/// # Safety
+/// The caller has exclusive access to the order array (exclusive lock, or the sort bit of a
+/// leaf with `nr_sorted < nr` under the shared lock).
+unsafe fn sort_order(p: LeafPtr) {
+    // SAFETY: live (caller holds a lock).
+    let h = unsafe { p.hdr() };
+    let n = h.nr.load(Ordering::Relaxed) as usize;
+    let s = h.nr_sorted.load(Ordering::Relaxed) as usize;
+    let cap = h.cap();
+    let tags_p = p.base().wrapping_add(size_of::<Leaf>()).cast::<u64>();
+    // SAFETY: tag array inside the block; not written concurrently (caller's contract).
+    let tags = unsafe { std::slice::from_raw_parts(tags_p, cap) };
+    let order_p = p.base().wrapping_add(size_of::<Leaf>() + cap * 8);
+    // SAFETY: exclusive access to the order array per the contract.
+    let order = unsafe { std::slice::from_raw_parts_mut(order_p, n) };
+    // The comparisons below chase one pointer per key; issue all the pair fetches up front
+    // so that they overlap instead of missing one after the other.
+    for &i in order.iter() {
+        crate::prefetch(ekv(tags[i as usize]).as_ptr());
+    }
+    let key = |i: u8| {
+        // SAFETY: order entries name real slots, whose pairs are live under the lock.
+        unsafe { ekv(tags[i as usize]).key() }
+    };
+    if s * 4 < n {
+        // Short sorted run: one sort of everything is cheaper than a merge.
+        order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+    } else {
+        order[s..].sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+        let mut buf = [0u8; MAX_CAP];
+        let (mut i, mut j, mut o) = (0, s, 0);
+        while i < s && j < n {
+            if key(order[j]) < key(order[i]) {
+                buf[o] = order[j];
+                j += 1;
+            } else {
+                buf[o] = order[i];
+                i += 1;
+            }
+            o += 1;
+        }
+        buf[o..o + s - i].copy_from_slice(&order[i..s]);
+        o += s - i;
+        buf[o..o + n - j].copy_from_slice(&order[j..n]);
+        order.copy_from_slice(&buf[..n]);
+    }
+    h.nr_sorted.store(n as u32, Ordering::Release);
+}
+
+impl WriteLeaf<'_> {
+    #[inline]
+    fn cap(&self) -> usize {
+        self.hdr().cap()
+    }
+
+    /// The whole tag array (capacity), writable.
+    #[inline]
+    fn tags_all_mut(&mut self) -> &mut [u64] {
+        let cap = self.cap();
+        let p = self
+            .ptr
+            .base()
+            .wrapping_add(size_of::<Leaf>())
+            .cast::<u64>();
+        // SAFETY: exclusive lock held; the array lies inside the live block.
+        unsafe { std::slice::from_raw_parts_mut(p, cap) }
+    }
+
+    /// The whole order array (capacity), writable.
+    #[inline]
+    fn order_all_mut(&mut self) -> &mut [u8] {
+        let cap = self.cap();
+        let p = self.ptr.base().wrapping_add(size_of::<Leaf>() + cap * 8);
+        // SAFETY: exclusive lock held; the array lies inside the live block.
+        unsafe { std::slice::from_raw_parts_mut(p, cap) }
+    }
+
+    #[inline]
+    fn set_len(&mut self, n: usize, sorted: usize) {
+        let h = self.hdr();
+        h.nr.store(n as u32, Ordering::Relaxed);
+        h.nr_sorted.store(sorted as u32, Ordering::Relaxed);
+    }
+
+    /// Whether the leaf is full.
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.len() >= self.cap()
+    }
+
+    /// Sorts the order array (exclusive lock: no sort bit needed).
+    pub(crate) fn sort(&mut self) {
+        if !self.is_sorted() {
+            // SAFETY: exclusive lock held.
+            unsafe { sort_order(self.ptr) };
+        }
+    }
+
+    /// Inserts a new pair with leaf tag `tag` into a non-full leaf, keeping the slots
+    /// ordered by tag: into a hole of the right run when there is one (as close to the
+    /// tag's home as the run allows), otherwise shifting entries toward the nearest hole.
+    /// With `sorted_at = Some(j)` the key also goes to key-order position `j` (the leaf
+    /// must be sorted; used when `SortByTag` is off), otherwise it is appended to the
+    /// unsorted tail. Returns the slot used.
+    pub(crate) fn insert(&mut self, sorted_at: Option<usize>, tag: u16, kv: Kv) -> usize {
+        let n = self.len();
+        let s = self.hdr().nr_sorted.load(Ordering::Relaxed) as usize;
+        let cap = self.cap();
+        assert!(n < cap);
+        let e = entry(tag, kv);
+        let tags = self.tags_all_mut();
+        // First slot whose tag is >= `tag` (slots are non-decreasing, holes included).
+        let p = tags.partition_point(|&x| etag(x) < tag);
+        // `shift` = (first, last, delta): order entries naming slots in [first, last) move
+        // by delta.
+        let (pos, shift) = if p < cap && is_hole(tags[p]) {
+            // `p` starts a run of holes; entries before it are < tag, the next real entry
+            // after the run is >= tag. Take the slot of the run closest to home.
+            let mut r = p;
+            while r < cap && is_hole(tags[r]) {
+                r += 1;
+            }
+            let q = home(tag, cap).clamp(p, r - 1);
+            for h in &mut tags[p..q] {
+                *h = hole(tag);
+            }
+            tags[q] = e;
+            (q, None)
+        } else {
+            // Slot `p` (if any) is real, and so is `p - 1` (a hole there would carry a tag
+            // >= `tag`). Shift toward the nearest hole.
+            let right = (p..cap).find(|&i| is_hole(tags[i]));
+            let left = (0..p).rev().find(|&i| is_hole(tags[i]));
+            let go_right = match (left, right) {
+                (Some(a), Some(b)) => b - p <= p - a,
+                (None, _) => true,
+                (Some(_), None) => false,
+            };
+            if go_right {
+                let b = right.expect("a non-full leaf has a hole");
+                tags.copy_within(p..b, p + 1);
+                tags[p] = e;
+                (p, Some((p, b, 1i16)))
+            } else {
+                let a = left.expect("checked above");
+                // Holes before `a` keep their tag: their next real entry moves to `a`.
+                tags.copy_within(a + 1..p, a);
+                tags[p - 1] = e;
+                (p - 1, Some((a + 1, p, -1i16)))
+            }
+        };
+        let order = self.order_all_mut();
+        if let Some((first, last, d)) = shift {
+            for o in &mut order[..n] {
+                if (first..last).contains(&(*o as usize)) {
+                    *o = (*o as i16 + d) as u8;
+                }
+            }
+        }
+        match sorted_at {
+            Some(j) => {
+                debug_assert_eq!(s, n);
+                order.copy_within(j..n, j + 1);
+                order[j] = pos as u8;
+                self.set_len(n + 1, n + 1);
+            }
+            None => {
+                order[n] = pos as u8;
+                self.set_len(n + 1, s);
+            }
+        }
+        pos
+    }
+
+    /// Replaces the pair at tag index `i` (same key) and returns the old one.
+    pub(crate) fn replace(&mut self, i: usize, kv: Kv) -> Kv {
+        let tags = self.tags_all_mut();
+        let old = tags[i];
+        tags[i] = (old & !ADDR_MASK) | kv.addr() as u64;
+        ekv(old)
+    }
+
+    /// Removes the pair at slot `ti` (which becomes a hole) and returns it.
+    pub(crate) fn remove(&mut self, ti: usize) -> Kv {
+        let n = self.len();
+        let mut s = self.hdr().nr_sorted.load(Ordering::Relaxed) as usize;
+        let cap = self.cap();
+        let tags = self.tags_all_mut();
+        let old = tags[ti];
+        debug_assert!(!is_hole(old));
+        // The run of holes that now contains `ti` carries the tag of the next real entry.
+        let mut first = ti;
+        while first > 0 && is_hole(tags[first - 1]) {
+            first -= 1;
+        }
+        let mut end = ti + 1;
+        while end < cap && is_hole(tags[end]) {
+            end += 1;
+        }
+        let t = if end < cap {
+            hole(etag(tags[end]))
+        } else {
+            HOLE_END
+        };
+        for h in &mut tags[first..end] {
+            *h = t;
+        }
+        let order = self.order_all_mut();
+        let j = order[..n]
+            .iter()
+            .position(|&o| o as usize == ti)
+            .expect("order is a permutation of the real slots");
+        order.copy_within(j + 1..n, j);
+        if j < s {
+            s -= 1;
+        }
+        self.set_len(n - 1, s);
+        ekv(old)
+    }
+
+    /// Replaces the contents with `pairs`, given in ascending key order as
+    /// `(leaf tag, pair)`: entries go, in tag order, to their home slots or the first free
+    /// slot after, pulled back from the end when they would not fit. Leaves the leaf fully
+    /// sorted.
+    pub(crate) fn rebuild(&mut self, pairs: &[(u16, Kv)]) {
+        let m = pairs.len();
+        let cap = self.cap();
+        assert!(m <= cap);
+        let mut keys = [0u32; MAX_CAP];
+        for (j, &(t, _)) in pairs.iter().enumerate() {
+            keys[j] = ((t as u32) << 8) | j as u32;
+        }
+        keys[..m].sort_unstable();
+        let mut pos = [0usize; MAX_CAP];
+        let mut next_free = 0;
+        for (t, &k) in keys[..m].iter().enumerate() {
+            pos[t] = home((k >> 8) as u16, cap).max(next_free);
+            next_free = pos[t] + 1;
+        }
+        let mut limit = cap;
+        for t in (0..m).rev() {
+            pos[t] = pos[t].min(limit - 1);
+            limit = pos[t];
+        }
+        let mut ord = [0u8; MAX_CAP];
+        let tags = self.tags_all_mut();
+        tags.fill(HOLE_END);
+        for (t, &k) in keys[..m].iter().enumerate() {
+            let j = (k & 0xFF) as usize;
+            tags[pos[t]] = entry(pairs[j].0, pairs[j].1);
+            ord[j] = pos[t] as u8;
+        }
+        let mut next = HOLE_END;
+        for x in tags.iter_mut().rev() {
+            if is_hole(*x) {
+                *x = next;
+            } else {
+                next = hole(etag(*x));
+            }
+        }
+        self.order_all_mut()[..m].copy_from_slice(&ord[..m]);
+        self.set_len(m, m);
+    }
+
+    /// The pairs in key order as `(leaf tag, pair)` (sorts first).
+    pub(crate) fn sorted_pairs(&mut self) -> Vec<(u16, Kv)> {
+        self.sort();
+        let tags = self.tags();
+        self.order()
+            .iter()
+            .map(|&i| {
+                let e = tags[i as usize];
+                (etag(e), ekv(e))
+            })
+            .collect()
+    }
+
+    /// Sets the expected MetaTrieHT version.
+    #[inline]
+    pub(crate) fn set_version(&self, v: u64) {
+        self.hdr().version.store(v, Ordering::Release);
+    }
+
+    /// Sets the right neighbour.
+    #[inline]
+    pub(crate) fn set_next(&self, n: Option<LeafPtr>) {
+        self.hdr().next.store(
+            n.map_or(std::ptr::null_mut(), |p| p.as_raw()),
+            Ordering::Release,
+        );
+    }
+
+    /// Sets the left neighbour.
+    #[inline]
+    pub(crate) fn set_prev(&self, p: Option<LeafPtr>) {
+        self.hdr().prev.store(
+            p.map_or(std::ptr::null_mut(), |p| p.as_raw()),
+            Ordering::Release,
+        );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::multiple_unsafe_ops_per_block)]
+mod tests {
+    use super::*;
+    use crate::deps::hash::crc32c;
+
+    fn tag_of(k: &[u8]) -> u16 {
+        leaf_tag(crc32c(k))
+    }
+
+    fn check(w: &WriteLeaf<'_>, model: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+        assert_eq!(w.len(), model.len());
+        let tags = w.tags();
+        for win in tags.windows(2) {
+            assert!(etag(win[0]) <= etag(win[1]));
+        }
+        let mut seen: Vec<usize> = w.order().iter().map(|&o| o as usize).collect();
+        seen.sort_unstable();
+        let real: Vec<usize> = (0..tags.len()).filter(|&i| !is_hole(tags[i])).collect();
+        assert_eq!(seen, real, "order names exactly the real slots");
+        // A hole carries the tag of the next real slot to its right.
+        let mut next = HOLE_END;
+        for &e in tags.iter().rev() {
+            if is_hole(e) {
+                assert_eq!(e, next);
+            } else {
+                next = hole(etag(e));
+            }
+        }
+        for (k, v) in model {
+            for direct in [true, false] {
+                let i = w.find_by_tag(k, tag_of(k), direct).expect("present");
+                // SAFETY: live under the lock.
+                assert_eq!(unsafe { w.kv(i).value() }, v.as_slice());
+            }
+        }
+        assert!(
+            w.find_by_tag(b"absent-key", tag_of(b"absent-key"), true)
+                .is_err()
+        );
+    }
+
+    fn free_all(w: &mut WriteLeaf<'_>) {
+        for (_, kv) in w.sorted_pairs() {
+            // SAFETY: the test owns every pair.
+            unsafe { kv.free() };
+        }
+        w.rebuild(&[]);
+    }
+
+    #[test]
+    fn insert_find_remove_sort() {
+        let n = if cfg!(miri) { 24 } else { 128 };
+        let pool = leaf_pool(n);
+        let leaf = LeafPtr::alloc(&pool, n, Box::new([]), 0);
+        let mut model = std::collections::BTreeMap::new();
+        {
+            // SAFETY: the test owns the leaf.
+            let mut w = unsafe { leaf.write() };
+            for i in 0..n as u32 {
+                let k = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
+                let t = tag_of(&k);
+                assert!(w.find_by_tag(&k, t, true).is_err());
+                w.insert(None, t, Kv::new(&k, &i.to_le_bytes()));
+                model.insert(k, i.to_le_bytes().to_vec());
+                if i % 7 == 0 {
+                    w.sort();
+                    assert!(w.is_sorted());
+                }
+            }
+            assert!(w.is_full());
+            check(&w, &model);
+            let sorted: Vec<Vec<u8>> = w
+                .sorted_pairs()
+                .iter()
+                // SAFETY: live.
+                .map(|(_, kv)| unsafe { kv.key() }.to_vec())
+                .collect();
+            assert_eq!(sorted, model.keys().cloned().collect::<Vec<_>>());
+            // Remove every third key; unsorted tail mixes with removals.
+            let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+            for (j, k) in keys.iter().enumerate() {
+                if j % 3 == 0 {
+                    let i = w.find_by_tag(k, tag_of(k), false).unwrap();
+                    let kv = w.remove(i);
+                    // SAFETY: removed from the leaf, owned by the test.
+                    unsafe { kv.free() };
+                    model.remove(k);
+                }
+            }
+            check(&w, &model);
+            // Lower bound on sorted order.
+            w.sort();
+            let first = model.keys().next().unwrap().clone();
+            assert_eq!(w.lower_bound(&first, true), 0);
+            assert_eq!(w.lower_bound(&first, false), 1);
+            assert_eq!(w.find_sorted(&first), Ok(0));
+            // Replace.
+            let i = w.find_by_tag(&first, tag_of(&first), true).unwrap();
+            let old = w.replace(i, Kv::new(&first, b"new"));
+            // SAFETY: owned.
+            unsafe { old.free() };
+            model.insert(first.clone(), b"new".to_vec());
+            check(&w, &model);
+            free_all(&mut w);
+        }
+        // SAFETY: unlocked and owned.
+        unsafe { leaf.free(&pool) };
+    }
+
+    #[test]
+    fn sorted_mode_insert_and_shared_sort() {
+        let pool = leaf_pool(16);
+        let leaf = LeafPtr::alloc(&pool, 16, Box::new(*b"anc"), 3);
+        let mut model = std::collections::BTreeMap::new();
+        {
+            // SAFETY: owned.
+            let mut w = unsafe { leaf.write() };
+            for i in [5u8, 1, 9, 3, 7, 0, 2] {
+                let k = vec![i, i];
+                let t = tag_of(&k);
+                let j = w.find_sorted(&k).unwrap_err();
+                w.insert(Some(j), t, Kv::new(&k, &[i]));
+                model.insert(k, vec![i]);
+                assert!(w.is_sorted());
+            }
+            check(&w, &model);
+            // Append unsorted, then let a reader sort.
+            for i in [4u8, 8, 6] {
+                let k = vec![i, i];
+                let t = tag_of(&k);
+                w.insert(None, t, Kv::new(&k, &[i]));
+                model.insert(k, vec![i]);
+            }
+            assert!(!w.is_sorted());
+        }
+        {
+            // SAFETY: owned.
+            let r = unsafe { leaf.read() };
+            r.ensure_sorted();
+            assert!(r.is_sorted());
+            let keys: Vec<Vec<u8>> = (0..r.len())
+                // SAFETY: live.
+                .map(|j| unsafe { r.sorted_kv(j).key() }.to_vec())
+                .collect();
+            assert_eq!(keys, model.keys().cloned().collect::<Vec<_>>());
+            // SAFETY: owned.
+            assert_eq!(unsafe { leaf.hdr() }.anchor(), b"anc");
+        }
+        // SAFETY: owned.
+        let mut w = unsafe { leaf.write() };
+        free_all(&mut w);
+        drop(w);
+        // SAFETY: owned.
+        unsafe { leaf.free(&pool) };
+    }
+}

@@ -1,0 +1,668 @@
+//! Wormhole: a concurrent ordered key-value index with `O(log L)` lookups
+//! (Wu, Ni, Jiang, EuroSys '19; `shared/papers/wormhole.md`).
+//!
+//! Keys live in sorted leaves of up to 128 pairs linked into a *LeafList* (a B+-tree's leaf
+//! level, §2.2). Each leaf has an *anchor* that separates it from its left neighbour, and
+//! every prefix of every anchor is an item of a hash table, the *MetaTrieHT* (§2.3–2.4):
+//! a trie over the anchors flattened into a hash table. A lookup finds the longest prefix
+//! of its key present in the table by binary search on prefix length (Algorithm 1: about
+//! `log2 L` probes, independent of the number of keys), steps to a sibling subtree's
+//! leftmost or rightmost leaf (Algorithm 3), and finds the key in the leaf through a
+//! hash-ordered tag array (§3.2).
+//!
+//! # Usage
+//!
+//! ```
+//! use orrery_wormhole::Wormhole;
+//! use orrery_core::{KvIndex, OrderedKvIndex, OrderedKvIndexExt};
+//! use std::ops::{Bound, ControlFlow};
+//!
+//! let wh = Wormhole::new();
+//! wh.insert(b"Jam", b"1").unwrap();
+//! wh.insert(b"Jos", b"2").unwrap();
+//! wh.insert(b"Au", b"3").unwrap();
+//! assert_eq!(wh.get(b"Jos").as_deref(), Some(&b"2"[..]));
+//! let mut keys = Vec::new();
+//! wh.scan(Bound::Included(&b"B"[..]), &mut |k, _| {
+//!     keys.push(k.to_vec());
+//!     ControlFlow::Continue(())
+//! });
+//! assert_eq!(keys, [b"Jam".to_vec(), b"Jos".to_vec()]);
+//! assert_eq!(wh.prefix_collect(b"J").len(), 2);
+//! ```
+//!
+//! # Parts (one module each)
+//!
+//! | module | paper | what |
+//! |---|---|---|
+//! | `anchor` | §2.2, §3.3 | anchor choice; proof that any bytes work without fat nodes |
+//! | `leaf` | §3.2, Fig 7 | leaf layout, tag array, direct positioning, lazy sorting |
+//! | `meta` | §2.3–2.4, §3.1, Fig 5–6 | MetaTrieHT items and 64-byte slot table |
+//! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
+//! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
+//! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
+//! | `batch` | — | `get_many`: a prefetch pipeline across keys |
+//! | `kv` | — | one heap block per pair |
+//!
+//! # Consistency and concurrency (§2.5)
+//!
+//! Point operations are linearizable: each takes effect under its leaf's lock. Readers
+//! never lock the MetaTrieHT; they pin an epoch guard (`orrery_core::sync`), search the
+//! published table, lock one leaf, and restart if the leaf is newer than the table. Splits
+//! and merges serialize on one mutex and publish a second copy of the table with one
+//! pointer swap. The full protocol is in the `smo` module docs. Scans lock leaves hand over
+//! hand and are not snapshots (see [`orrery_core::api`]). Callbacks (`get_with`, scan
+//! visitors) run under a leaf lock and must not call back into the index.
+//!
+//! # Deviations from the paper (all argued in the module docs)
+//!
+//! * `⊥` is a flag bit in the item of the anchor instead of a reserved byte, so any byte
+//!   strings work and there are no fat nodes (`anchor`).
+//! * The shadow table catches up lazily, at the start of the next split or merge, instead
+//!   of the writer waiting a grace period right after publishing (`smo`).
+//! * Splits pick, near the middle, the split point with the shortest anchor (`anchor`).
+//! * A leaf's tag array spreads its entries over all slots (holes carry their right
+//!   neighbour's tag, so the array stays sorted) and direct positioning uses the capacity
+//!   instead of the key count, so a lookup fetches the leaf header and its tag line in
+//!   parallel instead of one after the other (`leaf`).
+//!
+//! # Memory accounting
+//!
+//! `structure_bytes` counts the leaf pool's reserved 2 MiB chunks (leaf blocks come from an
+//! `orrery_core::alloc::SlabPool`, i.e. from `mmap`, not from the global allocator),
+//! anchors, and both MetaTrieHTs (slots and items); `key_value_bytes` counts the pair
+//! blocks (8-byte header, key, value; global allocator).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod anchor;
+mod batch;
+mod config;
+mod iter;
+mod kv;
+mod leaf;
+mod meta;
+mod search;
+mod smo;
+#[cfg(test)]
+mod tests_unit;
+
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+
+use orrery_core::alloc::SlabPool;
+use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use orrery_core::api::{
+    self, KvIndex, MemoryUsage, OrderedKvIndex, ScanVisitor, check_entry, check_key,
+};
+
+pub use config::{Config, ConfigError, WormholeBuilder};
+pub use iter::Iter;
+
+use crate::deps::sync::{CachePadded, Guard};
+use crate::kv::Kv;
+use crate::leaf::{LeafAccess, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
+use crate::meta::MetaTable;
+use crate::smo::Writer;
+
+/// The shared modules this crate uses.
+mod deps {
+    pub(crate) use orrery_core::{hash, sync};
+}
+
+/// Prefetches the cache line at `p` into all cache levels (no-op where unsupported).
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[allow(unused_unsafe)]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = p;
+}
+
+const STRIPES: usize = 8;
+
+/// A counter split over cache-padded stripes so that writers on different threads do not
+/// share a cache line.
+struct Stripes([CachePadded<AtomicIsize>; STRIPES]);
+
+impl Stripes {
+    fn new() -> Self {
+        Stripes(std::array::from_fn(|_| {
+            CachePadded::new(AtomicIsize::new(0))
+        }))
+    }
+
+    #[inline]
+    fn add(&self, d: isize) {
+        thread_local! {
+            static STRIPE: usize = {
+                static NEXT: AtomicUsize = AtomicUsize::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
+            };
+        }
+        let i = STRIPE.with(|s| *s);
+        self.0[i].fetch_add(d, Ordering::Relaxed);
+    }
+
+    fn sum(&self) -> usize {
+        let s: isize = self.0.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        s.max(0) as usize
+    }
+}
+
+/// A concurrent ordered key-value index over byte strings: Wormhole (see the crate docs).
+pub struct Wormhole {
+    /// The published MetaTrieHT (from `Box::into_raw`).
+    current: AtomicPtr<MetaTable>,
+    /// The MetaTrieHT writer mutex and the shadow table.
+    writer: Mutex<Writer>,
+    /// The first leaf (anchor `""`; never removed).
+    head: LeafPtr,
+    /// Leaf blocks (shared with deferred frees, which may run after the index is dropped).
+    pool: Arc<SlabPool>,
+    cfg: Config,
+    len: Stripes,
+    kv_bytes: Stripes,
+    leaves: AtomicUsize,
+    anchor_bytes: AtomicUsize,
+    meta_bytes: AtomicUsize,
+    /// Restarts caused by stale tables (diagnostics).
+    restarts: AtomicU64,
+}
+
+// SAFETY: all shared state is synchronized by leaf locks, the writer mutex and the epoch
+// scheme (see `smo`); raw pointers are owned by the index.
+unsafe impl Send for Wormhole {}
+// SAFETY: as above.
+unsafe impl Sync for Wormhole {}
+
+impl Default for Wormhole {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Wormhole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wormhole")
+            .field("config", &self.cfg)
+            .field("len", &self.len.sum())
+            .field("leaves", &self.leaves.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Where a key is, or would go, in a locked leaf.
+enum Pos {
+    Found(usize),
+    Absent { sorted_at: Option<usize> },
+}
+
+#[inline]
+fn backoff(n: &mut u32) {
+    *n += 1;
+    if *n < 8 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl Wormhole {
+    /// An empty index with the default [`Config`].
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    /// A builder for non-default options (leaf capacity, Fig 11's ablation switches).
+    pub fn builder() -> WormholeBuilder {
+        WormholeBuilder::default()
+    }
+
+    /// The options this index was built with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub(crate) fn with_config(cfg: Config) -> Self {
+        let pool = Arc::new(leaf::leaf_pool(cfg.leaf_capacity));
+        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
+        let t1 = Box::new(MetaTable::new(head));
+        let t2 = Box::new(MetaTable::new(head));
+        let meta = t1.bytes() * 2;
+        Wormhole {
+            current: AtomicPtr::new(Box::into_raw(t1)),
+            writer: Mutex::new(Writer::new(t2)),
+            head,
+            pool,
+            cfg,
+            len: Stripes::new(),
+            kv_bytes: Stripes::new(),
+            leaves: AtomicUsize::new(1),
+            anchor_bytes: AtomicUsize::new(0),
+            meta_bytes: AtomicUsize::new(meta),
+            restarts: AtomicU64::new(0),
+        }
+    }
+
+    /// The published table, alive for the guard's lifetime.
+    #[inline]
+    fn table<'g>(&self, _guard: &'g Guard) -> &'g MetaTable {
+        // SAFETY: the published pointer is always a live table; a table stops being
+        // published only by a swap, after which the writer writes it only once every
+        // guard pinned before the swap was dropped (`smo`), and tables are freed only when
+        // the index is dropped.
+        unsafe { &*self.current.load(Ordering::Acquire) }
+    }
+
+    /// Version of the published table (writer side, under the mutex).
+    fn published_version(&self) -> u64 {
+        // SAFETY: called under the writer mutex: the published table cannot change.
+        unsafe { &*self.current.load(Ordering::Acquire) }.version
+    }
+
+    /// Number of lookups that restarted because their table was stale (diagnostics).
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Number of leaves (diagnostics).
+    pub fn leaf_count(&self) -> usize {
+        self.leaves.load(Ordering::Relaxed)
+    }
+
+    /// Prefetches the tag line the leaf search will read first, so that it arrives together
+    /// with the leaf header the lock acquisition fetches (see `leaf`).
+    #[inline]
+    fn prefetch_home(&self, tg: &search::Target) {
+        if self.cfg.sort_by_tag && self.cfg.direct_pos {
+            tg.leaf
+                .prefetch_tags(leaf_tag(tg.hash), self.cfg.leaf_capacity);
+        }
+    }
+
+    /// Searches `key` and read-locks its target leaf, restarting on stale tables.
+    #[inline]
+    fn read_target<'g>(&self, key: &[u8], g: &'g Guard) -> (ReadLeaf<'g>, u32) {
+        let mut spins = 0;
+        loop {
+            let t = self.table(g);
+            let v = t.version;
+            if let Some(tg) = search::locate(t, key, &self.cfg) {
+                self.prefetch_home(&tg);
+                // SAFETY: reached through the published table under `g`.
+                let r = unsafe { tg.leaf.read() };
+                if r.hdr().version.load(Ordering::Acquire) <= v {
+                    return (r, tg.hash);
+                }
+            }
+            self.restarts.fetch_add(1, Ordering::Relaxed);
+            backoff(&mut spins);
+        }
+    }
+
+    /// Searches `key` and write-locks its target leaf, restarting on stale tables.
+    #[inline]
+    fn write_target<'g>(&self, key: &[u8], g: &'g Guard) -> (WriteLeaf<'g>, u32) {
+        let mut spins = 0;
+        loop {
+            let t = self.table(g);
+            let v = t.version;
+            if let Some(tg) = search::locate(t, key, &self.cfg) {
+                self.prefetch_home(&tg);
+                // SAFETY: reached through the published table under `g`.
+                let w = unsafe { tg.leaf.write() };
+                if w.hdr().version.load(Ordering::Acquire) <= v {
+                    return (w, tg.hash);
+                }
+            }
+            self.restarts.fetch_add(1, Ordering::Relaxed);
+            backoff(&mut spins);
+        }
+    }
+
+    /// Where `key` (full CRC32C `hash`) is or would go in a locked leaf.
+    #[inline]
+    fn position(&self, l: &impl LeafAccess, key: &[u8], hash: u32) -> Pos {
+        let tag = leaf_tag(hash);
+        if self.cfg.sort_by_tag {
+            match l.find_by_tag(key, tag, self.cfg.direct_pos) {
+                Ok(i) => Pos::Found(i),
+                Err(_) => Pos::Absent { sorted_at: None },
+            }
+        } else {
+            match l.find_sorted(key) {
+                Ok(j) => Pos::Found(l.order()[j] as usize),
+                Err(j) => Pos::Absent { sorted_at: Some(j) },
+            }
+        }
+    }
+
+    /// Looks `key` up and calls `f` with its value under the leaf's shared lock.
+    #[inline]
+    pub fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        if check_key(key).is_err() {
+            return false;
+        }
+        let g = deps::sync::pin();
+        let (r, hash) = self.read_target(key, &g);
+        match self.position(&r, key, hash) {
+            Pos::Found(i) => {
+                // SAFETY: the pair is live under the shared lock.
+                f(unsafe { r.kv(i).value() });
+                true
+            }
+            Pos::Absent { .. } => false,
+        }
+    }
+
+    /// A copy of the value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let mut out = None;
+        self.get_with(key, &mut |v| out = Some(v.to_vec()));
+        out
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_with(key, &mut |_| {})
+    }
+
+    /// Inserts or replaces; `Ok(true)` if the key was new.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
+        check_entry(key, value)?;
+        loop {
+            let g = deps::sync::pin();
+            let (mut w, hash) = self.write_target(key, &g);
+            match self.position(&w, key, hash) {
+                Pos::Found(i) => {
+                    self.replace_value(&mut w, i, key, value);
+                    return Ok(false);
+                }
+                Pos::Absent { sorted_at } if !w.is_full() => {
+                    let kv = Kv::new(key, value);
+                    self.kv_bytes.add(kv.size() as isize);
+                    w.insert(sorted_at, leaf_tag(hash), kv);
+                    self.len.add(1);
+                    return Ok(true);
+                }
+                Pos::Absent { .. } => {
+                    drop(w);
+                    drop(g);
+                    self.split(key);
+                }
+            }
+        }
+    }
+
+    fn replace_value(&self, w: &mut WriteLeaf<'_>, i: usize, key: &[u8], value: &[u8]) {
+        let old = w.kv(i);
+        // SAFETY: exclusive lock held: no reader holds a reference into the pair.
+        let ov = unsafe { old.value_mut() };
+        if ov.len() == value.len() {
+            ov.copy_from_slice(value);
+        } else {
+            let kv = Kv::new(key, value);
+            self.kv_bytes.add(kv.size() as isize - old.size() as isize);
+            let old = w.replace(i, kv);
+            // SAFETY: unlinked from the leaf under the exclusive lock; readers of pairs
+            // always hold the leaf lock, so nobody can reach it.
+            unsafe { old.free() };
+        }
+    }
+
+    /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
+    /// combined size falls to 3/4 of a leaf.
+    pub fn remove(&self, key: &[u8]) -> bool {
+        if check_key(key).is_err() {
+            return false;
+        }
+        let g = deps::sync::pin();
+        let (mut w, hash) = self.write_target(key, &g);
+        let Pos::Found(i) = self.position(&w, key, hash) else {
+            return false;
+        };
+        let kv = w.remove(i);
+        self.kv_bytes.add(-(kv.size() as isize));
+        self.len.add(-1);
+        // SAFETY: removed under the exclusive lock (see `replace_value`).
+        unsafe { kv.free() };
+        let merge = self.wants_merge(&w);
+        drop(w);
+        drop(g);
+        if merge {
+            self.try_merge(key);
+        }
+        true
+    }
+
+    /// Whether a leaf (just shrunk) and one of its neighbours fit in one leaf.
+    fn wants_merge(&self, w: &WriteLeaf<'_>) -> bool {
+        let n = w.len();
+        let limit = self.cfg.merge_size();
+        if n > limit {
+            return false;
+        }
+        let h = w.hdr();
+        let small = |p: Option<LeafPtr>| p.is_some_and(|p| n + p.nr_hint() <= limit);
+        small(h.prev()) || small(h.next())
+    }
+
+    /// Atomically reads, modifies and writes the value of `key` under its leaf's exclusive
+    /// lock: `f` gets the current value (`None` if absent) and returns the new one (`None`
+    /// removes the key, or leaves it absent). Returns whether the key was present.
+    ///
+    /// `f` must not call into the index. It is called exactly once unless the new value is
+    /// too long, in which case the index is unchanged and the error is returned.
+    pub fn update<F>(&self, key: &[u8], f: F) -> api::Result<bool>
+    where
+        F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
+    {
+        check_key(key)?;
+        let mut f = Some(f);
+        loop {
+            let g = deps::sync::pin();
+            let (mut w, hash) = self.write_target(key, &g);
+            match self.position(&w, key, hash) {
+                Pos::Found(i) => {
+                    // SAFETY: live under the exclusive lock.
+                    let old = unsafe { w.kv(i).value() };
+                    let new = (f.take().expect("called once"))(Some(old));
+                    match new {
+                        Some(v) => {
+                            check_entry(key, &v)?;
+                            self.replace_value(&mut w, i, key, &v);
+                        }
+                        None => {
+                            let kv = w.remove(i);
+                            self.kv_bytes.add(-(kv.size() as isize));
+                            self.len.add(-1);
+                            // SAFETY: removed under the exclusive lock.
+                            unsafe { kv.free() };
+                            let merge = self.wants_merge(&w);
+                            drop(w);
+                            drop(g);
+                            if merge {
+                                self.try_merge(key);
+                            }
+                        }
+                    }
+                    return Ok(true);
+                }
+                Pos::Absent { sorted_at } if !w.is_full() => {
+                    if let Some(v) = (f.take().expect("called once"))(None) {
+                        check_entry(key, &v)?;
+                        let kv = Kv::new(key, &v);
+                        self.kv_bytes.add(kv.size() as isize);
+                        w.insert(sorted_at, leaf_tag(hash), kv);
+                        self.len.add(1);
+                    }
+                    return Ok(false);
+                }
+                Pos::Absent { .. } => {
+                    drop(w);
+                    drop(g);
+                    self.split(key);
+                }
+            }
+        }
+    }
+
+    /// Modifies the value of `key` in place (same length) under the leaf's exclusive lock;
+    /// returns whether the key was present. `f` must not call into the index.
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> bool {
+        if check_key(key).is_err() {
+            return false;
+        }
+        let g = deps::sync::pin();
+        let (w, hash) = self.write_target(key, &g);
+        match self.position(&w, key, hash) {
+            Pos::Found(i) => {
+                // SAFETY: exclusive lock held: no other reference into the pair exists.
+                f(unsafe { w.kv(i).value_mut() });
+                true
+            }
+            Pos::Absent { .. } => false,
+        }
+    }
+
+    /// Number of keys (exact when no writer runs concurrently).
+    pub fn len(&self) -> usize {
+        self.len.sum()
+    }
+
+    /// Whether the index holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held (see the crate docs for what is counted where).
+    pub fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage {
+            structure_bytes: self.pool.reserved_bytes()
+                + self.anchor_bytes.load(Ordering::Relaxed)
+                + self.meta_bytes.load(Ordering::Relaxed),
+            key_value_bytes: self.kv_bytes.sum(),
+        }
+    }
+}
+
+impl Wormhole {
+    /// Walks the whole structure and panics on any broken invariant: leaf order and anchor
+    /// ranges, per-leaf arrays, both MetaTrieHTs against the LeafList. A test helper: it
+    /// takes the writer mutex and must not run concurrently with writers.
+    #[doc(hidden)]
+    pub fn debug_validate(&self) {
+        let wr = self.lock_writer_for_validation();
+        let g = deps::sync::pin();
+        let mut leaves: Vec<(Vec<u8>, LeafPtr)> = Vec::new();
+        let mut p = Some(self.head);
+        let mut prev: Option<LeafPtr> = None;
+        let mut count = 0;
+        let mut last_key: Option<Vec<u8>> = None;
+        while let Some(leaf) = p {
+            // SAFETY: linked leaves are live; pinned.
+            let mut w = unsafe { leaf.write() };
+            assert_eq!(
+                w.hdr().prev().map(LeafPtr::as_raw),
+                prev.map(LeafPtr::as_raw)
+            );
+            assert_ne!(w.hdr().version.load(Ordering::Relaxed), leaf::DEAD);
+            let anchor = w.hdr().anchor().to_vec();
+            if let Some((a, _)) = leaves.last() {
+                assert!(a < &anchor, "anchors ascend");
+            } else {
+                assert!(anchor.is_empty());
+            }
+            for (tag, kv) in w.sorted_pairs() {
+                // SAFETY: live under the lock.
+                let k = unsafe { kv.key() };
+                assert!(k >= anchor.as_slice(), "key below its leaf's anchor");
+                assert_eq!(leaf_tag(deps::hash::crc32c(k)), tag);
+                if let Some(l) = &last_key {
+                    assert!(l.as_slice() < k, "keys ascend across the list");
+                }
+                last_key = Some(k.to_vec());
+                count += 1;
+            }
+            leaves.push((anchor, leaf));
+            prev = Some(leaf);
+            p = w.hdr().next();
+        }
+        assert_eq!(count, self.len());
+        assert_eq!(leaves.len(), self.leaf_count());
+        self.table(&g).check(&leaves);
+        wr.shadow_ref().check(&leaves);
+    }
+}
+
+impl Drop for Wormhole {
+    fn drop(&mut self) {
+        let mut p = Some(self.head);
+        while let Some(leaf) = p {
+            {
+                // SAFETY: `&mut self`: no other thread uses the index; leaves in the list
+                // are live.
+                let mut w = unsafe { leaf.write() };
+                p = w.hdr().next();
+                for (_, kv) in w.sorted_pairs() {
+                    // SAFETY: the index owns its pairs and is being dropped.
+                    unsafe { kv.free() };
+                }
+                w.rebuild(&[]);
+            }
+            // SAFETY: unreachable from now on; from this index's pool.
+            unsafe { leaf.free(&self.pool) };
+        }
+        let w = self.writer.get_mut().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: no reader exists (`&mut self`).
+        unsafe { w.free_shadow() };
+        // SAFETY: the published table came from `Box::into_raw` and has no readers.
+        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
+    }
+}
+
+impl KvIndex for Wormhole {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        Wormhole::get_with(self, key, f)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
+        Wormhole::insert(self, key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        Wormhole::remove(self, key)
+    }
+
+    fn len(&self) -> usize {
+        Wormhole::len(self)
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        Wormhole::memory_usage(self)
+    }
+
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        Wormhole::get_many(self, keys, f)
+    }
+}
+
+impl OrderedKvIndex for Wormhole {
+    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        Wormhole::scan(self, start, visitor)
+    }
+
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        Wormhole::last(self)
+    }
+
+    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        Wormhole::first(self)
+    }
+}

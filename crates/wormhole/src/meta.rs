@@ -1,0 +1,642 @@
+//! The MetaTrieHT (§2.3–2.4, §3.1, Fig 5–6): every prefix of every anchor as an item of a
+//! hash table of 64-byte slots, searched by binary search on prefix length.
+//!
+//! # Items (byte level)
+//!
+//! One block per item, 64-byte aligned, `57 + len` bytes:
+//!
+//! ```text
+//! 0   u32      hash     CRC32C of the prefix
+//! 4   u32      len      prefix length in bytes
+//! 8   *Leaf    leftmost leaf below the item
+//! 16  *Leaf    rightmost leaf below the item
+//! 24  [u64;4]  bitmap   byte children present (bit b of word b/64)
+//! 56  u8       anchor   1 if the prefix is itself an anchor (the "⊥" child, see `anchor`)
+//! 57  [u8]     the prefix bytes (up to 7 bytes share line 0)
+//! ```
+//!
+//! An item whose only child is `⊥` is a leaf item of the paper; with byte children it is an
+//! internal item; with both it stands for the paper's pair `a` / `a⊥` (see `anchor`).
+//!
+//! # Table (Fig 6)
+//!
+//! `2^k` slots of 64 bytes, each eight `u64` entries `tag16 << 48 | item_addr48` (0 = empty).
+//! An item lives in the slot `hash & mask` or, when that slot is full, in the following
+//! slots (linear probing by slot). The low 6 bits of an entry's address field are zero
+//! because items are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow
+//! count*: how many items whose home slot is at or before this one were placed after it.
+//! A probe stops at the first slot with a zero count, so negative probes cost one line.
+//! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//!
+//! # Concurrency
+//!
+//! A `MetaTable` is never written while readers can see it: `smo` keeps two tables, writes
+//! only the one that is not published and whose readers have drained (RCU, §2.5), so every
+//! method here is plain sequential code (`&self` for readers, `&mut self` for the writer).
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+
+use crate::deps::hash::{crc32c, tag16};
+use crate::leaf::LeafPtr;
+
+const ADDR_MASK: u64 = (1 << 48) - 1;
+const OVF_MASK: u64 = 0x3F;
+const ITEM_ADDR_MASK: u64 = ADDR_MASK & !OVF_MASK;
+
+/// Item header; the prefix bytes follow at offset [`KEY_OFF`].
+#[repr(C, align(64))]
+pub(crate) struct Item {
+    hash: u32,
+    len: u32,
+    leftmost: *mut crate::leaf::Leaf,
+    rightmost: *mut crate::leaf::Leaf,
+    bitmap: [u64; 4],
+    anchor: u8,
+}
+
+const KEY_OFF: usize = std::mem::offset_of!(Item, anchor) + 1;
+const _: () = assert!(KEY_OFF == 57);
+const _: () = assert!(size_of::<Item>() == 64);
+
+fn item_layout(len: usize) -> Layout {
+    Layout::from_size_align((KEY_OFF + len).max(64), 64).expect("item layout")
+}
+
+/// A pointer to an item owned by one table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ItemPtr(NonNull<Item>);
+
+impl ItemPtr {
+    fn alloc(key: &[u8], hash: u32) -> ItemPtr {
+        let lay = item_layout(key.len());
+        // SAFETY: non-zero size.
+        let raw = unsafe { alloc(lay) }.cast::<Item>();
+        let Some(p) = NonNull::new(raw) else {
+            handle_alloc_error(lay)
+        };
+        let hdr = Item {
+            hash,
+            len: key.len() as u32,
+            leftmost: std::ptr::null_mut(),
+            rightmost: std::ptr::null_mut(),
+            bitmap: [0; 4],
+            anchor: 0,
+        };
+        // SAFETY: the block is large and aligned enough for the header.
+        unsafe { p.as_ptr().write(hdr) };
+        let dst = p.as_ptr().cast::<u8>().wrapping_add(KEY_OFF);
+        // SAFETY: the prefix bytes fit in the block after the header fields; the source is
+        // a distinct allocation.
+        unsafe { dst.copy_from_nonoverlapping(key.as_ptr(), key.len()) };
+        ItemPtr(p)
+    }
+
+    /// # Safety
+    /// The item is not used afterwards.
+    unsafe fn free(self) {
+        // SAFETY: live item per the caller.
+        let len = unsafe { self.0.as_ref() }.len as usize;
+        // SAFETY: allocated by `alloc` with this layout.
+        unsafe { dealloc(self.0.as_ptr().cast(), item_layout(len)) };
+    }
+
+    #[inline]
+    fn addr(self) -> u64 {
+        self.0.as_ptr().expose_provenance() as u64
+    }
+
+    #[inline]
+    fn from_entry(e: u64) -> ItemPtr {
+        let p = std::ptr::with_exposed_provenance_mut::<Item>((e & ITEM_ADDR_MASK) as usize);
+        // SAFETY: non-empty entries hold the exposed address of a live item of the table.
+        ItemPtr(unsafe { NonNull::new_unchecked(p) })
+    }
+
+    /// The header. Items live as long as the table that owns them.
+    #[inline]
+    pub(crate) fn get<'a>(self) -> &'a Item {
+        // SAFETY: items are live while their table is reachable, and tables are only read
+        // by threads that keep them alive (epoch guard or writer mutex, see `smo`); a
+        // table being read is never written.
+        unsafe { self.0.as_ref() }
+    }
+
+    #[inline]
+    fn get_mut<'a>(self) -> &'a mut Item {
+        // SAFETY: called only by the writer on the unpublished table it owns exclusively.
+        unsafe { &mut *self.0.as_ptr() }
+    }
+
+    /// The prefix bytes (through the raw pointer, whose provenance covers the whole block).
+    #[inline]
+    pub(crate) fn key<'a>(self) -> &'a [u8] {
+        let len = self.get().len as usize;
+        let p = self.0.as_ptr().cast::<u8>().wrapping_add(KEY_OFF);
+        // SAFETY: `len` prefix bytes follow the header fields inside the live block (see
+        // `get` for liveness).
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+
+    /// Prefetches the item's first line.
+    #[inline]
+    pub(crate) fn prefetch(self) {
+        crate::prefetch(self.0.as_ptr().cast::<u8>());
+    }
+}
+
+impl Item {
+    /// CRC32C of the prefix.
+    #[inline]
+    pub(crate) fn hash(&self) -> u32 {
+        self.hash
+    }
+
+    /// Whether the prefix is an anchor (has the `⊥` child).
+    #[inline]
+    pub(crate) fn is_anchor(&self) -> bool {
+        self.anchor != 0
+    }
+
+    /// Leftmost leaf below the item.
+    #[inline]
+    pub(crate) fn leftmost(&self) -> LeafPtr {
+        LeafPtr::from_raw(self.leftmost).expect("items always have leaves below")
+    }
+
+    /// Rightmost leaf below the item.
+    #[inline]
+    pub(crate) fn rightmost(&self) -> LeafPtr {
+        LeafPtr::from_raw(self.rightmost).expect("items always have leaves below")
+    }
+
+    #[cfg(test)]
+    fn has_child(&self, b: u8) -> bool {
+        self.bitmap[(b >> 6) as usize] & (1 << (b & 63)) != 0
+    }
+
+    #[inline]
+    fn has_children(&self) -> bool {
+        self.bitmap.iter().any(|&w| w != 0)
+    }
+
+    /// The largest byte child `< c`, if any.
+    #[inline]
+    pub(crate) fn child_below(&self, c: u8) -> Option<u8> {
+        let mut w = (c >> 6) as usize;
+        let mut bits = self.bitmap[w] & ((1u64 << (c & 63)) - 1);
+        loop {
+            if bits != 0 {
+                return Some((w * 64 + 63 - bits.leading_zeros() as usize) as u8);
+            }
+            if w == 0 {
+                return None;
+            }
+            w -= 1;
+            bits = self.bitmap[w];
+        }
+    }
+
+    /// Whether some byte child is `> c`.
+    #[inline]
+    pub(crate) fn has_child_above(&self, c: u8) -> bool {
+        let w = (c >> 6) as usize;
+        let above = if c & 63 == 63 {
+            0
+        } else {
+            !((2u64 << (c & 63)) - 1)
+        };
+        self.bitmap[w] & above != 0 || self.bitmap[w + 1..].iter().any(|&x| x != 0)
+    }
+}
+
+/// One 64-byte slot of eight entries.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Default)]
+struct Slot([u64; 8]);
+
+const _: () = assert!(size_of::<Slot>() == 64);
+
+/// A MetaTrieHT.
+pub(crate) struct MetaTable {
+    slots: Box<[Slot]>,
+    mask: usize,
+    items: usize,
+    root: ItemPtr,
+    /// Incremented by one per published structural change (§2.5).
+    pub(crate) version: u64,
+    /// Longest anchor length (`L_anc` of Algorithm 1).
+    max_len: usize,
+    /// Anchor length → number of anchors, to keep `max_len` exact on removals.
+    lens: BTreeMap<usize, usize>,
+}
+
+// SAFETY: a table is shared only as described in the module docs (never written while
+// readable); its raw pointers are owned items and leaves kept alive by the index.
+unsafe impl Send for MetaTable {}
+// SAFETY: as above.
+unsafe impl Sync for MetaTable {}
+
+impl MetaTable {
+    /// A table holding only the root item (empty prefix, anchor of `first`).
+    pub(crate) fn new(first: LeafPtr) -> MetaTable {
+        let root = ItemPtr::alloc(&[], crc32c(&[]));
+        {
+            let r = root.get_mut();
+            r.anchor = 1;
+            r.leftmost = first.as_raw();
+            r.rightmost = first.as_raw();
+        }
+        let mut t = MetaTable {
+            slots: vec![Slot::default(); 8].into_boxed_slice(),
+            mask: 7,
+            items: 0,
+            root,
+            version: 0,
+            max_len: 0,
+            lens: BTreeMap::from([(0, 1)]),
+        };
+        t.put(root);
+        t
+    }
+
+    /// The root item (empty prefix).
+    #[inline]
+    pub(crate) fn root(&self) -> ItemPtr {
+        self.root
+    }
+
+    /// Longest anchor length.
+    #[inline]
+    pub(crate) fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Bytes held by the table (slots and items).
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.len() * 64 + self.items * 64
+    }
+
+    #[inline]
+    fn slot_of(&self, hash: u32) -> usize {
+        hash as usize & self.mask
+    }
+
+    /// Prefetches the home slot of `hash`.
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u32) {
+        crate::prefetch((&self.slots[self.slot_of(hash)] as *const Slot).cast());
+    }
+
+    /// Optimistic probe (§3.1): the first item whose 16-bit tag matches, without comparing
+    /// keys. May return a false positive, never a false negative.
+    #[inline]
+    pub(crate) fn probe_tag(&self, hash: u32) -> Option<ItemPtr> {
+        let tag = (tag16(hash) as u64) << 48;
+        let mut s = self.slot_of(hash);
+        loop {
+            let slot = &self.slots[s].0;
+            for &e in slot {
+                if e & !ADDR_MASK == tag && e & ITEM_ADDR_MASK != 0 {
+                    return Some(ItemPtr::from_entry(e));
+                }
+            }
+            if slot[7] & OVF_MASK == 0 {
+                return None;
+            }
+            s = (s + 1) & self.mask;
+        }
+    }
+
+    /// The first item with the tag of `hash` that satisfies `pred`.
+    #[inline]
+    fn find(&self, hash: u32, pred: impl Fn(ItemPtr) -> bool) -> Option<ItemPtr> {
+        let tag = (tag16(hash) as u64) << 48;
+        let mut s = self.slot_of(hash);
+        loop {
+            let slot = &self.slots[s].0;
+            for &e in slot {
+                if e & !ADDR_MASK == tag && e & ITEM_ADDR_MASK != 0 {
+                    let it = ItemPtr::from_entry(e);
+                    if pred(it) {
+                        return Some(it);
+                    }
+                }
+            }
+            if slot[7] & OVF_MASK == 0 {
+                return None;
+            }
+            s = (s + 1) & self.mask;
+        }
+    }
+
+    /// Exact probe: the item whose prefix is `key` (with CRC32C `hash`).
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8], hash: u32) -> Option<ItemPtr> {
+        self.find(hash, |it| it.key() == key)
+    }
+
+    /// Exact probe for the child `parent·b` (with CRC32C `hash`), comparing only what
+    /// differs from the verified parent.
+    #[inline]
+    pub(crate) fn get_child(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<ItemPtr> {
+        let pk = parent.key();
+        self.find(hash, |it| {
+            let k = it.key();
+            k.len() == pk.len() + 1 && k[pk.len()] == b && &k[..pk.len()] == pk
+        })
+    }
+
+    fn put(&mut self, it: ItemPtr) {
+        if (self.items + 1) * 2 > self.slots.len() * 8 {
+            self.grow();
+        }
+        self.place(it);
+        self.items += 1;
+    }
+
+    fn place(&mut self, it: ItemPtr) {
+        let hash = it.get().hash;
+        let e = ((tag16(hash) as u64) << 48) | it.addr();
+        debug_assert!(it.addr() & !ITEM_ADDR_MASK == 0);
+        let mut s = self.slot_of(hash);
+        loop {
+            let slot = &mut self.slots[s].0;
+            if let Some(x) = slot.iter_mut().find(|x| **x & ITEM_ADDR_MASK == 0) {
+                *x |= e;
+                return;
+            }
+            if slot[7] & OVF_MASK != OVF_MASK {
+                slot[7] += 1;
+            }
+            s = (s + 1) & self.mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let n = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); n].into_boxed_slice());
+        self.mask = n - 1;
+        for slot in old.iter() {
+            for &e in &slot.0 {
+                if e & ITEM_ADDR_MASK != 0 {
+                    self.place(ItemPtr::from_entry(e));
+                }
+            }
+        }
+    }
+
+    fn unput(&mut self, it: ItemPtr) {
+        let hash = it.get().hash;
+        let home = self.slot_of(hash);
+        let mut s = home;
+        loop {
+            if let Some(x) = self.slots[s]
+                .0
+                .iter_mut()
+                .find(|x| **x & ITEM_ADDR_MASK == it.addr())
+            {
+                *x &= OVF_MASK;
+                break;
+            }
+            s = (s + 1) & self.mask;
+        }
+        // Undo the overflow counts on the way from home to the item's slot.
+        let mut t = home;
+        while t != s {
+            let c = &mut self.slots[t].0[7];
+            if *c & OVF_MASK != OVF_MASK {
+                *c -= 1;
+            }
+            t = (t + 1) & self.mask;
+        }
+        self.items -= 1;
+    }
+
+    fn get_or_new(&mut self, key: &[u8]) -> (ItemPtr, bool) {
+        let h = crc32c(key);
+        match self.get(key, h) {
+            Some(it) => (it, false),
+            None => {
+                let it = ItemPtr::alloc(key, h);
+                self.put(it);
+                (it, true)
+            }
+        }
+    }
+
+    /// Adds the anchor of leaf `leaf`, just linked between `prev` and `next` in the
+    /// LeafList, with all its prefixes (Algorithm 4 `split`, lines 12–24).
+    pub(crate) fn insert_anchor(
+        &mut self,
+        anchor: &[u8],
+        leaf: LeafPtr,
+        prev: LeafPtr,
+        next: Option<LeafPtr>,
+    ) {
+        let (l, p, n) = (
+            leaf.as_raw(),
+            prev.as_raw(),
+            next.map_or(std::ptr::null_mut(), |x| x.as_raw()),
+        );
+        for plen in 0..=anchor.len() {
+            let (it, fresh) = self.get_or_new(&anchor[..plen]);
+            let item = it.get_mut();
+            if fresh {
+                item.leftmost = l;
+                item.rightmost = l;
+            } else {
+                // The leaves below an item are contiguous and `leaf` sits between `prev`
+                // and `next`: it extends the range on one side or falls inside it.
+                if item.leftmost == n {
+                    item.leftmost = l;
+                }
+                if item.rightmost == p {
+                    item.rightmost = l;
+                }
+            }
+            if plen < anchor.len() {
+                let b = anchor[plen];
+                item.bitmap[(b >> 6) as usize] |= 1 << (b & 63);
+            } else {
+                item.anchor = 1;
+            }
+        }
+        *self.lens.entry(anchor.len()).or_default() += 1;
+        self.max_len = self.max_len.max(anchor.len());
+    }
+
+    /// Removes the anchor of leaf `leaf`, which sat between `prev` and `next` and was
+    /// merged into `prev` (Algorithm 4 `merge`, lines 27–34).
+    pub(crate) fn remove_anchor(
+        &mut self,
+        anchor: &[u8],
+        leaf: LeafPtr,
+        prev: LeafPtr,
+        next: Option<LeafPtr>,
+    ) {
+        let (l, p, n) = (
+            leaf.as_raw(),
+            prev.as_raw(),
+            next.map_or(std::ptr::null_mut(), |x| x.as_raw()),
+        );
+        let mut child_gone = false;
+        for plen in (0..=anchor.len()).rev() {
+            let key = &anchor[..plen];
+            let it = self
+                .get(key, crc32c(key))
+                .expect("anchor prefixes are items");
+            let item = it.get_mut();
+            if plen == anchor.len() {
+                item.anchor = 0;
+            } else if child_gone {
+                let b = anchor[plen];
+                item.bitmap[(b >> 6) as usize] &= !(1 << (b & 63));
+            }
+            if item.anchor == 0 && !item.has_children() {
+                debug_assert!(plen > 0, "the root always keeps the first leaf");
+                self.unput(it);
+                // SAFETY: removed from the table; this table is private to the writer.
+                unsafe { it.free() };
+                child_gone = true;
+            } else {
+                child_gone = false;
+                if item.leftmost == l {
+                    item.leftmost = n;
+                }
+                if item.rightmost == l {
+                    item.rightmost = p;
+                }
+            }
+        }
+        let c = self
+            .lens
+            .get_mut(&anchor.len())
+            .expect("anchor length counted");
+        *c -= 1;
+        if *c == 0 {
+            self.lens.remove(&anchor.len());
+            self.max_len = self.lens.keys().next_back().copied().unwrap_or(0);
+        }
+    }
+
+    /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
+    /// wait for the shadow table's readers to drain (see `smo`).
+    pub(crate) fn duplicate(&self) -> MetaTable {
+        let mut slots = self.slots.clone();
+        let mut root = None;
+        for slot in slots.iter_mut() {
+            for e in slot.0.iter_mut() {
+                if *e & ITEM_ADDR_MASK == 0 {
+                    continue;
+                }
+                let old = ItemPtr::from_entry(*e);
+                let it = old.get();
+                let new = ItemPtr::alloc(old.key(), it.hash);
+                {
+                    let n = new.get_mut();
+                    n.leftmost = it.leftmost;
+                    n.rightmost = it.rightmost;
+                    n.bitmap = it.bitmap;
+                    n.anchor = it.anchor;
+                }
+                if old == self.root {
+                    root = Some(new);
+                }
+                *e = (*e & !ITEM_ADDR_MASK) | new.addr();
+            }
+        }
+        MetaTable {
+            slots,
+            mask: self.mask,
+            items: self.items,
+            root: root.expect("the root is an item"),
+            version: self.version,
+            max_len: self.max_len,
+            lens: self.lens.clone(),
+        }
+    }
+
+    /// Checks the table against the LeafList (tests and debug builds): every anchor's
+    /// prefixes are items with the right children, leftmost/rightmost, and no other items.
+    pub(crate) fn check(&self, leaves: &[(Vec<u8>, LeafPtr)]) {
+        use std::collections::BTreeMap as M;
+        // Expected items.
+        let mut exp: M<Vec<u8>, (LeafPtr, LeafPtr, [u64; 4], bool)> = M::new();
+        for (a, leaf) in leaves {
+            for plen in 0..=a.len() {
+                let e = exp
+                    .entry(a[..plen].to_vec())
+                    .or_insert((*leaf, *leaf, [0; 4], false));
+                e.1 = *leaf;
+                if plen < a.len() {
+                    let b = a[plen];
+                    e.2[(b >> 6) as usize] |= 1 << (b & 63);
+                } else {
+                    e.3 = true;
+                }
+            }
+        }
+        assert_eq!(self.items, exp.len());
+        for (k, (lm, rm, bm, anc)) in &exp {
+            let ip = self.get(k, crc32c(k)).expect("item present");
+            assert_eq!(ip.key(), k.as_slice());
+            let it = ip.get();
+            assert_eq!(it.leftmost(), *lm, "leftmost of {k:?}");
+            assert_eq!(it.rightmost(), *rm, "rightmost of {k:?}");
+            assert_eq!(it.bitmap, *bm);
+            assert_eq!(it.is_anchor(), *anc);
+        }
+        let mut n = 0;
+        for s in self.slots.iter() {
+            n += s.0.iter().filter(|&&e| e & ITEM_ADDR_MASK != 0).count();
+        }
+        assert_eq!(n, self.items);
+        let maxlen = leaves.iter().map(|(a, _)| a.len()).max().unwrap_or(0);
+        assert_eq!(self.max_len, maxlen);
+    }
+}
+
+impl Drop for MetaTable {
+    fn drop(&mut self) {
+        for slot in self.slots.iter() {
+            for &e in &slot.0 {
+                if e & ITEM_ADDR_MASK != 0 {
+                    // SAFETY: the table owns its items and is being dropped.
+                    unsafe { ItemPtr::from_entry(e).free() };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_bitmap_queries() {
+        let mut it = Item {
+            hash: 0,
+            len: 0,
+            leftmost: std::ptr::null_mut(),
+            rightmost: std::ptr::null_mut(),
+            bitmap: [0; 4],
+            anchor: 0,
+        };
+        for b in [0u8, 63, 64, 200, 255] {
+            it.bitmap[(b >> 6) as usize] |= 1 << (b & 63);
+        }
+        assert_eq!(it.child_below(0), None);
+        assert_eq!(it.child_below(1), Some(0));
+        assert_eq!(it.child_below(64), Some(63));
+        assert_eq!(it.child_below(65), Some(64));
+        assert_eq!(it.child_below(255), Some(200));
+        assert!(it.has_child_above(0));
+        assert!(it.has_child_above(200));
+        assert!(!it.has_child_above(255));
+        assert!(it.has_child_above(254));
+        assert!(it.has_child(63) && !it.has_child(62));
+    }
+}

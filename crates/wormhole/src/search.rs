@@ -1,0 +1,160 @@
+//! Finding a key's target leaf: binary search on prefix lengths (Algorithm 1) over the
+//! MetaTrieHT with incremental CRC32C and optimistic tag matching (§3.1), then the sibling
+//! step of Algorithm 3 (`searchTrieHT`). The case analysis and its proof are in `anchor`.
+//!
+//! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
+//! searches of many keys in lockstep, prefetching each round's slots for all of them.
+//!
+//! This module only reads a [`MetaTable`]; the caller keeps the table alive (epoch guard)
+//! and validates the leaf it gets against the table's version (§2.5, see `smo`).
+
+use crate::config::Config;
+use crate::deps::hash::{crc32c, crc32c_extend};
+use crate::leaf::LeafPtr;
+use crate::meta::{ItemPtr, MetaTable};
+
+/// The result of a search: the target leaf and the CRC32C of the whole key (reused for the
+/// leaf tag, so the key is hashed once in total with *IncHashing*).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target {
+    pub(crate) leaf: LeafPtr,
+    pub(crate) hash: u32,
+}
+
+/// State of one binary search on prefix lengths (Algorithm 1): `key[..lo]` is an item
+/// (`item`, CRC32C `crc`), `key[..hi]` is known not to be one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lpm {
+    lo: usize,
+    hi: usize,
+    crc: u32,
+    item: ItemPtr,
+    mid: usize,
+    probe: u32,
+}
+
+impl Lpm {
+    /// Starts a search of `key` (the empty prefix, the root, always matches).
+    #[inline]
+    pub(crate) fn new(t: &MetaTable, key: &[u8]) -> Lpm {
+        let root = t.root();
+        Lpm {
+            lo: 0,
+            hi: t.max_len().min(key.len()) + 1,
+            crc: root.get().hash(),
+            item: root,
+            mid: 0,
+            probe: 0,
+        }
+    }
+
+    /// Whether the longest prefix is found.
+    #[inline]
+    pub(crate) fn done(&self) -> bool {
+        self.lo + 1 >= self.hi
+    }
+
+    /// Hashes the next prefix to probe; with `prefetch`, prefetches its slot.
+    #[inline]
+    pub(crate) fn prepare(&mut self, t: &MetaTable, key: &[u8], cfg: &Config, prefetch: bool) {
+        let mid = (self.lo + self.hi) / 2;
+        self.mid = mid;
+        self.probe = if cfg.inc_hashing {
+            crc32c_extend(self.crc, &key[self.lo..mid])
+        } else {
+            crc32c(&key[..mid])
+        };
+        if prefetch {
+            t.prefetch(self.probe);
+        }
+    }
+
+    /// Probes the prepared prefix and narrows the range. With `exact` the probe compares
+    /// the prefix, otherwise it trusts the tag (§3.1).
+    #[inline]
+    pub(crate) fn apply(&mut self, t: &MetaTable, key: &[u8], exact: bool) {
+        let hit = if exact {
+            t.get(&key[..self.mid], self.probe)
+        } else {
+            t.probe_tag(self.probe)
+        };
+        match hit {
+            Some(it) => {
+                self.lo = self.mid;
+                self.item = it;
+                self.crc = self.probe;
+            }
+            None => self.hi = self.mid,
+        }
+    }
+
+    /// The matched item (to prefetch before [`finish`]).
+    #[inline]
+    pub(crate) fn item(&self) -> ItemPtr {
+        self.item
+    }
+
+    fn run(t: &MetaTable, key: &[u8], cfg: &Config, exact: bool) -> Lpm {
+        let mut s = Lpm::new(t, key);
+        while !s.done() {
+            s.prepare(t, key, cfg, false);
+            s.apply(t, key, exact);
+        }
+        s
+    }
+}
+
+/// The leaf before `leaf` (`None` only if `leaf` is the first leaf, which a consistent
+/// table never asks for; callers restart then).
+#[inline]
+fn prev_of(leaf: LeafPtr) -> Option<LeafPtr> {
+    // SAFETY: leaves referenced by a reachable table are live for the caller's epoch guard.
+    unsafe { leaf.hdr() }.prev()
+}
+
+/// Completes a search from its finished [`Lpm`]: verifies an optimistic match (restarting
+/// with exact probes on a false positive) and takes the sibling step (Algorithm 3).
+#[inline]
+pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<Target> {
+    let mut s = s;
+    if cfg.tag_matching && s.item.key() != &key[..s.lo] {
+        // A tag false positive led the search astray: start over comparing prefixes.
+        s = Lpm::run(t, key, cfg, true);
+    }
+    let (item, plen, crc) = (s.item, s.lo, s.crc);
+    let it = item.get();
+    let leaf = if plen == key.len() {
+        // Case 1: the search key is the matched prefix.
+        if it.is_anchor() {
+            it.leftmost()
+        } else {
+            prev_of(it.leftmost())?
+        }
+    } else {
+        // Case 2: `key[plen]` is a missing child of the matched prefix.
+        let c = key[plen];
+        match it.child_below(c) {
+            None if it.is_anchor() => it.leftmost(),
+            None => prev_of(it.leftmost())?,
+            Some(_) if !it.has_child_above(c) => it.rightmost(),
+            Some(b) => {
+                let h = crc32c_extend(crc, &[b]);
+                t.get_child(item, b, h)?.get().rightmost()
+            }
+        }
+    };
+    let hash = if cfg.inc_hashing {
+        crc32c_extend(crc, &key[plen..])
+    } else {
+        crc32c(key)
+    };
+    Some(Target { leaf, hash })
+}
+
+/// Finds the target leaf of `key` in `t` (Algorithm 3 `searchTrieHT`). `None` means the
+/// table and the LeafList disagreed (possible only with a stale table): restart.
+#[inline]
+pub(crate) fn locate(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
+    let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
+    finish(t, key, cfg, s)
+}

@@ -1,0 +1,343 @@
+//! Structural modifications: split (Algorithm 4 `split`), merge (Algorithm 4 `merge`) and
+//! the RCU-swapped pair of MetaTrieHTs (§2.5).
+//!
+//! # Locking protocol (§2.5)
+//!
+//! * **Readers** (get, scans, and the search phase of every writer) pin an epoch guard,
+//!   load the published table `T` and its version `v`, search it without any lock
+//!   (`search`), lock the target leaf (shared or exclusive), and restart if the leaf's
+//!   expected version is `> v`: the table they used predates a split or merge of that
+//!   leaf. Readers never lock the MetaTrieHT.
+//! * **Leaf writers** (insert into a non-full leaf, update, remove without merge) do the
+//!   same with the leaf's exclusive lock and touch nothing else.
+//! * **MetaTrieHT writers** (split, merge) take the single writer mutex, *unpinned and
+//!   holding no leaf lock* (a writer that finds its leaf full or nearly empty releases the
+//!   leaf and its guard first, then retries). Under the mutex they:
+//!   1. *catch up* the shadow table `T2`: wait until every reader that could still see it
+//!      (it was published before the previous swap) has unpinned — an epoch-deferred flag —
+//!      and replay on it the one change made since (the paper applies that change right
+//!      after its grace period; we apply it lazily at the start of the next writer, so no
+//!      writer ever waits a grace period while it holds leaf locks or a pinned guard). If
+//!      the calling thread is itself pinned on the shared epoch scheme (a caller holding a
+//!      guard around index calls), waiting could deadlock on its own pin: then the shadow is
+//!      replaced by a deep copy of the published table and the old shadow is retired through
+//!      the epoch scheme;
+//!   2. pin, search the (now stable) published table `T1`, and lock the leaves involved
+//!      exclusively, left to right;
+//!   3. rewrite the leaves, set the expected version of every leaf whose key range changes
+//!      to `v + 1` (a merged-away leaf gets `DEAD`), link or unlink the leaf in the list;
+//!   4. apply the anchor insertion or removal to `T2`, set its version to `v + 1`, and
+//!      publish it with one atomic pointer swap (release); `T1` becomes the shadow;
+//!   5. unlock the leaves, defer the "T1 drained" flag (and, for a merge, the victim leaf's
+//!      free) on the epoch guard, and release the mutex.
+//! * Lock order: writer mutex → leaf locks left to right. Nobody waits for the mutex while
+//!   pinned or while holding a leaf lock, and nobody waits for a grace period while
+//!   holding a leaf lock, so epochs always advance and there is no cycle.
+//!
+//! A lookup through a stale table reaches either a leaf untouched since that table's
+//! version (whose key range is then unchanged, so the lookup is correct) or a leaf whose
+//! expected version is newer (restart). `prev` pointers read during the search are current
+//! ones; a leaf they lead to that was split or merged has a newer version too.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::Wormhole;
+use crate::anchor::{choose_split, split_anchor};
+use crate::deps::sync::{self, Guard};
+use crate::leaf::{DEAD, LeafAccess, LeafPtr, WriteLeaf};
+use crate::meta::MetaTable;
+use crate::search;
+
+/// A structural change, kept to replay on the shadow table once its readers drained.
+pub(crate) enum Change {
+    Insert {
+        anchor: Box<[u8]>,
+        leaf: LeafPtr,
+        prev: LeafPtr,
+        next: Option<LeafPtr>,
+    },
+    Remove {
+        anchor: Box<[u8]>,
+        leaf: LeafPtr,
+        prev: LeafPtr,
+        next: Option<LeafPtr>,
+    },
+}
+
+impl Change {
+    fn apply(&self, t: &mut MetaTable) {
+        match self {
+            Change::Insert {
+                anchor,
+                leaf,
+                prev,
+                next,
+            } => t.insert_anchor(anchor, *leaf, *prev, *next),
+            Change::Remove {
+                anchor,
+                leaf,
+                prev,
+                next,
+            } => t.remove_anchor(anchor, *leaf, *prev, *next),
+        }
+    }
+}
+
+/// State owned by the MetaTrieHT writer mutex.
+pub(crate) struct Writer {
+    /// The unpublished table (`T2`), owned (from `Box::into_raw`).
+    shadow: *mut MetaTable,
+    /// The change the shadow still lacks.
+    pending: Option<Change>,
+    /// Set (through the epoch scheme) once no reader can still see the shadow.
+    drained: Arc<AtomicBool>,
+}
+
+// SAFETY: the shadow table is owned by the writer state, which the mutex serializes.
+unsafe impl Send for Writer {}
+
+impl Writer {
+    pub(crate) fn new(shadow: Box<MetaTable>) -> Writer {
+        Writer {
+            shadow: Box::into_raw(shadow),
+            pending: None,
+            drained: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// The shadow table, writable: only called once `drained` was observed (or before the
+    /// first publish), when no reader can see it.
+    fn shadow_mut(&mut self) -> &mut MetaTable {
+        // SAFETY: owned pointer; exclusive through `&mut self` (mutex) and unreadable by
+        // readers per the protocol in the module docs.
+        unsafe { &mut *self.shadow }
+    }
+
+    /// The shadow table (validation only).
+    pub(crate) fn shadow_ref(&self) -> &MetaTable {
+        // SAFETY: owned pointer, read-only use.
+        unsafe { &*self.shadow }
+    }
+
+    /// Frees the shadow table (the index is being dropped).
+    ///
+    /// # Safety
+    /// No reader can see the shadow table any more.
+    pub(crate) unsafe fn free_shadow(&mut self) {
+        // SAFETY: owned pointer from `Box::into_raw`; the caller guarantees no readers.
+        drop(unsafe { Box::from_raw(self.shadow) });
+    }
+}
+
+impl Wormhole {
+    /// The writer mutex, caught up (validation).
+    pub(crate) fn lock_writer_for_validation(&self) -> std::sync::MutexGuard<'_, Writer> {
+        self.lock_writer()
+    }
+
+    /// Takes the writer mutex (the caller is unpinned and holds no leaf lock) and catches
+    /// up the shadow table.
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Writer> {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(change) = w.pending.take() {
+            if !w.drained.load(Ordering::Acquire) && sync::epoch::is_pinned() {
+                // The caller holds a guard of the shared epoch scheme (e.g. a wrapper that
+                // pins around index calls): waiting for the shadow's readers could wait on
+                // our own pin forever. Replace the shadow by a fresh copy of the published
+                // table (which already has `change`) and retire the old one through the
+                // epoch scheme instead.
+                // SAFETY: the published table is stable while we hold the mutex, and alive
+                // (tables are freed only through this path or when the index drops).
+                let fresh = unsafe { &*self.current.load(Ordering::Acquire) }.duplicate();
+                let old = std::mem::replace(&mut w.shadow, Box::into_raw(Box::new(fresh)));
+                let g = sync::pin();
+                // SAFETY: `old` came from `Box::into_raw` and is unreachable: it is neither
+                // published nor the shadow any more; readers that still see it were pinned
+                // before this call. Dropping a table on another thread is sound (`Send`).
+                unsafe { g.defer_destroy(old) };
+                g.flush();
+                w.drained = Arc::new(AtomicBool::new(true));
+                drop(change);
+            } else {
+                let mut backoff = 0u32;
+                while !w.drained.load(Ordering::Acquire) {
+                    // Unpinned: help the epoch advance and run deferred functions.
+                    sync::pin().flush();
+                    backoff += 1;
+                    if backoff > 4 {
+                        std::thread::yield_now();
+                    }
+                }
+                let sh = w.shadow_mut();
+                change.apply(sh);
+            }
+            let v = self.published_version();
+            w.shadow_mut().version = v;
+        }
+        w
+    }
+
+    /// Publishes the shadow table with version `v` and makes the old table the shadow;
+    /// `change` is what the old table lacks.
+    fn publish(&self, w: &mut Writer, v: u64, change: Change, guard: &Guard) {
+        w.shadow_mut().version = v;
+        let new_bytes = w.shadow_mut().bytes();
+        let old = self.current.swap(w.shadow, Ordering::AcqRel);
+        // The old table becomes the shadow: readers may still read it; the writer only
+        // writes it again after `drained` is set.
+        w.shadow = old;
+        w.pending = Some(change);
+        let flag = Arc::new(AtomicBool::new(false));
+        let f2 = flag.clone();
+        guard.defer(move || f2.store(true, Ordering::Release));
+        // Hand the deferred flag to the global queue: the next writer may be another thread,
+        // and it can only run deferred functions that left this thread's local bag.
+        guard.flush();
+        w.drained = flag;
+        self.meta_bytes.store(new_bytes * 2, Ordering::Relaxed);
+    }
+
+    /// Splits the leaf that `key` targets if it is still full (Algorithm 4 `split`).
+    pub(crate) fn split(&self, key: &[u8]) {
+        let mut w = self.lock_writer();
+        let guard = sync::pin();
+        let t = self.table(&guard);
+        let Some(target) = search::locate(t, key, &self.cfg) else {
+            return;
+        };
+        let leaf = target.leaf;
+        // SAFETY: reached through the published table under `guard`.
+        let mut lw = unsafe { leaf.write() };
+        if !lw.is_full() {
+            return;
+        }
+        let pairs = lw.sorted_pairs();
+        let key = |i: usize| {
+            // SAFETY: the pairs are live under the exclusive lock.
+            unsafe { pairs[i].1.key() }
+        };
+        let j = choose_split(pairs.len(), key);
+        let (lkey, rkey) = (key(j - 1), key(j));
+        let anchor: Box<[u8]> = split_anchor(lkey, rkey).into();
+        let v = t.version + 1;
+        let next = lw.hdr().next();
+        let right = LeafPtr::alloc(&self.pool, self.cfg.leaf_capacity, anchor.clone(), v);
+        {
+            // SAFETY: the new leaf is not reachable yet; we own it.
+            let mut rw = unsafe { right.write() };
+            rw.rebuild(&pairs[j..]);
+            rw.set_prev(Some(leaf));
+            rw.set_next(next);
+        }
+        lw.rebuild(&pairs[..j]);
+        lw.set_version(v);
+        if let Some(n) = next {
+            // SAFETY: `n` is live (linked, and only mutex holders unlink leaves).
+            unsafe { n.hdr() }
+                .prev
+                .store(right.as_raw(), Ordering::Release);
+        }
+        lw.set_next(Some(right));
+        w.shadow_mut().insert_anchor(&anchor, right, leaf, next);
+        self.leaves.fetch_add(1, Ordering::Relaxed);
+        self.anchor_bytes.fetch_add(anchor.len(), Ordering::Relaxed);
+        let change = Change::Insert {
+            anchor,
+            leaf: right,
+            prev: leaf,
+            next,
+        };
+        self.publish(&mut w, v, change, &guard);
+        drop(lw);
+    }
+
+    /// Merges the leaf that `key` targets with a neighbour if their combined size allows
+    /// (Algorithm 2 `DEL`, Algorithm 4 `merge`). The right leaf of the pair is removed.
+    pub(crate) fn try_merge(&self, key: &[u8]) {
+        let mut w = self.lock_writer();
+        let guard = sync::pin();
+        let t = self.table(&guard);
+        let Some(target) = search::locate(t, key, &self.cfg) else {
+            return;
+        };
+        let leaf = target.leaf;
+        let limit = self.cfg.merge_size();
+        // SAFETY: reached through the published table under `guard`.
+        let prev = unsafe { leaf.hdr() }.prev();
+        if let Some(p) = prev {
+            // SAFETY: `p` is linked (stable under the mutex), hence live.
+            let pw = unsafe { p.write() };
+            // SAFETY: as for `leaf` above.
+            let lw = unsafe { leaf.write() };
+            if pw.len() + lw.len() <= limit {
+                self.merge_locked(&mut w, pw, lw, t.version + 1, &guard);
+                return;
+            }
+            drop(pw);
+            self.merge_right(&mut w, lw, limit, t.version + 1, &guard);
+        } else {
+            // SAFETY: as above.
+            let lw = unsafe { leaf.write() };
+            self.merge_right(&mut w, lw, limit, t.version + 1, &guard);
+        }
+    }
+
+    fn merge_right(&self, w: &mut Writer, lw: WriteLeaf<'_>, limit: usize, v: u64, g: &Guard) {
+        let Some(n) = lw.hdr().next() else { return };
+        // SAFETY: linked, hence live; locking left to right.
+        let nw = unsafe { n.write() };
+        if lw.len() + nw.len() <= limit {
+            self.merge_locked(w, lw, nw, v, g);
+        }
+    }
+
+    /// Moves every pair of `victim` into `left` (its left neighbour), unlinks `victim`,
+    /// removes its anchor, publishes, and retires the victim.
+    fn merge_locked(
+        &self,
+        w: &mut Writer,
+        mut left: WriteLeaf<'_>,
+        mut victim: WriteLeaf<'_>,
+        v: u64,
+        guard: &Guard,
+    ) {
+        let mut pairs = left.sorted_pairs();
+        pairs.extend(victim.sorted_pairs());
+        left.rebuild(&pairs);
+        victim.rebuild(&[]);
+        left.set_version(v);
+        victim.set_version(DEAD);
+        let vp = victim.ptr();
+        let lp = left.ptr();
+        let next = victim.hdr().next();
+        if let Some(n) = next {
+            // SAFETY: linked, hence live.
+            unsafe { n.hdr() }
+                .prev
+                .store(lp.as_raw(), Ordering::Release);
+        }
+        left.set_next(next);
+        let anchor: Box<[u8]> = victim.hdr().anchor().into();
+        w.shadow_mut().remove_anchor(&anchor, vp, lp, next);
+        self.leaves.fetch_sub(1, Ordering::Relaxed);
+        self.anchor_bytes.fetch_sub(anchor.len(), Ordering::Relaxed);
+        let change = Change::Remove {
+            anchor,
+            leaf: vp,
+            prev: lp,
+            next,
+        };
+        self.publish(w, v, change, guard);
+        drop(victim);
+        drop(left);
+        let pool = self.pool.clone();
+        guard.defer(move || {
+            // SAFETY: the victim was unlinked and dropped from the published table before
+            // this deferral; every thread that could still hold its address was pinned
+            // before it, so when this runs nobody can reach it. The shadow table still
+            // names it, but only compares its address.
+            unsafe { vp.free(&pool) };
+        });
+    }
+}

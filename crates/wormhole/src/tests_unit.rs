@@ -1,0 +1,324 @@
+//! Single-threaded differential tests against `BTreeMap`, with full structural validation.
+
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
+use std::collections::BTreeMap;
+use std::ops::{Bound, ControlFlow};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{Config, Wormhole};
+
+fn configs() -> Vec<Config> {
+    let base = Config {
+        leaf_capacity: 8,
+        ..Config::default()
+    };
+    vec![
+        base,
+        Config {
+            leaf_capacity: 16,
+            ..Config::default()
+        },
+        Config {
+            tag_matching: false,
+            inc_hashing: false,
+            sort_by_tag: false,
+            direct_pos: false,
+            ..base
+        },
+        Config {
+            direct_pos: false,
+            inc_hashing: false,
+            ..base
+        },
+    ]
+}
+
+fn collect(wh: &Wormhole, start: Bound<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    wh.scan(start, &mut |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        ControlFlow::Continue(())
+    });
+    out
+}
+
+/// Keys from a tiny alphabet with zero runs, so prefixes, anchors that are prefixes of each
+/// other, and keys differing only in trailing `0x00` are frequent.
+fn nasty_key(rng: &mut SmallRng) -> Vec<u8> {
+    let len = rng.random_range(0..6);
+    (0..len)
+        .map(|_| [0u8, 0, 1, 0xFF, b'a'][rng.random_range(0..5)])
+        .collect()
+}
+
+fn random_key(rng: &mut SmallRng) -> Vec<u8> {
+    if rng.random_bool(0.5) {
+        nasty_key(rng)
+    } else {
+        rng.random::<u16>().to_be_bytes()[..rng.random_range(1..3)].to_vec()
+    }
+}
+
+fn differential(cfg: Config, seed: u64, ops: usize) {
+    let wh = Wormhole::builder().config(cfg).build().unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for step in 0..ops {
+        let k = random_key(&mut rng);
+        match rng.random_range(0..10) {
+            0..=4 => {
+                let v = rng.random::<u32>().to_le_bytes()[..rng.random_range(0..5)].to_vec();
+                let new = wh.insert(&k, &v).unwrap();
+                assert_eq!(new, model.insert(k.clone(), v).is_none());
+            }
+            5..=6 => assert_eq!(wh.remove(&k), model.remove(&k).is_some()),
+            7 => assert_eq!(wh.get(&k), model.get(&k).cloned()),
+            8 => {
+                let got = collect(&wh, Bound::Excluded(&k));
+                let want: Vec<_> = model
+                    .range::<[u8], _>((Bound::Excluded(k.as_slice()), Bound::Unbounded))
+                    .map(|(a, b)| (a.clone(), b.clone()))
+                    .collect();
+                assert_eq!(got, want);
+            }
+            _ => {
+                let k2 = random_key(&mut rng);
+                let (a, b) = if k <= k2 { (k, k2) } else { (k2, k) };
+                let n = wh.remove_range(Bound::Included(&a), Bound::Excluded(&b));
+                let gone: Vec<_> = model
+                    .range::<[u8], _>((
+                        Bound::Included(a.as_slice()),
+                        Bound::Excluded(b.as_slice()),
+                    ))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                assert_eq!(n, gone.len());
+                for g in gone {
+                    model.remove(&g);
+                }
+            }
+        }
+        if step % 97 == 0 {
+            wh.debug_validate();
+        }
+    }
+    wh.debug_validate();
+    assert_eq!(
+        collect(&wh, Bound::Unbounded),
+        model.clone().into_iter().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        wh.first(),
+        model.first_key_value().map(|(a, b)| (a.clone(), b.clone()))
+    );
+    assert_eq!(
+        wh.last(),
+        model.last_key_value().map(|(a, b)| (a.clone(), b.clone()))
+    );
+    for (k, v) in &model {
+        assert_eq!(wh.get(k).as_ref(), Some(v));
+    }
+    // Drain everything: merges down to the head leaf.
+    let keys: Vec<_> = model.keys().cloned().collect();
+    for k in keys {
+        assert!(wh.remove(&k));
+    }
+    wh.debug_validate();
+    assert!(wh.is_empty());
+    assert_eq!(wh.first(), None);
+    assert_eq!(wh.last(), None);
+}
+
+#[test]
+fn differential_small_leaves() {
+    let ops = if cfg!(miri) { 300 } else { 20_000 };
+    for (i, cfg) in configs().into_iter().enumerate() {
+        differential(cfg, 7 + i as u64, ops);
+    }
+}
+
+#[test]
+fn trailing_zero_keys_split_without_fat_nodes() {
+    // The paper's fat-node case (§3.3, Fig 8): keys "1", "10", "100", ... all in one leaf.
+    let n = if cfg!(miri) { 40 } else { 600 };
+    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    for z in 0..n {
+        let mut k = vec![1u8];
+        k.extend(std::iter::repeat_n(0u8, z));
+        assert!(wh.insert(&k, &[z as u8]).unwrap());
+    }
+    // Also keys that are all zeros, and the empty key.
+    for z in 0..n / 2 {
+        assert!(wh.insert(&vec![0u8; z], b"z").unwrap());
+    }
+    wh.debug_validate();
+    assert!(wh.leaf_count() > n / 8, "leaves split: {}", wh.leaf_count());
+    for z in 0..n {
+        let mut k = vec![1u8];
+        k.extend(std::iter::repeat_n(0u8, z));
+        assert_eq!(wh.get(&k), Some(vec![z as u8]));
+    }
+    let all = collect(&wh, Bound::Unbounded);
+    assert_eq!(all.len(), n + n / 2);
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+}
+
+#[test]
+fn sequential_and_long_keys() {
+    let n: u32 = if cfg!(miri) { 200 } else { 20_000 };
+    let wh = Wormhole::new();
+    for i in 0..n {
+        let mut k = vec![b'x'; 300];
+        k.extend_from_slice(&i.to_be_bytes());
+        wh.insert(&k, &i.to_le_bytes()).unwrap();
+    }
+    wh.debug_validate();
+    for i in (0..n).step_by(7) {
+        let mut k = vec![b'x'; 300];
+        k.extend_from_slice(&i.to_be_bytes());
+        assert_eq!(wh.get(&k), Some(i.to_le_bytes().to_vec()));
+        k.push(0);
+        assert_eq!(wh.get(&k), None);
+    }
+    let mut it = wh.iter_from(Bound::Included(&[b'x'; 300][..]));
+    assert_eq!(it.next().unwrap().1, 0u32.to_le_bytes());
+    assert_eq!(wh.iter().count(), n as usize);
+}
+
+#[test]
+fn update_and_get_many() {
+    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let n = if cfg!(miri) { 50u64 } else { 5_000 };
+    for i in 0..n {
+        wh.update(&i.to_be_bytes(), |old| {
+            assert!(old.is_none());
+            Some(i.to_le_bytes().to_vec())
+        })
+        .unwrap();
+    }
+    for i in 0..n {
+        assert!(wh.update_in_place(&i.to_be_bytes(), |v| v[0] = v[0].wrapping_add(1)));
+        wh.update(&i.to_be_bytes(), |old| {
+            let mut v = old.unwrap().to_vec();
+            v.push(9);
+            Some(v)
+        })
+        .unwrap();
+    }
+    let keys: Vec<[u8; 8]> = (0..n + 10).map(|i| i.to_be_bytes()).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+    let mut seen = 0;
+    wh.get_many(&refs, &mut |i, v| {
+        assert_eq!(i, seen);
+        seen += 1;
+        if (i as u64) < n {
+            let mut want = (i as u64).to_le_bytes().to_vec();
+            want[0] = want[0].wrapping_add(1);
+            want.push(9);
+            assert_eq!(v, Some(want.as_slice()));
+        } else {
+            assert_eq!(v, None);
+        }
+    });
+    assert_eq!(seen, n as usize + 10);
+    // Delete through update.
+    for i in 0..n / 2 {
+        assert!(wh.update(&i.to_be_bytes(), |_| None).unwrap());
+    }
+    assert_eq!(wh.len(), (n - n / 2) as usize);
+    wh.debug_validate();
+    assert!(
+        wh.update(&[], |_| Some(vec![0; orrery_core::api::MAX_VALUE_LEN + 1]))
+            .is_err()
+    );
+    assert!(wh.get(&[]).is_none());
+}
+
+#[test]
+fn memory_usage_counts() {
+    let wh = Wormhole::new();
+    let empty = wh.memory_usage();
+    for i in 0..1000u32 {
+        wh.insert(&i.to_be_bytes(), &[0u8; 12]).unwrap();
+    }
+    let m = wh.memory_usage();
+    assert_eq!(m.key_value_bytes, 1000 * (8 + 4 + 12));
+    assert!(m.structure_bytes > empty.structure_bytes);
+}
+
+#[test]
+fn iterator_seek_matches_btreemap() {
+    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let mut model = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(99);
+    let n = if cfg!(miri) { 60 } else { 3000 };
+    for _ in 0..n {
+        let k = random_key(&mut rng);
+        wh.insert(&k, &k).unwrap();
+        model.insert(k.clone(), k);
+    }
+    let mut it = wh.iter();
+    for _ in 0..if cfg!(miri) { 10 } else { 300 } {
+        let k = random_key(&mut rng);
+        let (bound, want) = if rng.random_bool(0.5) {
+            (
+                Bound::Included(k.as_slice()),
+                model.range::<[u8], _>((Bound::Included(k.as_slice()), Bound::Unbounded)),
+            )
+        } else {
+            (
+                Bound::Excluded(k.as_slice()),
+                model.range::<[u8], _>((Bound::Excluded(k.as_slice()), Bound::Unbounded)),
+            )
+        };
+        it.seek(bound);
+        let take = rng.random_range(0..40);
+        let got: Vec<_> = it.by_ref().take(take).collect();
+        let want: Vec<_> = want
+            .take(take)
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .collect();
+        assert_eq!(got, want);
+        // Writing while an iterator is alive is allowed (it holds no lock).
+        let k2 = random_key(&mut rng);
+        wh.insert(&k2, &k2).unwrap();
+        model.insert(k2.clone(), k2);
+    }
+    it.seek(Bound::Unbounded);
+    assert_eq!(it.count(), model.len());
+    let p = [b'a'];
+    let mut got = Vec::new();
+    wh.scan_prefix(&p, &mut |k, _| {
+        got.push(k.to_vec());
+        ControlFlow::Continue(())
+    });
+    let want: Vec<_> = model
+        .keys()
+        .filter(|k| k.starts_with(&p))
+        .cloned()
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Regression: a caller that holds a guard of the shared epoch scheme while inserting (as a
+/// wrapper pinning around index calls would) used to wait forever in the second split for a
+/// grace period its own pin blocked.
+#[test]
+fn splits_while_caller_is_pinned() {
+    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let n = if cfg!(miri) { 40u32 } else { 2000 };
+    {
+        let _g = orrery_core::sync::pin();
+        for i in 0..n {
+            wh.insert(&i.to_be_bytes(), b"v").unwrap();
+        }
+        for i in 0..n / 2 {
+            assert!(wh.remove(&i.to_be_bytes()));
+        }
+    }
+    wh.debug_validate();
+    assert_eq!(wh.len(), (n - n / 2) as usize);
+}
