@@ -888,6 +888,12 @@ pub fn check_memory_usage<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failur
              stored: below the {floor} incompressible bytes they hold",
             full.total()
         );
+        ensure!(
+            full.total() > empty.total(),
+            "memory_usage().total() did not grow from {} (empty) to {} with {n} entries stored",
+            empty.total(),
+            full.total()
+        );
         let stored = n * (key_len + value_len);
         ensure!(
             full.total() < 64 * stored + (256 << 20),

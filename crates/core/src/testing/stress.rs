@@ -20,7 +20,9 @@
 //! A value is `key ++ writer ++ be32(version) ++ (version % 23) padding bytes`; readers
 //! check the key echo, the padding (no torn value), that the writer may write that key, and
 //! that the version was already announced by its writer (each writer publishes a version in
-//! an atomic before writing it), so a value no writer wrote or a mixed one is caught.
+//! an atomic before writing it), so a value no writer wrote or a mixed one is caught. (That
+//! last check relies on the index publishing values with release/acquire ordering, as any
+//! index handing data between threads does, or on x86's ordered stores.)
 //! Readers run `get`, `get_many`, `contains_key`, `len` (bounded by the stable count and the
 //! universe), and for ordered indexes scans from random bounds with random early stops,
 //! `scan_range`, `scan_prefix`, `first` (always the stable key 0) and `last`, asserting
