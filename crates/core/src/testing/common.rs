@@ -650,3 +650,23 @@ pub(crate) fn verify_all<I: KvIndex + ?Sized>(
     }
     Ok(())
 }
+
+/// `first()` and `last()` of `index` agree with the model's smallest and largest pairs.
+pub(crate) fn check_first_last<I: OrderedKvIndex + ?Sized>(index: &I, model: &Model) -> Check {
+    let (first, last) = (index.first(), index.last());
+    let wf = model.first_key_value().map(|(k, v)| (k.clone(), v.clone()));
+    let wl = model.last_key_value().map(|(k, v)| (k.clone(), v.clone()));
+    ensure!(
+        first == wf,
+        "first() = {}, expected {}",
+        show_pair(&first),
+        show_pair(&wf)
+    );
+    ensure!(
+        last == wl,
+        "last() = {}, expected {}",
+        show_pair(&last),
+        show_pair(&wl)
+    );
+    Ok(())
+}

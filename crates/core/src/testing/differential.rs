@@ -17,9 +17,9 @@ use rand::Rng;
 use rand::rngs::SmallRng;
 
 use super::common::{
-    Check, Failure, Model, Stop, View, check_absent, check_get_many_batch, check_present, collect,
-    compare_scan, ensure, model_range, ordered_view, point_view, run_seeded, show, show_bound,
-    show_pair, verify_all,
+    Check, Failure, Model, Stop, View, check_absent, check_first_last, check_get_many_batch,
+    check_present, collect, compare_scan, ensure, model_range, ordered_view, point_view,
+    run_seeded, show, show_bound, verify_all,
 };
 use super::rng::{KeyDist, derive, over_long_value, rng, sized};
 use crate::api::{Error, KvIndex, MAX_KEY_LEN, MAX_VALUE_LEN, OrderedKvIndex};
@@ -288,27 +288,7 @@ impl<I: KvIndex> Run<'_, I> {
             }
             _ => {
                 let o = ordered.expect("only for ordered indexes");
-                let (first, last) = (o.first(), o.last());
-                let wf = self
-                    .model
-                    .first_key_value()
-                    .map(|(k, v)| (k.clone(), v.clone()));
-                let wl = self
-                    .model
-                    .last_key_value()
-                    .map(|(k, v)| (k.clone(), v.clone()));
-                ensure!(
-                    first == wf,
-                    "first() = {}, expected {}",
-                    show_pair(&first),
-                    show_pair(&wf)
-                );
-                ensure!(
-                    last == wl,
-                    "last() = {}, expected {}",
-                    show_pair(&last),
-                    show_pair(&wl)
-                );
+                check_first_last(o, &self.model)?;
             }
         }
         Ok(())

@@ -25,8 +25,8 @@ use std::ops::{Bound, ControlFlow};
 use arbitrary::{Arbitrary, Unstructured};
 
 use super::common::{
-    Check, Model, Stop, check_absent, check_get_many_batch, check_present, collect, compare_scan,
-    ensure, model_range, show, show_bound, show_pair, verify_point,
+    Check, Model, Stop, check_absent, check_first_last, check_get_many_batch, check_present,
+    collect, compare_scan, ensure, model_range, show, show_bound, verify_point,
 };
 use super::rng::over_long_value;
 use crate::api::{
@@ -393,24 +393,7 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
                     .take(l),
             )
         }
-        Op::FirstLast => {
-            let (first, last) = (index.first(), index.last());
-            let wf = model.first_key_value().map(|(k, v)| (k.clone(), v.clone()));
-            let wl = model.last_key_value().map(|(k, v)| (k.clone(), v.clone()));
-            ensure!(
-                first == wf,
-                "first() = {}, expected {}",
-                show_pair(&first),
-                show_pair(&wf)
-            );
-            ensure!(
-                last == wl,
-                "last() = {}, expected {}",
-                show_pair(&last),
-                show_pair(&wl)
-            );
-            Ok(())
-        }
+        Op::FirstLast => check_first_last(index, model),
         _ => Ok(()),
     }
 }
