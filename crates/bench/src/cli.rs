@@ -50,6 +50,10 @@ fn count(s: &str) -> Result<u64, String> {
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Do not re-execute with huge-page malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1);
+    /// by default every index, peers included, gets THP-backed malloc memory.
+    #[arg(long, global = true)]
+    no_huge_malloc: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -82,9 +86,9 @@ struct RunArgs {
     /// Datasets, comma-separated [default: rand-8].
     #[arg(long, value_delimiter = ',')]
     dataset: Vec<String>,
-    /// Keys to load [default: 1M].
-    #[arg(long, value_parser = count)]
-    keys: Option<u64>,
+    /// Keys to load, comma-separated for a sweep (each count runs the whole matrix) [default: 1M].
+    #[arg(long, value_parser = count, value_delimiter = ',')]
+    keys: Vec<u64>,
     /// Workloads, comma-separated [default: c].
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
@@ -303,7 +307,12 @@ fn run(a: RunArgs) -> Result<(), String> {
                         .into(),
                 );
             }
-            let keys = a.keys.unwrap_or(1_000_000);
+            let keys = if a.keys.is_empty() {
+                vec![1_000_000]
+            } else {
+                a.keys.clone()
+            };
+            let smallest = keys.iter().copied().min().unwrap_or(1);
             let m = Matrix {
                 indexes: a.index.clone(),
                 datasets: or(a.dataset.clone(), "rand-8"),
@@ -320,7 +329,7 @@ fn run(a: RunArgs) -> Result<(), String> {
                 dist: a.dist.as_deref().map(Dist::parse).transpose()?,
                 value_size: 8,
                 repeat: 1,
-                ops: keys.min(1_000_000),
+                ops: smallest.min(1_000_000),
                 warmup: None,
                 sample_every: 64,
                 get_many_batch: 16,
@@ -335,13 +344,13 @@ fn run(a: RunArgs) -> Result<(), String> {
     let plans = matrices
         .into_iter()
         .map(|mut m| {
-            if let Some(k) = a.keys {
-                m.keys = k;
+            if !a.keys.is_empty() {
+                m.keys = a.keys.clone();
             }
             if let Some(o) = a.ops {
                 m.ops = o;
-            } else if a.keys.is_some() && a.suite.is_some() {
-                m.ops = m.ops.min(m.keys.max(1));
+            } else if !a.keys.is_empty() && a.suite.is_some() {
+                m.ops = m.ops.min(m.keys.iter().copied().min().unwrap_or(1).max(1));
             }
             if let Some(v) = a.value_size {
                 m.value_size = v;
@@ -381,6 +390,7 @@ fn run(a: RunArgs) -> Result<(), String> {
     if let Some(m) = &machine {
         println!("{}", m.describe());
     }
+    println!("malloc:  {}", machine::malloc::describe());
     for p in &plans {
         for s in p.skipped() {
             println!("skipped: {s}");
@@ -395,6 +405,9 @@ fn run(a: RunArgs) -> Result<(), String> {
             &progress,
             &mut |r| {
                 println!("{}", table::row(&r));
+                if let Some(l) = table::split_line(&r) {
+                    println!("{l}");
+                }
                 let _ = out.flush();
                 latency = r.latency.clone();
                 if let Some(s) = &sink {

@@ -24,7 +24,7 @@ use indicatif::ProgressBar;
 use crate::datasets::KeySet;
 use crate::dist::Dist;
 use crate::metrics::{cpu, latency};
-use crate::registry::AnyIndex;
+use crate::registry::{AnyIndex, Probe};
 use crate::workloads::{self, Kind, Op, StreamSpec, Workload};
 
 /// Operations between two clock reads.
@@ -62,6 +62,97 @@ pub(crate) struct Phase {
     pub(crate) probes: u64,
     /// `(operations, CPU seconds)` of each thread.
     pub(crate) per_thread: Vec<(u64, f64)>,
+    /// Throughput split by the index's probe (indexes with a probe only).
+    pub(crate) split: Option<Split>,
+}
+
+/// Throughput while the index's probe reported a restructuring (an expansion) vs while it
+/// did not, from each thread's time series of batches.
+///
+/// Every thread samples the probe at each batch boundary (every [`BATCH`] operations) and
+/// records (instant, operations done, probe). A batch counts as *expanding* when the probe
+/// said so at both its ends, as *steady* when it said no at both ends, and is left out
+/// otherwise (an expansion began or ended inside it). Per class, each thread's operations
+/// over its time in that class is a rate, and the rates of the threads are summed (they
+/// run at the same time), as for the phase's own throughput.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Split {
+    /// Mops/s over steady batches (None if there were none).
+    pub(crate) steady_mops: Option<f64>,
+    /// Mops/s over expanding batches (None if there were none).
+    pub(crate) expanding_mops: Option<f64>,
+    /// Share of the classified time spent expanding.
+    pub(crate) expanding_share: f64,
+    /// Time series over the phase: `[start second, Mops/s, share of batches expanding]` per
+    /// window (about 100 windows).
+    pub(crate) series: Vec<[f64; 3]>,
+}
+
+/// One sample of a thread's time series: (instant, operations done, probe said "expanding").
+type Tick = (Instant, u64, bool);
+
+/// Computes the [`Split`] of the threads' time series.
+fn split(ticks: &[Vec<Tick>], start: Instant, end: Instant) -> Split {
+    let (mut steady, mut expanding) = (0.0, 0.0);
+    let (mut steady_secs, mut expanding_secs) = (0.0, 0.0);
+    let (mut any_steady, mut any_expanding) = (false, false);
+    let span = end.duration_since(start).as_secs_f64().max(1e-9);
+    const WINDOWS: usize = 100;
+    let width = span / WINDOWS as f64;
+    let mut win_ops = [0u64; WINDOWS];
+    let mut win_batches = [0u64; WINDOWS];
+    let mut win_expanding = [0u64; WINDOWS];
+    for t in ticks {
+        let (mut s_ops, mut s_secs, mut e_ops, mut e_secs) = (0u64, 0.0, 0u64, 0.0);
+        for w in t.windows(2) {
+            let ((t0, o0, e0), (t1, o1, e1)) = (w[0], w[1]);
+            let dt = t1.duration_since(t0).as_secs_f64();
+            let ops = o1 - o0;
+            match (e0, e1) {
+                (false, false) => (s_ops, s_secs) = (s_ops + ops, s_secs + dt),
+                (true, true) => (e_ops, e_secs) = (e_ops + ops, e_secs + dt),
+                _ => {}
+            }
+            let at = t1.duration_since(start).as_secs_f64();
+            let i = ((at / width) as usize).min(WINDOWS - 1);
+            win_ops[i] += ops;
+            win_batches[i] += 1;
+            win_expanding[i] += u64::from(e0 && e1);
+        }
+        if s_secs > 0.0 {
+            steady += s_ops as f64 / s_secs / 1e6;
+            any_steady = true;
+        }
+        if e_secs > 0.0 {
+            expanding += e_ops as f64 / e_secs / 1e6;
+            any_expanding = true;
+        }
+        steady_secs += s_secs;
+        expanding_secs += e_secs;
+    }
+    let series = (0..WINDOWS)
+        .map(|i| {
+            [
+                i as f64 * width,
+                win_ops[i] as f64 / width / 1e6,
+                if win_batches[i] == 0 {
+                    0.0
+                } else {
+                    win_expanding[i] as f64 / win_batches[i] as f64
+                },
+            ]
+        })
+        .collect();
+    Split {
+        steady_mops: any_steady.then_some(steady),
+        expanding_mops: any_expanding.then_some(expanding),
+        expanding_share: if steady_secs + expanding_secs > 0.0 {
+            expanding_secs / (steady_secs + expanding_secs)
+        } else {
+            0.0
+        },
+        series,
+    }
 }
 
 impl Phase {
@@ -106,6 +197,7 @@ struct WorkerOut {
     probes: u64,
     digest: u64,
     error: Option<String>,
+    ticks: Vec<Tick>,
 }
 
 /// Runs `threads` workers of `f`, inline when there is one.
@@ -250,9 +342,11 @@ pub(crate) struct PhaseSpec {
     pub(crate) seed: u64,
 }
 
-/// Runs a phase over `index`, whose keys `0..n` are loaded (none for `load`).
+/// Runs a phase over `index`, whose keys `0..n` are loaded (none for `load`); with a
+/// `probe`, each thread also records the time series that [`Split`] summarises.
 pub(crate) fn run(
     index: &AnyIndex,
+    probe: Option<&Probe>,
     keys: &KeySet,
     p: &PhaseSpec,
     knobs: &Knobs,
@@ -324,6 +418,11 @@ pub(crate) fn run(
             .max_secs
             .map(|s| start + std::time::Duration::from_secs_f64(s));
         let mut done = 0u64;
+        let mut ticks = Vec::new();
+        if let Some(p) = probe {
+            ticks.reserve(stream.len() / BATCH + 2);
+            ticks.push((start, 0, p()));
+        }
         'outer: for chunk in stream.chunks(BATCH) {
             if error.is_some() {
                 break;
@@ -355,6 +454,10 @@ pub(crate) fn run(
                 }
             }
             done += chunk.len() as u64;
+            if let Some(p) = probe {
+                let e = p();
+                ticks.push((Instant::now(), done, e));
+            }
             bar.inc(chunk.len() as u64);
             if let Some(d) = deadline {
                 if Instant::now() >= d {
@@ -373,6 +476,7 @@ pub(crate) fn run(
             probes: w.probes,
             digest: w.digest,
             error,
+            ticks,
         }
     });
     if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
@@ -396,5 +500,9 @@ pub(crate) fn run(
         found: outs.iter().map(|o| o.found).sum(),
         probes: outs.iter().map(|o| o.probes).sum(),
         per_thread: outs.iter().map(|o| (o.ops, o.cpu_secs)).collect(),
+        split: probe.map(|_| {
+            let ticks: Vec<Vec<Tick>> = outs.iter().map(|o| o.ticks.clone()).collect();
+            split(&ticks, start, end)
+        }),
     })
 }

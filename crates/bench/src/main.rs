@@ -37,5 +37,7 @@ use std::process::ExitCode;
 static ALLOC: metrics::alloc_count::CountingAlloc = metrics::alloc_count::CountingAlloc;
 
 fn main() -> ExitCode {
+    // Every index gets THP-backed malloc memory, as in the papers' setups (machine::malloc).
+    machine::malloc::reexec_if_needed();
     cli::main(std::env::args_os())
 }

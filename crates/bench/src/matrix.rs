@@ -22,7 +22,7 @@ use crate::metrics::{alloc_count, latency, rss};
 use crate::output::Record;
 use crate::output::record::{git_rev, loadavg};
 use crate::progress::Progress;
-use crate::registry::{self, AnyIndex, Caps, Resolved};
+use crate::registry::{self, AnyIndex, Caps, Probe, Resolved};
 use crate::workloads::Workload;
 
 /// Everything one matrix needs.
@@ -32,8 +32,8 @@ pub(crate) struct Matrix {
     pub(crate) indexes: Vec<String>,
     /// Dataset names.
     pub(crate) datasets: Vec<String>,
-    /// Loaded keys.
-    pub(crate) keys: u64,
+    /// Loaded key counts: the matrix runs once per count (a sweep), smallest first as given.
+    pub(crate) keys: Vec<u64>,
     /// Workloads.
     pub(crate) workloads: Vec<Workload>,
     /// Thread counts.
@@ -117,8 +117,11 @@ impl Plan {
         if m.threads.is_empty() || m.threads.iter().any(|&t| t == 0 || t > 1024) {
             return Err("thread counts must be between 1 and 1024".into());
         }
-        if m.keys == 0 || m.keys >= 1 << 40 {
-            return Err(format!("--keys must be between 1 and 2^40, got {}", m.keys));
+        if m.keys.is_empty() {
+            return Err("need at least one key count".into());
+        }
+        if let Some(k) = m.keys.iter().find(|&&k| k == 0 || k >= 1 << 40) {
+            return Err(format!("--keys must be between 1 and 2^40, got {k}"));
         }
         if m.ops == 0 || m.ops >= 1 << 40 {
             return Err(format!("--ops must be between 1 and 2^40, got {}", m.ops));
@@ -193,7 +196,13 @@ impl Plan {
         self.m.warmup.unwrap_or((self.m.ops / 10).min(1_000_000))
     }
 
-    /// Runs the plan, handing each result to `emit` as soon as it is final.
+    /// The loaded key count of a single-count plan (see [`Plan::run`]).
+    fn n(&self) -> u64 {
+        self.m.keys[0]
+    }
+
+    /// Runs the plan, handing each result to `emit` as soon as it is final: the whole
+    /// matrix once per key count, in the order given.
     pub(crate) fn run(
         &self,
         machine: Option<&Machine>,
@@ -201,7 +210,31 @@ impl Plan {
         progress: &Progress,
         emit: &mut dyn FnMut(Record) -> Result<(), String>,
     ) -> Result<(), String> {
+        for &k in &self.m.keys {
+            let one = Plan {
+                m: Matrix {
+                    keys: vec![k],
+                    ..self.m.clone()
+                },
+                indexes: self.indexes.clone(),
+                datasets: self.datasets.clone(),
+                skipped: Vec::new(),
+            };
+            one.run_one(machine, suite, progress, emit)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a plan of one key count.
+    fn run_one(
+        &self,
+        machine: Option<&Machine>,
+        suite: Option<&str>,
+        progress: &Progress,
+        emit: &mut dyn FnMut(Record) -> Result<(), String>,
+    ) -> Result<(), String> {
         let m = &self.m;
+        let n = self.n();
         let rev = git_rev();
         let timer_ns = latency::timer_overhead_ns();
         let latency_label = format!(
@@ -225,7 +258,7 @@ impl Plan {
             };
             // Key pool: 0..N loaded, N..2N absent (lookup-neg), then fresh keys for inserts.
             let neg = m.workloads.contains(&Workload::LookupNeg);
-            let fresh_start = m.keys + if neg { m.keys } else { 0 };
+            let fresh_start = n + if neg { n } else { 0 };
             let inserts_needed = self
                 .indexes
                 .iter()
@@ -247,7 +280,7 @@ impl Plan {
             if self.indexes.iter().all(|r| cells_of(r).is_empty()) {
                 continue;
             }
-            let keys = spec.generate(total as usize, m.keys as usize, m.seed, progress)?;
+            let keys = spec.generate(total as usize, n as usize, m.seed, progress)?;
             for r in &self.indexes {
                 let cells = cells_of(r);
                 if cells.is_empty() {
@@ -336,7 +369,7 @@ impl Plan {
             dist: m.dist.unwrap_or_else(|| w.default_dist()),
             threads,
             ops: m.ops,
-            n: m.keys,
+            n: self.n(),
             insert_base,
             seed: m.seed.wrapping_add(rep as u64 * 0x9E37_79B9),
         }
@@ -350,13 +383,13 @@ impl Plan {
         threads: usize,
         progress: &Progress,
         label: &str,
-    ) -> Result<(AnyIndex, Phase, Load), String> {
+    ) -> Result<(Loaded, Phase, Load), String> {
         let m = &self.m;
         rss::trim_heap();
         let alloc0 = alloc_count::live_bytes();
         let rss0 = rss::resident_bytes();
-        let index = r.make();
-        let bar = progress.bar(m.keys, label);
+        let (index, probe) = r.make_probed();
+        let bar = progress.bar(self.n(), label);
         // A load always completes: no time limit.
         let knobs = Knobs {
             max_secs: None,
@@ -366,22 +399,23 @@ impl Plan {
             workload: Workload::Load,
             dist: Dist::Uniform,
             threads,
-            ops: m.keys,
-            n: m.keys,
+            ops: self.n(),
+            n: self.n(),
             insert_base: 0,
             seed: m.seed,
         };
-        let phase = exec::run(&index, keys, &ps, &knobs, &bar)
+        let phase = exec::run(&index, probe.as_ref(), keys, &ps, &knobs, &bar)
             .map_err(|e| format!("{}: loading failed: {e}", r.name))?;
         bar.finish_and_clear();
         let alloc1 = alloc_count::live_bytes();
         let rss1 = rss::resident_bytes();
-        let n = m.keys as f64;
+        let n = self.n() as f64;
         let len = index.len();
-        if len as u64 != m.keys {
+        if len as u64 != self.n() {
             return Err(format!(
                 "{}: after loading {} distinct keys the index reports len() = {len}",
-                r.name, m.keys
+                r.name,
+                self.n()
             ));
         }
         let mem = r
@@ -395,7 +429,7 @@ impl Plan {
             rss_bpk: rss0.zip(rss1).map(|(a, b)| (b as f64 - a as f64) / n),
             mem_bpk: mem,
         };
-        Ok((index, phase, load))
+        Ok((Loaded { index, probe }, phase, load))
     }
 
     fn knobs(&self) -> Knobs {
@@ -412,7 +446,7 @@ impl Plan {
     fn phase(
         &self,
         caps: Caps,
-        index: &AnyIndex,
+        index: &Loaded,
         keys: &KeySet,
         ps: &PhaseSpec,
         progress: &Progress,
@@ -420,9 +454,16 @@ impl Plan {
     ) -> Result<Phase, String> {
         let m = &self.m;
         let (w, threads) = (ps.workload, ps.threads);
-        let per = w.ops_per_thread(m.keys, m.ops, threads as u64);
+        let per = w.ops_per_thread(self.n(), m.ops, threads as u64);
         let bar = progress.bar(per * threads as u64, &format!("{tag} {w} x{threads}"));
-        let phase = exec::run(index, keys, ps, &self.knobs(), &bar)?;
+        let phase = exec::run(
+            &index.index,
+            index.probe.as_ref(),
+            keys,
+            ps,
+            &self.knobs(),
+            &bar,
+        )?;
         bar.finish_and_clear();
         let expect_all = !matches!(w, Workload::LookupNeg);
         if expect_all && phase.found != phase.probes && !caps.atomic_upsert && threads > 1 {
@@ -479,7 +520,7 @@ impl Plan {
         Record {
             index: r.name.clone(),
             dataset: dataset.to_string(),
-            keys: m.keys,
+            keys: self.n(),
             value_size: m.value_size,
             workload: w.to_string(),
             dist: if w == Workload::Load {
@@ -511,12 +552,20 @@ impl Plan {
             loadavg: loadavg(),
             git_rev: rev.to_string(),
             machine: machine.map_or(serde_json::Value::Null, |mc| mc.summary_json()),
+            malloc: Some(crate::machine::malloc::describe()),
+            split: med.phase.split.clone(),
             suite: suite.map(str::to_string),
             unix_time: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         }
     }
+}
+
+/// A loaded index and its probe, if it has one.
+struct Loaded {
+    index: AnyIndex,
+    probe: Option<Probe>,
 }
 
 /// A load's measurements.

@@ -14,6 +14,7 @@
 //! (`peers/`). `slb:<name>` resolves `<name>` first, then wraps it with the SLB.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use orrery::api::ScanVisitor;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
@@ -156,11 +157,18 @@ impl AnyIndex {
     }
 }
 
+/// A probe of an index's internal state, sampled by the harness during a phase: returns
+/// whether the index is restructuring itself right now (for Mercury: whether an expansion
+/// is in progress). Phases of indexes with a probe report throughput split by it.
+pub(crate) type Probe = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// How an entry builds its index.
 #[derive(Clone, Copy)]
 enum Maker {
     Ordered(fn() -> Box<dyn OrderedKvIndex>),
     Point(fn() -> Box<dyn KvIndex>),
+    /// A point index with a [`Probe`].
+    PointProbed(fn() -> (Box<dyn KvIndex>, Probe)),
 }
 
 /// One registered index.
@@ -215,6 +223,33 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// A point-only index with a [`Probe`].
+    fn point_probed(
+        name: &'static str,
+        about: &'static str,
+        caps: Caps,
+        make: fn() -> (Box<dyn KvIndex>, Probe),
+    ) -> Entry {
+        Entry {
+            name,
+            about,
+            caps: Caps {
+                ordered: false,
+                ..caps
+            },
+            make: Maker::PointProbed(make),
+        }
+    }
+}
+
+/// A Mercury table shared with its probe (expansion in progress?).
+fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
+    let m = Arc::new(m);
+    let probe = Arc::clone(&m);
+    (Box::new(m), Arc::new(move || probe.buckets().1.is_some()))
+}
+
 /// Every registered index, in listing order.
 pub(crate) fn entries() -> Vec<Entry> {
     use peers::{btree, congee, hash, scc, skiplist};
@@ -251,18 +286,18 @@ pub(crate) fn entries() -> Vec<Entry> {
             Caps::CONCURRENT,
             || Box::new(wormhole_with(true, true, true, false)),
         ),
-        Entry::point(
+        Entry::point_probed(
             "mercury",
             "Mercury chained hash (cooperative expansion)",
             Caps::CONCURRENT,
-            || Box::new(orrery::mercury::Mercury::new()),
+            || mercury_probed(orrery::mercury::Mercury::new()),
         ),
-        Entry::point(
+        Entry::point_probed(
             "mercury-dedicated",
             "Mercury with the paper's dedicated expand-thread",
             Caps::CONCURRENT,
             || {
-                Box::new(
+                mercury_probed(
                     orrery::mercury::Mercury::with_config(orrery::mercury::Config {
                         expansion: orrery::mercury::Expansion::Dedicated,
                         ..Default::default()
@@ -276,6 +311,21 @@ pub(crate) fn entries() -> Vec<Entry> {
             "Mercury nodes behind memcached-like striped mutexes (bench-only variant)",
             Caps::CONCURRENT,
             || Box::new(orrery::mercury::variants::StripedMercury::new()),
+        ),
+        Entry::point(
+            "mercury-nolock",
+            "Mercury without any synchronization, the paper's upper bound (bench-only, 1 thread)",
+            Caps {
+                concurrent: false,
+                ..Caps::CONCURRENT
+            },
+            || {
+                // SAFETY: `concurrent: false` makes the harness use this index from the one
+                // thread that built it (single-thread phases run on the calling thread, loads
+                // of a non-concurrent index use one thread), so no call ever runs
+                // concurrently with a write, which is `NoLockMercury::new`'s contract.
+                Box::new(unsafe { orrery::mercury::variants::NoLockMercury::new() })
+            },
         ),
         Entry::ordered(
             "btreemap",
@@ -363,12 +413,23 @@ pub(crate) struct Resolved {
 
 impl Resolved {
     /// A fresh, empty index.
+    #[cfg(test)]
     pub(crate) fn make(&self) -> AnyIndex {
-        let index = match self.inner.make {
-            Maker::Ordered(f) => AnyIndex::Ordered(f()),
-            Maker::Point(f) => AnyIndex::Point(f()),
+        self.make_probed().0
+    }
+
+    /// A fresh, empty index and its probe, if it has one (an SLB in front keeps the inner
+    /// index's probe).
+    pub(crate) fn make_probed(&self) -> (AnyIndex, Option<Probe>) {
+        let (index, probe) = match self.inner.make {
+            Maker::Ordered(f) => (AnyIndex::Ordered(f()), None),
+            Maker::Point(f) => (AnyIndex::Point(f()), None),
+            Maker::PointProbed(f) => {
+                let (i, p) = f();
+                (AnyIndex::Point(i), Some(p))
+            }
         };
-        (0..self.slb_layers).fold(index, |i, _| slb::wrap(i))
+        ((0..self.slb_layers).fold(index, |i, _| slb::wrap(i)), probe)
     }
 }
 
@@ -430,6 +491,20 @@ mod tests {
                 e.name
             );
         }
+    }
+
+    /// Mercury's probe sees an expansion while inserts run and none once it finished.
+    #[test]
+    fn mercury_probe_sees_expansions() {
+        let (index, probe) = resolve("mercury").unwrap().make_probed();
+        let probe = probe.expect("mercury has a probe");
+        let mut seen = false;
+        for i in 0..20_000u64 {
+            index.insert(&i.to_be_bytes(), b"v").unwrap();
+            seen |= probe();
+        }
+        assert!(seen, "20K inserts into a 1024-bucket table expand it");
+        assert!(resolve("dashmap").unwrap().make_probed().1.is_none());
     }
 
     #[test]

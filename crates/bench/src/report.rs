@@ -476,6 +476,12 @@ fn machine_section(md: &mut String, recs: &[&Record]) {
             g("mlp_best_ns")
         );
     }
+    let mut mallocs: Vec<&str> = recs.iter().filter_map(|r| r.malloc.as_deref()).collect();
+    mallocs.sort();
+    mallocs.dedup();
+    if !mallocs.is_empty() {
+        let _ = writeln!(md, "**Malloc:** {}.\n", mallocs.join("; "));
+    }
     let _ = writeln!(md, "**Revisions:** {}.", revs.join(", "));
     if !loads.is_empty() {
         let min = loads.iter().cloned().fold(f64::MAX, f64::min);

@@ -44,12 +44,20 @@ impl Count {
     }
 }
 
+/// One key count or a sweep of them (`keys = "10M"` or `keys = ["1M", "2M", "4M"]`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Keys {
+    One(Count),
+    Sweep(Vec<Count>),
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MatrixDef {
     index: Vec<String>,
     dataset: Vec<String>,
-    keys: Count,
+    keys: Keys,
     workload: Vec<String>,
     threads: Vec<usize>,
     ops: Option<Count>,
@@ -91,7 +99,11 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Vec<Suite>, String> {
 }
 
 fn matrix(m: MatrixDef) -> Result<Matrix, String> {
-    let keys = m.keys.get()?;
+    let keys = match &m.keys {
+        Keys::One(c) => vec![c.get()?],
+        Keys::Sweep(v) => v.iter().map(Count::get).collect::<Result<Vec<_>, _>>()?,
+    };
+    let smallest = keys.iter().copied().min().unwrap_or(1);
     Ok(Matrix {
         indexes: m.index,
         datasets: m.dataset,
@@ -109,7 +121,7 @@ fn matrix(m: MatrixDef) -> Result<Matrix, String> {
             .ops
             .map(|c| c.get())
             .transpose()?
-            .unwrap_or(keys.min(1_000_000)),
+            .unwrap_or(smallest.min(1_000_000)),
         warmup: m.warmup.map(|c| c.get()).transpose()?,
         sample_every: 64,
         get_many_batch: 16,

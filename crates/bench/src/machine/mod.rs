@@ -17,6 +17,7 @@
 //! while the CPU model, core count, memory size and kernel are the same; every report
 //! prints it, and `dram_rt_per_op` divides per-thread ns/op by the 4 KiB-page latency.
 
+pub(crate) mod malloc;
 mod region;
 
 use serde::{Deserialize, Serialize};

@@ -69,6 +69,13 @@ pub(crate) struct Record {
     pub(crate) git_rev: String,
     /// Machine facts.
     pub(crate) machine: serde_json::Value,
+    /// Throughput while the index was expanding vs steady (indexes with a probe; see
+    /// `exec::Split`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) split: Option<crate::exec::Split>,
+    /// The global allocator's page backing (`machine::malloc`); absent in older results.
+    #[serde(default)]
+    pub(crate) malloc: Option<String>,
     /// Suite the result belongs to, if any.
     pub(crate) suite: Option<String>,
     /// Unix time of the result.

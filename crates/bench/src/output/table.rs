@@ -103,3 +103,20 @@ pub(crate) fn legend(latency: &str, lat_4k_ns: Option<f64>) -> String {
         lat_4k_ns.map_or(String::new(), |l| format!(" ({l:.0} ns, 4 KiB pages)"))
     )
 }
+
+/// The expansion split of a result (indexes with a probe), as one indented line.
+pub(crate) fn split_line(r: &Record) -> Option<String> {
+    let s = r.split.as_ref()?;
+    let f = |v: Option<f64>| v.map_or("n/a".into(), |x| format!("{x:.3}"));
+    let ratio = s
+        .steady_mops
+        .zip(s.expanding_mops)
+        .map_or("n/a".into(), |(a, b)| format!("{:.2}", b / a));
+    Some(format!(
+        "    {} while expanding: {} Mops/s vs steady {} Mops/s (ratio {ratio}; expanding {:.0}% of the time)",
+        r.index,
+        f(s.expanding_mops),
+        f(s.steady_mops),
+        100.0 * s.expanding_share
+    ))
+}
