@@ -12,6 +12,7 @@
 //! | `lookup` / `lookup-neg` | positive / negative lookups | Wormhole §4.1 |
 //! | `scan100` | scans of 100 keys from a random existing key | Wormhole Fig. 18 |
 //! | `mix-5` `mix-50` `mix-95` | that % inserts of new keys, the rest lookups | Wormhole Fig. 17 |
+//! | `put-5` `put-50` `put-95` | that % PUTs (updates of loaded keys), the rest GETs | Mercury Fig. 5 |
 //! | `delete` | removals of distinct loaded keys | |
 //! | `get-many` | lookups in batches through `get_many` | Orrery |
 //!
@@ -47,6 +48,8 @@ pub(crate) enum Workload {
     Scan100,
     /// Insert percentage, rest lookups.
     Mix(u8),
+    /// Update (PUT) percentage, rest lookups.
+    Put(u8),
     /// Removals.
     Delete,
     /// Batched lookups.
@@ -68,6 +71,9 @@ pub(crate) const NAMES: &[&str] = &[
     "mix-5",
     "mix-50",
     "mix-95",
+    "put-5",
+    "put-50",
+    "put-95",
     "delete",
     "get-many",
 ];
@@ -85,6 +91,9 @@ impl Workload {
             "mix-5" => Workload::Mix(5),
             "mix-50" => Workload::Mix(50),
             "mix-95" => Workload::Mix(95),
+            "put-5" => Workload::Put(5),
+            "put-50" => Workload::Put(50),
+            "put-95" => Workload::Put(95),
             "delete" => Workload::Delete,
             "get-many" => Workload::GetMany,
             _ => {
@@ -112,6 +121,9 @@ impl Workload {
             Workload::Mix(5) => "5% inserts, 95% lookups",
             Workload::Mix(50) => "50% inserts, 50% lookups",
             Workload::Mix(_) => "95% inserts, 5% lookups",
+            Workload::Put(5) => "5% PUTs (updates of loaded keys), 95% GETs (= YCSB-B)",
+            Workload::Put(50) => "50% PUTs, 50% GETs (= YCSB-A)",
+            Workload::Put(_) => "95% PUTs (updates of loaded keys), 5% GETs",
             Workload::Delete => "removals of distinct loaded keys",
             Workload::GetMany => "lookups in batches via get_many",
         }
@@ -185,6 +197,7 @@ impl fmt::Display for Workload {
             Workload::LookupNeg => f.write_str("lookup-neg"),
             Workload::Scan100 => f.write_str("scan100"),
             Workload::Mix(p) => write!(f, "mix-{p}"),
+            Workload::Put(p) => write!(f, "put-{p}"),
             Workload::Delete => f.write_str("delete"),
             Workload::GetMany => f.write_str("get-many"),
         }
@@ -343,6 +356,7 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
         let op = match w {
             Workload::Ycsb('a') if rng.below(2) == 0 => Op::new(Kind::Update, 0, key),
             Workload::Ycsb('b') if rng.below(100) < 5 => Op::new(Kind::Update, 0, key),
+            Workload::Put(p) if rng.below(100) < u64::from(p) => Op::new(Kind::Update, 0, key),
             Workload::Ycsb('e') => Op::new(Kind::Scan, rng.range_incl(1, 100) as u8, key),
             Workload::Ycsb('f') if rng.below(2) == 0 => Op::new(Kind::Rmw, 0, key),
             Workload::Scan100 => Op::new(Kind::Scan, 100, key),
@@ -407,6 +421,9 @@ mod tests {
         );
         let c = mix(&stream(&spec("f", Dist::Uniform, 0)));
         assert!((9000..11000).contains(&c[Kind::Rmw as usize]), "{c:?}");
+        let c = mix(&stream(&spec("put-95", Dist::Zipf(0.99), 0)));
+        assert!((18_500..19_500).contains(&c[Kind::Update as usize]), "{c:?}");
+        assert_eq!(c[Kind::Insert as usize], 0);
         let c = mix(&stream(&spec("mix-95", Dist::Uniform, 0)));
         assert_eq!(c[Kind::Insert as usize], 19_000);
     }
