@@ -56,7 +56,14 @@ use crate::table::Table;
 use orrery_core::sync::{Backoff, Guard, pin};
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
-const HELP_EVERY: isize = 4;
+///
+/// With runs of 64 buckets, 16 spreads the migration of N buckets over about N/4 inserts
+/// (the successor needs 0.75N more before it must grow itself). It was 4 (N/16 inserts):
+/// measured with `orrery-bench`'s split of throughput while expanding (4M keys loaded into
+/// an empty table, `docs/results/mercury.md`), 16 lifted the insert throughput while an
+/// expansion runs from 0.16x to 0.37x of steady state on one thread (0.53x to 0.57x on
+/// two), and the whole load from 2.5 to 2.6 M inserts per CPU-second.
+const HELP_EVERY: isize = 16;
 
 /// How often (in inserts of one stripe) the striped total is compared with the threshold:
 /// every insert for tables up to 1 Ki buckets, then every `len / 1 Ki` inserts, at most every
