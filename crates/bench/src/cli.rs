@@ -497,6 +497,62 @@ mod tests {
         assert_ne!(code(&["run", "--keys"]), ExitCode::SUCCESS);
     }
 
+    /// A key-count sweep through the command line: one result per count, Mercury's loads
+    /// carry the expansion split, and the report draws the sweep and the split.
+    #[test]
+    fn sweep_and_expansion_split() {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("r.jsonl");
+        let status = code(&[
+            "run",
+            "--index",
+            "mercury,dashmap",
+            "--keys",
+            "20K,40K,60K",
+            "--ops",
+            "5000",
+            "--workload",
+            "load,put-50",
+            "--quiet",
+            "--no-machine",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(status, ExitCode::SUCCESS);
+        let recs = crate::output::json::read(&json).unwrap();
+        let mut keys: Vec<u64> = recs.iter().map(|r| r.keys).collect();
+        keys.dedup();
+        assert_eq!(keys, vec![20_000, 40_000, 60_000]);
+        assert_eq!(recs.len(), 3 * 2 * 2);
+        for r in &recs {
+            assert!(r.malloc.is_some());
+            // Only Mercury has a probe; its loads from empty cross several expansions.
+            assert_eq!(r.split.is_some(), r.index == "mercury", "{r:?}");
+            if r.index == "mercury" && r.workload == "load" {
+                let s = r.split.as_ref().unwrap();
+                assert!(s.expanding_share > 0.0, "{s:?}");
+                assert_eq!(s.series.len(), 100);
+            }
+        }
+        let out = dir.join("report");
+        let status = code(&[
+            "report",
+            "--input",
+            json.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--name",
+            "sweep",
+        ]);
+        assert_eq!(status, ExitCode::SUCCESS);
+        let md = std::fs::read_to_string(out.join("sweep").join("tables.md")).unwrap();
+        assert!(md.contains("against key count"), "{md}");
+        assert!(md.contains("Throughput while expanding"), "{md}");
+        assert!(out.join("sweep").join("rand-8-put-50-sweep.png").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A tiny end-to-end run through the command line: every peer, a load and a few
     /// workloads, JSON written and read back.
     #[test]

@@ -432,7 +432,7 @@ pub(crate) fn run(
         let mut ticks = Vec::new();
         if let Some(p) = probe {
             ticks.reserve(stream.len() / BATCH + 2);
-            ticks.push((start, 0, p()));
+            ticks.push((start, 0, (p.expanding)()));
         }
         'outer: for chunk in stream.chunks(BATCH) {
             if error.is_some() {
@@ -473,7 +473,7 @@ pub(crate) fn run(
             }
             done += chunk.len() as u64;
             if let Some(p) = probe {
-                let e = p();
+                let e = (p.expanding)();
                 ticks.push((Instant::now(), done, e));
             }
             bar.inc(chunk.len() as u64);

@@ -158,6 +158,109 @@ where
     Ok(())
 }
 
+/// A line chart: series of (x, y) points; `x_labels` names integer x positions when given
+/// (categorical axis), and `shade` marks x ranges (drawn as light red bands).
+struct Lines {
+    title: String,
+    x_label: String,
+    y_label: String,
+    x_labels: Option<Vec<String>>,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    shade: Vec<(f64, f64)>,
+}
+
+fn draw_lines<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, l: &Lines) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let pts = || l.series.iter().flat_map(|s| s.1.iter());
+    let xmin = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let (xmin, xmax) = if xmin.is_finite() && xmax > xmin {
+        (xmin, xmax)
+    } else {
+        (0.0, 1.0)
+    };
+    let pad = if l.x_labels.is_some() { 0.3 } else { 0.0 };
+    let ymax = pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&l.title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d((xmin - pad)..(xmax + pad), 0f64..ymax)
+        .map_err(e)?;
+    let labels = l.x_labels.clone();
+    let fmt = move |x: &f64| -> String {
+        match &labels {
+            Some(v) => {
+                let r = x.round();
+                if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < v.len() {
+                    v[r as usize].clone()
+                } else {
+                    String::new()
+                }
+            }
+            None => format!("{x:.1}"),
+        }
+    };
+    let mut mesh = chart.configure_mesh();
+    if let Some(v) = &l.x_labels {
+        mesh.x_labels(v.len() * 2 + 1);
+    }
+    mesh.x_label_formatter(&fmt)
+        .x_desc(l.x_label.as_str())
+        .y_desc(l.y_label.as_str())
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .draw()
+        .map_err(e)?;
+    let band = RGBColor(255, 200, 200);
+    chart
+        .draw_series(
+            l.shade
+                .iter()
+                .map(|&(a, b)| Rectangle::new([(a, 0.0), (b, ymax)], band.filled())),
+        )
+        .map_err(e)?;
+    for (g, (name, points)) in l.series.iter().enumerate() {
+        let color = COLORS[g % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+            .map_err(e)?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 2), (x + 12, y + 2)], color.filled()));
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(e)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(e)?;
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// Writes `<stem>.svg` and `<stem>.png` of a line chart.
+fn plot_lines(dir: &Path, stem: &str, l: &Lines) -> Result<(), String> {
+    ensure_font()?;
+    let size = (960, 540);
+    let svg = dir.join(format!("{stem}.svg"));
+    draw_lines(SVGBackend::new(&svg, size).into_drawing_area(), l)
+        .map_err(|x| format!("{}: {x}", svg.display()))?;
+    let png = dir.join(format!("{stem}.png"));
+    draw_lines(BitMapBackend::new(&png, size).into_drawing_area(), l)
+        .map_err(|x| format!("{}: {x}", png.display()))?;
+    Ok(())
+}
+
 /// Writes `<stem>.svg` and `<stem>.png`.
 fn plot(dir: &Path, stem: &str, b: &Bars) -> Result<(), String> {
     ensure_font()?;
@@ -429,6 +532,8 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
         }
         md.push('\n');
     }
+    let mut extra_plots = sweeps(&mut md, &dir, &recs, &indexes)?;
+    extra_plots += expansions(&mut md, &dir, &recs)?;
     if let Some(r) = recs.first() {
         let _ = writeln!(
             md,
@@ -446,10 +551,184 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
     println!(
         "wrote {} and {} plots (SVG + PNG) in {}",
         path.display(),
-        2 * groups.len() + mem.len(),
+        2 * groups.len() + mem.len() + extra_plots,
         dir.display()
     );
     Ok(())
+}
+
+/// Key-count sweeps: for every dataset × value size × workload × dist measured at several
+/// key counts, Mops/s against keys (one line per index and thread count). Returns the
+/// number of plots written.
+fn sweeps(
+    md: &mut String,
+    dir: &Path,
+    recs: &[&Record],
+    indexes: &[String],
+) -> Result<usize, String> {
+    let mut groups: BTreeMap<(String, usize, String, String), Vec<&Record>> = BTreeMap::new();
+    for r in recs {
+        groups
+            .entry((
+                r.dataset.clone(),
+                r.value_size,
+                r.workload.clone(),
+                r.dist.clone(),
+            ))
+            .or_default()
+            .push(r);
+    }
+    let mut plots = 0;
+    for ((ds, vs, wl, dist), rs) in &groups {
+        let mut keys: Vec<u64> = rs.iter().map(|r| r.keys).collect();
+        keys.sort();
+        keys.dedup();
+        if keys.len() < 3 {
+            continue;
+        }
+        let mut lines: Vec<(String, usize)> = Vec::new();
+        for i in indexes {
+            let mut ts: Vec<usize> = rs.iter().filter(|r| &r.index == i).map(|r| r.threads).collect();
+            ts.sort();
+            ts.dedup();
+            lines.extend(ts.into_iter().map(|t| (i.clone(), t)));
+        }
+        let find = |i: &str, t: usize, k: u64| {
+            rs.iter()
+                .find(|r| r.index == i && r.threads == t && r.keys == k)
+        };
+        let title = format!("{ds}, {vs} B values: workload {wl} ({dist}) against key count");
+        let stem = format!("{}-{}-sweep", file_safe(ds), file_safe(wl));
+        let series = lines
+            .iter()
+            .map(|(i, t)| {
+                let pts = keys
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(x, &k)| find(i, *t, k).map(|r| (x as f64, r.mops)))
+                    .collect();
+                (format!("{i}, {t} thr"), pts)
+            })
+            .collect();
+        plot_lines(
+            dir,
+            &stem,
+            &Lines {
+                title: title.clone(),
+                x_label: "keys loaded".into(),
+                y_label: "Mops/s, wall clock (median repeat)".into(),
+                x_labels: Some(keys.iter().map(|&k| keys_label(k)).collect()),
+                series,
+                shade: Vec::new(),
+            },
+        )?;
+        plots += 1;
+        let _ = writeln!(md, "## {title}\n\n![{title}]({stem}.png)\n");
+        let _ = write!(md, "| index | threads |");
+        for &k in &keys {
+            let _ = write!(md, " {} Mops/s (DRAM/op) |", keys_label(k));
+        }
+        let _ = writeln!(md, "\n|---|---:|{}", "---:|".repeat(keys.len()));
+        for (i, t) in &lines {
+            let _ = write!(md, "| {i} | {t} |");
+            for &k in &keys {
+                let cell = find(i, *t, k).map_or("-".into(), |r| {
+                    format!("{:.3} ({})", r.mops, opt(r.dram_rt_per_op, 2))
+                });
+                let _ = write!(md, " {cell} |");
+            }
+            md.push('\n');
+        }
+        md.push('\n');
+    }
+    Ok(plots)
+}
+
+/// Throughput while an index restructured itself (its probe said "expanding") against
+/// steady state: a table, and per result a time-series plot with the expanding windows
+/// shaded. Returns the number of plots written.
+fn expansions(md: &mut String, dir: &Path, recs: &[&Record]) -> Result<usize, String> {
+    let with: Vec<&&Record> = recs.iter().filter(|r| r.split.is_some()).collect();
+    if with.is_empty() {
+        return Ok(0);
+    }
+    let _ = writeln!(
+        md,
+        "## Throughput while expanding vs steady state\n\n\
+         Each thread samples the index's probe (for Mercury: is an expansion in progress?) \
+         every 1024 operations; batches with the probe true at both ends count as expanding, \
+         false at both ends as steady (per-thread rates summed over threads).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| index | dataset | keys | workload | threads | steady Mops/s | expanding Mops/s | ratio | time expanding |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---|---:|---:|---:|---:|---:|");
+    let mut plots = Vec::new();
+    for r in &with {
+        let Some(sp) = &r.split else { continue };
+        let ratio = sp
+            .steady_mops
+            .zip(sp.expanding_mops)
+            .map_or("n/a".into(), |(a, b)| format!("{:.2}", b / a));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.0}% |",
+            r.index,
+            r.dataset,
+            keys_label(r.keys),
+            r.workload,
+            r.threads,
+            opt(sp.steady_mops, 3),
+            opt(sp.expanding_mops, 3),
+            100.0 * sp.expanding_share
+        );
+        let stem = format!(
+            "expansion-{}-{}-{}-{}-{}t",
+            file_safe(&r.index),
+            file_safe(&r.dataset),
+            keys_label(r.keys),
+            file_safe(&r.workload),
+            r.threads
+        );
+        let step = sp.series.get(1).map_or(1.0, |w| w[0]);
+        let shade = sp
+            .series
+            .iter()
+            .filter(|w| w[2] >= 0.5)
+            .map(|w| (w[0], w[0] + step))
+            .collect();
+        let title = format!(
+            "{} {} {} {}, {} thr: throughput over time",
+            r.index,
+            r.dataset,
+            keys_label(r.keys),
+            r.workload,
+            r.threads
+        );
+        plot_lines(
+            dir,
+            &stem,
+            &Lines {
+                title: title.clone(),
+                x_label: "seconds (shaded: expansion in progress)".into(),
+                y_label: "Mops/s per window".into(),
+                x_labels: None,
+                series: vec![(
+                    r.index.clone(),
+                    sp.series.iter().map(|w| (w[0], w[1])).collect(),
+                )],
+                shade,
+            },
+        )?;
+        plots.push((title, stem));
+    }
+    md.push('\n');
+    for (title, stem) in &plots {
+        let _ = writeln!(md, "![{title}]({stem}.png)");
+    }
+    md.push('\n');
+    Ok(plots.len())
 }
 
 fn machine_section(md: &mut String, recs: &[&Record]) {

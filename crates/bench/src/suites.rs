@@ -183,4 +183,26 @@ mod tests {
         assert!(e.contains("12Q"), "{e}");
         assert!(find(None, "nope").err().unwrap().contains("unknown suite"));
     }
+
+    #[test]
+    fn key_sweeps() {
+        let s = parse(
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"btreemap\"]\n\
+             dataset=[\"rand-8\"]\nkeys=[\"2K\", 1000, \"4K\"]\nworkload=[\"c\"]\nthreads=[1]\n",
+            "t",
+        )
+        .unwrap();
+        let m = &s[0].matrices[0];
+        assert_eq!(m.keys, vec![2000, 1000, 4000]);
+        // The default operation count follows the smallest key count.
+        assert_eq!(m.ops, 1000);
+        let e = parse(
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"btreemap\"]\n\
+             dataset=[\"rand-8\"]\nkeys=[\"2K\", \"x\"]\nworkload=[\"c\"]\nthreads=[1]\n",
+            "t",
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("bad number"), "{e}");
+    }
 }
