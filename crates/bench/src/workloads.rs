@@ -14,6 +14,7 @@
 //! | `mix-5` `mix-50` `mix-95` | that % inserts of new keys, the rest lookups | Wormhole Fig. 17 |
 //! | `delete` | removals of distinct loaded keys | |
 //! | `get-many` | lookups in batches through `get_many` | Orrery |
+//! | `fb-usr` `fb-app` `fb-etc` `fb-var` `fb-sys` | Facebook Memcached pools (see `facebook`) | SLB §4.5 |
 //!
 //! A run first loads keys `0..N` of the dataset. `lookup-neg` looks up keys from `N..2N`,
 //! which are never inserted. Keys after those are fresh: each inserting run gets its own
@@ -51,6 +52,8 @@ pub(crate) enum Workload {
     Delete,
     /// Batched lookups.
     GetMany,
+    /// A Facebook Memcached pool's request stream (`crate::facebook`).
+    Facebook(crate::facebook::Trace),
 }
 
 /// Every workload name, for listings and errors.
@@ -70,6 +73,11 @@ pub(crate) const NAMES: &[&str] = &[
     "mix-95",
     "delete",
     "get-many",
+    "fb-usr",
+    "fb-app",
+    "fb-etc",
+    "fb-var",
+    "fb-sys",
 ];
 
 impl Workload {
@@ -87,6 +95,9 @@ impl Workload {
             "mix-95" => Workload::Mix(95),
             "delete" => Workload::Delete,
             "get-many" => Workload::GetMany,
+            _ if lower.starts_with("fb-") && crate::facebook::Trace::parse(&lower[3..]).is_some() => {
+                Workload::Facebook(crate::facebook::Trace::parse(&lower[3..]).unwrap_or(crate::facebook::Trace::Usr))
+            }
             _ => {
                 return Err(format!(
                     "unknown workload {s:?}; known: {}",
@@ -114,6 +125,7 @@ impl Workload {
             Workload::Mix(_) => "95% inserts, 5% lookups",
             Workload::Delete => "removals of distinct loaded keys",
             Workload::GetMany => "lookups in batches via get_many",
+            Workload::Facebook(t) => t.params().source,
         }
     }
 
@@ -187,6 +199,7 @@ impl fmt::Display for Workload {
             Workload::Mix(p) => write!(f, "mix-{p}"),
             Workload::Delete => f.write_str("delete"),
             Workload::GetMany => f.write_str("get-many"),
+            Workload::Facebook(t) => write!(f, "{t}"),
         }
     }
 }
@@ -214,7 +227,7 @@ pub(crate) enum Kind {
 pub(crate) struct Op(u64);
 
 impl Op {
-    fn new(kind: Kind, len: u8, key: u64) -> Op {
+    pub(crate) fn new(kind: Kind, len: u8, key: u64) -> Op {
         debug_assert!(key < 1 << 52);
         Op((kind as u64) << 60 | u64::from(len) << 52 | key)
     }
@@ -307,6 +320,7 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
             }
             return out;
         }
+        Workload::Facebook(t) => return crate::facebook::stream(t, s, &mut rng),
         _ => {}
     }
     let mut chooser = match s.dist {
