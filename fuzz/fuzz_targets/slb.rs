@@ -17,6 +17,12 @@ fuzz_target!(|data: &[u8]| {
         cache_table_bytes: 64 << (choice & 1),
         // Admission at the first, second or third emission.
         admission_threshold: 1 + usize::from(choice >> 1 & 3).min(2),
+        // While a bucket has an empty slot: admission at the first emission, or the above.
+        warm_admission_threshold: if choice & 32 == 0 {
+            1
+        } else {
+            1 + usize::from(choice >> 1 & 3).min(2)
+        },
         // Every emission logged, or the paper's 5% once a bucket is full.
         log_sample_rate: if choice & 8 == 0 { 1.0 } else { 0.05 },
         // Small items only, or the API limits.

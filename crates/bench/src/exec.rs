@@ -236,6 +236,8 @@ struct Worker<'a> {
     index: &'a AnyIndex,
     keys: &'a KeySet,
     value: Vec<u8>,
+    /// `--value-size` (`value` may be longer, for `fb-*` SETs of other sizes).
+    value_size: usize,
     scratch: Vec<u8>,
     found: u64,
     probes: u64,
@@ -266,8 +268,13 @@ impl Worker<'_> {
             }
             Kind::Update | Kind::Insert => {
                 self.stamp(op.key() ^ 1);
+                // A non-zero length field is a `fb-*` value-size class.
+                let len = match op.len() {
+                    0 => self.value_size,
+                    c => crate::facebook::value_len(c),
+                };
                 self.index
-                    .insert(key, &self.value)
+                    .insert(key, &self.value[..len])
                     .map_err(|e| format!("insert failed: {e}"))?;
             }
             Kind::Scan => {
@@ -406,7 +413,8 @@ pub(crate) fn run(
         let mut w = Worker {
             index,
             keys,
-            value: vec![0u8; knobs.value_size],
+            value: vec![0u8; knobs.value_size.max(crate::facebook::MAX_VALUE_LEN)],
+            value_size: knobs.value_size,
             scratch: Vec::with_capacity(knobs.value_size),
             found: 0,
             probes: 0,

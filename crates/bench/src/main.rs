@@ -18,6 +18,7 @@ mod cli;
 mod datasets;
 mod dist;
 mod exec;
+mod facebook;
 mod machine;
 mod matrix;
 mod metrics;

@@ -474,7 +474,8 @@ impl Plan {
             &bar,
         )?;
         bar.finish_and_clear();
-        let expect_all = !matches!(w, Workload::LookupNeg);
+        // `fb-*` deletes (and refills) loaded keys: their GETs may miss meanwhile.
+        let expect_all = !matches!(w, Workload::LookupNeg | Workload::Facebook(_));
         if expect_all && phase.found != phase.probes && !caps.atomic_upsert && threads > 1 {
             // A documented property of the peer, not a harness fault: say it, keep the figure.
             eprintln!(
@@ -491,7 +492,7 @@ impl Plan {
                 phase.probes
             ));
         }
-        if !expect_all && phase.found != 0 {
+        if w == Workload::LookupNeg && phase.found != 0 {
             return Err(format!(
                 "workload {w}: {} lookups of absent keys found something",
                 phase.found

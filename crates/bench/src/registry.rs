@@ -11,7 +11,9 @@
 //!
 //! after which the name works in `run --index`, in suites, in `indexes`, in reports, and
 //! wrapped by the SLB as `slb:wormhole`. Peers enter the same way through thin adapters
-//! (`peers/`). `slb:<name>` resolves `<name>` first, then wraps it with the SLB.
+//! (`peers/`). `slb:<name>` resolves `<name>` first, then wraps it with the SLB (16 MiB Cache
+//! Table); `slb16:`, `slb32:`, `slb64:<name>` choose the Cache Table size in MiB (the
+//! paper's Table 2; any power of two from 1 to 1024 is accepted).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -423,7 +425,8 @@ pub(crate) struct Resolved {
     /// What it can do.
     pub(crate) caps: Caps,
     inner: Entry,
-    slb_layers: usize,
+    /// Cache Table MiB of each SLB layer, innermost first.
+    slb_layers: Vec<usize>,
 }
 
 impl Resolved {
@@ -444,19 +447,22 @@ impl Resolved {
                 (AnyIndex::Point(i), Some(p))
             }
         };
-        ((0..self.slb_layers).fold(index, |i, _| slb::wrap(i)), probe)
+        let index = self
+            .slb_layers
+            .iter()
+            .fold(index, |i, &mib| slb::wrap(i, mib));
+        (index, probe)
     }
 }
 
-/// Looks `name` up; `slb:<name>` wraps any registered index.
+/// Looks `name` up; `slb:<name>` (or `slbN:<name>`, N MiB of Cache Table) wraps any
+/// registered index.
 pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
-    if let Some(inner) = name.strip_prefix("slb:") {
-        let r = resolve(inner).map_err(|e| format!("in {name:?}: {e}"))?;
-        return Ok(Resolved {
-            name: name.to_string(),
-            slb_layers: r.slb_layers + 1,
-            ..r
-        });
+    if let Some((mib, inner)) = slb::parse_prefix(name)? {
+        let mut r = resolve(inner).map_err(|e| format!("in {name:?}: {e}"))?;
+        r.slb_layers.push(mib);
+        r.name = name.to_string();
+        return Ok(r);
     }
     let all = entries();
     match all.iter().find(|e| e.name == name) {
@@ -464,7 +470,7 @@ pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
             name: name.to_string(),
             caps: e.caps,
             inner: *e,
-            slb_layers: 0,
+            slb_layers: Vec::new(),
         }),
         None => Err(format!(
             "unknown index {name:?}; known: {} (and slb:<name> for any of them)",
@@ -474,17 +480,48 @@ pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
 }
 
 /// The SLB hook: wraps an index in the Search Lookaside Buffer (default configuration:
-/// 16 MiB Cache Table, 64 MiB Log Table, as in the paper's Table 2).
+/// 16 MiB Cache Table, 64 MiB Log Table, as in the paper's Table 2; `slbN:` sets the Cache
+/// Table to N MiB, the Log Table staying four times as large).
 mod slb {
     use super::AnyIndex;
-    use orrery::slb::Slb;
+    use orrery::slb::{Slb, SlbConfig};
 
-    /// Wraps `index` in the SLB; a boxed index is an index itself, so any entry works.
-    pub(super) fn wrap(index: AnyIndex) -> AnyIndex {
-        const VALID: &str = "the default SLB configuration is valid";
+    /// The default Cache Table size (`slb:`), MiB.
+    const DEFAULT_MIB: usize = 16;
+
+    /// Splits `slb:<rest>` / `slbN:<rest>` into (Cache Table MiB, rest); `None` for names
+    /// without an SLB prefix.
+    pub(super) fn parse_prefix(name: &str) -> Result<Option<(usize, &str)>, String> {
+        let Some((head, rest)) = name.split_once(':') else {
+            return Ok(None);
+        };
+        let Some(size) = head.strip_prefix("slb") else {
+            return Ok(None);
+        };
+        if size.is_empty() {
+            return Ok(Some((DEFAULT_MIB, rest)));
+        }
+        match size.parse::<usize>() {
+            Ok(mib) if mib.is_power_of_two() && mib <= 1024 => Ok(Some((mib, rest))),
+            _ => Err(format!(
+                "in {name:?}: the SLB size must be a power of two of MiB from 1 to 1024, as in \
+                 slb16:, slb32:, slb64:"
+            )),
+        }
+    }
+
+    /// Wraps `index` in an SLB with a `mib` MiB Cache Table; a boxed index is an index
+    /// itself, so any entry works.
+    pub(super) fn wrap(index: AnyIndex, mib: usize) -> AnyIndex {
+        const VALID: &str = "parse_prefix admits only valid SLB sizes";
+        let config = || SlbConfig::with_cache_mib(mib);
         match index {
-            AnyIndex::Ordered(i) => AnyIndex::Ordered(Box::new(Slb::new(i).expect(VALID))),
-            AnyIndex::Point(i) => AnyIndex::Point(Box::new(Slb::new(i).expect(VALID))),
+            AnyIndex::Ordered(i) => {
+                AnyIndex::Ordered(Box::new(Slb::with_config(i, config()).expect(VALID)))
+            }
+            AnyIndex::Point(i) => {
+                AnyIndex::Point(Box::new(Slb::with_config(i, config()).expect(VALID)))
+            }
         }
     }
 }
@@ -537,5 +574,18 @@ mod tests {
         assert_eq!(r.make().len(), 0);
         let e = resolve("slb:nope").err().unwrap();
         assert!(e.contains("unknown index"), "{e}");
+        for (name, layers) in [
+            ("slb32:btreemap", vec![32]),
+            ("slb64:scc-hash", vec![64]),
+            ("slb1:slb:mercury", vec![16, 1]),
+        ] {
+            let r = resolve(name).unwrap();
+            assert_eq!((r.name.as_str(), &r.slb_layers), (name, &layers));
+            assert_eq!(r.make().len(), 0);
+        }
+        for bad in ["slb3:btreemap", "slb0:btreemap", "slbx:btreemap", "slb2048:btreemap"] {
+            let e = resolve(bad).err().unwrap();
+            assert!(e.contains("power of two"), "{bad}: {e}");
+        }
     }
 }

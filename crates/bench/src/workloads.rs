@@ -15,6 +15,7 @@
 //! | `put-5` `put-50` `put-95` | that % PUTs (updates of loaded keys), the rest GETs | Mercury Fig. 5 |
 //! | `delete` | removals of distinct loaded keys | |
 //! | `get-many` | lookups in batches through `get_many` | Orrery |
+//! | `fb-usr` `fb-app` `fb-etc` `fb-var` `fb-sys` | Facebook Memcached pools (see `facebook`) | SLB §4.5 |
 //!
 //! A run first loads keys `0..N` of the dataset. `lookup-neg` looks up keys from `N..2N`,
 //! which are never inserted. Keys after those are fresh: each inserting run gets its own
@@ -54,6 +55,8 @@ pub(crate) enum Workload {
     Delete,
     /// Batched lookups.
     GetMany,
+    /// A Facebook Memcached pool's request stream (`crate::facebook`).
+    Facebook(crate::facebook::Trace),
 }
 
 /// Every workload name, for listings and errors.
@@ -76,6 +79,11 @@ pub(crate) const NAMES: &[&str] = &[
     "put-95",
     "delete",
     "get-many",
+    "fb-usr",
+    "fb-app",
+    "fb-etc",
+    "fb-var",
+    "fb-sys",
 ];
 
 impl Workload {
@@ -96,6 +104,9 @@ impl Workload {
             "put-95" => Workload::Put(95),
             "delete" => Workload::Delete,
             "get-many" => Workload::GetMany,
+            _ if lower.starts_with("fb-") && crate::facebook::Trace::parse(&lower[3..]).is_some() => {
+                Workload::Facebook(crate::facebook::Trace::parse(&lower[3..]).unwrap_or(crate::facebook::Trace::Usr))
+            }
             _ => {
                 return Err(format!(
                     "unknown workload {s:?}; known: {}",
@@ -126,6 +137,7 @@ impl Workload {
             Workload::Put(_) => "95% PUTs (updates of loaded keys), 5% GETs",
             Workload::Delete => "removals of distinct loaded keys",
             Workload::GetMany => "lookups in batches via get_many",
+            Workload::Facebook(t) => t.params().source,
         }
     }
 
@@ -200,6 +212,7 @@ impl fmt::Display for Workload {
             Workload::Put(p) => write!(f, "put-{p}"),
             Workload::Delete => f.write_str("delete"),
             Workload::GetMany => f.write_str("get-many"),
+            Workload::Facebook(t) => write!(f, "{t}"),
         }
     }
 }
@@ -227,7 +240,7 @@ pub(crate) enum Kind {
 pub(crate) struct Op(u64);
 
 impl Op {
-    fn new(kind: Kind, len: u8, key: u64) -> Op {
+    pub(crate) fn new(kind: Kind, len: u8, key: u64) -> Op {
         debug_assert!(key < 1 << 52);
         Op((kind as u64) << 60 | u64::from(len) << 52 | key)
     }
@@ -320,6 +333,7 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
             }
             return out;
         }
+        Workload::Facebook(t) => return crate::facebook::stream(t, s, &mut rng),
         _ => {}
     }
     let mut chooser = match s.dist {

@@ -114,6 +114,7 @@ pub struct LookasideBuffer {
     stripes: Box<[CachePadded<VersionLock>]>,
     stripe_mask: usize,
     threshold: usize,
+    warm_threshold: usize,
     sample_threshold: u64,
     max_item_bytes: usize,
     counters: Counters,
@@ -146,6 +147,8 @@ pub struct EmitTicket {
     hash: u64,
     bucket: usize,
     version: Version,
+    /// Taken while the bucket had an empty slot (the warming threshold applied).
+    warming: bool,
     candidate: bool,
 }
 
@@ -249,6 +252,7 @@ impl LookasideBuffer {
             stripes,
             stripe_mask: config.stripes - 1,
             threshold: config.admission_threshold,
+            warm_threshold: config.warm_admission_threshold,
             sample_threshold: geometry.sample_threshold,
             max_item_bytes: config.max_item_bytes,
             counters: Counters::new(),
@@ -382,13 +386,27 @@ impl LookasideBuffer {
             return None;
         }
         let version = self.stripe(index).try_read()?;
-        let seen = self.log.bucket(hash).count(log_tag(hash));
+        let log = self.log.bucket(hash);
+        let threshold = if warming {
+            self.warm_threshold
+        } else {
+            self.threshold
+        };
+        let candidate = if threshold <= 1 {
+            // No need to count: start loading the log line for `emit`'s append, so that the
+            // miss overlaps with the index search.
+            log.prefetch();
+            true
+        } else {
+            log.count(log_tag(hash)) + 1 >= threshold
+        };
         Some(EmitTicket {
             owner: self.id,
             hash,
             bucket: index,
             version,
-            candidate: seen + 1 >= self.threshold,
+            warming,
+            candidate,
         })
     }
 
@@ -431,6 +449,15 @@ impl LookasideBuffer {
             // Admitted by another emission between our probe and our ticket.
             return;
         }
+        if ticket.warming
+            && self.warm_threshold < self.threshold
+            && !bucket.has_empty()
+            && self.log.bucket(ticket.hash).count(log_tag(ticket.hash)) < self.threshold
+        {
+            // The bucket filled up since the ticket: an admission would evict, so the full
+            // bucket's threshold applies.
+            return;
+        }
         self.counters.add(Stat::Admissions);
         if let Some(evicted) = bucket.admit(tag, record, self.cache.heap(), local::random()) {
             self.counters.add(Stat::Evictions);
@@ -470,7 +497,13 @@ impl LookasideBuffer {
         self.counters.add(Stat::Misses);
         let logged = self.admitting.load(Ordering::Relaxed)
             && (has_empty || u64::from(local::random()) < self.sample_threshold);
-        let candidate = logged && self.log.bucket(hash).count(log_tag(hash)) + 1 >= self.threshold;
+        // The stripe is held: the bucket cannot fill or empty before the admission below.
+        let threshold = if has_empty {
+            self.warm_threshold
+        } else {
+            self.threshold
+        };
+        let candidate = logged && self.log.bucket(hash).count(log_tag(hash)) + 1 >= threshold;
         let heap = self.cache.heap();
         let mut copy = None;
         let found = search(key, &mut |v| {
@@ -673,6 +706,7 @@ mod tests {
         LookasideBuffer::new(SlbConfig {
             cache_table_bytes: 64 * buckets,
             admission_threshold: threshold,
+            warm_admission_threshold: threshold,
             log_sample_rate: 1.0,
             stripes: 4,
             ..SlbConfig::default()
@@ -718,6 +752,63 @@ mod tests {
         assert_eq!((s.logged, s.admissions, s.cached_items), (3, 1, 1));
         assert_eq!(s.record_bytes, crate::record::record_bytes(1, 1));
         assert!(s.hit_ratio() > 0.0);
+        crate::quiesce();
+    }
+
+    #[test]
+    fn warming_buckets_admit_at_the_first_emission() {
+        // Defaults: threshold 3 once full, 1 while the bucket has an empty slot.
+        let b = LookasideBuffer::new(SlbConfig {
+            log_sample_rate: 1.0,
+            ..SlbConfig::with_cache_bytes(64)
+        })
+        .unwrap();
+        for i in 0..SLOTS as u8 {
+            assert!(!search(&b, &[i], b"v"));
+            assert_eq!(cached(&b, &[i]).as_deref(), Some(&b"v"[..]), "key {i}");
+        }
+        // Full: a new key needs three emissions, and then evicts.
+        assert!(!search(&b, b"new", b"v"));
+        assert!(!search(&b, b"new", b"v"));
+        assert_eq!(cached(&b, b"new"), None);
+        assert!(!search(&b, b"new", b"v"));
+        assert_eq!(cached(&b, b"new").as_deref(), Some(&b"v"[..]));
+        let s = b.stats();
+        assert_eq!((s.admissions, s.evictions), (SLOTS as u64 + 1, 1));
+        crate::quiesce();
+    }
+
+    #[test]
+    fn warm_ticket_into_a_bucket_that_filled_meanwhile() {
+        let b = LookasideBuffer::new(SlbConfig {
+            log_sample_rate: 1.0,
+            ..SlbConfig::with_cache_bytes(64)
+        })
+        .unwrap();
+        // A reader misses while the bucket is empty (a warm ticket)...
+        let Lookup::Miss(Some(ticket)) = b.lookup(b"late", &mut |_| {}) else {
+            panic!("warming: a ticket");
+        };
+        assert!(ticket.wants_value());
+        let copy = b.copy_for(&ticket, b"late", b"v");
+        // ...meanwhile other keys fill the bucket (each admission bumps the stripe version,
+        // so take the ticket again after they are done, as a reader arriving now would).
+        for i in 0..SLOTS as u8 {
+            search(&b, &[i], b"v");
+        }
+        drop((ticket, copy));
+        assert_eq!(b.stats().cached_items, SLOTS);
+        // A warm ticket taken just before the bucket filled: its emission would evict, so
+        // the full-bucket threshold (3) applies and a first emission is not admitted.
+        let Lookup::Miss(Some(mut ticket)) = b.lookup(b"late", &mut |_| {}) else {
+            panic!("full sampling: a ticket");
+        };
+        ticket.warming = true;
+        ticket.candidate = true;
+        let copy = b.copy_for(&ticket, b"late", b"v");
+        b.emit(ticket, b"late", copy);
+        assert_eq!(cached(&b, b"late"), None);
+        assert_eq!(b.stats().evictions, 0);
         crate::quiesce();
     }
 

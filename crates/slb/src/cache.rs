@@ -285,6 +285,12 @@ impl Bucket {
         self.put(victim, tag, record, heap)
     }
 
+    /// Whether some slot is empty.
+    #[inline]
+    pub(crate) fn has_empty(&self) -> bool {
+        self.slots.iter().any(|s| s.load(Ordering::Relaxed) == 0)
+    }
+
     /// Number of occupied slots.
     pub(crate) fn occupied(&self) -> usize {
         self.slots

@@ -9,6 +9,7 @@
 //! | `az`, `az2` | item-user-time / user-item-time tuples, ~40 B, skewed ids | Wormhole Az1/Az2 |
 //! | `url` | URLs, ~80 B, shared scheme/host/path prefixes | Wormhole Url |
 //! | `ngram` | word 2- and 3-grams with a year, ~23 B | Hyperion §4.3 |
+//! | `fb-usr` … `fb-sys` | key sizes of Facebook's Memcached pools | Atikoglu et al. (see `facebook`) |
 //! | `file:PATH` | one key per line, deduplicated, shuffled with the seed | real key sets |
 //!
 //! Every set is a pure function of (name, seed, scale), where the scale is the number of
@@ -61,6 +62,8 @@ pub(crate) enum Spec {
     Ngram,
     /// Keys from a file, one per line.
     File(PathBuf),
+    /// Keys sized like a Facebook Memcached pool's.
+    Facebook(crate::facebook::Trace),
 }
 
 /// The names `datasets` lists (besides the parameterised `rand-N`, `kshort-L`, `klong-L`
@@ -126,6 +129,8 @@ impl Spec {
                     Spec::KShort(parse_len(l, name, 4)?)
                 } else if let Some(l) = name.strip_prefix("klong-") {
                     Spec::KLong(parse_len(l, name, 4)?)
+                } else if let Some(t) = name.strip_prefix("fb-").and_then(crate::facebook::Trace::parse) {
+                    Spec::Facebook(t)
                 } else {
                     return Err(format!(
                         "unknown dataset {name:?}; known: {}, rand-N, kshort-L, klong-L, file:PATH",
@@ -158,6 +163,13 @@ impl Spec {
             Spec::Url => "URLs with shared scheme/host/path prefixes".into(),
             Spec::Ngram => "word 2/3-grams with a year".into(),
             Spec::File(p) => format!("keys from {}", p.display()),
+            Spec::Facebook(t) => format!(
+                "keys sized like Facebook's {} pool (SLB paper's table: {} GB; load with \
+                 --value-size {}, the pool's median)",
+                t.params().name.to_uppercase(),
+                t.params().paper_table_gb,
+                t.params().median_value
+            ),
         }
     }
 
@@ -183,6 +195,7 @@ impl Spec {
             Spec::Az2 => "az2".into(),
             Spec::Url => "url".into(),
             Spec::Ngram => "ngram".into(),
+            Spec::Facebook(t) => t.to_string(),
             Spec::File(_) => unreachable!("handled above"),
         };
         let mut rng = Rng::fork(seed, &label, 0);
@@ -192,6 +205,7 @@ impl Spec {
             Spec::Url => (80, None),
             Spec::Az | Spec::Az2 => (40, None),
             Spec::Ngram => (24, None),
+            Spec::Facebook(t) => (crate::facebook::typical_key_len(*t), None),
             _ => (self.fixed_len().unwrap_or(16), None),
         };
         let mut b = Builder::new(n, avg, suffix);
@@ -205,6 +219,7 @@ impl Spec {
             Spec::Az2 => az::generator(scale, az::Order::UserItemTime, &mut rng),
             Spec::Url => url::generator(scale, &mut rng),
             Spec::Ngram => ngram::generator(&mut rng),
+            Spec::Facebook(t) => crate::facebook::key_generator(*t),
             Spec::File(_) => unreachable!("handled above"),
         };
         while b.len() < n {
