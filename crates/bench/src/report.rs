@@ -228,7 +228,10 @@ where
     for (g, (name, points)) in l.series.iter().enumerate() {
         let color = COLORS[g % COLORS.len()];
         chart
-            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))
             .map_err(e)?
             .label(name.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 2), (x + 12, y + 2)], color.filled()));
@@ -588,7 +591,11 @@ fn sweeps(
         }
         let mut lines: Vec<(String, usize)> = Vec::new();
         for i in indexes {
-            let mut ts: Vec<usize> = rs.iter().filter(|r| &r.index == i).map(|r| r.threads).collect();
+            let mut ts: Vec<usize> = rs
+                .iter()
+                .filter(|r| &r.index == i)
+                .map(|r| r.threads)
+                .collect();
             ts.sort();
             ts.dedup();
             lines.extend(ts.into_iter().map(|t| (i.clone(), t)));

@@ -436,7 +436,10 @@ mod tests {
         let c = mix(&stream(&spec("f", Dist::Uniform, 0)));
         assert!((9000..11000).contains(&c[Kind::Rmw as usize]), "{c:?}");
         let c = mix(&stream(&spec("put-95", Dist::Zipf(0.99), 0)));
-        assert!((18_500..19_500).contains(&c[Kind::Update as usize]), "{c:?}");
+        assert!(
+            (18_500..19_500).contains(&c[Kind::Update as usize]),
+            "{c:?}"
+        );
         assert_eq!(c[Kind::Insert as usize], 0);
         let c = mix(&stream(&spec("mix-95", Dist::Uniform, 0)));
         assert_eq!(c[Kind::Insert as usize], 19_000);

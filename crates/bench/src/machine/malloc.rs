@@ -57,7 +57,9 @@ pub(crate) fn reexec_if_needed() {
             .args(args.iter().skip(1))
             .env("GLIBC_TUNABLES", value)
             .exec();
-        eprintln!("warning: could not re-execute with huge-page malloc ({err}); continuing without");
+        eprintln!(
+            "warning: could not re-execute with huge-page malloc ({err}); continuing without"
+        );
     }
 }
 
@@ -65,9 +67,8 @@ pub(crate) fn reexec_if_needed() {
 pub(crate) fn huge_malloc() -> bool {
     cfg!(target_env = "gnu")
         && std::env::var("GLIBC_TUNABLES").is_ok_and(|t| {
-            t.split(':').any(|kv| {
-                kv == "glibc.malloc.hugetlb=1" || kv == "glibc.malloc.hugetlb=2"
-            })
+            t.split(':')
+                .any(|kv| kv == "glibc.malloc.hugetlb=1" || kv == "glibc.malloc.hugetlb=2")
         })
 }
 
