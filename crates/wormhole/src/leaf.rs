@@ -812,10 +812,10 @@ mod tests {
         );
     }
 
-    fn free_all(w: &mut WriteLeaf<'_>) {
+    fn free_all(w: &mut WriteLeaf<'_>, kvp: &crate::classes::ClassPools) {
         for (_, kv) in w.sorted_pairs() {
             // SAFETY: the test owns every pair.
-            unsafe { kv.free() };
+            unsafe { kv.free(kvp) };
         }
         w.rebuild(&[]);
     }
@@ -824,6 +824,7 @@ mod tests {
     fn insert_find_remove_sort() {
         let n = if cfg!(miri) { 24 } else { 128 };
         let pool = leaf_pool(n);
+        let kvp = crate::kv::kv_pools();
         let leaf = LeafPtr::alloc(&pool, n, Box::new([]), 0);
         let mut model = std::collections::BTreeMap::new();
         {
@@ -833,7 +834,7 @@ mod tests {
                 let k = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
                 let t = tag_of(&k);
                 assert!(w.find_by_tag(&k, t, true).is_err());
-                w.insert(None, t, Kv::new(&k, &i.to_le_bytes()));
+                w.insert(None, t, Kv::new(&kvp, &k, &i.to_le_bytes()));
                 model.insert(k, i.to_le_bytes().to_vec());
                 if i % 7 == 0 {
                     w.sort();
@@ -856,7 +857,7 @@ mod tests {
                     let i = w.find_by_tag(k, tag_of(k), false).unwrap();
                     let kv = w.remove(i);
                     // SAFETY: removed from the leaf, owned by the test.
-                    unsafe { kv.free() };
+                    unsafe { kv.free(&kvp) };
                     model.remove(k);
                 }
             }
@@ -869,12 +870,12 @@ mod tests {
             assert_eq!(w.find_sorted(&first), Ok(0));
             // Replace.
             let i = w.find_by_tag(&first, tag_of(&first), true).unwrap();
-            let old = w.replace(i, Kv::new(&first, b"new"));
+            let old = w.replace(i, Kv::new(&kvp, &first, b"new"));
             // SAFETY: owned.
-            unsafe { old.free() };
+            unsafe { old.free(&kvp) };
             model.insert(first.clone(), b"new".to_vec());
             check(&w, &model);
-            free_all(&mut w);
+            free_all(&mut w, &kvp);
         }
         // SAFETY: unlocked and owned.
         unsafe { leaf.free(&pool) };
@@ -883,6 +884,7 @@ mod tests {
     #[test]
     fn sorted_mode_insert_and_shared_sort() {
         let pool = leaf_pool(16);
+        let kvp = crate::kv::kv_pools();
         let leaf = LeafPtr::alloc(&pool, 16, Box::new(*b"anc"), 3);
         let mut model = std::collections::BTreeMap::new();
         {
@@ -892,7 +894,7 @@ mod tests {
                 let k = vec![i, i];
                 let t = tag_of(&k);
                 let j = w.find_sorted(&k).unwrap_err();
-                w.insert(Some(j), t, Kv::new(&k, &[i]));
+                w.insert(Some(j), t, Kv::new(&kvp, &k, &[i]));
                 model.insert(k, vec![i]);
                 assert!(w.is_sorted());
             }
@@ -901,7 +903,7 @@ mod tests {
             for i in [4u8, 8, 6] {
                 let k = vec![i, i];
                 let t = tag_of(&k);
-                w.insert(None, t, Kv::new(&k, &[i]));
+                w.insert(None, t, Kv::new(&kvp, &k, &[i]));
                 model.insert(k, vec![i]);
             }
             assert!(!w.is_sorted());
@@ -921,7 +923,7 @@ mod tests {
         }
         // SAFETY: owned.
         let mut w = unsafe { leaf.write() };
-        free_all(&mut w);
+        free_all(&mut w, &kvp);
         drop(w);
         // SAFETY: owned.
         unsafe { leaf.free(&pool) };

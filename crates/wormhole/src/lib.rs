@@ -77,6 +77,7 @@
 
 mod anchor;
 mod batch;
+mod classes;
 mod config;
 mod iter;
 mod kv;
@@ -101,6 +102,7 @@ pub use config::{Config, ConfigError, WormholeBuilder};
 pub use iter::Iter;
 
 use crate::deps::sync::{CachePadded, Guard};
+use crate::classes::ClassPools;
 use crate::kv::Kv;
 use crate::leaf::{LeafAccess, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
 use crate::meta::MetaTable;
@@ -168,6 +170,10 @@ pub struct Wormhole {
     cfg: Config,
     len: Stripes,
     kv_bytes: Stripes,
+    /// Size-class pools of the pair blocks (`classes`, `kv`).
+    kvp: ClassPools,
+    /// Size-class pools of the MetaTrieHT items (both tables).
+    items: Arc<ClassPools>,
     leaves: AtomicUsize,
     anchor_bytes: AtomicUsize,
     meta_bytes: AtomicUsize,
@@ -232,8 +238,9 @@ impl Wormhole {
     pub(crate) fn with_config(cfg: Config) -> Self {
         let pool = Arc::new(leaf::leaf_pool(cfg.leaf_capacity));
         let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
-        let t1 = Box::new(MetaTable::new(head));
-        let t2 = Box::new(MetaTable::new(head));
+        let items = meta::item_pools();
+        let t1 = Box::new(MetaTable::new(head, items.clone()));
+        let t2 = Box::new(MetaTable::new(head, items.clone()));
         let meta = t1.bytes() * 2;
         Wormhole {
             current: AtomicPtr::new(Box::into_raw(t1)),
@@ -243,6 +250,8 @@ impl Wormhole {
             cfg,
             len: Stripes::new(),
             kv_bytes: Stripes::new(),
+            kvp: kv::kv_pools(),
+            items,
             leaves: AtomicUsize::new(1),
             anchor_bytes: AtomicUsize::new(0),
             meta_bytes: AtomicUsize::new(meta),
@@ -385,8 +394,8 @@ impl Wormhole {
                     return Ok(false);
                 }
                 Pos::Absent { sorted_at } if !w.is_full() => {
-                    let kv = Kv::new(key, value);
-                    self.kv_bytes.add(kv.size() as isize);
+                    let kv = Kv::new(&self.kvp, key, value);
+                    self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize);
                     w.insert(sorted_at, leaf_tag(hash), kv);
                     self.len.add(1);
                     return Ok(true);
@@ -407,12 +416,12 @@ impl Wormhole {
         if ov.len() == value.len() {
             ov.copy_from_slice(value);
         } else {
-            let kv = Kv::new(key, value);
-            self.kv_bytes.add(kv.size() as isize - old.size() as isize);
+            let kv = Kv::new(&self.kvp, key, value);
+            self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize - old.block_bytes(&self.kvp) as isize);
             let old = w.replace(i, kv);
             // SAFETY: unlinked from the leaf under the exclusive lock; readers of pairs
             // always hold the leaf lock, so nobody can reach it.
-            unsafe { old.free() };
+            unsafe { old.free(&self.kvp) };
         }
     }
 
@@ -428,10 +437,10 @@ impl Wormhole {
             return false;
         };
         let kv = w.remove(i);
-        self.kv_bytes.add(-(kv.size() as isize));
+        self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
         self.len.add(-1);
         // SAFETY: removed under the exclusive lock (see `replace_value`).
-        unsafe { kv.free() };
+        unsafe { kv.free(&self.kvp) };
         let merge = self.wants_merge(&w);
         drop(w);
         drop(g);
@@ -480,10 +489,10 @@ impl Wormhole {
                         }
                         None => {
                             let kv = w.remove(i);
-                            self.kv_bytes.add(-(kv.size() as isize));
+                            self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
                             self.len.add(-1);
                             // SAFETY: removed under the exclusive lock.
-                            unsafe { kv.free() };
+                            unsafe { kv.free(&self.kvp) };
                             let merge = self.wants_merge(&w);
                             drop(w);
                             drop(g);
@@ -497,8 +506,8 @@ impl Wormhole {
                 Pos::Absent { sorted_at } if !w.is_full() => {
                     if let Some(v) = (f.take().expect("called once"))(None) {
                         check_entry(key, &v)?;
-                        let kv = Kv::new(key, &v);
-                        self.kv_bytes.add(kv.size() as isize);
+                        let kv = Kv::new(&self.kvp, key, &v);
+                        self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize);
                         w.insert(sorted_at, leaf_tag(hash), kv);
                         self.len.add(1);
                     }
@@ -545,6 +554,14 @@ impl Wormhole {
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             structure_bytes: self.pool.reserved_bytes()
+                + self
+                    .kvp
+                    .reserved_bytes()
+                    .saturating_sub(self.kvp.live_bytes())
+                + self
+                    .items
+                    .reserved_bytes()
+                    .saturating_sub(self.items.live_bytes())
                 + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed),
             key_value_bytes: self.kv_bytes.sum(),
@@ -612,7 +629,7 @@ impl Drop for Wormhole {
                 p = w.hdr().next();
                 for (_, kv) in w.sorted_pairs() {
                     // SAFETY: the index owns its pairs and is being dropped.
-                    unsafe { kv.free() };
+                    unsafe { kv.free(&self.kvp) };
                 }
                 w.rebuild(&[]);
             }
