@@ -241,6 +241,14 @@ impl LeafPtr {
         );
     }
 
+    /// Prefetches the order array (read and written by inserts and removals).
+    #[inline]
+    pub(crate) fn prefetch_order(self, cap: usize) {
+        let o = self.base().wrapping_add(size_of::<Leaf>() + cap * 8);
+        crate::prefetch(o.cast_const());
+        crate::prefetch(o.wrapping_add(cap - 1).cast_const());
+    }
+
     /// Takes the shared lock.
     ///
     /// # Safety

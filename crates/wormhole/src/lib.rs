@@ -324,6 +324,7 @@ impl Wormhole {
             let v = t.version;
             if let Some(tg) = search::locate(t, key, &self.cfg) {
                 self.prefetch_home(&tg);
+                tg.leaf.prefetch_order(self.cfg.leaf_capacity);
                 // SAFETY: reached through the published table under `g`.
                 let w = unsafe { tg.leaf.write() };
                 if w.hdr().version.load(Ordering::Acquire) <= v {

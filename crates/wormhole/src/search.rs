@@ -35,8 +35,8 @@ pub(crate) struct Lpm {
     pre: Pre,
 }
 
-/// Probes hashed ahead: the first two levels of the search tree (at most 3).
-const PRE: usize = 3;
+/// Probes hashed ahead: the first three levels of the search tree (at most 7).
+const PRE: usize = 7;
 
 /// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).
 #[derive(Clone, Copy, Debug, Default)]
@@ -69,11 +69,10 @@ impl Lpm {
         }
     }
 
-    /// Hashes the prefixes that the first two rounds of the search can probe (at most 3:
+    /// Hashes the prefixes that the first three rounds of the search can probe (at most 7:
     /// the top of the binary search tree over `(lo, hi)`) and prefetches their slots, so
-    /// that the second round's slot read overlaps the first instead of waiting for its
-    /// outcome. The search itself is unchanged; [`Lpm::prepare`] reuses the hashes.
-    /// (Three levels, 7 slots, measured no better: more hashing and wasted lines.)
+    /// that those rounds' slot reads overlap instead of each waiting for the previous
+    /// probe's outcome. The search itself is unchanged; [`Lpm::prepare`] reuses the hashes.
     #[inline]
     pub(crate) fn prefetch_levels(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
         let mut q = [(0usize, 0usize); PRE];
@@ -145,6 +144,9 @@ impl Lpm {
         };
         match hit {
             Some(it) => {
+                // The last hit is the item `finish` reads: start fetching it now, while
+                // any remaining probes run.
+                it.prefetch();
                 self.lo = self.mid;
                 self.item = it;
                 self.crc = self.probe;
