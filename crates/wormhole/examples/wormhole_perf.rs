@@ -49,7 +49,10 @@ fn main() {
     let get = m as f64 / (cpu_now() - t) / 1e6;
     assert_eq!(hit, m);
     if let Ok(r) = std::fs::read_to_string("/proc/self/smaps_rollup") {
-        for l in r.lines().filter(|l| l.starts_with("AnonHuge") || l.starts_with("Rss")) {
+        for l in r
+            .lines()
+            .filter(|l| l.starts_with("AnonHuge") || l.starts_with("Rss"))
+        {
             println!("{l}");
         }
     }

@@ -30,7 +30,7 @@ pub(crate) struct ClassPools {
 impl ClassPools {
     /// Pools for sizes up to `max` in steps of `step` (a multiple of `align`, a power of two).
     pub(crate) fn new(step: usize, align: usize, max: usize) -> ClassPools {
-        debug_assert!(step % align == 0 && max % step == 0);
+        debug_assert!(step.is_multiple_of(align) && max.is_multiple_of(step));
         let pools = (1..=max / step)
             .map(|c| SlabPool::new(c * step, align).expect("size classes fit the slab pool"))
             .collect();

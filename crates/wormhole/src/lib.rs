@@ -42,7 +42,8 @@
 //! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
 //! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
-//! | `kv` | — | one heap block per pair |
+//! | `kv` | — | one block per pair |
+//! | `classes` | — | size-class slab pools (huge pages) for pairs and items |
 //!
 //! # Consistency and concurrency (§2.5)
 //!
@@ -66,12 +67,32 @@
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
 //!   parallel instead of one after the other (`leaf`).
 //!
+//! # Memory placement and prefetching (not in the paper; measured, issue 4)
+//!
+//! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item, the leaf
+//! header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
+//! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
+//! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
+//! before), pair blocks and items (size-class slab pools, `classes`), and slot arrays of
+//! 2 MiB or more (`meta`). The paper's C implementation gets the same effect from a
+//! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
+//! top of the binary search tree over prefix lengths, at most 7 slots) so that they
+//! arrive together, and every probe hit prefetches its item. Inserts find their tag slot
+//! with the lookup's walk from the home slot (the lines just read) and sort keys for a
+//! split by their first 8 bytes before falling back to `memcmp`. Measured effect, same
+//! shared-machine runs (10M random 8-byte keys, thread-CPU time, `orrery-bench`): see
+//! `docs/wormhole.md`.
+//!
 //! # Memory accounting
 //!
-//! `structure_bytes` counts the leaf pool's reserved 2 MiB chunks (leaf blocks come from an
-//! `orrery_core::alloc::SlabPool`, i.e. from `mmap`, not from the global allocator),
-//! anchors, and both MetaTrieHTs (slots and items); `key_value_bytes` counts the pair
-//! blocks (8-byte header, key, value; global allocator).
+//! Leaves, items and small pair blocks come from `orrery_core::alloc::SlabPool`s, i.e. from
+//! `mmap`ed 2 MiB chunks, not from the global allocator (a counting global allocator sees
+//! almost nothing; `memory_usage()` and RSS see it all). `structure_bytes` counts the leaf
+//! pool's reserved chunks, anchors, both MetaTrieHTs (slot arrays at their reserved size,
+//! item blocks at their slot size), and the unused part of the item and pair pools'
+//! chunks; `key_value_bytes` counts the pair blocks at their slot size (8-byte header, key,
+//! value, rounded up to 8 bytes; blocks over 256 bytes come from the global allocator at
+//! their exact size).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -101,8 +122,8 @@ use orrery_core::api::{
 pub use config::{Config, ConfigError, WormholeBuilder};
 pub use iter::Iter;
 
-use crate::deps::sync::{CachePadded, Guard};
 use crate::classes::ClassPools;
+use crate::deps::sync::{CachePadded, Guard};
 use crate::kv::Kv;
 use crate::leaf::{LeafAccess, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
 use crate::meta::MetaTable;
@@ -418,7 +439,8 @@ impl Wormhole {
             ov.copy_from_slice(value);
         } else {
             let kv = Kv::new(&self.kvp, key, value);
-            self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize - old.block_bytes(&self.kvp) as isize);
+            self.kv_bytes
+                .add(kv.block_bytes(&self.kvp) as isize - old.block_bytes(&self.kvp) as isize);
             let old = w.replace(i, kv);
             // SAFETY: unlinked from the leaf under the exclusive lock; readers of pairs
             // always hold the leaf lock, so nobody can reach it.

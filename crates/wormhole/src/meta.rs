@@ -3,7 +3,9 @@
 //!
 //! # Items (byte level)
 //!
-//! One block per item, 64-byte aligned, `57 + len` bytes:
+//! One block per item, 64-byte aligned, `max(64, 57 + len)` bytes, from the index's item
+//! size-class pools (`classes`: huge-page slabs of 64, 128, 192 and 256 bytes, shared by
+//! both tables; larger items come from the global allocator):
 //!
 //! ```text
 //! 0   u32      hash     CRC32C of the prefix
@@ -26,7 +28,9 @@
 //! because items are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow
 //! count*: how many items whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
-//! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//! The table is kept at most half full (§3.1's "8 prefixes per cache line"). Slot arrays
+//! of 2 MiB or more are huge-page `HugeArray`s (each lookup reads two or more random slots;
+//! see the crate docs on memory placement), smaller ones plain heap blocks.
 //!
 //! # Concurrency
 //!

@@ -49,7 +49,9 @@ struct Pre {
 impl Pre {
     #[inline]
     fn get(&self, len: usize) -> Option<u32> {
-        (0..self.n).find(|&i| self.lens[i] == len).map(|i| self.crcs[i])
+        (0..self.n)
+            .find(|&i| self.lens[i] == len)
+            .map(|i| self.crcs[i])
     }
 }
 
