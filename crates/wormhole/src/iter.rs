@@ -190,9 +190,9 @@ impl Wormhole {
                 keep.extend_from_slice(&pairs[j1..]);
                 w.rebuild(&keep);
                 for (_, kv) in &pairs[j0..j1] {
-                    self.kv_bytes.add(-(kv.size() as isize));
+                    self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
                     // SAFETY: removed from the leaf under its exclusive lock.
-                    unsafe { kv.free() };
+                    unsafe { kv.free(&self.kvp) };
                 }
                 self.len.add(-((j1 - j0) as isize));
                 removed += j1 - j0;

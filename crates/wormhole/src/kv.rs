@@ -1,4 +1,6 @@
-//! Key-value items: one heap block per pair, referenced from a leaf's tag array.
+//! Key-value items: one block per pair, referenced from a leaf's tag array. Blocks come
+//! from the index's size-class slab pools (`classes`: huge pages, 8-byte classes up to
+//! [`KV_CLASS_MAX`] bytes) or, when larger, from the global allocator.
 //!
 //! # Layout (byte level)
 //!
@@ -15,30 +17,30 @@
 //! block is freed only under that lock: every reader of a block holds the leaf's read lock
 //! (§2.5), so no reclamation scheme is needed for pairs.
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 
+use crate::classes::ClassPools;
+
 const HEADER: usize = 8;
+
+/// Largest pair block served by the size-class pools.
+pub(crate) const KV_CLASS_MAX: usize = 256;
+
+/// The size-class pools of pair blocks.
+pub(crate) fn kv_pools() -> ClassPools {
+    ClassPools::new(8, 8, KV_CLASS_MAX)
+}
 
 /// A pointer to a key-value block (see the module docs for its layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Kv(NonNull<u8>);
 
-fn layout(klen: usize, vlen: usize) -> Layout {
-    // The lengths are bounded by the API limits, so this cannot overflow or fail.
-    Layout::from_size_align(HEADER + klen + vlen, 8).expect("kv layout")
-}
-
 impl Kv {
-    /// Allocates a block holding `key` and `value`. Lengths must be within the API limits.
-    pub(crate) fn new(key: &[u8], value: &[u8]) -> Kv {
+    /// Allocates from `pools` a block holding `key` and `value`. Lengths must be within
+    /// the API limits.
+    pub(crate) fn new(pools: &ClassPools, key: &[u8], value: &[u8]) -> Kv {
         debug_assert!(key.len() <= u32::MAX as usize && value.len() <= u32::MAX as usize);
-        let lay = layout(key.len(), value.len());
-        // SAFETY: `lay` has a non-zero size (at least the 8-byte header).
-        let raw = unsafe { alloc(lay) };
-        let Some(p) = NonNull::new(raw) else {
-            handle_alloc_error(lay)
-        };
+        let p = pools.alloc(HEADER + key.len() + value.len());
         let base = p.as_ptr();
         // SAFETY: the block is `HEADER + k + v` bytes and 8-aligned; each write below stays
         // inside it and the source slices do not overlap the fresh block.
@@ -126,21 +128,28 @@ impl Kv {
         self.0.as_ptr()
     }
 
-    /// Bytes this block occupies (header included), for memory accounting.
+    /// Bytes of the header, key and value.
     #[inline]
     pub(crate) fn size(self) -> usize {
         let (k, v) = self.lens();
         HEADER + k + v
     }
 
-    /// Frees the block.
+    /// Bytes this block occupies in `pools` (its slot), for memory accounting.
+    #[inline]
+    pub(crate) fn block_bytes(self, pools: &ClassPools) -> usize {
+        pools.block_bytes(self.size())
+    }
+
+    /// Frees the block to `pools`.
     ///
     /// # Safety
-    /// The block is live, no reference into it survives, and it is not used afterwards.
-    pub(crate) unsafe fn free(self) {
-        let (k, v) = self.lens();
-        // SAFETY: allocated by `Kv::new` with exactly this layout.
-        unsafe { dealloc(self.0.as_ptr(), layout(k, v)) }
+    /// The block is live, was allocated from `pools`, no reference into it survives, and it
+    /// is not used afterwards.
+    pub(crate) unsafe fn free(self, pools: &ClassPools) {
+        let size = self.size();
+        // SAFETY: allocated by `Kv::new` from `pools` with this size.
+        unsafe { pools.free(self.0, size) }
     }
 }
 
@@ -151,12 +160,14 @@ mod tests {
 
     #[test]
     fn kv_roundtrip() {
+        let pools = kv_pools();
         for (k, v) in [
             (&b""[..], &b""[..]),
             (b"key", b"value"),
             (&[0u8; 100][..], &[7u8; 3][..]),
+            (&[1u8; 300][..], &[2u8; 5][..]),
         ] {
-            let kv = Kv::new(k, v);
+            let kv = Kv::new(&pools, k, v);
             // SAFETY: live block, used single-threaded.
             unsafe {
                 let kv2 = Kv::from_addr(kv.addr());
@@ -167,7 +178,7 @@ mod tests {
                     kv.value_mut()[0] = 1;
                     assert_eq!(kv.value()[0], 1);
                 }
-                kv.free();
+                kv.free(&pools);
             }
         }
     }

@@ -241,6 +241,14 @@ impl LeafPtr {
         );
     }
 
+    /// Prefetches the order array (read and written by inserts and removals).
+    #[inline]
+    pub(crate) fn prefetch_order(self, cap: usize) {
+        let o = self.base().wrapping_add(size_of::<Leaf>() + cap * 8);
+        crate::prefetch(o.cast_const());
+        crate::prefetch(o.wrapping_add(cap - 1).cast_const());
+    }
+
     /// Takes the shared lock.
     ///
     /// # Safety
@@ -465,6 +473,19 @@ impl LeafAccess for WriteLeaf<'_> {
     }
 }
 
+/// The first 8 bytes of `k` as a big-endian integer, zero-padded. For keys `a`, `b`:
+/// `prefix8(a) < prefix8(b)` implies `a < b` (at the first differing byte of the padded
+/// prefixes either both keys have a byte, or the shorter key ended there and is a prefix of
+/// the other up to that byte, which is then non-zero), so the prefixes order keys except
+/// on ties.
+#[inline]
+fn prefix8(k: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = k.len().min(8);
+    b[..n].copy_from_slice(&k[..n]);
+    u64::from_be_bytes(b)
+}
+
 /// Sorts the order array incrementally: sort the unsorted tail, merge it with the sorted
 /// run (Algorithm 3 `incSort`), publish `nr_sorted = nr`.
 ///
@@ -492,27 +513,38 @@ unsafe fn sort_order(p: LeafPtr) {
         // SAFETY: order entries name real slots, whose pairs are live under the lock.
         unsafe { ekv(tags[i as usize]).key() }
     };
+    // Compare by the keys' first 8 bytes as a big-endian integer (zero-padded), and only
+    // on a tie by the full keys: most comparisons then cost one integer compare instead of
+    // a `memcmp` call. A smaller padded prefix means a smaller key (see `prefix8`).
+    let mut ents = [(0u64, 0u8); MAX_CAP];
+    for (e, &i) in ents.iter_mut().zip(order.iter()) {
+        *e = (prefix8(key(i)), i);
+    }
+    let ents = &mut ents[..n];
+    let cmp = |a: &(u64, u8), b: &(u64, u8)| a.0.cmp(&b.0).then_with(|| key(a.1).cmp(key(b.1)));
     if s * 4 < n {
         // Short sorted run: one sort of everything is cheaper than a merge.
-        order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+        ents.sort_unstable_by(cmp);
+        for (o, e) in order.iter_mut().zip(ents.iter()) {
+            *o = e.1;
+        }
     } else {
-        order[s..].sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
-        let mut buf = [0u8; MAX_CAP];
+        ents[s..].sort_unstable_by(cmp);
         let (mut i, mut j, mut o) = (0, s, 0);
         while i < s && j < n {
-            if key(order[j]) < key(order[i]) {
-                buf[o] = order[j];
+            if cmp(&ents[j], &ents[i]).is_lt() {
+                order[o] = ents[j].1;
                 j += 1;
             } else {
-                buf[o] = order[i];
+                order[o] = ents[i].1;
                 i += 1;
             }
             o += 1;
         }
-        buf[o..o + s - i].copy_from_slice(&order[i..s]);
-        o += s - i;
-        buf[o..o + n - j].copy_from_slice(&order[j..n]);
-        order.copy_from_slice(&buf[..n]);
+        for e in ents[i..s].iter().chain(ents[j..n].iter()) {
+            order[o] = e.1;
+            o += 1;
+        }
     }
     h.nr_sorted.store(n as u32, Ordering::Release);
 }
@@ -579,8 +611,16 @@ impl WriteLeaf<'_> {
         assert!(n < cap);
         let e = entry(tag, kv);
         let tags = self.tags_all_mut();
-        // First slot whose tag is >= `tag` (slots are non-decreasing, holes included).
-        let p = tags.partition_point(|&x| etag(x) < tag);
+        // First slot whose tag is >= `tag` (slots are non-decreasing, holes included),
+        // found by the lookup's walk from the home slot: it touches the tag lines the
+        // lookup just read instead of a binary search's cold ones.
+        let mut p = home(tag, cap);
+        while p > 0 && etag(tags[p - 1]) >= tag {
+            p -= 1;
+        }
+        while p < cap && etag(tags[p]) < tag {
+            p += 1;
+        }
         // `shift` = (first, last, delta): order entries naming slots in [first, last) move
         // by delta.
         let (pos, shift) = if p < cap && is_hole(tags[p]) {
@@ -621,10 +661,13 @@ impl WriteLeaf<'_> {
         };
         let order = self.order_all_mut();
         if let Some((first, last, d)) = shift {
+            // Branch-free so that it vectorizes: `o - first < last - first` (wrapping)
+            // tests `first <= o < last`.
+            let (f, w, d) = (first as u16, (last - first) as u16, d as u8);
             for o in &mut order[..n] {
-                if (first..last).contains(&(*o as usize)) {
-                    *o = (*o as i16 + d) as u8;
-                }
+                let x = *o;
+                let inside = (x as u16).wrapping_sub(f) < w;
+                *o = if inside { x.wrapping_add(d) } else { x };
             }
         }
         match sorted_at {
@@ -812,10 +855,10 @@ mod tests {
         );
     }
 
-    fn free_all(w: &mut WriteLeaf<'_>) {
+    fn free_all(w: &mut WriteLeaf<'_>, kvp: &crate::classes::ClassPools) {
         for (_, kv) in w.sorted_pairs() {
             // SAFETY: the test owns every pair.
-            unsafe { kv.free() };
+            unsafe { kv.free(kvp) };
         }
         w.rebuild(&[]);
     }
@@ -824,6 +867,7 @@ mod tests {
     fn insert_find_remove_sort() {
         let n = if cfg!(miri) { 24 } else { 128 };
         let pool = leaf_pool(n);
+        let kvp = crate::kv::kv_pools();
         let leaf = LeafPtr::alloc(&pool, n, Box::new([]), 0);
         let mut model = std::collections::BTreeMap::new();
         {
@@ -833,7 +877,7 @@ mod tests {
                 let k = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
                 let t = tag_of(&k);
                 assert!(w.find_by_tag(&k, t, true).is_err());
-                w.insert(None, t, Kv::new(&k, &i.to_le_bytes()));
+                w.insert(None, t, Kv::new(&kvp, &k, &i.to_le_bytes()));
                 model.insert(k, i.to_le_bytes().to_vec());
                 if i % 7 == 0 {
                     w.sort();
@@ -856,7 +900,7 @@ mod tests {
                     let i = w.find_by_tag(k, tag_of(k), false).unwrap();
                     let kv = w.remove(i);
                     // SAFETY: removed from the leaf, owned by the test.
-                    unsafe { kv.free() };
+                    unsafe { kv.free(&kvp) };
                     model.remove(k);
                 }
             }
@@ -869,12 +913,12 @@ mod tests {
             assert_eq!(w.find_sorted(&first), Ok(0));
             // Replace.
             let i = w.find_by_tag(&first, tag_of(&first), true).unwrap();
-            let old = w.replace(i, Kv::new(&first, b"new"));
+            let old = w.replace(i, Kv::new(&kvp, &first, b"new"));
             // SAFETY: owned.
-            unsafe { old.free() };
+            unsafe { old.free(&kvp) };
             model.insert(first.clone(), b"new".to_vec());
             check(&w, &model);
-            free_all(&mut w);
+            free_all(&mut w, &kvp);
         }
         // SAFETY: unlocked and owned.
         unsafe { leaf.free(&pool) };
@@ -883,6 +927,7 @@ mod tests {
     #[test]
     fn sorted_mode_insert_and_shared_sort() {
         let pool = leaf_pool(16);
+        let kvp = crate::kv::kv_pools();
         let leaf = LeafPtr::alloc(&pool, 16, Box::new(*b"anc"), 3);
         let mut model = std::collections::BTreeMap::new();
         {
@@ -892,7 +937,7 @@ mod tests {
                 let k = vec![i, i];
                 let t = tag_of(&k);
                 let j = w.find_sorted(&k).unwrap_err();
-                w.insert(Some(j), t, Kv::new(&k, &[i]));
+                w.insert(Some(j), t, Kv::new(&kvp, &k, &[i]));
                 model.insert(k, vec![i]);
                 assert!(w.is_sorted());
             }
@@ -901,7 +946,7 @@ mod tests {
             for i in [4u8, 8, 6] {
                 let k = vec![i, i];
                 let t = tag_of(&k);
-                w.insert(None, t, Kv::new(&k, &[i]));
+                w.insert(None, t, Kv::new(&kvp, &k, &[i]));
                 model.insert(k, vec![i]);
             }
             assert!(!w.is_sorted());
@@ -921,7 +966,7 @@ mod tests {
         }
         // SAFETY: owned.
         let mut w = unsafe { leaf.write() };
-        free_all(&mut w);
+        free_all(&mut w, &kvp);
         drop(w);
         // SAFETY: owned.
         unsafe { leaf.free(&pool) };

@@ -42,7 +42,8 @@
 //! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
 //! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
-//! | `kv` | — | one heap block per pair |
+//! | `kv` | — | one block per pair |
+//! | `classes` | — | size-class slab pools (huge pages) for pairs and items |
 //!
 //! # Consistency and concurrency (§2.5)
 //!
@@ -66,17 +67,38 @@
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
 //!   parallel instead of one after the other (`leaf`).
 //!
+//! # Memory placement and prefetching (not in the paper; measured, issue 4)
+//!
+//! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item, the leaf
+//! header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
+//! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
+//! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
+//! before), pair blocks and items (size-class slab pools, `classes`), and slot arrays of
+//! 2 MiB or more (`meta`). The paper's C implementation gets the same effect from a
+//! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
+//! top of the binary search tree over prefix lengths, at most 7 slots) so that they
+//! arrive together, and every probe hit prefetches its item. Inserts find their tag slot
+//! with the lookup's walk from the home slot (the lines just read) and sort keys for a
+//! split by their first 8 bytes before falling back to `memcmp`. Measured effect, same
+//! shared-machine runs (10M random 8-byte keys, thread-CPU time, `orrery-bench`): see
+//! `docs/wormhole.md`.
+//!
 //! # Memory accounting
 //!
-//! `structure_bytes` counts the leaf pool's reserved 2 MiB chunks (leaf blocks come from an
-//! `orrery_core::alloc::SlabPool`, i.e. from `mmap`, not from the global allocator),
-//! anchors, and both MetaTrieHTs (slots and items); `key_value_bytes` counts the pair
-//! blocks (8-byte header, key, value; global allocator).
+//! Leaves, items and small pair blocks come from `orrery_core::alloc::SlabPool`s, i.e. from
+//! `mmap`ed 2 MiB chunks, not from the global allocator (a counting global allocator sees
+//! almost nothing; `memory_usage()` and RSS see it all). `structure_bytes` counts the leaf
+//! pool's reserved chunks, anchors, both MetaTrieHTs (slot arrays at their reserved size,
+//! item blocks at their slot size), and the unused part of the item and pair pools'
+//! chunks; `key_value_bytes` counts the pair blocks at their slot size (8-byte header, key,
+//! value, rounded up to 8 bytes; blocks over 256 bytes come from the global allocator at
+//! their exact size).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod anchor;
 mod batch;
+mod classes;
 mod config;
 mod iter;
 mod kv;
@@ -100,6 +122,7 @@ use orrery_core::api::{
 pub use config::{Config, ConfigError, WormholeBuilder};
 pub use iter::Iter;
 
+use crate::classes::ClassPools;
 use crate::deps::sync::{CachePadded, Guard};
 use crate::kv::Kv;
 use crate::leaf::{LeafAccess, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
@@ -168,6 +191,10 @@ pub struct Wormhole {
     cfg: Config,
     len: Stripes,
     kv_bytes: Stripes,
+    /// Size-class pools of the pair blocks (`classes`, `kv`).
+    kvp: ClassPools,
+    /// Size-class pools of the MetaTrieHT items (both tables).
+    items: Arc<ClassPools>,
     leaves: AtomicUsize,
     anchor_bytes: AtomicUsize,
     meta_bytes: AtomicUsize,
@@ -232,8 +259,9 @@ impl Wormhole {
     pub(crate) fn with_config(cfg: Config) -> Self {
         let pool = Arc::new(leaf::leaf_pool(cfg.leaf_capacity));
         let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
-        let t1 = Box::new(MetaTable::new(head));
-        let t2 = Box::new(MetaTable::new(head));
+        let items = meta::item_pools();
+        let t1 = Box::new(MetaTable::new(head, items.clone()));
+        let t2 = Box::new(MetaTable::new(head, items.clone()));
         let meta = t1.bytes() * 2;
         Wormhole {
             current: AtomicPtr::new(Box::into_raw(t1)),
@@ -243,6 +271,8 @@ impl Wormhole {
             cfg,
             len: Stripes::new(),
             kv_bytes: Stripes::new(),
+            kvp: kv::kv_pools(),
+            items,
             leaves: AtomicUsize::new(1),
             anchor_bytes: AtomicUsize::new(0),
             meta_bytes: AtomicUsize::new(meta),
@@ -315,6 +345,7 @@ impl Wormhole {
             let v = t.version;
             if let Some(tg) = search::locate(t, key, &self.cfg) {
                 self.prefetch_home(&tg);
+                tg.leaf.prefetch_order(self.cfg.leaf_capacity);
                 // SAFETY: reached through the published table under `g`.
                 let w = unsafe { tg.leaf.write() };
                 if w.hdr().version.load(Ordering::Acquire) <= v {
@@ -385,8 +416,8 @@ impl Wormhole {
                     return Ok(false);
                 }
                 Pos::Absent { sorted_at } if !w.is_full() => {
-                    let kv = Kv::new(key, value);
-                    self.kv_bytes.add(kv.size() as isize);
+                    let kv = Kv::new(&self.kvp, key, value);
+                    self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize);
                     w.insert(sorted_at, leaf_tag(hash), kv);
                     self.len.add(1);
                     return Ok(true);
@@ -407,12 +438,13 @@ impl Wormhole {
         if ov.len() == value.len() {
             ov.copy_from_slice(value);
         } else {
-            let kv = Kv::new(key, value);
-            self.kv_bytes.add(kv.size() as isize - old.size() as isize);
+            let kv = Kv::new(&self.kvp, key, value);
+            self.kv_bytes
+                .add(kv.block_bytes(&self.kvp) as isize - old.block_bytes(&self.kvp) as isize);
             let old = w.replace(i, kv);
             // SAFETY: unlinked from the leaf under the exclusive lock; readers of pairs
             // always hold the leaf lock, so nobody can reach it.
-            unsafe { old.free() };
+            unsafe { old.free(&self.kvp) };
         }
     }
 
@@ -428,10 +460,10 @@ impl Wormhole {
             return false;
         };
         let kv = w.remove(i);
-        self.kv_bytes.add(-(kv.size() as isize));
+        self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
         self.len.add(-1);
         // SAFETY: removed under the exclusive lock (see `replace_value`).
-        unsafe { kv.free() };
+        unsafe { kv.free(&self.kvp) };
         let merge = self.wants_merge(&w);
         drop(w);
         drop(g);
@@ -480,10 +512,10 @@ impl Wormhole {
                         }
                         None => {
                             let kv = w.remove(i);
-                            self.kv_bytes.add(-(kv.size() as isize));
+                            self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
                             self.len.add(-1);
                             // SAFETY: removed under the exclusive lock.
-                            unsafe { kv.free() };
+                            unsafe { kv.free(&self.kvp) };
                             let merge = self.wants_merge(&w);
                             drop(w);
                             drop(g);
@@ -497,8 +529,8 @@ impl Wormhole {
                 Pos::Absent { sorted_at } if !w.is_full() => {
                     if let Some(v) = (f.take().expect("called once"))(None) {
                         check_entry(key, &v)?;
-                        let kv = Kv::new(key, &v);
-                        self.kv_bytes.add(kv.size() as isize);
+                        let kv = Kv::new(&self.kvp, key, &v);
+                        self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize);
                         w.insert(sorted_at, leaf_tag(hash), kv);
                         self.len.add(1);
                     }
@@ -545,6 +577,14 @@ impl Wormhole {
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             structure_bytes: self.pool.reserved_bytes()
+                + self
+                    .kvp
+                    .reserved_bytes()
+                    .saturating_sub(self.kvp.live_bytes())
+                + self
+                    .items
+                    .reserved_bytes()
+                    .saturating_sub(self.items.live_bytes())
                 + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed),
             key_value_bytes: self.kv_bytes.sum(),
@@ -612,7 +652,7 @@ impl Drop for Wormhole {
                 p = w.hdr().next();
                 for (_, kv) in w.sorted_pairs() {
                     // SAFETY: the index owns its pairs and is being dropped.
-                    unsafe { kv.free() };
+                    unsafe { kv.free(&self.kvp) };
                 }
                 w.rebuild(&[]);
             }

@@ -3,7 +3,9 @@
 //!
 //! # Items (byte level)
 //!
-//! One block per item, 64-byte aligned, `57 + len` bytes:
+//! One block per item, 64-byte aligned, `max(64, 57 + len)` bytes, from the index's item
+//! size-class pools (`classes`: huge-page slabs of 64, 128, 192 and 256 bytes, shared by
+//! both tables; larger items come from the global allocator):
 //!
 //! ```text
 //! 0   u32      hash     CRC32C of the prefix
@@ -26,7 +28,9 @@
 //! because items are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow
 //! count*: how many items whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
-//! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//! The table is kept at most half full (§3.1's "8 prefixes per cache line"). Slot arrays
+//! of 2 MiB or more are huge-page `HugeArray`s (each lookup reads two or more random slots;
+//! see the crate docs on memory placement), smaller ones plain heap blocks.
 //!
 //! # Concurrency
 //!
@@ -34,10 +38,13 @@
 //! only the one that is not published and whose readers have drained (RCU, §2.5), so every
 //! method here is plain sequential code (`&self` for readers, `&mut self` for the writer).
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
+use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeArray, Zeroable};
+
+use crate::classes::ClassPools;
 use crate::deps::hash::{crc32c, tag16};
 use crate::leaf::LeafPtr;
 
@@ -60,8 +67,18 @@ const KEY_OFF: usize = std::mem::offset_of!(Item, anchor) + 1;
 const _: () = assert!(KEY_OFF == 57);
 const _: () = assert!(size_of::<Item>() == 64);
 
-fn item_layout(len: usize) -> Layout {
-    Layout::from_size_align((KEY_OFF + len).max(64), 64).expect("item layout")
+/// Bytes of an item block with a `len`-byte prefix.
+fn item_size(len: usize) -> usize {
+    (KEY_OFF + len).max(64)
+}
+
+/// Largest item block served by the size-class pools.
+const ITEM_CLASS_MAX: usize = 256;
+
+/// The size-class pools of items (64-byte classes; huge pages, see `classes`), shared by
+/// both tables of an index.
+pub(crate) fn item_pools() -> Arc<ClassPools> {
+    Arc::new(ClassPools::new(64, 64, ITEM_CLASS_MAX))
 }
 
 /// A pointer to an item owned by one table.
@@ -69,13 +86,8 @@ fn item_layout(len: usize) -> Layout {
 pub(crate) struct ItemPtr(NonNull<Item>);
 
 impl ItemPtr {
-    fn alloc(key: &[u8], hash: u32) -> ItemPtr {
-        let lay = item_layout(key.len());
-        // SAFETY: non-zero size.
-        let raw = unsafe { alloc(lay) }.cast::<Item>();
-        let Some(p) = NonNull::new(raw) else {
-            handle_alloc_error(lay)
-        };
+    fn alloc(pools: &ClassPools, key: &[u8], hash: u32) -> ItemPtr {
+        let p = pools.alloc(item_size(key.len())).cast::<Item>();
         let hdr = Item {
             hash,
             len: key.len() as u32,
@@ -95,11 +107,11 @@ impl ItemPtr {
 
     /// # Safety
     /// The item is not used afterwards.
-    unsafe fn free(self) {
+    unsafe fn free(self, pools: &ClassPools) {
         // SAFETY: live item per the caller.
         let len = unsafe { self.0.as_ref() }.len as usize;
-        // SAFETY: allocated by `alloc` with this layout.
-        unsafe { dealloc(self.0.as_ptr().cast(), item_layout(len)) };
+        // SAFETY: allocated by `alloc` from `pools` with this size.
+        unsafe { pools.free(self.0.cast(), item_size(len)) };
     }
 
     #[inline]
@@ -218,9 +230,72 @@ struct Slot([u64; 8]);
 
 const _: () = assert!(size_of::<Slot>() == 64);
 
+// SAFETY: a slot is eight `u64`s; all-zero bytes are eight empty entries.
+unsafe impl Zeroable for Slot {}
+
+/// Slot arrays of at least this many slots (2 MiB) live in huge-page memory.
+const HUGE_SLOTS: usize = HUGE_PAGE_SIZE / size_of::<Slot>();
+
+/// The slot array: a plain heap block while small, a huge-page [`HugeArray`] from 2 MiB on
+/// (a lookup reads several random slots; with 4 KiB pages each can cost a TLB miss).
+enum Slots {
+    Heap(Box<[Slot]>),
+    Huge(HugeArray<Slot>),
+}
+
+impl Slots {
+    /// `n` empty slots (`n` a power of two).
+    fn new(n: usize) -> Slots {
+        if n >= HUGE_SLOTS && !cfg!(miri) {
+            match HugeArray::new(n) {
+                Ok(a) => return Slots::Huge(a),
+                Err(_) => std::alloc::handle_alloc_error(
+                    std::alloc::Layout::array::<Slot>(n).expect("slot array layout"),
+                ),
+            }
+        }
+        Slots::Heap(vec![Slot::default(); n].into_boxed_slice())
+    }
+
+    /// Bytes reserved for the array.
+    fn bytes(&self) -> usize {
+        match self {
+            Slots::Heap(b) => b.len() * size_of::<Slot>(),
+            Slots::Huge(a) => a.reserved_bytes(),
+        }
+    }
+
+    fn copy(&self) -> Slots {
+        let mut s = Slots::new(self.len());
+        s.copy_from_slice(self);
+        s
+    }
+}
+
+impl std::ops::Deref for Slots {
+    type Target = [Slot];
+    #[inline]
+    fn deref(&self) -> &[Slot] {
+        match self {
+            Slots::Heap(b) => b,
+            Slots::Huge(a) => a,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Slots {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [Slot] {
+        match self {
+            Slots::Heap(b) => b,
+            Slots::Huge(a) => a,
+        }
+    }
+}
+
 /// A MetaTrieHT.
 pub(crate) struct MetaTable {
-    slots: Box<[Slot]>,
+    slots: Slots,
     mask: usize,
     items: usize,
     root: ItemPtr,
@@ -228,6 +303,10 @@ pub(crate) struct MetaTable {
     pub(crate) version: u64,
     /// Longest anchor length (`L_anc` of Algorithm 1).
     max_len: usize,
+    /// Bytes of the item blocks.
+    item_bytes: usize,
+    /// Where the items come from (shared with the other table).
+    pools: Arc<ClassPools>,
     /// Anchor length → number of anchors, to keep `max_len` exact on removals.
     lens: BTreeMap<usize, usize>,
 }
@@ -240,8 +319,8 @@ unsafe impl Sync for MetaTable {}
 
 impl MetaTable {
     /// A table holding only the root item (empty prefix, anchor of `first`).
-    pub(crate) fn new(first: LeafPtr) -> MetaTable {
-        let root = ItemPtr::alloc(&[], crc32c(&[]));
+    pub(crate) fn new(first: LeafPtr, pools: Arc<ClassPools>) -> MetaTable {
+        let root = ItemPtr::alloc(&pools, &[], crc32c(&[]));
         {
             let r = root.get_mut();
             r.anchor = 1;
@@ -249,12 +328,14 @@ impl MetaTable {
             r.rightmost = first.as_raw();
         }
         let mut t = MetaTable {
-            slots: vec![Slot::default(); 8].into_boxed_slice(),
+            slots: Slots::new(8),
             mask: 7,
             items: 0,
             root,
             version: 0,
             max_len: 0,
+            item_bytes: 0,
+            pools,
             lens: BTreeMap::from([(0, 1)]),
         };
         t.put(root);
@@ -275,7 +356,7 @@ impl MetaTable {
 
     /// Bytes held by the table (slots and items).
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.len() * 64 + self.items * 64
+        self.slots.bytes() + self.item_bytes
     }
 
     #[inline]
@@ -354,6 +435,7 @@ impl MetaTable {
         }
         self.place(it);
         self.items += 1;
+        self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
     }
 
     fn place(&mut self, it: ItemPtr) {
@@ -376,7 +458,7 @@ impl MetaTable {
 
     fn grow(&mut self) {
         let n = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); n].into_boxed_slice());
+        let old = std::mem::replace(&mut self.slots, Slots::new(n));
         self.mask = n - 1;
         for slot in old.iter() {
             for &e in &slot.0 {
@@ -419,7 +501,7 @@ impl MetaTable {
         match self.get(key, h) {
             Some(it) => (it, false),
             None => {
-                let it = ItemPtr::alloc(key, h);
+                let it = ItemPtr::alloc(&self.pools, key, h);
                 self.put(it);
                 (it, true)
             }
@@ -497,8 +579,9 @@ impl MetaTable {
             if item.anchor == 0 && !item.has_children() {
                 debug_assert!(plen > 0, "the root always keeps the first leaf");
                 self.unput(it);
+                self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
                 // SAFETY: removed from the table; this table is private to the writer.
-                unsafe { it.free() };
+                unsafe { it.free(&self.pools) };
                 child_gone = true;
             } else {
                 child_gone = false;
@@ -524,7 +607,7 @@ impl MetaTable {
     /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
     /// wait for the shadow table's readers to drain (see `smo`).
     pub(crate) fn duplicate(&self) -> MetaTable {
-        let mut slots = self.slots.clone();
+        let mut slots = self.slots.copy();
         let mut root = None;
         for slot in slots.iter_mut() {
             for e in slot.0.iter_mut() {
@@ -533,7 +616,7 @@ impl MetaTable {
                 }
                 let old = ItemPtr::from_entry(*e);
                 let it = old.get();
-                let new = ItemPtr::alloc(old.key(), it.hash);
+                let new = ItemPtr::alloc(&self.pools, old.key(), it.hash);
                 {
                     let n = new.get_mut();
                     n.leftmost = it.leftmost;
@@ -554,6 +637,8 @@ impl MetaTable {
             root: root.expect("the root is an item"),
             version: self.version,
             max_len: self.max_len,
+            item_bytes: self.item_bytes,
+            pools: self.pools.clone(),
             lens: self.lens.clone(),
         }
     }
@@ -604,7 +689,7 @@ impl Drop for MetaTable {
             for &e in &slot.0 {
                 if e & ITEM_ADDR_MASK != 0 {
                     // SAFETY: the table owns its items and is being dropped.
-                    unsafe { ItemPtr::from_entry(e).free() };
+                    unsafe { ItemPtr::from_entry(e).free(&self.pools) };
                 }
             }
         }

@@ -31,6 +31,28 @@ pub(crate) struct Lpm {
     item: ItemPtr,
     mid: usize,
     probe: u32,
+    /// Prefix hashes computed ahead by [`Lpm::prefetch_levels`].
+    pre: Pre,
+}
+
+/// Probes hashed ahead: the first three levels of the search tree (at most 7).
+const PRE: usize = 7;
+
+/// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).
+#[derive(Clone, Copy, Debug, Default)]
+struct Pre {
+    n: usize,
+    lens: [usize; PRE],
+    crcs: [u32; PRE],
+}
+
+impl Pre {
+    #[inline]
+    fn get(&self, len: usize) -> Option<u32> {
+        (0..self.n)
+            .find(|&i| self.lens[i] == len)
+            .map(|i| self.crcs[i])
+    }
 }
 
 impl Lpm {
@@ -45,7 +67,49 @@ impl Lpm {
             item: root,
             mid: 0,
             probe: 0,
+            pre: Pre::default(),
         }
+    }
+
+    /// Hashes the prefixes that the first three rounds of the search can probe (at most 7:
+    /// the top of the binary search tree over `(lo, hi)`) and prefetches their slots, so
+    /// that those rounds' slot reads overlap instead of each waiting for the previous
+    /// probe's outcome. The search itself is unchanged; [`Lpm::prepare`] reuses the hashes.
+    #[inline]
+    pub(crate) fn prefetch_levels(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
+        let mut q = [(0usize, 0usize); PRE];
+        q[0] = (self.lo, self.hi);
+        let (mut qn, mut qi) = (1, 0);
+        let mut pre = Pre::default();
+        while qi < qn {
+            let (lo, hi) = q[qi];
+            qi += 1;
+            if lo + 1 >= hi {
+                continue;
+            }
+            let mid = (lo + hi) / 2;
+            pre.lens[pre.n] = mid;
+            pre.n += 1;
+            if qn + 2 <= PRE {
+                q[qn] = (lo, mid);
+                q[qn + 1] = (mid, hi);
+                qn += 2;
+            }
+        }
+        pre.lens[..pre.n].sort_unstable();
+        let (mut plen, mut pcrc) = (self.lo, self.crc);
+        for i in 0..pre.n {
+            let m = pre.lens[i];
+            let c = if cfg.inc_hashing {
+                crc32c_extend(pcrc, &key[plen..m])
+            } else {
+                crc32c(&key[..m])
+            };
+            pre.crcs[i] = c;
+            t.prefetch(c);
+            (plen, pcrc) = (m, c);
+        }
+        self.pre = pre;
     }
 
     /// Whether the longest prefix is found.
@@ -59,7 +123,9 @@ impl Lpm {
     pub(crate) fn prepare(&mut self, t: &MetaTable, key: &[u8], cfg: &Config, prefetch: bool) {
         let mid = (self.lo + self.hi) / 2;
         self.mid = mid;
-        self.probe = if cfg.inc_hashing {
+        self.probe = if let Some(c) = self.pre.get(mid) {
+            c
+        } else if cfg.inc_hashing {
             crc32c_extend(self.crc, &key[self.lo..mid])
         } else {
             crc32c(&key[..mid])
@@ -80,6 +146,9 @@ impl Lpm {
         };
         match hit {
             Some(it) => {
+                // The last hit is the item `finish` reads: start fetching it now, while
+                // any remaining probes run.
+                it.prefetch();
                 self.lo = self.mid;
                 self.item = it;
                 self.crc = self.probe;
@@ -96,6 +165,7 @@ impl Lpm {
 
     fn run(t: &MetaTable, key: &[u8], cfg: &Config, exact: bool) -> Lpm {
         let mut s = Lpm::new(t, key);
+        s.prefetch_levels(t, key, cfg);
         while !s.done() {
             s.prepare(t, key, cfg, false);
             s.apply(t, key, exact);
