@@ -209,12 +209,12 @@ impl fmt::Display for Trace {
 const KEY_LEN: (usize, usize) = (4, 250);
 
 /// A key generator for dataset `fb-<trace>`: the pool's key sizes, printable bytes.
-pub(crate) fn key_generator(trace: Trace) -> Box<dyn FnMut(&mut Rng, &mut Vec<u8>)> {
+pub(crate) fn key_generator(trace: Trace) -> impl FnMut(&mut Rng, &mut Vec<u8>) {
     let size = trace.params().key;
-    Box::new(move |rng, out| {
+    move |rng: &mut Rng, out: &mut Vec<u8>| {
         let len = size.sample(rng, KEY_LEN.0, KEY_LEN.1);
         out.extend((0..len).map(|_| b'!' + rng.below(94) as u8));
-    })
+    }
 }
 
 /// Typical key length of dataset `fb-<trace>` (a buffer-size hint).
@@ -229,13 +229,13 @@ pub(crate) fn typical_key_len(trace: Trace) -> usize {
 /// stands for [`value_len`]`(c)`; class 0 means `--value-size`.
 pub(crate) const MAX_VALUE_LEN: usize = 16_384;
 
-/// The value length of class `c` (1..=255): `c - 1` up to 127 bytes, then growing by 3.5%
+/// The value length of class `c` (1..=255): `c - 1` up to 127 bytes, then growing by 3.9%
 /// per class up to [`MAX_VALUE_LEN`].
 pub(crate) fn value_len(c: usize) -> usize {
     if c <= 128 {
         c.saturating_sub(1)
     } else {
-        ((128.0 * 1.035f64.powi(c as i32 - 128)).round() as usize).min(MAX_VALUE_LEN)
+        ((128.0 * 1.039f64.powi(c as i32 - 128)).round() as usize).min(MAX_VALUE_LEN)
     }
 }
 
@@ -415,8 +415,14 @@ mod tests {
             let p = t.params();
             let count = |k: Kind| ops.iter().filter(|o| o.kind() == k).count() as f64;
             let requests = 40_000.0;
-            assert!((count(Kind::Read) / requests * 100.0 - p.mix[0]).abs() < 1.0, "{t}");
-            assert!((count(Kind::Update) / requests * 100.0 - p.mix[1]).abs() < 1.0, "{t}");
+            assert!(
+                (count(Kind::Read) / requests * 100.0 - p.mix[0]).abs() < 1.0,
+                "{t}"
+            );
+            assert!(
+                (count(Kind::Update) / requests * 100.0 - p.mix[1]).abs() < 1.0,
+                "{t}"
+            );
             assert_eq!(count(Kind::Delete), count(Kind::Insert), "{t}");
             assert!(ops.iter().all(|o| o.key() < 50_000));
             for w in ops.windows(2) {

@@ -583,7 +583,12 @@ mod tests {
             assert_eq!((r.name.as_str(), &r.slb_layers), (name, &layers));
             assert_eq!(r.make().len(), 0);
         }
-        for bad in ["slb3:btreemap", "slb0:btreemap", "slbx:btreemap", "slb2048:btreemap"] {
+        for bad in [
+            "slb3:btreemap",
+            "slb0:btreemap",
+            "slbx:btreemap",
+            "slb2048:btreemap",
+        ] {
             let e = resolve(bad).err().unwrap();
             assert!(e.contains("power of two"), "{bad}: {e}");
         }

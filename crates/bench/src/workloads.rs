@@ -104,8 +104,13 @@ impl Workload {
             "put-95" => Workload::Put(95),
             "delete" => Workload::Delete,
             "get-many" => Workload::GetMany,
-            _ if lower.starts_with("fb-") && crate::facebook::Trace::parse(&lower[3..]).is_some() => {
-                Workload::Facebook(crate::facebook::Trace::parse(&lower[3..]).unwrap_or(crate::facebook::Trace::Usr))
+            _ if lower.starts_with("fb-")
+                && crate::facebook::Trace::parse(&lower[3..]).is_some() =>
+            {
+                Workload::Facebook(
+                    crate::facebook::Trace::parse(&lower[3..])
+                        .unwrap_or(crate::facebook::Trace::Usr),
+                )
             }
             _ => {
                 return Err(format!(

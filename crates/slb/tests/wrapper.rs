@@ -210,7 +210,8 @@ fn wraps_trait_objects_and_shared_indexes() {
     for _ in 0..4 {
         assert_eq!(slb.get(b"y").as_deref(), Some(&b"2"[..]));
     }
-    assert_eq!(slb.stats().hits, 1);
+    // Admitted at the first miss (warming bucket), then three hits.
+    assert_eq!(slb.stats().hits, 3);
     let index = slb.into_inner();
     assert_eq!(index.get(b"y").as_deref(), Some(&b"2"[..]));
 }

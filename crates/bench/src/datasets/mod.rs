@@ -129,7 +129,10 @@ impl Spec {
                     Spec::KShort(parse_len(l, name, 4)?)
                 } else if let Some(l) = name.strip_prefix("klong-") {
                     Spec::KLong(parse_len(l, name, 4)?)
-                } else if let Some(t) = name.strip_prefix("fb-").and_then(crate::facebook::Trace::parse) {
+                } else if let Some(t) = name
+                    .strip_prefix("fb-")
+                    .and_then(crate::facebook::Trace::parse)
+                {
                     Spec::Facebook(t)
                 } else {
                     return Err(format!(
@@ -219,7 +222,7 @@ impl Spec {
             Spec::Az2 => az::generator(scale, az::Order::UserItemTime, &mut rng),
             Spec::Url => url::generator(scale, &mut rng),
             Spec::Ngram => ngram::generator(&mut rng),
-            Spec::Facebook(t) => crate::facebook::key_generator(*t),
+            Spec::Facebook(t) => Box::new(crate::facebook::key_generator(*t)),
             Spec::File(_) => unreachable!("handled above"),
         };
         while b.len() < n {
