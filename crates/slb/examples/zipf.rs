@@ -15,49 +15,9 @@ use orrery_core::KvIndex;
 use orrery_core::reference::LockedBTreeMap;
 use orrery_slb::{Slb, SlbConfig};
 
-/// Zipfian ranks in `0..n` with skew `theta` (Gray et al., "Quickly generating
-/// billion-record synthetic databases", the YCSB generator).
-struct Zipf {
-    n: f64,
-    theta: f64,
-    alpha: f64,
-    zetan: f64,
-    eta: f64,
-}
-
-impl Zipf {
-    fn new(n: u64, theta: f64) -> Zipf {
-        let zeta = |m: u64| (1..=m).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
-        let zetan = zeta(n);
-        let zeta2 = zeta(2);
-        let nf = n as f64;
-        Zipf {
-            n: nf,
-            theta,
-            alpha: 1.0 / (1.0 - theta),
-            zetan,
-            eta: (1.0 - (2.0 / nf).powf(1.0 - theta)) / (1.0 - zeta2 / zetan),
-        }
-    }
-
-    fn sample(&self, u: f64) -> u64 {
-        let uz = u * self.zetan;
-        if uz < 1.0 {
-            return 0;
-        }
-        if uz < 1.0 + 0.5f64.powf(self.theta) {
-            return 1;
-        }
-        ((self.n * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64).min(self.n as u64 - 1)
-    }
-}
-
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
+#[path = "common/zipf.rs"]
+mod zipf;
+use zipf::{Zipf, xorshift};
 
 /// The key of rank `r`: ranks scrambled over the key space by an odd multiplier (a bijection
 /// on u64), so hot keys are not neighbours in the tree.
