@@ -3,20 +3,20 @@
 //! which are not public).
 //!
 //! Sources:
-//! - [A] B. Atikoglu, Y. Xu, E. Frachtenberg, S. Jiang, M. Paleczny, "Workload Analysis of a
+//! - \[A\] B. Atikoglu, Y. Xu, E. Frachtenberg, S. Jiang, M. Paleczny, "Workload Analysis of a
 //!   Large-Scale Key-Value Store", SIGMETRICS '12: request mix per pool (its Fig. 1), key
 //!   and value sizes (its Fig. 2; USR's two key sizes and 2-byte values are stated in the
 //!   text), and the statistical model of ETC (its §5, Table 5: key sizes follow a
 //!   generalized extreme value distribution, value sizes a generalized Pareto).
-//! - [S] X. Wu, F. Ni, S. Jiang, "Search Lookaside Buffer", SoCC '17, §4.5: the skew of each
+//! - \[S\] X. Wu, F. Ni, S. Jiang, "Search Lookaside Buffer", SoCC '17, §4.5: the skew of each
 //!   trace as the SLB paper states it (USR: about 20% of the keys receive 85% of the
 //!   accesses; APP: 10% of the keys over 95%; ETC: 5% of the keys over 98%; VAR and SYS:
 //!   "high skewness and relatively small working sets"; APP and ETC have 10–30% DELETEs;
 //!   VAR and SYS mainly GETs and UPDATEs), and the table sizes after warm-up (its Table 3).
 //!
-//! Only [A]'s ETC model is given as numbers; the request mixes and the size distributions of
-//! the other pools are approximations read from [A]'s figures (marked "approx." in
-//! [`TRACES`]), and VAR/SYS's skew, which [S] does not quantify, is set like APP's. So these
+//! Only \[A\]'s ETC model is given as numbers; the request mixes and the size distributions of
+//! the other pools are approximations read from \[A\]'s figures (marked "approx." in
+//! [`TRACES`]), and VAR/SYS's skew, which \[S\] does not quantify, is set like APP's. So these
 //! are workloads with the *published shape* of the pools, not the traces.
 //!
 //! # How a trace becomes a benchmark
@@ -55,7 +55,7 @@ pub(crate) enum Trace {
     Sys,
 }
 
-/// Every trace, in [S]'s order.
+/// Every trace, in \[S\]'s order.
 pub(crate) const ALL: [Trace; 5] = [Trace::Usr, Trace::App, Trace::Etc, Trace::Var, Trace::Sys];
 
 /// A size distribution (bytes).
@@ -117,13 +117,13 @@ pub(crate) struct Params {
     pub(crate) hot_share: f64,
     /// Median value size, the load's `--value-size` in the `slb` suite.
     pub(crate) median_value: usize,
-    /// The SLB paper's hash-table size after warm-up, GB ([S] Table 3).
+    /// The SLB paper's hash-table size after warm-up, GB (\[S\] Table 3).
     pub(crate) paper_table_gb: f64,
     /// Where each figure comes from.
     pub(crate) source: &'static str,
 }
 
-/// The five pools. See the [module docs](self) for the sources [A] and [S].
+/// The five pools. See the [module docs](self) for the sources \[A\] and \[S\].
 pub(crate) const TRACES: [Params; 5] = [
     Params {
         name: "usr",
