@@ -445,6 +445,21 @@ mod tests {
         main(v.into_iter().map(Into::into))
     }
 
+    /// Runs `report` on `json` into `out/name` and returns its `tables.md`.
+    fn report_tables(json: &std::path::Path, out: &std::path::Path, name: &str) -> String {
+        let status = code(&[
+            "report",
+            "--input",
+            json.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--name",
+            name,
+        ]);
+        assert_eq!(status, ExitCode::SUCCESS);
+        std::fs::read_to_string(out.join(name).join("tables.md")).unwrap()
+    }
+
     #[test]
     fn counts() {
         assert_eq!(parse_count("10M"), Ok(10_000_000));
@@ -536,17 +551,7 @@ mod tests {
             }
         }
         let out = dir.join("report");
-        let status = code(&[
-            "report",
-            "--input",
-            json.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--name",
-            "sweep",
-        ]);
-        assert_eq!(status, ExitCode::SUCCESS);
-        let md = std::fs::read_to_string(out.join("sweep").join("tables.md")).unwrap();
+        let md = report_tables(&json, &out, "sweep");
         assert!(md.contains("against key count"), "{md}");
         assert!(md.contains("Throughput while expanding"), "{md}");
         assert!(out.join("sweep").join("rand-8-put-50-sweep.png").exists());
@@ -616,17 +621,7 @@ mod tests {
             assert!(r.p50_ns.is_some());
         }
         let out = dir.join("report");
-        let status = code(&[
-            "report",
-            "--input",
-            json.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--name",
-            "e2e",
-        ]);
-        assert_eq!(status, ExitCode::SUCCESS);
-        let md = std::fs::read_to_string(out.join("e2e").join("tables.md")).unwrap();
+        let md = report_tables(&json, &out, "e2e");
         assert!(md.contains("| skiplist |"), "{md}");
         assert!(out.join("e2e").join("rand-8-c.svg").exists());
         std::fs::remove_dir_all(&dir).unwrap();

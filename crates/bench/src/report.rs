@@ -251,28 +251,40 @@ where
     Ok(())
 }
 
-/// Writes `<stem>.svg` and `<stem>.png` of a line chart.
-fn plot_lines(dir: &Path, stem: &str, l: &Lines) -> Result<(), String> {
-    ensure_font()?;
-    let size = (960, 540);
-    let svg = dir.join(format!("{stem}.svg"));
-    draw_lines(SVGBackend::new(&svg, size).into_drawing_area(), l)
-        .map_err(|x| format!("{}: {x}", svg.display()))?;
-    let png = dir.join(format!("{stem}.png"));
-    draw_lines(BitMapBackend::new(&png, size).into_drawing_area(), l)
-        .map_err(|x| format!("{}: {x}", png.display()))?;
-    Ok(())
+/// A chart that can draw itself on any plotters backend.
+trait Chart {
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static;
 }
 
-/// Writes `<stem>.svg` and `<stem>.png`.
-fn plot(dir: &Path, stem: &str, b: &Bars) -> Result<(), String> {
+impl Chart for Bars {
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, self)
+    }
+}
+
+impl Chart for Lines {
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw_lines(root, self)
+    }
+}
+
+/// Writes `<stem>.svg` and `<stem>.png` of a chart.
+fn plot(dir: &Path, stem: &str, c: &impl Chart) -> Result<(), String> {
     ensure_font()?;
     let size = (960, 540);
     let svg = dir.join(format!("{stem}.svg"));
-    draw(SVGBackend::new(&svg, size).into_drawing_area(), b)
+    c.draw_on(SVGBackend::new(&svg, size).into_drawing_area())
         .map_err(|x| format!("{}: {x}", svg.display()))?;
     let png = dir.join(format!("{stem}.png"));
-    draw(BitMapBackend::new(&png, size).into_drawing_area(), b)
+    c.draw_on(BitMapBackend::new(&png, size).into_drawing_area())
         .map_err(|x| format!("{}: {x}", png.display()))?;
     Ok(())
 }
@@ -617,7 +629,7 @@ fn sweeps(
                 (format!("{i}, {t} thr"), pts)
             })
             .collect();
-        plot_lines(
+        plot(
             dir,
             &stem,
             &Lines {
@@ -713,7 +725,7 @@ fn expansions(md: &mut String, dir: &Path, recs: &[&Record]) -> Result<usize, St
             r.workload,
             r.threads
         );
-        plot_lines(
+        plot(
             dir,
             &stem,
             &Lines {
