@@ -100,6 +100,29 @@ pub fn global_epoch() -> u64 {
     GLOBAL.epoch_relaxed()
 }
 
+/// How outermost pins order their pinned state before the critical section's loads (fixed
+/// once per process, when the collector is first used).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PinBarrier {
+    /// Each outermost pin issues a full fence (a locked `xchg` on x86): the portable path,
+    /// used without membarrier (not Linux, old kernel, seccomp, Miri, loom) or when the
+    /// environment variable [`FALLBACK_ENV`](super::FALLBACK_ENV) forces it.
+    Fence,
+    /// Each outermost pin issues only a compiler fence; the rare epoch advancer issues
+    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full fence on every running thread
+    /// of the process (Linux).
+    Membarrier,
+}
+
+/// The pin barrier this process uses (chooses it if no thread has pinned yet).
+pub fn pin_barrier() -> PinBarrier {
+    if GLOBAL.choose_mode() {
+        PinBarrier::Membarrier
+    } else {
+        PinBarrier::Fence
+    }
+}
+
 /// How many participant records the registry holds, used and free (for diagnostics and
 /// tests: records of exited threads are reused, so this stays near the peak number of
 /// threads that used the collector at once).

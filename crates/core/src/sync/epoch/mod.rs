@@ -107,8 +107,13 @@
 mod deferred;
 mod global;
 mod guard;
+mod membarrier;
 mod participant;
 
 pub use guard::{
-    Guard, Handle, global_epoch, handle, is_pinned, pin, registry_len, synchronize, unprotected,
+    Guard, Handle, PinBarrier, global_epoch, handle, is_pinned, pin, pin_barrier, registry_len,
+    synchronize, unprotected,
 };
+pub use membarrier::FALLBACK_ENV;
+#[cfg(test)]
+pub(crate) use membarrier::supported as membarrier_supported;

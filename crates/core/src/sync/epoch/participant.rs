@@ -20,8 +20,9 @@ use std::ptr;
 /// pinned in.
 pub(super) const PINNED: u64 = 1;
 
-/// Every this many (outermost) pins, a participant tries to advance the epoch and collect.
-/// Small under Miri so that short tests exercise collection.
+/// Every this many (outermost) pins, a participant checks for sealed bags on the global queue
+/// and, if there are some, tries to advance the epoch and collect. Small under Miri so that
+/// short tests exercise collection.
 const PINS_BETWEEN_COLLECT: u64 = if cfg!(miri) { 4 } else { 128 };
 
 /// A participant record. Aligned to 128 bytes so records of different threads never share a
@@ -108,18 +109,40 @@ impl Participant {
         guards == 0 && self.pin_outermost()
     }
 
-    /// Runs a collection step: tries to advance the global epoch, then runs expired bags.
+    /// Runs the periodic collection step: if sealed bags wait, tries to advance the global
+    /// epoch, then runs expired bags.
     #[cold]
     pub(super) fn collect_step(&self) {
-        GLOBAL.collect_step();
+        GLOBAL.collect_step_if_garbage();
     }
 
-    /// Publishes "pinned in the current epoch", then a full fence (`F_T` of the argument in
-    /// the module docs): this thread's later loads of shared pointers are ordered after the
-    /// pinned state is visible to advancers.
+    /// Publishes "pinned in the current epoch", ordered before this thread's later loads of
+    /// shared pointers (`S_T` of the argument in the module docs). Fenced path: a full fence
+    /// (`F_T`). Asymmetric path: a `Release` store and a compiler fence; the advancer's heavy
+    /// barrier supplies the hardware fence.
     #[inline]
     fn pin_outermost(&self) -> bool {
         let pinned = GLOBAL.epoch_relaxed() << 1 | PINNED;
+        if GLOBAL.asymmetric() {
+            // The store is `Release` so that a scan that reads it (a re-pin after an unpin)
+            // synchronizes like the unpin would. The compiler fence keeps the compiler from
+            // moving this thread's later loads above the store: in the emitted instruction
+            // stream the critical section comes after `S_T`, so the barrier an advancer's
+            // membarrier places in this thread (at an instruction boundary) is either before
+            // the store or after it, the two cases of the argument.
+            self.state.store(pinned, Ordering::Release);
+            epoch_atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            Self::fenced_pin(&self.state, pinned);
+        }
+        let pins = self.pin_count.get().wrapping_add(1);
+        self.pin_count.set(pins);
+        pins.is_multiple_of(PINS_BETWEEN_COLLECT)
+    }
+
+    /// The fenced pin: store `pinned` then a full fence (`S_T`, `F_T`).
+    #[inline(always)]
+    fn fenced_pin(state: &AtomicU64, pinned: u64) {
         #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri)))]
         {
             // On x86 a `lock`-prefixed read-modify-write is a full barrier (same effect as
@@ -127,17 +150,14 @@ impl Participant {
             // with later loads. The compiler fence keeps the compiler from moving this
             // thread's later accesses above it. The swap is also a release store (used by
             // the synchronization argument).
-            self.state.swap(pinned, Ordering::SeqCst);
+            state.swap(pinned, Ordering::SeqCst);
             epoch_atomic::compiler_fence(Ordering::SeqCst);
         }
         #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), not(miri))))]
         {
-            self.state.store(pinned, Ordering::Release);
+            state.store(pinned, Ordering::Release);
             epoch_atomic::fence(Ordering::SeqCst);
         }
-        let pins = self.pin_count.get().wrapping_add(1);
-        self.pin_count.set(pins);
-        pins.is_multiple_of(PINS_BETWEEN_COLLECT)
     }
 
     /// Leaves a critical section; at the outermost one publishes "not pinned" (`Release`:
