@@ -594,3 +594,171 @@ fn epoch_synchronize_refuses_a_pinned_caller() {
     let _guard = pin();
     epoch::synchronize();
 }
+
+// ---------------------------------------------------------------------------------------
+// Epoch: the pin barrier (asymmetric membarrier path and fenced fallback)
+// ---------------------------------------------------------------------------------------
+
+/// Whether this process was started with the fallback forced (see `epoch::FALLBACK_ENV`).
+fn fallback_forced() -> bool {
+    std::env::var_os(epoch::FALLBACK_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The mode is the one the environment and the kernel allow: membarrier whenever the kernel
+/// offers it and the fallback is not forced (so the fast path is really taken), the fence
+/// otherwise (and always under Miri).
+#[test]
+fn epoch_pin_barrier_matches_environment() {
+    let expected = if !cfg!(miri) && !fallback_forced() && epoch::membarrier_supported() {
+        epoch::PinBarrier::Membarrier
+    } else {
+        epoch::PinBarrier::Fence
+    };
+    assert_eq!(epoch::pin_barrier(), expected);
+    // Fixed for the life of the process.
+    drop(pin());
+    assert_eq!(epoch::pin_barrier(), expected);
+}
+
+/// An object with a canary and a self-check, poisoned by its destructor before it is freed.
+struct Payload {
+    canary: AtomicU64,
+    generation: u64,
+    check: AtomicU64,
+    destroyed: Arc<AtomicUsize>,
+}
+
+impl Drop for Payload {
+    fn drop(&mut self) {
+        assert_eq!(
+            self.canary.swap(DEAD, Ordering::Relaxed),
+            ALIVE,
+            "double drop"
+        );
+        self.check.store(DEAD, Ordering::Relaxed);
+        self.destroyed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Readers pin, load the one shared pointer and read the object it points to for a while;
+/// a writer keeps replacing it and retiring the old one, flushing after every retirement
+/// so that each one is sealed at once and the epoch is pushed forward as fast as the
+/// collector allows (on the membarrier path: a heavy barrier per advance). A reader that
+/// finds its object poisoned while still pinned caught a destruction inside its critical
+/// section. Every object is destroyed exactly once.
+#[test]
+fn epoch_reader_never_sees_a_retired_object_destroyed() {
+    let replacements: u64 = if cfg!(miri) { 30 } else { 20_000 };
+    let readers = 2;
+    let destroyed = Arc::new(AtomicUsize::new(0));
+    let make = |generation: u64| {
+        Box::into_raw(Box::new(Payload {
+            canary: AtomicU64::new(ALIVE),
+            generation,
+            check: AtomicU64::new(!generation),
+            destroyed: destroyed.clone(),
+        }))
+    };
+    let shared = Arc::new(AtomicPtr::new(make(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(readers + 1));
+    let reader_threads: Vec<_> = (0..readers)
+        .map(|r| {
+            let (shared, stop, start) = (shared.clone(), stop.clone(), start.clone());
+            thread::spawn(move || {
+                let local = Handle::register();
+                start.wait();
+                let mut reads = 0u64;
+                let mut last = 0;
+                while !stop.load(Ordering::Relaxed) || reads < 100 {
+                    // Both pin entry points.
+                    let guard = if (reads + r as u64) % 2 == 0 {
+                        local.pin()
+                    } else {
+                        pin()
+                    };
+                    let p = shared.load(Ordering::Acquire);
+                    // SAFETY: loaded under `guard`: not destroyed before the guard drops.
+                    let obj = unsafe { &*p };
+                    assert_eq!(obj.canary.load(Ordering::Relaxed), ALIVE, "use after free");
+                    let generation = obj.generation;
+                    assert!(generation >= last, "went back to an older object");
+                    last = generation;
+                    for _ in 0..reads % 32 {
+                        std::hint::spin_loop();
+                    }
+                    if reads % 64 == 0 {
+                        thread::yield_now();
+                    }
+                    assert_eq!(
+                        obj.canary.load(Ordering::Relaxed),
+                        ALIVE,
+                        "destroyed while pinned"
+                    );
+                    assert_eq!(
+                        obj.check.load(Ordering::Relaxed),
+                        !generation,
+                        "poisoned while pinned"
+                    );
+                    drop(guard);
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    start.wait();
+    for generation in 1..=replacements {
+        let guard = pin();
+        let old = shared.swap(make(generation), Ordering::AcqRel);
+        // SAFETY: `old` is unlinked (readers that pin from now on load the new object) and
+        // retired once; `Payload` is `Send`.
+        unsafe { guard.defer_destroy(old) };
+        guard.flush();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in reader_threads {
+        assert!(t.join().unwrap() >= 100);
+    }
+    // SAFETY: the readers are gone: the last object is ours alone.
+    drop(unsafe { Box::from_raw(shared.load(Ordering::Relaxed)) });
+    flush_until(|| destroyed.load(Ordering::Relaxed) == replacements as usize + 1);
+    for _ in 0..10 {
+        pin().flush();
+    }
+    assert_eq!(destroyed.load(Ordering::Relaxed), replacements as usize + 1);
+}
+
+/// Runs every epoch test of this module again in a child process with the fenced fallback
+/// forced through the environment, so that both pin barriers are exercised by the same
+/// tests (the mode is fixed per process). The child's copy of this test sees the variable
+/// and returns at once.
+#[test]
+#[cfg(not(miri))]
+fn epoch_tests_pass_on_the_fenced_fallback() {
+    if fallback_forced() {
+        // We are the child (or the whole run is on the fallback already).
+        assert_eq!(epoch::pin_barrier(), epoch::PinBarrier::Fence);
+        return;
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let out = std::process::Command::new(exe)
+        .args(["sync::tests::epoch_", "--test-threads", "2"])
+        .env(epoch::FALLBACK_ENV, "1")
+        .output()
+        .expect("run the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "epoch tests failed on the fallback path:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The child really ran the epoch tests (not an empty filter).
+    let passed: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("test result: ok. "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(passed >= 12, "only {passed} epoch tests ran in the child:\n{stdout}");
+}
