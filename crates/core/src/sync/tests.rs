@@ -762,3 +762,67 @@ fn epoch_tests_pass_on_the_fenced_fallback() {
         .unwrap_or(0);
     assert!(passed >= 12, "only {passed} epoch tests ran in the child:\n{stdout}");
 }
+
+/// Store buffering, the reordering the asymmetric pin relies on the heavy barrier to
+/// forbid: `X: x = 1; compiler fence; r1 = y` against `Y: y = 1; heavy barrier; r2 = x`.
+/// `r1 == 0 && r2 == 0` is forbidden (and happens hundreds of times in 20 000 rounds on x86 if
+/// the heavy barrier is replaced by a compiler fence). Each round both threads meet at a
+/// spin rendezvous, then wait a varying number of spins before their store, so that the
+/// two windows keep overlapping.
+#[test]
+#[cfg(not(miri))]
+fn epoch_heavy_barrier_forbids_store_buffering() {
+    use std::sync::atomic::compiler_fence;
+    if epoch::pin_barrier() != epoch::PinBarrier::Membarrier {
+        return; // nothing to test: the heavy barrier is not used
+    }
+    let rounds: u64 = 10_000;
+    let x = Arc::new(AtomicU64::new(0));
+    let y = Arc::new(AtomicU64::new(0));
+    // Per-thread "arrived at round n" counters and X's result.
+    let arrived = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let r1s = Arc::new(AtomicU64::new(0));
+    let meet = |arrived: &[AtomicU64; 2], me: usize, round: u64| {
+        arrived[me].store(round, Ordering::Release);
+        while arrived[1 - me].load(Ordering::Acquire) < round {
+            std::hint::spin_loop();
+        }
+    };
+    let other = {
+        let (x, y, arrived, r1s) = (x.clone(), y.clone(), arrived.clone(), r1s.clone());
+        thread::spawn(move || {
+            for round in 1..=rounds {
+                // Round start: the variables were reset by Y.
+                meet(&arrived, 0, 3 * round);
+                for _ in 0..(round * 7) % 23 {
+                    std::hint::spin_loop();
+                }
+                x.store(1, Ordering::Relaxed);
+                compiler_fence(Ordering::SeqCst);
+                let r1 = y.load(Ordering::Relaxed);
+                r1s.store(r1, Ordering::Relaxed);
+                meet(&arrived, 0, 3 * round + 1);
+                meet(&arrived, 0, 3 * round + 2);
+            }
+        })
+    };
+    let mut both_zero = 0;
+    for round in 1..=rounds {
+        meet(&arrived, 1, 3 * round);
+        for _ in 0..(round * 5) % 19 {
+            std::hint::spin_loop();
+        }
+        y.store(1, Ordering::Relaxed);
+        assert!(epoch::heavy_barrier(), "membarrier refused after registration");
+        let r2 = x.load(Ordering::Relaxed);
+        meet(&arrived, 1, 3 * round + 1);
+        if r1s.load(Ordering::Relaxed) == 0 && r2 == 0 {
+            both_zero += 1;
+        }
+        x.store(0, Ordering::Relaxed);
+        y.store(0, Ordering::Relaxed);
+        meet(&arrived, 1, 3 * round + 2);
+    }
+    other.join().unwrap();
+    assert_eq!(both_zero, 0, "store buffering seen across the heavy barrier");
+}

@@ -116,4 +116,4 @@ pub use guard::{
 };
 pub use membarrier::FALLBACK_ENV;
 #[cfg(test)]
-pub(crate) use membarrier::supported as membarrier_supported;
+pub(crate) use membarrier::{heavy_barrier, supported as membarrier_supported};
