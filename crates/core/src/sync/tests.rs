@@ -760,7 +760,10 @@ fn epoch_tests_pass_on_the_fenced_fallback() {
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    assert!(passed >= 12, "only {passed} epoch tests ran in the child:\n{stdout}");
+    assert!(
+        passed >= 12,
+        "only {passed} epoch tests ran in the child:\n{stdout}"
+    );
 }
 
 /// Store buffering, the reordering the asymmetric pin relies on the heavy barrier to
@@ -813,7 +816,10 @@ fn epoch_heavy_barrier_forbids_store_buffering() {
             std::hint::spin_loop();
         }
         y.store(1, Ordering::Relaxed);
-        assert!(epoch::heavy_barrier(), "membarrier refused after registration");
+        assert!(
+            epoch::heavy_barrier(),
+            "membarrier refused after registration"
+        );
         let r2 = x.load(Ordering::Relaxed);
         meet(&arrived, 1, 3 * round + 1);
         if r1s.load(Ordering::Relaxed) == 0 && r2 == 0 {
@@ -824,5 +830,8 @@ fn epoch_heavy_barrier_forbids_store_buffering() {
         meet(&arrived, 1, 3 * round + 2);
     }
     other.join().unwrap();
-    assert_eq!(both_zero, 0, "store buffering seen across the heavy barrier");
+    assert_eq!(
+        both_zero, 0,
+        "store buffering seen across the heavy barrier"
+    );
 }

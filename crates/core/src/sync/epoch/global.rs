@@ -125,14 +125,12 @@ impl Global {
 
     #[cold]
     fn choose_mode_slow(&self) -> u64 {
-        let wanted = if membarrier::SUPPORTED
-            && !membarrier::fallback_forced()
-            && membarrier::register()
-        {
-            MODE_ASYMMETRIC
-        } else {
-            MODE_FENCED
-        };
+        let wanted =
+            if membarrier::SUPPORTED && !membarrier::fallback_forced() && membarrier::register() {
+                MODE_ASYMMETRIC
+            } else {
+                MODE_FENCED
+            };
         // Racing first users: the first CAS decides (registering twice is harmless).
         match self.epoch.mode.compare_exchange(
             MODE_UNKNOWN,

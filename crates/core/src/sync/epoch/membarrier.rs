@@ -81,6 +81,6 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{heavy_barrier, register};
 #[cfg(test)]
 pub(crate) use imp::supported;
+pub(crate) use imp::{heavy_barrier, register};

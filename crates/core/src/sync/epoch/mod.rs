@@ -17,13 +17,27 @@
 //!   and freed for reuse when the thread exits, so the registry grows to the peak number of
 //!   simultaneously live threads, not the number of threads ever started. A record holds
 //!   `state = epoch << 1 | PINNED` (read by advancers), and owner-only counters.
-//! - **Pinning** writes `state` and issues a full fence; nested guards only bump a counter.
-//!   Every 128th outermost pin runs a collection step (try to advance, then run up to 16
-//!   expired bags).
+//! - **Pinning** writes `state` and orders it before the critical section's loads, with one
+//!   of two barriers chosen once per process ([`pin_barrier`]): on Linux, when
+//!   `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)` succeeds at the first use, an
+//!   *asymmetric* barrier (a plain `Release` store and a compiler fence; the advancer pays a
+//!   `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` syscall for every reader, the scheme of
+//!   Linux userspace RCU's "memb" flavour); elsewhere (or with the environment variable
+//!   [`FALLBACK_ENV`] set to `1`, or under Miri or loom) a full fence at every pin. Nested
+//!   guards only bump a counter.
+//! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
+//!   load) whether sealed bags wait on the global queue, and only then tries to advance the
+//!   epoch and runs up to 16 expired bags; sealing a full bag and [`Guard::flush`] do the
+//!   same unconditionally. So a read-only phase never advances (no syscall), and on the
+//!   asymmetric path an advance first scans the records without the heavy barrier and gives
+//!   up if someone is visibly pinned in an older epoch, and at most one thread issues the
+//!   heavy barrier at a time (a try-lock; the others give up): heavy barriers are bounded by
+//!   the advances that can succeed, a few per sealed bag at most.
 //! - **Deferred functions** go into the thread's open bag (64 entries, closures of up to
 //!   three words stored inline). A full bag — or [`Guard::flush`], or the thread's exit — is
 //!   *sealed* with the global epoch and pushed on a global lock-free stack; a sealed bag
-//!   runs when the global epoch is at least its seal epoch + 2. Any thread's collection step
+//!   runs when the global epoch is at least its seal epoch + 2 (fenced path) or + 3
+//!   (asymmetric path; see the argument below for the extra epoch). Any thread's collection step
 //!   may run any thread's bags, so garbage of exited threads is not lost.
 //! - **Thread-local destruction**: [`pin`] uses `LocalKey::try_with`; once the thread's
 //!   handle is gone it registers a temporary record, owned by the returned guard and
@@ -33,41 +47,111 @@
 //! # Memory-ordering argument
 //!
 //! Names: a reader `T` pins with `S_T` (store of `state = e_T << 1 | 1`, where `e_T` was
-//! loaded from the global epoch just before), then fence `F_T` (SeqCst), then loads shared
-//! pointers. A retiring thread `R` unlinks object `O` (store `U`), later seals the bag that
+//! loaded from the global epoch just before), then its barrier, then loads shared pointers
+//! (`L_T`). A retiring thread `R` unlinks object `O` (store `U`), later seals the bag that
 //! holds `O`'s destructor: fence `F_R` (SeqCst), then loads the global epoch `s` (the seal).
-//! An advancer `A` loads the global epoch `g`, fence `F_A` (SeqCst), reads every `state`
+//! An advancer `A` loads the global epoch `g`, issues its barrier, reads every `state`
 //! (Relaxed), fence (Acquire), then `compare_exchange(g, g + 1)` (AcqRel). A collector runs
-//! `O`'s bag after an `Acquire` load of the global epoch returns at least `s + 2`.
+//! `O`'s bag after an `Acquire` load of the global epoch returns at least `s + 2` (fenced)
+//! or `s + 3` (asymmetric).
 //!
 //! Claim: if `T` can reach `O`, `T`'s critical section happens-before `O`'s destruction.
-//! SeqCst fences are totally ordered (order `S`):
+//! SeqCst fences are totally ordered (order `S`), and the C++20 coherence rule for them is
+//! used throughout: if `X hb P`, `Q hb Y` for SeqCst fences `X`, `Y` and operations `P`, `Q`
+//! on one atomic with `P` coherence-ordered before `Q`, then `X` precedes `Y` in `S`.
+//! Two consequences: (a) a store sequenced before `X` is visible (it or a later store) to a
+//! load sequenced after `Y` when `X` precedes `Y`; (b) if `P` reads epoch value `v` and `Q`
+//! reads a larger one, or `P` is the CAS that wrote `v` and `Q` reads `v` or a larger one,
+//! then `X` precedes `Y` (epoch values grow along the modification order).
+//!
+//! The end of every case is the same: *the scan of an advance reads `T`'s unpin or a later
+//! store to `T`'s record*. The unpin is a `Release` store after the critical section; every
+//! later store is also a release store sequenced after it (a re-pin of the same owner, or a
+//! pin of a later owner, which claimed the record through a `Release`/`Acquire` pair after
+//! the unpin). With the advancer's `Acquire` fence the critical section happens-before the
+//! advance's CAS, which the collector's `Acquire` load synchronizes with (all later epoch
+//! writes are read-modify-writes, so they continue its release sequence); hence it
+//! happens-before the destruction.
+//!
+//! ## Fenced path
+//!
+//! `T`'s barrier is `F_T`, a SeqCst fence after `S_T`; `A`'s is `F_A`, a SeqCst fence
+//! between its epoch load and its scan.
 //!
 //! 1. `F_R` before `F_T` in `S`: `U` is sequenced before `F_R`, so `T`'s loads after `F_T`
-//!    see `U` (or later): `O` is already unreachable for `T`.
-//! 2. `F_T` before `F_R`: first, `e_T <= s` — had `T` read a value written after `s`, the
-//!    load of `s` after `F_R` would be coherence-ordered before `T`'s load before `F_T`,
-//!    forcing `F_R` before `F_T` in `S`. The destruction needs the advance `A1` from `s + 1`
-//!    to `s + 2`. `A1` loaded `s + 1` before `F_A1`, and `R` loaded `s` after `F_R`, so by the
-//!    same coherence rule `F_R` precedes `F_A1`; with `F_T` before `F_R`, `F_T` precedes
-//!    `F_A1`, so `A1`'s scan reads `S_T` or a later `state` of `T`'s record. It cannot read
-//!    `S_T` itself (pinned in `e_T <= s != s + 1` would have aborted the advance), so it reads
-//!    `T`'s unpin (a `Release` store) or a later store — a re-pin or another owner's pin,
-//!    each a release store sequenced after that unpin (ownership changes go through a
-//!    `Release`/`Acquire` pair on the record). With `A1`'s `Acquire` fence, `T`'s critical
-//!    section happens-before `A1`'s CAS, which the collector's `Acquire` load synchronizes
-//!    with (all later epoch writes are read-modify-writes, so they continue its release
-//!    sequence). Hence it happens-before the destruction.
+//!    see `U` (or later) by (a): `O` is already unreachable for `T`.
+//! 2. `F_T` before `F_R`: first, `e_T <= s` — had `T` read a value written after `s`, by (b)
+//!    `F_R` would precede `F_T`. The destruction needs the advance `A1` from `s + 1` to
+//!    `s + 2`. `A1` loaded `s + 1` before `F_A1` and `R` loaded `s` after `F_R`, so by (b)
+//!    `F_R` precedes `F_A1`; with `F_T` before `F_R`, `F_T` precedes `F_A1`, so by (a) `A1`'s
+//!    scan reads `S_T` or a later `state` of `T`'s record (it also reaches the record: the
+//!    registry push is sequenced before `S_T`). It cannot read `S_T` itself (pinned in
+//!    `e_T <= s != s + 1` would have aborted the advance), so it reads the unpin or later.
+//!
+//! ## Asymmetric path
+//!
+//! `T`'s barrier is only a compiler fence; `A`'s is `F_Aa` (SeqCst fence), the heavy
+//! barrier, `F_Ab` (SeqCst fence). membarrier(2) guarantees that before the syscall returns
+//! every running thread of the process has executed a full memory barrier, and that threads
+//! not running pass one when they are scheduled (the context switch). We model this as: for
+//! every other thread `T`, a SeqCst fence `F_T^A` is executed at some point of `T`'s program
+//! order (the interrupt or the context switch happens at an instruction boundary), with
+//! `F_Aa` before `F_T^A` before `F_Ab` in `S`. The compiler fence makes `T`'s emitted
+//! instruction order match its program order around the pin (`L_T` is not hoisted above
+//! `S_T`), so `F_T^A` is either before `S_T` (hence before every `L_T`) or after it. This is
+//! the standard treatment of an asymmetric fence (the light side is a signal fence, the heavy
+//! side acts as a fence in every thread); for an advancer that is itself pinned, `F_T^A` is
+//! its own `F_Aa`. The destruction needs the advances `A1` (`s + 1 -> s + 2`) and `A2`
+//! (`s + 2 -> s + 3`). By (b), `F_R` precedes `F_A1a` and `F_A2a` (`R` read `s`, they read
+//! `s + 1` and `s + 2`).
+//!
+//! 1. `F_T^A2` before `S_T`: `F_R` precedes `F_A2a`, which precedes `F_T^A2`, which is
+//!    sequenced before every `L_T`: by (a) `T` sees `U`, `O` is unreachable for `T`.
+//! 2. `F_T^A2` after `S_T`: `F_T^A2` precedes `F_A2b`, so by (a) `A2`'s scan reads `S_T` or
+//!    a later store of `T`'s record (and reaches the record, as above). A later store is the
+//!    unpin or after it: done. `S_T`
+//!    itself does not abort `A2` only if `e_T = s + 2`; `T` then read the value `s + 2`,
+//!    written by `A1`'s CAS, which is sequenced after `F_A1b`. Had `F_T^A1` come after `T`'s
+//!    epoch load, (b) would put `F_A1b` before `F_T^A1`, contradicting the model; so
+//!    `F_T^A1` is sequenced before the epoch load, hence before every `L_T`, and `F_R`
+//!    precedes `F_A1a`, which precedes `F_T^A1`: by (a) `T` sees `U`.
+//!
+//! Why three epochs: with a lag of two, case 2 would need `F_R` before the barrier of the
+//! advance `A0` (`s -> s + 1`) whose CAS `T` read, but `R` and `A0` both read `s`, so
+//! nothing orders them: `R` may seal with `s` just before `A0`'s CAS, `T` then pins in
+//! `s + 1` with a stale view of `O`'s link (its epoch load and `L_T` are not ordered without
+//! a fence on weakly ordered hardware), and `A1` would see `T` pinned in the current epoch.
+//! The retirer's own `F_R` is enough on this path (no heavy barrier when sealing): the
+//! argument only needs `F_R` in `S`, ordered by (b) against the advancers' fences, which are
+//! SeqCst fences in the advancer's own thread. Sealing is per 64 retirements, so its fence is
+//! cheap anyway.
+//!
+//! If the heavy barrier ever failed after a successful registration (the kernel documents no
+//! such case), the advance is abandoned: safe, reclamation only stalls.
+//!
+//! ## Common to both paths
 //!
 //! Monotonic CAS advances make each step `g -> g + 1` the work of exactly one advancer that
 //! saw every pinned participant in `g`. A participant that pinned with a stale epoch only
-//! delays advances (conservative).
+//! delays advances (conservative). The asymmetric path's pre-scan without the barrier and
+//! the advancers' try-lock only make advances give up, which is always safe.
 //!
-//! On x86/x86-64 (outside Miri) the pin's `store` + `fence(SeqCst)` is replaced by
+//! On x86/x86-64 (outside Miri) the fenced pin's `store` + `fence(SeqCst)` is replaced by
 //! `swap(SeqCst)` + a compiler fence: a `lock`-prefixed instruction is a full barrier on x86
 //! (the hardware guarantee the fence stands for), and `xchg` is cheaper than `mfence`. This
 //! step rests on the x86 memory model rather than the language model, as in crossbeam-epoch.
 //! Everywhere else, and under Miri, the portable fence is used.
+//!
+//! ## Checking
+//!
+//! The collector is one process-wide static with thread-local records, which loom cannot
+//! reset between iterations, and loom cannot express a fence executed on behalf of other
+//! threads; so the asymmetric path rests on membarrier's documented guarantee and on the
+//! model above. The tests in `sync::tests` check both paths at run time: the epoch tests run
+//! in the test process (asymmetric where the kernel allows) and again in a child process
+//! with [`FALLBACK_ENV`] set (fenced); a store-buffering litmus test shows the heavy barrier
+//! forbids the reordering the compiler-fence pin allows (without it the forbidden outcome
+//! shows up hundreds of times); Miri runs the single-threaded tests on the fenced path.
 //!
 //! # Usage
 //!
@@ -93,9 +177,10 @@
 //! | pin + `defer(no-op)` + drop (sealing and collection amortized) | 43.9 ns | 55.2 ns |
 //! | pin + `Box::new` + `defer_destroy` + drop (free included) | 142.9 ns | 147.6 ns |
 //!
-//! `cargo bench -p orrery-core --bench sync -- epoch/`. The outermost pin is one `xchg`
-//! (a locked instruction, the full fence) plus a few owner-only stores; unpinning is a plain
-//! release store. A deferred function costs a 32-byte slot in the thread's bag, no allocation
+//! `cargo bench -p orrery-core --bench sync -- epoch/`. On the fenced path the outermost pin
+//! is one `xchg` (a locked instruction, the full fence) plus a few owner-only stores; on the
+//! asymmetric path it is a plain store instead (the table above predates it); unpinning is a
+//! plain release store either way. A deferred function costs a 32-byte slot in the thread's bag, no allocation
 //! when it fits in three words.
 //!
 //! # Limits
