@@ -386,12 +386,4 @@ impl Global {
         self.try_advance();
         self.collect();
     }
-
-    /// The periodic collection step of pins: a collection step only if sealed bags wait (no
-    /// advance, hence no heavy barrier, while there is nothing to reclaim).
-    pub(super) fn collect_step_if_garbage(&self) {
-        if self.has_garbage() {
-            self.collect_step();
-        }
-    }
 }

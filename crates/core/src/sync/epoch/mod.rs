@@ -28,11 +28,12 @@
 //! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
 //!   load) whether sealed bags wait on the global queue, and only then tries to advance the
 //!   epoch and runs up to 16 expired bags; sealing a full bag and [`Guard::flush`] do the
-//!   same unconditionally. So a read-only phase never advances (no syscall), and on the
-//!   asymmetric path an advance first scans the records without the heavy barrier and gives
-//!   up if someone is visibly pinned in an older epoch, and at most one thread issues the
-//!   heavy barrier at a time (a try-lock; the others give up): heavy barriers are bounded by
-//!   the advances that can succeed, a few per sealed bag at most.
+//!   same (a flush always tries to advance). So a read-only phase never advances (no
+//!   syscall). On the asymmetric path a thread tries to advance at most once per 1024 units
+//!   of its own work (an outermost pin counts 1, a deferred function 2), an advance first
+//!   scans the records without the heavy barrier and gives up if someone is visibly pinned
+//!   in an older epoch, and at most one thread issues the heavy barrier at a time (a
+//!   try-lock; the others give up).
 //! - **Deferred functions** go into the thread's open bag (64 entries, closures of up to
 //!   three words stored inline). A full bag — or [`Guard::flush`], or the thread's exit — is
 //!   *sealed* with the global epoch and pushed on a global lock-free stack; a sealed bag

@@ -10,7 +10,7 @@
 //! release; the `Release`/`Acquire` pair on `in_use` hands those fields to the next owner.
 //! Records are never freed (the registry is push-only), so pointers to them stay valid.
 
-use super::deferred::Deferred;
+use super::deferred::{BAG_CAPACITY, Deferred};
 use super::global::{GLOBAL, SealedBag};
 use crate::sync::primitive::epoch_atomic::{self, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::cell::Cell;
@@ -24,6 +24,21 @@ pub(super) const PINNED: u64 = 1;
 /// and, if there are some, tries to advance the epoch and collect. Small under Miri so that
 /// short tests exercise collection.
 const PINS_BETWEEN_COLLECT: u64 = if cfg!(miri) { 4 } else { 128 };
+
+/// Asymmetric path only: a participant tries to advance the epoch (a membarrier syscall of
+/// about 0.4 µs alone, 1.5 to 2 µs with another thread of the process running, measured on
+/// the 2-core VM) only after this much work since its last try, an outermost pin counting 1
+/// and a deferred function [`DEFER_WEIGHT`]: at most one heavy barrier per 1024 pins or per
+/// 512 deferred functions (8 bags) of a thread, whichever comes first. On a write-heavy
+/// thread (one retirement per operation) that is one syscall per about 340 operations,
+/// a few ns per operation, and garbage waits for about three such periods (a few thousand
+/// objects per thread) before it is freed. [`Guard::flush`](super::Guard::flush) (and so
+/// [`synchronize`](super::synchronize)) is not rate-limited. The fenced path tries at every
+/// collection step, as before.
+const ADVANCE_CREDIT: u64 = 1024;
+
+/// The advance credit of one deferred function (see [`ADVANCE_CREDIT`]).
+const DEFER_WEIGHT: u64 = 2;
 
 /// A participant record. Aligned to 128 bytes so records of different threads never share a
 /// cache line (the owner writes `state` at every pin).
@@ -39,6 +54,9 @@ pub(super) struct Participant {
     handle_count: Cell<usize>,
     /// Outermost pins so far (wraps), to trigger collection periodically.
     pin_count: Cell<u64>,
+    /// Work (pins, deferred functions) since this record last tried an advance on the
+    /// asymmetric path (see [`ADVANCE_CREDIT`]).
+    advance_credit: Cell<u64>,
     /// The open bag (null until the first deferred function after a seal).
     bag: Cell<*mut SealedBag>,
     // Registry.
@@ -61,6 +79,7 @@ impl Participant {
             guard_count: Cell::new(0),
             handle_count: Cell::new(0),
             pin_count: Cell::new(0),
+            advance_credit: Cell::new(0),
             bag: Cell::new(ptr::null_mut()),
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
@@ -110,10 +129,35 @@ impl Participant {
     }
 
     /// Runs the periodic collection step: if sealed bags wait, tries to advance the global
-    /// epoch, then runs expired bags.
+    /// epoch (rate-limited on the asymmetric path, see [`ADVANCE_CREDIT`]), then runs
+    /// expired bags.
     #[cold]
     pub(super) fn collect_step(&self) {
-        GLOBAL.collect_step_if_garbage();
+        if GLOBAL.has_garbage() {
+            self.collect_with_credit(PINS_BETWEEN_COLLECT);
+        }
+    }
+
+    /// Adds `work` to this record's advance credit; tries to advance the epoch if the credit
+    /// allows it (always on the fenced path), then runs expired bags.
+    fn collect_with_credit(&self, work: u64) {
+        if self.may_advance(work) {
+            GLOBAL.collect_step();
+        } else {
+            GLOBAL.collect();
+        }
+    }
+
+    /// The rate limit of heavy barriers: on the asymmetric path an advance may be tried once
+    /// the work since the last try reaches [`ADVANCE_CREDIT`] (the credit then restarts).
+    fn may_advance(&self, work: u64) -> bool {
+        if !GLOBAL.asymmetric() {
+            return true;
+        }
+        let credit = self.advance_credit.get() + work;
+        let allowed = credit >= ADVANCE_CREDIT;
+        self.advance_credit.set(if allowed { 0 } else { credit });
+        allowed
     }
 
     /// Publishes "pinned in the current epoch", ordered before this thread's later loads of
@@ -197,7 +241,7 @@ impl Participant {
         };
         if full {
             self.seal_open_bag();
-            GLOBAL.collect_step();
+            self.collect_with_credit(DEFER_WEIGHT * BAG_CAPACITY as u64);
         }
     }
 
