@@ -55,10 +55,12 @@ mod imp {
     }
 
     /// Every running thread of the process executes a full memory barrier before this
-    /// returns. False if the kernel refused (not registered; never after a successful
-    /// [`register`]).
+    /// returns. False if the kernel refused (not registered: never after a successful
+    /// [`register`], except perhaps in a child of `fork`, which gets a new address space;
+    /// then it registers again and retries once).
     pub(crate) fn heavy_barrier() -> bool {
         membarrier(CMD_PRIVATE_EXPEDITED) == 0
+            || (register() && membarrier(CMD_PRIVATE_EXPEDITED) == 0)
     }
 }
 
