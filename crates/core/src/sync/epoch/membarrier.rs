@@ -67,7 +67,7 @@ mod imp {
 #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
 mod imp {
     /// No membarrier in this build.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn supported() -> bool {
         false
     }
@@ -83,6 +83,6 @@ mod imp {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use imp::supported;
 pub(crate) use imp::{heavy_barrier, register};

@@ -146,9 +146,18 @@
 //! ## Checking
 //!
 //! The collector is one process-wide static with thread-local records, which loom cannot
-//! reset between iterations, and loom cannot express a fence executed on behalf of other
-//! threads; so the asymmetric path rests on membarrier's documented guarantee and on the
-//! model above. The tests in `sync::tests` check both paths at run time: the epoch tests run
+//! reset between iterations, so loom checks a *model* of the protocol instead
+//! (`sync/loom.rs`, `epoch_model`: one reader, one retirer, one advancer-collector, the
+//! orderings and fences of the real code). Loom cannot run a fence on another thread's
+//! behalf, so the model makes the reader serve heavy-barrier requests at every instruction
+//! boundary (a `SeqCst` fence and an acknowledgement the advancer waits for): by the fence
+//! rules this is exactly the membarrier guarantee used above. Loom finds no violation for
+//! the fenced pin with lag 2 and the asymmetric pin with lag 3, and finds the race (a free
+//! concurrent with the reader's read) for the asymmetric pin with lag 2 and for a
+//! compiler-fence pin without the heavy barrier
+//! (`RUSTFLAGS="--cfg loom" cargo test -p orrery-core --release sync::loom::epoch_model`).
+//! Beyond the model, the asymmetric path rests on membarrier's documented guarantee.
+//! The tests in `sync::tests` check both paths at run time: the epoch tests run
 //! in the test process (asymmetric where the kernel allows) and again in a child process
 //! with [`FALLBACK_ENV`] set (fenced); a store-buffering litmus test shows the heavy barrier
 //! forbids the reordering the compiler-fence pin allows (without it the forbidden outcome
@@ -201,5 +210,5 @@ pub use guard::{
     synchronize, unprotected,
 };
 pub use membarrier::FALLBACK_ENV;
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use membarrier::{heavy_barrier, supported as membarrier_supported};
