@@ -673,7 +673,7 @@ fn epoch_reader_never_sees_a_retired_object_destroyed() {
                 let mut last = 0;
                 while !stop.load(Ordering::Relaxed) || reads < min_reads {
                     // Both pin entry points.
-                    let guard = if (reads + r as u64) % 2 == 0 {
+                    let guard = if (reads + r as u64).is_multiple_of(2) {
                         local.pin()
                     } else {
                         pin()
@@ -688,7 +688,7 @@ fn epoch_reader_never_sees_a_retired_object_destroyed() {
                     for _ in 0..reads % 32 {
                         std::hint::spin_loop();
                     }
-                    if reads % 64 == 0 {
+                    if reads.is_multiple_of(64) {
                         thread::yield_now();
                     }
                     assert_eq!(
