@@ -187,6 +187,20 @@
 //! | pin + `defer(no-op)` + drop (sealing and collection amortized) | 43.9 ns | 55.2 ns |
 //! | pin + `Box::new` + `defer_destroy` + drop (free included) | 142.9 ns | 147.6 ns |
 //!
+//! The two pin barriers, same binary (the fenced one forced with [`FALLBACK_ENV`]), criterion
+//! medians of 3 alternating runs, load average about 4 (after this change):
+//!
+//! | operation | asymmetric (membarrier) | fenced |
+//! |---|---|---|
+//! | `pin()` + drop | 3.0 ns | 4.9 ns |
+//! | `Handle::pin` + drop | 2.9 ns | 4.1 ns |
+//! | pin + `defer(no-op)` + drop | 20.9 ns | 19.1 ns |
+//! | pin + `Box::new` + `defer_destroy` + drop | 77.8 ns | 65.2 ns |
+//!
+//! The reader saves the locked instruction (about 1.2 to 1.9 ns per outermost pin); a
+//! retirement costs more (the amortized syscall, and garbage that lives one epoch longer
+//! and across fewer advances, so frees touch colder memory).
+//!
 //! `cargo bench -p orrery-core --bench sync -- epoch/`. On the fenced path the outermost pin
 //! is one `xchg` (a locked instruction, the full fence) plus a few owner-only stores; on the
 //! asymmetric path it is a plain store instead (the table above predates it); unpinning is a
