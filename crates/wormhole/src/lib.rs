@@ -121,6 +121,7 @@ use orrery_core::api::{
 
 pub use config::{Config, ConfigError, WormholeBuilder};
 pub use iter::Iter;
+pub use meta::MetaStats;
 
 use crate::classes::ClassPools;
 use crate::deps::sync::{CachePadded, Guard};
@@ -299,6 +300,15 @@ impl Wormhole {
     /// Number of lookups that restarted because their table was stale (diagnostics).
     pub fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Item and slot counts of the published MetaTrieHT (diagnostics; takes the writer
+    /// mutex, so the table does not change while it is walked).
+    #[doc(hidden)]
+    pub fn meta_stats(&self) -> MetaStats {
+        let _w = self.lock_writer_for_validation();
+        // SAFETY: under the writer mutex the published table is neither swapped nor freed.
+        unsafe { &*self.current.load(Ordering::Acquire) }.stats()
     }
 
     /// Number of leaves (diagnostics).

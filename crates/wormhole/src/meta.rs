@@ -45,12 +45,14 @@ use std::sync::Arc;
 use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeArray, Zeroable};
 
 use crate::classes::ClassPools;
-use crate::deps::hash::{crc32c, tag16};
+use crate::deps::hash::{crc32c, crc32c_extend, tag16};
 use crate::leaf::LeafPtr;
 
 const ADDR_MASK: u64 = (1 << 48) - 1;
 const OVF_MASK: u64 = 0x3F;
 const ITEM_ADDR_MASK: u64 = ADDR_MASK & !OVF_MASK;
+/// Bit 47 of the address field marks a *leaf entry* (user-space addresses are below 2^47).
+const LEAF_BIT: u64 = 1 << 47;
 
 /// Item header; the prefix bytes follow at offset [`KEY_OFF`].
 #[repr(C, align(64))]
@@ -158,6 +160,92 @@ impl ItemPtr {
     }
 }
 
+/// What a slot entry references: an item, or (a *leaf entry*) the leaf whose anchor is
+/// the entry's prefix, when that anchor has no byte children (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ref {
+    /// An item of the table.
+    Item(ItemPtr),
+    /// The leaf of a childless anchor.
+    Leaf(LeafPtr),
+}
+
+impl Ref {
+    #[inline]
+    fn from_entry(e: u64) -> Ref {
+        if e & LEAF_BIT != 0 {
+            let p = std::ptr::with_exposed_provenance_mut::<crate::leaf::Leaf>(
+                (e & ITEM_ADDR_MASK & !LEAF_BIT) as usize,
+            );
+            Ref::Leaf(LeafPtr::from_raw(p).expect("leaf entries hold a leaf address"))
+        } else {
+            Ref::Item(ItemPtr::from_entry(e))
+        }
+    }
+
+    /// The entry's address field (without the overflow count).
+    #[inline]
+    fn bits(self) -> u64 {
+        match self {
+            Ref::Item(it) => it.addr(),
+            Ref::Leaf(l) => leaf_bits(l),
+        }
+    }
+
+    /// The prefix this entry stands for: the item's bytes, or the leaf's anchor.
+    #[inline]
+    pub(crate) fn key<'a>(self) -> &'a [u8] {
+        match self {
+            Ref::Item(it) => it.key(),
+            // SAFETY: leaves named by a reachable table are live for the reader's epoch
+            // guard (they are freed through the epoch scheme after leaving the published
+            // table), and for the writer every leaf named by the caught-up shadow is linked
+            // (see `smo`); anchors are immutable.
+            Ref::Leaf(l) => unsafe { l.hdr() }.anchor(),
+        }
+    }
+
+    /// The full comparison of the entry's prefix with `p` (§3.1's final check).
+    #[inline]
+    pub(crate) fn key_is(self, p: &[u8]) -> bool {
+        match self {
+            Ref::Item(it) => it.key() == p,
+            // SAFETY: as in `key`.
+            Ref::Leaf(l) => unsafe { l.hdr() }.anchor_is(p),
+        }
+    }
+
+    /// Prefetches the line the search reads next: the item's first line, or the leaf's
+    /// header (the anchor, and the lock word the lookup takes next).
+    #[inline]
+    pub(crate) fn prefetch(self) {
+        match self {
+            Ref::Item(it) => it.prefetch(),
+            Ref::Leaf(l) => l.prefetch(),
+        }
+    }
+
+    /// Rightmost leaf below the entry.
+    #[inline]
+    pub(crate) fn rightmost(self) -> LeafPtr {
+        match self {
+            Ref::Item(it) => it.get().rightmost(),
+            Ref::Leaf(l) => l,
+        }
+    }
+}
+
+/// The address field of a leaf entry for `l`.
+#[inline]
+fn leaf_bits(l: LeafPtr) -> u64 {
+    let a = l.as_raw().expose_provenance() as u64;
+    assert!(
+        a & !(ITEM_ADDR_MASK & !LEAF_BIT) == 0,
+        "leaf address beyond 47 bits or not 64-byte aligned"
+    );
+    a | LEAF_BIT
+}
+
 impl Item {
     /// CRC32C of the prefix.
     #[inline]
@@ -220,6 +308,53 @@ impl Item {
             !((2u64 << (c & 63)) - 1)
         };
         self.bitmap[w] & above != 0 || self.bitmap[w + 1..].iter().any(|&x| x != 0)
+    }
+}
+
+/// Entry counts of one MetaTrieHT by kind (diagnostics). Items: index 0 = leaf-only items
+/// (an anchor without byte children: only the root can be one), 1 = internal items (byte
+/// children, not an anchor), 2 = both; and leaf entries (childless anchors other than the
+/// root, which reference their leaf and have no item).
+#[derive(Clone, Debug, Default)]
+pub struct MetaStats {
+    /// Items by kind.
+    pub items: [usize; 3],
+    /// Bytes of item blocks by kind (size-class slots).
+    pub item_bytes: [usize; 3],
+    /// Total prefix length of the leaf-only items.
+    pub leaf_only_len_sum: usize,
+    /// Leaf entries.
+    pub leaf_entries: usize,
+    /// Total anchor length of the leaf entries.
+    pub leaf_entry_len_sum: usize,
+    /// Slots in the table.
+    pub slots: usize,
+    /// Bytes of the slot array.
+    pub slot_bytes: usize,
+}
+
+impl std::fmt::Display for MetaStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n: usize = self.items.iter().sum::<usize>() + self.leaf_entries;
+        write!(
+            f,
+            "leaf entries {} (avg len {:.1}); items {} (leaf-only {} / {} B, avg len {:.1}; internal {} / {} B; both {} / {} B); \
+             slots {} ({} B, {:.0}% of entries used); hot bytes {}",
+            self.leaf_entries,
+            self.leaf_entry_len_sum as f64 / self.leaf_entries.max(1) as f64,
+            n - self.leaf_entries,
+            self.items[0],
+            self.item_bytes[0],
+            self.leaf_only_len_sum as f64 / self.items[0].max(1) as f64,
+            self.items[1],
+            self.item_bytes[1],
+            self.items[2],
+            self.item_bytes[2],
+            self.slots,
+            self.slot_bytes,
+            100.0 * n as f64 / (self.slots * 8).max(1) as f64,
+            self.slot_bytes + self.item_bytes.iter().sum::<usize>(),
+        )
     }
 }
 
@@ -338,7 +473,7 @@ impl MetaTable {
             pools,
             lens: BTreeMap::from([(0, 1)]),
         };
-        t.put(root);
+        t.put(Ref::Item(root), root.get().hash);
         t
     }
 
@@ -373,14 +508,14 @@ impl MetaTable {
     /// Optimistic probe (§3.1): the first item whose 16-bit tag matches, without comparing
     /// keys. May return a false positive, never a false negative.
     #[inline]
-    pub(crate) fn probe_tag(&self, hash: u32) -> Option<ItemPtr> {
+    pub(crate) fn probe_tag(&self, hash: u32) -> Option<Ref> {
         let tag = (tag16(hash) as u64) << 48;
         let mut s = self.slot_of(hash);
         loop {
             let slot = &self.slots[s].0;
             for &e in slot {
                 if e & !ADDR_MASK == tag && e & ITEM_ADDR_MASK != 0 {
-                    return Some(ItemPtr::from_entry(e));
+                    return Some(Ref::from_entry(e));
                 }
             }
             if slot[7] & OVF_MASK == 0 {
@@ -392,14 +527,14 @@ impl MetaTable {
 
     /// The first item with the tag of `hash` that satisfies `pred`.
     #[inline]
-    fn find(&self, hash: u32, pred: impl Fn(ItemPtr) -> bool) -> Option<ItemPtr> {
+    fn find(&self, hash: u32, pred: impl Fn(Ref) -> bool) -> Option<Ref> {
         let tag = (tag16(hash) as u64) << 48;
         let mut s = self.slot_of(hash);
         loop {
             let slot = &self.slots[s].0;
             for &e in slot {
                 if e & !ADDR_MASK == tag && e & ITEM_ADDR_MASK != 0 {
-                    let it = ItemPtr::from_entry(e);
+                    let it = Ref::from_entry(e);
                     if pred(it) {
                         return Some(it);
                     }
@@ -414,14 +549,22 @@ impl MetaTable {
 
     /// Exact probe: the item whose prefix is `key` (with CRC32C `hash`).
     #[inline]
-    pub(crate) fn get(&self, key: &[u8], hash: u32) -> Option<ItemPtr> {
-        self.find(hash, |it| it.key() == key)
+    pub(crate) fn get(&self, key: &[u8], hash: u32) -> Option<Ref> {
+        self.find(hash, |r| r.key_is(key))
+    }
+
+    /// Exact probe for an item (not a leaf entry) whose prefix is `key`.
+    fn get_item(&self, key: &[u8], hash: u32) -> Option<ItemPtr> {
+        match self.get(key, hash)? {
+            Ref::Item(it) => Some(it),
+            Ref::Leaf(_) => None,
+        }
     }
 
     /// Exact probe for the child `parent·b` (with CRC32C `hash`), comparing only what
     /// differs from the verified parent.
     #[inline]
-    pub(crate) fn get_child(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<ItemPtr> {
+    pub(crate) fn get_child(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<Ref> {
         let pk = parent.key();
         self.find(hash, |it| {
             let k = it.key();
@@ -429,19 +572,29 @@ impl MetaTable {
         })
     }
 
-    fn put(&mut self, it: ItemPtr) {
+    /// Adds an entry for `r` (prefix CRC32C `hash`).
+    fn put(&mut self, r: Ref, hash: u32) {
         if (self.items + 1) * 2 > self.slots.len() * 8 {
             self.grow();
         }
-        self.place(it);
+        self.place(r.bits(), hash);
         self.items += 1;
-        self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        if let Ref::Item(it) = r {
+            self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        }
     }
 
-    fn place(&mut self, it: ItemPtr) {
-        let hash = it.get().hash;
-        let e = ((tag16(hash) as u64) << 48) | it.addr();
-        debug_assert!(it.addr() & !ITEM_ADDR_MASK == 0);
+    /// The CRC32C of an entry's prefix (stored in items, recomputed for leaf entries).
+    fn entry_hash(r: Ref) -> u32 {
+        match r {
+            Ref::Item(it) => it.get().hash,
+            Ref::Leaf(_) => crc32c(r.key()),
+        }
+    }
+
+    fn place(&mut self, bits: u64, hash: u32) {
+        let e = ((tag16(hash) as u64) << 48) | bits;
+        debug_assert!(bits & !ITEM_ADDR_MASK == 0);
         let mut s = self.slot_of(hash);
         loop {
             let slot = &mut self.slots[s].0;
@@ -463,21 +616,53 @@ impl MetaTable {
         for slot in old.iter() {
             for &e in &slot.0 {
                 if e & ITEM_ADDR_MASK != 0 {
-                    self.place(ItemPtr::from_entry(e));
+                    let r = Ref::from_entry(e);
+                    self.place(r.bits(), Self::entry_hash(r));
                 }
             }
         }
     }
 
-    fn unput(&mut self, it: ItemPtr) {
-        let hash = it.get().hash;
+    /// The slot and index of the entry of `r` (whose prefix has CRC32C `hash`).
+    fn position(&self, r: Ref, hash: u32) -> (usize, usize) {
+        let bits = r.bits();
+        let mut s = self.slot_of(hash);
+        loop {
+            if let Some(i) = self.slots[s]
+                .0
+                .iter()
+                .position(|x| *x & ITEM_ADDR_MASK == bits)
+            {
+                return (s, i);
+            }
+            s = (s + 1) & self.mask;
+        }
+    }
+
+    /// Replaces the entry of `old` by one for `new` with the same prefix (CRC32C `hash`),
+    /// in place: the tag, the slot and the overflow counts stay valid.
+    fn replace(&mut self, old: Ref, new: Ref, hash: u32) {
+        let (s, i) = self.position(old, hash);
+        let x = &mut self.slots[s].0[i];
+        *x = (*x & !ITEM_ADDR_MASK) | new.bits();
+        if let Ref::Item(it) = old {
+            self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+        }
+        if let Ref::Item(it) = new {
+            self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        }
+    }
+
+    /// Removes the entry of `r` (whose prefix has CRC32C `hash`).
+    fn unput(&mut self, r: Ref, hash: u32) {
         let home = self.slot_of(hash);
         let mut s = home;
+        let bits = r.bits();
         loop {
             if let Some(x) = self.slots[s]
                 .0
                 .iter_mut()
-                .find(|x| **x & ITEM_ADDR_MASK == it.addr())
+                .find(|x| **x & ITEM_ADDR_MASK == bits)
             {
                 *x &= OVF_MASK;
                 break;
@@ -494,22 +679,40 @@ impl MetaTable {
             t = (t + 1) & self.mask;
         }
         self.items -= 1;
+        if let Ref::Item(it) = r {
+            self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+        }
     }
 
-    fn get_or_new(&mut self, key: &[u8]) -> (ItemPtr, bool) {
-        let h = crc32c(key);
-        match self.get(key, h) {
-            Some(it) => (it, false),
+    /// The item for `key` (CRC32C `hash`), which is about to get a byte child: an existing
+    /// item, a leaf entry turned into an item (`leftmost = rightmost =` its leaf, `⊥`
+    /// child set), or a fresh item (`fresh`, leaf references unset).
+    fn item_for_child(&mut self, key: &[u8], hash: u32) -> (ItemPtr, bool) {
+        match self.get(key, hash) {
+            Some(Ref::Item(it)) => (it, false),
+            Some(Ref::Leaf(l)) => {
+                let it = ItemPtr::alloc(&self.pools, key, hash);
+                {
+                    let m = it.get_mut();
+                    m.anchor = 1;
+                    m.leftmost = l.as_raw();
+                    m.rightmost = l.as_raw();
+                }
+                self.replace(Ref::Leaf(l), Ref::Item(it), hash);
+                (it, false)
+            }
             None => {
-                let it = ItemPtr::alloc(&self.pools, key, h);
-                self.put(it);
+                let it = ItemPtr::alloc(&self.pools, key, hash);
+                self.put(Ref::Item(it), hash);
                 (it, true)
             }
         }
     }
 
     /// Adds the anchor of leaf `leaf`, just linked between `prev` and `next` in the
-    /// LeafList, with all its prefixes (Algorithm 4 `split`, lines 12–24).
+    /// LeafList, with all its prefixes (Algorithm 4 `split`, lines 12–24). Proper prefixes
+    /// become (or stay) items; the anchor itself gets a leaf entry unless it is already
+    /// an item (a prefix of other anchors).
     pub(crate) fn insert_anchor(
         &mut self,
         anchor: &[u8],
@@ -522,21 +725,38 @@ impl MetaTable {
             prev.as_raw(),
             next.map_or(std::ptr::null_mut(), |x| x.as_raw()),
         );
+        let mut h = crc32c(&[]);
         for plen in 0..=anchor.len() {
-            let (it, fresh) = self.get_or_new(&anchor[..plen]);
-            let item = it.get_mut();
-            if fresh {
-                item.leftmost = l;
-                item.rightmost = l;
-            } else {
-                // The leaves below an item are contiguous and `leaf` sits between `prev`
-                // and `next`: it extends the range on one side or falls inside it.
-                if item.leftmost == n {
+            if plen > 0 {
+                h = crc32c_extend(h, &anchor[plen - 1..plen]);
+            }
+            let key = &anchor[..plen];
+            let it = if plen < anchor.len() {
+                let (it, fresh) = self.item_for_child(key, h);
+                if fresh {
+                    let item = it.get_mut();
                     item.leftmost = l;
-                }
-                if item.rightmost == p {
                     item.rightmost = l;
                 }
+                it
+            } else {
+                match self.get(key, h) {
+                    Some(Ref::Item(it)) => it,
+                    Some(Ref::Leaf(_)) => panic!("anchors are distinct"),
+                    None => {
+                        self.put(Ref::Leaf(leaf), h);
+                        break;
+                    }
+                }
+            };
+            let item = it.get_mut();
+            // The leaves below an item are contiguous and `leaf` sits between `prev` and
+            // `next`: it extends the range on one side or falls inside it.
+            if item.leftmost == n {
+                item.leftmost = l;
+            }
+            if item.rightmost == p {
+                item.rightmost = l;
             }
             if plen < anchor.len() {
                 let b = anchor[plen];
@@ -550,7 +770,8 @@ impl MetaTable {
     }
 
     /// Removes the anchor of leaf `leaf`, which sat between `prev` and `next` and was
-    /// merged into `prev` (Algorithm 4 `merge`, lines 27–34).
+    /// merged into `prev` (Algorithm 4 `merge`, lines 27–34). An anchor item left without
+    /// byte children becomes a leaf entry again.
     pub(crate) fn remove_anchor(
         &mut self,
         anchor: &[u8],
@@ -563,23 +784,49 @@ impl MetaTable {
             prev.as_raw(),
             next.map_or(std::ptr::null_mut(), |x| x.as_raw()),
         );
+        let mut hashes = Vec::with_capacity(anchor.len() + 1);
+        let mut h = crc32c(&[]);
+        hashes.push(h);
+        for i in 0..anchor.len() {
+            h = crc32c_extend(h, &anchor[i..i + 1]);
+            hashes.push(h);
+        }
         let mut child_gone = false;
         for plen in (0..=anchor.len()).rev() {
             let key = &anchor[..plen];
-            let it = self
-                .get(key, crc32c(key))
-                .expect("anchor prefixes are items");
+            let h = hashes[plen];
+            let it = if plen == anchor.len() {
+                // The victim's own entry, matched by address first: when this is the
+                // replay of a merge on the shadow table the victim leaf may already be
+                // freed, so its anchor must not be read (and this removes the only entry
+                // that names it).
+                let r = self
+                    .find(h, |r| {
+                        r == Ref::Leaf(leaf) || matches!(r, Ref::Item(it) if it.key() == key)
+                    })
+                    .expect("the anchor is in the table");
+                match r {
+                    Ref::Leaf(_) => {
+                        self.unput(r, h);
+                        child_gone = true;
+                        continue;
+                    }
+                    Ref::Item(it) => {
+                        it.get_mut().anchor = 0;
+                        it
+                    }
+                }
+            } else {
+                self.get_item(key, h).expect("anchor prefixes are items")
+            };
             let item = it.get_mut();
-            if plen == anchor.len() {
-                item.anchor = 0;
-            } else if child_gone {
+            if child_gone && plen < anchor.len() {
                 let b = anchor[plen];
                 item.bitmap[(b >> 6) as usize] &= !(1 << (b & 63));
             }
             if item.anchor == 0 && !item.has_children() {
                 debug_assert!(plen > 0, "the root always keeps the first leaf");
-                self.unput(it);
-                self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+                self.unput(Ref::Item(it), h);
                 // SAFETY: removed from the table; this table is private to the writer.
                 unsafe { it.free(&self.pools) };
                 child_gone = true;
@@ -590,6 +837,14 @@ impl MetaTable {
                 }
                 if item.rightmost == l {
                     item.rightmost = p;
+                }
+                if plen > 0 && item.anchor != 0 && !item.has_children() {
+                    // Only the anchor's own leaf is left below: back to a leaf entry.
+                    debug_assert_eq!(item.leftmost, item.rightmost);
+                    let own = item.leftmost();
+                    self.replace(Ref::Item(it), Ref::Leaf(own), h);
+                    // SAFETY: replaced in the table; this table is private to the writer.
+                    unsafe { it.free(&self.pools) };
                 }
             }
         }
@@ -611,7 +866,8 @@ impl MetaTable {
         let mut root = None;
         for slot in slots.iter_mut() {
             for e in slot.0.iter_mut() {
-                if *e & ITEM_ADDR_MASK == 0 {
+                if *e & ITEM_ADDR_MASK == 0 || *e & LEAF_BIT != 0 {
+                    // Empty, or a leaf entry (copied as is).
                     continue;
                 }
                 let old = ItemPtr::from_entry(*e);
@@ -643,6 +899,45 @@ impl MetaTable {
         }
     }
 
+    /// Counts the table's items by kind and their bytes (diagnostics, see [`MetaStats`]).
+    pub(crate) fn stats(&self) -> MetaStats {
+        let mut st = MetaStats {
+            slots: self.slots.len(),
+            slot_bytes: self.slots.bytes(),
+            ..MetaStats::default()
+        };
+        for slot in self.slots.iter() {
+            for &e in &slot.0 {
+                if e & ITEM_ADDR_MASK == 0 {
+                    continue;
+                }
+                let ip = match Ref::from_entry(e) {
+                    Ref::Item(ip) => ip,
+                    Ref::Leaf(l) => {
+                        st.leaf_entries += 1;
+                        // SAFETY: leaves named by the published table are linked while the
+                        // caller holds the writer mutex.
+                        st.leaf_entry_len_sum += unsafe { l.hdr() }.anchor().len();
+                        continue;
+                    }
+                };
+                let it = ip.get();
+                let bytes = self.pools.block_bytes(item_size(ip.key().len()));
+                let k = match (it.is_anchor(), it.has_children()) {
+                    (true, false) => 0,
+                    (false, _) => 1,
+                    (true, true) => 2,
+                };
+                st.items[k] += 1;
+                st.item_bytes[k] += bytes;
+                if k == 0 {
+                    st.leaf_only_len_sum += ip.key().len();
+                }
+            }
+        }
+        st
+    }
+
     /// Checks the table against the LeafList (tests and debug builds): every anchor's
     /// prefixes are items with the right children, leftmost/rightmost, and no other items.
     pub(crate) fn check(&self, leaves: &[(Vec<u8>, LeafPtr)]) {
@@ -664,15 +959,27 @@ impl MetaTable {
             }
         }
         assert_eq!(self.items, exp.len());
+        let mut item_bytes = 0;
         for (k, (lm, rm, bm, anc)) in &exp {
-            let ip = self.get(k, crc32c(k)).expect("item present");
-            assert_eq!(ip.key(), k.as_slice());
+            let r = self.get(k, crc32c(k)).expect("entry present");
+            assert_eq!(r.key(), k.as_slice());
+            if !k.is_empty() && *anc && *bm == [0; 4] {
+                assert_eq!(lm, rm);
+                assert_eq!(r, Ref::Leaf(*lm), "childless anchor {k:?} is a leaf entry");
+                continue;
+            }
+            let Ref::Item(ip) = r else {
+                panic!("prefix {k:?} with children (or the root) is an item")
+            };
+            item_bytes += self.pools.block_bytes(item_size(k.len()));
             let it = ip.get();
+            assert_eq!(it.hash(), crc32c(k));
             assert_eq!(it.leftmost(), *lm, "leftmost of {k:?}");
             assert_eq!(it.rightmost(), *rm, "rightmost of {k:?}");
             assert_eq!(it.bitmap, *bm);
             assert_eq!(it.is_anchor(), *anc);
         }
+        assert_eq!(self.item_bytes, item_bytes);
         let mut n = 0;
         for s in self.slots.iter() {
             n += s.0.iter().filter(|&&e| e & ITEM_ADDR_MASK != 0).count();
@@ -687,7 +994,7 @@ impl Drop for MetaTable {
     fn drop(&mut self) {
         for slot in self.slots.iter() {
             for &e in &slot.0 {
-                if e & ITEM_ADDR_MASK != 0 {
+                if e & ITEM_ADDR_MASK != 0 && e & LEAF_BIT == 0 {
                     // SAFETY: the table owns its items and is being dropped.
                     unsafe { ItemPtr::from_entry(e).free(&self.pools) };
                 }

@@ -11,7 +11,7 @@
 use crate::config::Config;
 use crate::deps::hash::{crc32c, crc32c_extend};
 use crate::leaf::LeafPtr;
-use crate::meta::{ItemPtr, MetaTable};
+use crate::meta::{MetaTable, Ref};
 
 /// The result of a search: the target leaf and the CRC32C of the whole key (reused for the
 /// leaf tag, so the key is hashed once in total with *IncHashing*).
@@ -28,7 +28,7 @@ pub(crate) struct Lpm {
     lo: usize,
     hi: usize,
     crc: u32,
-    item: ItemPtr,
+    item: Ref,
     mid: usize,
     probe: u32,
     /// Prefix hashes computed ahead by [`Lpm::prefetch_levels`].
@@ -64,7 +64,7 @@ impl Lpm {
             lo: 0,
             hi: t.max_len().min(key.len()) + 1,
             crc: root.get().hash(),
-            item: root,
+            item: Ref::Item(root),
             mid: 0,
             probe: 0,
             pre: Pre::default(),
@@ -157,9 +157,9 @@ impl Lpm {
         }
     }
 
-    /// The matched item (to prefetch before [`finish`]).
+    /// The matched entry (to prefetch before [`finish`]).
     #[inline]
-    pub(crate) fn item(&self) -> ItemPtr {
+    pub(crate) fn item(&self) -> Ref {
         self.item
     }
 
@@ -187,11 +187,17 @@ fn prev_of(leaf: LeafPtr) -> Option<LeafPtr> {
 #[inline]
 pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<Target> {
     let mut s = s;
-    if cfg.tag_matching && s.item.key() != &key[..s.lo] {
+    if cfg.tag_matching && !s.item.key_is(&key[..s.lo]) {
         // A tag false positive led the search astray: start over comparing prefixes.
         s = Lpm::run(t, key, cfg, true);
     }
-    let (item, plen, crc) = (s.item, s.lo, s.crc);
+    let (plen, crc) = (s.lo, s.crc);
+    let item = match s.item {
+        // A childless anchor: whether the key equals it or extends it, the target is the
+        // anchor's own leaf (cases 1 and 2 below with `⊥` the only child).
+        Ref::Leaf(leaf) => return Some(target(key, cfg, leaf, plen, crc)),
+        Ref::Item(item) => item,
+    };
     let it = item.get();
     let leaf = if plen == key.len() {
         // Case 1: the search key is the matched prefix.
@@ -209,16 +215,23 @@ pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<
             Some(_) if !it.has_child_above(c) => it.rightmost(),
             Some(b) => {
                 let h = crc32c_extend(crc, &[b]);
-                t.get_child(item, b, h)?.get().rightmost()
+                t.get_child(item, b, h)?.rightmost()
             }
         }
     };
+    Some(target(key, cfg, leaf, plen, crc))
+}
+
+/// The target `leaf` of `key` with the CRC32C of the whole key, extended from the matched
+/// prefix's (`plen` bytes, CRC32C `crc`) with *IncHashing*.
+#[inline]
+fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Target {
     let hash = if cfg.inc_hashing {
         crc32c_extend(crc, &key[plen..])
     } else {
         crc32c(key)
     };
-    Some(Target { leaf, hash })
+    Target { leaf, hash }
 }
 
 /// Finds the target leaf of `key` in `t` (Algorithm 3 `searchTrieHT`). `None` means the
