@@ -7,7 +7,8 @@
 //! One block, 64-byte aligned, `size_of::<Leaf>() + 8·C + C` bytes (rounded to 64):
 //!
 //! ```text
-//! line 0  Leaf header: lock word, version, nr, nr_sorted, sort bit, C, prev, next, anchor
+//! line 0  Leaf header: lock word, version, prev, next, nr, nr_sorted, sort bit, C, and
+//!         the anchor (inline up to 12 bytes, else a pointer; see `Leaf`)
 //! +H      tags:  [u64; C]   slot = tag16 << 48 | kv_addr48 (a real entry), or a *hole*
 //!                           (address 0) carrying the tag of the next real entry to its
 //!                           right (0xFFFF if none); the C slots are non-decreasing by tag

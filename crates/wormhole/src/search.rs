@@ -10,7 +10,7 @@
 
 use crate::config::Config;
 use crate::deps::hash::{crc32c, crc32c_extend};
-use crate::leaf::LeafPtr;
+use crate::leaf::{LeafPtr, leaf_tag};
 use crate::meta::{MetaTable, Ref};
 
 /// The result of a search: the target leaf and the CRC32C of the whole key (reused for the
@@ -187,6 +187,16 @@ fn prev_of(leaf: LeafPtr) -> Option<LeafPtr> {
 #[inline]
 pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<Target> {
     let mut s = s;
+    if let Ref::Leaf(leaf) = s.item
+        && cfg.sort_by_tag
+        && cfg.direct_pos
+    {
+        // The likely target is known before the comparison (whose header line `apply`
+        // already prefetched): fetch the leaf's home tag line now, so that it arrives
+        // together with the header instead of after it.
+        let tg = target(key, cfg, leaf, s.lo, s.crc);
+        leaf.prefetch_tags(leaf_tag(tg.hash), cfg.leaf_capacity);
+    }
     if cfg.tag_matching && !s.item.key_is(&key[..s.lo]) {
         // A tag false positive led the search astray: start over comparing prefixes.
         s = Lpm::run(t, key, cfg, true);
