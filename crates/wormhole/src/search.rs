@@ -2,6 +2,12 @@
 //! MetaTrieHT with incremental CRC32C and optimistic tag matching (§3.1), then the sibling
 //! step of Algorithm 3 (`searchTrieHT`). The case analysis and its proof are in `anchor`.
 //!
+//! A search that ends on a *leaf entry* (a childless anchor, see `meta`) has its target:
+//! the anchor's leaf, whether the key equals the anchor or extends it (`⊥` is the only
+//! child). Its final full comparison reads the anchor from the leaf's header line, which
+//! the lookup needs next anyway; the leaf's home tag line is prefetched before that
+//! comparison so both lines arrive together.
+//!
 //! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
 //! searches of many keys in lockstep, prefetching each round's slots for all of them.
 //!
