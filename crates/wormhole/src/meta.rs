@@ -1218,11 +1218,14 @@ mod tests {
         let l2 = h.add(&at_inline);
         let l3 = h.add(&long[..crate::leaf::ANCHOR_INLINE + 1]);
         // SAFETY: owned by the harness.
-        unsafe {
-            assert_eq!(l1.hdr().anchor(), long.as_slice());
-            assert_eq!(l2.hdr().anchor(), at_inline.as_slice());
-            assert!(!l3.hdr().anchor_is(&long[..crate::leaf::ANCHOR_INLINE]));
-        }
+        let h1 = unsafe { l1.hdr() };
+        // SAFETY: as above.
+        let h2 = unsafe { l2.hdr() };
+        // SAFETY: as above.
+        let h3 = unsafe { l3.hdr() };
+        assert_eq!(h1.anchor(), long.as_slice());
+        assert_eq!(h2.anchor(), at_inline.as_slice());
+        assert!(!h3.anchor_is(&long[..crate::leaf::ANCHOR_INLINE]));
         assert_eq!(h.entry(&long), Some(Ref::Leaf(l1)));
         let mut other = long.clone();
         other[30] = 0xFF;
