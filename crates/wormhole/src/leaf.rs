@@ -7,7 +7,8 @@
 //! One block, 64-byte aligned, `size_of::<Leaf>() + 8·C + C` bytes (rounded to 64):
 //!
 //! ```text
-//! line 0  Leaf header: lock word, version, nr, nr_sorted, sort bit, C, prev, next, anchor
+//! line 0  Leaf header: lock word, version, prev, next, nr, nr_sorted, sort bit, C, and
+//!         the anchor (inline up to 12 bytes, else a pointer; see `Leaf`)
 //! +H      tags:  [u64; C]   slot = tag16 << 48 | kv_addr48 (a real entry), or a *hole*
 //!                           (address 0) carrying the tag of the next real entry to its
 //!                           right (0xFFFF if none); the C slots are non-decreasing by tag
@@ -52,7 +53,7 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use orrery_core::alloc::SlabPool;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 
 use crate::deps::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 use crate::kv::Kv;
@@ -110,22 +111,44 @@ fn ekv(e: u64) -> Kv {
     unsafe { Kv::from_addr((e & ADDR_MASK) as usize) }
 }
 
+/// Anchor bytes kept in the header line; longer anchors live in a heap block.
+pub(crate) const ANCHOR_INLINE: usize = 12;
+
 /// Leaf header (cache line 0). The tag and order arrays follow in the same block.
+///
+/// ```text
+/// 0   lock       RwSpinLock word
+/// 8   version    expected MetaTrieHT version
+/// 16  prev, next neighbours
+/// 32  nr, nr_sorted (u16), sorting (u8), cap (u16)
+/// 40  anchor_len (u32)
+/// 44  anchor_inline [u8; 12]: the anchor when it has at most 12 bytes
+/// 56  anchor_heap   the whole anchor (a leaked `Box<[u8]>`) when longer, else null
+/// ```
+///
+/// The anchor sits in the line a lookup reads anyway (the lock word), because a MetaTrieHT
+/// *leaf entry* (see `meta`) references the leaf directly and the search's final full
+/// comparison is made against the leaf's anchor.
 #[repr(C, align(64))]
 pub(crate) struct Leaf {
     lock: RwSpinLock<()>,
     /// Expected MetaTrieHT version; `u64::MAX` once the leaf was merged away.
     pub(crate) version: AtomicU64,
-    nr: AtomicU32,
-    nr_sorted: AtomicU32,
-    sorting: AtomicBool,
-    cap: u16,
     /// Left neighbour (null for the first leaf).
     pub(crate) prev: AtomicPtr<Leaf>,
     /// Right neighbour (null for the last leaf).
     pub(crate) next: AtomicPtr<Leaf>,
-    anchor: Box<[u8]>,
+    nr: AtomicU16,
+    nr_sorted: AtomicU16,
+    sorting: AtomicBool,
+    cap: u16,
+    anchor_len: u32,
+    anchor_inline: [u8; ANCHOR_INLINE],
+    anchor_heap: *mut u8,
 }
+
+const _: () = assert!(size_of::<Leaf>() == 64);
+const _: () = assert!(std::mem::offset_of!(Leaf, anchor_heap) == 56);
 
 /// Version value of a leaf removed by a merge: every lookup that reaches it restarts.
 pub(crate) const DEAD: u64 = u64::MAX;
@@ -159,17 +182,27 @@ impl LeafPtr {
     pub(crate) fn alloc(pool: &SlabPool, cap: usize, anchor: Box<[u8]>, version: u64) -> LeafPtr {
         assert!((MIN_CAP..=MAX_CAP).contains(&cap));
         debug_assert_eq!(pool.object_size(), block_layout(cap).size());
+        let anchor_len = u32::try_from(anchor.len()).expect("anchors are at most a key long");
+        let mut anchor_inline = [0u8; ANCHOR_INLINE];
+        let anchor_heap = if anchor.len() <= ANCHOR_INLINE {
+            anchor_inline[..anchor.len()].copy_from_slice(&anchor);
+            std::ptr::null_mut()
+        } else {
+            Box::into_raw(anchor).cast::<u8>()
+        };
         let p = pool.alloc().cast::<Leaf>();
         let hdr = Leaf {
             lock: RwSpinLock::new(()),
             version: AtomicU64::new(version),
-            nr: AtomicU32::new(0),
-            nr_sorted: AtomicU32::new(0),
-            sorting: AtomicBool::new(false),
-            cap: cap as u16,
             prev: AtomicPtr::new(std::ptr::null_mut()),
             next: AtomicPtr::new(std::ptr::null_mut()),
-            anchor,
+            nr: AtomicU16::new(0),
+            nr_sorted: AtomicU16::new(0),
+            sorting: AtomicBool::new(false),
+            cap: cap as u16,
+            anchor_len,
+            anchor_inline,
+            anchor_heap,
         };
         // SAFETY: the block is large enough and aligned for the header.
         unsafe { p.as_ptr().write(hdr) };
@@ -190,8 +223,14 @@ impl LeafPtr {
     /// The leaf came from `pool`; no other thread can reach it any more, and it is not used
     /// afterwards.
     pub(crate) unsafe fn free(self, pool: &SlabPool) {
-        // SAFETY: the header was initialized by `alloc`; drop its anchor box.
-        unsafe { std::ptr::drop_in_place(self.0.as_ptr()) };
+        // SAFETY: the header was initialized by `alloc` and the leaf is ours (contract).
+        let h = unsafe { self.hdr() };
+        if !h.anchor_heap.is_null() {
+            let raw = std::ptr::slice_from_raw_parts_mut(h.anchor_heap, h.anchor_len as usize);
+            // SAFETY: `anchor_heap` came from `Box::into_raw` of a boxed slice of this
+            // length in `alloc`, and is freed only here, once.
+            drop(unsafe { Box::from_raw(raw) });
+        }
         // SAFETY: allocated from `pool`, unused from now on (caller's contract).
         unsafe { pool.free(self.0.cast()) };
     }
@@ -283,7 +322,21 @@ impl Leaf {
     /// The anchor (immutable for the leaf's life).
     #[inline]
     pub(crate) fn anchor(&self) -> &[u8] {
-        &self.anchor
+        let n = self.anchor_len as usize;
+        if self.anchor_heap.is_null() {
+            &self.anchor_inline[..n]
+        } else {
+            // SAFETY: a non-null `anchor_heap` holds the `n` anchor bytes from `alloc`,
+            // never written and freed only with the leaf.
+            unsafe { std::slice::from_raw_parts(self.anchor_heap, n) }
+        }
+    }
+
+    /// Whether the anchor equals `p` (the final comparison of a search that ended on a
+    /// leaf entry; the length and, for short anchors, the bytes are in the header line).
+    #[inline]
+    pub(crate) fn anchor_is(&self, p: &[u8]) -> bool {
+        self.anchor_len as usize == p.len() && self.anchor() == p
     }
 
     /// The leaf's capacity.
@@ -546,7 +599,7 @@ unsafe fn sort_order(p: LeafPtr) {
             o += 1;
         }
     }
-    h.nr_sorted.store(n as u32, Ordering::Release);
+    h.nr_sorted.store(n as u16, Ordering::Release);
 }
 
 impl WriteLeaf<'_> {
@@ -580,8 +633,8 @@ impl WriteLeaf<'_> {
     #[inline]
     fn set_len(&mut self, n: usize, sorted: usize) {
         let h = self.hdr();
-        h.nr.store(n as u32, Ordering::Relaxed);
-        h.nr_sorted.store(sorted as u32, Ordering::Relaxed);
+        h.nr.store(n as u16, Ordering::Relaxed);
+        h.nr_sorted.store(sorted as u16, Ordering::Relaxed);
     }
 
     /// Whether the leaf is full.

@@ -62,6 +62,11 @@
 //! * The shadow table catches up lazily, at the start of the next split or merge, instead
 //!   of the writer waiting a grace period right after publishing (`smo`).
 //! * Splits pick, near the middle, the split point with the shortest anchor (`anchor`).
+//! * The paper's leaf items (childless anchors) are not items: their slot entry references
+//!   the anchor's leaf directly (bit 47 of the entry), the anchor is kept in the leaf's
+//!   header line, and the final full comparison of a search is made there. This removes
+//!   most items and one dependent DRAM read from lookups once the MetaTrieHT is out of
+//!   cache (`meta`, measured there and in `docs/wormhole.md`).
 //! * A leaf's tag array spreads its entries over all slots (holes carry their right
 //!   neighbour's tag, so the array stays sorted) and direct positioning uses the capacity
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
@@ -69,8 +74,8 @@
 //!
 //! # Memory placement and prefetching (not in the paper; measured, issue 4)
 //!
-//! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item, the leaf
-//! header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
+//! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item (none when the
+//! search ends on a leaf entry), the leaf header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
 //! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
 //! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
 //! before), pair blocks and items (size-class slab pools, `classes`), and slot arrays of
@@ -121,6 +126,7 @@ use orrery_core::api::{
 
 pub use config::{Config, ConfigError, WormholeBuilder};
 pub use iter::Iter;
+pub use meta::MetaStats;
 
 use crate::classes::ClassPools;
 use crate::deps::sync::{CachePadded, Guard};
@@ -299,6 +305,15 @@ impl Wormhole {
     /// Number of lookups that restarted because their table was stale (diagnostics).
     pub fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Item and slot counts of the published MetaTrieHT (diagnostics; takes the writer
+    /// mutex, so the table does not change while it is walked).
+    #[doc(hidden)]
+    pub fn meta_stats(&self) -> MetaStats {
+        let _w = self.lock_writer_for_validation();
+        // SAFETY: under the writer mutex the published table is neither swapped nor freed.
+        unsafe { &*self.current.load(Ordering::Acquire) }.stats()
     }
 
     /// Number of leaves (diagnostics).

@@ -17,16 +17,39 @@
 //! 57  [u8]     the prefix bytes (up to 7 bytes share line 0)
 //! ```
 //!
-//! An item whose only child is `⊥` is a leaf item of the paper; with byte children it is an
-//! internal item; with both it stands for the paper's pair `a` / `a⊥` (see `anchor`).
+//! An item with byte children is an internal item; with both byte children and `⊥` it
+//! stands for the paper's pair `a` / `a⊥` (see `anchor`).
+//!
+//! # Leaf entries (deviation, measured)
+//!
+//! The paper's *leaf item* (a prefix whose only child is `⊥`: an anchor that is no proper
+//! prefix of another anchor) has no item here. Its slot entry references the anchor's leaf
+//! directly, with bit 47 of the address field set (a *leaf entry*; user-space addresses
+//! are below 2^47 and leaves are 64-byte aligned like items). Everything a leaf item held
+//! follows from the leaf: its prefix is the leaf's anchor (kept in the leaf's header line,
+//! see `leaf`), and its leftmost and rightmost leaf are the leaf itself. The search's final
+//! full comparison is then made against the anchor in the header line the lookup reads
+//! next anyway (to take the leaf's lock), and a search that ends on a leaf entry has found
+//! its target leaf without reading an item (`search`).
+//!
+//! Why: most anchors are childless (at 10M random 8-byte keys 66.6K of the 131K entries;
+//! 93K of 180K on `az`), so leaf items were most of the items and the last item every
+//! lookup read; at 64M keys the items alone outgrew the 32 MiB L3 and each lookup paid a
+//! DRAM miss for its final item. The writer keeps the invariant "a prefix other than the
+//! root is a leaf entry iff it is an anchor without byte children": `insert_anchor` turns
+//! a leaf entry that gains a byte child into an item (in place, same slot position), and
+//! `remove_anchor` turns an anchor item that loses its last byte child back into a leaf
+//! entry. The root (empty prefix) is always an item. A leaf entry's hash is not stored; a
+//! table growth recomputes it from the anchor.
 //!
 //! # Table (Fig 6)
 //!
-//! `2^k` slots of 64 bytes, each eight `u64` entries `tag16 << 48 | item_addr48` (0 = empty).
-//! An item lives in the slot `hash & mask` or, when that slot is full, in the following
-//! slots (linear probing by slot). The low 6 bits of an entry's address field are zero
-//! because items are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow
-//! count*: how many items whose home slot is at or before this one were placed after it.
+//! `2^k` slots of 64 bytes, each eight `u64` entries `tag16 << 48 | addr48` (0 = empty;
+//! `addr48` is an item address, or a leaf address with bit 47 set). An entry lives in the
+//! slot `hash & mask` or, when that slot is full, in the following slots (linear probing
+//! by slot). The low 6 bits of an entry's address field are zero because items and leaves
+//! are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow count*: how many
+//! entries whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
 //! The table is kept at most half full (§3.1's "8 prefixes per cache line"). Slot arrays
 //! of 2 MiB or more are huge-page `HugeArray`s (each lookup reads two or more random slots;
@@ -37,6 +60,11 @@
 //! A `MetaTable` is never written while readers can see it: `smo` keeps two tables, writes
 //! only the one that is not published and whose readers have drained (RCU, §2.5), so every
 //! method here is plain sequential code (`&self` for readers, `&mut self` for the writer).
+//! A reader dereferences a leaf entry (the anchor comparison) under its epoch guard: leaves
+//! are freed through the epoch scheme after leaving the published table, and anchors never
+//! change. The writer replays a merge on the shadow table possibly after the merged-away
+//! leaf was freed: `remove_anchor` therefore finds that leaf's entry by address, before
+//! any probe could compare against its anchor, and it is the only entry naming it.
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
@@ -45,12 +73,14 @@ use std::sync::Arc;
 use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeArray, Zeroable};
 
 use crate::classes::ClassPools;
-use crate::deps::hash::{crc32c, tag16};
+use crate::deps::hash::{crc32c, crc32c_extend, tag16};
 use crate::leaf::LeafPtr;
 
 const ADDR_MASK: u64 = (1 << 48) - 1;
 const OVF_MASK: u64 = 0x3F;
 const ITEM_ADDR_MASK: u64 = ADDR_MASK & !OVF_MASK;
+/// Bit 47 of the address field marks a *leaf entry* (user-space addresses are below 2^47).
+const LEAF_BIT: u64 = 1 << 47;
 
 /// Item header; the prefix bytes follow at offset [`KEY_OFF`].
 #[repr(C, align(64))]
@@ -158,6 +188,92 @@ impl ItemPtr {
     }
 }
 
+/// What a slot entry references: an item, or (a *leaf entry*) the leaf whose anchor is
+/// the entry's prefix, when that anchor has no byte children (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ref {
+    /// An item of the table.
+    Item(ItemPtr),
+    /// The leaf of a childless anchor.
+    Leaf(LeafPtr),
+}
+
+impl Ref {
+    #[inline]
+    fn from_entry(e: u64) -> Ref {
+        if e & LEAF_BIT != 0 {
+            let p = std::ptr::with_exposed_provenance_mut::<crate::leaf::Leaf>(
+                (e & ITEM_ADDR_MASK & !LEAF_BIT) as usize,
+            );
+            Ref::Leaf(LeafPtr::from_raw(p).expect("leaf entries hold a leaf address"))
+        } else {
+            Ref::Item(ItemPtr::from_entry(e))
+        }
+    }
+
+    /// The entry's address field (without the overflow count).
+    #[inline]
+    fn bits(self) -> u64 {
+        match self {
+            Ref::Item(it) => it.addr(),
+            Ref::Leaf(l) => leaf_bits(l),
+        }
+    }
+
+    /// The prefix this entry stands for: the item's bytes, or the leaf's anchor.
+    #[inline]
+    pub(crate) fn key<'a>(self) -> &'a [u8] {
+        match self {
+            Ref::Item(it) => it.key(),
+            // SAFETY: leaves named by a reachable table are live for the reader's epoch
+            // guard (they are freed through the epoch scheme after leaving the published
+            // table), and for the writer every leaf named by the caught-up shadow is linked
+            // (see `smo`); anchors are immutable.
+            Ref::Leaf(l) => unsafe { l.hdr() }.anchor(),
+        }
+    }
+
+    /// The full comparison of the entry's prefix with `p` (§3.1's final check).
+    #[inline]
+    pub(crate) fn key_is(self, p: &[u8]) -> bool {
+        match self {
+            Ref::Item(it) => it.key() == p,
+            // SAFETY: as in `key`.
+            Ref::Leaf(l) => unsafe { l.hdr() }.anchor_is(p),
+        }
+    }
+
+    /// Prefetches the line the search reads next: the item's first line, or the leaf's
+    /// header (the anchor, and the lock word the lookup takes next).
+    #[inline]
+    pub(crate) fn prefetch(self) {
+        match self {
+            Ref::Item(it) => it.prefetch(),
+            Ref::Leaf(l) => l.prefetch(),
+        }
+    }
+
+    /// Rightmost leaf below the entry.
+    #[inline]
+    pub(crate) fn rightmost(self) -> LeafPtr {
+        match self {
+            Ref::Item(it) => it.get().rightmost(),
+            Ref::Leaf(l) => l,
+        }
+    }
+}
+
+/// The address field of a leaf entry for `l`.
+#[inline]
+fn leaf_bits(l: LeafPtr) -> u64 {
+    let a = l.as_raw().expose_provenance() as u64;
+    assert!(
+        a & !(ITEM_ADDR_MASK & !LEAF_BIT) == 0,
+        "leaf address beyond 47 bits or not 64-byte aligned"
+    );
+    a | LEAF_BIT
+}
+
 impl Item {
     /// CRC32C of the prefix.
     #[inline]
@@ -220,6 +336,53 @@ impl Item {
             !((2u64 << (c & 63)) - 1)
         };
         self.bitmap[w] & above != 0 || self.bitmap[w + 1..].iter().any(|&x| x != 0)
+    }
+}
+
+/// Entry counts of one MetaTrieHT by kind (diagnostics). Items: index 0 = leaf-only items
+/// (an anchor without byte children: only the root can be one), 1 = internal items (byte
+/// children, not an anchor), 2 = both; and leaf entries (childless anchors other than the
+/// root, which reference their leaf and have no item).
+#[derive(Clone, Debug, Default)]
+pub struct MetaStats {
+    /// Items by kind.
+    pub items: [usize; 3],
+    /// Bytes of item blocks by kind (size-class slots).
+    pub item_bytes: [usize; 3],
+    /// Total prefix length of the leaf-only items.
+    pub leaf_only_len_sum: usize,
+    /// Leaf entries.
+    pub leaf_entries: usize,
+    /// Total anchor length of the leaf entries.
+    pub leaf_entry_len_sum: usize,
+    /// Slots in the table.
+    pub slots: usize,
+    /// Bytes of the slot array.
+    pub slot_bytes: usize,
+}
+
+impl std::fmt::Display for MetaStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n: usize = self.items.iter().sum::<usize>() + self.leaf_entries;
+        write!(
+            f,
+            "leaf entries {} (avg len {:.1}); items {} (leaf-only {} / {} B, avg len {:.1}; internal {} / {} B; both {} / {} B); \
+             slots {} ({} B, {:.0}% of entries used); hot bytes {}",
+            self.leaf_entries,
+            self.leaf_entry_len_sum as f64 / self.leaf_entries.max(1) as f64,
+            n - self.leaf_entries,
+            self.items[0],
+            self.item_bytes[0],
+            self.leaf_only_len_sum as f64 / self.items[0].max(1) as f64,
+            self.items[1],
+            self.item_bytes[1],
+            self.items[2],
+            self.item_bytes[2],
+            self.slots,
+            self.slot_bytes,
+            100.0 * n as f64 / (self.slots * 8).max(1) as f64,
+            self.slot_bytes + self.item_bytes.iter().sum::<usize>(),
+        )
     }
 }
 
@@ -338,7 +501,7 @@ impl MetaTable {
             pools,
             lens: BTreeMap::from([(0, 1)]),
         };
-        t.put(root);
+        t.put(Ref::Item(root), root.get().hash);
         t
     }
 
@@ -373,14 +536,14 @@ impl MetaTable {
     /// Optimistic probe (§3.1): the first item whose 16-bit tag matches, without comparing
     /// keys. May return a false positive, never a false negative.
     #[inline]
-    pub(crate) fn probe_tag(&self, hash: u32) -> Option<ItemPtr> {
+    pub(crate) fn probe_tag(&self, hash: u32) -> Option<Ref> {
         let tag = (tag16(hash) as u64) << 48;
         let mut s = self.slot_of(hash);
         loop {
             let slot = &self.slots[s].0;
             for &e in slot {
                 if e & !ADDR_MASK == tag && e & ITEM_ADDR_MASK != 0 {
-                    return Some(ItemPtr::from_entry(e));
+                    return Some(Ref::from_entry(e));
                 }
             }
             if slot[7] & OVF_MASK == 0 {
@@ -392,14 +555,14 @@ impl MetaTable {
 
     /// The first item with the tag of `hash` that satisfies `pred`.
     #[inline]
-    fn find(&self, hash: u32, pred: impl Fn(ItemPtr) -> bool) -> Option<ItemPtr> {
+    fn find(&self, hash: u32, pred: impl Fn(Ref) -> bool) -> Option<Ref> {
         let tag = (tag16(hash) as u64) << 48;
         let mut s = self.slot_of(hash);
         loop {
             let slot = &self.slots[s].0;
             for &e in slot {
                 if e & !ADDR_MASK == tag && e & ITEM_ADDR_MASK != 0 {
-                    let it = ItemPtr::from_entry(e);
+                    let it = Ref::from_entry(e);
                     if pred(it) {
                         return Some(it);
                     }
@@ -414,14 +577,22 @@ impl MetaTable {
 
     /// Exact probe: the item whose prefix is `key` (with CRC32C `hash`).
     #[inline]
-    pub(crate) fn get(&self, key: &[u8], hash: u32) -> Option<ItemPtr> {
-        self.find(hash, |it| it.key() == key)
+    pub(crate) fn get(&self, key: &[u8], hash: u32) -> Option<Ref> {
+        self.find(hash, |r| r.key_is(key))
+    }
+
+    /// Exact probe for an item (not a leaf entry) whose prefix is `key`.
+    fn get_item(&self, key: &[u8], hash: u32) -> Option<ItemPtr> {
+        match self.get(key, hash)? {
+            Ref::Item(it) => Some(it),
+            Ref::Leaf(_) => None,
+        }
     }
 
     /// Exact probe for the child `parent·b` (with CRC32C `hash`), comparing only what
     /// differs from the verified parent.
     #[inline]
-    pub(crate) fn get_child(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<ItemPtr> {
+    pub(crate) fn get_child(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<Ref> {
         let pk = parent.key();
         self.find(hash, |it| {
             let k = it.key();
@@ -429,19 +600,29 @@ impl MetaTable {
         })
     }
 
-    fn put(&mut self, it: ItemPtr) {
+    /// Adds an entry for `r` (prefix CRC32C `hash`).
+    fn put(&mut self, r: Ref, hash: u32) {
         if (self.items + 1) * 2 > self.slots.len() * 8 {
             self.grow();
         }
-        self.place(it);
+        self.place(r.bits(), hash);
         self.items += 1;
-        self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        if let Ref::Item(it) = r {
+            self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        }
     }
 
-    fn place(&mut self, it: ItemPtr) {
-        let hash = it.get().hash;
-        let e = ((tag16(hash) as u64) << 48) | it.addr();
-        debug_assert!(it.addr() & !ITEM_ADDR_MASK == 0);
+    /// The CRC32C of an entry's prefix (stored in items, recomputed for leaf entries).
+    fn entry_hash(r: Ref) -> u32 {
+        match r {
+            Ref::Item(it) => it.get().hash,
+            Ref::Leaf(_) => crc32c(r.key()),
+        }
+    }
+
+    fn place(&mut self, bits: u64, hash: u32) {
+        let e = ((tag16(hash) as u64) << 48) | bits;
+        debug_assert!(bits & !ITEM_ADDR_MASK == 0);
         let mut s = self.slot_of(hash);
         loop {
             let slot = &mut self.slots[s].0;
@@ -463,21 +644,53 @@ impl MetaTable {
         for slot in old.iter() {
             for &e in &slot.0 {
                 if e & ITEM_ADDR_MASK != 0 {
-                    self.place(ItemPtr::from_entry(e));
+                    let r = Ref::from_entry(e);
+                    self.place(r.bits(), Self::entry_hash(r));
                 }
             }
         }
     }
 
-    fn unput(&mut self, it: ItemPtr) {
-        let hash = it.get().hash;
+    /// The slot and index of the entry of `r` (whose prefix has CRC32C `hash`).
+    fn position(&self, r: Ref, hash: u32) -> (usize, usize) {
+        let bits = r.bits();
+        let mut s = self.slot_of(hash);
+        loop {
+            if let Some(i) = self.slots[s]
+                .0
+                .iter()
+                .position(|x| *x & ITEM_ADDR_MASK == bits)
+            {
+                return (s, i);
+            }
+            s = (s + 1) & self.mask;
+        }
+    }
+
+    /// Replaces the entry of `old` by one for `new` with the same prefix (CRC32C `hash`),
+    /// in place: the tag, the slot and the overflow counts stay valid.
+    fn replace(&mut self, old: Ref, new: Ref, hash: u32) {
+        let (s, i) = self.position(old, hash);
+        let x = &mut self.slots[s].0[i];
+        *x = (*x & !ITEM_ADDR_MASK) | new.bits();
+        if let Ref::Item(it) = old {
+            self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+        }
+        if let Ref::Item(it) = new {
+            self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        }
+    }
+
+    /// Removes the entry of `r` (whose prefix has CRC32C `hash`).
+    fn unput(&mut self, r: Ref, hash: u32) {
         let home = self.slot_of(hash);
         let mut s = home;
+        let bits = r.bits();
         loop {
             if let Some(x) = self.slots[s]
                 .0
                 .iter_mut()
-                .find(|x| **x & ITEM_ADDR_MASK == it.addr())
+                .find(|x| **x & ITEM_ADDR_MASK == bits)
             {
                 *x &= OVF_MASK;
                 break;
@@ -494,22 +707,40 @@ impl MetaTable {
             t = (t + 1) & self.mask;
         }
         self.items -= 1;
+        if let Ref::Item(it) = r {
+            self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+        }
     }
 
-    fn get_or_new(&mut self, key: &[u8]) -> (ItemPtr, bool) {
-        let h = crc32c(key);
-        match self.get(key, h) {
-            Some(it) => (it, false),
+    /// The item for `key` (CRC32C `hash`), which is about to get a byte child: an existing
+    /// item, a leaf entry turned into an item (`leftmost = rightmost =` its leaf, `⊥`
+    /// child set), or a fresh item (`fresh`, leaf references unset).
+    fn item_for_child(&mut self, key: &[u8], hash: u32) -> (ItemPtr, bool) {
+        match self.get(key, hash) {
+            Some(Ref::Item(it)) => (it, false),
+            Some(Ref::Leaf(l)) => {
+                let it = ItemPtr::alloc(&self.pools, key, hash);
+                {
+                    let m = it.get_mut();
+                    m.anchor = 1;
+                    m.leftmost = l.as_raw();
+                    m.rightmost = l.as_raw();
+                }
+                self.replace(Ref::Leaf(l), Ref::Item(it), hash);
+                (it, false)
+            }
             None => {
-                let it = ItemPtr::alloc(&self.pools, key, h);
-                self.put(it);
+                let it = ItemPtr::alloc(&self.pools, key, hash);
+                self.put(Ref::Item(it), hash);
                 (it, true)
             }
         }
     }
 
     /// Adds the anchor of leaf `leaf`, just linked between `prev` and `next` in the
-    /// LeafList, with all its prefixes (Algorithm 4 `split`, lines 12–24).
+    /// LeafList, with all its prefixes (Algorithm 4 `split`, lines 12–24). Proper prefixes
+    /// become (or stay) items; the anchor itself gets a leaf entry unless it is already
+    /// an item (a prefix of other anchors).
     pub(crate) fn insert_anchor(
         &mut self,
         anchor: &[u8],
@@ -522,21 +753,38 @@ impl MetaTable {
             prev.as_raw(),
             next.map_or(std::ptr::null_mut(), |x| x.as_raw()),
         );
+        let mut h = crc32c(&[]);
         for plen in 0..=anchor.len() {
-            let (it, fresh) = self.get_or_new(&anchor[..plen]);
-            let item = it.get_mut();
-            if fresh {
-                item.leftmost = l;
-                item.rightmost = l;
-            } else {
-                // The leaves below an item are contiguous and `leaf` sits between `prev`
-                // and `next`: it extends the range on one side or falls inside it.
-                if item.leftmost == n {
+            if plen > 0 {
+                h = crc32c_extend(h, &anchor[plen - 1..plen]);
+            }
+            let key = &anchor[..plen];
+            let it = if plen < anchor.len() {
+                let (it, fresh) = self.item_for_child(key, h);
+                if fresh {
+                    let item = it.get_mut();
                     item.leftmost = l;
-                }
-                if item.rightmost == p {
                     item.rightmost = l;
                 }
+                it
+            } else {
+                match self.get(key, h) {
+                    Some(Ref::Item(it)) => it,
+                    Some(Ref::Leaf(_)) => panic!("anchors are distinct"),
+                    None => {
+                        self.put(Ref::Leaf(leaf), h);
+                        break;
+                    }
+                }
+            };
+            let item = it.get_mut();
+            // The leaves below an item are contiguous and `leaf` sits between `prev` and
+            // `next`: it extends the range on one side or falls inside it.
+            if item.leftmost == n {
+                item.leftmost = l;
+            }
+            if item.rightmost == p {
+                item.rightmost = l;
             }
             if plen < anchor.len() {
                 let b = anchor[plen];
@@ -550,7 +798,8 @@ impl MetaTable {
     }
 
     /// Removes the anchor of leaf `leaf`, which sat between `prev` and `next` and was
-    /// merged into `prev` (Algorithm 4 `merge`, lines 27–34).
+    /// merged into `prev` (Algorithm 4 `merge`, lines 27–34). An anchor item left without
+    /// byte children becomes a leaf entry again.
     pub(crate) fn remove_anchor(
         &mut self,
         anchor: &[u8],
@@ -563,23 +812,49 @@ impl MetaTable {
             prev.as_raw(),
             next.map_or(std::ptr::null_mut(), |x| x.as_raw()),
         );
+        let mut hashes = Vec::with_capacity(anchor.len() + 1);
+        let mut h = crc32c(&[]);
+        hashes.push(h);
+        for i in 0..anchor.len() {
+            h = crc32c_extend(h, &anchor[i..i + 1]);
+            hashes.push(h);
+        }
         let mut child_gone = false;
         for plen in (0..=anchor.len()).rev() {
             let key = &anchor[..plen];
-            let it = self
-                .get(key, crc32c(key))
-                .expect("anchor prefixes are items");
+            let h = hashes[plen];
+            let it = if plen == anchor.len() {
+                // The victim's own entry, matched by address first: when this is the
+                // replay of a merge on the shadow table the victim leaf may already be
+                // freed, so its anchor must not be read (and this removes the only entry
+                // that names it).
+                let r = self
+                    .find(h, |r| {
+                        r == Ref::Leaf(leaf) || matches!(r, Ref::Item(it) if it.key() == key)
+                    })
+                    .expect("the anchor is in the table");
+                match r {
+                    Ref::Leaf(_) => {
+                        self.unput(r, h);
+                        child_gone = true;
+                        continue;
+                    }
+                    Ref::Item(it) => {
+                        it.get_mut().anchor = 0;
+                        it
+                    }
+                }
+            } else {
+                self.get_item(key, h).expect("anchor prefixes are items")
+            };
             let item = it.get_mut();
-            if plen == anchor.len() {
-                item.anchor = 0;
-            } else if child_gone {
+            if child_gone && plen < anchor.len() {
                 let b = anchor[plen];
                 item.bitmap[(b >> 6) as usize] &= !(1 << (b & 63));
             }
             if item.anchor == 0 && !item.has_children() {
                 debug_assert!(plen > 0, "the root always keeps the first leaf");
-                self.unput(it);
-                self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+                self.unput(Ref::Item(it), h);
                 // SAFETY: removed from the table; this table is private to the writer.
                 unsafe { it.free(&self.pools) };
                 child_gone = true;
@@ -590,6 +865,14 @@ impl MetaTable {
                 }
                 if item.rightmost == l {
                     item.rightmost = p;
+                }
+                if plen > 0 && item.anchor != 0 && !item.has_children() {
+                    // Only the anchor's own leaf is left below: back to a leaf entry.
+                    debug_assert_eq!(item.leftmost, item.rightmost);
+                    let own = item.leftmost();
+                    self.replace(Ref::Item(it), Ref::Leaf(own), h);
+                    // SAFETY: replaced in the table; this table is private to the writer.
+                    unsafe { it.free(&self.pools) };
                 }
             }
         }
@@ -611,7 +894,8 @@ impl MetaTable {
         let mut root = None;
         for slot in slots.iter_mut() {
             for e in slot.0.iter_mut() {
-                if *e & ITEM_ADDR_MASK == 0 {
+                if *e & ITEM_ADDR_MASK == 0 || *e & LEAF_BIT != 0 {
+                    // Empty, or a leaf entry (copied as is).
                     continue;
                 }
                 let old = ItemPtr::from_entry(*e);
@@ -643,6 +927,45 @@ impl MetaTable {
         }
     }
 
+    /// Counts the table's items by kind and their bytes (diagnostics, see [`MetaStats`]).
+    pub(crate) fn stats(&self) -> MetaStats {
+        let mut st = MetaStats {
+            slots: self.slots.len(),
+            slot_bytes: self.slots.bytes(),
+            ..MetaStats::default()
+        };
+        for slot in self.slots.iter() {
+            for &e in &slot.0 {
+                if e & ITEM_ADDR_MASK == 0 {
+                    continue;
+                }
+                let ip = match Ref::from_entry(e) {
+                    Ref::Item(ip) => ip,
+                    Ref::Leaf(l) => {
+                        st.leaf_entries += 1;
+                        // SAFETY: leaves named by the published table are linked while the
+                        // caller holds the writer mutex.
+                        st.leaf_entry_len_sum += unsafe { l.hdr() }.anchor().len();
+                        continue;
+                    }
+                };
+                let it = ip.get();
+                let bytes = self.pools.block_bytes(item_size(ip.key().len()));
+                let k = match (it.is_anchor(), it.has_children()) {
+                    (true, false) => 0,
+                    (false, _) => 1,
+                    (true, true) => 2,
+                };
+                st.items[k] += 1;
+                st.item_bytes[k] += bytes;
+                if k == 0 {
+                    st.leaf_only_len_sum += ip.key().len();
+                }
+            }
+        }
+        st
+    }
+
     /// Checks the table against the LeafList (tests and debug builds): every anchor's
     /// prefixes are items with the right children, leftmost/rightmost, and no other items.
     pub(crate) fn check(&self, leaves: &[(Vec<u8>, LeafPtr)]) {
@@ -664,15 +987,27 @@ impl MetaTable {
             }
         }
         assert_eq!(self.items, exp.len());
+        let mut item_bytes = 0;
         for (k, (lm, rm, bm, anc)) in &exp {
-            let ip = self.get(k, crc32c(k)).expect("item present");
-            assert_eq!(ip.key(), k.as_slice());
+            let r = self.get(k, crc32c(k)).expect("entry present");
+            assert_eq!(r.key(), k.as_slice());
+            if !k.is_empty() && *anc && *bm == [0; 4] {
+                assert_eq!(lm, rm);
+                assert_eq!(r, Ref::Leaf(*lm), "childless anchor {k:?} is a leaf entry");
+                continue;
+            }
+            let Ref::Item(ip) = r else {
+                panic!("prefix {k:?} with children (or the root) is an item")
+            };
+            item_bytes += self.pools.block_bytes(item_size(k.len()));
             let it = ip.get();
+            assert_eq!(it.hash(), crc32c(k));
             assert_eq!(it.leftmost(), *lm, "leftmost of {k:?}");
             assert_eq!(it.rightmost(), *rm, "rightmost of {k:?}");
             assert_eq!(it.bitmap, *bm);
             assert_eq!(it.is_anchor(), *anc);
         }
+        assert_eq!(self.item_bytes, item_bytes);
         let mut n = 0;
         for s in self.slots.iter() {
             n += s.0.iter().filter(|&&e| e & ITEM_ADDR_MASK != 0).count();
@@ -687,7 +1022,7 @@ impl Drop for MetaTable {
     fn drop(&mut self) {
         for slot in self.slots.iter() {
             for &e in &slot.0 {
-                if e & ITEM_ADDR_MASK != 0 {
+                if e & ITEM_ADDR_MASK != 0 && e & LEAF_BIT == 0 {
                     // SAFETY: the table owns its items and is being dropped.
                     unsafe { ItemPtr::from_entry(e).free(&self.pools) };
                 }
@@ -699,6 +1034,213 @@ impl Drop for MetaTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::leaf::leaf_pool;
+    use crate::search::locate;
+    use orrery_core::alloc::SlabPool;
+
+    /// A LeafList of empty leaves and the two tables (`T1`, `T2`) a writer keeps, driven
+    /// the way `smo` drives them.
+    struct Harness {
+        pool: SlabPool,
+        leaves: Vec<(Vec<u8>, LeafPtr)>,
+        t1: MetaTable,
+        t2: MetaTable,
+    }
+
+    impl Harness {
+        fn new() -> Harness {
+            let pool = leaf_pool(8);
+            let head = LeafPtr::alloc(&pool, 8, Box::new([]), 0);
+            let items = item_pools();
+            Harness {
+                t1: MetaTable::new(head, items.clone()),
+                t2: MetaTable::new(head, items),
+                leaves: vec![(Vec::new(), head)],
+                pool,
+            }
+        }
+
+        fn relink(&self) {
+            for (i, (_, l)) in self.leaves.iter().enumerate() {
+                let prev = i.checked_sub(1).map(|j| self.leaves[j].1);
+                let next = self.leaves.get(i + 1).map(|x| x.1);
+                // SAFETY: the harness owns its live leaves.
+                let h = unsafe { l.hdr() };
+                h.prev.store(
+                    prev.map_or(std::ptr::null_mut(), |p| p.as_raw()),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                h.next.store(
+                    next.map_or(std::ptr::null_mut(), |p| p.as_raw()),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
+        }
+
+        fn add(&mut self, anchor: &[u8]) -> LeafPtr {
+            let leaf = LeafPtr::alloc(&self.pool, 8, anchor.into(), 0);
+            let i = self.leaves.partition_point(|(a, _)| a.as_slice() < anchor);
+            let prev = self.leaves[i - 1].1;
+            let next = self.leaves.get(i).map(|x| x.1);
+            self.leaves.insert(i, (anchor.to_vec(), leaf));
+            self.relink();
+            self.t1.insert_anchor(anchor, leaf, prev, next);
+            self.t2.insert_anchor(anchor, leaf, prev, next);
+            leaf
+        }
+
+        /// Merges the leaf of `anchor` away. Like a replay on the shadow table, `T2` is
+        /// updated only after the victim was freed and its block reused.
+        fn remove(&mut self, anchor: &[u8]) {
+            let i = self
+                .leaves
+                .iter()
+                .position(|(a, _)| a.as_slice() == anchor)
+                .unwrap();
+            let (_, leaf) = self.leaves.remove(i);
+            let prev = self.leaves[i - 1].1;
+            let next = self.leaves.get(i).map(|x| x.1);
+            self.relink();
+            self.t1.remove_anchor(anchor, leaf, prev, next);
+            // SAFETY: unlinked and gone from `T1`; `T2` only compares its address.
+            unsafe { leaf.free(&self.pool) };
+            let reuse = LeafPtr::alloc(&self.pool, 8, Box::new(*b"other anchor bytes"), 0);
+            self.t2.remove_anchor(anchor, leaf, prev, next);
+            // SAFETY: never linked.
+            unsafe { reuse.free(&self.pool) };
+        }
+
+        /// Both tables against the LeafList, and the target leaf of `keys` against the
+        /// definition (the last leaf whose anchor is `<= key`).
+        fn verify(&self, keys: &[&[u8]]) {
+            self.t1.check(&self.leaves);
+            self.t2.check(&self.leaves);
+            for cfg in [
+                Config::default(),
+                Config {
+                    tag_matching: false,
+                    inc_hashing: false,
+                    ..Config::default()
+                },
+            ] {
+                for k in keys {
+                    let i = self.leaves.partition_point(|(a, _)| a.as_slice() <= *k);
+                    let want = self.leaves[i - 1].1;
+                    for t in [&self.t1, &self.t2] {
+                        assert_eq!(locate(t, k, &cfg).unwrap().leaf, want, "key {k:?}");
+                    }
+                }
+            }
+        }
+
+        fn entry(&self, key: &[u8]) -> Option<Ref> {
+            self.t1.get(key, crc32c(key))
+        }
+    }
+
+    impl Drop for Harness {
+        fn drop(&mut self) {
+            for (_, l) in self.leaves.drain(..) {
+                // SAFETY: owned by the harness, unused from now on.
+                unsafe { l.free(&self.pool) };
+            }
+        }
+    }
+
+    /// An anchor that gains byte children turns from a leaf entry into an item, and back
+    /// into a leaf entry when a merge removes them; trailing `0x00` children included.
+    #[test]
+    fn leaf_entries_gain_and_lose_children() {
+        let mut h = Harness::new();
+        let keys: &[&[u8]] = &[
+            b"", b"\0", b"a", b"a\0", b"a\0\0", b"a\0\0\0", b"a\x01", b"ab", b"abc", b"b",
+        ];
+        let la = h.add(b"a");
+        assert_eq!(h.entry(b"a"), Some(Ref::Leaf(la)));
+        h.verify(keys);
+        let la0 = h.add(b"a\0");
+        assert!(matches!(h.entry(b"a"), Some(Ref::Item(_))));
+        assert_eq!(h.entry(b"a\0"), Some(Ref::Leaf(la0)));
+        h.verify(keys);
+        let la00 = h.add(b"a\0\0");
+        let lab = h.add(b"ab");
+        assert!(matches!(h.entry(b"a\0"), Some(Ref::Item(_))));
+        assert_eq!(h.entry(b"a\0\0"), Some(Ref::Leaf(la00)));
+        assert_eq!(h.entry(b"ab"), Some(Ref::Leaf(lab)));
+        h.verify(keys);
+        h.remove(b"a\0\0");
+        assert_eq!(h.entry(b"a\0"), Some(Ref::Leaf(la0)));
+        h.verify(keys);
+        h.remove(b"a\0");
+        h.remove(b"ab");
+        assert_eq!(h.entry(b"a"), Some(Ref::Leaf(la)));
+        h.verify(keys);
+        // An anchor that is only a prefix of others (an internal item) and then an
+        // anchor itself, then loses its anchor flag again.
+        let lx = h.add(b"xyz");
+        assert!(matches!(h.entry(b"xy"), Some(Ref::Item(_))));
+        h.add(b"xy");
+        h.verify(&[b"x", b"xy", b"xy\0", b"xyz", b"xz"]);
+        h.remove(b"xy");
+        assert_eq!(h.entry(b"xyz"), Some(Ref::Leaf(lx)));
+        h.verify(&[b"x", b"xy", b"xy\0", b"xyz", b"xz"]);
+        h.remove(b"xyz");
+        assert_eq!(h.entry(b"x"), None);
+        h.verify(keys);
+    }
+
+    /// A probe whose tag matches a leaf entry of another prefix: the final comparison
+    /// against the leaf's anchor catches it and the search restarts with exact probes.
+    #[test]
+    fn tag_false_positive_on_a_leaf_entry() {
+        // `u\xAA=` and `xyq` share the tag (top 16 bits of the CRC32C) and the home slot in
+        // an 8-slot table (low 3 bits).
+        let (b, k): (&[u8], &[u8]) = (b"u\xaa=", b"xyq");
+        assert_eq!(crc32c(b), 0xBCAA_7C96);
+        assert_eq!(crc32c(k), 0xBCAA_C3BE);
+        let mut h = Harness::new();
+        let lx = h.add(b"xya");
+        let lb = h.add(b);
+        assert_eq!(h.t1.slots.len(), 8);
+        assert_eq!(h.t1.probe_tag(crc32c(k)), Some(Ref::Leaf(lb)));
+        h.verify(&[k, b"xy", b"xyr", b"u", b"u\xaa=\0"]);
+        assert_eq!(locate(&h.t1, k, &Config::default()).unwrap().leaf, lx);
+    }
+
+    /// Anchors longer than the leaf header's inline bytes (kept in a heap block).
+    #[test]
+    fn long_anchors() {
+        let mut h = Harness::new();
+        let long: Vec<u8> = (0..40u8).collect();
+        let at_inline: Vec<u8> = (0..crate::leaf::ANCHOR_INLINE as u8).collect();
+        let l1 = h.add(&long);
+        let l2 = h.add(&at_inline);
+        let l3 = h.add(&long[..crate::leaf::ANCHOR_INLINE + 1]);
+        // SAFETY: owned by the harness.
+        let h1 = unsafe { l1.hdr() };
+        // SAFETY: as above.
+        let h2 = unsafe { l2.hdr() };
+        // SAFETY: as above.
+        let h3 = unsafe { l3.hdr() };
+        assert_eq!(h1.anchor(), long.as_slice());
+        assert_eq!(h2.anchor(), at_inline.as_slice());
+        assert!(!h3.anchor_is(&long[..crate::leaf::ANCHOR_INLINE]));
+        assert_eq!(h.entry(&long), Some(Ref::Leaf(l1)));
+        let mut other = long.clone();
+        other[30] = 0xFF;
+        h.verify(&[
+            &long,
+            &other,
+            &at_inline,
+            &long[..20],
+            &long[..13],
+            &long[..12],
+        ]);
+        h.remove(&long);
+        assert_eq!(h.entry(&long[..13]), Some(Ref::Leaf(l3)));
+        h.verify(&[&long, &other, &at_inline]);
+    }
 
     #[test]
     fn child_bitmap_queries() {

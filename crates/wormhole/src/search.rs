@@ -2,6 +2,12 @@
 //! MetaTrieHT with incremental CRC32C and optimistic tag matching (§3.1), then the sibling
 //! step of Algorithm 3 (`searchTrieHT`). The case analysis and its proof are in `anchor`.
 //!
+//! A search that ends on a *leaf entry* (a childless anchor, see `meta`) has its target:
+//! the anchor's leaf, whether the key equals the anchor or extends it (`⊥` is the only
+//! child). Its final full comparison reads the anchor from the leaf's header line, which
+//! the lookup needs next anyway; the leaf's home tag line is prefetched before that
+//! comparison so both lines arrive together.
+//!
 //! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
 //! searches of many keys in lockstep, prefetching each round's slots for all of them.
 //!
@@ -10,8 +16,8 @@
 
 use crate::config::Config;
 use crate::deps::hash::{crc32c, crc32c_extend};
-use crate::leaf::LeafPtr;
-use crate::meta::{ItemPtr, MetaTable};
+use crate::leaf::{LeafPtr, leaf_tag};
+use crate::meta::{MetaTable, Ref};
 
 /// The result of a search: the target leaf and the CRC32C of the whole key (reused for the
 /// leaf tag, so the key is hashed once in total with *IncHashing*).
@@ -28,7 +34,7 @@ pub(crate) struct Lpm {
     lo: usize,
     hi: usize,
     crc: u32,
-    item: ItemPtr,
+    item: Ref,
     mid: usize,
     probe: u32,
     /// Prefix hashes computed ahead by [`Lpm::prefetch_levels`].
@@ -64,7 +70,7 @@ impl Lpm {
             lo: 0,
             hi: t.max_len().min(key.len()) + 1,
             crc: root.get().hash(),
-            item: root,
+            item: Ref::Item(root),
             mid: 0,
             probe: 0,
             pre: Pre::default(),
@@ -157,9 +163,9 @@ impl Lpm {
         }
     }
 
-    /// The matched item (to prefetch before [`finish`]).
+    /// The matched entry (to prefetch before [`finish`]).
     #[inline]
-    pub(crate) fn item(&self) -> ItemPtr {
+    pub(crate) fn item(&self) -> Ref {
         self.item
     }
 
@@ -187,11 +193,27 @@ fn prev_of(leaf: LeafPtr) -> Option<LeafPtr> {
 #[inline]
 pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<Target> {
     let mut s = s;
-    if cfg.tag_matching && s.item.key() != &key[..s.lo] {
+    if let Ref::Leaf(leaf) = s.item
+        && cfg.sort_by_tag
+        && cfg.direct_pos
+    {
+        // The likely target is known before the comparison (whose header line `apply`
+        // already prefetched): fetch the leaf's home tag line now, so that it arrives
+        // together with the header instead of after it.
+        let tg = target(key, cfg, leaf, s.lo, s.crc);
+        leaf.prefetch_tags(leaf_tag(tg.hash), cfg.leaf_capacity);
+    }
+    if cfg.tag_matching && !s.item.key_is(&key[..s.lo]) {
         // A tag false positive led the search astray: start over comparing prefixes.
         s = Lpm::run(t, key, cfg, true);
     }
-    let (item, plen, crc) = (s.item, s.lo, s.crc);
+    let (plen, crc) = (s.lo, s.crc);
+    let item = match s.item {
+        // A childless anchor: whether the key equals it or extends it, the target is the
+        // anchor's own leaf (cases 1 and 2 below with `⊥` the only child).
+        Ref::Leaf(leaf) => return Some(target(key, cfg, leaf, plen, crc)),
+        Ref::Item(item) => item,
+    };
     let it = item.get();
     let leaf = if plen == key.len() {
         // Case 1: the search key is the matched prefix.
@@ -209,16 +231,23 @@ pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<
             Some(_) if !it.has_child_above(c) => it.rightmost(),
             Some(b) => {
                 let h = crc32c_extend(crc, &[b]);
-                t.get_child(item, b, h)?.get().rightmost()
+                t.get_child(item, b, h)?.rightmost()
             }
         }
     };
+    Some(target(key, cfg, leaf, plen, crc))
+}
+
+/// The target `leaf` of `key` with the CRC32C of the whole key, extended from the matched
+/// prefix's (`plen` bytes, CRC32C `crc`) with *IncHashing*.
+#[inline]
+fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Target {
     let hash = if cfg.inc_hashing {
         crc32c_extend(crc, &key[plen..])
     } else {
         crc32c(key)
     };
-    Some(Target { leaf, hash })
+    Target { leaf, hash }
 }
 
 /// Finds the target leaf of `key` in `t` (Algorithm 3 `searchTrieHT`). `None` means the
