@@ -49,6 +49,7 @@ use std::sync::{Arc, Weak};
 
 use crate::Expansion;
 use crate::link::{BucketWord, Link};
+use crate::inline_pair;
 use crate::node;
 use crate::raw::{Inner, hashed};
 use crate::read::prefetch;
@@ -181,7 +182,7 @@ impl Inner {
             }
         }
         for l in start..end {
-            migrate_bucket(t, next, l);
+            migrate_bucket(self, t, next, l, guard);
         }
         t.set_migrated(end);
         if end < t.len() {
@@ -224,16 +225,28 @@ fn expand_thread(inner: &Weak<Inner>) {
     }
 }
 
-/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`.
-fn migrate_bucket(t: &Table, next: &Table, l: usize) {
+/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`, and
+/// retires the nodes whose pairs moved into an inline area.
+fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guard) {
     let n = t.len();
     let word = t.lock(l);
     debug_assert!(!word.is_moved(), "bucket {l} migrated twice");
     // MOVED first (lock still held): a reader whose walk sees any re-linked `next` word below
     // will then see MOVED when it re-checks the bucket, and retries in `next`.
     t.store_locked(l, word.with_moved());
-    let mut low = next.load(l).head();
-    let mut high = next.load(l + n).head();
+    // The two new buckets receive pairs from old bucket `l` only, and nobody else can reach
+    // them before this migration ends, so their inline areas start empty.
+    let areas = [&next.cell(l).inline, &next.cell(l + n).inline];
+    debug_assert!(areas.iter().all(|a| a.locked_is_empty()));
+    let mut free = [true, true];
+    let old_area = &t.cell(l).inline;
+    if let Some(e) = old_area.locked_entry() {
+        let d = usize::from(next.index(hashed(e.key()).hash) != l);
+        areas[d].write(e.key(), e.value());
+        free[d] = false;
+    }
+    let mut heads = [next.load(l).head(), next.load(l + n).head()];
+    let mut promoted = [None; 2];
     let mut link = word.head();
     while let Some(x) = link.node() {
         // SAFETY: `x` is in the chain whose lock we hold, so it is live, and only we write
@@ -247,20 +260,33 @@ fn migrate_bucket(t: &Table, next: &Table, l: usize) {
         let h = hashed(key);
         debug_assert_eq!(h.tag, link.tag());
         debug_assert_eq!(t.index(h.hash), l);
-        let dest = if next.index(h.hash) == l {
-            &mut low
+        let d = usize::from(next.index(h.hash) != l);
+        if free[d] && !meta.is_long() && inline_pair::fits(meta.klen(), meta.vlen()) {
+            // The pair moves into the empty inline area of its new bucket; the node is left
+            // untouched (a reader standing on it still walks on) and retired below.
+            // SAFETY: as above; we hold the lock, so the value is stable.
+            unsafe { node::with_value(x, |v| areas[d].write(key, v)) };
+            free[d] = false;
+            promoted[d] = Some(x);
         } else {
-            &mut high
-        };
-        hdr.next.store(dest.word(), Ordering::Release);
-        *dest = Link::new(x, link.tag(), dest.is_null());
+            hdr.next.store(heads[d].word(), Ordering::Release);
+            heads[d] = Link::new(x, link.tag(), heads[d].is_null());
+        }
         link = after;
     }
     // The new buckets are reached only through MOVED-and-unlocked or `migrated > l`, both
     // published after these stores.
-    next.bucket(l).store(low.word(), Ordering::Release);
-    next.bucket(l + n).store(high.word(), Ordering::Release);
+    next.bucket(l).store(heads[0].word(), Ordering::Release);
+    next.bucket(l + n).store(heads[1].word(), Ordering::Release);
+    // A reader that finds the old area empty from now on then loads the word and sees MOVED.
+    old_area.clear();
     t.store_unlock(l, BucketWord::MOVED_EMPTY);
+    for x in promoted.into_iter().flatten() {
+        // SAFETY: `x` is in no chain any more: the old bucket is MOVED and empty, and the
+        // new chains were built without it; readers pinned from now on cannot reach it. It
+        // was in exactly one chain, so it is retired once.
+        unsafe { inner.retire(guard, x) };
+    }
 }
 
 #[cfg(test)]

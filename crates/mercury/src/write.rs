@@ -25,6 +25,7 @@ use std::ptr::NonNull;
 
 use orrery_core::Result;
 
+use crate::inline_pair::{self, INLINE_MAX};
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, SHORT_VALUE_MAX};
 use crate::raw::{Inner, Pos, find_locked, hashed, lock_bucket};
@@ -76,6 +77,13 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
+        let area = &t.cell(idx).inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            let delta = value.len() as isize - e.value().len() as isize;
+            self.set_inline(locked, key, value)?;
+            self.counters.add(0, delta);
+            return Ok(false);
+        }
         // SAFETY: we hold the bucket lock (from `lock_bucket`) and a guard.
         match unsafe { find_locked(word.head(), h, key) } {
             Some(pos) => {
@@ -86,19 +94,51 @@ impl Inner {
             }
             None => {
                 let head = word.head();
-                let n = match self.alloc.alloc(key, value, head) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        locked.unlock();
-                        return Err(e);
-                    }
-                };
-                locked.unlock_with(Link::new(n, h.tag, head.is_null()));
+                if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
+                    area.write(key, value);
+                    locked.unlock();
+                } else {
+                    let n = match self.alloc.alloc(key, value, head) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            locked.unlock();
+                            return Err(e);
+                        }
+                    };
+                    locked.unlock_with(Link::new(n, h.tag, head.is_null()));
+                }
                 let local = self.counters.add(1, (key.len() + value.len()) as isize);
                 self.after_insert(local, &guard);
                 Ok(true)
             }
         }
+    }
+
+    /// Gives the inline pair of the locked bucket (whose key is `key`) the value `value`,
+    /// and releases the lock. A value that still fits is rewritten inline; otherwise the pair
+    /// moves into a new head node: the node is published first (bucket word stored, lock
+    /// kept), then the area is cleared, so that the key is never absent from the bucket (the
+    /// one move between the area and the chain; see "Linearizability" in the crate docs).
+    fn set_inline(&self, locked: Locked<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        let area = &locked.t.cell(locked.idx).inline;
+        if inline_pair::fits(key.len(), value.len()) {
+            area.write(key, value);
+            locked.unlock();
+            return Ok(());
+        }
+        let head = locked.word.head();
+        let n = match self.alloc.alloc(key, value, head) {
+            Ok(n) => n,
+            Err(e) => {
+                locked.unlock();
+                return Err(e);
+            }
+        };
+        let link = Link::new(n, hashed(key).tag, head.is_null());
+        locked.t.store_locked(locked.idx, BucketWord::locked(link));
+        area.clear();
+        locked.unlock_with(link);
+        Ok(())
     }
 
     /// Removes `key`; returns whether it was present.
@@ -110,6 +150,13 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
+        let area = &t.cell(idx).inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            area.clear();
+            locked.unlock();
+            self.counters.add(-1, -((e.key().len() + e.value().len()) as isize));
+            return true;
+        }
         // SAFETY: we hold the bucket lock and a guard.
         let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
             locked.unlock();
@@ -161,15 +208,28 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
-        // SAFETY: we hold the bucket lock and a guard.
-        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
-            locked.unlock();
-            return Ok(false);
-        };
         let on_unwind = UnlockOnUnwind {
             t,
             idx,
             head: word.head(),
+        };
+        if let Some(e) = t.cell(idx).inline.locked_entry().filter(|e| e.key() == key) {
+            let new = f(e.value());
+            std::mem::forget(on_unwind);
+            if let Err(err) = check_entry(key, &new) {
+                locked.unlock();
+                return Err(err);
+            }
+            self.set_inline(locked, key, &new)?;
+            self.counters
+                .add(0, new.len() as isize - e.value().len() as isize);
+            return Ok(true);
+        }
+        // SAFETY: we hold the bucket lock and a guard.
+        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
+            std::mem::forget(on_unwind);
+            locked.unlock();
+            return Ok(false);
         };
         // SAFETY: the node is in our locked chain; nobody else writes its value.
         let new = unsafe { node::with_value(pos.node, f) };
@@ -189,6 +249,24 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
+        let area = &t.cell(idx).inline;
+        if let Some(mut e) = area.locked_entry().filter(|e| e.key() == key) {
+            let on_unwind = UnlockOnUnwind {
+                t,
+                idx,
+                head: word.head(),
+            };
+            let mut buf = [0u8; INLINE_MAX];
+            let v = &mut buf[..e.value().len()];
+            v.copy_from_slice(e.value());
+            f(v);
+            std::mem::forget(on_unwind);
+            area.write(key, v);
+            locked.unlock();
+            e = area.locked_entry().unwrap_or(e);
+            debug_assert_eq!(e.value(), v);
+            return Ok(true);
+        }
         // SAFETY: we hold the bucket lock and a guard.
         let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
             locked.unlock();
