@@ -48,8 +48,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::Expansion;
-use crate::link::{BucketWord, Link};
 use crate::inline_pair;
+use crate::link::{BucketWord, Link};
 use crate::node;
 use crate::raw::{Inner, hashed};
 use crate::read::prefetch;

@@ -154,7 +154,8 @@ impl Inner {
         if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
             area.clear();
             locked.unlock();
-            self.counters.add(-1, -((e.key().len() + e.value().len()) as isize));
+            self.counters
+                .add(-1, -((e.key().len() + e.value().len()) as isize));
             return true;
         }
         // SAFETY: we hold the bucket lock and a guard.

@@ -409,7 +409,11 @@ fn inline_moves_never_hide_a_key() {
                         continue;
                     }
                     // Mostly the newest key (the one being moved), sometimes an older one.
-                    let j = if rng.below(4) == 0 { rng.below(r) } else { r - 1 };
+                    let j = if rng.below(4) == 0 {
+                        rng.below(r)
+                    } else {
+                        r - 1
+                    };
                     let v = m.get(&key(j)).unwrap_or_else(|| panic!("key {j} missing"));
                     assert!(v == small(j) || v == big(j), "key {j}: {v:?}");
                 }
