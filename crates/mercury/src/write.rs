@@ -251,7 +251,7 @@ impl Inner {
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
         let area = &t.cell(idx).inline;
-        if let Some(mut e) = area.locked_entry().filter(|e| e.key() == key) {
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
             let on_unwind = UnlockOnUnwind {
                 t,
                 idx,
@@ -264,8 +264,6 @@ impl Inner {
             std::mem::forget(on_unwind);
             area.write(key, v);
             locked.unlock();
-            e = area.locked_entry().unwrap_or(e);
-            debug_assert_eq!(e.value(), v);
             return Ok(true);
         }
         // SAFETY: we hold the bucket lock and a guard.
