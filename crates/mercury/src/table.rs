@@ -36,6 +36,15 @@ pub(crate) struct Cell {
 
 const _: () = assert!(size_of::<Cell>() == 32);
 
+impl Cell {
+    /// The bucket word.
+    #[cfg(feature = "variants")]
+    #[inline]
+    pub(crate) fn word(&self) -> &AtomicU64 {
+        &self.word
+    }
+}
+
 // SAFETY: a `Cell` is four `AtomicU64`s (plus alignment, no padding); all-zero bytes are an
 // empty, unlocked, unmoved bucket word and an empty inline area (version 0, FULL clear).
 unsafe impl Zeroable for Cell {}
