@@ -242,10 +242,12 @@ fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guar
     let old_area = &t.cell(l).inline;
     if let Some(e) = old_area.locked_entry() {
         let d = usize::from(next.index(hashed(e.key()).hash) != l);
-        areas[d].write(e.key(), e.value());
+        areas[d].init(e.key(), e.value());
         free[d] = false;
     }
-    let mut heads = [next.load(l).head(), next.load(l + n).head()];
+    // Empty (not loaded: the first access to a fresh page of `next` is then this
+    // migration's write, one page fault instead of a read fault and a copy-on-write one).
+    let mut heads = [Link::default(); 2];
     let mut promoted = [None; 2];
     let mut link = word.head();
     while let Some(x) = link.node() {
@@ -265,7 +267,7 @@ fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guar
             // The pair moves into the empty inline area of its new bucket; the node is left
             // untouched (a reader standing on it still walks on) and retired below.
             // SAFETY: as above; we hold the lock, so the value is stable.
-            unsafe { node::with_value(x, |v| areas[d].write(key, v)) };
+            unsafe { node::with_value(x, |v| areas[d].init(key, v)) };
             free[d] = false;
             promoted[d] = Some(x);
         } else {

@@ -207,6 +207,24 @@ impl Inline {
         self.meta.store(done, Ordering::Release);
     }
 
+    /// Stores the pair `key`/`value` (which [`fits`]) into an empty area that no other thread
+    /// can reach yet (a successor's bucket during its migration), without reading it first:
+    /// the first touch of a fresh page is then a write (one page fault, not a read fault
+    /// followed by a copy-on-write fault). The version stays even (2: the area was version 0).
+    #[inline]
+    pub(crate) fn init(&self, key: &[u8], value: &[u8]) {
+        debug_assert!(fits(key.len(), value.len()));
+        let mut buf = [0u8; INLINE_MAX];
+        buf[..key.len()].copy_from_slice(key);
+        buf[key.len()..key.len() + value.len()].copy_from_slice(value);
+        let lo = u64::from_le_bytes(buf[..8].try_into().unwrap_or([0; 8]));
+        let hi = u64::from_le_bytes(buf[8..].try_into().unwrap_or([0; 8]));
+        self.data[0].store(lo, Ordering::Relaxed);
+        self.data[1].store(hi, Ordering::Relaxed);
+        let fields = ((key.len() as u64) << KLEN_SHIFT) | ((value.len() as u64) << VLEN_SHIFT);
+        self.meta.store(2 | fields | FULL, Ordering::Release);
+    }
+
     /// Empties the area. Lock holder only.
     #[inline]
     pub(crate) fn clear(&self) {
@@ -275,6 +293,12 @@ mod tests {
         assert_eq!(a.find(b"key").unwrap().value(), b"val");
         a.clear();
         assert_eq!(a.meta.load(Ordering::Relaxed), 2);
+        let b = empty();
+        b.init(b"12345678", b"abcdefgh");
+        assert_eq!(b.find(b"12345678").unwrap().value(), b"abcdefgh");
+        b.write(b"12345678", b"x");
+        assert_eq!(b.find(b"12345678").unwrap().value(), b"x");
+        assert!(!is_writing(b.meta.load(Ordering::Relaxed)));
     }
 
     /// A reader racing a writer that alternates two pairs of the same key sees only whole
