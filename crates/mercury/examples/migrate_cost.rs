@@ -59,7 +59,10 @@ fn main() {
         m.insert(&k.to_le_bytes(), &k.to_be_bytes()).unwrap();
         n += 1;
     }
-    assert!(m.buckets().1.is_some(), "the load should start an expansion");
+    assert!(
+        m.buckets().1.is_some(),
+        "the load should start an expansion"
+    );
     let gets = 4_000_000;
     let c0 = cpu_secs();
     let mut hits = 0usize;
@@ -69,7 +72,10 @@ fn main() {
         let i = splitmix(&mut y) % n as u64;
         let mut z = 1u64.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let k = splitmix(&mut z);
-        hits += usize::from(m.get_with(&k.to_le_bytes(), |v| black_box(v.len())).is_some());
+        hits += usize::from(
+            m.get_with(&k.to_le_bytes(), |v| black_box(v.len()))
+                .is_some(),
+        );
     }
     let get_ns = (cpu_secs() - c0) * 1e9 / gets as f64;
     let stats = m.chain_stats();

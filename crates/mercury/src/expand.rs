@@ -37,8 +37,9 @@
 //! either: every `HELP_EVERY`-th insert of a thread during an expansion tries the token
 //! (without waiting) and migrates one run. The rehash then costs no extra thread, no
 //! wake-up, and no core taken away from the workers on a small machine, and an expansion of
-//! N buckets completes after about `N * HELP_EVERY / run` inserts, far sooner than the
-//! `(load/100) * N` inserts after which the successor would itself need to grow. Should
+//! N buckets completes after about `N * HELP_EVERY / run` inserts (N/2 with the defaults),
+//! sooner than the `(load/100) * N` inserts after which the successor would itself need to
+//! grow. Should
 //! that ever happen (many writers, unlucky token races), the insert that finds the count
 //! above the successor's threshold finishes the expansion itself, waiting for the token.
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
@@ -58,13 +59,18 @@ use orrery_core::sync::{Backoff, Guard, pin};
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
 ///
-/// With runs of 64 buckets, 16 spreads the migration of N buckets over about N/4 inserts
+/// With runs of 64 buckets, 32 spreads the migration of N buckets over about N/2 inserts
 /// (the successor needs 0.75N more before it must grow itself). It was 4 (N/16 inserts):
 /// measured with `orrery-bench`'s split of throughput while expanding (4M keys loaded into
 /// an empty table, `docs/results/mercury.md`), 16 lifted the insert throughput while an
 /// expansion runs from 0.16x to 0.37x of steady state on one thread (0.53x to 0.57x on
-/// two), and the whole load from 2.5 to 2.6 M inserts per CPU-second.
-const HELP_EVERY: isize = 16;
+/// two), and the whole load from 2.5 to 2.6 M inserts per CPU-second. With 32-byte cells
+/// (inline pairs) steady GETs got faster and a migrated bucket costs more (4x the bytes,
+/// first touch of the successor's pages), so 32 halves the work per insert again: on
+/// `mix-5` at 12.5M keys, 1 thread, the expanding/steady ratio was 0.75/0.81/0.96 with 16
+/// and 0.82/0.87/1.01 with 32 (three interleaved runs each on a shared machine; see
+/// `docs/mercury.md`).
+const HELP_EVERY: isize = 32;
 
 /// How often (in inserts of one stripe) the striped total is compared with the threshold:
 /// every insert for tables up to 1 Ki buckets, then every `len / 1 Ki` inserts, at most every
