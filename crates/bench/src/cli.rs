@@ -555,6 +555,14 @@ mod tests {
         assert!(md.contains("against key count"), "{md}");
         assert!(md.contains("Throughput while expanding"), "{md}");
         assert!(out.join("sweep").join("rand-8-put-50-sweep.png").exists());
+        // One bar plot and one memory plot per key count: none overwrites another.
+        for k in ["20K", "40K", "60K"] {
+            let p = out.join("sweep");
+            assert!(p.join(format!("rand-8-put-50-{k}-v8.png")).exists(), "{k}");
+            assert!(p.join(format!("rand-8-memory-{k}-v8.png")).exists(), "{k}");
+            assert!(md.contains(&format!("rand-8-put-50-{k}-v8.png")), "{md}");
+        }
+        assert!(!out.join("sweep").join("rand-8-put-50.png").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

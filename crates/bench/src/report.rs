@@ -2,7 +2,9 @@
 //!
 //! Output goes to `<out>/<name>/`: `tables.md` (machine facts, one throughput table and
 //! plot per dataset × workload × distribution, one memory table and plot per dataset) and
-//! the plots `<dataset>-<workload>[-<dist>].{svg,png}`, `<dataset>-memory.{svg,png}`.
+//! the plots `<dataset>-<workload>[-<dist>].{svg,png}` (with `-<keys>-v<value size>`
+//! appended when one run holds several key counts or value sizes of that cell),
+//! `<dataset>-memory.{svg,png}`.
 //! When a cell appears in several result lines (files appended over several runs), the
 //! most recent line wins. Plots are drawn with `plotters` using a TrueType font found on the
 //! system (DejaVu Sans or Liberation Sans; `ORRERY_BENCH_FONT=path.ttf` overrides).
@@ -390,6 +392,15 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
             .or_default()
             .push(r);
     }
+    // Plot names are `<dataset>-<workload>[-<dist>]`; when several key counts or value
+    // sizes share one name (a suite run at 100K, 1M and 10M keys), the key count and value
+    // size are appended so that no plot overwrites another.
+    let mut stems_seen: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for (ds, _, _, wl, dist) in groups.keys() {
+        *stems_seen
+            .entry((ds.clone(), wl.clone(), dist.clone()))
+            .or_default() += 1;
+    }
     for ((ds, keys, vs, wl, dist), rs) in &groups {
         let mut threads: Vec<usize> = rs.iter().map(|r| r.threads).collect();
         threads.sort();
@@ -404,7 +415,10 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
         } else {
             format!("-{}", file_safe(dist))
         };
-        let stem = format!("{}-{}{}", file_safe(ds), file_safe(wl), dist_part);
+        let mut stem = format!("{}-{}{}", file_safe(ds), file_safe(wl), dist_part);
+        if stems_seen[&(ds.clone(), wl.clone(), dist.clone())] > 1 {
+            stem = format!("{stem}-{}-v{vs}", keys_label(*keys));
+        }
         let title = format!(
             "{ds}, {} keys, {vs} B values: workload {wl}{}",
             keys_label(*keys),
@@ -490,6 +504,10 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
             .or_default()
             .push(r);
     }
+    let mut mem_stems: BTreeMap<&str, usize> = BTreeMap::new();
+    for (ds, _, _) in mem.keys() {
+        *mem_stems.entry(ds.as_str()).or_default() += 1;
+    }
     for ((ds, keys, vs), rs) in &mem {
         let idx: Vec<&String> = indexes
             .iter()
@@ -504,7 +522,10 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
             v.sort_by(f64::total_cmp);
             (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
         };
-        let stem = format!("{}-memory", file_safe(ds));
+        let mut stem = format!("{}-memory", file_safe(ds));
+        if mem_stems[ds.as_str()] > 1 {
+            stem = format!("{stem}-{}-v{vs}", keys_label(*keys));
+        }
         let title = format!(
             "{ds}, {} keys, {vs} B values: memory per key",
             keys_label(*keys)

@@ -362,9 +362,9 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
         }
         let key = match &chooser {
             Chooser::Uniform(n) => rng.below(*n),
-            Chooser::Zipf(z) => z.sample(&mut rng),
+            Chooser::Zipf(z) => z.sample(rng.f64()),
             Chooser::Latest(z) => {
-                let r = z.sample(&mut rng);
+                let r = z.sample(rng.f64());
                 if r < inserted {
                     insert_base + inserted - 1 - r
                 } else {

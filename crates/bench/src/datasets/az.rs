@@ -62,8 +62,8 @@ pub(super) fn generator(n: usize, order: Order, rng: &mut Rng) -> KeyGen {
     // Catalogue ranks are scrambled per seed so two seeds give different popular items.
     let salt = rng.next_u64();
     Box::new(move |rng, out| {
-        let item = items.sample(rng) ^ salt;
-        let user = users.sample(rng) ^ salt;
+        let item = items.sample(rng.f64()) ^ salt;
+        let user = users.sample(rng.f64()) ^ salt;
         let day = rng.range_incl(DAYS.0, DAYS.1);
         match order {
             Order::ItemUserTime => {

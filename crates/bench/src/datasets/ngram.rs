@@ -20,7 +20,7 @@ pub(super) fn generator(rng: &mut Rng) -> KeyGen {
             if i > 0 {
                 out.push(b' ');
             }
-            word(vocab.sample(rng), salt, out);
+            word(vocab.sample(rng.f64()), salt, out);
         }
         out.push(b'\t');
         out.extend_from_slice(rng.range_incl(1800, 2008).to_string().as_bytes());

@@ -36,7 +36,7 @@ pub(super) fn generator(n: usize, rng: &mut Rng) -> KeyGen {
     let vocab = Zipf::new(50_000, 0.8);
     let salt = rng.next_u64();
     Box::new(move |rng, out| {
-        let host_rank = hosts.sample(rng);
+        let host_rank = hosts.sample(rng.f64());
         out.extend_from_slice(if rng.below(5) == 0 {
             b"https://"
         } else {
@@ -44,11 +44,15 @@ pub(super) fn generator(n: usize, rng: &mut Rng) -> KeyGen {
         });
         host(host_rank, salt, out);
         out.push(b'/');
-        let section = mix64(host_rank ^ sections.sample(rng)) % 3000;
+        let section = mix64(host_rank ^ sections.sample(rng.f64())) % 3000;
         word(section, salt ^ 2, out);
         if rng.below(3) == 0 {
             out.push(b'/');
-            word(mix64(section ^ sections.sample(rng)) % 3000, salt ^ 2, out);
+            word(
+                mix64(section ^ sections.sample(rng.f64())) % 3000,
+                salt ^ 2,
+                out,
+            );
         }
         out.push(b'/');
         if rng.below(2) == 0 {
@@ -66,7 +70,7 @@ pub(super) fn generator(n: usize, rng: &mut Rng) -> KeyGen {
             if i > 0 {
                 out.push(b'-');
             }
-            word(vocab.sample(rng), salt ^ 3, out);
+            word(vocab.sample(rng.f64()), salt ^ 3, out);
         }
         match rng.below(10) {
             0..=3 => out.extend_from_slice(b".html"),

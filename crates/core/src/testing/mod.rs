@@ -54,6 +54,7 @@ pub mod fuzz;
 pub mod ordered;
 pub mod rng;
 pub mod stress;
+pub mod zipf;
 
 pub use bulk::{check_bulk, check_bulk_ordered};
 pub use common::{Failure, show, show_bound, show_opt};
