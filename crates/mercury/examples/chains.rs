@@ -1,5 +1,5 @@
-//! Prints Mercury's chain statistics (expected node reads per lookup, so DRAM round trips
-//! for a cold uniform GET = 1 + node reads) after loading N random 8-byte keys, for several
+//! Prints Mercury's chain statistics (share of inline pairs, expected node reads per lookup,
+//! so DRAM round trips for a cold uniform GET = 1 + node reads) after loading N random 8-byte keys, for several
 //! N around the expansion thresholds (32 Mi = 2^25 is the paper's Fig 3 size).
 //!
 //! `cargo run --release -p orrery-mercury --example chains -- [N...]`
@@ -30,9 +30,10 @@ fn main() {
         m.finish_expansion();
         let s = m.chain_stats();
         println!(
-            "{n:>10} keys, {:>10} buckets (load {:.2}): GET hit = 1 + {:.3} node reads, miss = 1 + {:.3}, longest chain {}",
+            "{n:>10} keys, {:>10} buckets (load {:.2}), {:.1}% inline: GET hit = 1 + {:.3} node reads, miss = 1 + {:.3}, longest chain {}",
             s.buckets,
             s.items as f64 / s.buckets as f64,
+            100.0 * s.inline_items as f64 / s.items.max(1) as f64,
             s.node_reads_per_hit,
             s.node_reads_per_miss,
             s.max_chain

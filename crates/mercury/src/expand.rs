@@ -37,8 +37,9 @@
 //! either: every `HELP_EVERY`-th insert of a thread during an expansion tries the token
 //! (without waiting) and migrates one run. The rehash then costs no extra thread, no
 //! wake-up, and no core taken away from the workers on a small machine, and an expansion of
-//! N buckets completes after about `N * HELP_EVERY / run` inserts, far sooner than the
-//! `(load/100) * N` inserts after which the successor would itself need to grow. Should
+//! N buckets completes after about `N * HELP_EVERY / run` inserts (N/2 with the defaults),
+//! sooner than the `(load/100) * N` inserts after which the successor would itself need to
+//! grow. Should
 //! that ever happen (many writers, unlucky token races), the insert that finds the count
 //! above the successor's threshold finishes the expansion itself, waiting for the token.
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
@@ -48,6 +49,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::Expansion;
+use crate::inline_pair;
 use crate::link::{BucketWord, Link};
 use crate::node;
 use crate::raw::{Inner, hashed};
@@ -57,13 +59,18 @@ use orrery_core::sync::{Backoff, Guard, pin};
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
 ///
-/// With runs of 64 buckets, 16 spreads the migration of N buckets over about N/4 inserts
+/// With runs of 64 buckets, 32 spreads the migration of N buckets over about N/2 inserts
 /// (the successor needs 0.75N more before it must grow itself). It was 4 (N/16 inserts):
 /// measured with `orrery-bench`'s split of throughput while expanding (4M keys loaded into
 /// an empty table, `docs/results/mercury.md`), 16 lifted the insert throughput while an
 /// expansion runs from 0.16x to 0.37x of steady state on one thread (0.53x to 0.57x on
-/// two), and the whole load from 2.5 to 2.6 M inserts per CPU-second.
-const HELP_EVERY: isize = 16;
+/// two), and the whole load from 2.5 to 2.6 M inserts per CPU-second. With 32-byte cells
+/// (inline pairs) steady GETs got faster and a migrated bucket costs more (4x the bytes,
+/// first touch of the successor's pages), so 32 halves the work per insert again: on
+/// `mix-5` at 12.5M keys, 1 thread, the expanding/steady ratio was 0.75/0.81/0.96 with 16
+/// and 0.82/0.87/1.01 with 32 (three interleaved runs each on a shared machine; see
+/// `docs/mercury.md`).
+const HELP_EVERY: isize = 32;
 
 /// How often (in inserts of one stripe) the striped total is compared with the threshold:
 /// every insert for tables up to 1 Ki buckets, then every `len / 1 Ki` inserts, at most every
@@ -181,7 +188,7 @@ impl Inner {
             }
         }
         for l in start..end {
-            migrate_bucket(t, next, l);
+            migrate_bucket(self, t, next, l, guard);
         }
         t.set_migrated(end);
         if end < t.len() {
@@ -224,16 +231,30 @@ fn expand_thread(inner: &Weak<Inner>) {
     }
 }
 
-/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`.
-fn migrate_bucket(t: &Table, next: &Table, l: usize) {
+/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`, and
+/// retires the nodes whose pairs moved into an inline area.
+fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guard) {
     let n = t.len();
     let word = t.lock(l);
     debug_assert!(!word.is_moved(), "bucket {l} migrated twice");
     // MOVED first (lock still held): a reader whose walk sees any re-linked `next` word below
     // will then see MOVED when it re-checks the bucket, and retries in `next`.
     t.store_locked(l, word.with_moved());
-    let mut low = next.load(l).head();
-    let mut high = next.load(l + n).head();
+    // The two new buckets receive pairs from old bucket `l` only, and nobody else can reach
+    // them before this migration ends, so their inline areas start empty.
+    let areas = [&next.cell(l).inline, &next.cell(l + n).inline];
+    debug_assert!(areas.iter().all(|a| a.locked_is_empty()));
+    let mut free = [true, true];
+    let old_area = &t.cell(l).inline;
+    if let Some(e) = old_area.locked_entry() {
+        let d = usize::from(next.index(hashed(e.key()).hash) != l);
+        areas[d].init(e.key(), e.value());
+        free[d] = false;
+    }
+    // Empty (not loaded: the first access to a fresh page of `next` is then this
+    // migration's write, one page fault instead of a read fault and a copy-on-write one).
+    let mut heads = [Link::default(); 2];
+    let mut promoted = [None; 2];
     let mut link = word.head();
     while let Some(x) = link.node() {
         // SAFETY: `x` is in the chain whose lock we hold, so it is live, and only we write
@@ -247,20 +268,33 @@ fn migrate_bucket(t: &Table, next: &Table, l: usize) {
         let h = hashed(key);
         debug_assert_eq!(h.tag, link.tag());
         debug_assert_eq!(t.index(h.hash), l);
-        let dest = if next.index(h.hash) == l {
-            &mut low
+        let d = usize::from(next.index(h.hash) != l);
+        if free[d] && !meta.is_long() && inline_pair::fits(meta.klen(), meta.vlen()) {
+            // The pair moves into the empty inline area of its new bucket; the node is left
+            // untouched (a reader standing on it still walks on) and retired below.
+            // SAFETY: as above; we hold the lock, so the value is stable.
+            unsafe { node::with_value(x, |v| areas[d].init(key, v)) };
+            free[d] = false;
+            promoted[d] = Some(x);
         } else {
-            &mut high
-        };
-        hdr.next.store(dest.word(), Ordering::Release);
-        *dest = Link::new(x, link.tag(), dest.is_null());
+            hdr.next.store(heads[d].word(), Ordering::Release);
+            heads[d] = Link::new(x, link.tag(), heads[d].is_null());
+        }
         link = after;
     }
     // The new buckets are reached only through MOVED-and-unlocked or `migrated > l`, both
     // published after these stores.
-    next.bucket(l).store(low.word(), Ordering::Release);
-    next.bucket(l + n).store(high.word(), Ordering::Release);
+    next.bucket(l).store(heads[0].word(), Ordering::Release);
+    next.bucket(l + n).store(heads[1].word(), Ordering::Release);
+    // A reader that finds the old area empty from now on then loads the word and sees MOVED.
+    old_area.clear();
     t.store_unlock(l, BucketWord::MOVED_EMPTY);
+    for x in promoted.into_iter().flatten() {
+        // SAFETY: `x` is in no chain any more: the old bucket is MOVED and empty, and the
+        // new chains were built without it; readers pinned from now on cannot reach it. It
+        // was in exactly one chain, so it is retired once.
+        unsafe { inner.retire(guard, x) };
+    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! The walk visits the buckets of the current table in index order. A bucket that is MOVED
 //! is replaced by the two buckets of the successor it was migrated into (recursively, if the
 //! successor is itself expanding), so every key is visited through exactly one bucket of
-//! its lineage. Each chain is walked optimistically, like a lookup, into a small buffer of
-//! copies; the bucket word is then re-checked, and if the bucket was marked MOVED meanwhile
+//! its lineage. Each bucket's inline pair and chain are read optimistically, like a lookup,
+//! into a small buffer of copies (a pair that moves from the inline area into a node during
+//! the visit is kept once); the bucket word is then re-checked, and if the bucket was marked MOVED meanwhile
 //! (a migration may have re-linked the chain under the walk) the buffer is discarded and the
 //! bucket's successors are walked instead. Only then are the buffered pairs handed to the
 //! visitor.
@@ -116,6 +117,8 @@ fn visit_bucket<'g>(
     guard: &'g Guard,
 ) -> ControlFlow<()> {
     loop {
+        // The inline pair first, then the word: the order of a lookup (see `read.rs`).
+        let pair = t.cell(idx).inline.snapshot();
         let w = t.load(idx);
         if w.is_moved() {
             wait_migrated(t, idx, w);
@@ -124,6 +127,9 @@ fn visit_bucket<'g>(
             return visit_bucket(next, idx + t.len(), buf, f, guard);
         }
         buf.clear();
+        if let Some(e) = &pair {
+            buf.push(e.key(), e.value());
+        }
         let mut link = w.head();
         while let Some(n) = link.node() {
             let _ = guard;
@@ -131,8 +137,12 @@ fn visit_bucket<'g>(
             let meta = unsafe { node::node_meta(n, Ordering::Acquire) };
             // SAFETY: as above; keys are immutable.
             let key = unsafe { node::key(n, meta) };
-            // SAFETY: as above.
-            unsafe { node::with_value(n, |v| buf.push(key, v)) };
+            // A key seen inline and again in the chain moved from the area into a node
+            // during this visit: keep one copy (either value was current at some moment).
+            if pair.as_ref().is_none_or(|e| e.key() != key) {
+                // SAFETY: as above.
+                unsafe { node::with_value(n, |v| buf.push(key, v)) };
+            }
             if link.is_last() {
                 break;
             }
@@ -152,10 +162,12 @@ pub struct ChainStats {
     pub buckets: usize,
     /// Items found by the walk.
     pub items: usize,
+    /// Items held in the buckets' inline areas (a lookup of one reads no node).
+    pub inline_items: usize,
     /// Longest chain.
     pub max_chain: usize,
-    /// Mean number of nodes a lookup of a present key reads (uniform over the keys): the
-    /// key's position in its chain.
+    /// Mean number of nodes a lookup of a present key reads (uniform over the keys): 0 for
+    /// an inline pair, else the key's position in its chain.
     pub node_reads_per_hit: f64,
     /// Mean number of nodes a lookup of an absent key reads (uniform over the buckets,
     /// assuming its tag matches no node): every node but the last of the chain, thanks to
@@ -169,16 +181,18 @@ impl Inner {
         let guard = pin();
         let t = self.current(&guard);
         let mut lengths: Vec<usize> = Vec::new();
+        let mut inline_items = 0;
         for idx in 0..t.len() {
-            chain_lengths(t, idx, &mut lengths, &guard);
+            chain_lengths(t, idx, &mut lengths, &mut inline_items, &guard);
         }
-        let items: usize = lengths.iter().sum();
+        let items: usize = lengths.iter().sum::<usize>() + inline_items;
         let hit_reads: usize = lengths.iter().map(|&l| l * (l + 1) / 2).sum();
         let miss_reads: usize = lengths.iter().map(|&l| l.saturating_sub(1)).sum();
         let buckets = lengths.len();
         ChainStats {
             buckets,
             items,
+            inline_items,
             max_chain: lengths.iter().copied().max().unwrap_or(0),
             node_reads_per_hit: hit_reads as f64 / items.max(1) as f64,
             node_reads_per_miss: miss_reads as f64 / buckets.max(1) as f64,
@@ -186,16 +200,25 @@ impl Inner {
     }
 }
 
-/// Appends the chain length of bucket `idx` of `t` (of its successor's buckets if MOVED).
-fn chain_lengths<'g>(t: &'g Table, idx: usize, out: &mut Vec<usize>, guard: &'g Guard) {
+/// Appends the chain length of bucket `idx` of `t` (of its successor's buckets if MOVED) and
+/// counts its inline pair.
+fn chain_lengths<'g>(
+    t: &'g Table,
+    idx: usize,
+    out: &mut Vec<usize>,
+    inline_items: &mut usize,
+    guard: &'g Guard,
+) {
+    let pair = t.cell(idx).inline.snapshot();
     let w = t.load(idx);
     if w.is_moved() {
         wait_migrated(t, idx, w);
         let next = successor(t);
-        chain_lengths(next, idx, out, guard);
-        chain_lengths(next, idx + t.len(), out, guard);
+        chain_lengths(next, idx, out, inline_items, guard);
+        chain_lengths(next, idx + t.len(), out, inline_items, guard);
         return;
     }
+    *inline_items += usize::from(pair.is_some());
     let _ = guard;
     let mut len = 0;
     let mut link = w.head();

@@ -25,11 +25,16 @@
 //!
 //! # Design (one paragraph per paper mechanism)
 //!
-//! - **Chained table, one cache miss per bucket (Fig 2).** Buckets are 8-byte words in a
-//!   huge-page-backed array. A bucket word holds the chain head's address, the bucket's
-//!   test-and-set **lock** bit, the **has-moved** bit, plus (beyond the paper) the head key's
-//!   16-bit tag and a LAST flag; the bit layout is in `link.rs`. Node `next` words use the
-//!   same format, so a miss compares tags without reading the last node.
+//! - **Chained table, one cache miss per bucket (Fig 2).** Buckets live in a huge-page-backed
+//!   array. A bucket word holds the chain head's address, the bucket's test-and-set **lock**
+//!   bit, the **has-moved** bit, plus (beyond the paper) the head key's 16-bit tag and a LAST
+//!   flag; the bit layout is in `link.rs`. Node `next` words use the same format, so a miss
+//!   compares tags without reading the last node.
+//! - **Inline pairs (beyond the paper).** A bucket is a 32-byte cell: the bucket word plus an
+//!   inline area holding one pair whose key and value total at most 16 bytes (`table.rs`,
+//!   `inline_pair.rs`). A new small key takes its bucket's area when it is free, so most
+//!   small pairs are read with the bucket's one miss, no node access. Measured on 32M 8 B/8 B
+//!   pairs: the reason and the cost (4x the bucket-array bytes) are in `docs/mercury.md`.
 //! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
 //!   size class (32 B for an 8 B key and 8 B value); layout in `node.rs`. A GET reads the
 //!   bucket line and the node's line: two DRAM accesses when the chain is one node long.
@@ -50,18 +55,27 @@
 //! of single link words, each leaving a valid chain (see `write.rs`), and release the lock
 //! with one Release store of the bucket word (which also carries a new head).
 //!
-//! **Readers** (get, get_many, iteration) take no lock. Under an epoch guard they
-//! Acquire-load the bucket word (following MOVED / *r* to the successor), walk the chain with
-//! Acquire loads, compare tags then keys, and read the value. Long values are immutable
+//! **Readers** (get, get_many, iteration) take no lock. Under an epoch guard they pick the
+//! bucket (following *r* to the successor), read its inline area (a copy validated by the
+//! area's version, `inline_pair.rs`), *then* Acquire-load the bucket word (following MOVED to
+//! the successor), walk the chain with Acquire loads, compare tags then keys, and read the
+//! value. Long values are immutable
 //! (zero-copy); short values (≤ 64 B) are atomic words that writers may rewrite in place
 //! under a per-node version, and readers copy and validate them (a seqlock made of atomics).
 //! A miss is confirmed by re-loading the bucket word: if it became MOVED, the lookup is
 //! retried in the successor. A reader that finds a bucket MOVED while its migration is still
 //! in progress (LOCK also set) waits for that one bucket's migration.
 //!
+//! **Inline pairs** change only under the bucket lock: written or rewritten in place (the
+//! area's seqlock), cleared (remove), or, when an upsert grows the value past 16 bytes,
+//! *moved* into a new head node: the node is published by a store of the bucket word (lock
+//! kept) and only then is the area cleared. A pair never moves from a node into the area,
+//! except during a migration.
+//!
 //! **Expansion** (see `expand.rs`): the successor is published with one store; migrating
-//! bucket `l` happens under `l`'s lock, sets MOVED *before* re-linking any node, and ends by
-//! storing `MOVED | unlocked | empty`; *r* is published after each run of buckets; the last
+//! bucket `l` happens under `l`'s lock, sets MOVED *before* re-linking any node, copies the
+//! inline pair (and chain pairs that fit) into the new buckets' areas, clears the old area,
+//! and ends by storing `MOVED | unlocked | empty`; *r* is published after each run of buckets; the last
 //! run swings the current-table pointer.
 //!
 //! # Linearizability
@@ -89,9 +103,25 @@
 //! throughout), so every node of `l`'s old or new chains is reachable in the abstract sense
 //! above, and a walk that strays from the old chain into a new one still only meets such
 //! nodes. A found node's value read (long: immutable; short: a validated version) is a value
-//! the key had while the node was reachable, so the lookup linearizes at that instant.
+//! the key had while the node was reachable, so the lookup linearizes at that instant. (A
+//! node whose pair a migration copied into an inline area is left untouched and no longer
+//! written, so its value is the key's value at that migration, an instant after the reader
+//! reached it from the old chain.) An inline hit is a validated copy: the pair the area held
+//! at the reader's first load of the area's version. While the area holds key K it is K's
+//! current pair: the only time K is also in a node is during a move (node published, area
+//! not yet cleared), and the move linearizes at the clearing store; a reader that returned
+//! the node's new value read the area after that store.
 //!
-//! *Miss.* Suppose the walk ends without the key and the re-loaded bucket word is not MOVED.
+//! *Miss.* The reader read the area (at τ1) before loading the bucket word (τ2). Suppose the
+//! area did not hold the key, the walk ends without it, and the re-loaded bucket word is not
+//! MOVED. If the key was present during the whole lookup, it was in the chain at τ1 and
+//! after: pairs enter the area only as new keys or in a migration (which sets MOVED before,
+//! and clears the old area after, so a reader that saw either sees MOVED in its word loads),
+//! and a move out of the area publishes the node before clearing the area, so a reader that
+//! saw the area cleared (Acquire) loads a bucket word at least as new as that node. So the
+//! key had a node in the chain from τ2 on, and the chain argument below applies.
+//!
+//! Suppose the walk ends without the key and the re-loaded bucket word is not MOVED.
 //! Then no re-linked `next` word was observed: the migrator sets MOVED before its first
 //! re-link store, so (Release/Acquire plus coherence) a reader that loaded any re-linked word
 //! would see MOVED in its later re-load. So the walk followed ordinary writer changes only.
@@ -110,10 +140,11 @@
 //!
 //! # Performance
 //!
-//! A positive GET reads the bucket's cache line and then the node's (two DRAM accesses
-//! when the chain is one node long; with the default 0.75 load limit chains average 1.2–1.4
-//! nodes for a hit). A miss and the absence check of an insert skip the last node thanks to
-//! the tags in links. Measured with the quick examples (ratios within one run; figures and
+//! A positive GET of an inline pair reads only the bucket's cache line (one DRAM access);
+//! another pair costs the bucket's line and then the node's (two DRAM accesses when it is
+//! the chain's first node). At 0.375–0.75 items per bucket, 70–80% of small pairs are
+//! inline ([`Mercury::chain_stats`] counts them). A miss and the absence check of an insert
+//! skip the last node thanks to the tags in links. Measured with the quick examples (ratios within one run; figures and
 //! caveats in `docs/mercury.md`): single-thread GETs run at 0.93–0.99× of the unsynchronized
 //! `variants::NoLockMercury`, and `get_many` several times faster than single GETs. Hold a
 //! [`Session`] around batches to share one epoch pin. Call [`Mercury::finish_expansion`]
@@ -132,8 +163,9 @@
 //! # Memory usage
 //!
 //! [`KvIndex::memory_usage`] reports `key_value_bytes` as the bytes of live keys and values
-//! (stored inline in nodes) and `structure_bytes` as everything else held: bucket arrays,
-//! node headers and size-class slack, and pool memory not currently in use.
+//! (stored in nodes or in bucket cells) and `structure_bytes` as everything else held: bucket
+//! arrays (32 bytes per bucket), node headers and size-class slack, and pool memory not
+//! currently in use.
 //!
 //! # Limits
 //!
@@ -150,6 +182,7 @@
 
 mod count;
 mod expand;
+mod inline_pair;
 mod iter;
 mod link;
 mod node;
@@ -508,8 +541,15 @@ mod tests {
         assert_eq!(seen, n);
         let stats = m.chain_stats();
         assert_eq!(stats.items, n);
+        // 8-byte keys and values are stored inline when they are first in their bucket:
+        // about (1 - e^-a)/a of the items at a items per bucket (0.375..1.1 here, the last
+        // expansion may be in progress).
         assert!(
-            stats.node_reads_per_hit >= 1.0 && stats.node_reads_per_hit < 2.0,
+            stats.inline_items * 2 >= stats.items && stats.inline_items < stats.items,
+            "{stats:?}"
+        );
+        assert!(
+            stats.node_reads_per_hit > 0.0 && stats.node_reads_per_hit < 1.0,
             "{stats:?}"
         );
         assert!(stats.max_chain >= 1);

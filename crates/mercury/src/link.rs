@@ -132,6 +132,12 @@ impl BucketWord {
         BucketWord(head.word())
     }
 
+    /// A locked, unmoved bucket whose chain starts at `head` (stored by the lock holder).
+    #[inline]
+    pub(crate) const fn locked(head: Link) -> BucketWord {
+        BucketWord(head.word() | LOCK)
+    }
+
     /// The word of a migrated bucket once its migration finished: MOVED, unlocked, empty.
     pub(crate) const MOVED_EMPTY: BucketWord = BucketWord(MOVED);
 

@@ -128,29 +128,6 @@ pub(crate) fn successor(t: &Table) -> &Table {
     t.next().expect("a MOVED bucket implies a successor table")
 }
 
-/// Finds, for a reader, the table and bucket that hold hash `h`, starting at `t`: follows
-/// the migrated prefix and MOVED bits of expanding tables (waiting for a bucket whose
-/// migration is in progress). Returns the bucket word (Acquire-loaded, not MOVED).
-#[inline(always)]
-pub(crate) fn read_bucket(mut t: &Table, h: u64) -> (&Table, usize, BucketWord) {
-    loop {
-        let idx = t.index(h);
-        if let Some(next) = t.next()
-            && idx < t.migrated()
-        {
-            t = next;
-            continue;
-        }
-        let w = t.load(idx);
-        if w.is_moved() {
-            wait_migrated(t, idx, w);
-            t = successor(t);
-            continue;
-        }
-        return (t, idx, w);
-    }
-}
-
 /// Finds and locks, for a writer, the bucket that holds hash `h`, starting at `t`. Returns
 /// the bucket word with LOCK set and MOVED clear: the caller owns that chain.
 #[inline]

@@ -1,6 +1,7 @@
 //! Lookups: `get_with` (optimistic, lock-free) and the batched `get_many` pipeline.
 //!
-//! A reader never takes a bucket lock. It Acquire-loads the bucket word, walks the chain with
+//! A reader never takes a bucket lock. It reads the bucket's inline area (a validated copy,
+//! `inline_pair.rs`), then Acquire-loads the bucket word, walks the chain with
 //! Acquire loads of the `next` words (comparing tags before keys), and reads the value (a
 //! zero-copy slice of an immutable long value, or a seqlock-validated copy of a short one).
 //! A miss is confirmed by re-loading the bucket word: if the bucket was marked MOVED in the
@@ -10,9 +11,10 @@
 
 use orrery_core::api::MAX_KEY_LEN;
 
+#[cfg(test)]
 use crate::link::BucketWord;
 use crate::node;
-use crate::raw::{Hashed, Inner, find, hashed, read_bucket};
+use crate::raw::{Hashed, Inner, find, hashed, successor, wait_migrated};
 use crate::table::Table;
 use orrery_core::sync::{Guard, pin};
 
@@ -34,42 +36,72 @@ pub(crate) fn prefetch<T>(p: *const T) {
 }
 
 /// Looks `key` (hashed `h`) up starting at table `t`; calls `f` with its value if present.
+///
+/// Per bucket: the inline area first, then the bucket word, then the chain (this order is
+/// what makes a miss sound when an inline pair moves into a node; see "Linearizability" in
+/// the crate docs). Both the area and the word are in the bucket's one cache line.
 #[inline(always)]
 pub(crate) fn lookup<'g, R>(
-    t: &'g Table,
+    mut t: &'g Table,
     h: Hashed,
     key: &[u8],
     f: impl FnOnce(&[u8]) -> R,
     guard: &'g Guard,
 ) -> Option<R> {
-    let (t, idx, w) = read_bucket(t, h.hash);
-    lookup_at(t, idx, w, h, key, f, guard)
-}
-
-/// Continues a lookup from bucket word `w`, loaded from bucket `idx` of `t`.
-#[inline(always)]
-pub(crate) fn lookup_at<'g, R>(
-    mut t: &'g Table,
-    mut idx: usize,
-    mut w: BucketWord,
-    h: Hashed,
-    key: &[u8],
-    f: impl FnOnce(&[u8]) -> R,
-    _guard: &'g Guard,
-) -> Option<R> {
     loop {
-        // SAFETY: `w` was loaded from `t`, valid under `_guard`, which outlives this call.
+        let (tt, idx) = peek_bucket(t, h.hash);
+        if let Some(e) = tt.cell(idx).inline.find(key) {
+            return Some(f(e.value()));
+        }
+        let w = tt.load(idx);
+        if w.is_moved() {
+            wait_migrated(tt, idx, w);
+            t = successor(tt);
+            continue;
+        }
+        let _ = guard;
+        // SAFETY: `w` was loaded from `tt`, valid under `guard`, which outlives this call.
         if let Some(n) = unsafe { find(w.head(), h, key) } {
-            // SAFETY: `n` was reachable under `_guard`, so it stays allocated while `f` runs.
+            // SAFETY: `n` was reachable under `guard`, so it stays allocated while `f` runs.
             return Some(unsafe { node::with_value(n, f) });
         }
         // A miss is final unless a migration of this bucket began meanwhile (then the walk
         // may have followed re-linked `next` words): see "Linearizability" in the crate docs.
-        if !t.load(idx).is_moved() {
+        if !tt.load(idx).is_moved() {
             return None;
         }
-        (t, idx, w) = read_bucket(t, h.hash);
+        // Retry from `tt`: its bucket is MOVED, so the next round waits for the bucket's
+        // migration and continues in the successor.
+        t = tt;
     }
+}
+
+/// Continues a lookup with the chain of bucket word `w`, loaded from bucket `idx` of `t`
+/// after its inline area was found not to hold the key (the second half of [`lookup`], for
+/// tests that resume a lookup from a stale bucket word).
+#[cfg(test)]
+pub(crate) fn lookup_at<'g, R>(
+    t: &'g Table,
+    idx: usize,
+    w: BucketWord,
+    h: Hashed,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+    guard: &'g Guard,
+) -> Option<R> {
+    // SAFETY: `w` was loaded from `t`, valid under `guard`, which outlives this call.
+    if let Some(n) = unsafe { find(w.head(), h, key) } {
+        // SAFETY: `n` was reachable under `guard`, so it stays allocated while `f` runs.
+        return Some(unsafe { node::with_value(n, f) });
+    }
+    // A miss is final unless a migration of this bucket began meanwhile (then the walk may
+    // have followed re-linked `next` words): see "Linearizability" in the crate docs.
+    if !t.load(idx).is_moved() {
+        return None;
+    }
+    // Retry from this table: the bucket is MOVED, so `lookup` waits for its migration and
+    // continues in the successor.
+    lookup(t, h, key, f, guard)
 }
 
 impl Inner {
@@ -110,6 +142,9 @@ impl Inner {
             }
             for (i, slot) in tables.iter().enumerate().take(chunk.len()) {
                 let Some((tt, idx)) = *slot else { continue };
+                if tt.cell(idx).inline.find(chunk[i]).is_some() {
+                    continue;
+                }
                 let w = tt.load(idx);
                 if w.is_moved() {
                     continue;

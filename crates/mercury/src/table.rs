@@ -1,9 +1,11 @@
 //! One bucket array and its expansion state.
 //!
-//! A [`Table`] is the paper's hash table (Fig 2(a)): a power-of-two array of bucket words
-//! (see `link.rs`), 8 bytes each, so eight buckets share a cache line and reaching a bucket
-//! is one miss. The array is a zeroed huge-page-backed [`HugeArray`]: a zero word is an
-//! empty, unlocked, unmoved bucket.
+//! A [`Table`] is the paper's hash table (Fig 2(a)): a power-of-two array of buckets. Each
+//! bucket is a 32-byte [`Cell`], aligned to 32 bytes so that it never straddles two cache
+//! lines: the bucket word (see `link.rs`) followed by an inline area for one small pair
+//! (`inline_pair.rs`; beyond the paper, whose bucket is the word alone). Reaching a bucket, its
+//! lock, has-moved bit, chain head and inline pair is one miss. The array is a zeroed
+//! huge-page-backed [`HugeArray`]: a zero cell is an empty, unlocked, unmoved bucket.
 //!
 //! During an expansion the table also points at its successor (`next`, twice as many
 //! buckets) and counts the buckets already migrated (`migrated`, the paper's *r*: buckets
@@ -18,13 +20,38 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 
 use orrery_core::Error;
 
+use crate::inline_pair::Inline;
 use crate::link::{BucketWord, LOCK_BIT};
-use orrery_core::alloc::HugeArray;
+use orrery_core::alloc::{HugeArray, Zeroable};
 use orrery_core::sync::{BitLock, CachePadded};
+
+/// One bucket: the bucket word and the inline area.
+#[repr(C, align(32))]
+pub(crate) struct Cell {
+    /// The bucket word (`link.rs`).
+    word: AtomicU64,
+    /// The inline pair (`inline_pair.rs`).
+    pub(crate) inline: Inline,
+}
+
+const _: () = assert!(size_of::<Cell>() == 32);
+
+impl Cell {
+    /// The bucket word.
+    #[cfg(feature = "variants")]
+    #[inline]
+    pub(crate) fn word(&self) -> &AtomicU64 {
+        &self.word
+    }
+}
+
+// SAFETY: a `Cell` is four `AtomicU64`s (plus alignment, no padding); all-zero bytes are an
+// empty, unlocked, unmoved bucket word and an empty inline area (version 0, FULL clear).
+unsafe impl Zeroable for Cell {}
 
 /// A bucket array plus its expansion state.
 pub(crate) struct Table {
-    buckets: HugeArray<AtomicU64>,
+    buckets: HugeArray<Cell>,
     mask: u64,
     /// Item count above which this table starts an expansion.
     grow_at: usize,
@@ -59,7 +86,7 @@ impl Table {
 
     /// Bytes of the bucket array.
     pub(crate) fn bytes(&self) -> usize {
-        self.len() * size_of::<AtomicU64>()
+        self.len() * size_of::<Cell>()
     }
 
     /// Item count above which this table should expand.
@@ -77,13 +104,19 @@ impl Table {
     /// The bucket word at `idx`.
     #[inline]
     pub(crate) fn bucket(&self, idx: usize) -> &AtomicU64 {
+        &self.buckets[idx].word
+    }
+
+    /// The cell (bucket word and inline area) at `idx`.
+    #[inline]
+    pub(crate) fn cell(&self, idx: usize) -> &Cell {
         &self.buckets[idx]
     }
 
     /// Loads the bucket word at `idx` (Acquire: the chain it points at is visible).
     #[inline]
     pub(crate) fn load(&self, idx: usize) -> BucketWord {
-        BucketWord::from_word(self.buckets[idx].load(Ordering::Acquire))
+        BucketWord::from_word(self.buckets[idx].word.load(Ordering::Acquire))
     }
 
     /// Takes the lock of bucket `idx` (test-and-test-and-set with backoff) and returns the
@@ -91,7 +124,7 @@ impl Table {
     /// stores a word with LOCK clear.
     #[inline]
     pub(crate) fn lock(&self, idx: usize) -> BucketWord {
-        let word = &self.buckets[idx];
+        let word = &self.buckets[idx].word;
         BitLock::lock_bit(word, LOCK_BIT);
         // Relaxed: we hold the lock, so nobody else changes the word, and coherence orders
         // this load after our own Acquire `fetch_or`.
@@ -103,14 +136,14 @@ impl Table {
     #[inline]
     pub(crate) fn store_unlock(&self, idx: usize, word: BucketWord) {
         debug_assert!(!word.is_locked());
-        self.buckets[idx].store(word.word(), Ordering::Release);
+        self.buckets[idx].word.store(word.word(), Ordering::Release);
     }
 
     /// Stores `word` (LOCK still set) into bucket `idx` without releasing the lock.
     #[inline]
     pub(crate) fn store_locked(&self, idx: usize, word: BucketWord) {
         debug_assert!(word.is_locked());
-        self.buckets[idx].store(word.word(), Ordering::Release);
+        self.buckets[idx].word.store(word.word(), Ordering::Release);
     }
 
     /// The successor table, if an expansion started.

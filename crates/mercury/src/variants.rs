@@ -1,7 +1,9 @@
 //! **Bench-only** measurement variants of Fig 4 (feature `variants`). Not for production use.
 //!
-//! Both reuse Mercury's bucket words and nodes (`link.rs`, `node.rs`, same size-class
-//! pools), so that a comparison measures only the synchronization scheme:
+//! Both reuse Mercury's bucket cells (bucket word plus inline pair), nodes and size-class
+//! pools (`table.rs`, `inline_pair.rs`, `link.rs`, `node.rs`) with the same placement rules
+//! (a small new pair takes its bucket's free inline area; a pair grown past it moves into a
+//! node), so that a comparison measures only the synchronization scheme:
 //!
 //! - [`NoLockMercury`]: the paper's "Mercury (nolock)", an upper bound with every lock,
 //!   epoch guard, has-moved check and version check removed. It is **not thread-safe for
@@ -22,10 +24,11 @@ use std::sync::{Mutex, MutexGuard};
 use orrery_core::Result;
 use orrery_core::api::{KvIndex, MAX_KEY_LEN, MemoryUsage, check_entry};
 
+use crate::inline_pair;
 use crate::link::Link;
 use crate::node::{self, Node, NodeAlloc};
 use crate::raw::{Hashed, hashed};
-use crate::table::Table;
+use crate::table::{Cell, Table};
 
 /// Operations on one chain by a thread with exclusive access to it (no concurrent reader or
 /// writer of this chain), shared by both variants. Orderings are Relaxed: exclusivity comes
@@ -75,11 +78,28 @@ mod chain {
     /// Exclusive access to the chain.
     pub(super) unsafe fn upsert(
         alloc: &NodeAlloc,
-        bucket: &AtomicU64,
+        cell: &Cell,
         h: Hashed,
         key: &[u8],
         value: &[u8],
     ) -> Result<(bool, isize)> {
+        let bucket = cell.word();
+        let area = &cell.inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            let delta = value.len() as isize - e.value().len() as isize;
+            if inline_pair::fits(key.len(), value.len()) {
+                area.write(key, value);
+            } else {
+                let head = Link::from_word(bucket.load(Ordering::Relaxed));
+                let n = alloc.alloc(key, value, head)?;
+                bucket.store(
+                    Link::new(n, h.tag, head.is_null()).word(),
+                    Ordering::Relaxed,
+                );
+                area.clear();
+            }
+            return Ok((false, delta));
+        }
         // SAFETY: forwarded from the caller.
         if let Some(hit) = unsafe { find(bucket, h, key) } {
             // SAFETY: exclusive access.
@@ -104,12 +124,16 @@ mod chain {
             unsafe { alloc.free(hit.node) };
             return Ok((false, delta));
         }
-        let head = Link::from_word(bucket.load(Ordering::Relaxed));
-        let n = alloc.alloc(key, value, head)?;
-        bucket.store(
-            Link::new(n, h.tag, head.is_null()).word(),
-            Ordering::Relaxed,
-        );
+        if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
+            area.write(key, value);
+        } else {
+            let head = Link::from_word(bucket.load(Ordering::Relaxed));
+            let n = alloc.alloc(key, value, head)?;
+            bucket.store(
+                Link::new(n, h.tag, head.is_null()).word(),
+                Ordering::Relaxed,
+            );
+        }
         Ok((true, (key.len() + value.len()) as isize))
     }
 
@@ -119,12 +143,16 @@ mod chain {
     /// Exclusive access to the chain.
     pub(super) unsafe fn remove(
         alloc: &NodeAlloc,
-        bucket: &AtomicU64,
+        cell: &Cell,
         h: Hashed,
         key: &[u8],
     ) -> Option<usize> {
+        if let Some(e) = cell.inline.locked_entry().filter(|e| e.key() == key) {
+            cell.inline.clear();
+            return Some(e.key().len() + e.value().len());
+        }
         // SAFETY: forwarded from the caller.
-        let hit = unsafe { find(bucket, h, key) }?;
+        let hit = unsafe { find(cell.word(), h, key) }?;
         // SAFETY: exclusive access.
         let meta = unsafe { node::node_meta(hit.node, Ordering::Relaxed) };
         // SAFETY: exclusive access.
@@ -144,11 +172,19 @@ mod chain {
         Some(meta.klen() + meta.vlen())
     }
 
-    /// Moves every node of chain `from` (of `old`) into `new` (twice as many buckets).
+    /// Moves every pair of bucket `from` (of `old`) into `new` (twice as many buckets, whose
+    /// two buckets for `from` receive pairs from it only): the inline pair and chain pairs
+    /// that fit into the new areas (such nodes are freed), the other nodes re-linked.
     ///
     /// # Safety
     /// Exclusive access to both tables.
-    pub(super) unsafe fn rehash(old: &Table, from: usize, new: &Table) {
+    pub(super) unsafe fn rehash(alloc: &NodeAlloc, old: &Table, from: usize, new: &Table) {
+        if let Some(e) = old.cell(from).inline.locked_entry() {
+            new.cell(new.index(hashed(e.key()).hash))
+                .inline
+                .write(e.key(), e.value());
+            old.cell(from).inline.clear();
+        }
         let mut link = Link::from_word(old.bucket(from).load(Ordering::Relaxed));
         while let Some(x) = link.node() {
             // SAFETY: exclusive access.
@@ -158,7 +194,20 @@ mod chain {
             let meta = unsafe { node::node_meta(x, Ordering::Relaxed) };
             // SAFETY: exclusive access.
             let key = unsafe { node::key(x, meta) };
-            let dest = new.bucket(new.index(hashed(key).hash));
+            let cell = new.cell(new.index(hashed(key).hash));
+            if cell.inline.locked_is_empty()
+                && !meta.is_long()
+                && inline_pair::fits(meta.klen(), meta.vlen())
+            {
+                // SAFETY: exclusive access.
+                unsafe { node::with_value(x, |v| cell.inline.write(key, v)) };
+                // SAFETY: the node is in no chain any more (the old bucket is reset below);
+                // exclusive access; freed once.
+                unsafe { alloc.free(x) };
+                link = after;
+                continue;
+            }
+            let dest = cell.word();
             let head = Link::from_word(dest.load(Ordering::Relaxed));
             hdr.next.store(head.word(), Ordering::Relaxed);
             dest.store(
@@ -192,12 +241,18 @@ mod chain {
     /// No concurrent writer of the chain.
     #[inline]
     pub(super) unsafe fn get<R>(
-        bucket: &AtomicU64,
+        cell: &Cell,
         h: Hashed,
         key: &[u8],
         f: impl FnOnce(&[u8]) -> R,
     ) -> Option<R> {
-        let mut link = Link::from_word(bucket.load(Ordering::Relaxed));
+        if key.len() <= inline_pair::INLINE_MAX
+            && let Some(e) = cell.inline.locked_entry()
+            && e.key() == key
+        {
+            return Some(f(e.value()));
+        }
+        let mut link = Link::from_word(cell.word().load(Ordering::Relaxed));
         while let Some(n) = link.node() {
             // SAFETY: no concurrent writer; `n` is in the chain.
             if link.tag() == h.tag && unsafe { node::key_eq(n, key) } {
@@ -263,7 +318,7 @@ impl NoLockMercury {
         let new = Table::new(old.len() * 2, LOAD_PERCENT)?;
         for i in 0..old.len() {
             // SAFETY: a writing call has exclusive access (constructor's contract).
-            unsafe { chain::rehash(old, i, &new) };
+            unsafe { chain::rehash(&self.alloc, old, i, &new) };
         }
         // SAFETY: exclusive access (writing call); `old` is not used after this.
         unsafe { *self.table.get() = new };
@@ -286,7 +341,7 @@ impl KvIndex for NoLockMercury {
         let h = hashed(key);
         let t = self.table();
         // SAFETY: no writer runs concurrently (constructor's contract).
-        unsafe { chain::get(t.bucket(t.index(h.hash)), h, key, f) }.is_some()
+        unsafe { chain::get(t.cell(t.index(h.hash)), h, key, f) }.is_some()
     }
 
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
@@ -295,7 +350,7 @@ impl KvIndex for NoLockMercury {
         let t = self.table();
         // SAFETY: a writing call has exclusive access (constructor's contract).
         let (new, delta) =
-            unsafe { chain::upsert(&self.alloc, t.bucket(t.index(h.hash)), h, key, value) }?;
+            unsafe { chain::upsert(&self.alloc, t.cell(t.index(h.hash)), h, key, value) }?;
         self.kv_bytes.fetch_add(delta as usize, Ordering::Relaxed);
         if new && self.items.fetch_add(1, Ordering::Relaxed) + 1 > t.grow_at() {
             // Failure to grow only leaves chains longer.
@@ -311,7 +366,7 @@ impl KvIndex for NoLockMercury {
         let h = hashed(key);
         let t = self.table();
         // SAFETY: a writing call has exclusive access (constructor's contract).
-        match unsafe { chain::remove(&self.alloc, t.bucket(t.index(h.hash)), h, key) } {
+        match unsafe { chain::remove(&self.alloc, t.cell(t.index(h.hash)), h, key) } {
             Some(bytes) => {
                 self.items.fetch_sub(1, Ordering::Relaxed);
                 self.kv_bytes.fetch_sub(bytes, Ordering::Relaxed);
@@ -398,7 +453,7 @@ impl StripedMercury {
         };
         for i in 0..old.len() {
             // SAFETY: all locks held.
-            unsafe { chain::rehash(old, i, &new) };
+            unsafe { chain::rehash(&self.alloc, old, i, &new) };
         }
         self.table.store(Box::into_raw(new), Ordering::Release);
         // SAFETY: all locks held, and every user loads the table pointer only under a lock.
@@ -426,7 +481,7 @@ impl KvIndex for StripedMercury {
         let h = hashed(key);
         let (_g, t) = self.lock(h.hash);
         // SAFETY: the stripe lock excludes every writer of this chain.
-        unsafe { chain::get(t.bucket(t.index(h.hash)), h, key, f) }.is_some()
+        unsafe { chain::get(t.cell(t.index(h.hash)), h, key, f) }.is_some()
     }
 
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
@@ -436,7 +491,7 @@ impl KvIndex for StripedMercury {
             let (_g, t) = self.lock(h.hash);
             // SAFETY: the stripe lock gives exclusive access to this chain.
             let (new, delta) =
-                unsafe { chain::upsert(&self.alloc, t.bucket(t.index(h.hash)), h, key, value) }?;
+                unsafe { chain::upsert(&self.alloc, t.cell(t.index(h.hash)), h, key, value) }?;
             self.kv_bytes.fetch_add(delta as usize, Ordering::Relaxed);
             (new, t.len())
         };
@@ -453,7 +508,7 @@ impl KvIndex for StripedMercury {
         let h = hashed(key);
         let (_g, t) = self.lock(h.hash);
         // SAFETY: the stripe lock gives exclusive access to this chain.
-        match unsafe { chain::remove(&self.alloc, t.bucket(t.index(h.hash)), h, key) } {
+        match unsafe { chain::remove(&self.alloc, t.cell(t.index(h.hash)), h, key) } {
             Some(bytes) => {
                 self.items.fetch_sub(1, Ordering::Relaxed);
                 self.kv_bytes.fetch_sub(bytes, Ordering::Relaxed);
@@ -490,6 +545,17 @@ mod tests {
             assert_eq!(m.insert(&i.to_be_bytes(), &i.to_le_bytes()), Ok(true));
         }
         assert_eq!(m.insert(&5u32.to_be_bytes(), &[1; 100]), Ok(false));
+        // Inline boundary: 4 + 12 bytes stay inline, 4 + 13 move into a node, and a shrunk
+        // value stays there.
+        assert_eq!(m.insert(&7u32.to_be_bytes(), &[2; 12]), Ok(false));
+        assert_eq!(m.get(&7u32.to_be_bytes()), Some(vec![2; 12]));
+        assert_eq!(m.insert(&7u32.to_be_bytes(), &[3; 13]), Ok(false));
+        assert_eq!(m.get(&7u32.to_be_bytes()), Some(vec![3; 13]));
+        assert_eq!(
+            m.insert(&7u32.to_be_bytes(), &7u32.to_le_bytes()),
+            Ok(false)
+        );
+        assert_eq!(m.memory_usage().key_value_bytes, n * 8 + 96);
         for i in 0..n as u32 {
             let want = if i == 5 {
                 vec![1; 100]

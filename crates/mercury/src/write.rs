@@ -25,6 +25,7 @@ use std::ptr::NonNull;
 
 use orrery_core::Result;
 
+use crate::inline_pair::{self, INLINE_MAX};
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, SHORT_VALUE_MAX};
 use crate::raw::{Inner, Pos, find_locked, hashed, lock_bucket};
@@ -76,6 +77,13 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
+        let area = &t.cell(idx).inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            let delta = value.len() as isize - e.value().len() as isize;
+            self.set_inline(locked, key, value)?;
+            self.counters.add(0, delta);
+            return Ok(false);
+        }
         // SAFETY: we hold the bucket lock (from `lock_bucket`) and a guard.
         match unsafe { find_locked(word.head(), h, key) } {
             Some(pos) => {
@@ -86,19 +94,51 @@ impl Inner {
             }
             None => {
                 let head = word.head();
-                let n = match self.alloc.alloc(key, value, head) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        locked.unlock();
-                        return Err(e);
-                    }
-                };
-                locked.unlock_with(Link::new(n, h.tag, head.is_null()));
+                if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
+                    area.write(key, value);
+                    locked.unlock();
+                } else {
+                    let n = match self.alloc.alloc(key, value, head) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            locked.unlock();
+                            return Err(e);
+                        }
+                    };
+                    locked.unlock_with(Link::new(n, h.tag, head.is_null()));
+                }
                 let local = self.counters.add(1, (key.len() + value.len()) as isize);
                 self.after_insert(local, &guard);
                 Ok(true)
             }
         }
+    }
+
+    /// Gives the inline pair of the locked bucket (whose key is `key`) the value `value`,
+    /// and releases the lock. A value that still fits is rewritten inline; otherwise the pair
+    /// moves into a new head node: the node is published first (bucket word stored, lock
+    /// kept), then the area is cleared, so that the key is never absent from the bucket (the
+    /// one move between the area and the chain; see "Linearizability" in the crate docs).
+    fn set_inline(&self, locked: Locked<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        let area = &locked.t.cell(locked.idx).inline;
+        if inline_pair::fits(key.len(), value.len()) {
+            area.write(key, value);
+            locked.unlock();
+            return Ok(());
+        }
+        let head = locked.word.head();
+        let n = match self.alloc.alloc(key, value, head) {
+            Ok(n) => n,
+            Err(e) => {
+                locked.unlock();
+                return Err(e);
+            }
+        };
+        let link = Link::new(n, hashed(key).tag, head.is_null());
+        locked.t.store_locked(locked.idx, BucketWord::locked(link));
+        area.clear();
+        locked.unlock_with(link);
+        Ok(())
     }
 
     /// Removes `key`; returns whether it was present.
@@ -110,6 +150,14 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
+        let area = &t.cell(idx).inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            area.clear();
+            locked.unlock();
+            self.counters
+                .add(-1, -((e.key().len() + e.value().len()) as isize));
+            return true;
+        }
         // SAFETY: we hold the bucket lock and a guard.
         let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
             locked.unlock();
@@ -161,15 +209,28 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
-        // SAFETY: we hold the bucket lock and a guard.
-        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
-            locked.unlock();
-            return Ok(false);
-        };
         let on_unwind = UnlockOnUnwind {
             t,
             idx,
             head: word.head(),
+        };
+        if let Some(e) = t.cell(idx).inline.locked_entry().filter(|e| e.key() == key) {
+            let new = f(e.value());
+            std::mem::forget(on_unwind);
+            if let Err(err) = check_entry(key, &new) {
+                locked.unlock();
+                return Err(err);
+            }
+            self.set_inline(locked, key, &new)?;
+            self.counters
+                .add(0, new.len() as isize - e.value().len() as isize);
+            return Ok(true);
+        }
+        // SAFETY: we hold the bucket lock and a guard.
+        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
+            std::mem::forget(on_unwind);
+            locked.unlock();
+            return Ok(false);
         };
         // SAFETY: the node is in our locked chain; nobody else writes its value.
         let new = unsafe { node::with_value(pos.node, f) };
@@ -189,6 +250,22 @@ impl Inner {
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
+        let area = &t.cell(idx).inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            let on_unwind = UnlockOnUnwind {
+                t,
+                idx,
+                head: word.head(),
+            };
+            let mut buf = [0u8; INLINE_MAX];
+            let v = &mut buf[..e.value().len()];
+            v.copy_from_slice(e.value());
+            f(v);
+            std::mem::forget(on_unwind);
+            area.write(key, v);
+            locked.unlock();
+            return Ok(true);
+        }
         // SAFETY: we hold the bucket lock and a guard.
         let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
             locked.unlock();
@@ -338,6 +415,186 @@ mod tests {
         assert_eq!(m.len(), 2);
     }
 
+    /// One bucket, no expansion: the first small pair goes inline, the others into nodes.
+    fn one_bucket() -> Mercury {
+        Mercury::with_config(Config {
+            initial_buckets: 1,
+            load_percent: 100_000,
+            ..Config::default()
+        })
+        .unwrap()
+    }
+
+    fn inline_items(m: &Mercury) -> usize {
+        m.chain_stats().inline_items
+    }
+
+    /// Pairs at the inline size boundary (key + value = 16 bytes) are stored inline; one byte
+    /// more goes into a node.
+    #[test]
+    fn inline_size_boundary() {
+        let cases: [(usize, usize, bool); 7] = [
+            (8, 8, true),
+            (16, 0, true),
+            (0, 16, true),
+            (0, 0, true),
+            (8, 9, false),
+            (17, 0, false),
+            (1, 16, false),
+        ];
+        for (klen, vlen, inline) in cases {
+            let m = one_bucket();
+            let k = vec![0xA5; klen];
+            let v = vec![0x5A; vlen];
+            assert_eq!(m.insert(&k, &v), Ok(true));
+            assert_eq!(inline_items(&m), usize::from(inline), "{klen}+{vlen}");
+            assert_eq!(m.get(&k).as_deref(), Some(&v[..]));
+            // A second key: a node if the area is taken, else inline if it fits.
+            let mut k2 = k.clone();
+            k2.push(1);
+            m.insert(&k2, b"").unwrap();
+            let k2_inline = !inline && klen < 16;
+            assert_eq!(m.chain_stats().items, 2);
+            assert_eq!(inline_items(&m), usize::from(inline || k2_inline));
+            assert_eq!(m.get(&k).as_deref(), Some(&v[..]));
+            assert_eq!(m.get(&k2).as_deref(), Some(&b""[..]));
+            let mut other = k.clone();
+            if let Some(b) = other.first_mut() {
+                *b ^= 1;
+                assert_eq!(m.get(&other), None);
+            }
+            assert!(m.remove(&k) && !m.remove(&k));
+            assert_eq!(m.get(&k), None);
+            assert_eq!((m.len(), inline_items(&m)), (1, usize::from(k2_inline)));
+            assert_eq!(m.get(&k2).as_deref(), Some(&b""[..]));
+        }
+    }
+
+    /// An upsert (insert, `update`) that grows an inline value past the limit moves the pair
+    /// into a node; a later small value stays in the node; removing it frees the area again.
+    #[test]
+    fn upsert_grows_past_the_inline_limit() {
+        for via_update in [false, true] {
+            let m = one_bucket();
+            m.insert(b"other-1", b"x").unwrap(); // inline
+            m.insert(b"key", b"12345678").unwrap(); // node (area taken)
+            assert!(m.remove(b"other-1"));
+            m.insert(b"k8", b"8 bytes!").unwrap(); // inline again
+            assert_eq!(inline_items(&m), 1);
+            let big = b"a value of 14+".to_vec(); // 2 + 14 = 16: still inline
+            m.insert(b"k8", &big).unwrap();
+            assert_eq!(inline_items(&m), 1);
+            let bigger = [&big[..], b"!"].concat(); // 17: moves into a node
+            if via_update {
+                assert_eq!(m.update(b"k8", |_| bigger.clone()), Ok(true));
+            } else {
+                assert_eq!(m.insert(b"k8", &bigger), Ok(false));
+            }
+            assert_eq!(inline_items(&m), 0);
+            assert_eq!(m.get(b"k8"), Some(bigger.clone()));
+            assert_eq!(m.get(b"key").as_deref(), Some(&b"12345678"[..]));
+            assert_eq!(m.len(), 2);
+            // Shrinking again keeps the pair in its node (pairs never move into the area).
+            m.insert(b"k8", b"s").unwrap();
+            assert_eq!((inline_items(&m), m.get(b"k8")), (0, Some(b"s".to_vec())));
+            // The area is free: the next small new key takes it.
+            m.insert(b"new", b"n").unwrap();
+            assert_eq!(inline_items(&m), 1);
+            let usage = orrery_core::KvIndex::memory_usage(&m);
+            assert_eq!(usage.key_value_bytes, 3 + 8 + 2 + 1 + 3 + 1);
+        }
+    }
+
+    /// `update_in_place` and `update` of an inline pair rewrite it inline.
+    #[test]
+    fn inline_updates() {
+        let m = one_bucket();
+        m.insert(b"c", &5u64.to_le_bytes()).unwrap();
+        for _ in 0..10 {
+            m.update_in_place(b"c", |v| {
+                let x = u64::from_le_bytes(v.try_into().unwrap()) + 1;
+                v.copy_from_slice(&x.to_le_bytes());
+            })
+            .unwrap();
+        }
+        assert_eq!(m.get(b"c"), Some(15u64.to_le_bytes().to_vec()));
+        assert_eq!(m.update(b"c", |v| v[..3].to_vec()), Ok(true));
+        assert_eq!(m.get(b"c").map(|v| v.len()), Some(3));
+        assert_eq!(inline_items(&m), 1);
+        assert!(matches!(
+            m.update(b"c", |_| vec![0; orrery_core::api::MAX_VALUE_LEN + 1]),
+            Err(orrery_core::Error::ValueTooLong { .. })
+        ));
+        assert_eq!(m.get(b"c").map(|v| v.len()), Some(3));
+        assert_eq!(m.insert(b"c", b"z"), Ok(false)); // the lock was released
+    }
+
+    /// Removing the inline pair leaves the chain behind it intact.
+    #[test]
+    fn remove_inline_head_with_a_chain_behind() {
+        let m = one_bucket();
+        let keys: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 4]).collect();
+        for k in &keys {
+            m.insert(k, k).unwrap();
+        }
+        assert_eq!(inline_items(&m), 1);
+        assert_eq!(m.chain_stats().max_chain, 5);
+        assert!(m.remove(&keys[0]));
+        assert_eq!((inline_items(&m), m.len()), (0, 5));
+        assert_eq!(m.get(&keys[0]), None);
+        for k in &keys[1..] {
+            assert_eq!(m.get(k).as_deref(), Some(&k[..]));
+        }
+        // The area is reused by the next small new key; the chain is unchanged.
+        m.insert(b"again", b"x").unwrap();
+        assert_eq!((inline_items(&m), m.chain_stats().max_chain), (1, 5));
+        let mut seen = 0;
+        m.for_each(|_, _| {
+            seen += 1;
+            std::ops::ControlFlow::Continue(())
+        });
+        assert_eq!(seen, 6);
+    }
+
+    /// Migration carries the inline pair to its new bucket and moves chain pairs into the
+    /// other new bucket's empty area (their nodes are retired); nothing is lost.
+    #[test]
+    fn migration_of_inline_pairs() {
+        let m = one_bucket();
+        let keys: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i, i ^ 0x55]).collect();
+        let long = vec![7u8; 100];
+        for (i, k) in keys.iter().enumerate() {
+            let v: &[u8] = if i % 3 == 1 { &long } else { k };
+            m.insert(k, v).unwrap();
+        }
+        assert_eq!(inline_items(&m), 1);
+        let before = orrery_core::KvIndex::memory_usage(&m).key_value_bytes;
+        let inner = &m.inner;
+        {
+            let guard = orrery_core::sync::pin();
+            let t = inner.current(&guard);
+            t.set_next(crate::table::Table::new(2, 100_000).unwrap());
+            inner.help(t, t.next().unwrap(), &guard, true);
+        }
+        assert_eq!(m.buckets(), (2, None));
+        // Both new buckets received keys (40 random hashes), so both areas are full.
+        assert_eq!(inline_items(&m), 2);
+        assert_eq!(m.chain_stats().items, keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            let v: &[u8] = if i % 3 == 1 { &long } else { k };
+            assert_eq!(m.get(k).as_deref(), Some(v), "key {i}");
+        }
+        assert_eq!(
+            orrery_core::KvIndex::memory_usage(&m).key_value_bytes,
+            before
+        );
+        for k in &keys {
+            assert!(m.remove(k));
+        }
+        assert!(m.is_empty());
+        assert_eq!(inline_items(&m), 0);
+    }
+
     /// A panicking update closure must not leave its bucket locked.
     #[test]
     fn panicking_update_releases_the_lock() {
@@ -351,6 +608,18 @@ mod tests {
             let _ = m.update_in_place(b"k", |_| panic!("user closure"));
         }));
         assert!(r.is_err());
+        // The same with the key in a node (a long value).
+        m.insert(b"k", &[1; 100]).unwrap();
+        for in_place in [false, true] {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if in_place {
+                    let _ = m.update_in_place(b"k", |_| panic!("user closure"));
+                } else {
+                    let _ = m.update(b"k", |_| panic!("user closure"));
+                }
+            }));
+            assert!(r.is_err());
+        }
         // The bucket is usable (a leaked lock would make these spin forever).
         assert_eq!(m.insert(b"k", b"w"), Ok(false));
         assert!(m.remove(b"k"));

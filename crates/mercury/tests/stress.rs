@@ -368,3 +368,59 @@ fn reclamation_under_readers() {
         });
     });
 }
+
+/// A pair that moves from a bucket's inline area into a node (an upsert that grows its value
+/// past the inline limit) is never missing for a concurrent reader: each key is inserted
+/// small (inline when its bucket's area is free), announced, then grown while readers look
+/// the announced keys up.
+#[test]
+fn inline_moves_never_hide_a_key() {
+    let n = scale(3_000);
+    for config in [
+        Config {
+            initial_buckets: 1,
+            load_percent: 1_000_000,
+            ..Config::default()
+        },
+        tiny_config(Expansion::Cooperative),
+    ] {
+        let m = Mercury::with_config(config).unwrap();
+        let ready = AtomicUsize::new(0);
+        let key = |j: usize| (j as u64).to_le_bytes();
+        let small = |j: usize| (j as u32).to_le_bytes();
+        let big = |j: usize| [(j as u8); 40];
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for j in 0..n {
+                    m.insert(&key(j), &small(j)).unwrap();
+                    ready.store(j + 1, Ordering::Release);
+                    m.insert(&key(j), &big(j)).unwrap();
+                }
+            });
+            s.spawn(|| {
+                let mut rng = Rng(11);
+                loop {
+                    let r = ready.load(Ordering::Acquire);
+                    if r == n {
+                        break;
+                    }
+                    if r == 0 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    // Mostly the newest key (the one being moved), sometimes an older one.
+                    let j = if rng.below(4) == 0 {
+                        rng.below(r)
+                    } else {
+                        r - 1
+                    };
+                    let v = m.get(&key(j)).unwrap_or_else(|| panic!("key {j} missing"));
+                    assert!(v == small(j) || v == big(j), "key {j}: {v:?}");
+                }
+            });
+        });
+        for j in 0..n {
+            assert_eq!(m.get(&key(j)), Some(big(j).to_vec()));
+        }
+    }
+}
