@@ -18,13 +18,24 @@
 //!   simultaneously live threads, not the number of threads ever started. A record holds
 //!   `state = epoch << 1 | PINNED` (read by advancers), and owner-only counters.
 //! - **Pinning** writes `state` and orders it before the critical section's loads, with one
-//!   of two barriers chosen once per process ([`pin_barrier`]): on Linux, when
-//!   `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)` succeeds at the first use, an
-//!   *asymmetric* barrier (a plain `Release` store and a compiler fence; the advancer pays a
-//!   `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` syscall for every reader, the scheme of
-//!   Linux userspace RCU's "memb" flavour); elsewhere (or with the environment variable
-//!   [`FALLBACK_ENV`] set to `1`, or under Miri or loom) a full fence at every pin. Nested
-//!   guards only bump a counter.
+//!   of two barriers chosen once per process ([`pin_barrier`]). By default a full fence at
+//!   every pin (the *fenced* path). With the environment variable [`ASYMMETRIC_ENV`] set to
+//!   `1`, on Linux, when `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)` succeeds at
+//!   the first use, an *asymmetric* barrier (a plain `Release` store and a compiler fence;
+//!   the advancer pays a `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` syscall for every
+//!   reader, the scheme of Linux userspace RCU's "memb" flavour). [`FALLBACK_ENV`], Miri and
+//!   loom always get the fenced path. Nested guards only bump a counter.
+//!
+//!   Why the fenced path is the default (measured with `orrery-bench`, 10M `rand-8` keys,
+//!   workload `c`, 1 and 2 threads, 3 repeats, quiet machine, same binary with and without
+//!   [`ASYMMETRIC_ENV`]): the asymmetric pin made Mercury GETs 18% faster (3.54 vs 3.01
+//!   Mops/s, 1 thread) and Wormhole lookups 6% faster (1.21 vs 1.14), but every grace period
+//!   now costs heavy barriers, each an IPI to the other running threads (a VM exit on this
+//!   virtual machine), and structures that wait for grace periods on their write path pay
+//!   for it: Wormhole's 2-thread load of the same 10M keys (a split waits for the shadow
+//!   MetaTrieHT's readers to drain) fell from 1.80 to 0.83 Mops/s, Mercury's from 2.64 to
+//!   2.31. Until grace-period waits are made asynchronous or batched, the asymmetric pin is
+//!   for read-mostly deployments that opt in.
 //! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
 //!   load) whether sealed bags wait on the global queue, and only then tries to advance the
 //!   epoch and runs up to 16 expired bags; sealing a full bag and [`Guard::flush`] do the
@@ -158,8 +169,8 @@
 //! (`RUSTFLAGS="--cfg loom" cargo test -p orrery-core --release sync::loom::epoch_model`).
 //! Beyond the model, the asymmetric path rests on membarrier's documented guarantee.
 //! The tests in `sync::tests` check both paths at run time: the epoch tests run
-//! in the test process (asymmetric where the kernel allows) and again in a child process
-//! with [`FALLBACK_ENV`] set (fenced); a store-buffering litmus test shows the heavy barrier
+//! in the test process (fenced, the default) and again in a child process with
+//! [`ASYMMETRIC_ENV`] set (asymmetric where the kernel allows); a store-buffering litmus test shows the heavy barrier
 //! forbids the reordering the compiler-fence pin allows (without it the forbidden outcome
 //! shows up hundreds of times); Miri runs the single-threaded tests on the fenced path.
 //!
@@ -187,7 +198,7 @@
 //! | pin + `defer(no-op)` + drop (sealing and collection amortized) | 43.9 ns | 55.2 ns |
 //! | pin + `Box::new` + `defer_destroy` + drop (free included) | 142.9 ns | 147.6 ns |
 //!
-//! The two pin barriers, same binary (the fenced one forced with [`FALLBACK_ENV`]), criterion
+//! The two pin barriers, same binary (the asymmetric one selected with [`ASYMMETRIC_ENV`]), criterion
 //! medians of 3 alternating runs, load average about 4 (after this change):
 //!
 //! | operation | asymmetric (membarrier) | fenced |
@@ -223,6 +234,6 @@ pub use guard::{
     Guard, Handle, PinBarrier, global_epoch, handle, is_pinned, pin, pin_barrier, registry_len,
     synchronize, unprotected,
 };
-pub use membarrier::FALLBACK_ENV;
+pub use membarrier::{ASYMMETRIC_ENV, FALLBACK_ENV};
 #[cfg(all(test, not(loom)))]
 pub(crate) use membarrier::{heavy_barrier, supported as membarrier_supported};
