@@ -13,34 +13,9 @@ use std::time::{Duration, Instant};
 
 use orrery_mercury::{Config, Expansion, Mercury};
 
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// CPU seconds (user + system) used by this process so far, from `/proc/self/stat` (0 where
-/// unavailable). On a shared machine CPU time compares work fairly where wall time does not:
-/// an extra thread also gets an extra share of the CPUs.
-fn cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // Fields 14 and 15 of the man page (utime, stime), counted from the state field (3).
-    (ticks(11) + ticks(12)) / 100.0
-}
+#[path = "common/util.rs"]
+mod util;
+use util::{cpu_secs, splitmix};
 
 /// Loads `keys` on `threads` threads; returns (Mops per wall second, Mops per CPU second).
 fn load(keys: &[[u8; 8]], expansion: Expansion, threads: usize) -> (f64, f64) {

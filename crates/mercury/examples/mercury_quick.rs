@@ -15,6 +15,10 @@ use std::time::Duration;
 use orrery_core::{KvIndex, MemoryUsage, Result};
 use orrery_mercury::Mercury;
 
+#[path = "common/util.rs"]
+mod util;
+use util::{splitmix, thread_cpu_secs};
+
 /// The baseline: std's HashMap (SipHash) behind one reader-writer lock.
 #[derive(Default)]
 struct LockedHashMap(RwLock<HashMap<Vec<u8>, Vec<u8>>>);
@@ -46,32 +50,6 @@ impl KvIndex for LockedHashMap {
     fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage::default()
     }
-}
-
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// CPU seconds used by the calling thread, from `/proc/thread-self/stat` (10 ms ticks).
-fn thread_cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Runs `op(thread, i)` on `threads` threads for `secs`; returns Mops per second of each
