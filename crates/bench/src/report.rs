@@ -148,16 +148,7 @@ where
             .label(name.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(e)?;
-    root.present().map_err(e)?;
-    Ok(())
+    legend_and_present(&mut chart, &root)
 }
 
 /// A line chart: series of (x, y) points; `x_labels` names integer x positions when given
@@ -241,6 +232,16 @@ where
             .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(e)?;
     }
+    legend_and_present(&mut chart, &root)
+}
+
+/// Draws a chart's legend (upper right) and writes the drawing out: the common end of every
+/// chart.
+fn legend_and_present<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -249,8 +250,7 @@ where
         .label_font(("sans-serif", 14))
         .draw()
         .map_err(e)?;
-    root.present().map_err(e)?;
-    Ok(())
+    root.present().map_err(e)
 }
 
 /// A chart that can draw itself on any plotters backend.
