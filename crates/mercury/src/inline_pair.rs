@@ -134,29 +134,22 @@ impl Inline {
         if key.len() > INLINE_MAX {
             return None;
         }
-        loop {
-            let m1 = self.meta.load(Ordering::Acquire);
-            if !is_full(m1) || klen(m1) != key.len() {
-                return None;
-            }
-            if is_writing(m1) {
-                std::hint::spin_loop();
-                continue;
-            }
-            let e = self.copy(m1);
-            // Seqlock read side: the data loads above are ordered before the re-check.
-            fence(Ordering::Acquire);
-            if self.meta.load(Ordering::Relaxed) == m1 {
-                return (e.key() == key).then_some(e);
-            }
-        }
+        self.read_validated(|m| klen(m) == key.len())
+            .filter(|e| e.key() == key)
     }
 
     /// A validated copy of whatever pair the area holds (for iteration).
     pub(crate) fn snapshot(&self) -> Option<Entry> {
+        self.read_validated(|_| true)
+    }
+
+    /// The seqlock read side: a copy of the pair, validated by re-reading `meta` unchanged,
+    /// if the area is full and `wanted(meta)`; waits only while a rewrite is in progress.
+    #[inline(always)]
+    fn read_validated(&self, wanted: impl Fn(u64) -> bool) -> Option<Entry> {
         loop {
             let m1 = self.meta.load(Ordering::Acquire);
-            if !is_full(m1) {
+            if !is_full(m1) || !wanted(m1) {
                 return None;
             }
             if is_writing(m1) {
@@ -164,6 +157,7 @@ impl Inline {
                 continue;
             }
             let e = self.copy(m1);
+            // The data loads above are ordered before the re-check.
             fence(Ordering::Acquire);
             if self.meta.load(Ordering::Relaxed) == m1 {
                 return Some(e);

@@ -72,6 +72,24 @@ mod chain {
         }
     }
 
+    /// Prepends a new node holding `key` and `value` to the chain of `bucket` (exclusive
+    /// access: the caller holds the bucket's lock or is the only thread).
+    fn push_head(
+        alloc: &NodeAlloc,
+        bucket: &AtomicU64,
+        h: Hashed,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let head = Link::from_word(bucket.load(Ordering::Relaxed));
+        let n = alloc.alloc(key, value, head)?;
+        bucket.store(
+            Link::new(n, h.tag, head.is_null()).word(),
+            Ordering::Relaxed,
+        );
+        Ok(())
+    }
+
     /// Inserts or replaces; returns whether the key was new and the key-value byte delta.
     ///
     /// # Safety
@@ -90,12 +108,7 @@ mod chain {
             if inline_pair::fits(key.len(), value.len()) {
                 area.write(key, value);
             } else {
-                let head = Link::from_word(bucket.load(Ordering::Relaxed));
-                let n = alloc.alloc(key, value, head)?;
-                bucket.store(
-                    Link::new(n, h.tag, head.is_null()).word(),
-                    Ordering::Relaxed,
-                );
+                push_head(alloc, bucket, h, key, value)?;
                 area.clear();
             }
             return Ok((false, delta));
@@ -127,12 +140,7 @@ mod chain {
         if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
             area.write(key, value);
         } else {
-            let head = Link::from_word(bucket.load(Ordering::Relaxed));
-            let n = alloc.alloc(key, value, head)?;
-            bucket.store(
-                Link::new(n, h.tag, head.is_null()).word(),
-                Ordering::Relaxed,
-            );
+            push_head(alloc, bucket, h, key, value)?;
         }
         Ok((true, (key.len() + value.len()) as isize))
     }
