@@ -41,7 +41,8 @@
 //! sooner than the `(load/100) * N` inserts after which the successor would itself need to
 //! grow. Should
 //! that ever happen (many writers, unlucky token races), the insert that finds the count
-//! above the successor's threshold finishes the expansion itself, waiting for the token.
+//! above the successor's threshold finishes the expansion itself once its own guard is
+//! dropped, waiting for the token unpinned (a fresh guard per run, see `finish_expansion`).
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
 //! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
 
@@ -82,9 +83,13 @@ fn check_interval(buckets: usize) -> isize {
 }
 
 impl Inner {
-    /// Called after an insert of a new key; `local` is the calling stripe's item count.
+    /// Called after an insert of a new key (under the insert's guard); `local` is the calling
+    /// stripe's item count. Returns whether the successor is already full: the caller must
+    /// then finish the expansion itself with [`finish_expansion`](Inner::finish_expansion),
+    /// *after* dropping its guard.
     #[inline]
-    pub(crate) fn after_insert(self: &Arc<Self>, local: isize, guard: &Guard) {
+    #[must_use]
+    pub(crate) fn after_insert(self: &Arc<Self>, local: isize, guard: &Guard) -> bool {
         let t = self.current(guard);
         let check = local % check_interval(t.len()) == 0;
         match t.next() {
@@ -95,14 +100,15 @@ impl Inner {
             }
             Some(next) => {
                 if check && self.counters.items() > next.grow_at() {
-                    // The successor is already full: finish this expansion now.
-                    self.help(t, next, guard, true);
-                } else if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0
-                {
-                    self.help(t, next, guard, false);
+                    return true;
+                }
+                if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0 {
+                    // Never waits: a busy token means someone else is migrating.
+                    let _ = self.help(t, next, guard);
                 }
             }
         }
+        false
     }
 
     /// Phase 1: installs a successor twice as large (if `t` is not already expanding).
@@ -128,7 +134,8 @@ impl Inner {
         match self.config.expansion {
             Expansion::Cooperative => {
                 if let Some(next) = t.next() {
-                    self.help(t, next, guard, false);
+                    // Never waits: a busy token means someone else is migrating.
+                    let _ = self.help(t, next, guard);
                 }
             }
             Expansion::Dedicated => {
@@ -144,32 +151,45 @@ impl Inner {
         }
     }
 
-    /// Completes the expansion in progress, if any (waiting for the token between runs).
+    /// Completes the expansion in progress, if any, waiting for the token while another
+    /// thread holds it (and helping any expansion that starts meanwhile).
+    ///
+    /// Each run is migrated under a fresh guard, and the waits happen unpinned: a writer
+    /// that waited here under its insert's guard kept the whole process's epoch from
+    /// advancing for as long as the token holder took, e.g. tens of milliseconds when a
+    /// dedicated expand-thread holding the token was descheduled under CPU load, and every
+    /// object retired meanwhile (by any structure) stayed allocated that long.
     pub(crate) fn finish_expansion(&self) {
-        let guard = pin();
-        let t = self.current(&guard);
-        if let Some(next) = t.next() {
-            self.help(t, next, &guard, true);
+        let backoff = Backoff::new();
+        loop {
+            match self.expansion_step() {
+                Step::Done => return,
+                Step::Migrated => backoff.reset(),
+                Step::Busy => backoff.snooze(),
+            }
         }
     }
 
-    /// Phase 2 help: migrates runs of `t` into `next`; once when `wait` is false (giving up
-    /// if another thread holds the token), until the expansion terminated when it is true.
-    pub(crate) fn help(&self, t: &Table, next: &Table, guard: &Guard, wait: bool) {
-        let backoff = Backoff::new();
-        while t.migrated() < t.len() {
-            if t.try_resize() {
-                let done = self.migrate_run(t, next, guard);
-                t.end_resize();
-                if done || !wait {
-                    return;
-                }
-            } else if wait {
-                backoff.snooze();
-            } else {
-                return;
-            }
+    /// One step of the expansion in progress, under a guard of its own (dropped on return):
+    /// migrates the next run if the token is free.
+    fn expansion_step(&self) -> Step {
+        let guard = pin();
+        let t = self.current(&guard);
+        let Some(next) = t.next() else {
+            return Step::Done;
+        };
+        self.help(t, next, &guard)
+    }
+
+    /// Phase 2 help: migrates the next run of `t` into `next`, unless another thread holds
+    /// the resize token (then it returns [`Step::Busy`] at once, never waiting).
+    pub(crate) fn help(&self, t: &Table, next: &Table, guard: &Guard) -> Step {
+        if !t.try_resize() {
+            return Step::Busy;
         }
+        let done = self.migrate_run(t, next, guard);
+        t.end_resize();
+        if done { Step::Done } else { Step::Migrated }
     }
 
     /// Migrates the next run of buckets; terminates the expansion after the last one.
@@ -208,25 +228,31 @@ impl Inner {
     }
 }
 
+/// What one attempt to migrate a run ([`Inner::help`]) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The expansion is complete (this run terminated it, or it had been; for
+    /// [`Inner::expansion_step`], also: none was in progress).
+    Done,
+    /// One run was migrated; more remain.
+    Migrated,
+    /// Another thread holds the resize token.
+    Busy,
+}
+
 /// The paper's expand-thread: migrates runs until the current expansion terminates, or the
-/// table is dropped.
+/// table is dropped. Each run has a guard of its own (see [`Inner::expansion_step`]), so
+/// that reclamation is not held up by the whole expansion.
 fn expand_thread(inner: &Weak<Inner>) {
     loop {
         let Some(inner) = inner.upgrade() else { return };
-        // A fresh guard per run, so that reclamation is not held up by the whole expansion.
-        let guard = pin();
-        let t = inner.current(&guard);
-        let Some(next) = t.next() else { return };
-        if t.try_resize() {
-            let done = inner.migrate_run(t, next, &guard);
-            t.end_resize();
-            if done {
-                return;
+        match inner.expansion_step() {
+            Step::Done => return,
+            Step::Migrated => {}
+            Step::Busy => {
+                drop(inner);
+                std::thread::yield_now();
             }
-        } else {
-            drop(guard);
-            drop(inner);
-            std::thread::yield_now();
         }
     }
 }
@@ -301,6 +327,7 @@ fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guar
 mod tests {
     use orrery_core::sync::pin;
 
+    use crate::expand::Step;
     use crate::raw::{find, hashed};
     use crate::read::lookup_at;
     use crate::table::Table;
@@ -330,7 +357,7 @@ mod tests {
         assert!(!before.is_moved());
         // Initialization, the rehash of the only bucket, termination.
         t.set_next(Table::new(2, 1_000_000).unwrap());
-        inner.help(t, t.next().unwrap(), &guard, true);
+        while inner.help(t, t.next().unwrap(), &guard) != Step::Done {}
         assert!(t.load(0).is_moved());
         assert!(std::ptr::eq(inner.current(&guard), t.next().unwrap()));
         // Walking on from the stale head misses keys (the head node was re-linked first and
@@ -346,6 +373,81 @@ mod tests {
         for k in &keys {
             let found = lookup_at(t, 0, before, hashed(k), k, <[u8]>::to_vec, &guard);
             assert_eq!(found.as_ref(), Some(k));
+        }
+    }
+
+    /// A writer whose insert finds the successor full must finish the expansion; while
+    /// another thread holds the resize token it waits, and it must wait *unpinned*: grace
+    /// periods of the (process-wide) epoch go on meanwhile. It used to wait under its
+    /// insert's guard, so a descheduled token holder (a dedicated expand-thread under CPU
+    /// load) stalled all reclamation, and a leak check saw tens of megabytes of replaced
+    /// values pile up. With the writer pinned throughout, the epoch cannot advance twice
+    /// past the value read below, so this test fails deterministically on that behaviour.
+    #[test]
+    fn blocked_finisher_does_not_stall_reclamation() {
+        use orrery_core::sync::epoch::global_epoch;
+
+        let m = Mercury::with_config(Config {
+            initial_buckets: 64,
+            migrate_run: 1,
+            ..Config::default()
+        })
+        .unwrap();
+        let key = |i: u32| i.to_be_bytes();
+        // Cross the threshold (48 items): the successor is installed and one bucket of 64 is
+        // migrated (cooperative help, runs of one bucket).
+        let mut i = 0;
+        while m.buckets().1.is_none() {
+            m.insert(&key(i), b"v").unwrap();
+            i += 1;
+        }
+        assert_eq!(m.buckets(), (64, Some(128)));
+        // Take the resize token: nobody else can migrate (or terminate) the expansion.
+        let held: *const Table = {
+            let guard = pin();
+            let t = m.inner.current(&guard);
+            assert!(t.try_resize(), "single-threaded so far: the token is free");
+            std::ptr::from_ref(t)
+        };
+        let full = 128 * 3 / 4;
+        std::thread::scope(|s| {
+            // The insert of item `full + 1` finds the successor full and blocks on the token.
+            let writer = s.spawn(|| {
+                for j in i..2 * full as u32 {
+                    m.insert(&key(j), b"v").unwrap();
+                }
+            });
+            while m.len() <= full {
+                std::thread::yield_now();
+            }
+            // The writer is now inside (or past the counting step of) that insert.
+            let start = global_epoch();
+            let mut tries = 0;
+            let max_tries = if cfg!(miri) { 10_000 } else { 1_000_000 };
+            while global_epoch() < start + 2 && tries < max_tries {
+                pin().flush();
+                std::thread::yield_now();
+                tries += 1;
+            }
+            let advanced = global_epoch() - start;
+            // SAFETY: only the token holder migrates and terminates an expansion, so the
+            // table whose token we took is still the current one, and allocated.
+            let t = unsafe { &*held };
+            assert!(
+                t.migrated() < t.len(),
+                "the expansion cannot progress without the token"
+            );
+            t.end_resize();
+            writer.join().unwrap();
+            assert!(
+                advanced >= 2,
+                "the epoch advanced {advanced} times while a writer waited for the token: \
+                 the writer waits pinned"
+            );
+        });
+        assert_eq!(m.len(), 2 * full);
+        for j in 0..2 * full as u32 {
+            assert_eq!(m.get(&key(j)).as_deref(), Some(&b"v"[..]));
         }
     }
 }

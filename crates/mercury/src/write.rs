@@ -108,7 +108,11 @@ impl Inner {
                     locked.unlock_with(Link::new(n, h.tag, head.is_null()));
                 }
                 let local = self.counters.add(1, (key.len() + value.len()) as isize);
-                self.after_insert(local, &guard);
+                if self.after_insert(local, &guard) {
+                    // The successor is full: finish the expansion, unpinned between runs.
+                    drop(guard);
+                    self.finish_expansion();
+                }
                 Ok(true)
             }
         }
@@ -574,7 +578,8 @@ mod tests {
             let guard = orrery_core::sync::pin();
             let t = inner.current(&guard);
             t.set_next(crate::table::Table::new(2, 100_000).unwrap());
-            inner.help(t, t.next().unwrap(), &guard, true);
+            // Single-threaded: the token is always free, every call migrates a run.
+            while inner.help(t, t.next().unwrap(), &guard) != crate::expand::Step::Done {}
         }
         assert_eq!(m.buckets(), (2, None));
         // Both new buckets received keys (40 random hashes), so both areas are full.
