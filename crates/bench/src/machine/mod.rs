@@ -19,6 +19,9 @@
 
 pub(crate) mod malloc;
 mod region;
+mod sweep;
+
+pub(crate) use sweep::{describe_sweep, parse_sizes, sweep};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -26,7 +29,7 @@ use std::path::{Path, PathBuf};
 use crate::metrics::cpu;
 use crate::progress::Progress;
 use crate::rng::Rng;
-use region::SmallPages;
+use region::Pages;
 
 /// Bytes of one slot (a cache line).
 const SLOT: usize = 64;
@@ -193,7 +196,7 @@ pub(crate) fn measure(mib: usize, loads: usize, progress: &Progress) -> Result<M
     Rng::new(0x4D41_4348).shuffle(&mut order);
     let bar = progress.bar(2 + 7, "machine: memory latency");
 
-    let mut small = SmallPages::new(len)?;
+    let mut small = Pages::small(len)?;
     link(small.words(), &order);
     let lat_4k_ns = chase::<1>(small.words(), &order[..1], loads);
     drop(small);
