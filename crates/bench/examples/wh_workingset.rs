@@ -12,9 +12,15 @@
 //!   and leaves were allocated over the whole load, so they are spread over all pages);
 //! * `subset8`: a fixed random eighth of the keys (1/8 of the pair blocks, all leaves).
 //!
+//! With `thin`, the index first removes every key but that fixed eighth (`subset8`): the
+//! remaining pair blocks stay where they were, spread over all the pages of the full
+//! index, while leaves merge and the MetaTrieHT shrinks to the shape of an index of N/8
+//! keys. Comparing `subset8` after thinning with a fresh index of N/8 keys separates the
+//! page span (address translation) from the structure's shape.
+//!
 //! Prints the Rss and AnonHugePages of the process (are leaves and pairs on 2 MiB pages?).
 //!
-//! `cargo run --release -p orrery-bench --example wh_workingset -- N M R [sorted]`
+//! `cargo run --release -p orrery-bench --example wh_workingset -- N M R [sorted|thin]`
 use orrery::wormhole::Wormhole;
 
 fn cpu_now() -> f64 {
@@ -46,7 +52,8 @@ fn main() {
     let n = parse(args.next(), 1_000_000);
     let m = parse(args.next(), 1_000_000);
     let rounds = parse(args.next(), 3).max(1);
-    let sorted = args.next().as_deref() == Some("sorted");
+    let opt = args.next().unwrap_or_default();
+    let (sorted, thin) = (opt == "sorted", opt == "thin");
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let mut rnd = move || {
         x ^= x << 13;
@@ -83,8 +90,29 @@ fn main() {
         println!("{}", f.join(" | "));
     }
     // The keys of each mode, then shuffled index lists drawn from them.
-    let range8: Vec<u64> = keys.iter().copied().filter(|k| k >> 61 == 0).collect();
     let subset8: Vec<u64> = keys.iter().copied().step_by(8).collect();
+    let (keys, range8) = if thin {
+        let t = cpu_now();
+        for (i, k) in keys.iter().enumerate() {
+            if i % 8 != 0 {
+                assert!(wh.remove(&k.to_be_bytes()));
+            }
+        }
+        println!(
+            "thinned to {} keys in {:.0} s: leaves {}, {}",
+            wh.len(),
+            cpu_now() - t,
+            wh.leaf_count(),
+            wh.meta_stats()
+        );
+        (
+            subset8.clone(),
+            subset8.iter().copied().filter(|k| k >> 61 == 0).collect(),
+        )
+    } else {
+        let r: Vec<u64> = keys.iter().copied().filter(|k| k >> 61 == 0).collect();
+        (keys, r)
+    };
     let modes: [(&str, &[u64]); 3] = [
         ("uniform", &keys),
         ("range8", &range8),

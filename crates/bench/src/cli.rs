@@ -179,6 +179,10 @@ struct MachineArgs {
     /// (4 KiB, transparent huge and, if reserved, 1 GiB pages; not cached).
     #[arg(long, num_args = 0..=1, default_missing_value = "64,128,256,512,1G,2G,4G")]
     sweep: Option<String>,
+    /// Instead: the cost of a second load near the first, over an array of this many MiB
+    /// (a power of two; not cached).
+    #[arg(long)]
+    locality: Option<usize>,
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
@@ -237,6 +241,11 @@ fn dispatch(cmd: Cmd) -> Result<(), String> {
                 let pts =
                     machine::sweep(&machine::parse_sizes(sizes)?, a.loads as usize, &progress)?;
                 print!("{}", machine::describe_sweep(&pts));
+                return Ok(());
+            }
+            if let Some(mib) = a.locality {
+                let pts = machine::locality(mib, a.loads as usize, &progress)?;
+                print!("{}", machine::describe_locality(mib, &pts));
                 return Ok(());
             }
             let m = if a.cached {

@@ -13,6 +13,13 @@
 //! All chases are timed in thread CPU time, so time spent descheduled while other
 //! processes use the cores does not count (cache and TLB disturbance by them still does).
 //!
+//! Two further modes, printed and not cached, characterise how the latency depends on the
+//! memory a structure spans (module `sweep`): `--sweep` repeats the dependent chase over
+//! working sets from 64 MiB to 4 GiB on 4 KiB pages, transparent huge pages (with the
+//! fraction the kernel really backed, from `/proc/self/smaps`) and 1 GiB hugetlb pages if
+//! any are reserved; `--locality` prices a second dependent read that lands within 4 KiB …
+//! 2 MiB of the first (a leaf, then a pair block placed near it).
+//!
 //! The result is cached as JSON (by default `~/.cache/orrery-bench/machine.json`) and reused
 //! while the CPU model, core count, memory size and kernel are the same; every report
 //! prints it, and `dram_rt_per_op` divides per-thread ns/op by the 4 KiB-page latency.
@@ -21,7 +28,7 @@ pub(crate) mod malloc;
 mod region;
 mod sweep;
 
-pub(crate) use sweep::{describe_sweep, parse_sizes, sweep};
+pub(crate) use sweep::{describe_locality, describe_sweep, locality, parse_sizes, sweep};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -168,6 +168,111 @@ pub(crate) fn describe_sweep(points: &[SweepPoint]) -> String {
     s
 }
 
+/// One window size of the locality test.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct LocalityPoint {
+    /// Window in bytes (the whole array for the last point).
+    pub(crate) window: usize,
+    /// ns per *pair* of dependent loads (the first anywhere, the second in its window).
+    pub(crate) pair_ns: f64,
+}
+
+/// Links the even slots of `words` into one random cycle with a detour: each even slot
+/// `a` points to an odd slot `b` in the same `window`-byte window (a bijection per window,
+/// so no two even slots share one), and `b` points to the next even slot of the cycle.
+/// `window` is a power of two of at least two slots and divides the array.
+fn link_pairs(words: &mut [u64], evens: &[u32], window: usize, rng: &mut Rng) {
+    let stride = SLOT / 8;
+    let per = window / SLOT; // slots per window, a power of two >= 2
+    let half = (per / 2) as u64;
+    let windows = words.len() / stride / per;
+    // Per window an odd multiplier and an offset: `k -> (k * m + c) mod half` permutes the
+    // window's pair indices, so `b` is a random-looking odd slot, distinct per `a`.
+    let mc: Vec<(u64, u64)> = (0..windows)
+        .map(|_| (rng.next_u64() | 1, rng.next_u64()))
+        .collect();
+    let partner = |a: usize| -> usize {
+        let (w, k) = (a / per, (a % per) / 2);
+        let (m, c) = mc[w];
+        let j = (k as u64).wrapping_mul(m).wrapping_add(c) & (half - 1);
+        w * per + 2 * j as usize + 1
+    };
+    for (i, &a) in evens.iter().enumerate() {
+        let a = a as usize;
+        let b = partner(a);
+        let next = evens[(i + 1) % evens.len()];
+        words[a * stride] = b as u64;
+        words[b * stride] = u64::from(next);
+    }
+}
+
+/// The cost of a second dependent load near the first: on a THP array of `mib` MiB, a
+/// chase of (random slot, then a random slot within `window` of it) pairs, for windows of
+/// 4 KiB, 32 KiB (the guest memory one host page-table line maps when the host uses 4 KiB
+/// pages), 256 KiB, 2 MiB (one huge page) and the whole array. ns per pair: with the whole
+/// array it is two full random reads; the smaller the window, the more of the second
+/// read's address translation (and DRAM row) the first one already paid for. This models
+/// a lookup that reads a leaf and then a pair block allocated next to that leaf.
+pub(crate) fn locality(
+    mib: usize,
+    loads: usize,
+    progress: &Progress,
+) -> Result<Vec<LocalityPoint>, String> {
+    let len = mib.checked_shl(20).ok_or("locality size too large")?;
+    if !len.is_power_of_two() || len < 4 << 20 {
+        return Err("the locality test needs a power-of-two size of at least 4 MiB".into());
+    }
+    if loads < 2 {
+        return Err("the locality test needs at least two loads".into());
+    }
+    let slots = len / SLOT;
+    let evens32 = u32::try_from(slots).map_err(|_| "locality size over 256 GiB")?;
+    let mut rng = Rng::new(0x4C4F_4341);
+    let mut evens: Vec<u32> = (0..evens32).step_by(2).collect();
+    rng.shuffle(&mut evens);
+    let mut thp = orrery::alloc::HugeArray::<u64>::new(len / 8)
+        .map_err(|e| format!("cannot map {mib} MiB of huge pages for the locality test: {e}"))?;
+    let windows = [4 << 10, 32 << 10, 256 << 10, 2 << 20, len];
+    let bar = progress.bar(windows.len() as u64, "machine: locality");
+    let mut out = Vec::new();
+    for window in windows {
+        link_pairs(&mut thp, &evens, window, &mut rng);
+        // Each pair is two loads: time loads/2 pairs, report ns per pair.
+        let per_load = chase::<1>(&thp, &evens[..1], loads);
+        out.push(LocalityPoint {
+            window,
+            pair_ns: 2.0 * per_load,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// A table for people.
+pub(crate) fn describe_locality(mib: usize, points: &[LocalityPoint]) -> String {
+    let mut s = format!(
+        "two dependent loads over {mib} MiB of THP memory, the second within a window of the first\n\
+         {:>10} {:>12} {:>22}\n",
+        "window", "ns per pair", "second load (ns)"
+    );
+    let Some(far) = points.last() else { return s };
+    for p in points {
+        let w = if p.window >= 1 << 20 {
+            format!("{} MiB", p.window >> 20)
+        } else {
+            format!("{} KiB", p.window >> 10)
+        };
+        s.push_str(&format!(
+            "{w:>10} {:>12.0} {:>22.0}\n",
+            p.pair_ns,
+            p.pair_ns - far.pair_ns / 2.0
+        ));
+    }
+    s.push_str("(second load = ns per pair minus half the whole-array pair)\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +298,43 @@ mod tests {
         }
         let table = describe_sweep(&pts);
         assert_eq!(table.lines().filter(|l| l.contains("x)")).count(), 2);
+    }
+
+    #[test]
+    fn paired_cycle_alternates_near_and_far_and_visits_every_slot() {
+        let slots = 1 << 12;
+        let window = 16 * SLOT;
+        let mut rng = Rng::new(7);
+        let mut evens: Vec<u32> = (0..slots as u32).step_by(2).collect();
+        rng.shuffle(&mut evens);
+        let mut words = vec![0u64; slots * SLOT / 8];
+        link_pairs(&mut words, &evens, window, &mut rng);
+        let per = window / SLOT;
+        let mut seen = vec![false; slots];
+        let mut p = evens[0] as usize;
+        for step in 0..slots {
+            assert!(!seen[p], "slot {p} visited twice");
+            seen[p] = true;
+            let q = words[p * SLOT / 8] as usize;
+            if step % 2 == 0 {
+                assert_eq!(p % 2, 0);
+                assert_eq!(q / per, p / per, "the partner is in the same window");
+                assert_eq!(q % 2, 1);
+            }
+            p = q;
+        }
+        assert_eq!(p, evens[0] as usize, "one cycle through every slot");
+    }
+
+    #[test]
+    fn locality_rejects_bad_sizes_and_measures_small() {
+        let quiet = Progress::new(true);
+        assert!(locality(3, 1000, &quiet).is_err());
+        assert!(locality(6, 1000, &quiet).is_err());
+        let pts = locality(4, 20_000, &quiet).unwrap();
+        assert_eq!(pts.len(), 5);
+        assert_eq!(pts.last().unwrap().window, 4 << 20);
+        assert!(pts.iter().all(|p| p.pair_ns > 0.0));
+        assert_eq!(describe_locality(4, &pts).lines().count(), 2 + 5 + 1);
     }
 }
