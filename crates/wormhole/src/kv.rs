@@ -135,7 +135,8 @@ impl Kv {
         HEADER + k + v
     }
 
-    /// Bytes this block occupies in `pools` (its slot), for memory accounting.
+    /// Bytes this block occupies in `pools` (its slot), for memory accounting. The block
+    /// must be live.
     #[inline]
     pub(crate) fn block_bytes(self, pools: &ClassPools) -> usize {
         pools.block_bytes(self.size())
@@ -150,6 +151,131 @@ impl Kv {
         let size = self.size();
         // SAFETY: allocated by `Kv::new` from `pools` with this size.
         unsafe { pools.free(self.0, size) }
+    }
+}
+
+/// Largest `key + value` byte count stored inline in a leaf (see `leaf`, "Inline pairs").
+pub(crate) const INLINE_MAX: usize = 16;
+
+/// A small pair's bytes, kept in a leaf's inline area instead of a block: key then value,
+/// at most [`INLINE_MAX`] bytes together. The lengths live in the leaf's tag entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InlinePair {
+    klen: u8,
+    vlen: u8,
+    data: [u8; INLINE_MAX],
+}
+
+impl InlinePair {
+    /// The pair, if it fits inline.
+    #[inline]
+    pub(crate) fn new(key: &[u8], value: &[u8]) -> Option<InlinePair> {
+        let (k, v) = (key.len(), value.len());
+        if k + v > INLINE_MAX {
+            return None;
+        }
+        let mut data = [0u8; INLINE_MAX];
+        data[..k].copy_from_slice(key);
+        data[k..k + v].copy_from_slice(value);
+        Some(InlinePair {
+            klen: k as u8,
+            vlen: v as u8,
+            data,
+        })
+    }
+
+    /// From lengths and the `INLINE_MAX` bytes of an inline slot.
+    #[inline]
+    pub(crate) fn from_parts(klen: usize, vlen: usize, data: [u8; INLINE_MAX]) -> InlinePair {
+        debug_assert!(klen + vlen <= INLINE_MAX);
+        InlinePair {
+            klen: klen as u8,
+            vlen: vlen as u8,
+            data,
+        }
+    }
+
+    /// Key and value lengths.
+    #[inline]
+    pub(crate) fn lens(&self) -> (usize, usize) {
+        (self.klen as usize, self.vlen as usize)
+    }
+
+    /// The slot bytes (key then value, zero-padded).
+    #[inline]
+    pub(crate) fn data(&self) -> &[u8; INLINE_MAX] {
+        &self.data
+    }
+
+    /// The key bytes.
+    #[inline]
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.data[..self.klen as usize]
+    }
+
+    /// The value bytes.
+    #[inline]
+    pub(crate) fn value(&self) -> &[u8] {
+        let k = self.klen as usize;
+        &self.data[k..k + self.vlen as usize]
+    }
+}
+
+/// A pair taken out of (or going into) a leaf: a block, or a copy of an inline pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pair {
+    /// A key-value block ([`Kv`]).
+    Heap(Kv),
+    /// Bytes stored in the leaf itself.
+    Inline(InlinePair),
+}
+
+impl Pair {
+    /// The key bytes.
+    ///
+    /// # Safety
+    /// For [`Pair::Heap`], as [`Kv::key`] (the block stays live for the borrow).
+    #[inline]
+    pub(crate) unsafe fn key(&self) -> &[u8] {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Pair::Heap(kv) => unsafe { kv.key() },
+            Pair::Inline(p) => p.key(),
+        }
+    }
+
+    /// Bytes this pair adds to the index's `key_value_bytes`: the block's slot, or the key
+    /// and value bytes of an inline pair.
+    ///
+    /// # Safety
+    /// For [`Pair::Heap`], the block is live.
+    #[inline]
+    pub(crate) unsafe fn bytes(&self, pools: &ClassPools) -> usize {
+        match self {
+            Pair::Heap(kv) => kv.block_bytes(pools),
+            Pair::Inline(p) => p.klen as usize + p.vlen as usize,
+        }
+    }
+
+    /// Inline bytes (key and value) of this pair, 0 for a block.
+    #[inline]
+    pub(crate) fn inline_bytes(&self) -> usize {
+        match self {
+            Pair::Heap(_) => 0,
+            Pair::Inline(p) => p.klen as usize + p.vlen as usize,
+        }
+    }
+
+    /// Frees a block (nothing to do for an inline pair).
+    ///
+    /// # Safety
+    /// As [`Kv::free`] for [`Pair::Heap`].
+    #[inline]
+    pub(crate) unsafe fn free(self, pools: &ClassPools) {
+        if let Pair::Heap(kv) = self {
+            // SAFETY: forwarded from the caller.
+            unsafe { kv.free(pools) }
+        }
     }
 }
 
@@ -181,5 +307,21 @@ mod tests {
                 kv.free(&pools);
             }
         }
+    }
+
+    #[test]
+    fn inline_pair_bounds() {
+        let p = InlinePair::new(b"12345678", b"abcdefgh").expect("16 bytes fit");
+        assert_eq!((p.key(), p.value()), (&b"12345678"[..], &b"abcdefgh"[..]));
+        assert_eq!(p.lens(), (8, 8));
+        assert!(InlinePair::new(b"123456789", b"abcdefgh").is_none());
+        assert!(InlinePair::new(&[7u8; INLINE_MAX + 1], b"").is_none());
+        let e = InlinePair::new(b"", b"").expect("empty fits");
+        assert_eq!((e.key(), e.value()), (&b""[..], &b""[..]));
+        let q = InlinePair::new(&[9u8; INLINE_MAX], b"").expect("a 16-byte key fits");
+        let pq = Pair::Inline(q);
+        // SAFETY: inline pairs need no liveness.
+        assert_eq!(unsafe { pq.key() }, &[9u8; INLINE_MAX][..]);
+        assert_eq!(Pair::Inline(q).inline_bytes(), INLINE_MAX);
     }
 }
