@@ -593,7 +593,9 @@ pub(crate) trait LeafAccess {
         } else {
             let kv = ekv(e);
             // SAFETY: the block is live under the leaf lock.
-            unsafe { (kv.key(), kv.value()) }
+            let k = unsafe { kv.key() };
+            // SAFETY: as above.
+            (k, unsafe { kv.value() })
         }
     }
 
