@@ -4,21 +4,51 @@
 //!
 //! # Layout (byte level), capacity `C` (8 ≤ C ≤ 256, default 128)
 //!
-//! One block, 64-byte aligned, `size_of::<Leaf>() + 8·C + C` bytes (rounded to 64):
+//! One block, 64-byte aligned: `H + 8·C + C` bytes rounded to 64 for a *plain* leaf
+//! (`H = size_of::<Leaf>() = 64`; 1216 bytes for `C = 128`), plus `16·C` bytes of inline
+//! cells for a leaf with an *inline area* (3264 bytes for `C = 128`):
 //!
 //! ```text
-//! line 0  Leaf header: lock word, version, prev, next, nr, nr_sorted, sort bit, C, and
-//!         the anchor (inline up to 12 bytes, else a pointer; see `Leaf`)
-//! +H      tags:  [u64; C]   slot = tag16 << 48 | kv_addr48 (a real entry), or a *hole*
-//!                           (address 0) carrying the tag of the next real entry to its
-//!                           right (0xFFFF if none); the C slots are non-decreasing by tag
+//! line 0  Leaf header: lock word, version, prev, next, nr, nr_sorted, sort bit, kind, C,
+//!         and the anchor (inline up to 12 bytes, else a pointer; see `Leaf`)
+//! +H      tags:  [u64; C]   slot = tag16 << 48 | ref48 (a real entry), or a *hole*
+//!                           (ref 0) carrying the tag of the next real entry to its right
+//!                           (0xFFFF if none); the C slots are non-decreasing by tag.
+//!                           ref48 = a pair block's address (bit 47 clear), or, for an
+//!                           inline pair, 1 << 47 | klen << 8 | vlen
 //! +H+8C   order: [u8;  C]   slot indexes of the nr real entries: [0, nr_sorted) in key
 //!                           order, then the unsorted tail [nr_sorted, nr) in insertion order
+//! +I      cells: [[u8; 16]; C]  (inline area only; I = H + 9C rounded up to 64) cell i
+//!                           holds the key then the value of slot i's inline pair
 //! ```
 //!
 //! A lookup reads line 0, the tag line at the tag's *home* slot `tag · C / 2^16` (direct
-//! speculative positioning, §3.2) and its neighbours, then the one pair block whose tag
-//! matches. **Deviation:** the paper packs the `nr` entries at the front and positions at
+//! speculative positioning, §3.2) and its neighbours, then the pair: the inline cell of the
+//! matching slot, or the pair block whose address the slot holds.
+//!
+//! # Inline pairs (deviation, measured; issue 4)
+//!
+//! In the paper (and in a plain leaf here) every pair is a separate block, so a lookup
+//! makes two dependent DRAM round trips after the MetaTrieHT: the leaf (header and tag
+//! line, fetched together, see below) and then the pair block, whose address is in the tag
+//! line. A pair of at most 16 bytes (key + value, `kv::INLINE_MAX`) is instead kept in the
+//! leaf, in the cell of its tag slot; cells are in the same (hash) order as the slots, so
+//! the cells at the home slot are a function of the tag alone and are prefetched together
+//! with the header and the tag line (`LeafPtr::prefetch_tags`): one round trip per lookup
+//! after the MetaTrieHT. Entries that shift on an insert carry their cells along; splits
+//! and merges move inline pairs as copies (`sorted_pairs`, `rebuild`). Measured on 10M
+//! random 8-byte keys (`docs/wormhole.md`): lookups +14% (1 thread) and +25% (2 threads)
+//! in thread-CPU throughput, memory 41.6 against 40.7 B/key.
+//!
+//! The inline area costs `16·C` bytes per leaf whether used or not, which long-key sets
+//! cannot afford (`az`, `url`: +23 B/key). So an index decides once, at its first split,
+//! from the pairs of its full head leaf (`LeafPools::decide`): if at least half are
+//! inline, every later leaf has an inline area (*inline mode*); otherwise no later leaf
+//! has one (*plain mode*), the head's inline pairs move to blocks and the head stops taking
+//! inline pairs (its `kind` loses `KIND_INLINE_ON`). A key set whose pair sizes change
+//! later keeps the first choice (a known limit: it then pays 23 B/key for an unused area,
+//! or misses the inline speed-up). Only leaves that take inline pairs ever hold one, so
+//! pairs never need converting when they move between leaves. **Deviation:** the paper packs the `nr` entries at the front and positions at
 //! `tag · nr / 2^16`, so the tag line can only be fetched after the header (which holds
 //! `nr`) has arrived: two dependent DRAM round trips. Spreading the entries over all `C`
 //! slots with holes makes the home slot depend on the tag alone, so the header and the tag
@@ -41,7 +71,8 @@
 //!
 //! Each leaf has a reader-writer lock. Writers (insert, remove, split, merge) hold it
 //! exclusively; point lookups and scans hold it shared. The only mutation under the shared
-//! lock is lazy sorting of the order array by a scan: the scanner takes the leaf's *sort
+//! lock is lazy sorting of the order array by a scan (inline cells, like pair blocks, are
+//! written only under the exclusive lock): the scanner takes the leaf's *sort
 //! bit*, sorts, and publishes `nr_sorted = nr` with release ordering; readers only read the
 //! order array after observing `nr_sorted == nr` (acquire), and nobody sorts a leaf whose
 //! `nr_sorted == nr`, so sorting never races with reading. `version` is the expected

@@ -67,6 +67,11 @@
 //!   header line, and the final full comparison of a search is made there. This removes
 //!   most items and one dependent DRAM read from lookups once the MetaTrieHT is out of
 //!   cache (`meta`, measured there and in `docs/wormhole.md`).
+//! * Pairs of at most 16 bytes live in the leaf, in a cell per tag slot that is prefetched
+//!   with the home tag line (one DRAM round trip per lookup after the MetaTrieHT instead of
+//!   two); an index decides at its first split whether its leaves have the inline area,
+//!   so long-key sets do not pay for it. Pair blocks have a 2-byte header for keys under
+//!   255 bytes (`leaf`, "Inline pairs"; `kv`).
 //! * A leaf's tag array spreads its entries over all slots (holes carry their right
 //!   neighbour's tag, so the array stays sorted) and direct positioning uses the capacity
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
@@ -93,11 +98,12 @@
 //! Leaves, items and small pair blocks come from `orrery_core::alloc::SlabPool`s, i.e. from
 //! `mmap`ed 2 MiB chunks, not from the global allocator (a counting global allocator sees
 //! almost nothing; `memory_usage()` and RSS see it all). `structure_bytes` counts the leaf
-//! pool's reserved chunks, anchors, both MetaTrieHTs (slot arrays at their reserved size,
-//! item blocks at their slot size), and the unused part of the item and pair pools'
-//! chunks; `key_value_bytes` counts the pair blocks at their slot size (8-byte header, key,
-//! value, rounded up to 8 bytes; blocks over 256 bytes come from the global allocator at
-//! their exact size).
+//! pools' reserved chunks minus the inline pairs' bytes, anchors, both MetaTrieHTs (slot
+//! arrays at their reserved size, item blocks at their slot size), and the unused part of
+//! the item and pair pools' chunks; `key_value_bytes` counts the pair blocks at their slot
+//! size (2- or 9-byte header, key, value, rounded up to 8 bytes; blocks over 256 bytes come
+//! from the global allocator at their exact size) and inline pairs at their key and value
+//! bytes. The sum is the memory held, with nothing counted twice.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
