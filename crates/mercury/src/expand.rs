@@ -45,13 +45,14 @@
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
 //! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
 
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::Expansion;
 use crate::inline_pair;
 use crate::link::{BucketWord, Link};
-use crate::node;
+use crate::node::{self, Node};
 use crate::raw::{Inner, hashed};
 use crate::read::prefetch;
 use crate::table::Table;
@@ -180,15 +181,31 @@ impl Inner {
             return true;
         }
         let end = (start + self.config.migrate_run).min(t.len());
-        // Overlap the run's node misses: peek at every bucket of the run (no lock: only a
-        // hint) and prefetch its head node, then migrate bucket by bucket.
-        for l in start..end {
-            if let Some(head) = t.load(l).head().node() {
-                prefetch(head.as_ptr());
+        let mut promoted = Vec::new();
+        let mut words = [BucketWord::MOVED_EMPTY; LOCK_BATCH];
+        for from in (start..end).step_by(LOCK_BATCH) {
+            let to = (from + LOCK_BATCH).min(end);
+            // Lock the batch first, then migrate it: a locked RMW waits for every earlier
+            // store to drain, so taking each lock between two buckets' migrations made every
+            // bucket wait for the previous one's stores into fresh successor lines. Locks are
+            // taken in index order, and a writer holds at most one bucket lock and waits for
+            // nothing while holding it, so holding a batch cannot deadlock. Prefetching each
+            // head node overlaps the batch's node misses.
+            for (w, l) in words.iter_mut().zip(from..to) {
+                *w = t.lock(l);
+                if let Some(head) = w.head().node() {
+                    prefetch(head.as_ptr());
+                }
+            }
+            for (&w, l) in words.iter().zip(from..to) {
+                migrate_bucket(t, next, l, w, &mut promoted);
             }
         }
-        for l in start..end {
-            migrate_bucket(self, t, next, l, guard);
+        if !promoted.is_empty() {
+            // SAFETY: every node of `promoted` is in no chain any more (its old bucket is
+            // MOVED and empty, the new chains were built without it), so readers pinned from
+            // now on cannot reach it; each was in exactly one chain, so it is retired once.
+            unsafe { self.retire_all(guard, promoted) };
         }
         t.set_migrated(end);
         if end < t.len() {
@@ -231,11 +248,21 @@ fn expand_thread(inner: &Weak<Inner>) {
     }
 }
 
-/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`, and
-/// retires the nodes whose pairs moved into an inline area.
-fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guard) {
+/// Buckets locked at once by a migration run (see `migrate_run`).
+const LOCK_BATCH: usize = 16;
+
+/// Migrates old bucket `l` of `t` (N buckets), whose lock the caller took (`word` is the word
+/// as of locking), into buckets `l` and `l + N` of `next`, and releases the lock. Nodes whose
+/// pairs moved into an inline area are pushed onto `promoted`, for the caller to retire.
+fn migrate_bucket(
+    t: &Table,
+    next: &Table,
+    l: usize,
+    word: BucketWord,
+    promoted_out: &mut Vec<NonNull<Node>>,
+) {
     let n = t.len();
-    let word = t.lock(l);
+    debug_assert!(word.is_locked());
     debug_assert!(!word.is_moved(), "bucket {l} migrated twice");
     // MOVED first (lock still held): a reader whose walk sees any re-linked `next` word below
     // will then see MOVED when it re-checks the bucket, and retries in `next`.
@@ -289,12 +316,7 @@ fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guar
     // A reader that finds the old area empty from now on then loads the word and sees MOVED.
     old_area.clear();
     t.store_unlock(l, BucketWord::MOVED_EMPTY);
-    for x in promoted.into_iter().flatten() {
-        // SAFETY: `x` is in no chain any more: the old bucket is MOVED and empty, and the
-        // new chains were built without it; readers pinned from now on cannot reach it. It
-        // was in exactly one chain, so it is retired once.
-        unsafe { inner.retire(guard, x) };
-    }
+    promoted_out.extend(promoted.into_iter().flatten());
 }
 
 #[cfg(test)]
