@@ -328,6 +328,77 @@ mod tests {
     use crate::table::Table;
     use crate::{Config, Mercury};
 
+    /// A run longer than a lock batch, ending in a partial batch: every bucket of the run is
+    /// migrated with its own word (all keys found, the run's old buckets MOVED, unlocked and
+    /// empty, the others untouched), and the prefetch hint follows the terminated table.
+    #[test]
+    fn batched_runs_migrate_every_bucket() {
+        let buckets = if cfg!(miri) { 64 } else { 1024 };
+        let m = Mercury::with_config(Config {
+            initial_buckets: buckets,
+            load_percent: 1_000_000,
+            migrate_run: super::LOCK_BATCH * 2 + 5,
+            ..Config::default()
+        })
+        .unwrap();
+        let n = buckets as u64 * 2;
+        for i in 0..n {
+            m.insert(&i.to_le_bytes(), &(i * 3).to_le_bytes()).unwrap();
+        }
+        let inner = &m.inner;
+        let guard = pin();
+        let t = inner.current(&guard);
+        t.set_next(Table::new(buckets * 2, 1_000_000).unwrap());
+        let next = t.next().unwrap();
+        // One run: the first 37 buckets.
+        inner.help(t, next, &guard, false);
+        assert_eq!(t.migrated(), super::LOCK_BATCH * 2 + 5);
+        for l in 0..buckets {
+            let w = t.load(l);
+            assert!(!w.is_locked(), "bucket {l} left locked");
+            assert_eq!(w.is_moved(), l < t.migrated(), "bucket {l}");
+            if w.is_moved() {
+                assert!(w.head().is_null() && t.cell(l).inline.locked_is_empty());
+            }
+        }
+        for i in 0..n {
+            assert_eq!(
+                m.get(&i.to_le_bytes()),
+                Some((i * 3).to_le_bytes().to_vec())
+            );
+        }
+        inner.help(t, next, &guard, true);
+        assert!(std::ptr::eq(inner.current(&guard), next));
+        assert_eq!(inner.hint(), (next.cells_addr(), next.len() as u64 - 1));
+        drop(guard);
+        let stats = m.chain_stats();
+        assert_eq!(stats.items, n as usize);
+        for i in 0..n {
+            assert_eq!(
+                m.get(&i.to_le_bytes()),
+                Some((i * 3).to_le_bytes().to_vec())
+            );
+            assert!(m.remove(&i.to_le_bytes()));
+        }
+        assert!(m.is_empty());
+    }
+
+    /// The default load factor: a table of 1024 buckets holds 1024 items without expanding
+    /// and starts an expansion with the next one.
+    #[test]
+    fn default_load_factor_is_one_item_per_bucket() {
+        let m = Mercury::new();
+        assert_eq!(m.buckets(), (1024, None));
+        for i in 0..1024u32 {
+            m.insert(&i.to_le_bytes(), b"v").unwrap();
+        }
+        assert_eq!(m.buckets().0, 1024);
+        assert_eq!(m.buckets().1, None);
+        m.insert(b"one more", b"v").unwrap();
+        let (len, next) = m.buckets();
+        assert!(len == 2048 || next == Some(2048), "{len} {next:?}");
+    }
+
     /// The hazard that the miss re-validation guards against, made deterministic: a reader
     /// that loaded a bucket word before its migration and walks on afterwards follows
     /// re-linked `next` words and misses keys that are present. `lookup` must notice (the

@@ -128,6 +128,15 @@ impl Inner {
         prefetch(std::ptr::without_provenance::<u8>(cells.wrapping_add(off)));
     }
 
+    /// The prefetch hint (cells address, mask), for tests.
+    #[cfg(test)]
+    pub(crate) fn hint(&self) -> (usize, u64) {
+        (
+            self.current.cells.load(Ordering::Relaxed),
+            self.current.mask.load(Ordering::Relaxed),
+        )
+    }
+
     /// Hands an unlinked node to the epoch collector.
     ///
     /// # Safety
