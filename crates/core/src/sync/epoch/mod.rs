@@ -226,6 +226,7 @@
 
 mod deferred;
 mod global;
+mod grace;
 mod guard;
 mod membarrier;
 mod participant;
@@ -234,6 +235,7 @@ pub use guard::{
     Guard, Handle, PinBarrier, global_epoch, handle, is_pinned, pin, pin_barrier, registry_len,
     synchronize, unprotected,
 };
+pub use grace::GracePeriod;
 pub use membarrier::{ASYMMETRIC_ENV, FALLBACK_ENV};
 #[cfg(all(test, not(loom)))]
 pub(crate) use membarrier::{heavy_barrier, supported as membarrier_supported};
