@@ -175,6 +175,14 @@ struct MachineArgs {
     /// Dependent loads per test [default: 4M].
     #[arg(long, value_parser = count, default_value = "4M")]
     loads: u64,
+    /// Instead: latency against working-set size, MiB list [default: 64,128,256,512,1G,2G,4G]
+    /// (4 KiB, transparent huge and, if reserved, 1 GiB pages; not cached).
+    #[arg(long, num_args = 0..=1, default_missing_value = "64,128,256,512,1G,2G,4G")]
+    sweep: Option<String>,
+    /// Instead: the cost of a second load near the first, over an array of this many MiB
+    /// (a power of two; not cached).
+    #[arg(long)]
+    locality: Option<usize>,
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
@@ -229,6 +237,17 @@ fn dispatch(cmd: Cmd) -> Result<(), String> {
         Cmd::Machine(a) => {
             let path = a.machine_file.unwrap_or_else(machine::default_cache_path);
             let progress = Progress::new(a.quiet);
+            if let Some(sizes) = &a.sweep {
+                let pts =
+                    machine::sweep(&machine::parse_sizes(sizes)?, a.loads as usize, &progress)?;
+                print!("{}", machine::describe_sweep(&pts));
+                return Ok(());
+            }
+            if let Some(mib) = a.locality {
+                let pts = machine::locality(mib, a.loads as usize, &progress)?;
+                print!("{}", machine::describe_locality(mib, &pts));
+                return Ok(());
+            }
             let m = if a.cached {
                 machine::get(&path, &progress)?
             } else {

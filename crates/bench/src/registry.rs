@@ -267,6 +267,19 @@ fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
     (Box::new(m), Arc::new(hooks))
 }
 
+/// A Mercury table with `config`, whose load factor the bench-only environment variable
+/// `ORRERY_MERCURY_LOAD_PERCENT` (items per 100 buckets before a doubling) overrides, so that
+/// load-factor choices can be compared with one binary.
+fn mercury_config(mut config: orrery::mercury::Config) -> orrery::mercury::Mercury {
+    if let Some(p) = std::env::var("ORRERY_MERCURY_LOAD_PERCENT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.load_percent = p;
+    }
+    orrery::mercury::Mercury::with_config(config).expect("a valid Mercury configuration")
+}
+
 /// Every registered index, in listing order.
 pub(crate) fn entries() -> Vec<Entry> {
     use peers::{btree, congee, hash, scc, skiplist};
@@ -307,20 +320,17 @@ pub(crate) fn entries() -> Vec<Entry> {
             "mercury",
             "Mercury chained hash (cooperative expansion)",
             Caps::CONCURRENT,
-            || mercury_probed(orrery::mercury::Mercury::new()),
+            || mercury_probed(mercury_config(Default::default())),
         ),
         Entry::point_probed(
             "mercury-dedicated",
             "Mercury with the paper's dedicated expand-thread",
             Caps::CONCURRENT,
             || {
-                mercury_probed(
-                    orrery::mercury::Mercury::with_config(orrery::mercury::Config {
-                        expansion: orrery::mercury::Expansion::Dedicated,
-                        ..Default::default()
-                    })
-                    .expect("the default Mercury configuration is valid"),
-                )
+                mercury_probed(mercury_config(orrery::mercury::Config {
+                    expansion: orrery::mercury::Expansion::Dedicated,
+                    ..Default::default()
+                }))
             },
         ),
         Entry::point(

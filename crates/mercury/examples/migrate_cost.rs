@@ -31,7 +31,7 @@ fn main() {
     // the expansion starts (a handful of 64-bucket runs get migrated on the way).
     let mut n = 0;
     let mut x = 1;
-    while m.buckets().1.is_none() && n < buckets {
+    while m.buckets().1.is_none() && n < 2 * buckets {
         let k = splitmix(&mut x);
         m.insert(&k.to_le_bytes(), &k.to_be_bytes()).unwrap();
         n += 1;

@@ -1,20 +1,25 @@
 //! Aggressive, incremental expansion (§3 "Hash table expansion").
 //!
-//! The table doubles whenever it holds more than `load_percent`% items per bucket (75 by
-//! default: chains stay near one node, so a lookup stays near two DRAM accesses), in the
-//! paper's three phases:
+//! The table doubles whenever it holds more than `load_percent`% items per bucket (100 by
+//! default, the paper's "about one item per bucket": chains stay near one node, so a lookup
+//! stays near two DRAM accesses, most of them one thanks to inline pairs), in the paper's
+//! three phases:
 //!
 //! 1. **Initialization.** The writer whose insert crosses the threshold takes the table's
 //!    `resize` token, allocates the successor (2N zeroed buckets, huge-page backed) and
 //!    publishes it with one Release store of `table.next`. That store is the whole state
 //!    change: from then on the table is "expanding".
 //! 2. **Rehash, bucket by bucket.** Whoever holds the token migrates a *run* of buckets
-//!    `r..r+run` in order, then publishes `migrated = r+run` (the paper's *r*). Migrating
-//!    bucket `l`: take its lock, set MOVED (lock still held), re-link each node of the chain
+//!    `r..r+run` in order, then publishes `migrated = r+run` (the paper's *r*). The locks of
+//!    a batch of `LOCK_BATCH` buckets are taken first (so that the locked RMWs do not each
+//!    wait for the previous bucket's stores into fresh successor lines), then each bucket
+//!    is migrated and unlocked in turn. Migrating bucket `l` (locked): set MOVED (lock
+//!    still held), re-link each node of the chain
 //!    onto the head of `next[l]` or `next[l+N]` (by the hash bit N, recomputed from the key;
 //!    nodes are moved, not copied), store the two new bucket words, then store the old word as
 //!    MOVED | unlocked | empty. Other buckets keep serving meanwhile; an operation on bucket
-//!    `l` waits at most for this one bucket.
+//!    `l` waits at most for the migration of `l`'s lock batch. Nodes whose pairs moved into
+//!    inline areas are retired once per run, as one deferred batch.
 //! 3. **Termination.** The holder that migrates the last run swings the structure's current
 //!    table pointer to the successor and hands the old table to the epoch collector.
 //!
@@ -46,13 +51,14 @@
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
 //! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
 
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::Expansion;
 use crate::inline_pair;
 use crate::link::{BucketWord, Link};
-use crate::node;
+use crate::node::{self, Node};
 use crate::raw::{Inner, hashed};
 use crate::read::prefetch;
 use crate::table::Table;
@@ -61,7 +67,7 @@ use orrery_core::sync::{Backoff, Guard, pin};
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
 ///
 /// With runs of 64 buckets, 32 spreads the migration of N buckets over about N/2 inserts
-/// (the successor needs 0.75N more before it must grow itself). It was 4 (N/16 inserts):
+/// (the successor needs N more before it must grow itself). It was 4 (N/16 inserts):
 /// measured with `orrery-bench`'s split of throughput while expanding (4M keys loaded into
 /// an empty table, `docs/results/mercury.md`), 16 lifted the insert throughput while an
 /// expansion runs from 0.16x to 0.37x of steady state on one thread (0.53x to 0.57x on
@@ -200,15 +206,31 @@ impl Inner {
             return true;
         }
         let end = (start + self.config.migrate_run).min(t.len());
-        // Overlap the run's node misses: peek at every bucket of the run (no lock: only a
-        // hint) and prefetch its head node, then migrate bucket by bucket.
-        for l in start..end {
-            if let Some(head) = t.load(l).head().node() {
-                prefetch(head.as_ptr());
+        let mut promoted = Vec::new();
+        let mut words = [BucketWord::MOVED_EMPTY; LOCK_BATCH];
+        for from in (start..end).step_by(LOCK_BATCH) {
+            let to = (from + LOCK_BATCH).min(end);
+            // Lock the batch first, then migrate it: a locked RMW waits for every earlier
+            // store to drain, so taking each lock between two buckets' migrations made every
+            // bucket wait for the previous one's stores into fresh successor lines. Locks are
+            // taken in index order, and a writer holds at most one bucket lock and waits for
+            // nothing while holding it, so holding a batch cannot deadlock. Prefetching each
+            // head node overlaps the batch's node misses.
+            for (w, l) in words.iter_mut().zip(from..to) {
+                *w = t.lock(l);
+                if let Some(head) = w.head().node() {
+                    prefetch(head.as_ptr());
+                }
+            }
+            for (&w, l) in words.iter().zip(from..to) {
+                migrate_bucket(t, next, l, w, &mut promoted);
             }
         }
-        for l in start..end {
-            migrate_bucket(self, t, next, l, guard);
+        if !promoted.is_empty() {
+            // SAFETY: every node of `promoted` is in no chain any more (its old bucket is
+            // MOVED and empty, the new chains were built without it), so readers pinned from
+            // now on cannot reach it; each was in exactly one chain, so it is retired once.
+            unsafe { self.retire_all(guard, promoted) };
         }
         t.set_migrated(end);
         if end < t.len() {
@@ -257,11 +279,21 @@ fn expand_thread(inner: &Weak<Inner>) {
     }
 }
 
-/// Migrates old bucket `l` of `t` (N buckets) into buckets `l` and `l + N` of `next`, and
-/// retires the nodes whose pairs moved into an inline area.
-fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guard) {
+/// Buckets locked at once by a migration run (see `migrate_run`).
+const LOCK_BATCH: usize = 16;
+
+/// Migrates old bucket `l` of `t` (N buckets), whose lock the caller took (`word` is the word
+/// as of locking), into buckets `l` and `l + N` of `next`, and releases the lock. Nodes whose
+/// pairs moved into an inline area are pushed onto `promoted`, for the caller to retire.
+fn migrate_bucket(
+    t: &Table,
+    next: &Table,
+    l: usize,
+    word: BucketWord,
+    promoted_out: &mut Vec<NonNull<Node>>,
+) {
     let n = t.len();
-    let word = t.lock(l);
+    debug_assert!(word.is_locked());
     debug_assert!(!word.is_moved(), "bucket {l} migrated twice");
     // MOVED first (lock still held): a reader whose walk sees any re-linked `next` word below
     // will then see MOVED when it re-checks the bucket, and retries in `next`.
@@ -315,12 +347,7 @@ fn migrate_bucket(inner: &Inner, t: &Table, next: &Table, l: usize, guard: &Guar
     // A reader that finds the old area empty from now on then loads the word and sees MOVED.
     old_area.clear();
     t.store_unlock(l, BucketWord::MOVED_EMPTY);
-    for x in promoted.into_iter().flatten() {
-        // SAFETY: `x` is in no chain any more: the old bucket is MOVED and empty, and the
-        // new chains were built without it; readers pinned from now on cannot reach it. It
-        // was in exactly one chain, so it is retired once.
-        unsafe { inner.retire(guard, x) };
-    }
+    promoted_out.extend(promoted.into_iter().flatten());
 }
 
 #[cfg(test)]
@@ -332,6 +359,81 @@ mod tests {
     use crate::read::lookup_at;
     use crate::table::Table;
     use crate::{Config, Mercury};
+
+    /// A run longer than a lock batch, ending in a partial batch: every bucket of the run is
+    /// migrated with its own word (all keys found, the run's old buckets MOVED, unlocked and
+    /// empty, the others untouched), and the prefetch hint follows the terminated table.
+    #[test]
+    fn batched_runs_migrate_every_bucket() {
+        let buckets = if cfg!(miri) { 64 } else { 1024 };
+        let m = Mercury::with_config(Config {
+            initial_buckets: buckets,
+            load_percent: 1_000_000,
+            migrate_run: super::LOCK_BATCH * 2 + 5,
+            ..Config::default()
+        })
+        .unwrap();
+        let n = buckets as u64 * 2;
+        for i in 0..n {
+            m.insert(&i.to_le_bytes(), &(i * 3).to_le_bytes()).unwrap();
+        }
+        let inner = &m.inner;
+        let guard = pin();
+        let t = inner.current(&guard);
+        t.set_next(Table::new(buckets * 2, 1_000_000).unwrap());
+        let next = t.next().unwrap();
+        // One run: the first 37 buckets.
+        inner.help(t, next, &guard, false);
+        assert_eq!(t.migrated(), super::LOCK_BATCH * 2 + 5);
+        for l in 0..buckets {
+            let w = t.load(l);
+            assert!(!w.is_locked(), "bucket {l} left locked");
+            assert_eq!(w.is_moved(), l < t.migrated(), "bucket {l}");
+            if w.is_moved() {
+                assert!(w.head().is_null() && t.cell(l).inline.locked_is_empty());
+            }
+        }
+        for i in 0..n {
+            assert_eq!(
+                m.get(&i.to_le_bytes()),
+                Some((i * 3).to_le_bytes().to_vec())
+            );
+        }
+        inner.help(t, next, &guard, true);
+        assert!(std::ptr::eq(inner.current(&guard), next));
+        assert_eq!(inner.hint(), (next.cells_addr(), next.len() as u64 - 1));
+        drop(guard);
+        let stats = m.chain_stats();
+        assert_eq!(stats.items, n as usize);
+        for i in 0..n {
+            assert_eq!(
+                m.get(&i.to_le_bytes()),
+                Some((i * 3).to_le_bytes().to_vec())
+            );
+            assert!(m.remove(&i.to_le_bytes()));
+        }
+        assert!(m.is_empty());
+    }
+
+    /// The default load factor: a table of 1024 buckets holds 1024 items without expanding
+    /// and starts an expansion with the next one.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "1025 inserts through the whole protocol: too slow under Miri"
+    )]
+    fn default_load_factor_is_one_item_per_bucket() {
+        let m = Mercury::new();
+        assert_eq!(m.buckets(), (1024, None));
+        for i in 0..1024u32 {
+            m.insert(&i.to_le_bytes(), b"v").unwrap();
+        }
+        assert_eq!(m.buckets().0, 1024);
+        assert_eq!(m.buckets().1, None);
+        m.insert(b"one more", b"v").unwrap();
+        let (len, next) = m.buckets();
+        assert!(len == 2048 || next == Some(2048), "{len} {next:?}");
+    }
 
     /// The hazard that the miss re-validation guards against, made deterministic: a reader
     /// that loaded a bucket word before its migration and walks on afterwards follows

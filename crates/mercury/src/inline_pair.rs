@@ -4,7 +4,7 @@
 //! the bucket line, then the key-value node. Here a bucket is a 32-byte *cell*: the bucket
 //! word (`link.rs`) plus an inline area that can hold one small key-value pair (key length
 //! plus value length at most [`INLINE_MAX`] = 16 bytes, e.g. an 8-byte key with an 8-byte
-//! value). With the table kept at 0.375-0.75 items per bucket, most pairs are the only or
+//! value). With the table kept at 0.5-1 items per bucket, most pairs are the only or
 //! the first pair of their bucket, and a GET of an inline pair costs one DRAM access.
 //!
 //! ```text

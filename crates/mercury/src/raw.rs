@@ -11,7 +11,7 @@
 
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::Error;
 
@@ -19,14 +19,34 @@ use crate::Config;
 use crate::count::Counters;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
-use crate::table::Table;
+use crate::read::prefetch;
+use crate::table::{Cell, Table};
 use orrery_core::hash::{hash64, tag16};
 use orrery_core::sync::{Backoff, CachePadded, Guard};
 
+/// The current-table pointer and, beside it, a *hint* of where the current table's cells
+/// are (base address and index mask), readable without a guard.
+///
+/// An operation computes its bucket's address from the hint and prefetches that line
+/// *before* it pins its epoch guard: the fenced pin is a full barrier that keeps later loads
+/// from starting, so without the hint the bucket's DRAM miss could only begin after the
+/// barrier retired (measured reason in `docs/mercury.md`, "Prefetch before the pin"). The
+/// hint is only ever used for a prefetch (a hint to the CPU that never faults and has no
+/// semantic effect), so a stale or torn hint (during a termination) costs at most a useless
+/// prefetch.
+struct Current {
+    /// The current table (the newest one whose expansion has not terminated).
+    table: AtomicPtr<Table>,
+    /// Address of the current table's first cell (a hint, see above).
+    cells: AtomicUsize,
+    /// The current table's index mask (a hint, see above).
+    mask: AtomicU64,
+}
+
 /// The state shared by all handles of one Mercury table.
 pub(crate) struct Inner {
-    /// The current table (the newest one whose expansion has not terminated).
-    table: CachePadded<AtomicPtr<Table>>,
+    /// The current table and the prefetch hint (one cache line, read by every operation).
+    current: CachePadded<Current>,
     /// Node memory; an `Arc` so that deferred frees keep it alive past `Inner`.
     pub(crate) alloc: Arc<NodeAlloc>,
     pub(crate) counters: Counters,
@@ -53,7 +73,11 @@ impl Inner {
     pub(crate) fn new(config: Config) -> Result<Inner, Error> {
         let table = Table::new(config.initial_buckets, config.load_percent)?;
         Ok(Inner {
-            table: CachePadded::new(AtomicPtr::new(Box::into_raw(table))),
+            current: CachePadded::new(Current {
+                cells: AtomicUsize::new(table.cells_addr()),
+                mask: AtomicU64::new(table.len() as u64 - 1),
+                table: AtomicPtr::new(Box::into_raw(table)),
+            }),
             alloc: Arc::new(NodeAlloc::new()),
             counters: Counters::new(),
             config,
@@ -63,7 +87,7 @@ impl Inner {
     /// The current table, valid while `guard` lives.
     #[inline]
     pub(crate) fn current<'g>(&self, _guard: &'g Guard) -> &'g Table {
-        let p = self.table.load(Ordering::Acquire);
+        let p = self.current.table.load(Ordering::Acquire);
         // SAFETY: the current table is never null, and a table is freed only through a
         // deferred destruction issued after it stopped being current (termination in
         // `expand.rs`), which runs after every guard pinned before that point (ours
@@ -77,12 +101,40 @@ impl Inner {
     pub(crate) fn replace_current(&self, old: &Table) -> *mut Table {
         let new = old.next_ptr();
         debug_assert!(!new.is_null());
-        let prev = self.table.swap(new, Ordering::AcqRel);
+        let prev = self.current.table.swap(new, Ordering::AcqRel);
+        // The hint follows (Relaxed: it is never dereferenced).
+        if let Some(next) = old.next() {
+            self.current
+                .cells
+                .store(next.cells_addr(), Ordering::Relaxed);
+            self.current
+                .mask
+                .store(next.len() as u64 - 1, Ordering::Relaxed);
+        }
         debug_assert!(
             std::ptr::eq(prev, old),
             "only the current table's expander terminates it"
         );
         prev
+    }
+
+    /// Prefetches the current table's cell for hash `h`, computed from the hint (no guard
+    /// needed: the address is only a prefetch hint, never dereferenced).
+    #[inline(always)]
+    pub(crate) fn prefetch_bucket(&self, h: u64) {
+        let cells = self.current.cells.load(Ordering::Relaxed);
+        let mask = self.current.mask.load(Ordering::Relaxed);
+        let off = ((h & mask) as usize).wrapping_mul(size_of::<Cell>());
+        prefetch(std::ptr::without_provenance::<u8>(cells.wrapping_add(off)));
+    }
+
+    /// The prefetch hint (cells address, mask), for tests.
+    #[cfg(test)]
+    pub(crate) fn hint(&self) -> (usize, u64) {
+        (
+            self.current.cells.load(Ordering::Relaxed),
+            self.current.mask.load(Ordering::Relaxed),
+        )
     }
 
     /// Hands an unlinked node to the epoch collector.
@@ -99,6 +151,25 @@ impl Inner {
         };
         // SAFETY: `free` only touches `node` (unreachable to guards pinned from now on) and
         // its own `Arc`; it is sound to run on any thread once the grace period ends.
+        unsafe { guard.defer_unchecked(free) };
+    }
+
+    /// Hands a batch of unlinked nodes to the epoch collector as one deferred function (one
+    /// allocator reference for the batch, instead of one per node).
+    ///
+    /// # Safety
+    /// As [`Inner::retire`], for every node of `nodes`.
+    pub(crate) unsafe fn retire_all(&self, guard: &Guard, nodes: Vec<NonNull<Node>>) {
+        let alloc = Arc::clone(&self.alloc);
+        let free = move || {
+            for node in nodes {
+                // SAFETY: as in `retire`, for each node of the batch (each retired once).
+                unsafe { alloc.free(node) }
+            }
+        };
+        // SAFETY: `free` only touches the batch's nodes (unreachable to guards pinned from
+        // now on) and its own `Arc`; it is sound to run on any thread once the grace period
+        // ends.
         unsafe { guard.defer_unchecked(free) };
     }
 
@@ -231,7 +302,7 @@ pub(crate) unsafe fn find_locked(head: Link, h: Hashed, key: &[u8]) -> Option<Po
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let t = self.table.load(Ordering::Acquire);
+        let t = self.current.table.load(Ordering::Acquire);
         // `drop` has exclusive access: no operation on this table can be running (they
         // borrow the handle, and a dedicated expander holds an `Arc` of `Inner`), so the
         // current table and its successor are ours. Each node is in exactly one chain and is

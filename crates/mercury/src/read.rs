@@ -112,6 +112,8 @@ impl Inner {
             return None;
         }
         let h = hashed(key);
+        // Start the bucket's miss before the pin's barrier (see `Inner::prefetch_bucket`).
+        self.prefetch_bucket(h.hash);
         let guard = pin();
         lookup(self.current(&guard), h, key, f, &guard)
     }

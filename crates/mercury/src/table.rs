@@ -84,6 +84,12 @@ impl Table {
         self.mask as usize + 1
     }
 
+    /// Address of the first cell (for the prefetch hint in `raw.rs`; never dereferenced
+    /// through this integer).
+    pub(crate) fn cells_addr(&self) -> usize {
+        self.buckets.as_ptr().addr()
+    }
+
     /// Bytes of the bucket array.
     pub(crate) fn bytes(&self) -> usize {
         self.len() * size_of::<Cell>()

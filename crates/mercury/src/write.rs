@@ -74,6 +74,8 @@ impl Inner {
     pub(crate) fn insert(self: &std::sync::Arc<Self>, key: &[u8], value: &[u8]) -> Result<bool> {
         check_entry(key, value)?;
         let h = hashed(key);
+        // Start the bucket's miss before the pin's barrier (see `Inner::prefetch_bucket`).
+        self.prefetch_bucket(h.hash);
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };

@@ -32,6 +32,7 @@ impl Wormhole {
             return;
         }
         let g = sync::pin();
+        let inline = self.pool.inline_mode();
         for (c, group) in keys.chunks(GROUP).enumerate() {
             let base = c * GROUP;
             let t = self.table(&g);
@@ -69,12 +70,12 @@ impl Wormhole {
             let mut tg: [Option<Target>; GROUP] = [None; GROUP];
             for ((s, k), out) in st.iter().zip(group).zip(tg.iter_mut()) {
                 if let Some(s) = s {
-                    *out = search::finish(t, k, &self.cfg, *s);
+                    *out = search::finish(t, k, &self.cfg, *s, inline);
                     if let Some(x) = out {
                         x.leaf.prefetch();
                         if self.cfg.sort_by_tag {
                             x.leaf
-                                .prefetch_tags(leaf_tag(x.hash), self.cfg.leaf_capacity);
+                                .prefetch_tags(leaf_tag(x.hash), self.cfg.leaf_capacity, inline);
                         }
                     }
                 }
@@ -91,8 +92,7 @@ impl Wormhole {
                     let r = unsafe { x.leaf.read() };
                     if r.hdr().version.load(Ordering::Acquire) <= v {
                         match self.position(&r, k, x.hash) {
-                            // SAFETY: the pair is live under the shared lock.
-                            Pos::Found(p) => f(i, Some(unsafe { r.kv(p).value() })),
+                            Pos::Found(p) => f(i, Some(r.value(p))),
                             Pos::Absent { .. } => f(i, None),
                         }
                         continue;

@@ -47,11 +47,7 @@ impl Wormhole {
         let (mut cur, mut j) = self.scan_start(start, &g);
         loop {
             while j < cur.len() {
-                let kv = cur.sorted_kv(j);
-                // SAFETY: live under the shared lock.
-                let k = unsafe { kv.key() };
-                // SAFETY: as above.
-                let v = unsafe { kv.value() };
+                let (k, v) = cur.sorted_pair(j);
                 if visitor(k, v).is_break() {
                     return;
                 }
@@ -103,12 +99,8 @@ impl Wormhole {
             loop {
                 if r.len() > 0 {
                     r.ensure_sorted();
-                    let kv = r.sorted_kv(r.len() - 1);
-                    // SAFETY: live under the shared lock.
-                    let k = unsafe { kv.key() }.to_vec();
-                    // SAFETY: as above.
-                    let v = unsafe { kv.value() }.to_vec();
-                    return Some((k, v));
+                    let (k, v) = r.sorted_pair(r.len() - 1);
+                    return Some((k.to_vec(), v.to_vec()));
                 }
                 let p = r.hdr().prev()?;
                 drop(r);
@@ -142,11 +134,8 @@ impl Wormhole {
         let g = sync::pin();
         let (r, j) = self.scan_start(start, &g);
         for jj in j..r.len() {
-            let kv = r.sorted_kv(jj);
-            // SAFETY: live under the shared lock.
-            let k = unsafe { kv.key() };
-            // SAFETY: as above.
-            out.push(k, unsafe { kv.value() });
+            let (k, v) = r.sorted_pair(jj);
+            out.push(k, v);
         }
         let next = r.hdr().next()?;
         // SAFETY: linked from a locked live leaf.
@@ -189,10 +178,9 @@ impl Wormhole {
                 let mut keep = pairs[..j0].to_vec();
                 keep.extend_from_slice(&pairs[j1..]);
                 w.rebuild(&keep);
-                for (_, kv) in &pairs[j0..j1] {
-                    self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
-                    // SAFETY: removed from the leaf under its exclusive lock.
-                    unsafe { kv.free(&self.kvp) };
+                for &(_, p) in &pairs[j0..j1] {
+                    // SAFETY: removed from the leaf under its exclusive lock, used no more.
+                    unsafe { self.drop_pair(p) };
                 }
                 self.len.add(-((j1 - j0) as isize));
                 removed += j1 - j0;

@@ -4,12 +4,21 @@
 //!
 //! # Layout (byte level)
 //!
+//! A short header when the key has at most 254 bytes and the value at most 255, a long one
+//! otherwise:
+//!
 //! ```text
-//! offset 0   u32  key length k   (≤ MAX_KEY_LEN = 65536)
-//! offset 4   u32  value length v (≤ MAX_VALUE_LEN)
-//! offset 8   k    key bytes
-//! offset 8+k v    value bytes
+//! short:  offset 0  u8 key length k (0..=254)   offset 1  u8 value length v
+//!         offset 2  k key bytes, then v value bytes
+//! long:   offset 0  u8 0xFF   offset 1  u32 LE k (≤ MAX_KEY_LEN)   offset 5  u32 LE v
+//!         offset 9  k key bytes, then v value bytes
 //! ```
+//!
+//! **Deviation (measured, issue 4's memory bar):** the paper's `struct kv` keeps two u32
+//! lengths (8 bytes). Pair blocks come in 8-byte size classes, so the header is paid per
+//! key on long-key sets: the 2-byte header saves 6 bytes per pair on average (`url`,
+//! `az`; see `docs/wormhole.md`). Pairs of at most 16 bytes do not use blocks at all in
+//! an index whose leaves hold inline pairs (see `leaf`).
 //!
 //! The block is 8-byte aligned, so its address fits the 48-bit reference field of a leaf's
 //! tag entry (see `leaf`). A block is owned by exactly one leaf entry. Its key never
@@ -21,7 +30,20 @@ use std::ptr::NonNull;
 
 use crate::classes::ClassPools;
 
-const HEADER: usize = 8;
+/// First header byte of the long form.
+const LONG: u8 = 0xFF;
+/// Header bytes of the long form.
+const LONG_HEADER: usize = 9;
+
+/// Header bytes for a key of `k` and a value of `v` bytes.
+#[inline]
+fn header_len(k: usize, v: usize) -> usize {
+    if k < LONG as usize && v <= u8::MAX as usize {
+        2
+    } else {
+        LONG_HEADER
+    }
+}
 
 /// Largest pair block served by the size-class pools.
 pub(crate) const KV_CLASS_MAX: usize = 256;
@@ -39,23 +61,32 @@ impl Kv {
     /// Allocates from `pools` a block holding `key` and `value`. Lengths must be within
     /// the API limits.
     pub(crate) fn new(pools: &ClassPools, key: &[u8], value: &[u8]) -> Kv {
-        debug_assert!(key.len() <= u32::MAX as usize && value.len() <= u32::MAX as usize);
-        let p = pools.alloc(HEADER + key.len() + value.len());
+        let (k, v) = (key.len(), value.len());
+        debug_assert!(k <= u32::MAX as usize && v <= u32::MAX as usize);
+        let h = header_len(k, v);
+        let p = pools.alloc(h + k + v);
         let base = p.as_ptr();
-        // SAFETY: the block is `HEADER + k + v` bytes and 8-aligned; each write below stays
-        // inside it and the source slices do not overlap the fresh block.
-        unsafe { base.cast::<u32>().write(key.len() as u32) };
-        // SAFETY: as above (offset 4 is inside the header, 4-aligned).
-        unsafe { base.wrapping_add(4).cast::<u32>().write(value.len() as u32) };
+        let mut hdr = [0u8; LONG_HEADER];
+        if h == 2 {
+            hdr[0] = k as u8;
+            hdr[1] = v as u8;
+        } else {
+            hdr[0] = LONG;
+            hdr[1..5].copy_from_slice(&(k as u32).to_le_bytes());
+            hdr[5..9].copy_from_slice(&(v as u32).to_le_bytes());
+        }
+        // SAFETY: the block is `h + k + v` bytes; each write below stays inside it and the
+        // source slices do not overlap the fresh block.
+        unsafe { base.copy_from_nonoverlapping(hdr.as_ptr(), h) };
         // SAFETY: as above.
         unsafe {
-            base.wrapping_add(HEADER)
-                .copy_from_nonoverlapping(key.as_ptr(), key.len())
+            base.wrapping_add(h)
+                .copy_from_nonoverlapping(key.as_ptr(), k)
         };
         // SAFETY: as above.
         unsafe {
-            base.wrapping_add(HEADER + key.len())
-                .copy_from_nonoverlapping(value.as_ptr(), value.len())
+            base.wrapping_add(h + k)
+                .copy_from_nonoverlapping(value.as_ptr(), v)
         };
         Kv(p)
     }
@@ -78,14 +109,25 @@ impl Kv {
         self.0.as_ptr().expose_provenance()
     }
 
+    /// Header bytes, key length, value length.
     #[inline]
-    fn lens(self) -> (usize, usize) {
-        // SAFETY: a live block starts with two u32 lengths (type invariant of `Kv`, whose
-        // callers hold the owning leaf's lock).
-        let k = unsafe { self.0.as_ptr().cast::<u32>().read() } as usize;
+    fn lens(self) -> (usize, usize, usize) {
+        let p = self.0.as_ptr();
+        // SAFETY: a live block starts with its header (type invariant of `Kv`, whose
+        // callers hold the owning leaf's lock); both forms have at least 2 bytes.
+        let b = unsafe { p.cast::<[u8; 2]>().read() };
+        if b[0] != LONG {
+            return (2, b[0] as usize, b[1] as usize);
+        }
+        // SAFETY: a long header has 9 bytes: the marker and two unaligned u32.
+        let k = unsafe { p.wrapping_add(1).cast::<u32>().read_unaligned() };
         // SAFETY: as above.
-        let v = unsafe { self.0.as_ptr().wrapping_add(4).cast::<u32>().read() } as usize;
-        (k, v)
+        let v = unsafe { p.wrapping_add(5).cast::<u32>().read_unaligned() };
+        (
+            LONG_HEADER,
+            u32::from_le(k) as usize,
+            u32::from_le(v) as usize,
+        )
     }
 
     /// The key bytes.
@@ -94,9 +136,9 @@ impl Kv {
     /// The block must stay live and unmodified for `'a` (hold the owning leaf's lock).
     #[inline]
     pub(crate) unsafe fn key<'a>(self) -> &'a [u8] {
-        let (k, _) = self.lens();
-        // SAFETY: the key occupies `k` bytes at offset 8 of the live block.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr().wrapping_add(HEADER), k) }
+        let (h, k, _) = self.lens();
+        // SAFETY: the key occupies `k` bytes after the header of the live block.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().wrapping_add(h), k) }
     }
 
     /// The value bytes.
@@ -105,9 +147,9 @@ impl Kv {
     /// As [`Kv::key`].
     #[inline]
     pub(crate) unsafe fn value<'a>(self) -> &'a [u8] {
-        let (k, v) = self.lens();
+        let (h, k, v) = self.lens();
         // SAFETY: the value occupies `v` bytes after the key.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr().wrapping_add(HEADER + k), v) }
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().wrapping_add(h + k), v) }
     }
 
     /// The value bytes, writable in place.
@@ -117,9 +159,9 @@ impl Kv {
     /// `'a`.
     #[inline]
     pub(crate) unsafe fn value_mut<'a>(self) -> &'a mut [u8] {
-        let (k, v) = self.lens();
+        let (h, k, v) = self.lens();
         // SAFETY: exclusive access per the contract; the range is inside the block.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().wrapping_add(HEADER + k), v) }
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr().wrapping_add(h + k), v) }
     }
 
     /// The block's address as a pointer (for prefetching).
@@ -131,11 +173,12 @@ impl Kv {
     /// Bytes of the header, key and value.
     #[inline]
     pub(crate) fn size(self) -> usize {
-        let (k, v) = self.lens();
-        HEADER + k + v
+        let (h, k, v) = self.lens();
+        h + k + v
     }
 
-    /// Bytes this block occupies in `pools` (its slot), for memory accounting.
+    /// Bytes this block occupies in `pools` (its slot), for memory accounting. The block
+    /// must be live.
     #[inline]
     pub(crate) fn block_bytes(self, pools: &ClassPools) -> usize {
         pools.block_bytes(self.size())
@@ -153,6 +196,131 @@ impl Kv {
     }
 }
 
+/// Largest `key + value` byte count stored inline in a leaf (see `leaf`, "Inline pairs").
+pub(crate) const INLINE_MAX: usize = 16;
+
+/// A small pair's bytes, kept in a leaf's inline area instead of a block: key then value,
+/// at most [`INLINE_MAX`] bytes together. The lengths live in the leaf's tag entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InlinePair {
+    klen: u8,
+    vlen: u8,
+    data: [u8; INLINE_MAX],
+}
+
+impl InlinePair {
+    /// The pair, if it fits inline.
+    #[inline]
+    pub(crate) fn new(key: &[u8], value: &[u8]) -> Option<InlinePair> {
+        let (k, v) = (key.len(), value.len());
+        if k + v > INLINE_MAX {
+            return None;
+        }
+        let mut data = [0u8; INLINE_MAX];
+        data[..k].copy_from_slice(key);
+        data[k..k + v].copy_from_slice(value);
+        Some(InlinePair {
+            klen: k as u8,
+            vlen: v as u8,
+            data,
+        })
+    }
+
+    /// From lengths and the `INLINE_MAX` bytes of an inline slot.
+    #[inline]
+    pub(crate) fn from_parts(klen: usize, vlen: usize, data: [u8; INLINE_MAX]) -> InlinePair {
+        debug_assert!(klen + vlen <= INLINE_MAX);
+        InlinePair {
+            klen: klen as u8,
+            vlen: vlen as u8,
+            data,
+        }
+    }
+
+    /// Key and value lengths.
+    #[inline]
+    pub(crate) fn lens(&self) -> (usize, usize) {
+        (self.klen as usize, self.vlen as usize)
+    }
+
+    /// The slot bytes (key then value, zero-padded).
+    #[inline]
+    pub(crate) fn data(&self) -> &[u8; INLINE_MAX] {
+        &self.data
+    }
+
+    /// The key bytes.
+    #[inline]
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.data[..self.klen as usize]
+    }
+
+    /// The value bytes.
+    #[inline]
+    pub(crate) fn value(&self) -> &[u8] {
+        let k = self.klen as usize;
+        &self.data[k..k + self.vlen as usize]
+    }
+}
+
+/// A pair taken out of (or going into) a leaf: a block, or a copy of an inline pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pair {
+    /// A key-value block ([`Kv`]).
+    Heap(Kv),
+    /// Bytes stored in the leaf itself.
+    Inline(InlinePair),
+}
+
+impl Pair {
+    /// The key bytes.
+    ///
+    /// # Safety
+    /// For [`Pair::Heap`], as [`Kv::key`] (the block stays live for the borrow).
+    #[inline]
+    pub(crate) unsafe fn key(&self) -> &[u8] {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Pair::Heap(kv) => unsafe { kv.key() },
+            Pair::Inline(p) => p.key(),
+        }
+    }
+
+    /// Bytes this pair adds to the index's `key_value_bytes`: the block's slot, or the key
+    /// and value bytes of an inline pair.
+    ///
+    /// # Safety
+    /// For [`Pair::Heap`], the block is live.
+    #[inline]
+    pub(crate) unsafe fn bytes(&self, pools: &ClassPools) -> usize {
+        match self {
+            Pair::Heap(kv) => kv.block_bytes(pools),
+            Pair::Inline(p) => p.klen as usize + p.vlen as usize,
+        }
+    }
+
+    /// Inline bytes (key and value) of this pair, 0 for a block.
+    #[inline]
+    pub(crate) fn inline_bytes(&self) -> usize {
+        match self {
+            Pair::Heap(_) => 0,
+            Pair::Inline(p) => p.klen as usize + p.vlen as usize,
+        }
+    }
+
+    /// Frees a block (nothing to do for an inline pair).
+    ///
+    /// # Safety
+    /// As [`Kv::free`] for [`Pair::Heap`].
+    #[inline]
+    pub(crate) unsafe fn free(self, pools: &ClassPools) {
+        if let Pair::Heap(kv) = self {
+            // SAFETY: forwarded from the caller.
+            unsafe { kv.free(pools) }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::multiple_unsafe_ops_per_block)]
 mod tests {
@@ -161,11 +329,16 @@ mod tests {
     #[test]
     fn kv_roundtrip() {
         let pools = kv_pools();
-        for (k, v) in [
-            (&b""[..], &b""[..]),
-            (b"key", b"value"),
-            (&[0u8; 100][..], &[7u8; 3][..]),
-            (&[1u8; 300][..], &[2u8; 5][..]),
+        for (k, v, h) in [
+            (&b""[..], &b""[..], 2),
+            (b"key", b"value", 2),
+            (&[0u8; 100][..], &[7u8; 3][..], 2),
+            // The short header's limits, and one past each.
+            (&[0xFFu8; 254][..], &[0xFFu8; 255][..], 2),
+            (&[1u8; 255][..], &[2u8; 5][..], 9),
+            (&[1u8; 3][..], &[0xFFu8; 256][..], 9),
+            (&[1u8; 300][..], &[2u8; 5][..], 9),
+            (&[3u8; 70_000][..], &[4u8; 2][..], 9),
         ] {
             let kv = Kv::new(&pools, k, v);
             // SAFETY: live block, used single-threaded.
@@ -173,7 +346,7 @@ mod tests {
                 let kv2 = Kv::from_addr(kv.addr());
                 assert_eq!(kv2.key(), k);
                 assert_eq!(kv2.value(), v);
-                assert_eq!(kv.size(), 8 + k.len() + v.len());
+                assert_eq!(kv.size(), h + k.len() + v.len());
                 if !v.is_empty() {
                     kv.value_mut()[0] = 1;
                     assert_eq!(kv.value()[0], 1);
@@ -181,5 +354,21 @@ mod tests {
                 kv.free(&pools);
             }
         }
+    }
+
+    #[test]
+    fn inline_pair_bounds() {
+        let p = InlinePair::new(b"12345678", b"abcdefgh").expect("16 bytes fit");
+        assert_eq!((p.key(), p.value()), (&b"12345678"[..], &b"abcdefgh"[..]));
+        assert_eq!(p.lens(), (8, 8));
+        assert!(InlinePair::new(b"123456789", b"abcdefgh").is_none());
+        assert!(InlinePair::new(&[7u8; INLINE_MAX + 1], b"").is_none());
+        let e = InlinePair::new(b"", b"").expect("empty fits");
+        assert_eq!((e.key(), e.value()), (&b""[..], &b""[..]));
+        let q = InlinePair::new(&[9u8; INLINE_MAX], b"").expect("a 16-byte key fits");
+        let pq = Pair::Inline(q);
+        // SAFETY: inline pairs need no liveness.
+        assert_eq!(unsafe { pq.key() }, &[9u8; INLINE_MAX][..]);
+        assert_eq!(Pair::Inline(q).inline_bytes(), INLINE_MAX);
     }
 }

@@ -67,6 +67,11 @@
 //!   header line, and the final full comparison of a search is made there. This removes
 //!   most items and one dependent DRAM read from lookups once the MetaTrieHT is out of
 //!   cache (`meta`, measured there and in `docs/wormhole.md`).
+//! * Pairs of at most 16 bytes live in the leaf, in a cell per tag slot that is prefetched
+//!   with the home tag line (one DRAM round trip per lookup after the MetaTrieHT instead of
+//!   two); an index decides at its first split whether its leaves have the inline area,
+//!   so long-key sets do not pay for it. Pair blocks have a 2-byte header for keys under
+//!   255 bytes (`leaf`, "Inline pairs"; `kv`).
 //! * A leaf's tag array spreads its entries over all slots (holes carry their right
 //!   neighbour's tag, so the array stays sorted) and direct positioning uses the capacity
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
@@ -93,11 +98,12 @@
 //! Leaves, items and small pair blocks come from `orrery_core::alloc::SlabPool`s, i.e. from
 //! `mmap`ed 2 MiB chunks, not from the global allocator (a counting global allocator sees
 //! almost nothing; `memory_usage()` and RSS see it all). `structure_bytes` counts the leaf
-//! pool's reserved chunks, anchors, both MetaTrieHTs (slot arrays at their reserved size,
-//! item blocks at their slot size), and the unused part of the item and pair pools'
-//! chunks; `key_value_bytes` counts the pair blocks at their slot size (8-byte header, key,
-//! value, rounded up to 8 bytes; blocks over 256 bytes come from the global allocator at
-//! their exact size).
+//! pools' reserved chunks minus the inline pairs' bytes, anchors, both MetaTrieHTs (slot
+//! arrays at their reserved size, item blocks at their slot size), and the unused part of
+//! the item and pair pools' chunks; `key_value_bytes` counts the pair blocks at their slot
+//! size (2- or 9-byte header, key, value, rounded up to 8 bytes; blocks over 256 bytes come
+//! from the global allocator at their exact size) and inline pairs at their key and value
+//! bytes. The sum is the memory held, with nothing counted twice.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -117,7 +123,6 @@ mod tests_unit;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
-use orrery_core::alloc::SlabPool;
 use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::api::{
@@ -130,8 +135,8 @@ pub use meta::MetaStats;
 
 use crate::classes::ClassPools;
 use crate::deps::sync::{CachePadded, Guard};
-use crate::kv::Kv;
-use crate::leaf::{LeafAccess, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
+use crate::kv::{InlinePair, Kv, Pair};
+use crate::leaf::{LeafAccess, LeafPools, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
 use crate::meta::MetaTable;
 use crate::smo::Writer;
 
@@ -193,10 +198,13 @@ pub struct Wormhole {
     /// The first leaf (anchor `""`; never removed).
     head: LeafPtr,
     /// Leaf blocks (shared with deferred frees, which may run after the index is dropped).
-    pool: Arc<SlabPool>,
+    pool: Arc<LeafPools>,
     cfg: Config,
     len: Stripes,
+    /// Pair bytes: block slots, plus key and value bytes of inline pairs.
     kv_bytes: Stripes,
+    /// Key and value bytes of inline pairs (inside leaf blocks).
+    inline_bytes: Stripes,
     /// Size-class pools of the pair blocks (`classes`, `kv`).
     kvp: ClassPools,
     /// Size-class pools of the MetaTrieHT items (both tables).
@@ -263,7 +271,7 @@ impl Wormhole {
     }
 
     pub(crate) fn with_config(cfg: Config) -> Self {
-        let pool = Arc::new(leaf::leaf_pool(cfg.leaf_capacity));
+        let pool = Arc::new(LeafPools::new(cfg.leaf_capacity));
         let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
         let items = meta::item_pools();
         let t1 = Box::new(MetaTable::new(head, items.clone()));
@@ -277,6 +285,7 @@ impl Wormhole {
             cfg,
             len: Stripes::new(),
             kv_bytes: Stripes::new(),
+            inline_bytes: Stripes::new(),
             kvp: kv::kv_pools(),
             items,
             leaves: AtomicUsize::new(1),
@@ -326,8 +335,11 @@ impl Wormhole {
     #[inline]
     fn prefetch_home(&self, tg: &search::Target) {
         if self.cfg.sort_by_tag && self.cfg.direct_pos {
-            tg.leaf
-                .prefetch_tags(leaf_tag(tg.hash), self.cfg.leaf_capacity);
+            tg.leaf.prefetch_tags(
+                leaf_tag(tg.hash),
+                self.cfg.leaf_capacity,
+                self.pool.inline_mode(),
+            );
         }
     }
 
@@ -338,7 +350,7 @@ impl Wormhole {
         loop {
             let t = self.table(g);
             let v = t.version;
-            if let Some(tg) = search::locate(t, key, &self.cfg) {
+            if let Some(tg) = search::locate_in(t, key, &self.cfg, self.pool.inline_mode()) {
                 self.prefetch_home(&tg);
                 // SAFETY: reached through the published table under `g`.
                 let r = unsafe { tg.leaf.read() };
@@ -399,8 +411,7 @@ impl Wormhole {
         let (r, hash) = self.read_target(key, &g);
         match self.position(&r, key, hash) {
             Pos::Found(i) => {
-                // SAFETY: the pair is live under the shared lock.
-                f(unsafe { r.kv(i).value() });
+                f(r.value(i));
                 true
             }
             Pos::Absent { .. } => false,
@@ -431,13 +442,13 @@ impl Wormhole {
                     return Ok(false);
                 }
                 Pos::Absent { sorted_at } if !w.is_full() => {
-                    let kv = Kv::new(&self.kvp, key, value);
-                    self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize);
-                    w.insert(sorted_at, leaf_tag(hash), kv);
+                    let p = self.new_pair(&w, key, value);
+                    w.insert(sorted_at, leaf_tag(hash), p);
                     self.len.add(1);
                     return Ok(true);
                 }
                 Pos::Absent { .. } => {
+                    self.decide_inline(&mut w);
                     drop(w);
                     drop(g);
                     self.split(key);
@@ -447,20 +458,75 @@ impl Wormhole {
     }
 
     fn replace_value(&self, w: &mut WriteLeaf<'_>, i: usize, key: &[u8], value: &[u8]) {
-        let old = w.kv(i);
-        // SAFETY: exclusive lock held: no reader holds a reference into the pair.
-        let ov = unsafe { old.value_mut() };
+        let ov = w.value_mut(i);
         if ov.len() == value.len() {
             ov.copy_from_slice(value);
-        } else {
-            let kv = Kv::new(&self.kvp, key, value);
-            self.kv_bytes
-                .add(kv.block_bytes(&self.kvp) as isize - old.block_bytes(&self.kvp) as isize);
-            let old = w.replace(i, kv);
-            // SAFETY: unlinked from the leaf under the exclusive lock; readers of pairs
-            // always hold the leaf lock, so nobody can reach it.
-            unsafe { old.free(&self.kvp) };
+            return;
         }
+        let p = self.new_pair(w, key, value);
+        let old = w.replace(i, p);
+        // SAFETY: unlinked from the leaf under the exclusive lock, not used again.
+        unsafe { self.drop_pair(old) };
+    }
+
+    /// A new pair for leaf `w`: inline when the leaf takes inline pairs and it fits, else a
+    /// block. Counted in the memory counters.
+    fn new_pair(&self, w: &WriteLeaf<'_>, key: &[u8], value: &[u8]) -> Pair {
+        let p = match InlinePair::new(key, value).filter(|_| w.inline_on()) {
+            Some(ip) => Pair::Inline(ip),
+            None => Pair::Heap(Kv::new(&self.kvp, key, value)),
+        };
+        // SAFETY: a fresh block is live.
+        self.kv_bytes.add(unsafe { p.bytes(&self.kvp) } as isize);
+        self.inline_bytes.add(p.inline_bytes() as isize);
+        p
+    }
+
+    /// Uncounts and frees a pair taken out of the index.
+    ///
+    /// # Safety
+    /// `p` was unlinked from its leaf under the exclusive lock (readers of pairs always
+    /// hold the leaf lock, so nobody can reach a block any more) and is not used again.
+    unsafe fn drop_pair(&self, p: Pair) {
+        // SAFETY: still live (contract).
+        self.kv_bytes.add(-(unsafe { p.bytes(&self.kvp) } as isize));
+        self.inline_bytes.add(-(p.inline_bytes() as isize));
+        // SAFETY: unreachable and unused from now on (contract).
+        unsafe { p.free(&self.kvp) };
+    }
+
+    /// Before the first split (the head leaf is full and the inline mode undecided):
+    /// decides the inline mode from the head's pairs (see `leaf`, "Inline pairs"). In
+    /// plain mode the head's inline pairs move to blocks and it stops taking inline pairs.
+    fn decide_inline(&self, w: &mut WriteLeaf<'_>) {
+        if !self.pool.undecided() {
+            return;
+        }
+        let pairs = w.sorted_pairs();
+        // The head takes inline pairs while the mode is undecided: the inline ones fit.
+        let fit = pairs
+            .iter()
+            .filter(|(_, p)| matches!(p, Pair::Inline(_)))
+            .count();
+        if self.pool.decide(fit, pairs.len()) {
+            return;
+        }
+        let mut moved = Vec::with_capacity(pairs.len());
+        for (tag, p) in pairs {
+            let q = match p {
+                Pair::Inline(ip) => {
+                    let kv = Kv::new(&self.kvp, ip.key(), ip.value());
+                    self.inline_bytes.add(-(p.inline_bytes() as isize));
+                    self.kv_bytes
+                        .add(kv.block_bytes(&self.kvp) as isize - p.inline_bytes() as isize);
+                    Pair::Heap(kv)
+                }
+                heap => heap,
+            };
+            moved.push((tag, q));
+        }
+        w.rebuild(&moved);
+        w.disable_inline();
     }
 
     /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
@@ -474,11 +540,10 @@ impl Wormhole {
         let Pos::Found(i) = self.position(&w, key, hash) else {
             return false;
         };
-        let kv = w.remove(i);
-        self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
+        let p = w.remove(i);
         self.len.add(-1);
-        // SAFETY: removed under the exclusive lock (see `replace_value`).
-        unsafe { kv.free(&self.kvp) };
+        // SAFETY: removed under the exclusive lock.
+        unsafe { self.drop_pair(p) };
         let merge = self.wants_merge(&w);
         drop(w);
         drop(g);
@@ -517,8 +582,7 @@ impl Wormhole {
             let (mut w, hash) = self.write_target(key, &g);
             match self.position(&w, key, hash) {
                 Pos::Found(i) => {
-                    // SAFETY: live under the exclusive lock.
-                    let old = unsafe { w.kv(i).value() };
+                    let old = w.value(i);
                     let new = (f.take().expect("called once"))(Some(old));
                     match new {
                         Some(v) => {
@@ -526,11 +590,10 @@ impl Wormhole {
                             self.replace_value(&mut w, i, key, &v);
                         }
                         None => {
-                            let kv = w.remove(i);
-                            self.kv_bytes.add(-(kv.block_bytes(&self.kvp) as isize));
+                            let p = w.remove(i);
                             self.len.add(-1);
                             // SAFETY: removed under the exclusive lock.
-                            unsafe { kv.free(&self.kvp) };
+                            unsafe { self.drop_pair(p) };
                             let merge = self.wants_merge(&w);
                             drop(w);
                             drop(g);
@@ -544,14 +607,14 @@ impl Wormhole {
                 Pos::Absent { sorted_at } if !w.is_full() => {
                     if let Some(v) = (f.take().expect("called once"))(None) {
                         check_entry(key, &v)?;
-                        let kv = Kv::new(&self.kvp, key, &v);
-                        self.kv_bytes.add(kv.block_bytes(&self.kvp) as isize);
-                        w.insert(sorted_at, leaf_tag(hash), kv);
+                        let p = self.new_pair(&w, key, &v);
+                        w.insert(sorted_at, leaf_tag(hash), p);
                         self.len.add(1);
                     }
                     return Ok(false);
                 }
                 Pos::Absent { .. } => {
+                    self.decide_inline(&mut w);
                     drop(w);
                     drop(g);
                     self.split(key);
@@ -567,11 +630,10 @@ impl Wormhole {
             return false;
         }
         let g = deps::sync::pin();
-        let (w, hash) = self.write_target(key, &g);
+        let (mut w, hash) = self.write_target(key, &g);
         match self.position(&w, key, hash) {
             Pos::Found(i) => {
-                // SAFETY: exclusive lock held: no other reference into the pair exists.
-                f(unsafe { w.kv(i).value_mut() });
+                f(w.value_mut(i));
                 true
             }
             Pos::Absent { .. } => false,
@@ -591,7 +653,11 @@ impl Wormhole {
     /// Bytes held (see the crate docs for what is counted where).
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
-            structure_bytes: self.pool.reserved_bytes()
+            // Inline pairs are inside leaf blocks and counted as key-value bytes.
+            structure_bytes: self
+                .pool
+                .reserved_bytes()
+                .saturating_sub(self.inline_bytes.sum())
                 + self
                     .kvp
                     .reserved_bytes()
@@ -665,9 +731,9 @@ impl Drop for Wormhole {
                 // are live.
                 let mut w = unsafe { leaf.write() };
                 p = w.hdr().next();
-                for (_, kv) in w.sorted_pairs() {
+                for (_, p) in w.sorted_pairs() {
                     // SAFETY: the index owns its pairs and is being dropped.
-                    unsafe { kv.free(&self.kvp) };
+                    unsafe { p.free(&self.kvp) };
                 }
                 w.rebuild(&[]);
             }

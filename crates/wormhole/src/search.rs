@@ -190,8 +190,16 @@ fn prev_of(leaf: LeafPtr) -> Option<LeafPtr> {
 
 /// Completes a search from its finished [`Lpm`]: verifies an optimistic match (restarting
 /// with exact probes on a false positive) and takes the sibling step (Algorithm 3).
+/// With `inline` (the index's leaves hold inline pairs) the home slot's inline cells are
+/// prefetched with the tag line.
 #[inline]
-pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<Target> {
+pub(crate) fn finish(
+    t: &MetaTable,
+    key: &[u8],
+    cfg: &Config,
+    s: Lpm,
+    inline: bool,
+) -> Option<Target> {
     let mut s = s;
     if let Ref::Leaf(leaf) = s.item
         && cfg.sort_by_tag
@@ -201,7 +209,7 @@ pub(crate) fn finish(t: &MetaTable, key: &[u8], cfg: &Config, s: Lpm) -> Option<
         // already prefetched): fetch the leaf's home tag line now, so that it arrives
         // together with the header instead of after it.
         let tg = target(key, cfg, leaf, s.lo, s.crc);
-        leaf.prefetch_tags(leaf_tag(tg.hash), cfg.leaf_capacity);
+        leaf.prefetch_tags(leaf_tag(tg.hash), cfg.leaf_capacity, inline);
     }
     if cfg.tag_matching && !s.item.key_is(&key[..s.lo]) {
         // A tag false positive led the search astray: start over comparing prefixes.
@@ -254,6 +262,12 @@ fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Tar
 /// table and the LeafList disagreed (possible only with a stale table): restart.
 #[inline]
 pub(crate) fn locate(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
+    locate_in(t, key, cfg, false)
+}
+
+/// [`locate`] for a lookup: with `inline`, also prefetches the target's inline cells.
+#[inline]
+pub(crate) fn locate_in(t: &MetaTable, key: &[u8], cfg: &Config, inline: bool) -> Option<Target> {
     let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
-    finish(t, key, cfg, s)
+    finish(t, key, cfg, s, inline)
 }

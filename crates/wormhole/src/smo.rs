@@ -14,10 +14,12 @@
 //!   holding no leaf lock* (a writer that finds its leaf full or nearly empty releases the
 //!   leaf and its guard first, then retries). Under the mutex they:
 //!   1. *catch up* the shadow table `T2`: wait until every reader that could still see it
-//!      (it was published before the previous swap) has unpinned — an epoch-deferred flag —
-//!      and replay on it the one change made since (the paper applies that change right
-//!      after its grace period; we apply it lazily at the start of the next writer, so no
-//!      writer ever waits a grace period while it holds leaf locks or a pinned guard). If
+//!      (it was published before the previous swap) has unpinned — the
+//!      [`GracePeriod`] started right after that swap — and replay on it the one change
+//!      made since (the paper applies that change right after its grace period; we apply it
+//!      lazily at the start of the next writer, so no writer ever waits a grace period while
+//!      it holds leaf locks or a pinned guard, and the grace period is usually over by then:
+//!      checking it is a few loads, with no epoch advance and no barrier). If
 //!      the calling thread is itself pinned on the shared epoch scheme (a caller holding a
 //!      guard around index calls), waiting could deadlock on its own pin: then the shadow is
 //!      replaced by a deep copy of the published table and the old shadow is retired through
@@ -27,9 +29,12 @@
 //!   3. rewrite the leaves, set the expected version of every leaf whose key range changes
 //!      to `v + 1` (a merged-away leaf gets `DEAD`), link or unlink the leaf in the list;
 //!   4. apply the anchor insertion or removal to `T2`, set its version to `v + 1`, and
-//!      publish it with one atomic pointer swap (release); `T1` becomes the shadow;
-//!   5. unlock the leaves, defer the "T1 drained" flag (and, for a merge, the victim leaf's
-//!      free) on the epoch guard, and release the mutex.
+//!      publish it with one atomic pointer swap (release); `T1` becomes the shadow; start
+//!      the grace period of `T1` (`GracePeriod::start`: one barrier — a fence, or with the
+//!      asymmetric pin one membarrier — and one scan recording the participants pinned
+//!      now, the writer's own guard included);
+//!   5. unlock the leaves, defer (for a merge) the victim leaf's free on the epoch guard,
+//!      unpin, and release the mutex.
 //! * Lock order: writer mutex → leaf locks left to right. Nobody waits for the mutex while
 //!   pinned or while holding a leaf lock, and nobody waits for a grace period while
 //!   holding a leaf lock, so epochs always advance and there is no cycle.
@@ -39,11 +44,11 @@
 //! expected version is newer (restart). `prev` pointers read during the search are current
 //! ones; a leaf they lead to that was split or merged has a newer version too.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::Wormhole;
 use crate::anchor::{choose_split, split_anchor};
+use crate::deps::sync::epoch::GracePeriod;
 use crate::deps::sync::{self, Guard};
 use crate::leaf::{DEAD, LeafAccess, LeafPtr, WriteLeaf};
 use crate::meta::MetaTable;
@@ -90,8 +95,8 @@ pub(crate) struct Writer {
     shadow: *mut MetaTable,
     /// The change the shadow still lacks.
     pending: Option<Change>,
-    /// Set (through the epoch scheme) once no reader can still see the shadow.
-    drained: Arc<AtomicBool>,
+    /// Started when the shadow was unpublished: over once no reader can still see it.
+    grace: GracePeriod,
 }
 
 // SAFETY: the shadow table is owned by the writer state, which the mutex serializes.
@@ -102,12 +107,12 @@ impl Writer {
         Writer {
             shadow: Box::into_raw(shadow),
             pending: None,
-            drained: Arc::new(AtomicBool::new(true)),
+            grace: GracePeriod::new(),
         }
     }
 
-    /// The shadow table, writable: only called once `drained` was observed (or before the
-    /// first publish), when no reader can see it.
+    /// The shadow table, writable: only called once `grace` was observed over (or before
+    /// the first publish), when no reader can see it.
     fn shadow_mut(&mut self) -> &mut MetaTable {
         // SAFETY: owned pointer; exclusive through `&mut self` (mutex) and unreadable by
         // readers per the protocol in the module docs.
@@ -141,7 +146,7 @@ impl Wormhole {
     fn lock_writer(&self) -> std::sync::MutexGuard<'_, Writer> {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(change) = w.pending.take() {
-            if !w.drained.load(Ordering::Acquire) && sync::epoch::is_pinned() {
+            if !w.grace.is_over() && sync::epoch::is_pinned() {
                 // The caller holds a guard of the shared epoch scheme (e.g. a wrapper that
                 // pins around index calls): waiting for the shadow's readers could wait on
                 // our own pin forever. Replace the shadow by a fresh copy of the published
@@ -157,18 +162,12 @@ impl Wormhole {
                 // before this call. Dropping a table on another thread is sound (`Send`).
                 unsafe { g.defer_destroy(old) };
                 g.flush();
-                w.drained = Arc::new(AtomicBool::new(true));
+                w.grace = GracePeriod::new();
                 drop(change);
             } else {
-                let mut backoff = 0u32;
-                while !w.drained.load(Ordering::Acquire) {
-                    // Unpinned: help the epoch advance and run deferred functions.
-                    sync::pin().flush();
-                    backoff += 1;
-                    if backoff > 4 {
-                        std::thread::yield_now();
-                    }
-                }
+                // Usually over already (the readers of the previous table left while the
+                // leaves were written since the last publish): a few loads, no barrier.
+                w.grace.wait();
                 let sh = w.shadow_mut();
                 change.apply(sh);
             }
@@ -180,21 +179,17 @@ impl Wormhole {
 
     /// Publishes the shadow table with version `v` and makes the old table the shadow;
     /// `change` is what the old table lacks.
-    fn publish(&self, w: &mut Writer, v: u64, change: Change, guard: &Guard) {
+    fn publish(&self, w: &mut Writer, v: u64, change: Change) {
         w.shadow_mut().version = v;
         let new_bytes = w.shadow_mut().bytes();
         let old = self.current.swap(w.shadow, Ordering::AcqRel);
         // The old table becomes the shadow: readers may still read it; the writer only
-        // writes it again after `drained` is set.
+        // writes it again once the grace period started here is over (the next writer
+        // checks it). The caller's own guard is one of the critical sections it waits for:
+        // it ends when the split or merge returns.
         w.shadow = old;
         w.pending = Some(change);
-        let flag = Arc::new(AtomicBool::new(false));
-        let f2 = flag.clone();
-        guard.defer(move || f2.store(true, Ordering::Release));
-        // Hand the deferred flag to the global queue: the next writer may be another thread,
-        // and it can only run deferred functions that left this thread's local bag.
-        guard.flush();
-        w.drained = flag;
+        w.grace.start();
         self.meta_bytes.store(new_bytes * 2, Ordering::Relaxed);
     }
 
@@ -248,7 +243,7 @@ impl Wormhole {
             prev: leaf,
             next,
         };
-        self.publish(&mut w, v, change, &guard);
+        self.publish(&mut w, v, change);
         drop(lw);
     }
 
@@ -328,7 +323,7 @@ impl Wormhole {
             prev: lp,
             next,
         };
-        self.publish(w, v, change, guard);
+        self.publish(w, v, change);
         drop(victim);
         drop(left);
         let pool = self.pool.clone();

@@ -245,8 +245,99 @@ fn memory_usage_counts() {
         wh.insert(&i.to_be_bytes(), &[0u8; 12]).unwrap();
     }
     let m = wh.memory_usage();
-    assert_eq!(m.key_value_bytes, 1000 * (8 + 4 + 12));
-    assert!(m.structure_bytes > empty.structure_bytes);
+    // Key + value = 16 bytes: inline pairs, counted as their bytes.
+    assert_eq!(m.key_value_bytes, 1000 * (4 + 12));
+    // The inline bytes are inside the leaf chunks, so the structure part may shrink; the
+    // total may not.
+    assert!(m.structure_bytes + m.key_value_bytes > empty.structure_bytes);
+    assert!(m.structure_bytes + m.key_value_bytes >= wh.pool.reserved_bytes());
+    // One byte more: blocks (2-byte header, 8-byte size classes: 2 + 4 + 13 -> 24).
+    let wh = Wormhole::new();
+    for i in 0..1000u32 {
+        wh.insert(&i.to_be_bytes(), &[0u8; 13]).unwrap();
+    }
+    assert_eq!(wh.memory_usage().key_value_bytes, 1000 * 24);
+    wh.debug_validate();
+}
+
+/// Inline pairs (`leaf`, "Inline pairs"): values growing past the inline limit and
+/// shrinking back, through splits and merges, in an index in inline mode; and an index of
+/// long keys, which decides on plain leaves at its first split.
+#[test]
+fn inline_pairs_grow_shrink_split_merge() {
+    let n: u32 = if cfg!(miri) { 300 } else { 20_000 };
+    let mut model = BTreeMap::new();
+    let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+    for i in 0..n {
+        let k = i.wrapping_mul(0x9E37_79B9).to_be_bytes();
+        let v = vec![i as u8; (i % 13) as usize]; // 4 + 12 = 16 fits, 4 + 13 does not
+        wh.insert(&k, &v).unwrap();
+        model.insert(k.to_vec(), v);
+    }
+    wh.debug_validate();
+    for (r, (k, v)) in model.iter_mut().enumerate() {
+        // Grow past the limit, shrink, change in place.
+        let new = match r % 3 {
+            0 => vec![1u8; 13 + r % 7],
+            1 => vec![2u8; r % 12],
+            _ => v.iter().map(|b| b ^ 0xFF).collect(),
+        };
+        if r % 3 == 2 {
+            assert!(wh.update_in_place(k, |x| x.iter_mut().for_each(|b| *b ^= 0xFF)));
+        } else {
+            assert!(!wh.insert(k, &new).unwrap());
+        }
+        *v = new;
+    }
+    assert!(wh.pool.inline_mode(), "small pairs: inline leaves");
+    wh.debug_validate();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+    assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
+    // Remove most keys (merges move inline pairs), then check every survivor.
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    for (r, k) in keys.iter().enumerate() {
+        if r % 8 != 0 {
+            assert!(wh.remove(k));
+            model.remove(k);
+        }
+    }
+    wh.debug_validate();
+    for (k, v) in &model {
+        assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
+    }
+    let m = wh.memory_usage();
+    let kv: usize = model
+        .iter()
+        .map(|(k, v)| {
+            if k.len() + v.len() <= 16 {
+                k.len() + v.len()
+            } else {
+                (2 + k.len() + v.len()).next_multiple_of(8)
+            }
+        })
+        .sum();
+    assert_eq!(m.key_value_bytes, kv);
+
+    // Long keys: the first split chooses plain leaves; the head's inline pairs become
+    // blocks, and nothing is lost.
+    let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..(n / 4) {
+        let mut k = b"a-long-shared-prefix/".to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        let v = if i < 4 { vec![] } else { vec![7u8; 3] };
+        wh.insert(&k, &v).unwrap();
+        model.insert(k, v);
+        // A few short pairs that would fit inline.
+        if i % 4 == 0 {
+            wh.insert(&i.to_be_bytes(), b"s").unwrap();
+            model.insert(i.to_be_bytes().to_vec(), b"s".to_vec());
+        }
+    }
+    assert!(!wh.pool.inline_mode(), "long keys: plain leaves");
+    wh.debug_validate();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+    assert_eq!(got, model.into_iter().collect::<Vec<_>>());
 }
 
 #[test]

@@ -13,12 +13,22 @@
 //! All chases are timed in thread CPU time, so time spent descheduled while other
 //! processes use the cores does not count (cache and TLB disturbance by them still does).
 //!
+//! Two further modes, printed and not cached, characterise how the latency depends on the
+//! memory a structure spans (module `sweep`): `--sweep` repeats the dependent chase over
+//! working sets from 64 MiB to 4 GiB on 4 KiB pages, transparent huge pages (with the
+//! fraction the kernel really backed, from `/proc/self/smaps`) and 1 GiB hugetlb pages if
+//! any are reserved; `--locality` prices a second dependent read that lands within 4 KiB …
+//! 2 MiB of the first (a leaf, then a pair block placed near it).
+//!
 //! The result is cached as JSON (by default `~/.cache/orrery-bench/machine.json`) and reused
 //! while the CPU model, core count, memory size and kernel are the same; every report
 //! prints it, and `dram_rt_per_op` divides per-thread ns/op by the 4 KiB-page latency.
 
 pub(crate) mod malloc;
 mod region;
+mod sweep;
+
+pub(crate) use sweep::{describe_locality, describe_sweep, locality, parse_sizes, sweep};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -26,7 +36,7 @@ use std::path::{Path, PathBuf};
 use crate::metrics::cpu;
 use crate::progress::Progress;
 use crate::rng::Rng;
-use region::SmallPages;
+use region::Pages;
 
 /// Bytes of one slot (a cache line).
 const SLOT: usize = 64;
@@ -193,7 +203,7 @@ pub(crate) fn measure(mib: usize, loads: usize, progress: &Progress) -> Result<M
     Rng::new(0x4D41_4348).shuffle(&mut order);
     let bar = progress.bar(2 + 7, "machine: memory latency");
 
-    let mut small = SmallPages::new(len)?;
+    let mut small = Pages::small(len)?;
     link(small.words(), &order);
     let lat_4k_ns = chase::<1>(small.words(), &order[..1], loads);
     drop(small);

@@ -30,6 +30,24 @@
 //! Under Miri, which has no `mmap`, regions come from `std::alloc::alloc_zeroed` with a
 //! 2 MiB-aligned layout, so the same code and tests run there.
 //!
+//! ## What huge pages do not fix in a VM (measured, issue 4)
+//!
+//! In a virtual machine a TLB miss walks the guest's page table *and*, for every guest
+//! address it produces, the host's ("2D" walk). Guest huge pages shorten the guest half, but
+//! the host half is as fine as the host backs guest memory, which the guest cannot choose.
+//! On this project's VM (`orrery-bench machine --sweep`, see `docs/results/wormhole.md`,
+//! "Lookups against key count") a dependent random read on fully THP-backed memory costs
+//! about 173 ns over 256 MiB but 278 ns over 2 GiB: the latency keeps growing with the
+//! working set long after the data left the L3, as the host's page-table lines for it leave
+//! the caches. A second read within 32 KiB of the previous one costs about half of a
+//! random one, and within the same 2 MiB guest page nothing less (`--locality`). That is
+//! what a host mapping guest memory in 4 KiB pages produces (32 KiB is what one cache line
+//! of 8-byte host page-table entries maps; no hardware counters in the VM to confirm it),
+//! and then larger guest pages (1 GiB hugetlb, which this VM cannot reserve anyway) would
+//! not help either. What does help is fewer dependent reads per
+//! operation, and placing objects that are read one after the other within 32 KiB of each
+//! other.
+//!
 //! # The slab pool
 //!
 //! [`SlabPool`] serves objects of one size and alignment (fixed at construction, up to

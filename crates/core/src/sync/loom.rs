@@ -409,3 +409,190 @@ mod epoch_model {
         check(Pin::NoHeavyBarrier, 3);
     }
 }
+
+/// A loom model of [`GracePeriod`](crate::sync::epoch::GracePeriod)'s ordering argument
+/// (`sync/epoch/grace.rs`), on both pin barriers: the same modelling of the heavy barrier as
+/// `epoch_model` (the reader serves barrier requests at every instruction boundary).
+///
+/// - The reader runs two critical sections in the same epoch (so both store the same
+///   `state`, the case the pin counter exists for): each stores `pins` (`Release`), then
+///   `state` (`Release`, plus `fence(SeqCst)` on the fenced path), loads the link and, if it
+///   still points to the old object, reads it (a loom `UnsafeCell`), then unpins.
+/// - The writer swings the link to a new object, issues the grace barrier, scans the
+///   reader's record (`state`, then `pins`, both `Acquire`), then polls the record a bounded
+///   number of times; once the recorded critical section has ended (state or counter
+///   changed, or nothing was pinned) it reuses the old object (a write to the cell).
+///
+/// Loom reports a causality violation if the reuse is not ordered after a read of the old
+/// object.
+mod grace_model {
+    use ::loom::cell::UnsafeCell;
+    use ::loom::sync::Arc;
+    use ::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+    use ::loom::thread;
+
+    const PINNED_IN_EPOCH_0: u64 = 1;
+    const OLD: u64 = 0;
+    const NEW: u64 = 1;
+    const ALIVE: u64 = 7;
+    const REUSED: u64 = 9;
+
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Variant {
+        /// Reader: `Release` stores + `fence(SeqCst)`; writer: `fence(SeqCst)`.
+        Fenced,
+        /// Reader: `Release` stores only (+ serving heavy barriers); writer: heavy barrier.
+        Asymmetric,
+        /// Broken on purpose: as `Fenced`, but the pin counter is stored after `state` and the
+        /// fence (with the asymmetric pin the heavy barrier covers both stores either way).
+        CounterAfterState,
+        /// Broken on purpose: as `Asymmetric`, but the writer only fences.
+        NoHeavyBarrier,
+    }
+
+    impl Variant {
+        /// Whether the reader's pin issues its own fence.
+        fn fenced(self) -> bool {
+            matches!(self, Variant::Fenced | Variant::CounterAfterState)
+        }
+    }
+
+    struct World {
+        state: AtomicU64,
+        pins: AtomicU64,
+        link: AtomicU64,
+        old: UnsafeCell<u64>,
+        request: AtomicU64,
+        ack: AtomicU64,
+        reader_exited: AtomicBool,
+    }
+
+    // SAFETY: `old` is accessed through loom's `UnsafeCell`, which checks every access for
+    // causality (that is the point of the model).
+    unsafe impl Sync for World {}
+
+    impl World {
+        fn serve(&self, v: Variant) {
+            if v.fenced() {
+                return;
+            }
+            let r = self.request.load(Ordering::Relaxed);
+            if r != self.ack.load(Ordering::Relaxed) {
+                fence(Ordering::SeqCst);
+                self.ack.store(r, Ordering::Relaxed);
+            }
+        }
+
+        fn grace_barrier(&self, v: Variant) {
+            fence(Ordering::SeqCst);
+            if v.fenced() || v == Variant::NoHeavyBarrier {
+                return;
+            }
+            self.request.store(1, Ordering::Relaxed);
+            while self.ack.load(Ordering::Relaxed) < 1
+                && !self.reader_exited.load(Ordering::Relaxed)
+            {
+                thread::yield_now();
+            }
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    fn reader(w: &World, v: Variant) {
+        for k in 1..=2u64 {
+            w.serve(v);
+            if v != Variant::CounterAfterState {
+                w.pins.store(k, Ordering::Release);
+                w.serve(v);
+            }
+            w.state.store(PINNED_IN_EPOCH_0, Ordering::Release);
+            if v.fenced() {
+                fence(Ordering::SeqCst);
+            }
+            w.serve(v);
+            if v == Variant::CounterAfterState {
+                w.pins.store(k, Ordering::Release);
+                w.serve(v);
+            }
+            let link = w.link.load(Ordering::Acquire);
+            w.serve(v);
+            if link == OLD {
+                // SAFETY: loom checks this read against the writer's reuse.
+                w.old
+                    .with(|x| assert_eq!(unsafe { *x }, ALIVE, "read a reused object"));
+                w.serve(v);
+            }
+            w.state.store(0, Ordering::Release);
+        }
+        fence(Ordering::SeqCst);
+        w.reader_exited.store(true, Ordering::Relaxed);
+    }
+
+    fn writer(w: &World, v: Variant) {
+        w.link.store(NEW, Ordering::Release);
+        w.grace_barrier(v);
+        let state = w.state.load(Ordering::Acquire);
+        let mut over = state == 0;
+        let pins = w.pins.load(Ordering::Acquire);
+        for _ in 0..3 {
+            over = over
+                || w.state.load(Ordering::Acquire) != state
+                || w.pins.load(Ordering::Acquire) != pins;
+            if over {
+                break;
+            }
+            thread::yield_now();
+        }
+        if over {
+            // SAFETY: loom checks this write against the reader's reads.
+            w.old.with_mut(|x| unsafe { *x = REUSED });
+        }
+    }
+
+    fn check(v: Variant) {
+        let mut builder = ::loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(move || {
+            let w = Arc::new(World {
+                state: AtomicU64::new(0),
+                pins: AtomicU64::new(0),
+                link: AtomicU64::new(OLD),
+                old: UnsafeCell::new(ALIVE),
+                request: AtomicU64::new(0),
+                ack: AtomicU64::new(0),
+                reader_exited: AtomicBool::new(false),
+            });
+            let r = {
+                let w = w.clone();
+                thread::spawn(move || reader(&w, v))
+            };
+            writer(&w, v);
+            r.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn grace_fenced_pin_is_safe() {
+        check(Variant::Fenced);
+    }
+
+    #[test]
+    fn grace_asymmetric_pin_is_safe() {
+        check(Variant::Asymmetric);
+    }
+
+    /// The counter must be stored before `state`: otherwise the scan can pair the current
+    /// pin's `state` with the previous pin's count, and the new count looks like a new pin.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn grace_counter_after_state_is_unsafe() {
+        check(Variant::CounterAfterState);
+    }
+
+    /// Without the heavy barrier the scan can miss a compiler-fence pin.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn grace_without_heavy_barrier_is_unsafe() {
+        check(Variant::NoHeavyBarrier);
+    }
+}

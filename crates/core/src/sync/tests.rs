@@ -595,6 +595,112 @@ fn epoch_synchronize_refuses_a_pinned_caller() {
     epoch::synchronize();
 }
 
+/// A `GracePeriod` is not over while a reader pinned before its start stays in that
+/// critical section, is over as soon as the reader unpins or *re-pins* (a new critical
+/// section in the same epoch stores the same `state` word: only the pin counter tells them
+/// apart), and reports the caller's own guard.
+#[test]
+fn epoch_grace_period_tracks_old_critical_sections_only() {
+    let step = Arc::new(Barrier::new(2));
+    let reader = {
+        let step = step.clone();
+        thread::spawn(move || {
+            let guard = pin();
+            step.wait(); // 1: pinned
+            step.wait(); // 2: the writer started its grace period
+            drop(guard);
+            let again = pin();
+            step.wait(); // 3: re-pinned (a new critical section)
+            step.wait(); // 4: the writer checked
+            drop(again);
+        })
+    };
+    step.wait(); // 1
+    let mut grace = epoch::GracePeriod::new();
+    assert!(grace.is_over(), "a new grace period is over");
+    grace.start();
+    assert!(
+        !grace.is_over(),
+        "over while a reader pinned before it is still pinned"
+    );
+    assert!(grace.pending() >= 1);
+    assert!(!grace.waits_for_current_thread());
+    step.wait(); // 2
+    step.wait(); // 3
+    // The reader is pinned again (maybe in the same epoch, with the same state word), but in
+    // a critical section that began after the start: no wait for it.
+    grace.wait();
+    step.wait(); // 4
+    reader.join().unwrap();
+
+    // The caller's own guard is one of the critical sections waited for.
+    let guard = pin();
+    grace.start();
+    assert!(grace.waits_for_current_thread());
+    assert!(!grace.is_over());
+    drop(guard);
+    assert!(!grace.waits_for_current_thread());
+    grace.wait();
+}
+
+#[test]
+#[should_panic(expected = "pinned since the grace period started")]
+fn epoch_grace_period_wait_refuses_its_own_pin() {
+    let _guard = pin();
+    let mut grace = epoch::GracePeriod::new();
+    grace.start();
+    grace.wait();
+}
+
+/// RCU reuse through `GracePeriod`: a writer flips a published pointer between two slots
+/// and, after each grace period, poisons the unpublished slot and rewrites it in place;
+/// readers must never see a poisoned slot through the pointer they loaded while pinned.
+#[test]
+fn epoch_grace_period_reuse_stress() {
+    const ALIVE: u64 = 0x5EED;
+    const POISON: u64 = 0xDEAD;
+    let slots: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(ALIVE), AtomicU64::new(ALIVE)]);
+    let published = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (slots, published, stop) = (slots.clone(), published.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let _guard = pin();
+                    let i = published.load(Ordering::Acquire);
+                    for _ in 0..4 {
+                        let v = slots[i].load(Ordering::Relaxed);
+                        assert_eq!(v, ALIVE, "read a slot being reused");
+                        reads += 1;
+                    }
+                }
+                reads
+            })
+        })
+        .collect();
+    let mut grace = epoch::GracePeriod::new();
+    let rounds = if cfg!(miri) { 20 } else { 20_000 };
+    for _ in 0..rounds {
+        let old = published.load(Ordering::Relaxed);
+        published.store(1 - old, Ordering::Release);
+        grace.start();
+        grace.wait();
+        // Nobody can still read `old`: poison it, then make it valid again before it is
+        // published next round.
+        slots[old].store(POISON, Ordering::Relaxed);
+        for _ in 0..8 {
+            std::hint::spin_loop();
+        }
+        slots[old].store(ALIVE, Ordering::Relaxed);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Epoch: the pin barrier (asymmetric membarrier path and fenced fallback)
 // ---------------------------------------------------------------------------------------
@@ -604,11 +710,11 @@ fn env_flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Whether this process was started on the fenced path: the default, unless
-/// `epoch::ASYMMETRIC_ENV` asks for the asymmetric one (and `epoch::FALLBACK_ENV` does not
-/// override it).
+/// Whether this process was started on the fenced path: `epoch::FALLBACK_ENV` set, or
+/// `epoch::ASYMMETRIC_ENV` set to `0` (the asymmetric pin is the default).
 fn fallback_forced() -> bool {
-    env_flag(epoch::FALLBACK_ENV) || !env_flag(epoch::ASYMMETRIC_ENV)
+    env_flag(epoch::FALLBACK_ENV)
+        || std::env::var_os(epoch::ASYMMETRIC_ENV).is_some_and(|v| v == "0")
 }
 
 /// The mode is the one the environment and the kernel allow: membarrier whenever it was
@@ -737,28 +843,33 @@ fn epoch_reader_never_sees_a_retired_object_destroyed() {
     assert_eq!(destroyed.load(Ordering::Relaxed), replacements as usize + 1);
 }
 
-/// Runs every epoch test of this module again in a child process with the asymmetric
-/// (membarrier) pin asked for through the environment, so that both pin barriers are
-/// exercised by the same tests (the mode is fixed per process; the fenced one is the
-/// default). The child's copy of this test sees the variable and returns at once.
+/// Runs every epoch test of this module again in a child process with the fenced pin forced
+/// through the environment, so that both pin barriers are exercised by the same tests (the
+/// mode is fixed per process; the asymmetric one is the default where the kernel offers
+/// membarrier). The child's copy of this test sees the variable and returns at once.
 #[test]
 #[cfg(not(miri))]
-fn epoch_tests_pass_on_the_asymmetric_path() {
-    if env_flag(epoch::ASYMMETRIC_ENV) || env_flag(epoch::FALLBACK_ENV) {
+fn epoch_tests_pass_on_the_fenced_path() {
+    if std::env::var_os(epoch::ASYMMETRIC_ENV).is_some() || env_flag(epoch::FALLBACK_ENV) {
         // We are the child (or the whole run chose its mode through the environment).
         return;
     }
-    assert_eq!(epoch::pin_barrier(), epoch::PinBarrier::Fence);
+    let expected = if epoch::membarrier_supported() {
+        epoch::PinBarrier::Membarrier
+    } else {
+        epoch::PinBarrier::Fence
+    };
+    assert_eq!(epoch::pin_barrier(), expected);
     let exe = std::env::current_exe().expect("test binary path");
     let out = std::process::Command::new(exe)
         .args(["sync::tests::epoch_", "--test-threads", "2"])
-        .env(epoch::ASYMMETRIC_ENV, "1")
+        .env(epoch::FALLBACK_ENV, "1")
         .output()
         .expect("run the test binary");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "epoch tests failed on the asymmetric path:\n{stdout}\n{}",
+        "epoch tests failed on the fenced path:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     // The child really ran the epoch tests (not an empty filter).

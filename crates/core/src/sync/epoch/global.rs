@@ -15,8 +15,8 @@ const COLLECT_MAX_BAGS: usize = if cfg!(miri) { 2 } else { 16 };
 
 /// [`EpochWord::mode`] before the first participant is registered.
 const MODE_UNKNOWN: u64 = 0;
-/// Pins issue a full fence (the default and portable path; see
-/// [`ASYMMETRIC_ENV`](membarrier::ASYMMETRIC_ENV)).
+/// Pins issue a full fence (the portable path; forced by
+/// [`FALLBACK_ENV`](membarrier::FALLBACK_ENV)).
 const MODE_FENCED: u64 = 1;
 /// Pins issue a compiler fence; advancers issue the membarrier heavy barrier.
 const MODE_ASYMMETRIC: u64 = 2;
@@ -289,6 +289,39 @@ impl Global {
         };
         lock.store(false, Ordering::Relaxed);
         result
+    }
+
+    /// The barrier that opens a grace period (`grace.rs`), after the caller's update and
+    /// before its scan of the records: a `SeqCst` fence on the fenced path; on the
+    /// asymmetric path `F_Aa`, the heavy barrier, `F_Ab`, exactly as an advance. The heavy
+    /// barrier is retried (yielding) if the kernel refuses it, which it never does after a
+    /// successful registration (then `heavy_barrier` also registers again).
+    pub(super) fn grace_barrier(&self) {
+        fence(Ordering::SeqCst);
+        if self.asymmetric() {
+            while !membarrier::heavy_barrier() {
+                debug_assert!(false, "membarrier failed after a successful registration");
+                std::thread::yield_now();
+            }
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    /// Calls `f` on every record of the registry (used and free).
+    pub(super) fn for_each_record(&self, mut f: impl FnMut(&'static Participant)) {
+        let mut cur = self.participants.head.load(Ordering::Acquire);
+        // SAFETY: records are never freed (see `acquire_participant`).
+        while let Some(record) = unsafe { cur.as_ref() } {
+            f(record);
+            cur = record.next.load(Ordering::Acquire);
+        }
+    }
+
+    /// Completes an advance from `global` whose barrier and scan the caller did itself (a
+    /// grace period's, `grace.rs`: the epoch loaded before its barrier, no participant seen
+    /// pinned in another epoch by the scan after it). Returns the epoch as left or found.
+    pub(super) fn advance_after_scan(&self, global: u64) -> u64 {
+        self.finish_advance(global)
     }
 
     /// Scans the registry: false if some participant is pinned in an epoch other than

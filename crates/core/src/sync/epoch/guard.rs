@@ -65,12 +65,13 @@ pub fn handle() -> Handle {
 
 /// Waits for a grace period: returns once every guard that existed (on any thread) when it
 /// was called has been dropped. For RCU-style updates that must not free but reuse the old
-/// version (Wormhole's pair of MetaTrieHT tables: publish the new table, `synchronize`,
-/// then update the old one in place).
+/// version (publish the new version, `synchronize`, then update the old one in place).
 ///
-/// It defers a marker function and runs collection steps (yielding in between) until the
-/// marker has run, so the same memory-ordering argument as for [`Guard::defer`] applies:
-/// everything the old readers did happens-before `synchronize` returns.
+/// A [`GracePeriod`](super::GracePeriod) started and waited for at once: one barrier and
+/// one scan of the participant records, then polling of the records that were pinned;
+/// everything the old readers did happens-before `synchronize` returns (argument in
+/// `sync/epoch/grace.rs`). Use a `GracePeriod` directly to start the grace period at the
+/// update and check it later without waiting.
 ///
 /// # Panics
 /// If the calling thread is pinned through [`pin`] or [`handle`] (it would wait for itself
@@ -81,18 +82,20 @@ pub fn synchronize() {
         !is_pinned(),
         "sync::epoch::synchronize called by a pinned thread (it would wait for itself)"
     );
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    {
-        let guard = pin();
-        let marker = done.clone();
-        guard.defer(move || marker.store(true, std::sync::atomic::Ordering::Release));
-        guard.flush();
-    }
-    let backoff = crate::sync::Backoff::new();
-    while !done.load(std::sync::atomic::Ordering::Acquire) {
-        backoff.snooze();
-        pin().flush();
-    }
+    let mut grace = super::GracePeriod::new();
+    grace.start();
+    grace.wait();
+}
+
+/// The calling thread's own participant record (the one [`pin`] uses), if its thread-local
+/// handle exists.
+pub(super) fn current_record() -> Option<&'static Participant> {
+    HANDLE
+        .try_with(|handle| {
+            // SAFETY: records are leaked and never freed, so the reference is `'static`.
+            unsafe { &*handle.local }
+        })
+        .ok()
 }
 
 /// The global epoch (for diagnostics and tests).
@@ -104,15 +107,14 @@ pub fn global_epoch() -> u64 {
 /// once per process, when the collector is first used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PinBarrier {
-    /// Each outermost pin issues a full fence (a locked `xchg` on x86): the default and
-    /// portable path, used unless the environment variable
-    /// [`ASYMMETRIC_ENV`](super::ASYMMETRIC_ENV) asks for the asymmetric one and membarrier is
-    /// available (Linux, recent kernel, no seccomp filter, not Miri or loom), or when
-    /// [`FALLBACK_ENV`](super::FALLBACK_ENV) forces it.
+    /// Each outermost pin issues a full fence (a locked `xchg` on x86): the portable path,
+    /// used where membarrier is not available (not Linux, old kernel, seccomp filter, Miri
+    /// or loom), or when [`FALLBACK_ENV`](super::FALLBACK_ENV) forces it.
     Fence,
-    /// Each outermost pin issues only a compiler fence; the rare epoch advancer issues
+    /// Each outermost pin issues only a compiler fence; the rare epoch advancer (and each
+    /// [`GracePeriod`](super::GracePeriod) start) issues
     /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full fence on every running thread
-    /// of the process (Linux).
+    /// of the process (Linux). The default where available.
     Membarrier,
 }
 

@@ -52,8 +52,12 @@ pub(super) struct Participant {
     guard_count: Cell<usize>,
     /// Live handles of this record.
     handle_count: Cell<usize>,
-    /// Outermost pins so far (wraps), to trigger collection periodically.
-    pin_count: Cell<u64>,
+    /// Outermost pins of this record so far (wraps; kept across owners). Written only by the
+    /// owner, with a `Release` store *before* the pin's `state` store; read by grace periods
+    /// (`grace.rs`) to tell a new critical section from the one they saw pinned when the
+    /// `state` word alone cannot (a re-pin in the same epoch stores the same value). Also
+    /// triggers collection periodically.
+    pub(super) pins: AtomicU64,
     /// Work (pins, deferred functions) since this record last tried an advance on the
     /// asymmetric path (see [`ADVANCE_CREDIT`]).
     advance_credit: Cell<u64>,
@@ -78,7 +82,7 @@ impl Participant {
             state: AtomicU64::new(0),
             guard_count: Cell::new(0),
             handle_count: Cell::new(0),
-            pin_count: Cell::new(0),
+            pins: AtomicU64::new(0),
             advance_credit: Cell::new(0),
             bag: Cell::new(ptr::null_mut()),
             in_use: AtomicBool::new(true),
@@ -166,6 +170,11 @@ impl Participant {
     /// barrier supplies the hardware fence.
     #[inline]
     fn pin_outermost(&self) -> bool {
+        // The pin counter first (`Release`, a plain store on x86): a grace period that reads
+        // this pin's `state` (`Acquire`) then reads this count or a later one, and one that
+        // reads a later count knows this pin's critical section is over (grace.rs).
+        let pins = self.pins.load(Ordering::Relaxed).wrapping_add(1);
+        self.pins.store(pins, Ordering::Release);
         let pinned = GLOBAL.epoch_relaxed() << 1 | PINNED;
         if GLOBAL.asymmetric() {
             // The store is `Release` so that a scan that reads it (a re-pin after an unpin)
@@ -179,8 +188,6 @@ impl Participant {
         } else {
             Self::fenced_pin(&self.state, pinned);
         }
-        let pins = self.pin_count.get().wrapping_add(1);
-        self.pin_count.set(pins);
         pins.is_multiple_of(PINS_BETWEEN_COLLECT)
     }
 
