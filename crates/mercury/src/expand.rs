@@ -383,7 +383,7 @@ mod tests {
         t.set_next(Table::new(buckets * 2, 1_000_000).unwrap());
         let next = t.next().unwrap();
         // One run: the first 37 buckets.
-        inner.help(t, next, &guard, false);
+        assert_eq!(inner.help(t, next, &guard), Step::Migrated);
         assert_eq!(t.migrated(), super::LOCK_BATCH * 2 + 5);
         for l in 0..buckets {
             let w = t.load(l);
@@ -399,7 +399,7 @@ mod tests {
                 Some((i * 3).to_le_bytes().to_vec())
             );
         }
-        inner.help(t, next, &guard, true);
+        while inner.help(t, next, &guard) != Step::Done {}
         assert!(std::ptr::eq(inner.current(&guard), next));
         assert_eq!(inner.hint(), (next.cells_addr(), next.len() as u64 - 1));
         drop(guard);
@@ -491,6 +491,7 @@ mod tests {
 
         let m = Mercury::with_config(Config {
             initial_buckets: 64,
+            load_percent: 75,
             migrate_run: 1,
             ..Config::default()
         })
