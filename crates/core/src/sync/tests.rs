@@ -710,11 +710,11 @@ fn env_flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Whether this process was started on the fenced path: `epoch::FALLBACK_ENV` set, or
-/// `epoch::ASYMMETRIC_ENV` set to `0` (the asymmetric pin is the default).
+/// Whether this process was started on the fenced path: the default, unless
+/// `epoch::ASYMMETRIC_ENV` asks for the asymmetric one (and `epoch::FALLBACK_ENV` does not
+/// override it).
 fn fallback_forced() -> bool {
-    env_flag(epoch::FALLBACK_ENV)
-        || std::env::var_os(epoch::ASYMMETRIC_ENV).is_some_and(|v| v == "0")
+    env_flag(epoch::FALLBACK_ENV) || !env_flag(epoch::ASYMMETRIC_ENV)
 }
 
 /// The mode is the one the environment and the kernel allow: membarrier whenever it was
@@ -843,33 +843,28 @@ fn epoch_reader_never_sees_a_retired_object_destroyed() {
     assert_eq!(destroyed.load(Ordering::Relaxed), replacements as usize + 1);
 }
 
-/// Runs every epoch test of this module again in a child process with the fenced pin forced
-/// through the environment, so that both pin barriers are exercised by the same tests (the
-/// mode is fixed per process; the asymmetric one is the default where the kernel offers
-/// membarrier). The child's copy of this test sees the variable and returns at once.
+/// Runs every epoch test of this module again in a child process with the asymmetric
+/// (membarrier) pin asked for through the environment, so that both pin barriers are
+/// exercised by the same tests (the mode is fixed per process; the fenced one is the
+/// default). The child's copy of this test sees the variable and returns at once.
 #[test]
 #[cfg(not(miri))]
-fn epoch_tests_pass_on_the_fenced_path() {
-    if std::env::var_os(epoch::ASYMMETRIC_ENV).is_some() || env_flag(epoch::FALLBACK_ENV) {
+fn epoch_tests_pass_on_the_asymmetric_path() {
+    if env_flag(epoch::ASYMMETRIC_ENV) || env_flag(epoch::FALLBACK_ENV) {
         // We are the child (or the whole run chose its mode through the environment).
         return;
     }
-    let expected = if epoch::membarrier_supported() {
-        epoch::PinBarrier::Membarrier
-    } else {
-        epoch::PinBarrier::Fence
-    };
-    assert_eq!(epoch::pin_barrier(), expected);
+    assert_eq!(epoch::pin_barrier(), epoch::PinBarrier::Fence);
     let exe = std::env::current_exe().expect("test binary path");
     let out = std::process::Command::new(exe)
         .args(["sync::tests::epoch_", "--test-threads", "2"])
-        .env(epoch::FALLBACK_ENV, "1")
+        .env(epoch::ASYMMETRIC_ENV, "1")
         .output()
         .expect("run the test binary");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "epoch tests failed on the fenced path:\n{stdout}\n{}",
+        "epoch tests failed on the asymmetric path:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     // The child really ran the epoch tests (not an empty filter).

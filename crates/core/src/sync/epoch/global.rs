@@ -15,8 +15,8 @@ const COLLECT_MAX_BAGS: usize = if cfg!(miri) { 2 } else { 16 };
 
 /// [`EpochWord::mode`] before the first participant is registered.
 const MODE_UNKNOWN: u64 = 0;
-/// Pins issue a full fence (the portable path; forced by
-/// [`FALLBACK_ENV`](membarrier::FALLBACK_ENV)).
+/// Pins issue a full fence (the default and portable path; see
+/// [`ASYMMETRIC_ENV`](membarrier::ASYMMETRIC_ENV)).
 const MODE_FENCED: u64 = 1;
 /// Pins issue a compiler fence; advancers issue the membarrier heavy barrier.
 const MODE_ASYMMETRIC: u64 = 2;

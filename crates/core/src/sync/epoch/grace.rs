@@ -62,11 +62,8 @@
 //!
 //! The loom model `sync::loom::grace_model` checks this protocol (a reader with two critical
 //! sections in one epoch, a writer that swaps, starts a grace period, polls it and then
-//! writes the old object) on both pin barriers, and finds the race when a fenced pin stores
-//! its counter after `state` and its fence (the scan can then pair the second critical
-//! section's `state` with the first one's count), or when the asymmetric writer skips the
-//! heavy barrier
-//! (`RUSTFLAGS="--cfg loom" cargo test -p orrery-core --release sync::loom::grace_model`).
+//! writes the old object) on both pin barriers, and finds the race when the pin counter is
+//! stored after `state` or the asymmetric writer skips the heavy barrier.
 
 use super::global::GLOBAL;
 use super::guard::current_record;

@@ -107,14 +107,15 @@ pub fn global_epoch() -> u64 {
 /// once per process, when the collector is first used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PinBarrier {
-    /// Each outermost pin issues a full fence (a locked `xchg` on x86): the portable path,
-    /// used where membarrier is not available (not Linux, old kernel, seccomp filter, Miri
-    /// or loom), or when [`FALLBACK_ENV`](super::FALLBACK_ENV) forces it.
+    /// Each outermost pin issues a full fence (a locked `xchg` on x86): the default and
+    /// portable path, used unless the environment variable
+    /// [`ASYMMETRIC_ENV`](super::ASYMMETRIC_ENV) asks for the asymmetric one and membarrier is
+    /// available (Linux, recent kernel, no seccomp filter, not Miri or loom), or when
+    /// [`FALLBACK_ENV`](super::FALLBACK_ENV) forces it.
     Fence,
-    /// Each outermost pin issues only a compiler fence; the rare epoch advancer (and each
-    /// [`GracePeriod`](super::GracePeriod) start) issues
+    /// Each outermost pin issues only a compiler fence; the rare epoch advancer issues
     /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full fence on every running thread
-    /// of the process (Linux). The default where available.
+    /// of the process (Linux).
     Membarrier,
 }
 

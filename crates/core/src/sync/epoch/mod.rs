@@ -18,30 +18,30 @@
 //!   simultaneously live threads, not the number of threads ever started. A record holds
 //!   `state = epoch << 1 | PINNED` (read by advancers), and owner-only counters.
 //! - **Pinning** writes `state` and orders it before the critical section's loads, with one
-//!   of two barriers chosen once per process ([`pin_barrier`]). By default, on Linux, when
-//!   `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)` succeeds at the first use, an
-//!   *asymmetric* barrier (a plain `Release` store and a compiler fence; the advancer pays a
-//!   `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` syscall for every reader, the scheme of
-//!   Linux userspace RCU's "memb" flavour). Elsewhere, or with [`FALLBACK_ENV`] set (or
-//!   [`ASYMMETRIC_ENV`] set to `0`), and always under Miri and loom, a full fence at every
-//!   pin (the *fenced* path). Nested guards only bump a counter. Each outermost pin also
-//!   bumps the record's pin counter (a plain `Release` store before `state`), which lets a
-//!   [`GracePeriod`] tell a new critical section from an old one.
+//!   of two barriers chosen once per process ([`pin_barrier`]). By default a full fence at
+//!   every pin (the *fenced* path). With the environment variable [`ASYMMETRIC_ENV`] set to
+//!   `1`, on Linux, when `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)` succeeds at
+//!   the first use, an *asymmetric* barrier (a plain `Release` store and a compiler fence;
+//!   the advancer pays a `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` syscall for every
+//!   reader, the scheme of Linux userspace RCU's "memb" flavour). [`FALLBACK_ENV`], Miri and
+//!   loom always get the fenced path. Nested guards only bump a counter.
 //!
-//!   Why the asymmetric pin is the default: it makes readers cheaper (last session, quiet
-//!   machine, 10M `rand-8`: Mercury GETs 3.54 vs 3.01 Mops/s, Wormhole lookups 1.21 vs 1.14),
-//!   and since writers that wait for grace periods use [`GracePeriod`] (one barrier and one
-//!   scan per grace period, where the deferred-flag wait cost two or three epoch advances,
-//!   each a membarrier) its write-side cost is small. Before `GracePeriod` it made
-//!   Wormhole's 2-thread load of 10M keys fall from 1.80 to 0.83 Mops/s. Measured after it
-//!   (same binary, both pins, `orrery-bench`, 10M `rand-8`, 3 repeats, `cpuMops` medians on a
-//!   machine loaded by other builds, load average 7 to 10): Wormhole load 1 thread 0.976
-//!   (asymmetric) vs 0.920 (fenced), 2 threads 1.673 vs 1.754 (-4.6%); Mercury load 1.608 vs
-//!   1.538 and 2.706 vs 2.589, GETs (`c`) 2.585 vs 2.253 and 4.952 vs 4.281. One grace
-//!   period costs (example `grace_cost`, same load) about 1.0 µs alone and 7 µs with another
-//!   thread of the process running (the membarrier's IPI, a VM exit here), against 4.6 and
-//!   20 µs for the deferred-flag wait. Wall-clock figures on a quiet machine are still to be
-//!   taken (`docs/results`).
+//!   Why the fenced path is the default (measured with `orrery-bench`, 10M `rand-8` keys,
+//!   quiet machine, same binary with and without [`ASYMMETRIC_ENV`]): in a first session
+//!   the asymmetric pin made Mercury GETs 18% faster (3.54 vs 3.01 Mops/s, 1 thread) and
+//!   Wormhole lookups 6% faster (1.21 vs 1.14), but every grace period costs heavy
+//!   barriers, each an IPI to the other running threads (a VM exit on this virtual
+//!   machine), and structures that wait for grace periods on their write path pay for it:
+//!   Wormhole's 2-thread load fell from 1.80 to 0.83 Mops/s. [`GracePeriod`] then cut a
+//!   grace period to one barrier and one scan, and the asymmetric pin was the default for a
+//!   few hours; re-measured quietly (2026-11-21, two rounds each, `docs/results/epoch-pin-2.jsonl`)
+//!   Wormhole's 2-thread load was still 0.99 / 1.08 Mops/s asymmetric against 1.49 / 1.64
+//!   fenced (1 thread 0.97 / 1.00 against 1.09 / 0.95; lookups within the VM's noise:
+//!   1.20 / 1.24 against 1.29 / 1.06), while Mercury, which now prefetches its bucket
+//!   before it pins, reached 0.97× its unsynchronized variant with the fenced pin (32M
+//!   keys, 1 thread). So the fenced pin stays the default and the asymmetric one is for
+//!   read-mostly deployments that opt in. What would change that: batching several
+//!   MetaTrieHT changes per grace period, or a per-structure choice of pin barrier.
 //! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
 //!   load) whether sealed bags wait on the global queue, and only then tries to advance the
 //!   epoch and runs up to 16 expired bags; sealing a full bag and [`Guard::flush`] do the
@@ -175,8 +175,8 @@
 //! (`RUSTFLAGS="--cfg loom" cargo test -p orrery-core --release sync::loom::epoch_model`).
 //! Beyond the model, the asymmetric path rests on membarrier's documented guarantee.
 //! The tests in `sync::tests` check both paths at run time: the epoch tests run
-//! in the test process (asymmetric, the default where the kernel allows) and again in a
-//! child process with [`FALLBACK_ENV`] set (fenced); a store-buffering litmus test shows the heavy barrier
+//! in the test process (fenced, the default) and again in a child process with
+//! [`ASYMMETRIC_ENV`] set (asymmetric where the kernel allows); a store-buffering litmus test shows the heavy barrier
 //! forbids the reordering the compiler-fence pin allows (without it the forbidden outcome
 //! shows up hundreds of times); Miri runs the single-threaded tests on the fenced path.
 //!
@@ -186,9 +186,8 @@
 //! - Fast tier: keep a [`Handle`] ([`handle`] for the thread's own record, or
 //!   [`Handle::register`]) where a hot loop can reach it and call [`Handle::pin`].
 //! - Writers retire with [`Guard::defer_destroy`] (a `Box`), [`Guard::defer_unchecked`]
-//!   (e.g. `SlabPool::free`), or wait for a grace period with [`synchronize`] or a
-//!   [`GracePeriod`] (RCU-style reuse of the old version, as Wormhole does with its two
-//!   MetaTrieHT tables: start it at the publish, check it at the next update).
+//!   (e.g. `SlabPool::free`), or wait for a grace period with [`synchronize`] (RCU-style
+//!   reuse of the old version, as Wormhole does with its two MetaTrieHT tables).
 //! - [`Guard::flush`] hands a partly filled bag over at once (for tests and quiescent points).
 //!
 //! # Performance
