@@ -485,10 +485,10 @@ pub(crate) fn run(
                 ticks.push((Instant::now(), done, e));
             }
             bar.inc(chunk.len() as u64);
-            if let Some(d) = deadline {
-                if Instant::now() >= d {
-                    break;
-                }
+            if let Some(d) = deadline
+                && Instant::now() >= d
+            {
+                break;
             }
         }
         let end = Instant::now();

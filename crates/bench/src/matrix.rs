@@ -78,23 +78,23 @@ fn unsupported(
     value_size: usize,
 ) -> Option<String> {
     let c = r.caps;
-    if let Some(len) = c.key_len {
-        if spec.fixed_len() != Some(len) {
-            return Some(format!(
-                "{} takes only {len}-byte keys; dataset {dataset} has {}",
-                r.name,
-                spec.fixed_len()
-                    .map_or("variable-length keys".into(), |l| format!("{l}-byte keys"))
-            ));
-        }
+    if let Some(len) = c.key_len
+        && spec.fixed_len() != Some(len)
+    {
+        return Some(format!(
+            "{} takes only {len}-byte keys; dataset {dataset} has {}",
+            r.name,
+            spec.fixed_len()
+                .map_or("variable-length keys".into(), |l| format!("{l}-byte keys"))
+        ));
     }
-    if let Some(len) = c.value_len {
-        if value_size != len {
-            return Some(format!(
-                "{} takes only {len}-byte values, not --value-size {value_size}",
-                r.name
-            ));
-        }
+    if let Some(len) = c.value_len
+        && value_size != len
+    {
+        return Some(format!(
+            "{} takes only {len}-byte values, not --value-size {value_size}",
+            r.name
+        ));
     }
     if w.scans() && !c.ordered {
         return Some(format!("{} is a point index: workload {w} scans", r.name));
@@ -163,10 +163,10 @@ impl Plan {
             for (name, spec) in &datasets {
                 for &w in &m.workloads {
                     for &t in &m.threads {
-                        if let Some(p) = unsupported(r, spec, name, w, t, m.value_size) {
-                            if !problems.contains(&p) {
-                                problems.push(p);
-                            }
+                        if let Some(p) = unsupported(r, spec, name, w, t, m.value_size)
+                            && !problems.contains(&p)
+                        {
+                            problems.push(p);
                         }
                     }
                 }

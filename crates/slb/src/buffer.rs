@@ -547,11 +547,11 @@ impl LookasideBuffer {
         let tag = cache_tag(hash);
         let guard = sync::pin();
         let slot = bucket.find(tag, key, &guard);
-        if let Some(i) = slot {
-            if let Some(old) = bucket.take(i, self.cache.heap()) {
-                self.counters.add(Stat::Invalidations);
-                self.retire(old, &guard);
-            }
+        if let Some(i) = slot
+            && let Some(old) = bucket.take(i, self.cache.heap())
+        {
+            self.counters.add(Stat::Invalidations);
+            self.retire(old, &guard);
         }
         KeyLock {
             buffer: self,

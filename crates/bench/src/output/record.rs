@@ -82,27 +82,10 @@ pub(crate) struct Record {
     pub(crate) unix_time: u64,
 }
 
-/// The benchmark's source revision, from git at build-time source location.
+/// The source revision this binary was built from (recorded by `build.rs`; `-dirty` when
+/// tracked files had uncommitted changes at build time), not the checkout's current one.
 pub(crate) fn git_rev() -> String {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let out = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match out(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(rev) => {
-            let dirty = out(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            if dirty { format!("{rev}-dirty") } else { rev }
-        }
-        None => "unknown".into(),
-    }
+    env!("ORRERY_BUILD_GIT_REV").to_string()
 }
 
 /// The 1-minute load average.

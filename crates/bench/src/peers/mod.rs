@@ -71,35 +71,35 @@ pub(crate) mod tests {
                 _ => assert_eq!(index.get(&k), model.get(&k).cloned(), "get at step {step}"),
             }
             assert_eq!(index.len(), model.len());
-            if let Some(o) = ordered {
-                if step % 50 == 0 {
-                    let start = key(&mut rng);
-                    let bound = match rng.below(3) {
-                        0 => Bound::Included(&start[..]),
-                        1 => Bound::Excluded(&start[..]),
-                        _ => Bound::Unbounded,
-                    };
-                    let limit = rng.range_incl(1, 30) as usize;
-                    let mut got = Vec::new();
-                    o.scan(bound, &mut |k, v| {
-                        got.push((k.to_vec(), v.to_vec()));
-                        if got.len() >= limit {
-                            ControlFlow::Break(())
-                        } else {
-                            ControlFlow::Continue(())
-                        }
-                    });
-                    let want: Vec<(Vec<u8>, Vec<u8>)> = model
-                        .range::<[u8], _>((bound, Bound::Unbounded))
-                        .take(limit)
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    assert_eq!(got, want, "scan at step {step}");
-                    assert_eq!(
-                        o.last(),
-                        model.last_key_value().map(|(k, v)| (k.clone(), v.clone()))
-                    );
-                }
+            if let Some(o) = ordered
+                && step % 50 == 0
+            {
+                let start = key(&mut rng);
+                let bound = match rng.below(3) {
+                    0 => Bound::Included(&start[..]),
+                    1 => Bound::Excluded(&start[..]),
+                    _ => Bound::Unbounded,
+                };
+                let limit = rng.range_incl(1, 30) as usize;
+                let mut got = Vec::new();
+                o.scan(bound, &mut |k, v| {
+                    got.push((k.to_vec(), v.to_vec()));
+                    if got.len() >= limit {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
+                let want: Vec<(Vec<u8>, Vec<u8>)> = model
+                    .range::<[u8], _>((bound, Bound::Unbounded))
+                    .take(limit)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert_eq!(got, want, "scan at step {step}");
+                assert_eq!(
+                    o.last(),
+                    model.last_key_value().map(|(k, v)| (k.clone(), v.clone()))
+                );
             }
         }
     }

@@ -107,11 +107,12 @@ impl<I: KvIndex> KvIndex for Broken<I> {
         let key = self.key(key);
         if let Fault::StaleReadEveryNth(n) = self.fault {
             let previous = self.previous.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(old) = previous.get(key) {
-                if self.inner.contains_key(key) && self.nth(n) {
-                    f(old);
-                    return true;
-                }
+            if let Some(old) = previous.get(key)
+                && self.inner.contains_key(key)
+                && self.nth(n)
+            {
+                f(old);
+                return true;
             }
         }
         self.inner.get_with(key, f)
