@@ -24,13 +24,7 @@
 use orrery::wormhole::Wormhole;
 
 fn cpu_now() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer; CLOCK_THREAD_CPUTIME_ID is always available on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    orrery::testing::clock::thread_cpu_secs()
 }
 
 fn parse(s: Option<String>, default: usize) -> usize {

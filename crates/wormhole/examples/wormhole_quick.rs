@@ -5,13 +5,7 @@ use std::collections::BTreeMap;
 /// Thread CPU time: the machine is shared, so wall time mostly measures other processes.
 struct Instant(f64);
 fn cpu_now() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer; CLOCK_THREAD_CPUTIME_ID is always available on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    orrery_core::testing::clock::thread_cpu_secs()
 }
 impl Instant {
     fn now() -> Self {

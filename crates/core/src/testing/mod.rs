@@ -48,6 +48,7 @@ mod common;
 
 pub mod broken;
 pub mod bulk;
+pub mod clock;
 pub mod differential;
 pub mod edge;
 pub mod fuzz;

@@ -1,7 +1,7 @@
 //! What the Mercury examples share: a key generator and CPU-time clocks (quick feedback
 //! tools; `orrery-bench` is the benchmark).
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 /// SplitMix64 step: the examples' key source.
 pub(crate) fn splitmix(x: &mut u64) -> u64 {
@@ -12,33 +12,8 @@ pub(crate) fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// User + system CPU seconds from a `/proc/.../stat` file (10 ms ticks; 0 where
-/// unavailable). Fields 14 and 15 of the man page (utime, stime), counted from the state
-/// field (3).
-fn stat_cpu_secs(path: &str) -> f64 {
-    let stat = std::fs::read_to_string(path).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// CPU seconds used by this process so far. On a shared machine CPU time compares work
 /// fairly where wall time does not.
-pub(crate) fn cpu_secs() -> f64 {
-    stat_cpu_secs("/proc/self/stat")
-}
-
+pub(crate) use orrery_core::testing::clock::process_cpu_secs as cpu_secs;
 /// CPU seconds used by the calling thread so far.
-pub(crate) fn thread_cpu_secs() -> f64 {
-    stat_cpu_secs("/proc/thread-self/stat")
-}
+pub(crate) use orrery_core::testing::clock::thread_cpu_secs;
