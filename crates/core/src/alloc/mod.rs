@@ -78,7 +78,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::sync::CachePadded;
 
-pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, Zeroable};
+pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
 
 /// A byte counter on its own cache lines ([`CachePadded`], so that counting does not

@@ -82,6 +82,39 @@ mod imp {
         let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
         debug_assert_eq!(rc, 0, "munmap failed");
     }
+
+    /// Makes the pages of `[ptr, ptr + len)` resident and writable, as if each had been
+    /// written (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14+), without changing any byte.
+    /// `ptr` is page-aligned and the range lies inside a live mapping of ours.
+    ///
+    /// Returns `Ok(true)` when the kernel populated the range, `Ok(false)` when it cannot
+    /// (older kernel or another OS: the caller may touch the pages instead), and
+    /// [`Error::OutOfMemory`] when it ran out of memory doing so.
+    pub(in crate::alloc) fn populate_write(ptr: *mut u8, len: usize) -> Result<bool, Error> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: the range is inside our own live mapping (caller's contract); the
+            // advice only faults pages in, it changes no contents and no mapping, so
+            // concurrent accesses to the range by other threads are unaffected.
+            let rc = unsafe { libc::madvise(ptr.cast(), len, libc::MADV_POPULATE_WRITE) };
+            if rc == 0 {
+                return Ok(true);
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                // The kernel does not know the advice.
+                Some(libc::EINVAL) => Ok(false),
+                Some(libc::ENOMEM | libc::EFAULT) => Err(Error::OutOfMemory),
+                // EINTR (a fatal signal pending) and anything else: not populated, the
+                // pages fault on first use as usual.
+                _ => Ok(false),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (ptr, len);
+            Ok(false)
+        }
+    }
 }
 
 #[cfg(not(all(unix, not(miri))))]
@@ -115,6 +148,12 @@ mod imp {
         // SAFETY: by the caller's contract, `ptr` was allocated with this same layout.
         unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
     }
+
+    /// No way to populate pages here (Miri, non-Unix): the caller touches them instead.
+    pub(in crate::alloc) fn populate_write(ptr: *mut u8, len: usize) -> Result<bool, Error> {
+        let _ = (ptr, len);
+        Ok(false)
+    }
 }
 
-pub(super) use imp::{map_huge, unmap_huge};
+pub(super) use imp::{map_huge, populate_write, unmap_huge};

@@ -2,7 +2,7 @@
 //! [`HugeArray`], a typed zero-initialized array on top of it.
 
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic;
@@ -13,6 +13,10 @@ use crate::api::Error;
 
 /// Size and alignment of an x86-64 huge page: 2 MiB.
 pub const HUGE_PAGE_SIZE: usize = 2 * 1024 * 1024;
+
+/// Size of a base page (x86-64, and the smallest on AArch64 Linux): 4 KiB. The granule of
+/// [`HugeRegion::populate`] and of [`HugeArray::prefault`]'s touching fallback.
+pub const PAGE_SIZE: usize = 4096;
 
 /// A zeroed, 2 MiB-aligned region of anonymous memory, advised to use transparent huge
 /// pages (see the [module docs](super#huge-pages)).
@@ -94,6 +98,33 @@ impl HugeRegion {
     #[inline]
     pub fn reserved_len(&self) -> usize {
         self.reserved
+    }
+
+    /// Pre-faults the pages holding bytes `range` of the region (clamped to
+    /// [`len`](Self::len), widened to [`PAGE_SIZE`] boundaries) with
+    /// `madvise(MADV_POPULATE_WRITE)`: each page becomes resident and writable as if it had
+    /// been written, and no byte changes. With huge pages advised, the kernel faults 2 MiB
+    /// pages. Concurrent accesses to the range by other threads are unaffected (they may
+    /// fault the same pages themselves; the kernel serializes that).
+    ///
+    /// The point is to pay the first-touch cost of fresh memory (the kernel clearing the
+    /// page, and in a VM the host backing it) on a thread chosen by the caller, ahead of the
+    /// code that will write the range.
+    ///
+    /// Returns `Ok(true)` when the range is populated (or empty), `Ok(false)` when the OS
+    /// offers no way to do it (Linux before 5.14, other systems, Miri: see
+    /// [`HugeArray::prefault`] for the touching fallback), and [`Error::OutOfMemory`] when the
+    /// kernel ran out of memory.
+    pub fn populate(&self, range: Range<usize>) -> Result<bool, Error> {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end) & !(PAGE_SIZE - 1);
+        if start == end {
+            return Ok(true);
+        }
+        // The reservation is a multiple of 2 MiB, so the page-rounded end stays inside it.
+        let end = end.next_multiple_of(PAGE_SIZE).min(self.reserved);
+        // `start < end <= reserved`: the range is inside our live mapping.
+        os::populate_write(self.ptr.as_ptr().wrapping_add(start), end - start)
     }
 }
 
@@ -234,6 +265,45 @@ impl<T: Zeroable> HugeArray<T> {
     fn as_ptr(&self) -> *mut T {
         self.region.as_ptr().cast::<T>()
     }
+
+    /// Pre-faults the pages holding elements `range` (clamped to the length), so that the
+    /// first writes to them do not pay the page faults: [`HugeRegion::populate`] where the
+    /// OS offers it; otherwise `touch` is called on one element per [`PAGE_SIZE`] page of the
+    /// range (the range's first element, then the first element starting in each later page), and
+    /// must *write* it without changing its value (e.g. a compare-exchange of an atomic with
+    /// the value just loaded: a plain load maps the shared zero page and allocates nothing).
+    /// No byte changes either way, so other threads may use the elements meanwhile.
+    ///
+    /// Returns [`Error::OutOfMemory`] when the kernel ran out of memory populating the range
+    /// (nothing is touched then).
+    pub fn prefault(&self, range: Range<usize>, mut touch: impl FnMut(&T)) -> Result<(), Error> {
+        let size = std::mem::size_of::<T>();
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        if start == end || size == 0 {
+            return Ok(());
+        }
+        // No overflow: `end * size` bytes of the array exist.
+        if self.region.populate(start * size..end * size)? {
+            return Ok(());
+        }
+        page_elements(start..end, size, |i| touch(&self[i]));
+        Ok(())
+    }
+}
+
+/// Calls `f` with one index per [`PAGE_SIZE`] page in which elements `range` of `size` bytes
+/// (at offset `index * size`) start: `range.start`, then the first element starting in each
+/// later page. (A touch writes an element's first bytes; the bytes of a page in which no
+/// element starts are the tail of a larger element.)
+fn page_elements(range: Range<usize>, size: usize, mut f: impl FnMut(usize)) {
+    let mut i = range.start;
+    while i < range.end {
+        f(i);
+        // The first element that starts in a page after the one holding element `i`.
+        let next_page = (i * size / PAGE_SIZE + 1) * PAGE_SIZE;
+        i = next_page.div_ceil(size).max(i + 1);
+    }
 }
 
 impl<T: Zeroable> Deref for HugeArray<T> {
@@ -344,6 +414,80 @@ mod tests {
             // Overcommit may accept it; then it is a valid, untouched mapping.
             Ok(r) => assert_eq!(r.reserved_len(), huge),
         }
+    }
+
+    #[test]
+    fn alloc_region_populate_keeps_contents() {
+        let len = 2 * HUGE_PAGE_SIZE + 5000;
+        let r = HugeRegion::new(len).unwrap();
+        // SAFETY: offset 4100 < len, inside the live region; nobody else accesses it.
+        unsafe { r.as_ptr().add(4100).write(0x5A) };
+        let done = r.populate(4000..len + HUGE_PAGE_SIZE).unwrap();
+        // Linux 5.14+ populates (this project's machine runs a newer kernel); Miri cannot.
+        assert_eq!(done, cfg!(all(target_os = "linux", not(miri))));
+        for off in [0, 4095, 4100, HUGE_PAGE_SIZE, len - 1] {
+            // SAFETY: `off < len`, inside the live region.
+            let v = unsafe { r.as_ptr().add(off).read() };
+            assert_eq!(v, if off == 4100 { 0x5A } else { 0 }, "offset {off}");
+        }
+        // Empty and out-of-range requests populate nothing and succeed.
+        assert!(r.populate(10..10).unwrap());
+        assert!(r.populate(len..len + 10).unwrap());
+        assert!(HugeRegion::new(0).unwrap().populate(0..100).unwrap());
+    }
+
+    #[test]
+    fn alloc_page_elements_visit_every_page_once() {
+        for (range, size) in [
+            (0..1000, 32),
+            (5..1000, 32),
+            (0..700, 24),
+            (3..50, 8192),
+            (0..9000, 1),
+            (100..101, 4096),
+            (7..7, 32),
+        ] {
+            let mut seen = Vec::new();
+            page_elements(range.clone(), size, |i| seen.push(i));
+            // Expected: the first element of the range, then the first element starting in
+            // each later page.
+            let mut want = Vec::new();
+            let mut last_page = None;
+            for i in range.clone() {
+                let page = i * size / PAGE_SIZE;
+                if last_page.is_none_or(|p| p < page) {
+                    want.push(i);
+                    last_page = Some(page);
+                }
+            }
+            assert_eq!(seen, want, "{range:?} of {size} B");
+        }
+    }
+
+    #[test]
+    fn alloc_huge_array_prefault() {
+        let n = if cfg!(miri) { 1000 } else { 1 << 18 };
+        let a = HugeArray::<AtomicU64>::new(n).unwrap();
+        a[10].store(3, Ordering::Relaxed);
+        let mut touched = Vec::new();
+        a.prefault(8..n + 50, |x| {
+            touched.push(std::ptr::from_ref(x).addr());
+            let v = x.load(Ordering::Relaxed);
+            let _ = x.compare_exchange(v, v, Ordering::Relaxed, Ordering::Relaxed);
+        })
+        .unwrap();
+        if cfg!(all(target_os = "linux", not(miri))) {
+            assert!(touched.is_empty(), "the kernel populated the range");
+        } else {
+            // One touch per 4 KiB page: element 8 first, then every 512th element.
+            let base = a.as_ptr().addr();
+            let idx: Vec<usize> = touched.iter().map(|p| (p - base) / 8).collect();
+            let want: Vec<usize> = std::iter::once(8).chain((512..n).step_by(512)).collect();
+            assert_eq!(idx, want);
+        }
+        assert_eq!(a[10].load(Ordering::Relaxed), 3);
+        assert!(a.iter().enumerate().all(|(i, x)| i == 10 || x.load(Ordering::Relaxed) == 0));
+        a.prefault(5..5, |_| panic!("nothing to touch")).unwrap();
     }
 
     #[test]
