@@ -85,7 +85,9 @@ pub(crate) struct Phase {
 /// said so at both its ends, as *steady* when it said no at both ends, and is left out
 /// otherwise (an expansion began or ended inside it). Per class, each thread's operations
 /// over its time in that class is a rate, and the rates of the threads are summed (they
-/// run at the same time), as for the phase's own throughput.
+/// run at the same time), as for the phase's own throughput. The same split is also made
+/// over each thread's CPU time (`*_cpu_mops`), which other work on a shared machine does not
+/// distort (the thread clock is read at the same batch boundaries).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Split {
     /// Mops/s over steady batches (None if there were none).
@@ -94,19 +96,27 @@ pub(crate) struct Split {
     pub(crate) expanding_mops: Option<f64>,
     /// Share of the classified time spent expanding.
     pub(crate) expanding_share: f64,
+    /// Mops per thread-CPU second over steady batches (None if there were none).
+    #[serde(default)]
+    pub(crate) steady_cpu_mops: Option<f64>,
+    /// Mops per thread-CPU second over expanding batches (None if there were none).
+    #[serde(default)]
+    pub(crate) expanding_cpu_mops: Option<f64>,
     /// Time series over the phase: `[start second, Mops/s, share of batches expanding]` per
     /// window (about 100 windows).
     pub(crate) series: Vec<[f64; 3]>,
 }
 
-/// One sample of a thread's time series: (instant, operations done, probe said "expanding").
-type Tick = (Instant, u64, bool);
+/// One sample of a thread's time series: (instant, operations done, probe said "expanding",
+/// the thread's CPU seconds).
+type Tick = (Instant, u64, bool, f64);
 
 /// Computes the [`Split`] of the threads' time series.
 fn split(ticks: &[Vec<Tick>], start: Instant, end: Instant) -> Split {
     let (mut steady, mut expanding) = (0.0, 0.0);
     let (mut steady_secs, mut expanding_secs) = (0.0, 0.0);
     let (mut any_steady, mut any_expanding) = (false, false);
+    let (mut steady_cpu, mut expanding_cpu) = (None::<f64>, None::<f64>);
     let span = end.duration_since(start).as_secs_f64().max(1e-9);
     const WINDOWS: usize = 100;
     let width = span / WINDOWS as f64;
@@ -115,13 +125,17 @@ fn split(ticks: &[Vec<Tick>], start: Instant, end: Instant) -> Split {
     let mut win_expanding = [0u64; WINDOWS];
     for t in ticks {
         let (mut s_ops, mut s_secs, mut e_ops, mut e_secs) = (0u64, 0.0, 0u64, 0.0);
+        let (mut s_cpu, mut e_cpu) = (0.0, 0.0);
         for w in t.windows(2) {
-            let ((t0, o0, e0), (t1, o1, e1)) = (w[0], w[1]);
+            let ((t0, o0, e0, c0), (t1, o1, e1, c1)) = (w[0], w[1]);
             let dt = t1.duration_since(t0).as_secs_f64();
+            let dc = c1 - c0;
             let ops = o1 - o0;
             match (e0, e1) {
-                (false, false) => (s_ops, s_secs) = (s_ops + ops, s_secs + dt),
-                (true, true) => (e_ops, e_secs) = (e_ops + ops, e_secs + dt),
+                (false, false) => {
+                    (s_ops, s_secs, s_cpu) = (s_ops + ops, s_secs + dt, s_cpu + dc);
+                }
+                (true, true) => (e_ops, e_secs, e_cpu) = (e_ops + ops, e_secs + dt, e_cpu + dc),
                 _ => {}
             }
             let at = t1.duration_since(start).as_secs_f64();
@@ -137,6 +151,12 @@ fn split(ticks: &[Vec<Tick>], start: Instant, end: Instant) -> Split {
         if e_secs > 0.0 {
             expanding += e_ops as f64 / e_secs / 1e6;
             any_expanding = true;
+        }
+        if s_cpu > 0.0 {
+            *steady_cpu.get_or_insert(0.0) += s_ops as f64 / s_cpu / 1e6;
+        }
+        if e_cpu > 0.0 {
+            *expanding_cpu.get_or_insert(0.0) += e_ops as f64 / e_cpu / 1e6;
         }
         steady_secs += s_secs;
         expanding_secs += e_secs;
@@ -162,6 +182,8 @@ fn split(ticks: &[Vec<Tick>], start: Instant, end: Instant) -> Split {
         } else {
             0.0
         },
+        steady_cpu_mops: steady_cpu,
+        expanding_cpu_mops: expanding_cpu,
         series,
     }
 }
@@ -440,7 +462,7 @@ pub(crate) fn run(
         let mut ticks = Vec::new();
         if let Some(p) = probe {
             ticks.reserve(stream.len() / BATCH + 2);
-            ticks.push((start, 0, (p.expanding)()));
+            ticks.push((start, 0, (p.expanding)(), cpu0));
         }
         'outer: for chunk in stream.chunks(BATCH) {
             if error.is_some() {
@@ -482,7 +504,7 @@ pub(crate) fn run(
             done += chunk.len() as u64;
             if let Some(p) = probe {
                 let e = (p.expanding)();
-                ticks.push((Instant::now(), done, e));
+                ticks.push((Instant::now(), done, e, cpu::thread_cpu_secs()));
             }
             bar.inc(chunk.len() as u64);
             if let Some(d) = deadline

@@ -269,13 +269,17 @@ fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
 
 /// A Mercury table with `config`, whose load factor the bench-only environment variable
 /// `ORRERY_MERCURY_LOAD_PERCENT` (items per 100 buckets before a doubling) overrides, so that
-/// load-factor choices can be compared with one binary.
+/// load-factor choices can be compared with one binary; `ORRERY_MERCURY_PREFAULT=0` turns
+/// the successor pre-fault thread off (`Config::prefault`), for the same reason.
 fn mercury_config(mut config: orrery::mercury::Config) -> orrery::mercury::Mercury {
     if let Some(p) = std::env::var("ORRERY_MERCURY_LOAD_PERCENT")
         .ok()
         .and_then(|v| v.parse().ok())
     {
         config.load_percent = p;
+    }
+    if std::env::var("ORRERY_MERCURY_PREFAULT").is_ok_and(|v| v == "0") {
+        config.prefault = false;
     }
     orrery::mercury::Mercury::with_config(config).expect("a valid Mercury configuration")
 }

@@ -137,6 +137,7 @@ impl Inner {
         if !started {
             return;
         }
+        self.prefaulter.expansion_started(self, t.len());
         match self.config.expansion {
             Expansion::Cooperative => {
                 if let Some(next) = t.next() {
@@ -233,6 +234,7 @@ impl Inner {
             unsafe { self.retire_all(guard, promoted) };
         }
         t.set_migrated(end);
+        self.prefaulter.migrated(start, end);
         if end < t.len() {
             return false;
         }

@@ -189,6 +189,7 @@ mod inline_pair;
 mod iter;
 mod link;
 mod node;
+mod prefault;
 mod raw;
 mod read;
 mod table;
@@ -239,6 +240,15 @@ pub struct Config {
     pub expansion: Expansion,
     /// Buckets migrated per run (between two publications of the progress *r*). At least 1.
     pub migrate_run: usize,
+    /// Whether a background thread populates the successor's pages ahead of the migration
+    /// during expansions of tables of at least 64 Ki buckets (2 MiB of cells; smaller
+    /// tables never start it). Default `true`: the first touch of a successor's fresh pages
+    /// is most of a migration's cost (4-14 ms per 2 MiB page on the project's VM), and the
+    /// thread moves it off the inserts that migrate, onto a core that is idle unless every
+    /// core runs a worker (then the work is the same pages the workers would have faulted).
+    /// One thread per table, parked between expansions, joined when the table is dropped.
+    /// See `prefault.rs` and `docs/mercury.md`, "Pre-faulting the successor".
+    pub prefault: bool,
 }
 
 impl Default for Config {
@@ -248,6 +258,7 @@ impl Default for Config {
             load_percent: DEFAULT_LOAD_PERCENT,
             expansion: Expansion::Cooperative,
             migrate_run: 64,
+            prefault: true,
         }
     }
 }
@@ -264,6 +275,14 @@ impl Config {
 /// A concurrent hash table of byte-string keys and values (see the [crate docs](crate)).
 pub struct Mercury {
     inner: Arc<Inner>,
+}
+
+impl Drop for Mercury {
+    fn drop(&mut self) {
+        // The pre-fault thread holds only a `Weak` of `Inner`; stop and join it so that it
+        // never outlives the table (it finishes a step in progress first).
+        self.inner.prefaulter.shutdown();
+    }
 }
 
 impl Default for Mercury {

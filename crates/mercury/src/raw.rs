@@ -19,6 +19,7 @@ use crate::Config;
 use crate::count::Counters;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
+use crate::prefault::Prefaulter;
 use crate::read::prefetch;
 use crate::table::{Cell, Table};
 use orrery_core::hash::{hash64, tag16};
@@ -51,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) alloc: Arc<NodeAlloc>,
     pub(crate) counters: Counters,
     pub(crate) config: Config,
+    /// The successor pre-fault thread (`prefault.rs`).
+    pub(crate) prefaulter: Prefaulter,
 }
 
 /// A key's 64-bit hash (bucket index from the low bits) and 16-bit tag (from the high half).
@@ -80,6 +83,7 @@ impl Inner {
             }),
             alloc: Arc::new(NodeAlloc::new()),
             counters: Counters::new(),
+            prefaulter: Prefaulter::new(config.prefault),
             config,
         })
     }

@@ -61,6 +61,9 @@ pub(crate) struct Table {
     migrated: CachePadded<AtomicUsize>,
     /// Token of the expander (initialization, migration runs, termination).
     resize: CachePadded<AtomicBool>,
+    /// The pre-fault thread's cursor: the successor's pages for old buckets `0..prefaulted`
+    /// are populated (`prefault.rs`). Written by that thread only.
+    prefaulted: CachePadded<AtomicUsize>,
 }
 
 impl Table {
@@ -75,6 +78,7 @@ impl Table {
             next: AtomicPtr::new(std::ptr::null_mut()),
             migrated: CachePadded::new(AtomicUsize::new(0)),
             resize: CachePadded::new(AtomicBool::new(false)),
+            prefaulted: CachePadded::new(AtomicUsize::new(0)),
         }))
     }
 
@@ -186,6 +190,29 @@ impl Table {
     /// Publishes that buckets `0..upto` are migrated. Only the `resize` token holder calls it.
     pub(crate) fn set_migrated(&self, upto: usize) {
         self.migrated.store(upto, Ordering::Release);
+    }
+
+    /// The pre-fault cursor (see `prefault.rs`).
+    pub(crate) fn prefaulted(&self) -> usize {
+        self.prefaulted.load(Ordering::Relaxed)
+    }
+
+    /// Advances the pre-fault cursor (the pre-fault thread only).
+    pub(crate) fn set_prefaulted(&self, upto: usize) {
+        self.prefaulted.store(upto, Ordering::Relaxed);
+    }
+
+    /// Populates the pages of cells `range` (clamped to the table) without changing them:
+    /// `madvise(MADV_POPULATE_WRITE)`, or where the OS lacks it, a compare-exchange of one
+    /// bucket word per 4 KiB page with its own value (a write fault that changes nothing:
+    /// every access to a bucket word is atomic, so this races with nobody).
+    pub(crate) fn prefault(&self, range: std::ops::Range<usize>) -> Result<(), Error> {
+        self.buckets.prefault(range, |cell| {
+            let w = cell.word.load(Ordering::Relaxed);
+            let _ = cell
+                .word
+                .compare_exchange(w, w, Ordering::Relaxed, Ordering::Relaxed);
+        })
     }
 
     /// Tries to take the expansion token without waiting.

@@ -112,11 +112,17 @@ pub(crate) fn split_line(r: &Record) -> Option<String> {
         .steady_mops
         .zip(s.expanding_mops)
         .map_or("n/a".into(), |(a, b)| format!("{:.2}", b / a));
+    let cpu_ratio = s
+        .steady_cpu_mops
+        .zip(s.expanding_cpu_mops)
+        .map_or("n/a".into(), |(a, b)| format!("{:.2}", b / a));
     Some(format!(
-        "    {} while expanding: {} Mops/s vs steady {} Mops/s (ratio {ratio}; expanding {:.0}% of the time)",
+        "    {} while expanding: {} Mops/s vs steady {} Mops/s (ratio {ratio}; expanding {:.0}% of the time); per thread-CPU second {} vs {} (ratio {cpu_ratio})",
         r.index,
         f(s.expanding_mops),
         f(s.steady_mops),
-        100.0 * s.expanding_share
+        100.0 * s.expanding_share,
+        f(s.expanding_cpu_mops),
+        f(s.steady_cpu_mops),
     ))
 }
