@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn no_thread_below_a_step_or_when_disabled() {
         let buckets = if cfg!(miri) { 32 } else { 1024 };
-        for (step, prefault) in [(buckets * 2, true), (1, false)] {
+        for (step, prefault) in [(buckets * 8, true), (1, false)] {
             let m = Mercury::with_config(Config {
                 initial_buckets: buckets,
                 prefault,

@@ -117,10 +117,10 @@ impl HugeRegion {
     /// kernel ran out of memory.
     pub fn populate(&self, range: Range<usize>) -> Result<bool, Error> {
         let end = range.end.min(self.len);
-        let start = range.start.min(end) & !(PAGE_SIZE - 1);
-        if start == end {
+        if range.start >= end {
             return Ok(true);
         }
+        let start = range.start & !(PAGE_SIZE - 1);
         // The reservation is a multiple of 2 MiB, so the page-rounded end stays inside it.
         let end = end.next_multiple_of(PAGE_SIZE).min(self.reserved);
         // `start < end <= reserved`: the range is inside our live mapping.
