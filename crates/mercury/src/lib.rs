@@ -427,6 +427,15 @@ impl Mercury {
 /// A session holds back memory reclamation for every thread while it lives: keep it to a
 /// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.
 ///
+/// In particular, an insert that finds the successor table full must finish the expansion
+/// and may wait for the resize token held by another thread. Outside a session it waits
+/// unpinned (its own guard is dropped first, a fresh one is pinned per migrated run); inside
+/// a session the session's pin stays, so the epoch (process-wide) cannot advance while that
+/// insert waits, for as long as the token holder takes (tens of milliseconds when it is
+/// descheduled on a loaded machine). This happens only when the successor fills before the
+/// cooperative migration completes it (many writers, unlucky token races); a writer that
+/// must never stall reclamation should insert outside sessions.
+///
 /// ```
 /// use orrery_mercury::Mercury;
 ///

@@ -70,10 +70,10 @@ use std::thread::{JoinHandle, Thread};
 use orrery_core::alloc::HUGE_PAGE_SIZE;
 use orrery_core::sync::pin;
 
-use crate::raw::Inner;
-use crate::table::Cell;
 #[cfg(doc)]
 use crate::Config;
+use crate::raw::Inner;
+use crate::table::Cell;
 
 /// Old buckets per pre-fault step: one 2 MiB page of cells in each half of the successor.
 pub(crate) const STEP: usize = HUGE_PAGE_SIZE / size_of::<Cell>();
@@ -237,7 +237,9 @@ impl Inner {
         let Some(r) = plan(n, t.prefaulted(), t.migrated(), self.prefaulter.step()) else {
             return false;
         };
-        let populated = next.prefault(r.clone()).and_then(|()| next.prefault(r.start + n..r.end + n));
+        let populated = next
+            .prefault(r.clone())
+            .and_then(|()| next.prefault(r.start + n..r.end + n));
         // Out of memory: stop pre-faulting this expansion (the migration faults what it
         // needs, and reports the failure if it comes to that).
         t.set_prefaulted(if populated.is_ok() { r.end } else { n });
@@ -253,7 +255,8 @@ mod tests {
     /// Inserts keys `from..` until the table is expanding; returns the next key.
     fn insert_until_expanding(m: &Mercury, mut from: u64) -> u64 {
         while m.buckets().1.is_none() {
-            m.insert(&from.to_le_bytes(), &(from * 7).to_le_bytes()).unwrap();
+            m.insert(&from.to_le_bytes(), &(from * 7).to_le_bytes())
+                .unwrap();
             from += 1;
         }
         from
@@ -262,7 +265,11 @@ mod tests {
     fn check_all(m: &Mercury, n: u64) {
         assert_eq!(m.len(), n as usize);
         for i in 0..n {
-            assert_eq!(m.get(&i.to_le_bytes()), Some((i * 7).to_le_bytes().to_vec()), "{i}");
+            assert_eq!(
+                m.get(&i.to_le_bytes()),
+                Some((i * 7).to_le_bytes().to_vec()),
+                "{i}"
+            );
         }
     }
 
@@ -289,7 +296,11 @@ mod tests {
     /// The pairs are intact throughout (populating changes no byte).
     #[test]
     fn prefaults_ahead_of_the_migration_then_stops() {
-        let (buckets, step, run) = if cfg!(miri) { (64, 4, 4) } else { (1024, 16, 16) };
+        let (buckets, step, run) = if cfg!(miri) {
+            (64, 4, 4)
+        } else {
+            (1024, 16, 16)
+        };
         let m = Mercury::with_config(Config {
             initial_buckets: buckets,
             migrate_run: run,
@@ -345,7 +356,10 @@ mod tests {
             m.inner.prefaulter.set_step(step);
             let n = insert_until_expanding(&m, 0);
             m.finish_expansion();
-            assert!(!m.inner.prefaulter.started(), "step {step} prefault {prefault}");
+            assert!(
+                !m.inner.prefaulter.started(),
+                "step {step} prefault {prefault}"
+            );
             check_all(&m, n);
         }
     }
@@ -354,7 +368,10 @@ mod tests {
     /// dedicated expand-thread migrates, stops and joins the pre-fault thread; the
     /// expand-thread exits on its own (it holds a `Weak` too).
     #[test]
-    #[cfg_attr(miri, ignore = "65 Ki inserts and 4 MiB of successor: too slow under Miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "65 Ki inserts and 4 MiB of successor: too slow under Miri"
+    )]
     fn drop_during_a_running_prefault() {
         for expansion in [Expansion::Cooperative, Expansion::Dedicated] {
             let m = Mercury::with_config(Config {
@@ -383,7 +400,10 @@ mod tests {
         // From the start: the first step, then the next ones up to the lead.
         assert_eq!(plan(1024, 0, 0, s), Some(0..16));
         assert_eq!(plan(1024, 16, 0, s), Some(16..32));
-        assert_eq!(plan(1024, (LEAD - 1) * s, 0, s), Some((LEAD - 1) * s..LEAD * s));
+        assert_eq!(
+            plan(1024, (LEAD - 1) * s, 0, s),
+            Some((LEAD - 1) * s..LEAD * s)
+        );
         assert_eq!(plan(1024, LEAD * s, 0, s), None);
         // A migration inside step 2 (buckets 32..48): pages of steps 0..=2 are entered, the
         // lead counts from step 3.
@@ -417,8 +437,7 @@ mod tests {
                     done = r.end;
                 }
                 let entered = migrated.next_multiple_of(step).min(n);
-                let want: Vec<usize> =
-                    (entered..(entered + LEAD * step).min(n)).collect();
+                let want: Vec<usize> = (entered..(entered + LEAD * step).min(n)).collect();
                 assert_eq!(covered, want, "n {n} step {step} migrated {migrated}");
             }
         }

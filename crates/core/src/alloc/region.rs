@@ -420,14 +420,16 @@ mod tests {
     fn alloc_region_populate_keeps_contents() {
         let len = 2 * HUGE_PAGE_SIZE + 5000;
         let r = HugeRegion::new(len).unwrap();
+        let p = r.as_ptr().wrapping_add(4100);
         // SAFETY: offset 4100 < len, inside the live region; nobody else accesses it.
-        unsafe { r.as_ptr().add(4100).write(0x5A) };
+        unsafe { p.write(0x5A) };
         let done = r.populate(4000..len + HUGE_PAGE_SIZE).unwrap();
         // Linux 5.14+ populates (this project's machine runs a newer kernel); Miri cannot.
         assert_eq!(done, cfg!(all(target_os = "linux", not(miri))));
         for off in [0, 4095, 4100, HUGE_PAGE_SIZE, len - 1] {
-            // SAFETY: `off < len`, inside the live region.
-            let v = unsafe { r.as_ptr().add(off).read() };
+            let p = r.as_ptr().wrapping_add(off);
+            // SAFETY: `off < len`, inside the live region (initialized, zeroed memory).
+            let v = unsafe { p.read() };
             assert_eq!(v, if off == 4100 { 0x5A } else { 0 }, "offset {off}");
         }
         // Empty and out-of-range requests populate nothing and succeed.
@@ -486,7 +488,11 @@ mod tests {
             assert_eq!(idx, want);
         }
         assert_eq!(a[10].load(Ordering::Relaxed), 3);
-        assert!(a.iter().enumerate().all(|(i, x)| i == 10 || x.load(Ordering::Relaxed) == 0));
+        assert!(
+            a.iter()
+                .enumerate()
+                .all(|(i, x)| i == 10 || x.load(Ordering::Relaxed) == 0)
+        );
         a.prefault(5..5, |_| panic!("nothing to touch")).unwrap();
     }
 
