@@ -377,14 +377,14 @@ impl Wormhole {
     }
 
     /// Searches `key` and read-locks its target leaf, restarting on stale tables and on
-    /// tag false positives.
+    /// tag false positives (the deferred check is made at once: scans use it).
     #[inline]
     fn read_target<'g>(&self, key: &[u8], g: &'g Guard) -> (ReadLeaf<'g>, u32) {
         let mut exact = false;
         loop {
             let (r, tg) = self.read_locate(key, g, exact);
             match tg.check {
-                Some(plen) if !r.hdr().anchor_is(&key[..plen]) => exact = true,
+                Some(c) if !c.holds(r.hdr(), key) => exact = true,
                 _ => return (r, tg.hash),
             }
         }
@@ -438,15 +438,15 @@ impl Wormhole {
         let mut exact = false;
         loop {
             let (r, tg) = self.read_locate(key, &g, exact);
-            if let Some(plen) = tg.check {
+            if let Some(c) = tg.check {
                 // The search ended on a leaf entry matched by tag only: fetch the anchor
                 // while the leaf is searched, and compare it before using the result
                 // (`search::finish`, deferred check). A mismatch restarts exactly.
-                r.hdr().prefetch_anchor(plen);
+                r.hdr().prefetch_anchor(c.len());
             }
             let pos = self.position(&r, key, tg.hash);
-            if let Some(plen) = tg.check
-                && !r.hdr().anchor_is(&key[..plen])
+            if let Some(c) = tg.check
+                && !c.holds(r.hdr(), key)
             {
                 exact = true;
                 continue;
