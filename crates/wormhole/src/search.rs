@@ -11,6 +11,41 @@
 //! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
 //! searches of many keys in lockstep, prefetching each round's slots for all of them.
 //!
+//! # Overlapping the dependent reads of one lookup (not in the paper; measured, issue 4)
+//!
+//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 7) prefixes of the first
+//!   three rounds and prefetches their slots together (four rounds, 15 prefixes, measured
+//!   slower on `az`; see `PRE`).
+//! * *Lookahead.* A later round whose prefix was not hashed ahead ([`Lpm::prepare_ahead`])
+//!   also hashes the two prefixes the following round can probe, one per outcome, and
+//!   prefetches the three slots together: past the third round the search waits for
+//!   memory every other round instead of every round. Long keys gain (`az`, ~40-byte keys
+//!   with long shared prefixes, makes 5–6 rounds); 8-byte keys never get past round 3.
+//!   Cost: two CRC32C extensions and prefetches per such round.
+//! * *Item lines.* A probe hit prefetches every line of the item that the final comparison
+//!   reads (header and prefix, up to four lines), not only the first: an item's prefix
+//!   starts at byte 57, so any prefix over 7 bytes spills into the next line.
+//! * *Deferred check (lookups only).* With tag matching the search trusts 16-bit tags and
+//!   verifies its final match with one full comparison (§3.1). When the match is a *leaf
+//!   entry*, that comparison reads the leaf's anchor: the header line, and for an anchor
+//!   over 12 bytes a separate heap block, a dependent DRAM read before the leaf search could
+//!   start. A lookup ([`locate_in`], `finish` with `defer`) instead returns the leaf with a
+//!   pending [`Check`]; the caller locks the leaf, prefetches the anchor block, searches the
+//!   leaf (whose pair-block read is the next miss), and only then compares the anchor: the
+//!   anchor and the pair are fetched in parallel. The same holds for the sibling step's
+//!   child probe when the child is a leaf entry (`MetaTable::get_child_deferred`).
+//!
+//!   Correctness: the search is unchanged except that the comparison comes later. If it
+//!   fails (a tag false positive), the result of the leaf search is discarded, the lock is
+//!   released and the lookup restarts with exact probes ([`locate_exact`], no check left),
+//!   which find the true target. If it holds, the leaf is exactly the one the immediate
+//!   comparison would have accepted, and the leaf search ran under that leaf's shared lock
+//!   after the version check, so the lookup takes effect at the same point (under the leaf
+//!   lock) as before: linearizability is unaffected. Reading a wrong leaf is safe: it was
+//!   reached through the published table under the caller's epoch guard, so it is live, and
+//!   it is read only under its lock. Writers and scans (`locate`, `read_target`) compare at
+//!   once, as before.
+//!
 //! This module only reads a [`MetaTable`]; the caller keeps the table alive (epoch guard)
 //! and validates the leaf it gets against the table's version (§2.5, see `smo`).
 
@@ -71,7 +106,10 @@ pub(crate) struct Lpm {
     pre: Pre,
 }
 
-/// Probes hashed ahead: the first three levels of the search tree (at most 7).
+/// Probes hashed ahead: the first three levels of the search tree (at most 7). Four
+/// levels (15 slots) for long ranges was tried and measured slower on `az` than three
+/// plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608 vs 0.672 and 0.631 vs 0.746
+/// cpuMops): the eight extra hashes cost more than the round trip they save.
 const PRE: usize = 7;
 
 /// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).
@@ -400,7 +438,12 @@ pub(crate) fn locate_in(t: &MetaTable, key: &[u8], cfg: &Config, inline: bool) -
 /// [`locate_in`] with exact probes (every probe compares the prefix): the restart of a
 /// lookup whose deferred check failed. Its target needs no check.
 #[inline]
-pub(crate) fn locate_exact(t: &MetaTable, key: &[u8], cfg: &Config, inline: bool) -> Option<Target> {
+pub(crate) fn locate_exact(
+    t: &MetaTable,
+    key: &[u8],
+    cfg: &Config,
+    inline: bool,
+) -> Option<Target> {
     let s = Lpm::run(t, key, cfg, true);
     finish(t, key, cfg, s, inline, false)
 }
@@ -430,7 +473,7 @@ mod tests {
         let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
         let mut model = BTreeMap::new();
         let mut rng = SmallRng::seed_from_u64(7);
-        let mut key = |rng: &mut SmallRng| -> Vec<u8> {
+        let key = |rng: &mut SmallRng| -> Vec<u8> {
             // Shared prefixes of varying length, then random bytes: long anchors (heap
             // blocks), internal items and leaf entries at many prefix lengths.
             let p = rng.random_range(0..4u8);
