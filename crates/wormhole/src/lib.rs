@@ -77,6 +77,12 @@
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
 //!   parallel instead of one after the other (`leaf`).
 //!
+//! * A lookup whose search ends on a leaf entry matched by tag (or whose sibling step's
+//!   child is a leaf entry) compares the leaf's anchor after searching the leaf, under its
+//!   lock, so that the anchor block and the pair block are fetched in parallel; a mismatch
+//!   restarts with exact probes (`search`, "Deferred check", with the argument that this
+//!   keeps lookups linearizable).
+//!
 //! # Memory placement and prefetching (not in the paper; measured, issue 4)
 //!
 //! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item (none when the
