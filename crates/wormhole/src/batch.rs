@@ -70,7 +70,7 @@ impl Wormhole {
             let mut tg: [Option<Target>; GROUP] = [None; GROUP];
             for ((s, k), out) in st.iter().zip(group).zip(tg.iter_mut()) {
                 if let Some(s) = s {
-                    *out = search::finish(t, k, &self.cfg, *s, inline);
+                    *out = search::finish(t, k, &self.cfg, *s, inline, false);
                     if let Some(x) = out {
                         x.leaf.prefetch();
                         if self.cfg.sort_by_tag {

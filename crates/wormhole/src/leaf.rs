@@ -552,6 +552,34 @@ impl Leaf {
         self.anchor_len as usize == p.len() && self.anchor() == p
     }
 
+    /// Whether the anchor equals `p`, followed by `b` when set (a lookup's deferred check,
+    /// `search::Check`).
+    #[inline]
+    pub(crate) fn anchor_is_ext(&self, p: &[u8], b: Option<u8>) -> bool {
+        let n = p.len() + usize::from(b.is_some());
+        if self.anchor_len as usize != n {
+            return false;
+        }
+        let a = self.anchor();
+        a[..p.len()] == *p && b.is_none_or(|b| a[p.len()] == b)
+    }
+
+    /// Prefetches the anchor bytes that [`Leaf::anchor_is`] with a `len`-byte prefix would
+    /// read outside the header line: the heap block of an anchor longer than 12 bytes (its
+    /// first two lines), when the length matches. A lookup issues it before it searches the
+    /// leaf, so that the anchor and the pair block are fetched in parallel (`search`,
+    /// deferred check).
+    #[inline]
+    pub(crate) fn prefetch_anchor(&self, len: usize) {
+        if self.anchor_len as usize == len && !self.anchor_heap.is_null() {
+            let p = self.anchor_heap.cast_const();
+            crate::prefetch(p);
+            if len > 64 {
+                crate::prefetch(p.wrapping_add(64));
+            }
+        }
+    }
+
     /// The leaf's capacity.
     #[inline]
     pub(crate) fn cap(&self) -> usize {

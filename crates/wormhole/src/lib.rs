@@ -77,6 +77,12 @@
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
 //!   parallel instead of one after the other (`leaf`).
 //!
+//! * A lookup whose search ends on a leaf entry matched by tag (or whose sibling step's
+//!   child is a leaf entry) compares the leaf's anchor after searching the leaf, under its
+//!   lock, so that the anchor block and the pair block are fetched in parallel; a mismatch
+//!   restarts with exact probes (`search`, "Deferred check", with the argument that this
+//!   keeps lookups linearizable).
+//!
 //! # Memory placement and prefetching (not in the paper; measured, issue 4)
 //!
 //! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item (none when the
@@ -343,23 +349,50 @@ impl Wormhole {
         }
     }
 
-    /// Searches `key` and read-locks its target leaf, restarting on stale tables.
+    /// Searches `key` (with exact probes if `exact`) and read-locks its target leaf,
+    /// restarting on stale tables. The target's [`search::Target::check`] may still be
+    /// pending: the caller compares the leaf's anchor before trusting the leaf.
     #[inline]
-    fn read_target<'g>(&self, key: &[u8], g: &'g Guard) -> (ReadLeaf<'g>, u32) {
+    fn read_locate<'g>(
+        &self,
+        key: &[u8],
+        g: &'g Guard,
+        exact: bool,
+    ) -> (ReadLeaf<'g>, search::Target) {
         let mut spins = 0;
+        let inline = self.pool.inline_mode();
         loop {
             let t = self.table(g);
             let v = t.version;
-            if let Some(tg) = search::locate_in(t, key, &self.cfg, self.pool.inline_mode()) {
+            let tg = if exact {
+                search::locate_exact(t, key, &self.cfg, inline)
+            } else {
+                search::locate_in(t, key, &self.cfg, inline)
+            };
+            if let Some(tg) = tg {
                 self.prefetch_home(&tg);
                 // SAFETY: reached through the published table under `g`.
                 let r = unsafe { tg.leaf.read() };
                 if r.hdr().version.load(Ordering::Acquire) <= v {
-                    return (r, tg.hash);
+                    return (r, tg);
                 }
             }
             self.restarts.fetch_add(1, Ordering::Relaxed);
             backoff(&mut spins);
+        }
+    }
+
+    /// Searches `key` and read-locks its target leaf, restarting on stale tables and on
+    /// tag false positives (the deferred check is made at once: scans use it).
+    #[inline]
+    fn read_target<'g>(&self, key: &[u8], g: &'g Guard) -> (ReadLeaf<'g>, u32) {
+        let mut exact = false;
+        loop {
+            let (r, tg) = self.read_locate(key, g, exact);
+            match tg.check {
+                Some(c) if !c.holds(r.hdr(), key) => exact = true,
+                _ => return (r, tg.hash),
+            }
         }
     }
 
@@ -408,13 +441,29 @@ impl Wormhole {
             return false;
         }
         let g = deps::sync::pin();
-        let (r, hash) = self.read_target(key, &g);
-        match self.position(&r, key, hash) {
-            Pos::Found(i) => {
-                f(r.value(i));
-                true
+        let mut exact = false;
+        loop {
+            let (r, tg) = self.read_locate(key, &g, exact);
+            if let Some(c) = tg.check {
+                // The search ended on a leaf entry matched by tag only: fetch the anchor
+                // while the leaf is searched, and compare it before using the result
+                // (`search::finish`, deferred check). A mismatch restarts exactly.
+                r.hdr().prefetch_anchor(c.len());
             }
-            Pos::Absent { .. } => false,
+            let pos = self.position(&r, key, tg.hash);
+            if let Some(c) = tg.check
+                && !c.holds(r.hdr(), key)
+            {
+                exact = true;
+                continue;
+            }
+            return match pos {
+                Pos::Found(i) => {
+                    f(r.value(i));
+                    true
+                }
+                Pos::Absent { .. } => false,
+            };
         }
     }
 

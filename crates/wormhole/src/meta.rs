@@ -186,6 +186,17 @@ impl ItemPtr {
     pub(crate) fn prefetch(self) {
         crate::prefetch(self.0.as_ptr().cast::<u8>());
     }
+
+    /// Prefetches the lines of the item's header and of its first `len` prefix bytes (at
+    /// most four lines), which a full comparison with a `len`-byte prefix reads.
+    #[inline]
+    pub(crate) fn prefetch_prefix(self, len: usize) {
+        let p = self.0.as_ptr().cast::<u8>();
+        let lines = (KEY_OFF + len).div_ceil(64).min(4);
+        for i in 0..lines {
+            crate::prefetch(p.wrapping_add(i * 64));
+        }
+    }
 }
 
 /// What a slot entry references: an item, or (a *leaf entry*) the leaf whose anchor is
@@ -249,6 +260,17 @@ impl Ref {
     pub(crate) fn prefetch(self) {
         match self {
             Ref::Item(it) => it.prefetch(),
+            Ref::Leaf(l) => l.prefetch(),
+        }
+    }
+
+    /// [`Ref::prefetch`], and for an item with a `len`-byte prefix longer than fits in its
+    /// first line, the lines holding the rest of the prefix (the search's final comparison
+    /// reads them; on `az` most matched prefixes are longer than 7 bytes).
+    #[inline]
+    pub(crate) fn prefetch_prefix(self, len: usize) {
+        match self {
+            Ref::Item(it) => it.prefetch_prefix(len),
             Ref::Leaf(l) => l.prefetch(),
         }
     }
@@ -597,6 +619,23 @@ impl MetaTable {
         self.find(hash, |it| {
             let k = it.key();
             k.len() == pk.len() + 1 && k[pk.len()] == b && &k[..pk.len()] == pk
+        })
+    }
+
+    /// [`MetaTable::get_child`] for a lookup that defers the comparison of leaf entries: a
+    /// candidate item is compared (its first line is needed next anyway), a candidate leaf
+    /// entry is returned unverified (its anchor may be a separate block; the caller compares
+    /// it under the leaf lock, see `search::finish`). May return a leaf entry of another
+    /// prefix with the same tag, never misses the child.
+    #[inline]
+    pub(crate) fn get_child_deferred(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<Ref> {
+        let pk = parent.key();
+        self.find(hash, |r| match r {
+            Ref::Leaf(_) => true,
+            Ref::Item(it) => {
+                let k = it.key();
+                k.len() == pk.len() + 1 && k[pk.len()] == b && &k[..pk.len()] == pk
+            }
         })
     }
 
@@ -1036,7 +1075,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::leaf::leaf_pool;
-    use crate::search::locate;
+    use crate::search::{locate, locate_exact, locate_in};
     use orrery_core::alloc::SlabPool;
 
     /// A LeafList of empty leaves and the two tables (`T1`, `T2`) a writer keeps, driven
@@ -1206,6 +1245,59 @@ mod tests {
         assert_eq!(h.t1.probe_tag(crc32c(k)), Some(Ref::Leaf(lb)));
         h.verify(&[k, b"xy", b"xyr", b"u", b"u\xaa=\0"]);
         assert_eq!(locate(&h.t1, k, &Config::default()).unwrap().leaf, lx);
+        // A lookup defers the comparison: it gets the wrong leaf with the check pending,
+        // the check fails, and the exact restart finds the right leaf with nothing left
+        // to check.
+        let cfg = Config::default();
+        let tg = locate_in(&h.t1, k, &cfg, false).unwrap();
+        let c = crate::search::Check {
+            plen: 3,
+            byte: None,
+        };
+        assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
+        // SAFETY: the harness's leaves live until it is dropped.
+        assert!(!c.holds(unsafe { lb.hdr() }, k));
+        let tg = locate_exact(&h.t1, k, &cfg, false).unwrap();
+        assert_eq!((tg.leaf, tg.check), (lx, None));
+        // A true leaf-entry match defers too, and its check passes.
+        let tg = locate_in(&h.t1, b, &cfg, false).unwrap();
+        assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
+        // SAFETY: as above.
+        assert!(c.holds(unsafe { lb.hdr() }, b));
+    }
+
+    /// The sibling step's child probe with a deferred comparison: a leaf entry of another
+    /// prefix with the child's tag comes first in the slot, the lookup gets it with a
+    /// pending check that fails, and the exact restart finds the child's leaf.
+    #[test]
+    fn deferred_child_check() {
+        let (b, k): (&[u8], &[u8]) = (b"u\xaa=", b"xyq");
+        let mut h = Harness::new();
+        let lb = h.add(b);
+        let lq = h.add(k);
+        let ls = h.add(b"xys");
+        assert_eq!(h.t1.slots.len(), 8);
+        assert_eq!(h.t1.probe_tag(crc32c(k)), Some(Ref::Leaf(lb)));
+        h.verify(&[k, b"xy", b"xyr", b"xys", b"xyz", b"u", b"u\xaa=\0"]);
+        let cfg = Config::default();
+        // `xyr` falls between the children `q` and `s` of `xy`: its target is `xyq`'s leaf.
+        let key = b"xyr!";
+        assert_eq!(locate(&h.t1, key, &cfg).unwrap().leaf, lq);
+        let tg = locate_in(&h.t1, key, &cfg, false).unwrap();
+        let c = crate::search::Check {
+            plen: 2,
+            byte: Some(b'q'),
+        };
+        assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
+        // SAFETY: the harness's leaves live until it is dropped.
+        assert!(!c.holds(unsafe { lb.hdr() }, key));
+        // SAFETY: as above.
+        assert!(c.holds(unsafe { lq.hdr() }, key));
+        let tg = locate_exact(&h.t1, key, &cfg, false).unwrap();
+        assert_eq!((tg.leaf, tg.check), (lq, None));
+        // Above the last child: the rightmost leaf below `xy`, no child probe, no check.
+        let tg = locate_in(&h.t1, b"xyz", &cfg, false).unwrap();
+        assert_eq!((tg.leaf, tg.check), (ls, None));
     }
 
     /// Anchors longer than the leaf header's inline bytes (kept in a heap block).
