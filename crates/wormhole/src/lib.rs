@@ -370,9 +370,16 @@ impl Wormhole {
         loop {
             let t = self.table(g);
             let v = t.version;
-            if let Some(tg) = search::locate(t, key, &self.cfg) {
+            if let Some(tg) = search::locate_in(t, key, &self.cfg, self.pool.inline_mode()) {
                 self.prefetch_home(&tg);
                 tg.leaf.prefetch_order(self.cfg.leaf_capacity);
+                if self.cfg.sort_by_tag && self.cfg.direct_pos {
+                    tg.leaf.prefetch_around(
+                        leaf_tag(tg.hash),
+                        self.cfg.leaf_capacity,
+                        self.pool.inline_mode(),
+                    );
+                }
                 // SAFETY: reached through the published table under `g`.
                 let w = unsafe { tg.leaf.write() };
                 if w.hdr().version.load(Ordering::Acquire) <= v {
