@@ -207,25 +207,24 @@ impl Wormhole {
         if !lw.is_full() {
             return;
         }
-        let pairs = lw.sorted_pairs();
-        let key = |i: usize| {
-            // SAFETY: the pairs are live under the exclusive lock.
-            unsafe { pairs[i].1.key() }
+        lw.sort();
+        let n = lw.len();
+        let (j, anchor) = {
+            let key = |i: usize| lw.key(lw.order()[i] as usize);
+            let j = choose_split(n, key);
+            let anchor: Box<[u8]> = split_anchor(key(j - 1), key(j)).into();
+            (j, anchor)
         };
-        let j = choose_split(pairs.len(), key);
-        let (lkey, rkey) = (key(j - 1), key(j));
-        let anchor: Box<[u8]> = split_anchor(lkey, rkey).into();
         let v = t.version + 1;
         let next = lw.hdr().next();
         let right = LeafPtr::alloc(&self.pool, self.cfg.leaf_capacity, anchor.clone(), v);
         {
             // SAFETY: the new leaf is not reachable yet; we own it.
             let mut rw = unsafe { right.write() };
-            rw.rebuild(&pairs[j..]);
+            lw.split_into(&mut rw, j);
             rw.set_prev(Some(leaf));
             rw.set_next(next);
         }
-        lw.rebuild(&pairs[..j]);
         lw.set_version(v);
         if let Some(n) = next {
             // SAFETY: `n` is live (linked, and only mutex holders unlink leaves).
