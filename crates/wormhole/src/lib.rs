@@ -404,7 +404,8 @@ impl Wormhole {
         loop {
             let t = self.table(g);
             let v = t.version;
-            if let Some(tg) = search::locate_in(t, key, &self.cfg, self.pool.inline_mode()) {
+            if let Some(tg) = search::locate_write(t, key, &self.cfg, self.pool.inline_mode()) {
+                debug_assert!(tg.check.is_none());
                 self.prefetch_home(&tg);
                 tg.leaf.prefetch_order(self.cfg.leaf_capacity);
                 if self.cfg.sort_by_tag && self.cfg.direct_pos {

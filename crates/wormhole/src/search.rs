@@ -423,8 +423,21 @@ fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Tar
 /// table and the LeafList disagreed (possible only with a stale table): restart.
 #[inline]
 pub(crate) fn locate(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
+    locate_write(t, key, cfg, false)
+}
+
+/// [`locate`] for a writer: with `inline`, also prefetches the target's inline cells, as
+/// [`locate_in`] does, but the target is always verified (no [`Target::check`]): a writer
+/// must never lock a leaf that a tag false positive led it to.
+#[inline]
+pub(crate) fn locate_write(
+    t: &MetaTable,
+    key: &[u8],
+    cfg: &Config,
+    inline: bool,
+) -> Option<Target> {
     let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
-    finish(t, key, cfg, s, false, false)
+    finish(t, key, cfg, s, inline, false)
 }
 
 /// [`locate`] for a lookup: with `inline`, also prefetches the target's inline cells; a
