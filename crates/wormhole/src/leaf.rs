@@ -360,6 +360,12 @@ impl LeafPools {
         on
     }
 
+    /// Attaches both pools to the index's chunk populator (see `Config::prefault`).
+    pub(crate) fn attach(&self, populator: &orrery_core::alloc::Populator) {
+        self.plain.attach(populator);
+        self.inline.attach(populator);
+    }
+
     /// Bytes of huge-page chunks taken from the OS.
     pub(crate) fn reserved_bytes(&self) -> usize {
         self.plain.reserved_bytes() + self.inline.reserved_bytes()

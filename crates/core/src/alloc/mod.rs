@@ -6,6 +6,7 @@
 //! | [`HugeRegion`] | raw zeroed memory, 2 MiB-aligned, advised to use huge pages |
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
+//! | [`Populator`] | a background thread keeping fresh chunks for slab pools faulted in |
 //! | [`MemCounter`] | a padded atomic byte count a structure reports through `memory_usage()` |
 //!
 //! # Huge pages
@@ -71,6 +72,7 @@
 //! it. A reader racing with writers sees some recent value.
 
 mod os;
+mod populate;
 mod region;
 mod slab;
 
@@ -78,6 +80,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::sync::CachePadded;
 
+pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
 
