@@ -7,6 +7,7 @@
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
 //! | [`Populator`] | a background thread keeping fresh chunks for slab pools faulted in |
+//! | [`BackgroundThread`] | the lifecycle of a lazily started, parkable, joined helper thread |
 //! | [`MemCounter`] | a padded atomic byte count a structure reports through `memory_usage()` |
 //!
 //! # Huge pages
@@ -71,6 +72,7 @@
 //! counter never shows a free before the allocation it undoes when the free happens after
 //! it. A reader racing with writers sees some recent value.
 
+mod background;
 mod os;
 mod populate;
 mod region;
@@ -80,6 +82,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::sync::CachePadded;
 
+pub use background::BackgroundThread;
 pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};

@@ -41,8 +41,8 @@
 //!
 //! # Lifetime
 //!
-//! The thread holds the reservoir through an `Arc` and looks at a stop flag before each
-//! chunk. Dropping the [`Populator`] sets the flag, wakes the thread, joins it (a chunk
+//! The thread ([`BackgroundThread`], the lifecycle Mercury's successor pre-faulter uses
+//! too) holds the reservoir through an `Arc` and looks at its stop flag before each chunk. Dropping the [`Populator`] sets the flag, wakes the thread, joins it (a chunk
 //! being populated is finished first: at most one populate, milliseconds) and then unmaps the
 //! chunks left in the reservoir. Pools may outlive the populator (a structure's deferred
 //! frees keep its pools alive): they hold the reservoir, find it empty and stopped, and map
@@ -54,7 +54,7 @@
 //! a system call). A pool takes from it under its own depot lock; the thread never takes a
 //! depot lock, so the lock order depot → reservoir cannot deadlock. Starting the thread (once
 //! per populator) happens under the starting pool's depot lock, through a `Mutex` that only
-//! the start and the shutdown take. Counters are `Relaxed` (the chunks move through the
+//! the start and the shutdown take (`BackgroundThread`). Counters are `Relaxed` (the chunks move through the
 //! lock), except that the thread adds to the spare byte count with `Release` after counting
 //! the chunk populated, so that a reader of [`Populator::spare_bytes`] sees the statistics
 //! at least that far.
@@ -63,10 +63,10 @@
 //! reservoir may do: nobody else can see a chunk before it is taken.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::{JoinHandle, Thread};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::background::BackgroundThread;
 use super::region::HugeRegion;
 use super::slab::CHUNK_SIZE;
 use crate::sync::SpinLock;
@@ -116,14 +116,8 @@ pub(crate) struct Reservoir {
     served: AtomicUsize,
     missed: AtomicUsize,
     populated: AtomicUsize,
-    /// Set by the shutdown: the thread exits at its next look and is never started again.
-    stop: AtomicBool,
-    /// The thread, once started (for `unpark` without a lock).
-    thread: OnceLock<Thread>,
-    /// Its join handle, taken by the shutdown.
-    handle: Mutex<Option<JoinHandle<()>>>,
-    /// Set by the thread as it exits (tests check that the shutdown joined it).
-    exited: AtomicBool,
+    /// The thread (started lazily, joined by the shutdown).
+    thread: BackgroundThread,
 }
 
 impl Populator {
@@ -156,10 +150,7 @@ impl Populator {
                 served: AtomicUsize::new(0),
                 missed: AtomicUsize::new(0),
                 populated: AtomicUsize::new(0),
-                stop: AtomicBool::new(false),
-                thread: OnceLock::new(),
-                handle: Mutex::new(None),
-                exited: AtomicBool::new(false),
+                thread: BackgroundThread::new("orrery-populate"),
             }),
         }
     }
@@ -179,7 +170,7 @@ impl Populator {
     pub fn stats(&self) -> PopulatorStats {
         let r = &self.reservoir;
         PopulatorStats {
-            started: r.thread.get().is_some(),
+            started: r.thread.is_started(),
             served: r.served.load(Ordering::Relaxed),
             missed: r.missed.load(Ordering::Relaxed),
             populated: r.populated.load(Ordering::Relaxed),
@@ -189,7 +180,7 @@ impl Populator {
     /// Whether the thread was started and has exited (only after a shutdown).
     #[cfg(test)]
     pub(crate) fn thread_exited(&self) -> bool {
-        self.reservoir.exited.load(Ordering::Acquire)
+        self.reservoir.thread.exited_flag().load(Ordering::Acquire)
     }
 
     /// The shared part, for [`SlabPool::attach`].
@@ -239,40 +230,25 @@ impl Reservoir {
             self.missed.fetch_add(1, Ordering::Relaxed);
         }
         let taken = self.served.load(Ordering::Relaxed) + self.missed.load(Ordering::Relaxed);
-        match self.thread.get() {
-            Some(t) => t.unpark(),
-            None if taken >= self.start_after => self.start(),
-            None => {}
+        if self.thread.is_started() {
+            self.thread.wake();
+        } else if taken >= self.start_after {
+            self.start();
         }
         chunk
     }
 
     /// Starts the thread, unless it runs already or the populator is shutting down.
+    /// Without a thread (the OS refused one) the pools map their chunks themselves.
     #[cold]
     fn start(self: &Arc<Self>) {
-        let Ok(mut handle) = self.handle.lock() else {
-            return;
-        };
-        if self.thread.get().is_some() || self.stop.load(Ordering::Acquire) {
-            return;
-        }
         let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("orrery-populate".into())
-            .spawn(move || {
-                me.run();
-                me.exited.store(true, Ordering::Release);
-            });
-        // Without a thread (the OS refused one) the pools map their chunks themselves.
-        if let Ok(h) = spawned {
-            let _ = self.thread.set(h.thread().clone());
-            *handle = Some(h);
-        }
+        self.thread.start(move || me.run());
     }
 
     /// The thread: fills the reservoir, parks while it is full.
     fn run(&self) {
-        while !self.stop.load(Ordering::Acquire) {
+        while !self.thread.is_stopping() {
             if self.ready.lock().len() >= self.spares {
                 // An `unpark` since the look above left a token: no wake-up is lost.
                 std::thread::park();
@@ -287,7 +263,7 @@ impl Reservoir {
             };
             self.populated.fetch_add(1, Ordering::Relaxed);
             let mut ready = self.ready.lock();
-            if ready.len() < self.spares && !self.stop.load(Ordering::Acquire) {
+            if ready.len() < self.spares && !self.thread.is_stopping() {
                 ready.push(chunk);
                 // Release: a reader of `spare_bytes` (Acquire) also sees `populated`.
                 self.spare_bytes.fetch_add(CHUNK_SIZE, Ordering::Release);
@@ -299,16 +275,8 @@ impl Reservoir {
 
     /// Stops the thread, waits for it to exit, and unmaps the chunks in reserve.
     fn shutdown(&self) {
-        self.stop.store(true, Ordering::Release);
-        let handle = match self.handle.lock() {
-            Ok(mut h) => h.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
-        if let Some(h) = handle {
-            h.thread().unpark();
-            // Never the current thread: the thread drops no populator.
-            let _ = h.join();
-        }
+        // Never from the thread itself: it drops no populator.
+        self.thread.shutdown();
         let spare = std::mem::take(&mut *self.ready.lock());
         self.spare_bytes
             .fetch_sub(spare.len() * CHUNK_SIZE, Ordering::Relaxed);

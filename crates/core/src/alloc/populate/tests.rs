@@ -75,13 +75,16 @@ fn alloc_populate_serves_spare_chunks_past_the_threshold() {
     assert!(!populator.thread_exited());
     let reservoir = Arc::clone(populator.reservoir());
     drop(populator);
-    assert!(reservoir.exited.load(Ordering::Acquire), "the drop joins");
+    assert!(
+        reservoir.thread.exited_flag().load(Ordering::Acquire),
+        "the drop joins"
+    );
     assert_eq!(reservoir.spare_bytes.load(Ordering::Relaxed), 0);
     assert!(reservoir.ready.lock().is_empty(), "spares unmapped");
     // The pool outlives its populator: it maps its own chunks, no thread restarts.
     fill_chunks(&pool, 5, &mut objs);
     assert_eq!(reservoir.missed.load(Ordering::Relaxed), 4);
-    assert!(reservoir.handle.lock().unwrap().is_none());
+    assert!(reservoir.thread.is_stopping());
     assert_eq!(counter.get(), 5 * CHUNK_SIZE);
     check_and_free(&pool, objs);
 }
@@ -149,7 +152,7 @@ fn alloc_populate_drop_while_populating() {
         assert!(populator.stats().started);
         let reservoir = Arc::clone(populator.reservoir());
         drop(populator);
-        assert!(reservoir.exited.load(Ordering::Acquire));
+        assert!(reservoir.thread.exited_flag().load(Ordering::Acquire));
         assert!(reservoir.ready.lock().is_empty());
         assert_eq!(reservoir.spare_bytes.load(Ordering::Relaxed), 0);
         assert!(reservoir.populated.load(Ordering::Relaxed) <= 4);
