@@ -1,31 +1,32 @@
 //! [`BackgroundThread`]: the lifecycle of a structure's helper thread — started lazily,
 //! parked while idle, woken by the structure, stopped and joined when the structure drops.
 //!
-//! Two pre-faulters use it: the slab chunk [`Populator`](super::Populator) and Mercury's
-//! successor pre-fault thread. Both follow the same protocol:
-//!
-//! - The structure calls [`start`](BackgroundThread::start) with the thread's body when it
-//!   first needs the thread (not at construction: small structures never get one). Once
-//!   [`shutdown`](BackgroundThread::shutdown) began, `start` does nothing.
-//! - The body loops: it exits when [`is_stopping`](BackgroundThread::is_stopping), does a
-//!   bounded piece of work if there is one, and otherwise calls `std::thread::park()`. An
-//!   [`wake`](BackgroundThread::wake) (`unpark`) made between the body's look for work and
-//!   its `park` leaves a token, so no wake-up is lost.
-//! - The structure's `Drop` calls `shutdown`: it sets the stop flag (`Release`; the body
-//!   reads it with `Acquire`), unparks the thread and joins it, so the thread never outlives
-//!   the structure's handle. A piece of work in progress ends first.
-//!
-//! The body must reach the structure through something the shutdown cannot invalidate: an
-//! `Arc` of the shared part (the populator), or a `Weak` upgraded for one piece of work at a
-//! time (Mercury). It must never drop the structure's handle itself (the join would wait on
-//! its own thread).
+//! The protocol is in [`BackgroundThread`]'s docs.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 
-/// A lazily started, parkable helper thread that is joined on shutdown (see the
-/// [module docs](self)).
+/// A lazily started, parkable helper thread that is joined on shutdown.
+///
+/// Two pre-faulters use it: the slab chunk [`Populator`](super::Populator) and Mercury's
+/// successor pre-fault thread. Both follow the same protocol:
+///
+/// - The structure calls [`start`](BackgroundThread::start) with the thread's body when it
+///   first needs the thread (not at construction: small structures never get one). Once
+///   [`shutdown`](BackgroundThread::shutdown) began, `start` does nothing.
+/// - The body loops: it exits when [`is_stopping`](BackgroundThread::is_stopping), does a
+///   bounded piece of work if there is one, and otherwise calls `std::thread::park()`. A
+///   [`wake`](BackgroundThread::wake) (`unpark`) made between the body's look for work and
+///   its `park` leaves a token, so no wake-up is lost.
+/// - The structure's `Drop` calls `shutdown`: it sets the stop flag (`Release`; the body
+///   reads it with `Acquire`), unparks the thread and joins it, so the thread never outlives
+///   the structure's handle. A piece of work in progress ends first.
+///
+/// The body must reach the structure through something the shutdown cannot invalidate: an
+/// `Arc` of the shared part (the populator), or a `Weak` upgraded for one piece of work at a
+/// time (Mercury). It must never drop the structure's handle itself (the join would wait on
+/// its own thread).
 #[derive(Debug)]
 pub struct BackgroundThread {
     /// The thread's name.

@@ -59,7 +59,22 @@
 //! never-used objects; only refilling or flushing a whole magazine, or taking a new run,
 //! takes the pool's spin lock. See [`SlabPool`] for the protocol.
 //!
-//! # Accounting
+//! # Pre-faulting chunks
+//!
+//! The first write into a fresh chunk makes the kernel clear the whole 2 MiB page (4–14 ms
+//! on this project's VM), charged to the thread that allocated from it. A [`Populator`]
+//! takes that off the allocating threads: it keeps a reservoir of at most `spares` chunks
+//! (default 1) mapped and populated (`madvise(MADV_POPULATE_WRITE)`,
+//! [`HugeRegion::prefault`]) by a background thread, shared by every pool attached to it
+//! ([`SlabPool::attach`]) — a chunk is raw zeroed memory, usable by any object size. A
+//! pool needing a chunk takes the spare if there is one (else maps its own, as an
+//! unattached pool does) and wakes the thread, which refills the reservoir and parks. The
+//! thread starts once the attached pools have taken `start_after` chunks (default 8,
+//! 16 MiB), so small structures never get one, and dropping the populator stops and joins
+//! it ([`BackgroundThread`]) and unmaps the spares. Spare chunks belong to no pool:
+//! [`Populator::spare_bytes`] reports them (a structure adds them to its `memory_usage()`),
+//! and a pool counts a chunk from the moment it takes it, so nothing is counted twice.
+//!
 //!
 //! Every structure reports its bytes through `memory_usage()`. [`MemCounter`] is the shared
 //! counter for that: regions and arrays made with `new_counted` add their *reserved* bytes

@@ -80,7 +80,7 @@ pub const DEFAULT_SPARES: usize = 1;
 /// Chunks the attached pools take before the populator's thread starts, by default (16 MiB).
 pub const DEFAULT_START_AFTER: usize = 8;
 
-/// The background chunk populator of one structure (see the [module docs](self)).
+/// The background chunk populator of one structure (see the [module docs](super#pre-faulting-chunks)).
 ///
 /// Dropping it stops and joins its thread.
 pub struct Populator {
@@ -161,7 +161,7 @@ impl Populator {
     }
 
     /// Bytes of the populated chunks waiting in the reservoir (at most `spares` chunks): a
-    /// structure adds them to its `memory_usage()` (see the [module docs](self#memory-and-how-it-is-counted)).
+    /// structure adds them to its `memory_usage()` (see [pre-faulting chunks](super#pre-faulting-chunks)).
     pub fn spare_bytes(&self) -> usize {
         self.reservoir.spare_bytes.load(Ordering::Acquire)
     }
