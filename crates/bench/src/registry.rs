@@ -293,7 +293,7 @@ pub(crate) fn entries() -> Vec<Entry> {
             "wormhole",
             "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
             Caps::CONCURRENT,
-            || Box::new(orrery::wormhole::Wormhole::new()),
+            || Box::new(wormhole_default()),
         ),
         // Fig 11 ablation: BaseWormhole, then one optimization added at a time.
         Entry::ordered(
@@ -420,9 +420,19 @@ pub(crate) fn entries() -> Vec<Entry> {
     ]
 }
 
-/// A Wormhole with the four ablation switches of Fig 11 set as given.
+/// The default Wormhole, except that the bench-only environment variable
+/// `ORRERY_WORMHOLE_PREFAULT=0` turns the chunk pre-fault thread off (`Config::prefault`),
+/// so that both can be compared with one binary.
+fn wormhole_default() -> orrery::wormhole::Wormhole {
+    wormhole_with(true, true, true, true)
+}
+
+/// A Wormhole with the given Fig 11 switches (and `ORRERY_WORMHOLE_PREFAULT`, see
+/// [`wormhole_default`]).
 fn wormhole_with(tm: bool, ih: bool, sbt: bool, dp: bool) -> orrery::wormhole::Wormhole {
+    let prefault = !std::env::var("ORRERY_WORMHOLE_PREFAULT").is_ok_and(|v| v == "0");
     orrery::wormhole::Wormhole::builder()
+        .prefault(prefault)
         .tag_matching(tm)
         .inc_hashing(ih)
         .sort_by_tag(sbt)

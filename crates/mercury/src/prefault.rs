@@ -63,11 +63,12 @@
 //! "Pre-faulting the successor").
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::thread::{JoinHandle, Thread};
+#[cfg(test)]
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
-use orrery_core::alloc::HUGE_PAGE_SIZE;
+use orrery_core::alloc::{BackgroundThread, HUGE_PAGE_SIZE};
 use orrery_core::sync::pin;
 
 #[cfg(doc)]
@@ -102,12 +103,9 @@ pub(crate) struct Prefaulter {
     enabled: bool,
     /// Old buckets per step ([`STEP`]; smaller in tests, so that small tables use the thread).
     step: AtomicUsize,
-    /// Set by `shutdown`: the thread exits at its next look.
-    stop: AtomicBool,
-    /// The thread, once started (for `unpark`, without a lock).
-    thread: OnceLock<Thread>,
-    /// Its join handle, taken by `shutdown`.
-    handle: Mutex<Option<JoinHandle<()>>>,
+    /// The thread: started lazily, stopped and joined by `shutdown` (the lifecycle shared
+    /// with the slab chunk populator, `orrery_core::alloc::BackgroundThread`).
+    thread: BackgroundThread,
     /// Set by the thread when it exits (tests check that `shutdown` joined it).
     #[cfg(test)]
     pub(crate) exited: Arc<AtomicBool>,
@@ -115,14 +113,13 @@ pub(crate) struct Prefaulter {
 
 impl Prefaulter {
     pub(crate) fn new(enabled: bool) -> Prefaulter {
+        let thread = BackgroundThread::new("mercury-prefault");
         Prefaulter {
             enabled,
             step: AtomicUsize::new(STEP),
-            stop: AtomicBool::new(false),
-            thread: OnceLock::new(),
-            handle: Mutex::new(None),
             #[cfg(test)]
-            exited: Arc::new(AtomicBool::new(false)),
+            exited: thread.exited_flag(),
+            thread,
         }
     }
 
@@ -141,7 +138,7 @@ impl Prefaulter {
     /// Whether the thread was started.
     #[cfg(test)]
     pub(crate) fn started(&self) -> bool {
-        self.thread.get().is_some()
+        self.thread.is_started()
     }
 
     /// An expansion of a table of `n` buckets started: starts the thread if the table is
@@ -150,43 +147,24 @@ impl Prefaulter {
         if !self.enabled || n < self.step() {
             return;
         }
-        if let Some(t) = self.thread.get() {
-            t.unpark();
+        if self.thread.is_started() {
+            self.thread.wake();
             return;
         }
-        let Ok(mut handle) = self.handle.lock() else {
-            return;
-        };
-        if handle.is_some() || self.stop.load(Ordering::Acquire) {
-            // Started meanwhile by another expansion's starter (impossible today: one
-            // expansion at a time), or the table is being dropped.
-            return;
-        }
+        // Nothing when the table is being dropped. Without a thread (the OS refused one),
+        // the migration faults its pages itself.
         let weak = Arc::downgrade(inner);
-        #[cfg(test)]
-        let exited = Arc::clone(&self.exited);
-        let spawned = std::thread::Builder::new()
-            .name("mercury-prefault".into())
-            .spawn(move || {
-                run(&weak);
-                #[cfg(test)]
-                exited.store(true, Ordering::Release);
-            });
-        // Without a thread (the OS refused one), the migration faults its pages itself.
-        if let Ok(h) = spawned {
-            let _ = self.thread.set(h.thread().clone());
-            *handle = Some(h);
-        }
+        self.thread.start(move || run(&weak));
     }
 
     /// A migration run moved the progress from `start` to `end`: wakes the thread if the run
     /// entered a new step.
     #[inline]
     pub(crate) fn migrated(&self, start: usize, end: usize) {
-        if let Some(t) = self.thread.get() {
+        if self.thread.is_started() {
             let step = self.step();
             if start / step != end / step {
-                t.unpark();
+                self.thread.wake();
             }
         }
     }
@@ -194,16 +172,8 @@ impl Prefaulter {
     /// Stops the thread and waits for it to exit (from the table handle's `Drop`). A step in
     /// progress completes first.
     pub(crate) fn shutdown(&self) {
-        self.stop.store(true, Ordering::Release);
-        let handle = match self.handle.lock() {
-            Ok(mut h) => h.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
-        if let Some(h) = handle {
-            h.thread().unpark();
-            // Never the current thread: the pre-fault thread does not drop table handles.
-            let _ = h.join();
-        }
+        // Never from the thread itself: the pre-fault thread does not drop table handles.
+        self.thread.shutdown();
     }
 }
 
@@ -211,7 +181,7 @@ impl Prefaulter {
 fn run(weak: &Weak<Inner>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        if inner.prefaulter.stop.load(Ordering::Acquire) {
+        if inner.prefaulter.thread.is_stopping() {
             return;
         }
         let worked = inner.prefault_step();

@@ -17,7 +17,7 @@
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 
-use orrery_core::alloc::SlabPool;
+use orrery_core::alloc::{Populator, SlabPool};
 
 /// A set of slab pools for sizes `step, 2·step, …, max`.
 pub(crate) struct ClassPools {
@@ -86,6 +86,13 @@ impl ClassPools {
             Some(c) => unsafe { self.pools[c].free(p) },
             // SAFETY: allocated by the global allocator with this layout.
             None => unsafe { dealloc(p.as_ptr(), self.big_layout(size)) },
+        }
+    }
+
+    /// Attaches every pool to the index's chunk populator (see `Config::prefault`).
+    pub(crate) fn attach(&self, populator: &Populator) {
+        for pool in &self.pools {
+            pool.attach(populator);
         }
     }
 

@@ -1,4 +1,4 @@
-//! Construction options: leaf capacity and the ablation switches of Fig 11.
+//! Construction options: leaf capacity, the ablation switches of Fig 11, pre-faulting.
 
 use std::fmt;
 
@@ -7,9 +7,9 @@ use crate::leaf::{MAX_CAP, MIN_CAP};
 
 /// Options of a [`Wormhole`], set through [`WormholeBuilder`].
 ///
-/// The four switches are the optimizations the paper turns on one at a time in Fig 11;
-/// with all four off the index is the paper's *BaseWormhole*. They change speed only, never
-/// results.
+/// The four optimization switches are the ones the paper turns on one at a time in Fig 11;
+/// with all four off the index is the paper's *BaseWormhole*. They, and `prefault`, change
+/// speed only, never results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Keys per leaf before it splits (paper default 128; 8..=256).
@@ -26,6 +26,13 @@ pub struct Config {
     /// *DirectPos* (§3.2): the tag search starts at `tag · nr / 2^16`; off: binary search
     /// over the tags.
     pub direct_pos: bool,
+    /// Pre-faulting (not in the paper; measured in `docs/wormhole.md`): once the index
+    /// holds 16 MiB of slab chunks, a background thread keeps one fresh 2 MiB chunk mapped
+    /// and populated for the leaf, pair and item pools, so that inserts do not pay the
+    /// kernel's clearing of new huge pages (`orrery_core::alloc::Populator`). Off: every
+    /// new chunk is faulted by the thread that first writes it. Speed only, and at most
+    /// one spare chunk (counted in `memory_usage()`).
+    pub prefault: bool,
 }
 
 impl Default for Config {
@@ -36,6 +43,7 @@ impl Default for Config {
             inc_hashing: true,
             sort_by_tag: true,
             direct_pos: true,
+            prefault: true,
         }
     }
 }
@@ -114,6 +122,13 @@ impl WormholeBuilder {
     /// The *DirectPos* optimization (default on; only meaningful with *SortByTag*).
     pub fn direct_pos(mut self, on: bool) -> Self {
         self.config.direct_pos = on;
+        self
+    }
+
+    /// Pre-faulting of new slab chunks by a background thread (default on; see
+    /// [`Config::prefault`]).
+    pub fn prefault(mut self, on: bool) -> Self {
+        self.config.prefault = on;
         self
     }
 

@@ -90,7 +90,9 @@
 //! 10M `rand-8` load profile fell from about 13% (`sorted_pairs`, `sort_order`,
 //! `rebuild`) to about 7%; what remains is mostly reading the cold leaf. The first-touch
 //! page faults of the new leaves' huge pages (about 9% of that profile, `clear_page` in
-//! the kernel: on this VM the host backs guest memory lazily) are not changed.
+//! the kernel: on this VM the host backs guest memory lazily) are taken off the inserting
+//! thread by the index's chunk populator (`Config::prefault`, see the crate docs): a new
+//! leaf chunk is usually one a background thread populated ahead of need.
 //!
 //! # Invariants
 //!
@@ -358,6 +360,12 @@ impl LeafPools {
         let m = if on { MODE_INLINE } else { MODE_PLAIN };
         self.mode.store(m, Ordering::Relaxed);
         on
+    }
+
+    /// Attaches both pools to the index's chunk populator (see `Config::prefault`).
+    pub(crate) fn attach(&self, populator: &orrery_core::alloc::Populator) {
+        self.plain.attach(populator);
+        self.inline.attach(populator);
     }
 
     /// Bytes of huge-page chunks taken from the OS.

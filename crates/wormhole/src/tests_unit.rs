@@ -434,3 +434,64 @@ fn splits_while_caller_is_pinned() {
     wh.debug_validate();
     assert_eq!(wh.len(), (n - n / 2) as usize);
 }
+
+/// Inserts 8-byte keys `from..` (8-byte values) until `done` holds; returns the next key.
+fn insert_until(wh: &Wormhole, mut from: u64, done: impl Fn(&Wormhole) -> bool) -> u64 {
+    while !done(wh) {
+        let k = from.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+        wh.insert(&k, &from.to_le_bytes()).unwrap();
+        from += 1;
+    }
+    from
+}
+
+/// Waits (yielding, a bounded number of times) until the populator holds a spare chunk.
+fn wait_spare(wh: &Wormhole) -> bool {
+    for _ in 0..10_000_000 {
+        if wh.populator.spare_bytes() > 0 {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
+/// With `prefault` (the default) the populator's thread starts once the pools hold 16 MiB;
+/// the next chunk a pool needs is a spare one; the spare is counted in `memory_usage()`
+/// exactly once; and the pairs are intact.
+#[test]
+#[cfg_attr(miri, ignore = "needs 16 MiB of slab chunks: too slow under Miri")]
+fn prefault_serves_the_pools_spare_chunks() {
+    let wh = Wormhole::new();
+    assert!(wh.config().prefault);
+    let chunks = |wh: &Wormhole| {
+        wh.pool.reserved_bytes() + wh.kvp.reserved_bytes() + wh.items.reserved_bytes()
+    };
+    let n = insert_until(&wh, 0, |wh| wh.populator_stats().started);
+    let s = wh.populator_stats();
+    assert_eq!(s.served + s.missed, 8, "started at 16 MiB: {s:?}");
+    assert!(wait_spare(&wh), "the thread populates a spare chunk");
+    let spare = wh.populator.spare_bytes();
+    let m = wh.memory_usage();
+    let before = chunks(&wh);
+    // The spare is in `memory_usage()`, not in any pool.
+    let without = Wormhole::builder().prefault(false).build().unwrap();
+    insert_until(&without, 0, |w| w.len() == n as usize);
+    assert_eq!(
+        m.structure_bytes + m.key_value_bytes,
+        without.memory_usage().structure_bytes + without.memory_usage().key_value_bytes + spare
+    );
+    let n = insert_until(&wh, n, |wh| chunks(wh) > before);
+    let s = wh.populator_stats();
+    assert!(s.served >= 1, "{s:?}");
+    for i in (0..n).step_by(97) {
+        let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+        assert_eq!(wh.get(&k), Some(i.to_le_bytes().to_vec()), "{i}");
+    }
+    assert_eq!(wh.len(), n as usize);
+    // Switched off: no thread however large the index, nothing in reserve.
+    insert_until(&without, n, |w| w.len() == n as usize);
+    assert_eq!(without.populator_stats(), Default::default());
+    assert_eq!(without.populator.spare_bytes(), 0);
+    assert_eq!(without.len(), n as usize);
+}

@@ -6,6 +6,8 @@
 //! | [`HugeRegion`] | raw zeroed memory, 2 MiB-aligned, advised to use huge pages |
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
+//! | [`Populator`] | a background thread keeping fresh chunks for slab pools faulted in |
+//! | [`BackgroundThread`] | the lifecycle of a lazily started, parkable, joined helper thread |
 //! | [`MemCounter`] | a padded atomic byte count a structure reports through `memory_usage()` |
 //!
 //! # Huge pages
@@ -57,7 +59,22 @@
 //! never-used objects; only refilling or flushing a whole magazine, or taking a new run,
 //! takes the pool's spin lock. See [`SlabPool`] for the protocol.
 //!
-//! # Accounting
+//! # Pre-faulting chunks
+//!
+//! The first write into a fresh chunk makes the kernel clear the whole 2 MiB page (4–14 ms
+//! on this project's VM), charged to the thread that allocated from it. A [`Populator`]
+//! takes that off the allocating threads: it keeps a reservoir of at most `spares` chunks
+//! (default 1) mapped and populated (`madvise(MADV_POPULATE_WRITE)`,
+//! [`HugeRegion::prefault`]) by a background thread, shared by every pool attached to it
+//! ([`SlabPool::attach`]) — a chunk is raw zeroed memory, usable by any object size. A
+//! pool needing a chunk takes the spare if there is one (else maps its own, as an
+//! unattached pool does) and wakes the thread, which refills the reservoir and parks. The
+//! thread starts once the attached pools have taken `start_after` chunks (default 8,
+//! 16 MiB), so small structures never get one, and dropping the populator stops and joins
+//! it ([`BackgroundThread`]) and unmaps the spares. Spare chunks belong to no pool:
+//! [`Populator::spare_bytes`] reports them (a structure adds them to its `memory_usage()`),
+//! and a pool counts a chunk from the moment it takes it, so nothing is counted twice.
+//!
 //!
 //! Every structure reports its bytes through `memory_usage()`. [`MemCounter`] is the shared
 //! counter for that: regions and arrays made with `new_counted` add their *reserved* bytes
@@ -70,7 +87,9 @@
 //! counter never shows a free before the allocation it undoes when the free happens after
 //! it. A reader racing with writers sees some recent value.
 
+mod background;
 mod os;
+mod populate;
 mod region;
 mod slab;
 
@@ -78,6 +97,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::sync::CachePadded;
 
+pub use background::BackgroundThread;
+pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
 

@@ -126,6 +126,38 @@ impl HugeRegion {
         // `start < end <= reserved`: the range is inside our live mapping.
         os::populate_write(self.ptr.as_ptr().wrapping_add(start), end - start)
     }
+
+    /// Pre-faults the whole region (up to [`reserved_len`](Self::reserved_len)): with
+    /// [`populate`](Self::populate) where the OS offers it, otherwise (Linux before 5.14,
+    /// other systems, Miri) by rewriting one byte of every [`PAGE_SIZE`] page with its own
+    /// value. No byte changes either way. The exclusive borrow is what makes the fallback
+    /// sound: nobody else can access the bytes meanwhile (e.g. a slab chunk populated
+    /// before any pool hands out its slots, `alloc::populate`).
+    ///
+    /// Fails with [`Error::OutOfMemory`] when the kernel ran out of memory populating.
+    pub fn prefault(&mut self) -> Result<(), Error> {
+        let len = self.reserved;
+        if len == 0 {
+            return Ok(());
+        }
+        // `populate` clamps to `len`; the whole reservation is ours, so widen `len` for it.
+        let asked = std::mem::replace(&mut self.len, len);
+        let populated = self.populate(0..len);
+        self.len = asked;
+        if populated? {
+            return Ok(());
+        }
+        for off in (0..len).step_by(PAGE_SIZE) {
+            let p = self.ptr.as_ptr().wrapping_add(off);
+            // SAFETY: `off < reserved`: inside our live mapping (initialized, zeroed at
+            // mapping); `&mut self` excludes every other access to the region's bytes.
+            let v = unsafe { p.read_volatile() };
+            // SAFETY: as above; writing the byte's own value changes nothing but the page's
+            // residency. Volatile, so that the write is not elided.
+            unsafe { p.write_volatile(v) };
+        }
+        Ok(())
+    }
 }
 
 impl Drop for HugeRegion {

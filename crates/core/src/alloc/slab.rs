@@ -4,9 +4,10 @@ use std::cell::RefCell;
 use std::fmt;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use super::MemCounter;
+use super::populate::{Populator, Reservoir};
 use super::region::{HUGE_PAGE_SIZE, HugeRegion};
 use crate::api::Error;
 use crate::sync::{CachePadded, SpinLock};
@@ -142,6 +143,8 @@ struct Shared {
     reserved: MemCounter,
     /// The caller's counter, charged with every chunk.
     external: Option<Arc<MemCounter>>,
+    /// The structure's chunk populator, once attached ([`SlabPool::attach`]).
+    populator: OnceLock<Arc<Reservoir>>,
     depot: SpinLock<Depot>,
 }
 
@@ -250,7 +253,13 @@ impl Depot {
             return Ok(run);
         }
         if self.chunk_left == 0 {
-            let chunk = HugeRegion::new(CHUNK_SIZE)?;
+            // A chunk populated ahead of need if the populator has one, else a fresh mapping
+            // (whose first write pays the page fault).
+            let spare = pool.populator.get().and_then(Reservoir::take);
+            let chunk = match spare {
+                Some(chunk) => chunk,
+                None => HugeRegion::new(CHUNK_SIZE)?,
+            };
             self.chunk_next = chunk.as_ptr();
             self.chunk_left = pool.chunk_slots;
             self.chunks.push(chunk);
@@ -555,6 +564,7 @@ impl SlabPool {
             chunk_slots: CHUNK_SIZE / slot,
             reserved: MemCounter::new(),
             external,
+            populator: OnceLock::new(),
             depot: SpinLock::new(Depot {
                 magazines: Vec::new(),
                 runs: Vec::new(),
@@ -568,6 +578,19 @@ impl SlabPool {
         Ok(SlabPool {
             shared: Arc::new(shared),
         })
+    }
+
+    /// Attaches the pool to `populator` (see [`Populator`]): from now on the pool takes its
+    /// new chunks from the populator's reservoir of pre-faulted chunks when it holds one,
+    /// and each new chunk wakes (or, past its threshold, starts) the populator's thread.
+    /// The pool keeps working unchanged after the populator is dropped.
+    ///
+    /// Returns `false` (and changes nothing) if the pool was attached already.
+    pub fn attach(&self, populator: &Populator) -> bool {
+        self.shared
+            .populator
+            .set(Arc::clone(populator.reservoir()))
+            .is_ok()
     }
 
     /// Allocates one object: `slot_size()` bytes aligned to `align()`, uninitialized (treat
