@@ -49,6 +49,8 @@
 //! This module only reads a [`MetaTable`]; the caller keeps the table alive (epoch guard)
 //! and validates the leaf it gets against the table's version (§2.5, see `smo`).
 
+use std::collections::BTreeMap;
+
 use crate::config::Config;
 use crate::deps::hash::{crc32c, crc32c_extend};
 use crate::leaf::{Leaf, LeafPtr, leaf_tag};
@@ -90,6 +92,125 @@ impl Check {
         }
         ok
     }
+}
+
+/// Largest plan side: ranges `(lo, hi)` with `hi < PLAN_SIDE` split by the plan, longer
+/// ones at the midpoint until they fall inside it. The split table is `PLAN_SIDE²` bytes
+/// at most (16.6 KB); longer keys rarely reach past 128 bytes of matched prefix.
+const PLAN_SIDE: usize = 129;
+
+/// Where Algorithm 1 splits each range of prefix lengths (see the module docs, "Search
+/// plan"): an optimal alphabetic search tree over the lengths the longest matching prefix
+/// takes, estimated from the anchor lengths. Only the choice of the probe changes; any
+/// split `lo < m < hi` keeps the binary search correct, so a stale plan costs rounds,
+/// never results.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Ranges `(lo, hi)` with `hi < side` are planned.
+    side: usize,
+    /// `split[lo * side + hi]` for `hi - lo >= 2`: the length to probe.
+    split: Box<[u8]>,
+    /// Anchors counted when the plan was built (rebuild trigger, see [`Plan::stale`]).
+    anchors: usize,
+}
+
+impl Plan {
+    /// The plan for a table whose anchor lengths are `lens` (length → count), the longest
+    /// `max_len`.
+    ///
+    /// Weights: a lookup of a key in the leaf of an anchor of length `a` usually ends its
+    /// search at length `a - 1` (anchors are one byte past the common prefix of the keys
+    /// around the split) or `a` (the key extends the anchor), so each anchor adds its count
+    /// to both (uniform lookups visit every leaf about equally). Every length also gets a
+    /// floor of 1/16 of the mean weight, which bounds the depth of lengths that no anchor
+    /// predicts (`log2(16 · side) + 1` rounds at most).
+    pub(crate) fn build(lens: &BTreeMap<usize, usize>, max_len: usize) -> Plan {
+        let side = (max_len + 2).min(PLAN_SIDE);
+        // Answers are lengths 0..n (the longest match is below `hi <= n`).
+        let n = side - 1;
+        let mut w = vec![0u64; n];
+        let mut anchors = 0;
+        for (&a, &c) in lens {
+            anchors += c;
+            for l in [a.wrapping_sub(1), a] {
+                if l < n {
+                    w[l] += c as u64;
+                }
+            }
+        }
+        let total: u64 = w.iter().sum();
+        let floor = (total / (16 * n as u64)).max(1);
+        w.iter_mut().for_each(|x| *x += floor);
+        Plan {
+            side,
+            split: optimal_splits(&w),
+            anchors,
+        }
+    }
+
+    /// Whether the plan should be rebuilt for a table with `anchors` anchors, the longest
+    /// `max_len`: the longest range outgrew the plan (and it is not at its largest), or the
+    /// anchor count moved by more than 1/16 (at least 4) since it was built.
+    pub(crate) fn stale(&self, anchors: usize, max_len: usize) -> bool {
+        self.side < (max_len + 2).min(PLAN_SIDE)
+            || anchors.abs_diff(self.anchors) * 16 > self.anchors.max(64)
+    }
+
+    /// The length to probe in the range `(lo, hi)` (`lo + 1 < hi`): strictly inside it.
+    #[inline]
+    pub(crate) fn split(&self, lo: usize, hi: usize) -> usize {
+        debug_assert!(lo + 1 < hi);
+        if hi < self.side {
+            self.split[lo * self.side + hi] as usize
+        } else {
+            (lo + hi) / 2
+        }
+    }
+
+    /// Bytes of the split table.
+    pub(crate) fn bytes(&self) -> usize {
+        self.split.len()
+    }
+}
+
+/// The optimal probe of every range for answer weights `w` (answers `0..n`, `n = w.len()`;
+/// result indexed `lo * (n + 1) + hi`, `0 <= lo < hi <= n`): the range `(lo, hi)` holds the
+/// answers `lo..hi`, probing `m` costs one round for each of them and leaves `(lo, m)` or
+/// `(m, hi)`. Minimizes the expected rounds, `C(lo, hi) = W(lo, hi) + min_m C(lo, m) +
+/// C(m, hi)`, with Knuth's bound on the optimal root (`root(lo, hi - 1) <= root(lo, hi) <=
+/// root(lo + 1, hi)`, valid because `W` is a sum of non-negative weights): O(n²).
+fn optimal_splits(w: &[u64]) -> Box<[u8]> {
+    let n = w.len();
+    let side = n + 1;
+    let mut pre = vec![0u64; side];
+    for i in 0..n {
+        pre[i + 1] = pre[i] + w[i];
+    }
+    let mut cost = vec![0u64; side * side];
+    let mut root = vec![0u8; side * side];
+    for len in 2..=n {
+        for lo in 0..=n - len {
+            let hi = lo + len;
+            let (a, b) = if len == 2 {
+                (lo + 1, lo + 1)
+            } else {
+                (
+                    root[lo * side + hi - 1] as usize,
+                    root[(lo + 1) * side + hi] as usize,
+                )
+            };
+            let (mut best, mut arg) = (u64::MAX, a);
+            for m in a..=b {
+                let c = cost[lo * side + m] + cost[m * side + hi];
+                if c < best {
+                    (best, arg) = (c, m);
+                }
+            }
+            cost[lo * side + hi] = pre[hi] - pre[lo] + best;
+            root[lo * side + hi] = arg as u8;
+        }
+    }
+    root.into_boxed_slice()
 }
 
 /// State of one binary search on prefix lengths (Algorithm 1): `key[..lo]` is an item
@@ -168,7 +289,7 @@ impl Lpm {
             if lo + 1 >= hi {
                 continue;
             }
-            let mid = (lo + hi) / 2;
+            let mid = t.plan().split(lo, hi);
             pre.lens[pre.n] = mid;
             pre.n += 1;
             if qn + 2 <= PRE {
@@ -202,7 +323,7 @@ impl Lpm {
     /// Hashes the next prefix to probe; with `prefetch`, prefetches its slot.
     #[inline]
     pub(crate) fn prepare(&mut self, t: &MetaTable, key: &[u8], cfg: &Config, prefetch: bool) {
-        let mid = (self.lo + self.hi) / 2;
+        let mid = t.plan().split(self.lo, self.hi);
         self.mid = mid;
         self.probe = if let Some(c) = self.pre.get(mid) {
             c
@@ -225,7 +346,8 @@ impl Lpm {
     #[inline]
     pub(crate) fn prepare_ahead(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
         let (lo, hi) = (self.lo, self.hi);
-        let mid = (lo + hi) / 2;
+        let plan = t.plan();
+        let mid = plan.split(lo, hi);
         self.mid = mid;
         if let Some(c) = self.pre.get(mid) {
             self.probe = c;
@@ -236,13 +358,13 @@ impl Lpm {
         self.probe = c;
         let mut pre = Pre::default();
         if lo + 1 < mid {
-            let m = (lo + mid) / 2;
+            let m = plan.split(lo, mid);
             let cm = hash_range(key, cfg, lo, self.crc, m);
             t.prefetch(cm);
             pre.push(m, cm);
         }
         if mid + 1 < hi {
-            let m = (mid + hi) / 2;
+            let m = plan.split(mid, hi);
             let cm = hash_range(key, cfg, mid, c, m);
             t.prefetch(cm);
             pre.push(m, cm);
@@ -280,14 +402,87 @@ impl Lpm {
     }
 
     fn run(t: &MetaTable, key: &[u8], cfg: &Config, exact: bool) -> Lpm {
+        Lpm::run_traced(t, key, cfg, exact, &mut ())
+    }
+
+    /// [`Lpm::run`], reporting each round to `tr` (a no-op for `()`).
+    #[inline]
+    fn run_traced(
+        t: &MetaTable,
+        key: &[u8],
+        cfg: &Config,
+        exact: bool,
+        tr: &mut impl Tracer,
+    ) -> Lpm {
         let mut s = Lpm::new(t, key);
+        tr.start(s.hi);
         s.prefetch_levels(t, key, cfg);
+        let mut batch = 0;
         while !s.done() {
+            let fresh = s.pre.get(t.plan().split(s.lo, s.hi)).is_none();
             s.prepare_ahead(t, key, cfg);
+            if fresh {
+                batch += 1;
+            }
+            tr.round(batch);
             s.apply(t, key, exact);
         }
+        tr.lpm(s.lo);
         s
     }
+}
+
+/// Receives the steps of a search (diagnostics; `()` ignores them).
+pub(crate) trait Tracer {
+    /// The search starts with the range `(0, hi)`.
+    #[inline]
+    fn start(&mut self, _hi: usize) {}
+    /// One round of Algorithm 1, probing a slot prefetched in batch `batch` (0: the
+    /// first three levels, hashed up front).
+    #[inline]
+    fn round(&mut self, _batch: u32) {}
+    /// The search ended with the longest matching prefix `len`.
+    #[inline]
+    fn lpm(&mut self, _len: usize) {}
+}
+
+impl Tracer for () {}
+
+/// What one lookup's search did (hidden diagnostics: `Wormhole::debug_search_trace`).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchTrace {
+    /// Upper end of the initial range (`min(max anchor length, key length) + 1`).
+    pub hi: u32,
+    /// Rounds of Algorithm 1 (slot probes).
+    pub rounds: u32,
+    /// Prefetch batches the probes came from: the dependent waits for slots.
+    pub batches: u32,
+    /// Length of the longest prefix found in the table.
+    pub lpm: u32,
+}
+
+impl Tracer for SearchTrace {
+    fn start(&mut self, hi: usize) {
+        *self = SearchTrace {
+            hi: hi as u32,
+            ..SearchTrace::default()
+        };
+    }
+    fn round(&mut self, batch: u32) {
+        self.rounds += 1;
+        self.batches = self.batches.max(batch + 1);
+    }
+    fn lpm(&mut self, len: usize) {
+        self.lpm = len as u32;
+    }
+}
+
+/// Traces the (exact-probe) search of `key`.
+pub(crate) fn trace(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
+    let mut tr = SearchTrace::default();
+    Lpm::run_traced(t, key, cfg, true, &mut tr);
+    tr
 }
 
 /// The CRC32C of `key[..to]` given that of `key[..from]` (`crc`): extended with
@@ -470,6 +665,111 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use crate::Wormhole;
+
+    use super::{Plan, optimal_splits};
+
+    /// Expected rounds of the plan `root` (side `n + 1`) for weights `w`.
+    fn plan_cost(w: &[u64], root: &[u8], lo: usize, hi: usize) -> u64 {
+        if lo + 1 >= hi {
+            return 0;
+        }
+        let side = w.len() + 1;
+        let m = root[lo * side + hi] as usize;
+        assert!(lo < m && m < hi, "split {m} outside ({lo}, {hi})");
+        w[lo..hi].iter().sum::<u64>() + plan_cost(w, root, lo, m) + plan_cost(w, root, m, hi)
+    }
+
+    /// The O(n³) recurrence without Knuth's bound.
+    fn brute_cost(w: &[u64]) -> u64 {
+        let n = w.len();
+        let side = n + 1;
+        let mut c = vec![0u64; side * side];
+        for len in 2..=n {
+            for lo in 0..=n - len {
+                let hi = lo + len;
+                let best = (lo + 1..hi)
+                    .map(|m| c[lo * side + m] + c[m * side + hi])
+                    .min()
+                    .unwrap();
+                c[lo * side + hi] = w[lo..hi].iter().sum::<u64>() + best;
+            }
+        }
+        c[n]
+    }
+
+    /// Knuth's O(n²) plan is as good as the full O(n³) recurrence, every split lies
+    /// strictly inside its range, and skewed weights give fewer rounds than bisection.
+    #[test]
+    fn plan_is_optimal_and_in_range() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let sizes: &[usize] = if cfg!(miri) {
+            &[1, 2, 5, 9]
+        } else {
+            &[1, 2, 3, 7, 20, 40, 90]
+        };
+        for &n in sizes {
+            for round in 0..if cfg!(miri) { 2 } else { 20 } {
+                let w: Vec<u64> = (0..n)
+                    .map(|_| match round % 3 {
+                        0 => rng.random_range(1..100),
+                        1 => rng.random_range(0..2) * rng.random_range(1..10_000),
+                        _ => 1,
+                    })
+                    .collect();
+                let root = optimal_splits(&w);
+                let side = n + 1;
+                for lo in 0..n {
+                    for hi in lo + 2..=n {
+                        let m = root[lo * side + hi] as usize;
+                        assert!(lo < m && m < hi, "n {n}: split {m} outside ({lo}, {hi})");
+                    }
+                }
+                assert_eq!(plan_cost(&w, &root, 0, n), brute_cost(&w), "weights {w:?}");
+            }
+        }
+        // Two clusters of answers (as on `az`): far fewer rounds than bisection.
+        let mut w = vec![0u64; 36];
+        (w[4], w[5], w[12], w[13]) = (130, 350, 200, 200);
+        let root = optimal_splits(&w);
+        let mut mid = vec![0u8; 37 * 37];
+        for lo in 0..36 {
+            for hi in lo + 2..=36 {
+                mid[lo * 37 + hi] = ((lo + hi) / 2) as u8;
+            }
+        }
+        let (planned, bisect) = (plan_cost(&w, &root, 0, 36), plan_cost(&w, &mid, 0, 36));
+        assert!(
+            planned * 3 < bisect * 2,
+            "planned {planned}, bisection {bisect}"
+        );
+    }
+
+    /// A plan built from anchor lengths splits inside every range, falls back to the
+    /// midpoint past its side, and goes stale when the longest anchor outgrows it or the
+    /// anchor count moves.
+    #[test]
+    fn plan_from_anchor_lengths() {
+        let lens = BTreeMap::from([(0, 1), (5, 40), (6, 50), (13, 60), (35, 2)]);
+        let p = Plan::build(&lens, 35);
+        assert_eq!(p.side, 37);
+        for lo in 0..36 {
+            for hi in lo + 2..=40 {
+                let m = p.split(lo, hi);
+                assert!(lo < m && m < hi);
+            }
+        }
+        assert_eq!(p.split(0, 200), 100);
+        assert!(!p.stale(153, 35));
+        assert!(p.stale(153, 36));
+        assert!(!p.stale(153 + 9, 35));
+        assert!(p.stale(153 + 10, 35));
+        assert!(p.stale(153 - 10, 35));
+        let long = Plan::build(&BTreeMap::from([(0, 1), (500, 1)]), 500);
+        assert_eq!(long.side, super::PLAN_SIDE);
+        assert!(!long.stale(2, 600));
+        assert_eq!(long.split(100, 400), 250);
+        assert!((1..128).contains(&long.split(0, 128)));
+    }
 
     thread_local! {
         /// Deferred checks that failed on this thread (tag false positives caught under
