@@ -94,6 +94,7 @@ fn main() {
         wh.insert(k, &k[..8]).unwrap();
     }
     let ins = n as f64 / (cpu_now() - t) / 1e6;
+    eprintln!("loaded");
     let order: Vec<usize> = (0..m).map(|_| (rnd() % n as u64) as usize).collect();
     let t = cpu_now();
     let mut hit = 0usize;
@@ -119,6 +120,7 @@ fn main() {
     let mut rounds = std::collections::BTreeMap::<u32, usize>::new();
     let mut batches = std::collections::BTreeMap::<u32, usize>::new();
     let mut his = std::collections::BTreeMap::<u32, usize>::new();
+    let mut steps = std::collections::BTreeMap::<u8, usize>::new();
     let tn = m.min(1_000_000);
     for &i in &order[..tn] {
         let tr = wh.debug_search_trace(&keys[i]);
@@ -126,6 +128,7 @@ fn main() {
         *rounds.entry(tr.rounds).or_default() += 1;
         *batches.entry(tr.batches).or_default() += 1;
         *his.entry(tr.hi).or_default() += 1;
+        *steps.entry(tr.step).or_default() += 1;
     }
     let avg = |h: &std::collections::BTreeMap<u32, usize>| {
         h.iter().map(|(&k, &c)| k as f64 * c as f64).sum::<f64>() / tn as f64
@@ -133,5 +136,8 @@ fn main() {
     println!("range hi: {his:?}");
     println!("lpm (avg {:.2}): {lpm:?}", avg(&lpm));
     println!("rounds (avg {:.2}): {rounds:?}", avg(&rounds));
+    println!(
+        "sibling step (0 leaf entry, 1 leftmost, 2 prev, 3 rightmost, 4 child leaf entry, 5 child item): {steps:?}"
+    );
     println!("batches (avg {:.2}): {batches:?}", avg(&batches));
 }

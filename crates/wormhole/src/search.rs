@@ -99,6 +99,36 @@ impl Check {
 /// at most (16.6 KB); longer keys rarely reach past 128 bytes of matched prefix.
 const PLAN_SIDE: usize = 129;
 
+/// The lengths the first three rounds of a search of the range `(lo, hi)` can probe (at
+/// most [`PRE`], the top of its search tree under `split`), ascending.
+fn top_levels(
+    split: impl Fn(usize, usize) -> usize,
+    lo: usize,
+    hi: usize,
+) -> ([usize; PRE], usize) {
+    let mut q = [(0usize, 0usize); PRE];
+    q[0] = (lo, hi);
+    let (mut qn, mut qi) = (1, 0);
+    let (mut lens, mut n) = ([0usize; PRE], 0);
+    while qi < qn {
+        let (lo, hi) = q[qi];
+        qi += 1;
+        if lo + 1 >= hi {
+            continue;
+        }
+        let mid = split(lo, hi);
+        lens[n] = mid;
+        n += 1;
+        if qn + 2 <= PRE {
+            q[qn] = (lo, mid);
+            q[qn + 1] = (mid, hi);
+            qn += 2;
+        }
+    }
+    lens[..n].sort_unstable();
+    (lens, n)
+}
+
 /// Where Algorithm 1 splits each range of prefix lengths (see the module docs, "Search
 /// plan"): an optimal alphabetic search tree over the lengths the longest matching prefix
 /// takes, estimated from the anchor lengths. Only the choice of the probe changes; any
@@ -112,6 +142,10 @@ pub(crate) struct Plan {
     split: Box<[u8]>,
     /// Anchors counted when the plan was built (rebuild trigger, see [`Plan::stale`]).
     anchors: usize,
+    /// `top[hi]`: [`top_levels`] of the range `(0, hi)` (`hi < side`), the count in the
+    /// last byte: every search starts at `lo = 0`, so its first batch of probes is
+    /// read from here instead of walked and sorted per lookup.
+    top: Box<[[u8; PRE + 1]]>,
 }
 
 impl Plan {
@@ -141,10 +175,33 @@ impl Plan {
         let total: u64 = w.iter().sum();
         let floor = (total / (16 * n as u64)).max(1);
         w.iter_mut().for_each(|x| *x += floor);
+        let split = optimal_splits(&w);
+        let top = (0..side)
+            .map(|hi| {
+                let (lens, n) = top_levels(|lo, hi| split[lo * side + hi] as usize, 0, hi);
+                let mut t = [0u8; PRE + 1];
+                for i in 0..n {
+                    t[i] = lens[i] as u8;
+                }
+                t[PRE] = n as u8;
+                t
+            })
+            .collect();
         Plan {
             side,
-            split: optimal_splits(&w),
+            split,
             anchors,
+            top,
+        }
+    }
+
+    /// The precomputed first batch of probes of the range `(lo, hi)`, if planned.
+    #[inline]
+    fn top(&self, lo: usize, hi: usize) -> Option<&[u8; PRE + 1]> {
+        if lo == 0 && hi < self.side {
+            Some(&self.top[hi])
+        } else {
+            None
         }
     }
 
@@ -167,9 +224,9 @@ impl Plan {
         }
     }
 
-    /// Bytes of the split table.
+    /// Bytes of the split table and the first batches.
     pub(crate) fn bytes(&self) -> usize {
-        self.split.len()
+        self.split.len() + self.top.len() * (PRE + 1)
     }
 }
 
@@ -279,26 +336,17 @@ impl Lpm {
     /// probe's outcome. The search itself is unchanged; [`Lpm::prepare`] reuses the hashes.
     #[inline]
     pub(crate) fn prefetch_levels(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
-        let mut q = [(0usize, 0usize); PRE];
-        q[0] = (self.lo, self.hi);
-        let (mut qn, mut qi) = (1, 0);
         let mut pre = Pre::default();
-        while qi < qn {
-            let (lo, hi) = q[qi];
-            qi += 1;
-            if lo + 1 >= hi {
-                continue;
+        let plan = t.plan();
+        match plan.top(self.lo, self.hi) {
+            Some(top) => {
+                pre.n = top[PRE] as usize;
+                for i in 0..pre.n {
+                    pre.lens[i] = top[i] as usize;
+                }
             }
-            let mid = t.plan().split(lo, hi);
-            pre.lens[pre.n] = mid;
-            pre.n += 1;
-            if qn + 2 <= PRE {
-                q[qn] = (lo, mid);
-                q[qn + 1] = (mid, hi);
-                qn += 2;
-            }
+            None => (pre.lens, pre.n) = top_levels(|lo, hi| plan.split(lo, hi), self.lo, self.hi),
         }
-        pre.lens[..pre.n].sort_unstable();
         let (mut plen, mut pcrc) = (self.lo, self.crc);
         for i in 0..pre.n {
             let m = pre.lens[i];
@@ -460,6 +508,11 @@ pub struct SearchTrace {
     pub batches: u32,
     /// Length of the longest prefix found in the table.
     pub lpm: u32,
+    /// How the sibling step found the target leaf: 0 the match is a leaf entry, 1 the
+    /// matched item's leftmost leaf, 2 the leaf before it, 3 its rightmost leaf, 4 a
+    /// child probe that found a leaf entry, 5 a child probe that found an item (its
+    /// rightmost leaf).
+    pub step: u8,
 }
 
 impl Tracer for SearchTrace {
@@ -481,7 +534,26 @@ impl Tracer for SearchTrace {
 /// Traces the (exact-probe) search of `key`.
 pub(crate) fn trace(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
     let mut tr = SearchTrace::default();
-    Lpm::run_traced(t, key, cfg, true, &mut tr);
+    let s = Lpm::run_traced(t, key, cfg, true, &mut tr);
+    tr.step = match s.item {
+        Ref::Leaf(_) => 0,
+        Ref::Item(item) => {
+            let it = item.get();
+            match key.get(s.lo) {
+                None if it.is_anchor() => 1,
+                None => 2,
+                Some(&c) => match it.child_below(c) {
+                    None if it.is_anchor() => 1,
+                    None => 2,
+                    Some(_) if !it.has_child_above(c) => 3,
+                    Some(b) => match t.get_child(item, b, crc32c_extend(s.crc, &[b])) {
+                        Some(Ref::Leaf(_)) => 4 + 2 * u8::from(b + 1 == c),
+                        _ => 5 + 2 * u8::from(b + 1 == c),
+                    },
+                },
+            }
+        }
+    };
     tr
 }
 
@@ -758,6 +830,14 @@ mod tests {
                 assert!(lo < m && m < hi);
             }
         }
+        for hi in 0..37 {
+            let top = p.top(0, hi).unwrap();
+            let (lens, n) = super::top_levels(|lo, hi| p.split(lo, hi), 0, hi);
+            assert_eq!(top[super::PRE] as usize, n);
+            assert!(lens[..n].iter().zip(top).all(|(&a, &b)| a == b as usize));
+            assert!(lens[..n].windows(2).all(|w| w[0] < w[1]));
+        }
+        assert!(p.top(0, 37).is_none() && p.top(1, 20).is_none());
         assert_eq!(p.split(0, 200), 100);
         assert!(!p.stale(153, 35));
         assert!(p.stale(153, 36));
