@@ -11,11 +11,34 @@
 //! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
 //! searches of many keys in lockstep, prefetching each round's slots for all of them.
 //!
+//! # Search plan (deviation, measured; issue 4, whaz)
+//!
+//! Algorithm 1 probes the middle of the range `(lo, hi)` of possible lengths of the
+//! longest matching prefix (LPM). Any probe strictly inside the range keeps it correct
+//! (the prefixes of anchors are closed under shortening, so a hit at `m` means the LPM is
+//! at least `m`, a miss that it is below `m`); only the number of rounds depends on the
+//! choice. On `az` (10M keys: ranges `(0, 36)`/`(0, 37)`) the LPM lengths are two
+//! clusters, 5–6 (the item id's first bytes) and 12–14 (the item id and the separator),
+//! and bisection took 5 rounds for nearly every key: two dependent slot waits even with
+//! the first three rounds prefetched. Each table therefore keeps a [`Plan`]: for every
+//! range `(lo, hi)` with `hi ≤ 128`, the probe of an optimal alphabetic search tree over
+//! the LPM lengths, weighted by the anchor lengths (an anchor of length `a` predicts
+//! lookups ending at `a − 1` and `a`; see [`Plan::build`]), computed with Knuth's
+//! O(n²) dynamic program. The plan is rebuilt by the writer, on the unpublished table,
+//! when the anchor count has moved by 1/16 or the longest anchor outgrew it; a stale plan
+//! only costs rounds. Longer ranges are bisected until they fall inside it. Measured with
+//! `examples/wormhole_az.rs` (`Wormhole::debug_search_trace`, 1M lookups of 10M az-like
+//! keys): 5.0 rounds and 2.0 slot waits per search before, 2.97 rounds and 1.15 waits
+//! with the plan and a 7-probe first batch, 1.01 waits with the 9-probe batch below.
+//! Memory: `side²` + `9·side` bytes per table (1.7 KB on `az`, at most 17.8 KB).
+//!
 //! # Overlapping the dependent reads of one lookup (not in the paper; measured, issue 4)
 //!
-//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 7) prefixes of the first
-//!   three rounds and prefetches their slots together (four rounds, 15 prefixes, measured
-//!   slower on `az`; see `PRE`).
+//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 9) prefixes of the
+//!   first rounds and prefetches their slots together: the nodes of the plan's search
+//!   tree most likely to be reached (precomputed per `hi` in the plan, [`top_levels`]),
+//!   or the first three levels of a bisection for ranges outside the plan. (Four
+//!   bisection levels, 15 prefixes, measured slower on `az`; see `PRE`.)
 //! * *Lookahead.* A later round whose prefix was not hashed ahead ([`Lpm::prepare_ahead`])
 //!   also hashes the two prefixes the following round can probe, one per outcome, and
 //!   prefetches the three slots together: past the third round the search waits for
@@ -99,31 +122,38 @@ impl Check {
 /// at most (16.6 KB); longer keys rarely reach past 128 bytes of matched prefix.
 const PLAN_SIDE: usize = 129;
 
-/// The lengths the first three rounds of a search of the range `(lo, hi)` can probe (at
-/// most [`PRE`], the top of its search tree under `split`), ascending.
+/// The first batch of probes of a search of the range `(lo, hi)`: the `k` nodes of its
+/// search tree under `split` most likely to be reached, by `weight(lo, hi)` of their
+/// ranges (a connected top of the tree: a node is never heavier than its parent), in
+/// ascending length order. With `weight = hi - lo` and `k = 7` these are the three top
+/// levels of a bisection.
 fn top_levels(
     split: impl Fn(usize, usize) -> usize,
+    weight: impl Fn(usize, usize) -> u64,
     lo: usize,
     hi: usize,
+    k: usize,
 ) -> ([usize; PRE], usize) {
-    let mut q = [(0usize, 0usize); PRE];
+    debug_assert!(k <= PRE);
+    // Frontier of ranges not yet split (at most one more than the nodes taken).
+    let mut q = [(0usize, 0usize); PRE + 1];
     q[0] = (lo, hi);
-    let (mut qn, mut qi) = (1, 0);
+    let mut qn = 1;
     let (mut lens, mut n) = ([0usize; PRE], 0);
-    while qi < qn {
-        let (lo, hi) = q[qi];
-        qi += 1;
-        if lo + 1 >= hi {
-            continue;
-        }
+    while n < k {
+        let Some(i) = (0..qn)
+            .filter(|&i| q[i].0 + 1 < q[i].1)
+            .max_by_key(|&i| weight(q[i].0, q[i].1))
+        else {
+            break;
+        };
+        let (lo, hi) = q[i];
         let mid = split(lo, hi);
         lens[n] = mid;
         n += 1;
-        if qn + 2 <= PRE {
-            q[qn] = (lo, mid);
-            q[qn + 1] = (mid, hi);
-            qn += 2;
-        }
+        q[i] = (lo, mid);
+        q[qn] = (mid, hi);
+        qn += 1;
     }
     lens[..n].sort_unstable();
     (lens, n)
@@ -176,9 +206,19 @@ impl Plan {
         let floor = (total / (16 * n as u64)).max(1);
         w.iter_mut().for_each(|x| *x += floor);
         let split = optimal_splits(&w);
+        let mut pre = vec![0u64; side];
+        for i in 0..n {
+            pre[i + 1] = pre[i] + w[i];
+        }
         let top = (0..side)
             .map(|hi| {
-                let (lens, n) = top_levels(|lo, hi| split[lo * side + hi] as usize, 0, hi);
+                let (lens, n) = top_levels(
+                    |lo, hi| split[lo * side + hi] as usize,
+                    |lo, hi| pre[hi] - pre[lo],
+                    0,
+                    hi,
+                    PRE,
+                );
                 let mut t = [0u8; PRE + 1];
                 for i in 0..n {
                     t[i] = lens[i] as u8;
@@ -284,10 +324,12 @@ pub(crate) struct Lpm {
     pre: Pre,
 }
 
-/// Probes hashed ahead: the first three levels of the search tree (at most 7). Four
-/// levels (15 slots) for long ranges was tried and measured slower on `az` than three
-/// plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608 vs 0.672 and 0.631 vs 0.746
-/// cpuMops): the eight extra hashes cost more than the round trip they save.
+/// Probes hashed ahead: the planned first batch (9 probes), or three levels of a
+/// bisection (7). Four bisection levels (15 slots) for long ranges was tried and measured
+/// slower on `az` than three plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608
+/// vs 0.672 and 0.631 vs 0.746 cpuMops): the eight extra hashes cost more than the round
+/// trip they save. The plan's 9 are chosen by weight, so they cover the searches that
+/// bisection's 15 would have, at two extra hashes over 7.
 const PRE: usize = 7;
 
 /// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).
@@ -345,7 +387,15 @@ impl Lpm {
                     pre.lens[i] = top[i] as usize;
                 }
             }
-            None => (pre.lens, pre.n) = top_levels(|lo, hi| plan.split(lo, hi), self.lo, self.hi),
+            None => {
+                (pre.lens, pre.n) = top_levels(
+                    |lo, hi| plan.split(lo, hi),
+                    |lo, hi| (hi - lo) as u64,
+                    self.lo,
+                    self.hi,
+                    7,
+                )
+            }
         }
         let (mut plen, mut pcrc) = (self.lo, self.crc);
         for i in 0..pre.n {
@@ -832,10 +882,22 @@ mod tests {
         }
         for hi in 0..37 {
             let top = p.top(0, hi).unwrap();
-            let (lens, n) = super::top_levels(|lo, hi| p.split(lo, hi), 0, hi);
-            assert_eq!(top[super::PRE] as usize, n);
-            assert!(lens[..n].iter().zip(top).all(|(&a, &b)| a == b as usize));
-            assert!(lens[..n].windows(2).all(|w| w[0] < w[1]));
+            assert!(top[super::PRE] as usize <= super::PRE);
+            let n = top[super::PRE] as usize;
+            let lens: Vec<usize> = top[..n].iter().map(|&l| l as usize).collect();
+            // As many probes as the tree has (up to PRE), ascending, forming a connected
+            // top of the plan's tree: walking down from the root through probes of the
+            // set reaches all of them.
+            assert_eq!(n, hi.saturating_sub(1).min(super::PRE), "hi {hi}");
+            assert!(lens.windows(2).all(|w| w[0] < w[1]));
+            fn reach(p: &Plan, set: &[usize], lo: usize, hi: usize) -> usize {
+                if lo + 1 >= hi || !set.contains(&p.split(lo, hi)) {
+                    return 0;
+                }
+                let m = p.split(lo, hi);
+                1 + reach(p, set, lo, m) + reach(p, set, m, hi)
+            }
+            assert_eq!(reach(&p, &lens, 0, hi), n, "hi {hi}: {lens:?}");
         }
         assert!(p.top(0, 37).is_none() && p.top(1, 20).is_none());
         assert_eq!(p.split(0, 200), 100);
