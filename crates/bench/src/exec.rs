@@ -14,12 +14,22 @@
 //! Every lookup reads the value's first byte and length into a checksum, so a lookup costs
 //! what a real reader pays to reach its value, and nothing is optimised away.
 //!
-//! The harness's own data are fetched ahead: before operation `j` runs, the offset entry of
-//! the key of operation `j + 16` and the bytes of the key of operation `j + 8` are
-//! prefetched. Random keys of a large data set would otherwise cost the harness two DRAM
-//! misses per operation (offset, then bytes), which a server holding the request's key in
-//! its buffer does not pay, and which would be charged to the index (throughput, DRAM/op).
-//! Index memory is never touched ahead.
+//! # The harness's own memory traffic
+//!
+//! A server receives a request's key in its buffer; the harness must not charge an index
+//! for fetching keys out of a data set of 10M random keys (two DRAM misses per operation:
+//! the offset entry, then the bytes, plus the cache lines they evict). So each thread's
+//! stream is turned, untimed, into a *trace*: its keys copied one after the other in
+//! operation order ([`Trace`]), read sequentially while timed (the hardware prefetcher
+//! streams it). A trace is capped at [`TRACE_BUDGET`] bytes per thread; a longer stream
+//! (and every `load`, whose keys are read in data-set order anyway) reads the data set and
+//! fetches ahead instead: before operation `j` runs, the offset entry of the key of
+//! operation `j + 16` and the bytes of the key of operation `j + 8` are prefetched.
+//!
+//! Measured (issue 4; 10M `rand-8`, Wormhole lookups, thread CPU time, same process): keys
+//! fetched from the data set with the prefetching cost 15–25% of the lookup throughput
+//! against keys read in sequence; see `docs/results/wormhole.md`, "Harness: keys in a
+//! trace". Index memory is never touched ahead.
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::Barrier;
@@ -40,6 +50,44 @@ pub(crate) const BATCH: usize = 1024;
 /// How many operations ahead the harness fetches its key bytes (offset entries: twice as
 /// far).
 const KEY_AHEAD: usize = 8;
+
+/// Most key bytes (plus 4 bytes of offset per operation) one thread's [`Trace`] may hold;
+/// a longer stream fetches its keys from the data set (module docs).
+const TRACE_BUDGET: usize = 1 << 30;
+
+/// One thread's keys in operation order (module docs): key `j` is
+/// `bytes[starts[j]..starts[j + 1]]`.
+struct Trace {
+    bytes: Vec<u8>,
+    starts: Vec<u32>,
+}
+
+impl Trace {
+    /// The trace of `stream`'s keys, or `None` if it would exceed `budget` bytes (key bytes
+    /// plus 4 per operation and 4 more; [`TRACE_BUDGET`] in runs).
+    fn build(stream: &[Op], keys: &KeySet, budget: usize) -> Option<Trace> {
+        let total = stream.iter().try_fold(4usize, |acc, o| {
+            let n = acc + keys.get(o.key()).len() + 4;
+            (n <= budget && n <= u32::MAX as usize).then_some(n)
+        })?;
+        let mut t = Trace {
+            bytes: Vec::with_capacity(total - 4 * (stream.len() + 1)),
+            starts: Vec::with_capacity(stream.len() + 1),
+        };
+        for o in stream {
+            t.starts.push(t.bytes.len() as u32);
+            t.bytes.extend_from_slice(keys.get(o.key()));
+        }
+        t.starts.push(t.bytes.len() as u32);
+        Some(t)
+    }
+
+    /// The key of operation `j`.
+    #[inline]
+    fn key(&self, j: usize) -> &[u8] {
+        &self.bytes[self.starts[j] as usize..self.starts[j + 1] as usize]
+    }
+}
 
 /// Largest `get_many` batch.
 pub(crate) const MAX_GET_MANY: usize = 64;
@@ -273,10 +321,9 @@ impl Worker<'_> {
         self.value[..n].copy_from_slice(&(key as u64).to_le_bytes()[..n]);
     }
 
-    /// Executes one operation.
+    /// Executes one operation on `key` (the key of `op.key()`).
     #[inline]
-    fn exec(&mut self, op: Op) -> Result<(), String> {
-        let key = self.keys.get(op.key());
+    fn exec(&mut self, op: Op, key: &[u8]) -> Result<(), String> {
         match op.kind() {
             Kind::Read => {
                 let digest = &mut self.digest;
@@ -338,12 +385,16 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// Executes a batch of at most [`MAX_GET_MANY`] lookups through `get_many`.
+    /// Executes a batch of at most [`MAX_GET_MANY`] lookups through `get_many`; `at` is
+    /// the stream position of `ops[0]` (its keys are read from `trace` when there is one).
     #[inline]
-    fn exec_many(&mut self, ops: &[Op]) {
+    fn exec_many(&mut self, ops: &[Op], at: usize, trace: Option<&Trace>) {
         let mut buf: [&[u8]; MAX_GET_MANY] = [&[]; MAX_GET_MANY];
-        for (slot, o) in buf.iter_mut().zip(ops) {
-            *slot = self.keys.get(o.key());
+        for (i, (slot, o)) in buf.iter_mut().zip(ops).enumerate() {
+            *slot = match trace {
+                Some(t) => t.key(at + i),
+                None => self.keys.get(o.key()),
+            };
         }
         let keys = &buf[..ops.len().min(MAX_GET_MANY)];
         let (digest, found) = (&mut self.digest, &mut self.found);
@@ -416,6 +467,11 @@ pub(crate) fn run(
             seed,
         };
         let stream = workloads::stream(&spec);
+        let trace = if workload == Workload::Load {
+            None
+        } else {
+            Trace::build(&stream, keys, TRACE_BUDGET)
+        };
         let warm = if workload == Workload::Load || knobs.warmup == 0 {
             Vec::new()
         } else {
@@ -446,7 +502,7 @@ pub(crate) fn run(
         let mut error = None;
         barrier.wait();
         for &op in &warm {
-            if let Err(e) = w.exec(op) {
+            if let Err(e) = w.exec(op, keys.get(op.key())) {
                 error = Some(e);
                 break;
             }
@@ -468,32 +524,40 @@ pub(crate) fn run(
             if error.is_some() {
                 break;
             }
+            let base = done as usize;
             if get_many {
-                for (j, group) in chunk.chunks(knobs.get_many_batch).enumerate() {
-                    if j % knobs.sample_every.div_ceil(knobs.get_many_batch).max(1) == 0 {
+                let b = knobs.get_many_batch;
+                for (j, group) in chunk.chunks(b).enumerate() {
+                    let at = base + j * b;
+                    if j % knobs.sample_every.div_ceil(b).max(1) == 0 {
                         let t0 = Instant::now();
-                        w.exec_many(group);
+                        w.exec_many(group, at, trace.as_ref());
                         let _ = hist.record(t0.elapsed().as_nanos() as u64);
                     } else {
-                        w.exec_many(group);
+                        w.exec_many(group, at, trace.as_ref());
                     }
                 }
             } else {
-                let base = done as usize;
                 for (j, &op) in chunk.iter().enumerate() {
-                    if let Some(o) = stream.get(base + j + KEY_AHEAD * 2) {
-                        keys.prefetch_entry(o.key());
-                    }
-                    if let Some(o) = stream.get(base + j + KEY_AHEAD) {
-                        keys.prefetch_key(o.key());
-                    }
+                    let key = match &trace {
+                        Some(t) => t.key(base + j),
+                        None => {
+                            if let Some(o) = stream.get(base + j + KEY_AHEAD * 2) {
+                                keys.prefetch_entry(o.key());
+                            }
+                            if let Some(o) = stream.get(base + j + KEY_AHEAD) {
+                                keys.prefetch_key(o.key());
+                            }
+                            keys.get(op.key())
+                        }
+                    };
                     let r = if j % knobs.sample_every == 0 {
                         let t0 = Instant::now();
-                        let r = w.exec(op);
+                        let r = w.exec(op, key);
                         let _ = hist.record(t0.elapsed().as_nanos() as u64);
                         r
                     } else {
-                        w.exec(op)
+                        w.exec(op, key)
                     };
                     if let Err(e) = r {
                         error = Some(e);
@@ -553,4 +617,41 @@ pub(crate) fn run(
             split(&ticks, start, end)
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keyset(keys: &[&[u8]]) -> KeySet {
+        let mut b = crate::datasets::KeySetBuilder::new(keys.len(), 4, None);
+        for k in keys {
+            assert!(b.offer(|out| out.extend_from_slice(k)).unwrap());
+        }
+        b.finish()
+    }
+
+    /// A trace holds the stream's keys in operation order, repeats and all.
+    #[test]
+    fn trace_is_the_stream_keys_in_order() {
+        let ks = keyset(&[b"a", b"bcd", b"", b"efgh"]);
+        let stream: Vec<Op> = [3, 0, 1, 3, 2, 1]
+            .iter()
+            .map(|&k| Op::new(Kind::Read, 0, k))
+            .collect();
+        let t = Trace::build(&stream, &ks, TRACE_BUDGET).unwrap();
+        for (j, o) in stream.iter().enumerate() {
+            assert_eq!(t.key(j), ks.get(o.key()), "operation {j}");
+        }
+    }
+
+    /// Over its budget a stream gets no trace (its keys then come from the data set).
+    #[test]
+    fn trace_respects_its_budget() {
+        let ks = keyset(&[b"0123456789"]);
+        let stream = vec![Op::new(Kind::Read, 0, 0); 10];
+        // 10 keys of 10 bytes, 4 bytes of offset each, one closing offset: 144 bytes.
+        assert!(Trace::build(&stream, &ks, 144).is_some());
+        assert!(Trace::build(&stream, &ks, 143).is_none());
+    }
 }

@@ -177,6 +177,17 @@ impl Inner {
         }
     }
 
+    /// [`finish_expansion`](Inner::finish_expansion) for a writer that stays pinned after
+    /// dropping its own guard (an outer guard: a `Session`, or a caller's pin): migrates
+    /// runs while the resize token is free, and returns at once when another thread holds
+    /// it instead of waiting. Waiting pinned would keep the process-wide epoch from
+    /// advancing for as long as the holder takes. The expansion is then finished by the
+    /// holder's runs and by later inserts (each one that finds the successor full helps
+    /// again); meanwhile the successor only takes more than its share (longer chains).
+    pub(crate) fn help_expansion(&self) {
+        while let Step::Migrated = self.expansion_step() {}
+    }
+
     /// One step of the expansion in progress, under a guard of its own (dropped on return):
     /// migrates the next run if the token is free.
     fn expansion_step(&self) -> Step {
@@ -477,6 +488,74 @@ mod tests {
         for k in &keys {
             let found = lookup_at(t, 0, before, hashed(k), k, <[u8]>::to_vec, &guard);
             assert_eq!(found.as_ref(), Some(k));
+        }
+    }
+
+    /// The same situation inside a `Session`: the writer stays pinned by the session, so it
+    /// must not wait for the token at all (waiting pinned would hold the epoch back for as
+    /// long as the holder takes). Its inserts must all return while the token is held; the
+    /// expansion is finished afterwards, and every key is there. With the old behaviour (wait
+    /// for the token) the writer cannot finish before the token is released, so this fails.
+    #[test]
+    fn blocked_token_does_not_block_session_insert() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let m = Mercury::with_config(Config {
+            initial_buckets: 64,
+            load_percent: 75,
+            migrate_run: 1,
+            ..Config::default()
+        })
+        .unwrap();
+        let key = |i: u32| i.to_be_bytes();
+        let mut i = 0;
+        while m.buckets().1.is_none() {
+            m.insert(&key(i), b"v").unwrap();
+            i += 1;
+        }
+        let held: *const Table = {
+            let guard = pin();
+            let t = m.inner.current(&guard);
+            assert!(t.try_resize(), "single-threaded so far: the token is free");
+            std::ptr::from_ref(t)
+        };
+        let full = 128 * 3 / 4;
+        let done = AtomicBool::new(false);
+        let finished_while_held = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let session = m.session();
+                for j in i..2 * full as u32 {
+                    session.insert(&key(j), b"v").unwrap();
+                }
+                drop(session);
+                done.store(true, Ordering::Release);
+            });
+            let max_tries = if cfg!(miri) { 10_000 } else { 10_000_000 };
+            let mut tries = 0;
+            while !done.load(Ordering::Acquire) && tries < max_tries {
+                std::thread::yield_now();
+                tries += 1;
+            }
+            let finished = done.load(Ordering::Acquire);
+            // SAFETY: only the token holder migrates and terminates an expansion, so the
+            // table whose token we took is still the current one, and allocated.
+            let t = unsafe { &*held };
+            assert!(
+                t.migrated() < t.len(),
+                "the expansion cannot progress without the token"
+            );
+            t.end_resize();
+            writer.join().unwrap();
+            finished
+        });
+        assert!(
+            finished_while_held,
+            "a session insert waited for the resize token held by another thread"
+        );
+        m.finish_expansion();
+        assert_eq!(m.len(), 2 * full);
+        for j in 0..2 * full as u32 {
+            assert_eq!(m.get(&key(j)).as_deref(), Some(&b"v"[..]));
         }
     }
 

@@ -427,14 +427,15 @@ impl Mercury {
 /// A session holds back memory reclamation for every thread while it lives: keep it to a
 /// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.
 ///
-/// In particular, an insert that finds the successor table full must finish the expansion
-/// and may wait for the resize token held by another thread. Outside a session it waits
-/// unpinned (its own guard is dropped first, a fresh one is pinned per migrated run); inside
-/// a session the session's pin stays, so the epoch (process-wide) cannot advance while that
-/// insert waits, for as long as the token holder takes (tens of milliseconds when it is
-/// descheduled on a loaded machine). This happens only when the successor fills before the
-/// cooperative migration completes it (many writers, unlucky token races); a writer that
-/// must never stall reclamation should insert outside sessions.
+/// In particular, an insert that finds the successor table full helps finish the
+/// expansion. Outside a session (and any other pin) it does so unpinned between runs and
+/// waits for the resize token while another thread holds it. Inside a session the
+/// session's pin stays, so waiting would keep the process-wide epoch from advancing for as
+/// long as the token holder takes (tens of milliseconds when it is descheduled on a loaded
+/// machine): such an insert migrates runs only while the token is free and otherwise
+/// returns at once, leaving the rest to the holder and to later inserts
+/// (`blocked_token_does_not_block_session_insert` in `expand.rs`). [`Mercury::finish_expansion`]
+/// still waits, pinned, when called inside a session.
 ///
 /// ```
 /// use orrery_mercury::Mercury;

@@ -113,7 +113,15 @@ impl Inner {
                 if self.after_insert(local, &guard) {
                     // The successor is full: finish the expansion, unpinned between runs.
                     drop(guard);
-                    self.finish_expansion();
+                    if orrery_core::sync::epoch::is_pinned() {
+                        // An outer guard (a `Session`, or the caller's own pin) keeps this
+                        // thread pinned: waiting for the token here would hold the
+                        // process's epoch back for as long as its holder takes. Help while
+                        // the token is free; the holder and later inserts do the rest.
+                        self.help_expansion();
+                    } else {
+                        self.finish_expansion();
+                    }
                 }
                 Ok(true)
             }

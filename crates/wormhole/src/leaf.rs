@@ -1449,6 +1449,17 @@ impl WriteLeaf<'_> {
         out
     }
 
+    /// Calls `f` with every pair block the leaf references, in slot order (no sort: for
+    /// dropping the index, where the order does not matter). Inline pairs need no freeing
+    /// and are skipped. The leaf is left as it is: the caller frees it next.
+    pub(crate) fn for_each_block(&self, mut f: impl FnMut(Kv)) {
+        for &e in self.tags() {
+            if !is_hole(e) && !is_inline(e) {
+                f(ekv(e));
+            }
+        }
+    }
+
     /// Sets the expected MetaTrieHT version.
     #[inline]
     pub(crate) fn set_version(&self, v: u64) {

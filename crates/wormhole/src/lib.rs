@@ -804,13 +804,13 @@ impl Drop for Wormhole {
             {
                 // SAFETY: `&mut self`: no other thread uses the index; leaves in the list
                 // are live.
-                let mut w = unsafe { leaf.write() };
+                let w = unsafe { leaf.write() };
                 p = w.hdr().next();
-                for (_, p) in w.sorted_pairs() {
-                    // SAFETY: the index owns its pairs and is being dropped.
-                    unsafe { p.free(&self.kvp) };
-                }
-                w.rebuild(&[]);
+                w.for_each_block(|kv| {
+                    // SAFETY: the index owns its pairs and is being dropped; each block is
+                    // referenced by exactly one slot of one leaf.
+                    unsafe { kv.free(&self.kvp) }
+                });
             }
             // SAFETY: unreachable from now on; from this index's pool.
             unsafe { leaf.free(&self.pool) };

@@ -29,6 +29,8 @@ mod words;
 
 use std::path::PathBuf;
 
+#[cfg(test)]
+pub(crate) use keyset::Builder as KeySetBuilder;
 pub(crate) use keyset::KeySet;
 pub(crate) use stats::stats;
 
