@@ -51,7 +51,10 @@
 //! are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow count*: how many
 //! entries whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
-//! The table is kept at most half full (§3.1's "8 prefixes per cache line"). Slot arrays
+//! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//! Each table also keeps the *search plan* of Algorithm 1 (`search::Plan`: where to split
+//! each range of prefix lengths), rebuilt from the anchor-length histogram by the writer
+//! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. Slot arrays
 //! of 2 MiB or more are huge-page `HugeArray`s (each lookup reads two or more random slots;
 //! see the crate docs on memory placement), smaller ones plain heap blocks.
 //!

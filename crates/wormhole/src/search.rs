@@ -29,12 +29,15 @@
 //! only costs rounds. Longer ranges are bisected until they fall inside it. Measured with
 //! `examples/wormhole_az.rs` (`Wormhole::debug_search_trace`, 1M lookups of 10M az-like
 //! keys): 5.0 rounds and 2.0 slot waits per search before, 2.97 rounds and 1.15 waits
-//! with the plan and a 7-probe first batch, 1.01 waits with the 9-probe batch below.
-//! Memory: `side²` + `9·side` bytes per table (1.7 KB on `az`, at most 17.8 KB).
+//! with the plan and its top three levels as the first batch; with the plan's 7 most
+//! likely probes as the first batch (below), 1.05 waits at 2M keys (1.12 with three
+//! levels there; 9 probes gave 1.01 but measured slower). Lookups: 0.827 → 1.016 cpuMops
+//! (medians of 3, `docs/wormhole.md`). Memory: `side²` + `8·side` bytes per table
+//! (1.6 KB on `az`, at most 17.7 KB).
 //!
 //! # Overlapping the dependent reads of one lookup (not in the paper; measured, issue 4)
 //!
-//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 9) prefixes of the
+//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 7) prefixes of the
 //!   first rounds and prefetches their slots together: the nodes of the plan's search
 //!   tree most likely to be reached (precomputed per `hi` in the plan, [`top_levels`]),
 //!   or the first three levels of a bisection for ranges outside the plan. (Four
@@ -324,12 +327,12 @@ pub(crate) struct Lpm {
     pre: Pre,
 }
 
-/// Probes hashed ahead: the planned first batch (9 probes), or three levels of a
-/// bisection (7). Four bisection levels (15 slots) for long ranges was tried and measured
+/// Probes hashed ahead: the planned first batch (the plan's 7 most likely probes), or
+/// three levels of a bisection (7). Four bisection levels (15 slots) for long ranges was tried and measured
 /// slower on `az` than three plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608
 /// vs 0.672 and 0.631 vs 0.746 cpuMops): the eight extra hashes cost more than the round
-/// trip they save. The plan's 9 are chosen by weight, so they cover the searches that
-/// bisection's 15 would have, at two extra hashes over 7.
+/// trip they save. The plan's 7 are chosen by weight; 9 by weight (1.01 instead of 1.05
+/// slot waits per `az` search) measured slower (cpuMops medians 0.796 vs 0.935).
 const PRE: usize = 7;
 
 /// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).
