@@ -33,7 +33,7 @@
 //! likely probes as the first batch (below), 1.05 waits at 2M keys (1.12 with three
 //! levels there; 9 probes gave 1.01 but measured slower). Lookups: 0.827 → 1.016 cpuMops
 //! (medians of 3, `docs/wormhole.md`). Memory: `side²` + `8·side` bytes per table
-//! (1.6 KB on `az`, at most 17.7 KB).
+//! (1.7 KB on `az`, at most 17.7 KB).
 //!
 //! # Overlapping the dependent reads of one lookup (not in the paper; measured, issue 4)
 //!
