@@ -152,6 +152,8 @@ use orrery_core::api::{
 pub use config::{Config, ConfigError, WormholeBuilder};
 pub use iter::Iter;
 pub use meta::MetaStats;
+#[doc(hidden)]
+pub use search::SearchTrace;
 
 use crate::classes::ClassPools;
 use crate::deps::sync::{CachePadded, Guard};
@@ -361,6 +363,21 @@ impl Wormhole {
     /// What the chunk populator did (diagnostics; see [`Config::prefault`]).
     pub fn populator_stats(&self) -> orrery_core::alloc::PopulatorStats {
         self.populator.stats()
+    }
+
+    /// What the search of `key` in the published table does: range, rounds, prefetch
+    /// batches, longest matching prefix (diagnostics, for `examples/wormhole_az.rs`).
+    #[doc(hidden)]
+    pub fn debug_search_trace(&self, key: &[u8]) -> SearchTrace {
+        let g = deps::sync::pin();
+        search::trace(self.table(&g), key, &self.cfg)
+    }
+
+    /// Anchor length → number of anchors, of the published table (diagnostics).
+    #[doc(hidden)]
+    pub fn debug_anchor_lens(&self) -> Vec<(usize, usize)> {
+        let g = deps::sync::pin();
+        self.table(&g).anchor_lens()
     }
 
     /// Number of leaves (diagnostics).

@@ -51,7 +51,10 @@
 //! are 64-byte aligned; slot entry 7 keeps in them the slot's *overflow count*: how many
 //! entries whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
-//! The table is kept at most half full (§3.1's "8 prefixes per cache line"). Slot arrays
+//! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//! Each table also keeps the *search plan* of Algorithm 1 (`search::Plan`: where to split
+//! each range of prefix lengths), rebuilt from the anchor-length histogram by the writer
+//! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. Slot arrays
 //! of 2 MiB or more are huge-page `HugeArray`s (each lookup reads two or more random slots;
 //! see the crate docs on memory placement), smaller ones plain heap blocks.
 //!
@@ -75,6 +78,7 @@ use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeArray, Zeroable};
 use crate::classes::ClassPools;
 use crate::deps::hash::{crc32c, crc32c_extend, tag16};
 use crate::leaf::LeafPtr;
+use crate::search::Plan;
 
 const ADDR_MASK: u64 = (1 << 48) - 1;
 const OVF_MASK: u64 = 0x3F;
@@ -494,6 +498,10 @@ pub(crate) struct MetaTable {
     pools: Arc<ClassPools>,
     /// Anchor length → number of anchors, to keep `max_len` exact on removals.
     lens: BTreeMap<usize, usize>,
+    /// Number of anchors.
+    anchors: usize,
+    /// Where Algorithm 1 splits its ranges (`search::Plan`), rebuilt from `lens`.
+    plan: Plan,
 }
 
 // SAFETY: a table is shared only as described in the module docs (never written while
@@ -522,6 +530,8 @@ impl MetaTable {
             item_bytes: 0,
             pools,
             lens: BTreeMap::from([(0, 1)]),
+            anchors: 1,
+            plan: Plan::build(&BTreeMap::from([(0, 1)]), 0),
         };
         t.put(Ref::Item(root), root.get().hash);
         t
@@ -539,9 +549,27 @@ impl MetaTable {
         self.max_len
     }
 
+    /// The search plan (where Algorithm 1 splits its ranges).
+    #[inline]
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Rebuilds the search plan when the anchors changed enough (`Plan::stale`).
+    fn replan(&mut self) {
+        if self.plan.stale(self.anchors, self.max_len) {
+            self.plan = Plan::build(&self.lens, self.max_len);
+        }
+    }
+
+    /// Anchor length → number of anchors (diagnostics).
+    pub(crate) fn anchor_lens(&self) -> Vec<(usize, usize)> {
+        self.lens.iter().map(|(&l, &n)| (l, n)).collect()
+    }
+
     /// Bytes held by the table (slots and items).
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.bytes() + self.item_bytes
+        self.slots.bytes() + self.item_bytes + self.plan.bytes()
     }
 
     #[inline]
@@ -834,6 +862,8 @@ impl MetaTable {
         }
         *self.lens.entry(anchor.len()).or_default() += 1;
         self.max_len = self.max_len.max(anchor.len());
+        self.anchors += 1;
+        self.replan();
     }
 
     /// Removes the anchor of leaf `leaf`, which sat between `prev` and `next` and was
@@ -924,6 +954,8 @@ impl MetaTable {
             self.lens.remove(&anchor.len());
             self.max_len = self.lens.keys().next_back().copied().unwrap_or(0);
         }
+        self.anchors -= 1;
+        self.replan();
     }
 
     /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
@@ -963,6 +995,8 @@ impl MetaTable {
             item_bytes: self.item_bytes,
             pools: self.pools.clone(),
             lens: self.lens.clone(),
+            anchors: self.anchors,
+            plan: self.plan.clone(),
         }
     }
 

@@ -11,11 +11,37 @@
 //! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
 //! searches of many keys in lockstep, prefetching each round's slots for all of them.
 //!
+//! # Search plan (deviation, measured; issue 4, whaz)
+//!
+//! Algorithm 1 probes the middle of the range `(lo, hi)` of possible lengths of the
+//! longest matching prefix (LPM). Any probe strictly inside the range keeps it correct
+//! (the prefixes of anchors are closed under shortening, so a hit at `m` means the LPM is
+//! at least `m`, a miss that it is below `m`); only the number of rounds depends on the
+//! choice. On `az` (10M keys: ranges `(0, 36)`/`(0, 37)`) the LPM lengths are two
+//! clusters, 5–6 (the item id's first bytes) and 12–14 (the item id and the separator),
+//! and bisection took 5 rounds for nearly every key: two dependent slot waits even with
+//! the first three rounds prefetched. Each table therefore keeps a [`Plan`]: for every
+//! range `(lo, hi)` with `hi ≤ 128`, the probe of an optimal alphabetic search tree over
+//! the LPM lengths, weighted by the anchor lengths (an anchor of length `a` predicts
+//! lookups ending at `a − 1` and `a`; see [`Plan::build`]), computed with Knuth's
+//! O(n²) dynamic program. The plan is rebuilt by the writer, on the unpublished table,
+//! when the anchor count has moved by 1/16 or the longest anchor outgrew it; a stale plan
+//! only costs rounds. Longer ranges are bisected until they fall inside it. Measured with
+//! `examples/wormhole_az.rs` (`Wormhole::debug_search_trace`, 1M lookups of 10M az-like
+//! keys): 5.0 rounds and 2.0 slot waits per search before, 2.97 rounds and 1.15 waits
+//! with the plan and its top three levels as the first batch; with the plan's 7 most
+//! likely probes as the first batch (below), 1.05 waits at 2M keys (1.12 with three
+//! levels there; 9 probes gave 1.01 but measured slower). Lookups: 0.827 → 1.016 cpuMops
+//! (medians of 3, `docs/wormhole.md`). Memory: `side²` + `8·side` bytes per table
+//! (1.7 KB on `az`, at most 17.7 KB).
+//!
 //! # Overlapping the dependent reads of one lookup (not in the paper; measured, issue 4)
 //!
-//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 7) prefixes of the first
-//!   three rounds and prefetches their slots together (four rounds, 15 prefixes, measured
-//!   slower on `az`; see `PRE`).
+//! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 7) prefixes of the
+//!   first rounds and prefetches their slots together: the nodes of the plan's search
+//!   tree most likely to be reached (precomputed per `hi` in the plan, [`top_levels`]),
+//!   or the first three levels of a bisection for ranges outside the plan. (Four
+//!   bisection levels, 15 prefixes, measured slower on `az`; see `PRE`.)
 //! * *Lookahead.* A later round whose prefix was not hashed ahead ([`Lpm::prepare_ahead`])
 //!   also hashes the two prefixes the following round can probe, one per outcome, and
 //!   prefetches the three slots together: past the third round the search waits for
@@ -48,6 +74,8 @@
 //!
 //! This module only reads a [`MetaTable`]; the caller keeps the table alive (epoch guard)
 //! and validates the leaf it gets against the table's version (§2.5, see `smo`).
+
+use std::collections::BTreeMap;
 
 use crate::config::Config;
 use crate::deps::hash::{crc32c, crc32c_extend};
@@ -92,6 +120,199 @@ impl Check {
     }
 }
 
+/// Largest plan side: ranges `(lo, hi)` with `hi < PLAN_SIDE` split by the plan, longer
+/// ones at the midpoint until they fall inside it. The split table is `PLAN_SIDE²` bytes
+/// at most (16.6 KB); longer keys rarely reach past 128 bytes of matched prefix.
+const PLAN_SIDE: usize = 129;
+
+/// The first batch of probes of a search of the range `(lo, hi)`: the `k` nodes of its
+/// search tree under `split` most likely to be reached, by `weight(lo, hi)` of their
+/// ranges (a connected top of the tree: a node is never heavier than its parent), in
+/// ascending length order. With `weight = hi - lo` and `k = 7` these are the three top
+/// levels of a bisection.
+fn top_levels(
+    split: impl Fn(usize, usize) -> usize,
+    weight: impl Fn(usize, usize) -> u64,
+    lo: usize,
+    hi: usize,
+    k: usize,
+) -> ([usize; PRE], usize) {
+    debug_assert!(k <= PRE);
+    // Frontier of ranges not yet split (at most one more than the nodes taken).
+    let mut q = [(0usize, 0usize); PRE + 1];
+    q[0] = (lo, hi);
+    let mut qn = 1;
+    let (mut lens, mut n) = ([0usize; PRE], 0);
+    while n < k {
+        let Some(i) = (0..qn)
+            .filter(|&i| q[i].0 + 1 < q[i].1)
+            .max_by_key(|&i| weight(q[i].0, q[i].1))
+        else {
+            break;
+        };
+        let (lo, hi) = q[i];
+        let mid = split(lo, hi);
+        lens[n] = mid;
+        n += 1;
+        q[i] = (lo, mid);
+        q[qn] = (mid, hi);
+        qn += 1;
+    }
+    lens[..n].sort_unstable();
+    (lens, n)
+}
+
+/// Where Algorithm 1 splits each range of prefix lengths (see the module docs, "Search
+/// plan"): an optimal alphabetic search tree over the lengths the longest matching prefix
+/// takes, estimated from the anchor lengths. Only the choice of the probe changes; any
+/// split `lo < m < hi` keeps the binary search correct, so a stale plan costs rounds,
+/// never results.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Ranges `(lo, hi)` with `hi < side` are planned.
+    side: usize,
+    /// `split[lo * side + hi]` for `hi - lo >= 2`: the length to probe.
+    split: Box<[u8]>,
+    /// Anchors counted when the plan was built (rebuild trigger, see [`Plan::stale`]).
+    anchors: usize,
+    /// `top[hi]`: [`top_levels`] of the range `(0, hi)` (`hi < side`), the count in the
+    /// last byte: every search starts at `lo = 0`, so its first batch of probes is
+    /// read from here instead of walked and sorted per lookup.
+    top: Box<[[u8; PRE + 1]]>,
+}
+
+impl Plan {
+    /// The plan for a table whose anchor lengths are `lens` (length → count), the longest
+    /// `max_len`.
+    ///
+    /// Weights: a lookup of a key in the leaf of an anchor of length `a` usually ends its
+    /// search at length `a - 1` (anchors are one byte past the common prefix of the keys
+    /// around the split) or `a` (the key extends the anchor), so each anchor adds its count
+    /// to both (uniform lookups visit every leaf about equally). Every length also gets a
+    /// floor of 1/16 of the mean weight, which bounds the depth of lengths that no anchor
+    /// predicts (`log2(16 · side) + 1` rounds at most).
+    pub(crate) fn build(lens: &BTreeMap<usize, usize>, max_len: usize) -> Plan {
+        let side = (max_len + 2).min(PLAN_SIDE);
+        // Answers are lengths 0..n (the longest match is below `hi <= n`).
+        let n = side - 1;
+        let mut w = vec![0u64; n];
+        let mut anchors = 0;
+        for (&a, &c) in lens {
+            anchors += c;
+            for l in [a.wrapping_sub(1), a] {
+                if l < n {
+                    w[l] += c as u64;
+                }
+            }
+        }
+        let total: u64 = w.iter().sum();
+        let floor = (total / (16 * n as u64)).max(1);
+        w.iter_mut().for_each(|x| *x += floor);
+        let split = optimal_splits(&w);
+        let mut pre = vec![0u64; side];
+        for i in 0..n {
+            pre[i + 1] = pre[i] + w[i];
+        }
+        let top = (0..side)
+            .map(|hi| {
+                let (lens, n) = top_levels(
+                    |lo, hi| split[lo * side + hi] as usize,
+                    |lo, hi| pre[hi] - pre[lo],
+                    0,
+                    hi,
+                    PRE,
+                );
+                let mut t = [0u8; PRE + 1];
+                for (t, &l) in t.iter_mut().zip(&lens[..n]) {
+                    *t = l as u8;
+                }
+                t[PRE] = n as u8;
+                t
+            })
+            .collect();
+        Plan {
+            side,
+            split,
+            anchors,
+            top,
+        }
+    }
+
+    /// The precomputed first batch of probes of the range `(lo, hi)`, if planned.
+    #[inline]
+    fn top(&self, lo: usize, hi: usize) -> Option<&[u8; PRE + 1]> {
+        if lo == 0 && hi < self.side {
+            Some(&self.top[hi])
+        } else {
+            None
+        }
+    }
+
+    /// Whether the plan should be rebuilt for a table with `anchors` anchors, the longest
+    /// `max_len`: the longest range outgrew the plan (and it is not at its largest), or the
+    /// anchor count moved by more than 1/16 (at least 4) since it was built.
+    pub(crate) fn stale(&self, anchors: usize, max_len: usize) -> bool {
+        self.side < (max_len + 2).min(PLAN_SIDE)
+            || anchors.abs_diff(self.anchors) * 16 > self.anchors.max(64)
+    }
+
+    /// The length to probe in the range `(lo, hi)` (`lo + 1 < hi`): strictly inside it.
+    #[inline]
+    pub(crate) fn split(&self, lo: usize, hi: usize) -> usize {
+        debug_assert!(lo + 1 < hi);
+        if hi < self.side {
+            self.split[lo * self.side + hi] as usize
+        } else {
+            (lo + hi) / 2
+        }
+    }
+
+    /// Bytes of the split table and the first batches.
+    pub(crate) fn bytes(&self) -> usize {
+        self.split.len() + self.top.len() * (PRE + 1)
+    }
+}
+
+/// The optimal probe of every range for answer weights `w` (answers `0..n`, `n = w.len()`;
+/// result indexed `lo * (n + 1) + hi`, `0 <= lo < hi <= n`): the range `(lo, hi)` holds the
+/// answers `lo..hi`, probing `m` costs one round for each of them and leaves `(lo, m)` or
+/// `(m, hi)`. Minimizes the expected rounds, `C(lo, hi) = W(lo, hi) + min_m C(lo, m) +
+/// C(m, hi)`, with Knuth's bound on the optimal root (`root(lo, hi - 1) <= root(lo, hi) <=
+/// root(lo + 1, hi)`, valid because `W` is a sum of non-negative weights): O(n²).
+fn optimal_splits(w: &[u64]) -> Box<[u8]> {
+    let n = w.len();
+    let side = n + 1;
+    let mut pre = vec![0u64; side];
+    for i in 0..n {
+        pre[i + 1] = pre[i] + w[i];
+    }
+    let mut cost = vec![0u64; side * side];
+    let mut root = vec![0u8; side * side];
+    for len in 2..=n {
+        for lo in 0..=n - len {
+            let hi = lo + len;
+            let (a, b) = if len == 2 {
+                (lo + 1, lo + 1)
+            } else {
+                (
+                    root[lo * side + hi - 1] as usize,
+                    root[(lo + 1) * side + hi] as usize,
+                )
+            };
+            let (mut best, mut arg) = (u64::MAX, a);
+            for m in a..=b {
+                let c = cost[lo * side + m] + cost[m * side + hi];
+                if c < best {
+                    (best, arg) = (c, m);
+                }
+            }
+            cost[lo * side + hi] = pre[hi] - pre[lo] + best;
+            root[lo * side + hi] = arg as u8;
+        }
+    }
+    root.into_boxed_slice()
+}
+
 /// State of one binary search on prefix lengths (Algorithm 1): `key[..lo]` is an item
 /// (`item`, CRC32C `crc`), `key[..hi]` is known not to be one.
 #[derive(Clone, Copy, Debug)]
@@ -106,10 +327,12 @@ pub(crate) struct Lpm {
     pre: Pre,
 }
 
-/// Probes hashed ahead: the first three levels of the search tree (at most 7). Four
-/// levels (15 slots) for long ranges was tried and measured slower on `az` than three
-/// plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608 vs 0.672 and 0.631 vs 0.746
-/// cpuMops): the eight extra hashes cost more than the round trip they save.
+/// Probes hashed ahead: the planned first batch (the plan's 7 most likely probes), or
+/// three levels of a bisection (7). Four bisection levels (15 slots) for long ranges was tried and measured
+/// slower on `az` than three plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608
+/// vs 0.672 and 0.631 vs 0.746 cpuMops): the eight extra hashes cost more than the round
+/// trip they save. The plan's 7 are chosen by weight; 9 by weight (1.01 instead of 1.05
+/// slot waits per `az` search) measured slower (cpuMops medians 0.796 vs 0.935).
 const PRE: usize = 7;
 
 /// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).
@@ -158,26 +381,25 @@ impl Lpm {
     /// probe's outcome. The search itself is unchanged; [`Lpm::prepare`] reuses the hashes.
     #[inline]
     pub(crate) fn prefetch_levels(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
-        let mut q = [(0usize, 0usize); PRE];
-        q[0] = (self.lo, self.hi);
-        let (mut qn, mut qi) = (1, 0);
         let mut pre = Pre::default();
-        while qi < qn {
-            let (lo, hi) = q[qi];
-            qi += 1;
-            if lo + 1 >= hi {
-                continue;
+        let plan = t.plan();
+        match plan.top(self.lo, self.hi) {
+            Some(top) => {
+                pre.n = top[PRE] as usize;
+                for (l, &t) in pre.lens.iter_mut().zip(&top[..pre.n]) {
+                    *l = t as usize;
+                }
             }
-            let mid = (lo + hi) / 2;
-            pre.lens[pre.n] = mid;
-            pre.n += 1;
-            if qn + 2 <= PRE {
-                q[qn] = (lo, mid);
-                q[qn + 1] = (mid, hi);
-                qn += 2;
+            None => {
+                (pre.lens, pre.n) = top_levels(
+                    |lo, hi| plan.split(lo, hi),
+                    |lo, hi| (hi - lo) as u64,
+                    self.lo,
+                    self.hi,
+                    7,
+                )
             }
         }
-        pre.lens[..pre.n].sort_unstable();
         let (mut plen, mut pcrc) = (self.lo, self.crc);
         for i in 0..pre.n {
             let m = pre.lens[i];
@@ -202,7 +424,7 @@ impl Lpm {
     /// Hashes the next prefix to probe; with `prefetch`, prefetches its slot.
     #[inline]
     pub(crate) fn prepare(&mut self, t: &MetaTable, key: &[u8], cfg: &Config, prefetch: bool) {
-        let mid = (self.lo + self.hi) / 2;
+        let mid = t.plan().split(self.lo, self.hi);
         self.mid = mid;
         self.probe = if let Some(c) = self.pre.get(mid) {
             c
@@ -225,7 +447,8 @@ impl Lpm {
     #[inline]
     pub(crate) fn prepare_ahead(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
         let (lo, hi) = (self.lo, self.hi);
-        let mid = (lo + hi) / 2;
+        let plan = t.plan();
+        let mid = plan.split(lo, hi);
         self.mid = mid;
         if let Some(c) = self.pre.get(mid) {
             self.probe = c;
@@ -236,13 +459,13 @@ impl Lpm {
         self.probe = c;
         let mut pre = Pre::default();
         if lo + 1 < mid {
-            let m = (lo + mid) / 2;
+            let m = plan.split(lo, mid);
             let cm = hash_range(key, cfg, lo, self.crc, m);
             t.prefetch(cm);
             pre.push(m, cm);
         }
         if mid + 1 < hi {
-            let m = (mid + hi) / 2;
+            let m = plan.split(mid, hi);
             let cm = hash_range(key, cfg, mid, c, m);
             t.prefetch(cm);
             pre.push(m, cm);
@@ -280,14 +503,111 @@ impl Lpm {
     }
 
     fn run(t: &MetaTable, key: &[u8], cfg: &Config, exact: bool) -> Lpm {
+        Lpm::run_traced(t, key, cfg, exact, &mut ())
+    }
+
+    /// [`Lpm::run`], reporting each round to `tr` (a no-op for `()`).
+    #[inline]
+    fn run_traced(
+        t: &MetaTable,
+        key: &[u8],
+        cfg: &Config,
+        exact: bool,
+        tr: &mut impl Tracer,
+    ) -> Lpm {
         let mut s = Lpm::new(t, key);
+        tr.start(s.hi);
         s.prefetch_levels(t, key, cfg);
+        let mut batch = 0;
         while !s.done() {
+            let fresh = s.pre.get(t.plan().split(s.lo, s.hi)).is_none();
             s.prepare_ahead(t, key, cfg);
+            if fresh {
+                batch += 1;
+            }
+            tr.round(batch);
             s.apply(t, key, exact);
         }
+        tr.lpm(s.lo);
         s
     }
+}
+
+/// Receives the steps of a search (diagnostics; `()` ignores them).
+pub(crate) trait Tracer {
+    /// The search starts with the range `(0, hi)`.
+    #[inline]
+    fn start(&mut self, _hi: usize) {}
+    /// One round of Algorithm 1, probing a slot prefetched in batch `batch` (0: the
+    /// first three levels, hashed up front).
+    #[inline]
+    fn round(&mut self, _batch: u32) {}
+    /// The search ended with the longest matching prefix `len`.
+    #[inline]
+    fn lpm(&mut self, _len: usize) {}
+}
+
+impl Tracer for () {}
+
+/// What one lookup's search did (hidden diagnostics: `Wormhole::debug_search_trace`).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchTrace {
+    /// Upper end of the initial range (`min(max anchor length, key length) + 1`).
+    pub hi: u32,
+    /// Rounds of Algorithm 1 (slot probes).
+    pub rounds: u32,
+    /// Prefetch batches the probes came from: the dependent waits for slots.
+    pub batches: u32,
+    /// Length of the longest prefix found in the table.
+    pub lpm: u32,
+    /// How the sibling step found the target leaf: 0 the match is a leaf entry, 1 the
+    /// matched item's leftmost leaf, 2 the leaf before it, 3 its rightmost leaf, 4 a
+    /// child probe that found a leaf entry, 5 a child probe that found an item (its
+    /// rightmost leaf).
+    pub step: u8,
+}
+
+impl Tracer for SearchTrace {
+    fn start(&mut self, hi: usize) {
+        *self = SearchTrace {
+            hi: hi as u32,
+            ..SearchTrace::default()
+        };
+    }
+    fn round(&mut self, batch: u32) {
+        self.rounds += 1;
+        self.batches = self.batches.max(batch + 1);
+    }
+    fn lpm(&mut self, len: usize) {
+        self.lpm = len as u32;
+    }
+}
+
+/// Traces the (exact-probe) search of `key`.
+pub(crate) fn trace(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
+    let mut tr = SearchTrace::default();
+    let s = Lpm::run_traced(t, key, cfg, true, &mut tr);
+    tr.step = match s.item {
+        Ref::Leaf(_) => 0,
+        Ref::Item(item) => {
+            let it = item.get();
+            match key.get(s.lo) {
+                None if it.is_anchor() => 1,
+                None => 2,
+                Some(&c) => match it.child_below(c) {
+                    None if it.is_anchor() => 1,
+                    None => 2,
+                    Some(_) if !it.has_child_above(c) => 3,
+                    Some(b) => match t.get_child(item, b, crc32c_extend(s.crc, &[b])) {
+                        Some(Ref::Leaf(_)) => 4 + 2 * u8::from(b + 1 == c),
+                        _ => 5 + 2 * u8::from(b + 1 == c),
+                    },
+                },
+            }
+        }
+    };
+    tr
 }
 
 /// The CRC32C of `key[..to]` given that of `key[..from]` (`crc`): extended with
@@ -470,6 +790,163 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use crate::Wormhole;
+
+    use super::{Plan, optimal_splits};
+
+    /// Expected rounds of the plan `root` (side `n + 1`) for weights `w`.
+    fn plan_cost(w: &[u64], root: &[u8], lo: usize, hi: usize) -> u64 {
+        if lo + 1 >= hi {
+            return 0;
+        }
+        let side = w.len() + 1;
+        let m = root[lo * side + hi] as usize;
+        assert!(lo < m && m < hi, "split {m} outside ({lo}, {hi})");
+        w[lo..hi].iter().sum::<u64>() + plan_cost(w, root, lo, m) + plan_cost(w, root, m, hi)
+    }
+
+    /// The O(n³) recurrence without Knuth's bound.
+    fn brute_cost(w: &[u64]) -> u64 {
+        let n = w.len();
+        let side = n + 1;
+        let mut c = vec![0u64; side * side];
+        for len in 2..=n {
+            for lo in 0..=n - len {
+                let hi = lo + len;
+                let best = (lo + 1..hi)
+                    .map(|m| c[lo * side + m] + c[m * side + hi])
+                    .min()
+                    .unwrap();
+                c[lo * side + hi] = w[lo..hi].iter().sum::<u64>() + best;
+            }
+        }
+        c[n]
+    }
+
+    /// Knuth's O(n²) plan is as good as the full O(n³) recurrence, every split lies
+    /// strictly inside its range, and skewed weights give fewer rounds than bisection.
+    #[test]
+    fn plan_is_optimal_and_in_range() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let sizes: &[usize] = if cfg!(miri) {
+            &[1, 2, 5, 9]
+        } else {
+            &[1, 2, 3, 7, 20, 40, 90]
+        };
+        for &n in sizes {
+            for round in 0..if cfg!(miri) { 2 } else { 20 } {
+                let w: Vec<u64> = (0..n)
+                    .map(|_| match round % 3 {
+                        0 => rng.random_range(1..100),
+                        1 => rng.random_range(0..2) * rng.random_range(1..10_000),
+                        _ => 1,
+                    })
+                    .collect();
+                let root = optimal_splits(&w);
+                let side = n + 1;
+                for lo in 0..n {
+                    for hi in lo + 2..=n {
+                        let m = root[lo * side + hi] as usize;
+                        assert!(lo < m && m < hi, "n {n}: split {m} outside ({lo}, {hi})");
+                    }
+                }
+                assert_eq!(plan_cost(&w, &root, 0, n), brute_cost(&w), "weights {w:?}");
+            }
+        }
+        // Two clusters of answers (as on `az`): far fewer rounds than bisection.
+        let mut w = vec![0u64; 36];
+        (w[4], w[5], w[12], w[13]) = (130, 350, 200, 200);
+        let root = optimal_splits(&w);
+        let mut mid = vec![0u8; 37 * 37];
+        for lo in 0..36 {
+            for hi in lo + 2..=36 {
+                mid[lo * 37 + hi] = ((lo + hi) / 2) as u8;
+            }
+        }
+        let (planned, bisect) = (plan_cost(&w, &root, 0, 36), plan_cost(&w, &mid, 0, 36));
+        assert!(
+            planned * 3 < bisect * 2,
+            "planned {planned}, bisection {bisect}"
+        );
+    }
+
+    /// A plan built from anchor lengths splits inside every range, falls back to the
+    /// midpoint past its side, and goes stale when the longest anchor outgrows it or the
+    /// anchor count moves.
+    #[test]
+    fn plan_from_anchor_lengths() {
+        let lens = BTreeMap::from([(0, 1), (5, 40), (6, 50), (13, 60), (35, 2)]);
+        let p = Plan::build(&lens, 35);
+        assert_eq!(p.side, 37);
+        for lo in 0..36 {
+            for hi in lo + 2..=40 {
+                let m = p.split(lo, hi);
+                assert!(lo < m && m < hi);
+            }
+        }
+        for hi in 0..37 {
+            let top = p.top(0, hi).unwrap();
+            assert!(top[super::PRE] as usize <= super::PRE);
+            let n = top[super::PRE] as usize;
+            let lens: Vec<usize> = top[..n].iter().map(|&l| l as usize).collect();
+            // As many probes as the tree has (up to PRE), ascending, forming a connected
+            // top of the plan's tree: walking down from the root through probes of the
+            // set reaches all of them.
+            assert_eq!(n, hi.saturating_sub(1).min(super::PRE), "hi {hi}");
+            assert!(lens.windows(2).all(|w| w[0] < w[1]));
+            fn reach(p: &Plan, set: &[usize], lo: usize, hi: usize) -> usize {
+                if lo + 1 >= hi || !set.contains(&p.split(lo, hi)) {
+                    return 0;
+                }
+                let m = p.split(lo, hi);
+                1 + reach(p, set, lo, m) + reach(p, set, m, hi)
+            }
+            assert_eq!(reach(&p, &lens, 0, hi), n, "hi {hi}: {lens:?}");
+        }
+        assert!(p.top(0, 37).is_none() && p.top(1, 20).is_none());
+        assert_eq!(p.split(0, 200), 100);
+        assert!(!p.stale(153, 35));
+        assert!(p.stale(153, 36));
+        assert!(!p.stale(153 + 9, 35));
+        assert!(p.stale(153 + 10, 35));
+        assert!(p.stale(153 - 10, 35));
+        let long = Plan::build(&BTreeMap::from([(0, 1), (500, 1)]), 500);
+        assert_eq!(long.side, super::PLAN_SIDE);
+        assert!(!long.stale(2, 600));
+        assert_eq!(long.split(100, 400), 250);
+        assert!((1..128).contains(&long.split(0, 128)));
+    }
+
+    /// Through the index: keys whose longest matching prefixes cluster (a popular 4-byte
+    /// and a 12-byte field, as on `az`) take fewer rounds than bisection of their range
+    /// would, and the traced search agrees with `get`.
+    #[test]
+    fn planned_search_takes_fewer_rounds() {
+        let n = if cfg!(miri) { 400 } else { 40_000 };
+        let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut keys = Vec::new();
+        for i in 0..n {
+            let mut k = format!("B0{:02}", rng.random_range(0..40u32)).into_bytes();
+            k.extend(format!("{:08}|", rng.random_range(0..(n as u32 / 8))).bytes());
+            k.extend(format!("{:016}", rng.random::<u64>()).bytes());
+            wh.insert(&k, &(i as u32).to_le_bytes()).unwrap();
+            keys.push(k);
+        }
+        let (mut rounds, mut bisect) = (0u64, 0u64);
+        for k in &keys {
+            let tr = wh.debug_search_trace(k);
+            assert!(tr.lpm < tr.hi && tr.lpm as usize <= k.len());
+            assert!(tr.batches >= 1 && tr.batches <= tr.rounds);
+            rounds += u64::from(tr.rounds);
+            bisect += u64::from(tr.hi.ilog2());
+            assert!(wh.get(k).is_some());
+        }
+        eprintln!("rounds {rounds}, bisection at least {bisect}");
+        assert!(
+            rounds < bisect,
+            "rounds {rounds}, bisection at least {bisect}"
+        );
+    }
 
     thread_local! {
         /// Deferred checks that failed on this thread (tag false positives caught under
