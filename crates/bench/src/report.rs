@@ -99,14 +99,7 @@ where
     root.fill(&WHITE).map_err(e)?;
     let n = b.categories.len().max(1);
     let groups = b.series.len().max(1);
-    let ymax = b
-        .series
-        .iter()
-        .flat_map(|s| s.1.iter().flatten())
-        .cloned()
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.15;
+    let ymax = y_top(b.series.iter().flat_map(|s| s.1.iter().flatten().copied()));
     let mut chart = ChartBuilder::on(&root)
         .caption(&b.title, ("sans-serif", 22))
         .margin(12)
@@ -137,7 +130,7 @@ where
     for (g, (name, values)) in b.series.iter().enumerate() {
         let color = COLORS[g % COLORS.len()];
         let rects = values.iter().enumerate().filter_map(|(i, v)| {
-            v.map(|v| {
+            v.filter(|v| v.is_finite()).map(|v| {
                 let x0 = i as f64 - 0.4 + g as f64 * width;
                 Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color.filled())
             })
@@ -168,7 +161,12 @@ where
 {
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let pts = || l.series.iter().flat_map(|s| s.1.iter());
+    let pts = || {
+        l.series
+            .iter()
+            .flat_map(|s| s.1.iter())
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+    };
     let xmin = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let xmax = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
     let (xmin, xmax) = if xmin.is_finite() && xmax > xmin {
@@ -177,7 +175,7 @@ where
         (0.0, 1.0)
     };
     let pad = if l.x_labels.is_some() { 0.3 } else { 0.0 };
-    let ymax = pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let ymax = y_top(pts().map(|p| p.1));
     let mut chart = ChartBuilder::on(&root)
         .caption(&l.title, ("sans-serif", 22))
         .margin(12)
@@ -222,14 +220,22 @@ where
         let color = COLORS[g % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
-                points.iter().copied(),
+                points
+                    .iter()
+                    .copied()
+                    .filter(|p| p.0.is_finite() && p.1.is_finite()),
                 color.stroke_width(2),
             ))
             .map_err(e)?
             .label(name.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 2), (x + 12, y + 2)], color.filled()));
         chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.0.is_finite() && p.1.is_finite())
+                    .map(|&p| Circle::new(p, 3, color.filled())),
+            )
             .map_err(e)?;
     }
     legend_and_present(&mut chart, &root)
@@ -276,6 +282,14 @@ impl Chart for Lines {
     {
         draw_lines(root, self)
     }
+}
+
+/// The top of a chart's y axis: 15% above the largest finite value, or 1 when no value is
+/// positive (plotters panics on a degenerate range, e.g. every value 0, as the memory
+/// growth of a tiny load can be).
+fn y_top(values: impl Iterator<Item = f64>) -> f64 {
+    let m = values.filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    if m > 0.0 { m * 1.15 } else { 1.0 }
 }
 
 /// Writes `<stem>.svg` and `<stem>.png` of a chart.
@@ -810,5 +824,54 @@ fn machine_section(md: &mut String, recs: &[&Record]) {
             "**1-minute load average while recording:** {min:.1} to {max:.1} (other work on the \
              machine shows here).\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Charts whose values are all zero or negative (e.g. a tiny load whose RSS did not
+    /// grow), or not finite, still draw: the y range must stay sane.
+    #[test]
+    fn degenerate_values_still_plot() {
+        let dir = std::env::temp_dir().join(format!("orrery-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bars = |v: Vec<Option<f64>>| Bars {
+            title: "t".into(),
+            y_label: "y".into(),
+            categories: vec!["a".into(), "b".into()],
+            series: vec![("s".into(), v)],
+        };
+        for (i, v) in [
+            vec![Some(0.0), Some(0.0)],
+            vec![Some(-3.0), Some(0.0)],
+            vec![Some(f64::INFINITY), Some(1.0)],
+            vec![Some(f64::NAN), None],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            plot(&dir, &format!("bars{i}"), &bars(v)).unwrap();
+        }
+        let lines = |pts: Vec<(f64, f64)>| Lines {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_labels: None,
+            series: vec![("s".into(), pts)],
+            shade: vec![],
+        };
+        for (i, pts) in [
+            vec![(0.0, 0.0), (1.0, 0.0)],
+            vec![(0.0, -1.0), (1e-9, -2.0)],
+            vec![(0.0, f64::INFINITY), (1.0, 2.0)],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            plot(&dir, &format!("lines{i}"), &lines(pts)).unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
