@@ -159,6 +159,11 @@ struct DatasetArgs {
     /// Print this many example keys of each dataset.
     #[arg(long, default_value_t = 0)]
     examples: usize,
+    /// Also write the generated keys of the (single) dataset to this file, one per line, in
+    /// generation order: the `file:PATH` format, readable by programs outside the bench
+    /// (e.g. the Wormhole `wormhole_az` example). Fails for keys containing a newline.
+    #[arg(long)]
+    write: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -273,6 +278,9 @@ fn list_datasets(a: DatasetArgs) -> Result<(), String> {
     if n == 0 || n > 100_000_000 {
         return Err("--keys for datasets must be between 1 and 100M".into());
     }
+    if a.write.is_some() && names.len() != 1 {
+        return Err("--write takes exactly one --dataset".into());
+    }
     let progress = Progress::new(true);
     println!(
         "{:<12} {:>10} {:>8} {:>9}  about (statistics over {n} keys)",
@@ -293,9 +301,31 @@ fn list_datasets(a: DatasetArgs) -> Result<(), String> {
         for i in 0..a.examples.min(set.len()) {
             println!("    {}", String::from_utf8_lossy(set.get(i)).escape_debug());
         }
+        if let Some(path) = &a.write {
+            write_keys(&set, path)?;
+        }
     }
     println!("\nalso: rand-N, kshort-L, klong-L for any length; file:PATH (one key per line)");
     Ok(())
+}
+
+/// Writes `set` to `path`, one key per line (the `file:PATH` format).
+fn write_keys(set: &datasets::KeySet, path: &std::path::Path) -> Result<(), String> {
+    use std::io::Write;
+    let err = |e: std::io::Error| format!("cannot write keys to {}: {e}", path.display());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+    for i in 0..set.len() {
+        let k = set.get(i);
+        if k.contains(&b'\n') {
+            return Err(format!(
+                "key {i} contains a newline: it cannot be written one per line to {}",
+                path.display()
+            ));
+        }
+        out.write_all(k).map_err(err)?;
+        out.write_all(b"\n").map_err(err)?;
+    }
+    out.flush().map_err(err)
 }
 
 fn run(a: RunArgs) -> Result<(), String> {
@@ -582,6 +612,54 @@ mod tests {
             assert!(md.contains(&format!("rand-8-put-50-{k}-v8.png")), "{md}");
         }
         assert!(!out.join("sweep").join("rand-8-put-50.png").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `datasets --write` writes the generated keys one per line, which `file:PATH` reads
+    /// back as the same set; more than one dataset is refused.
+    #[test]
+    fn datasets_write_round_trips_through_file() {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-write-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("az.txt");
+        let p = path.to_str().unwrap();
+        let args = [
+            "datasets",
+            "--dataset",
+            "az",
+            "--keys",
+            "2000",
+            "--write",
+            p,
+        ];
+        assert_eq!(code(&args), ExitCode::SUCCESS);
+        let written: Vec<Vec<u8>> = std::fs::read(&path)
+            .unwrap()
+            .split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        let spec = datasets::Spec::parse("az").unwrap();
+        let set = spec.generate(2000, 2000, 42, &Progress::new(true)).unwrap();
+        assert_eq!(written.len(), set.len());
+        for (i, k) in written.iter().enumerate() {
+            assert_eq!(&k[..], set.get(i), "key {i}");
+        }
+        let from_file = datasets::Spec::parse(&format!("file:{p}"))
+            .unwrap()
+            .generate(2000, 2000, 42, &Progress::new(true))
+            .unwrap();
+        assert_eq!(from_file.len(), set.len());
+        let two = [
+            "datasets",
+            "--dataset",
+            "az,url",
+            "--keys",
+            "100",
+            "--write",
+            p,
+        ];
+        assert_ne!(code(&two), ExitCode::SUCCESS);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

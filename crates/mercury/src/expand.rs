@@ -491,6 +491,51 @@ mod tests {
         }
     }
 
+    /// A table of 64 buckets just past its threshold (48 items): the successor is installed
+    /// and one bucket is migrated (cooperative help, runs of one bucket); then the caller
+    /// takes the resize token, so nobody else can migrate or terminate the expansion.
+    /// Returns the table, the number of keys inserted (`0..i`, big-endian `u32`s) and the
+    /// table whose token is held.
+    fn expanding_with_held_token() -> (Mercury, u32, *const Table) {
+        let m = Mercury::with_config(Config {
+            initial_buckets: 64,
+            load_percent: 75,
+            migrate_run: 1,
+            ..Config::default()
+        })
+        .unwrap();
+        let mut i = 0u32;
+        while m.buckets().1.is_none() {
+            m.insert(&i.to_be_bytes(), b"v").unwrap();
+            i += 1;
+        }
+        assert_eq!(m.buckets(), (64, Some(128)));
+        let held: *const Table = {
+            let guard = pin();
+            let t = m.inner.current(&guard);
+            assert!(t.try_resize(), "single-threaded so far: the token is free");
+            std::ptr::from_ref(t)
+        };
+        (m, i, held)
+    }
+
+    /// Releases the token taken by [`expanding_with_held_token`], checking that the
+    /// expansion made no progress while it was held.
+    fn release_held_token(m: &Mercury, held: *const Table) {
+        let guard = pin();
+        assert!(
+            std::ptr::eq(m.inner.current(&guard), held),
+            "only the token holder terminates an expansion"
+        );
+        // SAFETY: `held` is the current table (just checked, under `guard`), so allocated.
+        let t = unsafe { &*held };
+        assert!(
+            t.migrated() < t.len(),
+            "the expansion cannot progress without the token"
+        );
+        t.end_resize();
+    }
+
     /// The same situation inside a `Session`: the writer stays pinned by the session, so it
     /// must not wait for the token at all (waiting pinned would hold the epoch back for as
     /// long as the holder takes). Its inserts must all return while the token is held; the
@@ -500,25 +545,8 @@ mod tests {
     fn blocked_token_does_not_block_session_insert() {
         use std::sync::atomic::{AtomicBool, Ordering};
 
-        let m = Mercury::with_config(Config {
-            initial_buckets: 64,
-            load_percent: 75,
-            migrate_run: 1,
-            ..Config::default()
-        })
-        .unwrap();
+        let (m, i, held) = expanding_with_held_token();
         let key = |i: u32| i.to_be_bytes();
-        let mut i = 0;
-        while m.buckets().1.is_none() {
-            m.insert(&key(i), b"v").unwrap();
-            i += 1;
-        }
-        let held: *const Table = {
-            let guard = pin();
-            let t = m.inner.current(&guard);
-            assert!(t.try_resize(), "single-threaded so far: the token is free");
-            std::ptr::from_ref(t)
-        };
         let full = 128 * 3 / 4;
         let done = AtomicBool::new(false);
         let finished_while_held = std::thread::scope(|s| {
@@ -537,14 +565,7 @@ mod tests {
                 tries += 1;
             }
             let finished = done.load(Ordering::Acquire);
-            // SAFETY: only the token holder migrates and terminates an expansion, so the
-            // table whose token we took is still the current one, and allocated.
-            let t = unsafe { &*held };
-            assert!(
-                t.migrated() < t.len(),
-                "the expansion cannot progress without the token"
-            );
-            t.end_resize();
+            release_held_token(&m, held);
             writer.join().unwrap();
             finished
         });
@@ -570,29 +591,8 @@ mod tests {
     fn blocked_finisher_does_not_stall_reclamation() {
         use orrery_core::sync::epoch::global_epoch;
 
-        let m = Mercury::with_config(Config {
-            initial_buckets: 64,
-            load_percent: 75,
-            migrate_run: 1,
-            ..Config::default()
-        })
-        .unwrap();
+        let (m, i, held) = expanding_with_held_token();
         let key = |i: u32| i.to_be_bytes();
-        // Cross the threshold (48 items): the successor is installed and one bucket of 64 is
-        // migrated (cooperative help, runs of one bucket).
-        let mut i = 0;
-        while m.buckets().1.is_none() {
-            m.insert(&key(i), b"v").unwrap();
-            i += 1;
-        }
-        assert_eq!(m.buckets(), (64, Some(128)));
-        // Take the resize token: nobody else can migrate (or terminate) the expansion.
-        let held: *const Table = {
-            let guard = pin();
-            let t = m.inner.current(&guard);
-            assert!(t.try_resize(), "single-threaded so far: the token is free");
-            std::ptr::from_ref(t)
-        };
         let full = 128 * 3 / 4;
         std::thread::scope(|s| {
             // The insert of item `full + 1` finds the successor full and blocks on the token.
@@ -614,14 +614,7 @@ mod tests {
                 tries += 1;
             }
             let advanced = global_epoch() - start;
-            // SAFETY: only the token holder migrates and terminates an expansion, so the
-            // table whose token we took is still the current one, and allocated.
-            let t = unsafe { &*held };
-            assert!(
-                t.migrated() < t.len(),
-                "the expansion cannot progress without the token"
-            );
-            t.end_resize();
+            release_held_token(&m, held);
             writer.join().unwrap();
             assert!(
                 advanced >= 2,
