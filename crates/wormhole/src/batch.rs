@@ -4,9 +4,10 @@
 //! Each stage issues prefetches for every key of the group, then the next stage consumes
 //! them: (1) the rounds of Algorithm 1, each prefetching the slot of every key's next
 //! probe; (2) the matched items; (3) the sibling step, then the target leaves' header
-//! lines and the tag lines at each key's home slot; (4) per key, in order: lock the leaf shared, validate
-//! its version, search the tag array, call back, unlock. A key whose leaf turned out stale
-//! falls back to a single lookup. Only one leaf lock is held at a time.
+//! lines and the tag lines at each key's home slot; (4) per key, in order: lock the leaf
+//! shared, validate its version and the pending anchor check (`search::Check`), search
+//! the tag array, call back, unlock. A key whose leaf turned out stale, or whose check
+//! failed, falls back to a single lookup. Only one leaf lock is held at a time.
 
 use std::sync::atomic::Ordering;
 
@@ -40,7 +41,7 @@ impl Wormhole {
             let mut st: [Option<Lpm>; GROUP] = [None; GROUP];
             for (s, k) in st.iter_mut().zip(group) {
                 if check_key(k).is_ok() {
-                    *s = Some(Lpm::new(t, k));
+                    *s = Some(Lpm::new(t, k, false));
                 }
             }
             // (1) Algorithm 1 in lockstep.
@@ -57,7 +58,7 @@ impl Wormhole {
                 }
                 for (s, k) in st.iter_mut().zip(group) {
                     if let Some(s) = s.as_mut().filter(|s| !s.done()) {
-                        s.apply(t, k, false);
+                        s.apply(t, k);
                     }
                 }
             }
@@ -70,7 +71,7 @@ impl Wormhole {
             let mut tg: [Option<Target>; GROUP] = [None; GROUP];
             for ((s, k), out) in st.iter().zip(group).zip(tg.iter_mut()) {
                 if let Some(s) = s {
-                    *out = search::finish(t, k, &self.cfg, *s, inline, false);
+                    *out = search::finish(t, k, &self.cfg, *s, true);
                     if let Some(x) = out {
                         x.leaf.prefetch();
                         if self.cfg.sort_by_tag {
@@ -90,7 +91,9 @@ impl Wormhole {
                 if let Some(x) = tg[j] {
                     // SAFETY: reached through the published table under `g`.
                     let r = unsafe { x.leaf.read() };
-                    if r.hdr().version.load(Ordering::Acquire) <= v {
+                    if r.hdr().version.load(Ordering::Acquire) <= v
+                        && x.check.is_none_or(|c| c.holds(r.hdr(), k))
+                    {
                         match self.position(&r, k, x.hash) {
                             Pos::Found(p) => f(i, Some(r.value(p))),
                             Pos::Absent { .. } => f(i, None),
@@ -98,7 +101,8 @@ impl Wormhole {
                         continue;
                     }
                 }
-                // Stale table (a concurrent split or merge): single lookup.
+                // Stale table (a concurrent split or merge) or a failed check: single
+                // lookup.
                 if !self.get_with(k, &mut |val| f(i, Some(val))) {
                     f(i, None);
                 }

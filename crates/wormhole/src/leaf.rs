@@ -223,8 +223,9 @@ pub(crate) const ANCHOR_INLINE: usize = 12;
 /// ```
 ///
 /// The anchor sits in the line a lookup reads anyway (the lock word), because a MetaTrieHT
-/// *leaf entry* (see `meta`) references the leaf directly and the search's final full
-/// comparison is made against the leaf's anchor.
+/// *leaf entry* (see `meta`) references the leaf directly and MetaTrieHT items do not store
+/// prefix bytes past the seventh: a search's final full comparison is made against its
+/// target leaf's anchor.
 #[repr(C, align(64))]
 pub(crate) struct Leaf {
     lock: RwSpinLock<()>,
@@ -631,14 +632,26 @@ impl Leaf {
         a[..p.len()] == *p && b.is_none_or(|b| a[p.len()] == b)
     }
 
-    /// Prefetches the anchor bytes that [`Leaf::anchor_is`] with a `len`-byte prefix would
-    /// read outside the header line: the heap block of an anchor longer than 12 bytes (its
-    /// first two lines), when the length matches. A lookup issues it before it searches the
-    /// leaf, so that the anchor and the pair block are fetched in parallel (`search`,
-    /// deferred check).
+    /// Whether the anchor starts with `p`, followed by `b` when set (the check of an item
+    /// that a search matched by tag, `search::Check`).
+    #[inline]
+    pub(crate) fn anchor_starts_with(&self, p: &[u8], b: Option<u8>) -> bool {
+        let n = p.len() + usize::from(b.is_some());
+        if (self.anchor_len as usize) < n {
+            return false;
+        }
+        let a = self.anchor();
+        a[..p.len()] == *p && b.is_none_or(|b| a[p.len()] == b)
+    }
+
+    /// Prefetches the anchor bytes that a check of `len` bytes (`search::Check`) would read
+    /// outside the header line: the heap block of an anchor longer than 12 bytes (the
+    /// lines of its first `len` bytes, at most two), when the anchor is long enough. A
+    /// lookup issues it before it searches the leaf, so that the anchor and the pair block
+    /// are fetched in parallel (`search`, deferred check).
     #[inline]
     pub(crate) fn prefetch_anchor(&self, len: usize) {
-        if self.anchor_len as usize == len && !self.anchor_heap.is_null() {
+        if self.anchor_len as usize >= len && !self.anchor_heap.is_null() {
             let p = self.anchor_heap.cast_const();
             crate::prefetch(p);
             if len > 64 {

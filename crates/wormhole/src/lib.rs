@@ -409,14 +409,13 @@ impl Wormhole {
         exact: bool,
     ) -> (ReadLeaf<'g>, search::Target) {
         let mut spins = 0;
-        let inline = self.pool.inline_mode();
         loop {
             let t = self.table(g);
             let v = t.version;
             let tg = if exact {
-                search::locate_exact(t, key, &self.cfg, inline)
+                search::locate_exact(t, key, &self.cfg)
             } else {
-                search::locate_in(t, key, &self.cfg, inline)
+                search::locate_in(t, key, &self.cfg)
             };
             if let Some(tg) = tg {
                 self.prefetch_home(&tg);
@@ -445,15 +444,22 @@ impl Wormhole {
         }
     }
 
-    /// Searches `key` and write-locks its target leaf, restarting on stale tables.
+    /// Searches `key` and write-locks its target leaf, restarting on stale tables and on
+    /// tag matches that the leaf's anchor disproves (the pending
+    /// [`search::Target::check`], made under the lock before anything is written).
     #[inline]
     fn write_target<'g>(&self, key: &[u8], g: &'g Guard) -> (WriteLeaf<'g>, u32) {
         let mut spins = 0;
+        let mut exact = false;
         loop {
             let t = self.table(g);
             let v = t.version;
-            if let Some(tg) = search::locate_write(t, key, &self.cfg, self.pool.inline_mode()) {
-                debug_assert!(tg.check.is_none());
+            let tg = if exact {
+                search::locate_exact(t, key, &self.cfg)
+            } else {
+                search::locate_in(t, key, &self.cfg)
+            };
+            if let Some(tg) = tg {
                 self.prefetch_home(&tg);
                 tg.leaf.prefetch_order(self.cfg.leaf_capacity);
                 if self.cfg.sort_by_tag && self.cfg.direct_pos {
@@ -465,6 +471,12 @@ impl Wormhole {
                 }
                 // SAFETY: reached through the published table under `g`.
                 let w = unsafe { tg.leaf.write() };
+                if let Some(c) = tg.check
+                    && !c.holds(w.hdr(), key)
+                {
+                    exact = true;
+                    continue;
+                }
                 if w.hdr().version.load(Ordering::Acquire) <= v {
                     return (w, tg.hash);
                 }
@@ -502,9 +514,10 @@ impl Wormhole {
         loop {
             let (r, tg) = self.read_locate(key, &g, exact);
             if let Some(c) = tg.check {
-                // The search ended on a leaf entry matched by tag only: fetch the anchor
-                // while the leaf is searched, and compare it before using the result
-                // (`search::finish`, deferred check). A mismatch restarts exactly.
+                // The search trusted a tag match (a leaf entry, or an item over 7 bytes):
+                // fetch the anchor while the leaf is searched, and compare it before using
+                // the result (`search::finish`, deferred check). A mismatch restarts
+                // exactly.
                 r.hdr().prefetch_anchor(c.len());
             }
             let pos = self.position(&r, key, tg.hash);

@@ -3,9 +3,8 @@
 //!
 //! # Items (byte level)
 //!
-//! One block per item, 64-byte aligned, `max(64, 57 + len)` bytes, from the index's item
-//! size-class pools (`classes`: huge-page slabs of 64, 128, 192 and 256 bytes, shared by
-//! both tables; larger items come from the global allocator):
+//! One 64-byte line per item, from the index's item pool (`classes`: huge-page slabs of
+//! 64-byte blocks, shared by both tables):
 //!
 //! ```text
 //! 0   u32      hash     CRC32C of the prefix
@@ -14,11 +13,28 @@
 //! 16  *Leaf    rightmost leaf below the item
 //! 24  [u64;4]  bitmap   byte children present (bit b of word b/64)
 //! 56  u8       anchor   1 if the prefix is itself an anchor (the "⊥" child, see `anchor`)
-//! 57  [u8]     the prefix bytes (up to 7 bytes share line 0)
+//! 57  [u8;7]   the first min(len, 7) prefix bytes, zero padded
 //! ```
 //!
 //! An item with byte children is an internal item; with both byte children and `⊥` it
 //! stands for the paper's pair `a` / `a⊥` (see `anchor`).
+//!
+//! # Prefix bytes past the seventh are not stored (deviation, measured)
+//!
+//! The prefix of an item is a prefix of the anchor of its leftmost leaf (the smallest
+//! anchor extending the prefix), so a full comparison reads that anchor
+//! (`ItemPtr::key_is`). A search matches its probes by 16-bit tag (§3.1) and checks the
+//! item it ends on against its length and inline bytes, which is exact for prefixes of
+//! at most 7 bytes; a longer one is verified once against the anchor of the target leaf
+//! the search reaches through it (`search::Check`): every leaf below an item has an
+//! anchor that extends the item's prefix, and a leaf reached through a wrong item has
+//! not. Lookups and point writes make that comparison under the leaf's lock, where the
+//! leaf's header is read anyway. Why: on `url` (10M keys, 313K items averaging about 40
+//! prefix bytes) stored prefixes made items 128 bytes on average, 40 MB per table;
+//! one line each halves that, which gave the `url` memory bar its margin, and an item is
+//! now always one line to read (on `az` most matched prefixes are 12–14 bytes and
+//! spilled into a second line). Measured figures: the crate docs and
+//! `docs/results/wormhole.md`.
 //!
 //! # Leaf entries (deviation, measured)
 //!
@@ -63,11 +79,14 @@
 //! A `MetaTable` is never written while readers can see it: `smo` keeps two tables, writes
 //! only the one that is not published and whose readers have drained (RCU, §2.5), so every
 //! method here is plain sequential code (`&self` for readers, `&mut self` for the writer).
-//! A reader dereferences a leaf entry (the anchor comparison) under its epoch guard: leaves
-//! are freed through the epoch scheme after leaving the published table, and anchors never
-//! change. The writer replays a merge on the shadow table possibly after the merged-away
-//! leaf was freed: `remove_anchor` therefore finds that leaf's entry by address, before
-//! any probe could compare against its anchor, and it is the only entry naming it.
+//! A reader reads leaf anchors (the comparisons of leaf entries and long items) under its
+//! epoch guard: leaves are freed through the epoch scheme after leaving the published
+//! table, and anchors never change. The writer replays a merge on the shadow table
+//! possibly after the merged-away leaf was freed: `remove_anchor` therefore finds that
+//! leaf's entry by address, before any probe could compare against its anchor (it is the
+//! only entry naming it), and compares items whose leftmost leaf is still the victim
+//! against the victim's anchor bytes it was given (a [`Victim`]), never through the leaf.
+//! No other leaf the shadow names can be freed: it lacks only the change being replayed.
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
@@ -86,8 +105,9 @@ const ITEM_ADDR_MASK: u64 = ADDR_MASK & !OVF_MASK;
 /// Bit 47 of the address field marks a *leaf entry* (user-space addresses are below 2^47).
 const LEAF_BIT: u64 = 1 << 47;
 
-/// Item header; the prefix bytes follow at offset [`KEY_OFF`].
+/// An item (one line; see the module docs).
 #[repr(C, align(64))]
+#[derive(Clone, Copy)]
 pub(crate) struct Item {
     hash: u32,
     len: u32,
@@ -95,24 +115,28 @@ pub(crate) struct Item {
     rightmost: *mut crate::leaf::Leaf,
     bitmap: [u64; 4],
     anchor: u8,
+    key: [u8; INLINE],
 }
 
-const KEY_OFF: usize = std::mem::offset_of!(Item, anchor) + 1;
-const _: () = assert!(KEY_OFF == 57);
-const _: () = assert!(size_of::<Item>() == 64);
+/// Prefix bytes kept in an item: prefixes up to this long are compared in the item.
+pub(crate) const INLINE: usize = 7;
+/// Bytes of an item block.
+const ITEM_SIZE: usize = 64;
+const _: () = assert!(size_of::<Item>() == ITEM_SIZE);
 
-/// Bytes of an item block with a `len`-byte prefix.
-fn item_size(len: usize) -> usize {
-    (KEY_OFF + len).max(64)
-}
-
-/// Largest item block served by the size-class pools.
-const ITEM_CLASS_MAX: usize = 256;
-
-/// The size-class pools of items (64-byte classes; huge pages, see `classes`), shared by
-/// both tables of an index.
+/// The pool of items (64-byte blocks on huge pages, see `classes`), shared by both tables
+/// of an index.
 pub(crate) fn item_pools() -> Arc<ClassPools> {
-    Arc::new(ClassPools::new(64, 64, ITEM_CLASS_MAX))
+    Arc::new(ClassPools::new(ITEM_SIZE, ITEM_SIZE, ITEM_SIZE))
+}
+
+/// The bytes of a merged-away leaf's anchor, for the replay of its removal on the shadow
+/// table (see the module docs): items whose leftmost leaf is `leaf` are compared with
+/// `anchor`, never through the (possibly freed) leaf.
+#[derive(Clone, Copy)]
+struct Victim<'a> {
+    leaf: *mut crate::leaf::Leaf,
+    anchor: &'a [u8],
 }
 
 /// A pointer to an item owned by one table.
@@ -120,32 +144,35 @@ pub(crate) fn item_pools() -> Arc<ClassPools> {
 pub(crate) struct ItemPtr(NonNull<Item>);
 
 impl ItemPtr {
+    /// A new item for `key` (CRC32C `hash`), leaf references unset.
     fn alloc(pools: &ClassPools, key: &[u8], hash: u32) -> ItemPtr {
-        let p = pools.alloc(item_size(key.len())).cast::<Item>();
-        let hdr = Item {
+        let mut it = Item {
             hash,
             len: key.len() as u32,
             leftmost: std::ptr::null_mut(),
             rightmost: std::ptr::null_mut(),
             bitmap: [0; 4],
             anchor: 0,
+            key: [0; INLINE],
         };
-        // SAFETY: the block is large and aligned enough for the header.
-        unsafe { p.as_ptr().write(hdr) };
-        let dst = p.as_ptr().cast::<u8>().wrapping_add(KEY_OFF);
-        // SAFETY: the prefix bytes fit in the block after the header fields; the source is
-        // a distinct allocation.
-        unsafe { dst.copy_from_nonoverlapping(key.as_ptr(), key.len()) };
+        let n = key.len().min(INLINE);
+        it.key[..n].copy_from_slice(&key[..n]);
+        ItemPtr::alloc_copy(pools, it)
+    }
+
+    /// A new block holding `it`.
+    fn alloc_copy(pools: &ClassPools, it: Item) -> ItemPtr {
+        let p = pools.alloc(ITEM_SIZE).cast::<Item>();
+        // SAFETY: the block is an item's size and alignment, and ours.
+        unsafe { p.as_ptr().write(it) };
         ItemPtr(p)
     }
 
     /// # Safety
     /// The item is not used afterwards.
     unsafe fn free(self, pools: &ClassPools) {
-        // SAFETY: live item per the caller.
-        let len = unsafe { self.0.as_ref() }.len as usize;
-        // SAFETY: allocated by `alloc` from `pools` with this size.
-        unsafe { pools.free(self.0.cast(), item_size(len)) };
+        // SAFETY: allocated by `alloc_copy` from `pools` with this size.
+        unsafe { pools.free(self.0.cast(), ITEM_SIZE) };
     }
 
     #[inline]
@@ -160,7 +187,7 @@ impl ItemPtr {
         ItemPtr(unsafe { NonNull::new_unchecked(p) })
     }
 
-    /// The header. Items live as long as the table that owns them.
+    /// The item. Items live as long as the table that owns them.
     #[inline]
     pub(crate) fn get<'a>(self) -> &'a Item {
         // SAFETY: items are live while their table is reachable, and tables are only read
@@ -175,31 +202,10 @@ impl ItemPtr {
         unsafe { &mut *self.0.as_ptr() }
     }
 
-    /// The prefix bytes (through the raw pointer, whose provenance covers the whole block).
-    #[inline]
-    pub(crate) fn key<'a>(self) -> &'a [u8] {
-        let len = self.get().len as usize;
-        let p = self.0.as_ptr().cast::<u8>().wrapping_add(KEY_OFF);
-        // SAFETY: `len` prefix bytes follow the header fields inside the live block (see
-        // `get` for liveness).
-        unsafe { std::slice::from_raw_parts(p, len) }
-    }
-
-    /// Prefetches the item's first line.
+    /// Prefetches the item's line.
     #[inline]
     pub(crate) fn prefetch(self) {
         crate::prefetch(self.0.as_ptr().cast::<u8>());
-    }
-
-    /// Prefetches the lines of the item's header and of its first `len` prefix bytes (at
-    /// most four lines), which a full comparison with a `len`-byte prefix reads.
-    #[inline]
-    pub(crate) fn prefetch_prefix(self, len: usize) {
-        let p = self.0.as_ptr().cast::<u8>();
-        let lines = (KEY_OFF + len).div_ceil(64).min(4);
-        for i in 0..lines {
-            crate::prefetch(p.wrapping_add(i * 64));
-        }
     }
 }
 
@@ -235,56 +241,32 @@ impl Ref {
         }
     }
 
-    /// The prefix this entry stands for: the item's bytes, or the leaf's anchor.
+    /// The full comparison of the entry's prefix with `p` (§3.1's final check; reads a
+    /// leaf's anchor for a leaf entry and for an item longer than [`INLINE`] bytes).
+    ///
+    /// # Safety
+    /// The leaves the table names are live (the reader's epoch guard: leaves are freed
+    /// through the epoch scheme after leaving the published table; for the writer every
+    /// leaf the caught-up shadow names is linked, see `smo`), except `victim`'s, which is
+    /// only compared by address.
     #[inline]
-    pub(crate) fn key<'a>(self) -> &'a [u8] {
+    unsafe fn key_is(self, p: &[u8], victim: Option<Victim<'_>>) -> bool {
         match self {
-            Ref::Item(it) => it.key(),
-            // SAFETY: leaves named by a reachable table are live for the reader's epoch
-            // guard (they are freed through the epoch scheme after leaving the published
-            // table), and for the writer every leaf named by the caught-up shadow is linked
-            // (see `smo`); anchors are immutable.
-            Ref::Leaf(l) => unsafe { l.hdr() }.anchor(),
-        }
-    }
-
-    /// The full comparison of the entry's prefix with `p` (§3.1's final check).
-    #[inline]
-    pub(crate) fn key_is(self, p: &[u8]) -> bool {
-        match self {
-            Ref::Item(it) => it.key() == p,
-            // SAFETY: as in `key`.
+            // SAFETY: per the contract.
+            Ref::Item(it) => unsafe { it.get().key_is(p, victim) },
+            Ref::Leaf(l) if victim.is_some_and(|v| v.leaf == l.as_raw()) => false,
+            // SAFETY: per the contract; anchors are immutable.
             Ref::Leaf(l) => unsafe { l.hdr() }.anchor_is(p),
         }
     }
 
-    /// Prefetches the line the search reads next: the item's first line, or the leaf's
-    /// header (the anchor, and the lock word the lookup takes next).
+    /// Prefetches the line the search reads next: the item, or the leaf's header (the
+    /// anchor, and the lock word the lookup takes next).
     #[inline]
     pub(crate) fn prefetch(self) {
         match self {
             Ref::Item(it) => it.prefetch(),
             Ref::Leaf(l) => l.prefetch(),
-        }
-    }
-
-    /// [`Ref::prefetch`], and for an item with a `len`-byte prefix longer than fits in its
-    /// first line, the lines holding the rest of the prefix (the search's final comparison
-    /// reads them; on `az` most matched prefixes are longer than 7 bytes).
-    #[inline]
-    pub(crate) fn prefetch_prefix(self, len: usize) {
-        match self {
-            Ref::Item(it) => it.prefetch_prefix(len),
-            Ref::Leaf(l) => l.prefetch(),
-        }
-    }
-
-    /// Rightmost leaf below the entry.
-    #[inline]
-    pub(crate) fn rightmost(self) -> LeafPtr {
-        match self {
-            Ref::Item(it) => it.get().rightmost(),
-            Ref::Leaf(l) => l,
         }
     }
 }
@@ -305,6 +287,89 @@ impl Item {
     #[inline]
     pub(crate) fn hash(&self) -> u32 {
         self.hash
+    }
+
+    /// Prefix length.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the inline bytes agree with `key[..len]` followed by `ext` (the byte of a
+    /// child probe), for an item of `len` (+1) bytes: with the length, an exact comparison
+    /// for prefixes of at most [`INLINE`] bytes.
+    #[inline]
+    pub(crate) fn inline_is(&self, key: &[u8], ext: Option<u8>) -> bool {
+        let n = self.len as usize;
+        match ext {
+            None => {
+                let m = n.min(INLINE);
+                self.key[..m] == key[..m]
+            }
+            Some(b) => {
+                let p = n - 1;
+                if p < INLINE {
+                    self.key[..p] == key[..p] && self.key[p] == b
+                } else {
+                    self.key == key[..INLINE]
+                }
+            }
+        }
+    }
+
+    /// The anchor of the leftmost leaf, whose first `len` bytes are the prefix.
+    ///
+    /// # Safety
+    /// The leftmost leaf is live, or is `victim`'s (see [`Ref::key_is`]).
+    #[inline]
+    unsafe fn full<'a>(&self, victim: Option<Victim<'a>>) -> &'a [u8] {
+        if let Some(v) = victim
+            && v.leaf == self.leftmost
+        {
+            return v.anchor;
+        }
+        // SAFETY: live per the contract; anchors are immutable.
+        unsafe { self.leftmost().hdr() }.anchor()
+    }
+
+    /// The full comparison of the prefix with `p`.
+    ///
+    /// # Safety
+    /// As for [`Item::full`].
+    #[inline]
+    unsafe fn key_is(&self, p: &[u8], victim: Option<Victim<'_>>) -> bool {
+        if self.len as usize != p.len() || !self.inline_is(p, None) {
+            return false;
+        }
+        // SAFETY: per the contract.
+        p.len() <= INLINE || unsafe { self.full(victim) }.starts_with(p)
+    }
+
+    /// Whether the prefix is `key[..plen]·b`, given that `key[..plen]` is a prefix in
+    /// the table (its child probe).
+    ///
+    /// # Safety
+    /// As for [`Item::full`].
+    #[inline]
+    unsafe fn is_child(&self, key: &[u8], plen: usize, b: u8) -> bool {
+        if self.len as usize != plen + 1 || !self.inline_is(key, Some(b)) {
+            return false;
+        }
+        plen < INLINE || {
+            // SAFETY: per the contract.
+            let a = unsafe { self.full(None) };
+            a.len() > plen && a[..plen] == key[..plen] && a[plen] == b
+        }
+    }
+
+    /// The prefix bytes (checks; reads the leftmost leaf's anchor).
+    ///
+    /// # Safety
+    /// As for [`Item::full`].
+    unsafe fn prefix<'a>(&self) -> &'a [u8] {
+        // SAFETY: per the contract.
+        let a = unsafe { self.full(None) };
+        &a[..self.len as usize]
     }
 
     /// Whether the prefix is an anchor (has the `⊥` child).
@@ -625,57 +690,67 @@ impl MetaTable {
         }
     }
 
-    /// Exact probe: the item whose prefix is `key` (with CRC32C `hash`).
+    /// Exact probe: the entry whose prefix is `key` (with CRC32C `hash`). The caller keeps
+    /// the table's leaves alive (epoch guard, or the writer mutex).
     #[inline]
     pub(crate) fn get(&self, key: &[u8], hash: u32) -> Option<Ref> {
-        self.find(hash, |r| r.key_is(key))
+        // SAFETY: the table's leaves are live for the caller (see above).
+        self.find(hash, |r| unsafe { r.key_is(key, None) })
     }
 
-    /// Exact probe for an item (not a leaf entry) whose prefix is `key`.
-    fn get_item(&self, key: &[u8], hash: u32) -> Option<ItemPtr> {
-        match self.get(key, hash)? {
+    /// Exact probe for an item (not a leaf entry) whose prefix is `key`, comparing items
+    /// whose leftmost leaf is `victim`'s with its anchor.
+    fn get_item(&self, key: &[u8], hash: u32, victim: Option<Victim<'_>>) -> Option<ItemPtr> {
+        // SAFETY: the writer's table names live leaves, except the victim's.
+        match self.find(hash, |r| unsafe { r.key_is(key, victim) })? {
             Ref::Item(it) => Some(it),
             Ref::Leaf(_) => None,
         }
     }
 
-    /// Exact probe for the child `parent·b` (with CRC32C `hash`), comparing only what
-    /// differs from the verified parent.
+    /// Exact probe for the child `key[..plen]·b` (with CRC32C `hash`) of the item
+    /// `key[..plen]`, already verified. The caller keeps the table's leaves alive.
     #[inline]
-    pub(crate) fn get_child(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<Ref> {
-        let pk = parent.key();
-        self.find(hash, |it| {
-            let k = it.key();
-            k.len() == pk.len() + 1 && k[pk.len()] == b && &k[..pk.len()] == pk
+    pub(crate) fn get_child(&self, key: &[u8], plen: usize, b: u8, hash: u32) -> Option<Ref> {
+        self.find(hash, |r| match r {
+            // SAFETY: the table's leaves are live for the caller.
+            Ref::Item(it) => unsafe { it.get().is_child(key, plen, b) },
+            // SAFETY: as above; anchors are immutable.
+            Ref::Leaf(l) => unsafe { l.hdr() }.anchor_is_ext(&key[..plen], Some(b)),
         })
     }
 
-    /// [`MetaTable::get_child`] for a lookup that defers the comparison of leaf entries: a
-    /// candidate item is compared (its first line is needed next anyway), a candidate leaf
-    /// entry is returned unverified (its anchor may be a separate block; the caller compares
-    /// it under the leaf lock, see `search::finish`). May return a leaf entry of another
-    /// prefix with the same tag, never misses the child.
+    /// [`MetaTable::get_child`] for a search that defers its comparisons (`search::finish`):
+    /// a candidate item is matched by length and inline bytes (exact up to [`INLINE`]
+    /// bytes, unverified past that), a candidate leaf entry by tag only; the caller
+    /// verifies an unverified child against its target leaf's anchor. May return an entry
+    /// of another prefix with the same tag, never misses the child.
     #[inline]
-    pub(crate) fn get_child_deferred(&self, parent: ItemPtr, b: u8, hash: u32) -> Option<Ref> {
-        let pk = parent.key();
+    pub(crate) fn get_child_deferred(
+        &self,
+        key: &[u8],
+        plen: usize,
+        b: u8,
+        hash: u32,
+    ) -> Option<Ref> {
         self.find(hash, |r| match r {
             Ref::Leaf(_) => true,
             Ref::Item(it) => {
-                let k = it.key();
-                k.len() == pk.len() + 1 && k[pk.len()] == b && &k[..pk.len()] == pk
+                let it = it.get();
+                it.len as usize == plen + 1 && it.inline_is(key, Some(b))
             }
         })
     }
 
     /// Adds an entry for `r` (prefix CRC32C `hash`).
     fn put(&mut self, r: Ref, hash: u32) {
-        if (self.items + 1) * 2 > self.slots.len() * 8 {
+        if (self.items + 1) * 4 > self.slots.len() * 8 * 3 {
             self.grow();
         }
         self.place(r.bits(), hash);
         self.items += 1;
-        if let Ref::Item(it) = r {
-            self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        if let Ref::Item(_) = r {
+            self.item_bytes += self.pools.block_bytes(ITEM_SIZE);
         }
     }
 
@@ -683,7 +758,9 @@ impl MetaTable {
     fn entry_hash(r: Ref) -> u32 {
         match r {
             Ref::Item(it) => it.get().hash,
-            Ref::Leaf(_) => crc32c(r.key()),
+            // SAFETY: the writer's table names live leaves (growth never runs during a
+            // replayed removal).
+            Ref::Leaf(l) => crc32c(unsafe { l.hdr() }.anchor()),
         }
     }
 
@@ -740,11 +817,11 @@ impl MetaTable {
         let (s, i) = self.position(old, hash);
         let x = &mut self.slots[s].0[i];
         *x = (*x & !ITEM_ADDR_MASK) | new.bits();
-        if let Ref::Item(it) = old {
-            self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+        if let Ref::Item(_) = old {
+            self.item_bytes -= self.pools.block_bytes(ITEM_SIZE);
         }
-        if let Ref::Item(it) = new {
-            self.item_bytes += self.pools.block_bytes(item_size(it.key().len()));
+        if let Ref::Item(_) = new {
+            self.item_bytes += self.pools.block_bytes(ITEM_SIZE);
         }
     }
 
@@ -774,8 +851,8 @@ impl MetaTable {
             t = (t + 1) & self.mask;
         }
         self.items -= 1;
-        if let Ref::Item(it) = r {
-            self.item_bytes -= self.pools.block_bytes(item_size(it.key().len()));
+        if let Ref::Item(_) = r {
+            self.item_bytes -= self.pools.block_bytes(ITEM_SIZE);
         }
     }
 
@@ -888,6 +965,7 @@ impl MetaTable {
             h = crc32c_extend(h, &anchor[i..i + 1]);
             hashes.push(h);
         }
+        let victim = Some(Victim { leaf: l, anchor });
         let mut child_gone = false;
         for plen in (0..=anchor.len()).rev() {
             let key = &anchor[..plen];
@@ -898,8 +976,11 @@ impl MetaTable {
                 // freed, so its anchor must not be read (and this removes the only entry
                 // that names it).
                 let r = self
-                    .find(h, |r| {
-                        r == Ref::Leaf(leaf) || matches!(r, Ref::Item(it) if it.key() == key)
+                    .find(h, |r| match r {
+                        Ref::Leaf(x) => x == leaf,
+                        // SAFETY: items whose leftmost leaf is the victim are compared with
+                        // `anchor`; every other leaf the table names is linked.
+                        Ref::Item(it) => unsafe { it.get().key_is(key, victim) },
                     })
                     .expect("the anchor is in the table");
                 match r {
@@ -914,7 +995,8 @@ impl MetaTable {
                     }
                 }
             } else {
-                self.get_item(key, h).expect("anchor prefixes are items")
+                self.get_item(key, h, victim)
+                    .expect("anchor prefixes are items")
             };
             let item = it.get_mut();
             if child_gone && plen < anchor.len() {
@@ -970,15 +1052,7 @@ impl MetaTable {
                     continue;
                 }
                 let old = ItemPtr::from_entry(*e);
-                let it = old.get();
-                let new = ItemPtr::alloc(&self.pools, old.key(), it.hash);
-                {
-                    let n = new.get_mut();
-                    n.leftmost = it.leftmost;
-                    n.rightmost = it.rightmost;
-                    n.bitmap = it.bitmap;
-                    n.anchor = it.anchor;
-                }
+                let new = ItemPtr::alloc_copy(&self.pools, *old.get());
                 if old == self.root {
                     root = Some(new);
                 }
@@ -1023,7 +1097,7 @@ impl MetaTable {
                     }
                 };
                 let it = ip.get();
-                let bytes = self.pools.block_bytes(item_size(ip.key().len()));
+                let bytes = self.pools.block_bytes(ITEM_SIZE);
                 let k = match (it.is_anchor(), it.has_children()) {
                     (true, false) => 0,
                     (false, _) => 1,
@@ -1032,7 +1106,7 @@ impl MetaTable {
                 st.items[k] += 1;
                 st.item_bytes[k] += bytes;
                 if k == 0 {
-                    st.leaf_only_len_sum += ip.key().len();
+                    st.leaf_only_len_sum += it.len();
                 }
             }
         }
@@ -1063,7 +1137,6 @@ impl MetaTable {
         let mut item_bytes = 0;
         for (k, (lm, rm, bm, anc)) in &exp {
             let r = self.get(k, crc32c(k)).expect("entry present");
-            assert_eq!(r.key(), k.as_slice());
             if !k.is_empty() && *anc && *bm == [0; 4] {
                 assert_eq!(lm, rm);
                 assert_eq!(r, Ref::Leaf(*lm), "childless anchor {k:?} is a leaf entry");
@@ -1072,8 +1145,11 @@ impl MetaTable {
             let Ref::Item(ip) = r else {
                 panic!("prefix {k:?} with children (or the root) is an item")
             };
-            item_bytes += self.pools.block_bytes(item_size(k.len()));
+            item_bytes += self.pools.block_bytes(ITEM_SIZE);
             let it = ip.get();
+            // SAFETY: the caller's leaves are live.
+            assert_eq!(unsafe { it.prefix() }, k.as_slice());
+            assert_eq!(it.len(), k.len());
             assert_eq!(it.hash(), crc32c(k));
             assert_eq!(it.leftmost(), *lm, "leftmost of {k:?}");
             assert_eq!(it.rightmost(), *rm, "rightmost of {k:?}");
@@ -1184,6 +1260,12 @@ mod tests {
             unsafe { reuse.free(&self.pool) };
         }
 
+        /// The target leaf of `key` by definition: the last leaf whose anchor is `<= key`.
+        fn want(&self, key: &[u8]) -> LeafPtr {
+            let i = self.leaves.partition_point(|(a, _)| a.as_slice() <= key);
+            self.leaves[i - 1].1
+        }
+
         /// Both tables against the LeafList, and the target leaf of `keys` against the
         /// definition (the last leaf whose anchor is `<= key`).
         fn verify(&self, keys: &[&[u8]]) {
@@ -1202,6 +1284,15 @@ mod tests {
                     let want = self.leaves[i - 1].1;
                     for t in [&self.t1, &self.t2] {
                         assert_eq!(locate(t, k, &cfg).unwrap().leaf, want, "key {k:?}");
+                        let tg = locate_in(t, k, &cfg).unwrap();
+                        let leaf = match tg.check {
+                            // SAFETY: the harness's leaves live until it is dropped.
+                            Some(c) if !c.holds(unsafe { tg.leaf.hdr() }, k) => {
+                                locate_exact(t, k, &cfg).unwrap().leaf
+                            }
+                            _ => tg.leaf,
+                        };
+                        assert_eq!(leaf, want, "key {k:?}");
                     }
                 }
             }
@@ -1283,18 +1374,19 @@ mod tests {
         // the check fails, and the exact restart finds the right leaf with nothing left
         // to check.
         let cfg = Config::default();
-        let tg = locate_in(&h.t1, k, &cfg, false).unwrap();
+        let tg = locate_in(&h.t1, k, &cfg).unwrap();
         let c = crate::search::Check {
             plen: 3,
             byte: None,
+            whole: true,
         };
         assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
         // SAFETY: the harness's leaves live until it is dropped.
         assert!(!c.holds(unsafe { lb.hdr() }, k));
-        let tg = locate_exact(&h.t1, k, &cfg, false).unwrap();
+        let tg = locate_exact(&h.t1, k, &cfg).unwrap();
         assert_eq!((tg.leaf, tg.check), (lx, None));
         // A true leaf-entry match defers too, and its check passes.
-        let tg = locate_in(&h.t1, b, &cfg, false).unwrap();
+        let tg = locate_in(&h.t1, b, &cfg).unwrap();
         assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
         // SAFETY: as above.
         assert!(c.holds(unsafe { lb.hdr() }, b));
@@ -1317,21 +1409,129 @@ mod tests {
         // `xyr` falls between the children `q` and `s` of `xy`: its target is `xyq`'s leaf.
         let key = b"xyr!";
         assert_eq!(locate(&h.t1, key, &cfg).unwrap().leaf, lq);
-        let tg = locate_in(&h.t1, key, &cfg, false).unwrap();
+        let tg = locate_in(&h.t1, key, &cfg).unwrap();
         let c = crate::search::Check {
             plen: 2,
             byte: Some(b'q'),
+            whole: true,
         };
         assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
         // SAFETY: the harness's leaves live until it is dropped.
         assert!(!c.holds(unsafe { lb.hdr() }, key));
         // SAFETY: as above.
         assert!(c.holds(unsafe { lq.hdr() }, key));
-        let tg = locate_exact(&h.t1, key, &cfg, false).unwrap();
+        let tg = locate_exact(&h.t1, key, &cfg).unwrap();
         assert_eq!((tg.leaf, tg.check), (lq, None));
         // Above the last child: the rightmost leaf below `xy`, no child probe, no check.
-        let tg = locate_in(&h.t1, b"xyz", &cfg, false).unwrap();
+        let tg = locate_in(&h.t1, b"xyz", &cfg).unwrap();
         assert_eq!((tg.leaf, tg.check), (ls, None));
+    }
+
+    /// Two 12-byte prefixes with the same first 7 bytes and the same CRC32C (found by a
+    /// birthday search), hence the same tag and home slot: a tag match on one's item is a
+    /// false positive for the other that only the anchor comparison can tell.
+    const P: &[u8] = b"collide\xcc\x1c\x5a\x20\x68";
+    const Q: &[u8] = b"collide\x16\x8f\x93\x11\xd0";
+
+    /// A search that ends on a long item matched by tag, length and inline bytes but of
+    /// another prefix: exact probes tell them apart, a writer's search verifies at once,
+    /// and a lookup gets the wrong leaf with a pending prefix check that fails, after which
+    /// the exact search finds the right leaf.
+    #[test]
+    fn long_item_false_positive_is_caught() {
+        assert_eq!(crc32c(P), crc32c(Q));
+        assert_eq!(P[..INLINE], Q[..INLINE]);
+        let mut h = Harness::new();
+        // Eight 13-byte anchors below `P`: the search plan (rebuilt when the anchor count
+        // moved by 5) then probes length 12 first.
+        let mut lp = None;
+        for b in *b"!#%&()*+" {
+            lp = Some(h.add(&[P, &[b]].concat()));
+        }
+        let lp = lp.unwrap();
+        let lc = h.add(b"collide");
+        assert!(matches!(h.entry(P), Some(Ref::Item(_))));
+        assert!(h.entry(Q).is_none());
+        // `Q·~` sorts before `P·!`: its leaf is the one of `collide`. Through the false
+        // match it would be the rightmost leaf below `P`.
+        let key = [Q, b"~"].concat();
+        let cfg = Config::default();
+        assert_eq!(locate(&h.t1, &key, &cfg).unwrap().leaf, lc);
+        assert_eq!(h.t1.plan().split(0, 14), 12);
+        let tg = locate_in(&h.t1, &key, &cfg).unwrap();
+        let c = crate::search::Check {
+            plen: 12,
+            byte: None,
+            whole: false,
+        };
+        assert_eq!((tg.leaf, tg.check), (lp, Some(c)));
+        // SAFETY: the harness's leaves live until it is dropped.
+        assert!(!c.holds(unsafe { lp.hdr() }, &key));
+        let tg = locate_exact(&h.t1, &key, &cfg).unwrap();
+        assert_eq!((tg.leaf, tg.check), (lc, None));
+        h.verify(&[&key, P, Q, &[P, b"!"].concat(), b"collide", b"collidf"]);
+    }
+
+    /// The sibling step's child probe with a deferred comparison: a long item of another
+    /// prefix matching the child by tag, length and inline bytes comes first, the lookup
+    /// gets its leaf with a pending prefix check that fails, and the exact restart finds
+    /// the child's leaf.
+    #[test]
+    fn long_child_false_positive_is_caught() {
+        let x = &P[..11];
+        let (a, c) = (P[11], P[11] + 8);
+        let mut h = Harness::new();
+        // `x` first, then `Q`, then `P`: `x` precedes `Q[..11]` (same tag: the collision
+        // of `P` and `Q` makes their 11-byte prefixes agree in the top 24 hash bits), and
+        // `Q` precedes `P` in their common home slot.
+        let xc = [x, &[c]].concat();
+        h.add(&xc);
+        let lq = h.add(&[Q, b"0"].concat());
+        h.add(&[Q, b"1"].concat());
+        let lpa = h.add(&[P, b"0"].concat());
+        let lp1 = h.add(&[P, b"1"].concat());
+        let key = [x, &[a + 1], b"tail"].concat();
+        let cfg = Config::default();
+        assert_eq!(h.want(&key), lp1);
+        assert_eq!(locate(&h.t1, &key, &cfg).unwrap().leaf, lp1);
+        let tg = locate_in(&h.t1, &key, &cfg).unwrap();
+        let chk = crate::search::Check {
+            plen: 11,
+            byte: Some(a),
+            whole: false,
+        };
+        assert_eq!(tg.check, Some(chk));
+        assert_eq!(tg.leaf, h.want(&[Q, b"1"].concat()));
+        // SAFETY: the harness's leaves live until it is dropped.
+        assert!(!chk.holds(unsafe { tg.leaf.hdr() }, &key));
+        // SAFETY: as above.
+        assert!(chk.holds(unsafe { lpa.hdr() }, &key));
+        let tg = locate_exact(&h.t1, &key, &cfg).unwrap();
+        assert_eq!((tg.leaf, tg.check), (lp1, None));
+        assert_ne!(lq, lp1);
+        h.verify(&[&key, x, P, Q, &xc]);
+    }
+
+    /// A search that ends on a long item of another prefix (same tag, length and inline
+    /// bytes) whose target is the leaf before the item's leftmost leaf: that leaf's anchor,
+    /// read for its `prev` pointer, disproves the item at once, and the search restarts
+    /// exactly (without the check it would return the leaf before `Q·0`).
+    #[test]
+    fn long_item_before_leftmost_is_checked() {
+        let x = &P[..11];
+        let mut h = Harness::new();
+        // `Q[..11]` before `x` in their slot this time.
+        h.add(&[Q, b"0"].concat());
+        h.add(&[Q, b"1"].concat());
+        h.add(&[P, b"0"].concat());
+        let lp1 = h.add(&[P, b"1"].concat());
+        h.add(&[x, &[P[11] + 8]].concat());
+        let key = [x, &[P[11] + 1], b"tail"].concat();
+        let cfg = Config::default();
+        assert_eq!(h.want(&key), lp1);
+        let tg = locate_in(&h.t1, &key, &cfg).unwrap();
+        assert_eq!((tg.leaf, tg.check), (lp1, None));
+        h.verify(&[&key, x, P, Q]);
     }
 
     /// Anchors longer than the leaf header's inline bytes (kept in a heap block).
@@ -1377,6 +1577,7 @@ mod tests {
             rightmost: std::ptr::null_mut(),
             bitmap: [0; 4],
             anchor: 0,
+            key: [0; INLINE],
         };
         for b in [0u8, 63, 64, 200, 255] {
             it.bitmap[(b >> 6) as usize] |= 1 << (b & 63);

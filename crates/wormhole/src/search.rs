@@ -79,8 +79,8 @@ use std::collections::BTreeMap;
 
 use crate::config::Config;
 use crate::deps::hash::{crc32c, crc32c_extend};
-use crate::leaf::{Leaf, LeafPtr, leaf_tag};
-use crate::meta::{MetaTable, Ref};
+use crate::leaf::{Leaf, LeafPtr};
+use crate::meta::{INLINE, MetaTable, Ref};
 
 /// The result of a search: the target leaf and the CRC32C of the whole key (reused for the
 /// leaf tag, so the key is hashed once in total with *IncHashing*).
@@ -88,17 +88,22 @@ use crate::meta::{MetaTable, Ref};
 pub(crate) struct Target {
     pub(crate) leaf: LeafPtr,
     pub(crate) hash: u32,
-    /// Set when the search ended on a leaf entry matched by tag only: the leaf's anchor
-    /// must still be compared (see [`finish`] with `defer`).
+    /// Set when the search trusted a leaf entry matched by tag only, or an item longer than
+    /// 7 bytes matched by tag, length and inline bytes: the leaf's anchor must still be
+    /// compared (see [`finish`] with `defer`).
     pub(crate) check: Option<Check>,
 }
 
-/// A pending comparison of a target leaf's anchor: it must equal `key[..plen]`, followed
-/// by `byte` when set (a child entry `key[..plen]·byte` of the sibling step).
+/// A pending comparison of a target leaf's anchor with `key[..plen]`, followed by `byte`
+/// when set (a child `key[..plen]·byte` of the sibling step): equal to it when the search
+/// trusted a leaf entry (`whole`: the entry is the anchor itself), starting with it when
+/// it trusted an item (every leaf below an item has an anchor extending the item's
+/// prefix, and a leaf reached through a wrong item has not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Check {
     pub(crate) plen: usize,
     pub(crate) byte: Option<u8>,
+    pub(crate) whole: bool,
 }
 
 impl Check {
@@ -108,10 +113,14 @@ impl Check {
         self.plen + usize::from(self.byte.is_some())
     }
 
-    /// Whether `leaf`'s anchor is the expected one for `key`.
+    /// Whether `leaf`'s anchor is as expected for `key`.
     #[inline]
     pub(crate) fn holds(&self, leaf: &Leaf, key: &[u8]) -> bool {
-        let ok = leaf.anchor_is_ext(&key[..self.plen], self.byte);
+        let ok = if self.whole {
+            leaf.anchor_is_ext(&key[..self.plen], self.byte)
+        } else {
+            leaf.anchor_starts_with(&key[..self.plen], self.byte)
+        };
         #[cfg(test)]
         if !ok {
             tests::CHECK_FAILS.with(|c| c.set(c.get() + 1));
@@ -314,13 +323,16 @@ fn optimal_splits(w: &[u64]) -> Box<[u8]> {
 }
 
 /// State of one binary search on prefix lengths (Algorithm 1): `key[..lo]` is an item
-/// (`item`, CRC32C `crc`), `key[..hi]` is known not to be one.
+/// (`item`, CRC32C `crc`; matched by tag only unless `exact`), `key[..hi]` is known not to
+/// be one.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lpm {
     lo: usize,
     hi: usize,
     crc: u32,
     item: Ref,
+    /// Probes compare whole prefixes.
+    exact: bool,
     mid: usize,
     probe: u32,
     /// Prefix hashes computed ahead by [`Lpm::prefetch_levels`].
@@ -360,15 +372,17 @@ impl Pre {
 }
 
 impl Lpm {
-    /// Starts a search of `key` (the empty prefix, the root, always matches).
+    /// Starts a search of `key` (the empty prefix, the root, always matches); with
+    /// `exact`, every probe compares the whole prefix.
     #[inline]
-    pub(crate) fn new(t: &MetaTable, key: &[u8]) -> Lpm {
+    pub(crate) fn new(t: &MetaTable, key: &[u8], exact: bool) -> Lpm {
         let root = t.root();
         Lpm {
             lo: 0,
             hi: t.max_len().min(key.len()) + 1,
             crc: root.get().hash(),
             item: Ref::Item(root),
+            exact,
             mid: 0,
             probe: 0,
             pre: Pre::default(),
@@ -473,11 +487,11 @@ impl Lpm {
         self.pre = pre;
     }
 
-    /// Probes the prepared prefix and narrows the range. With `exact` the probe compares
-    /// the prefix, otherwise it trusts the tag (§3.1).
+    /// Probes the prepared prefix and narrows the range. An exact search compares the
+    /// prefix, others trust the tag (§3.1).
     #[inline]
-    pub(crate) fn apply(&mut self, t: &MetaTable, key: &[u8], exact: bool) {
-        let hit = if exact {
+    pub(crate) fn apply(&mut self, t: &MetaTable, key: &[u8]) {
+        let hit = if self.exact {
             t.get(&key[..self.mid], self.probe)
         } else {
             t.probe_tag(self.probe)
@@ -485,9 +499,8 @@ impl Lpm {
         match hit {
             Some(it) => {
                 // The last hit is the item `finish` reads: start fetching it now, while
-                // any remaining probes run (all lines of its prefix, which the final
-                // comparison reads).
-                it.prefetch_prefix(self.mid);
+                // any remaining probes run.
+                it.prefetch();
                 self.lo = self.mid;
                 self.item = it;
                 self.crc = self.probe;
@@ -515,7 +528,7 @@ impl Lpm {
         exact: bool,
         tr: &mut impl Tracer,
     ) -> Lpm {
-        let mut s = Lpm::new(t, key);
+        let mut s = Lpm::new(t, key, exact);
         tr.start(s.hi);
         s.prefetch_levels(t, key, cfg);
         let mut batch = 0;
@@ -526,7 +539,7 @@ impl Lpm {
                 batch += 1;
             }
             tr.round(batch);
-            s.apply(t, key, exact);
+            s.apply(t, key);
         }
         tr.lpm(s.lo);
         s
@@ -599,7 +612,7 @@ pub(crate) fn trace(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
                     None if it.is_anchor() => 1,
                     None => 2,
                     Some(_) if !it.has_child_above(c) => 3,
-                    Some(b) => match t.get_child(item, b, crc32c_extend(s.crc, &[b])) {
+                    Some(b) => match t.get_child(key, s.lo, b, crc32c_extend(s.crc, &[b])) {
                         Some(Ref::Leaf(_)) => 4 + 2 * u8::from(b + 1 == c),
                         _ => 5 + 2 * u8::from(b + 1 == c),
                     },
@@ -629,98 +642,150 @@ fn prev_of(leaf: LeafPtr) -> Option<LeafPtr> {
     unsafe { leaf.hdr() }.prev()
 }
 
-/// Completes a search from its finished [`Lpm`]: verifies an optimistic match (restarting
-/// with exact probes on a false positive) and takes the sibling step (Algorithm 3).
-/// With `inline` (the index's leaves hold inline pairs) the home slot's inline cells are
-/// prefetched with the tag line.
+/// What the sibling step found.
+enum Step {
+    /// The target leaf, possibly with a pending check.
+    Found(Target),
+    /// The search's match was wrong (found out without a pending check).
+    Wrong,
+}
+
+/// The sibling step of Algorithm 3 from a finished [`Lpm`], checking what it can without
+/// another read: a matched item's length and inline bytes. `None`: the table and the
+/// LeafList disagree (a stale table; the caller restarts).
+#[inline]
+fn sibling(t: &MetaTable, key: &[u8], cfg: &Config, s: &Lpm) -> Option<Step> {
+    let (plen, crc) = (s.lo, s.crc);
+    let found = |leaf: LeafPtr, check: Option<Check>| {
+        let mut tg = target(key, cfg, leaf, plen, crc);
+        tg.check = check;
+        Some(Step::Found(tg))
+    };
+    let item = match s.item {
+        // A childless anchor: whether the key equals it or extends it, the target is the
+        // anchor's own leaf (cases 1 and 2 below with `⊥` the only child).
+        Ref::Leaf(leaf) => {
+            let check = (!s.exact).then_some(Check {
+                plen,
+                byte: None,
+                whole: true,
+            });
+            return found(leaf, check);
+        }
+        Ref::Item(item) => item,
+    };
+    let it = item.get();
+    if !s.exact && (it.len() != plen || !it.inline_is(key, None)) {
+        // A tag false positive, told by the item's own line.
+        return Some(Step::Wrong);
+    }
+    // Prefixes of at most INLINE bytes were just compared whole.
+    let sure = s.exact || plen <= INLINE;
+    let own = (!sure).then_some(Check {
+        plen,
+        byte: None,
+        whole: false,
+    });
+    // The target is the leaf before the item's leftmost leaf: that leaf's header is read
+    // for its `prev` pointer, so an unverified item is checked against its anchor now.
+    let before = |lm: LeafPtr| {
+        if let Some(c) = own
+            // SAFETY: leaves named by a reachable table are live for the caller's guard.
+            && !c.holds(unsafe { lm.hdr() }, key)
+        {
+            return Some(Step::Wrong);
+        }
+        found(prev_of(lm)?, None)
+    };
+    if plen == key.len() {
+        // Case 1: the search key is the matched prefix.
+        return if it.is_anchor() {
+            found(it.leftmost(), own)
+        } else {
+            before(it.leftmost())
+        };
+    }
+    // Case 2: `key[plen]` is a missing child of the matched prefix.
+    let c = key[plen];
+    match it.child_below(c) {
+        None if it.is_anchor() => found(it.leftmost(), own),
+        None => before(it.leftmost()),
+        Some(_) if !it.has_child_above(c) => found(it.rightmost(), own),
+        Some(b) => {
+            let h = crc32c_extend(crc, &[b]);
+            let child = if s.exact {
+                t.get_child(key, plen, b, h)
+            } else {
+                t.get_child_deferred(key, plen, b, h)
+            };
+            // A child's check verifies the child and the parent together.
+            let check = |whole| {
+                Some(Check {
+                    plen,
+                    byte: Some(b),
+                    whole,
+                })
+            };
+            match child {
+                Some(Ref::Leaf(l)) if s.exact => found(l, None),
+                Some(Ref::Leaf(l)) => found(l, check(true)),
+                Some(Ref::Item(ch)) if s.exact || plen < INLINE => {
+                    found(ch.get().rightmost(), None)
+                }
+                Some(Ref::Item(ch)) => found(ch.get().rightmost(), check(false)),
+                None if sure => None,
+                None => Some(Step::Wrong),
+            }
+        }
+    }
+}
+
+/// Completes a search from its finished [`Lpm`]: takes the sibling step (Algorithm 3)
+/// and verifies what the search trusted by tag: a leaf entry, or an item longer than
+/// `INLINE` bytes (compared against the target leaf's anchor, see [`Check`]), restarting
+/// with exact probes when it was wrong.
 ///
-/// With `defer` (lookups only), a search that ended on a leaf entry matched by tag only,
-/// or whose sibling step found its child entry by tag and that entry is a leaf entry,
-/// returns its leaf unverified, with [`Target::check`] set: the caller compares the anchor
-/// once it holds the leaf, after starting the fetch of the anchor (a separate block when
-/// longer than 12 bytes) and of the pair, so that the two misses overlap instead of the
-/// anchor's preceding the leaf search. A false positive is then detected under the leaf
-/// lock, and the caller restarts with exact probes ([`locate_exact`]).
+/// With `defer` (lookups and point writes), that comparison is left to the caller as
+/// [`Target::check`]: the caller compares the anchor once it holds the leaf, after
+/// starting the fetch of the anchor (a separate block when longer than 12 bytes) and of
+/// the pair, so that the two misses overlap instead of the anchor's preceding the leaf
+/// search. A false positive is then detected under the leaf lock, and the caller restarts
+/// with exact probes ([`locate_exact`]).
+///
+/// Correctness of deferring: the search is unchanged except that the comparison comes
+/// later. If it fails, the result of the leaf search is discarded, the lock is released
+/// and the search restarts with exact probes, which find the true target. If it holds, the
+/// leaf is exactly the one the immediate comparison would have accepted, and the leaf
+/// search ran under that leaf's lock after the version check, so the operation takes
+/// effect at the same point as before: linearizability is unaffected. Reading a wrong leaf
+/// is safe: it was reached through the published table under the caller's epoch guard, so
+/// it is live, and it is read only under its lock.
 #[inline]
 pub(crate) fn finish(
     t: &MetaTable,
     key: &[u8],
     cfg: &Config,
     s: Lpm,
-    inline: bool,
     defer: bool,
 ) -> Option<Target> {
     let mut s = s;
-    if let Ref::Leaf(leaf) = s.item
-        && cfg.sort_by_tag
-        && cfg.direct_pos
-    {
-        // The likely target is known before the comparison (whose header line `apply`
-        // already prefetched): fetch the leaf's home tag line now, so that it arrives
-        // together with the header instead of after it.
-        let tg = target(key, cfg, leaf, s.lo, s.crc);
-        leaf.prefetch_tags(leaf_tag(tg.hash), cfg.leaf_capacity, inline);
-    }
-    if let Ref::Leaf(leaf) = s.item
-        && cfg.tag_matching
-        && defer
-    {
-        let mut tg = target(key, cfg, leaf, s.lo, s.crc);
-        tg.check = Some(Check {
-            plen: s.lo,
-            byte: None,
-        });
-        return Some(tg);
-    }
-    if cfg.tag_matching && !s.item.key_is(&key[..s.lo]) {
-        // A tag false positive led the search astray: start over comparing prefixes.
-        s = Lpm::run(t, key, cfg, true);
-    }
-    let (plen, crc) = (s.lo, s.crc);
-    let item = match s.item {
-        // A childless anchor: whether the key equals it or extends it, the target is the
-        // anchor's own leaf (cases 1 and 2 below with `⊥` the only child).
-        Ref::Leaf(leaf) => return Some(target(key, cfg, leaf, plen, crc)),
-        Ref::Item(item) => item,
-    };
-    let it = item.get();
-    let leaf = if plen == key.len() {
-        // Case 1: the search key is the matched prefix.
-        if it.is_anchor() {
-            it.leftmost()
-        } else {
-            prev_of(it.leftmost())?
-        }
-    } else {
-        // Case 2: `key[plen]` is a missing child of the matched prefix.
-        let c = key[plen];
-        match it.child_below(c) {
-            None if it.is_anchor() => it.leftmost(),
-            None => prev_of(it.leftmost())?,
-            Some(_) if !it.has_child_above(c) => it.rightmost(),
-            Some(b) => {
-                let h = crc32c_extend(crc, &[b]);
-                if defer {
-                    // A child that is a leaf entry is the target: its anchor is compared
-                    // by the caller, under the leaf lock, in parallel with the pair fetch.
-                    match t.get_child_deferred(item, b, h)? {
-                        Ref::Leaf(l) => {
-                            let mut tg = target(key, cfg, l, plen, crc);
-                            tg.check = Some(Check {
-                                plen,
-                                byte: Some(b),
-                            });
-                            return Some(tg);
-                        }
-                        r => r.rightmost(),
+    loop {
+        match sibling(t, key, cfg, &s)? {
+            Step::Found(mut tg) => {
+                if !defer && let Some(c) = tg.check {
+                    // SAFETY: reached through the table under the caller's guard.
+                    if !c.holds(unsafe { tg.leaf.hdr() }, key) {
+                        s = Lpm::run(t, key, cfg, true);
+                        continue;
                     }
-                } else {
-                    t.get_child(item, b, h)?.rightmost()
+                    tg.check = None;
                 }
+                return Some(tg);
             }
+            // A tag false positive led the search astray: start over comparing prefixes.
+            Step::Wrong => s = Lpm::run(t, key, cfg, true),
         }
-    };
-    Some(target(key, cfg, leaf, plen, crc))
+    }
 }
 
 /// The target `leaf` of `key` with the CRC32C of the whole key, extended from the matched
@@ -739,46 +804,29 @@ fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Tar
     }
 }
 
-/// Finds the target leaf of `key` in `t` (Algorithm 3 `searchTrieHT`). `None` means the
-/// table and the LeafList disagreed (possible only with a stale table): restart.
+/// Finds the target leaf of `key` in `t` (Algorithm 3 `searchTrieHT`), verified. `None`
+/// means the table and the LeafList disagreed (possible only with a stale table): restart.
 #[inline]
 pub(crate) fn locate(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
-    locate_write(t, key, cfg, false)
+    let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
+    finish(t, key, cfg, s, false)
 }
 
-/// [`locate`] for a writer: with `inline`, also prefetches the target's inline cells, as
-/// [`locate_in`] does, but the target is always verified (no [`Target::check`]): a writer
-/// must never lock a leaf that a tag false positive led it to.
+/// [`locate`] for a lookup or a point write: the target may come with a pending
+/// [`Target::check`] (see [`finish`]), which the caller makes under the leaf lock before
+/// trusting the leaf.
 #[inline]
-pub(crate) fn locate_write(
-    t: &MetaTable,
-    key: &[u8],
-    cfg: &Config,
-    inline: bool,
-) -> Option<Target> {
+pub(crate) fn locate_in(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
     let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
-    finish(t, key, cfg, s, inline, false)
-}
-
-/// [`locate`] for a lookup: with `inline`, also prefetches the target's inline cells; a
-/// leaf entry matched by tag is returned unverified ([`Target::check`], see [`finish`]).
-#[inline]
-pub(crate) fn locate_in(t: &MetaTable, key: &[u8], cfg: &Config, inline: bool) -> Option<Target> {
-    let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
-    finish(t, key, cfg, s, inline, true)
+    finish(t, key, cfg, s, true)
 }
 
 /// [`locate_in`] with exact probes (every probe compares the prefix): the restart of a
-/// lookup whose deferred check failed. Its target needs no check.
+/// search whose deferred check failed. Its target needs no check.
 #[inline]
-pub(crate) fn locate_exact(
-    t: &MetaTable,
-    key: &[u8],
-    cfg: &Config,
-    inline: bool,
-) -> Option<Target> {
+pub(crate) fn locate_exact(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
     let s = Lpm::run(t, key, cfg, true);
-    finish(t, key, cfg, s, inline, false)
+    finish(t, key, cfg, s, false)
 }
 
 #[cfg(test)]
