@@ -5,6 +5,7 @@
 //! with a one-line `error:` message on stderr and a non-zero exit status: 2 for command-line
 //! syntax (clap), 1 for everything else.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,9 +14,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::datasets::{self, Spec};
 use crate::dist::Dist;
-use crate::machine;
+use crate::isolate::{self, GroupId};
+use crate::machine::{self, Machine};
 use crate::matrix::{Matrix, Plan};
-use crate::output::{json::JsonSink, table};
+use crate::output::{Record, json::JsonSink, table};
 use crate::progress::Progress;
 use crate::workloads::{self, Workload};
 use crate::{registry, report, suites};
@@ -143,6 +145,18 @@ struct RunArgs {
     /// Do not measure the machine (DRAM round trips are then not reported).
     #[arg(long)]
     no_machine: bool,
+    /// Measure every index in this one process, one after another, instead of each group
+    /// of cells sharing a loaded index (one index, one dataset, one key count) in a fresh
+    /// child process (the default). Quicker to start, but indexes measured later inherit
+    /// the heap, huge-page and page-cache state the earlier ones left, and measure low.
+    #[arg(long)]
+    in_process: bool,
+    /// (Internal) run only this group of the plans, as a child of an isolated run.
+    #[arg(long = "child-group", hide = true)]
+    child_group: Option<String>,
+    /// (Internal) the parent's machine description, JSON.
+    #[arg(long = "child-machine", hide = true)]
+    child_machine: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -194,15 +208,16 @@ struct MachineArgs {
 }
 
 /// Runs the command line `args` (program name first); returns the exit status.
-pub(crate) fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
+pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
     };
-    match dispatch(cli.cmd) {
+    match dispatch(cli.cmd, &args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -211,9 +226,11 @@ pub(crate) fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCo
     }
 }
 
-fn dispatch(cmd: Cmd) -> Result<(), String> {
+/// Runs `cmd`, parsed from `args` (program name first; isolated runs hand the same
+/// arguments to their child processes).
+fn dispatch(cmd: Cmd, args: &[OsString]) -> Result<(), String> {
     match cmd {
-        Cmd::Run(a) => run(*a),
+        Cmd::Run(a) => run(*a, args.get(1..).unwrap_or_default()),
         Cmd::Datasets(a) => list_datasets(a),
         Cmd::Indexes => {
             println!("{:<18} {:<66} capabilities", "index", "what");
@@ -328,8 +345,11 @@ fn write_keys(set: &datasets::KeySet, path: &std::path::Path) -> Result<(), Stri
     out.flush().map_err(err)
 }
 
-fn run(a: RunArgs) -> Result<(), String> {
-    let progress = Progress::new(a.quiet);
+/// `run`; `args`: its command line without the program name.
+fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
+    let child = a.child_group.as_deref().map(GroupId::parse).transpose()?;
+    // A child's progress is set up in `run_child`; the suite line is the parent's to print.
+    let progress = Progress::new(a.quiet || child.is_some());
     let (matrices, suite_name) = match &a.suite {
         Some(name) => {
             if !a.index.is_empty()
@@ -425,6 +445,9 @@ fn run(a: RunArgs) -> Result<(), String> {
             Plan::new(m)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(id) = child {
+        return run_child(&a, &plans, id, suite_name.as_deref());
+    }
     let sink = a.json.as_deref().map(JsonSink::new).transpose()?;
     let machine = if a.no_machine {
         None
@@ -440,6 +463,14 @@ fn run(a: RunArgs) -> Result<(), String> {
         println!("{}", m.describe());
     }
     println!("malloc:  {}", machine::malloc::describe());
+    println!(
+        "process: {}",
+        if a.in_process {
+            "every index measured in this one process, one after another (--in-process)"
+        } else {
+            "each index group (index, dataset, key count) measured in a fresh child process"
+        }
+    );
     for p in &plans {
         for s in p.skipped() {
             println!("skipped: {s}");
@@ -447,24 +478,39 @@ fn run(a: RunArgs) -> Result<(), String> {
     }
     println!("{}", table::header());
     let mut latency = String::new();
-    for p in &plans {
-        p.run(
-            machine.as_ref(),
-            suite_name.as_deref(),
-            &progress,
-            &mut |r| {
-                println!("{}", table::row(&r));
-                if let Some(l) = table::split_line(&r) {
-                    println!("{l}");
-                }
-                let _ = out.flush();
-                latency = r.latency.clone();
-                if let Some(s) = &sink {
-                    s.write(&r)?;
-                }
-                Ok(())
-            },
-        )?;
+    let mut emit = |mut r: Record| {
+        r.isolated = Some(!a.in_process);
+        println!("{}", table::row(&r));
+        if let Some(l) = table::split_line(&r) {
+            println!("{l}");
+        }
+        let _ = out.flush();
+        latency = r.latency.clone();
+        if let Some(s) = &sink {
+            s.write(&r)?;
+        }
+        Ok(())
+    };
+    for (i, p) in plans.iter().enumerate() {
+        if a.in_process {
+            p.run(
+                machine.as_ref(),
+                suite_name.as_deref(),
+                &progress,
+                &mut emit,
+            )?;
+        } else {
+            for g in p.groups() {
+                isolate::run_group(
+                    args,
+                    GroupId::of(i, &g),
+                    &g,
+                    machine.as_ref(),
+                    a.quiet,
+                    &mut emit,
+                )?;
+            }
+        }
     }
     println!(
         "\n{}",
@@ -474,6 +520,40 @@ fn run(a: RunArgs) -> Result<(), String> {
         println!("results appended to {}", path.display());
     }
     Ok(())
+}
+
+/// A child of an isolated run: measures group `id` of `plans` and sends its results to
+/// the parent (`crate::isolate`); prints nothing else on stdout.
+fn run_child(a: &RunArgs, plans: &[Plan], id: GroupId, suite: Option<&str>) -> Result<(), String> {
+    let missing = || {
+        format!(
+            "{} {}: no such group in this plan",
+            isolate::CHILD_FLAG,
+            id.to_arg()
+        )
+    };
+    let plan = plans.get(id.plan).ok_or_else(missing)?;
+    let g = plan
+        .group(id.keys, id.dataset, id.index)
+        .ok_or_else(missing)?;
+    let machine: Option<Machine> = a
+        .child_machine
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| format!("bad {}: {e}", isolate::MACHINE_FLAG))?;
+    let progress = match std::env::var(isolate::TTY_ENV)
+        .ok()
+        .and_then(|w| w.parse().ok())
+    {
+        Some(width) if !a.quiet => Progress::for_parent(width),
+        _ => Progress::new(a.quiet),
+    };
+    isolate::fail_hook(&g.index_name);
+    plan.run_group(&g, machine.as_ref(), suite, &progress, &mut |mut r| {
+        r.isolated = Some(true);
+        isolate::send(&r)
+    })
 }
 
 fn or(v: Vec<String>, default: &str) -> Vec<String> {
@@ -526,7 +606,7 @@ mod tests {
         let cli = Cli::try_parse_from(v).map_err(|e| e.to_string());
         match cli {
             Err(e) => e,
-            Ok(c) => dispatch(c.cmd).unwrap_err(),
+            Ok(c) => dispatch(c.cmd, &[]).unwrap_err(),
         }
     }
 
@@ -580,6 +660,9 @@ mod tests {
             "load,put-50",
             "--quiet",
             "--no-machine",
+            // The test binary cannot be re-executed as orrery-bench (tests/isolate.rs
+            // runs isolated through the real binary).
+            "--in-process",
             "--json",
             json.to_str().unwrap(),
         ]);
@@ -613,6 +696,32 @@ mod tests {
         }
         assert!(!out.join("sweep").join("rand-8-put-50.png").exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A child's group must exist in the plans it rebuilds from the parent's arguments.
+    #[test]
+    fn child_group_must_exist() {
+        let base = [
+            "run",
+            "--index",
+            "btreemap",
+            "--keys",
+            "1000",
+            "--quiet",
+            "--no-machine",
+        ];
+        let with = |g: &'static str| {
+            let mut v = base.to_vec();
+            v.extend(["--child-group", g]);
+            parse_err(&v)
+        };
+        assert!(with("0:1000:0:1").contains("no such group"));
+        assert!(with("1:1000:0:0").contains("no such group"));
+        assert!(with("0:2000:0:0").contains("no such group"));
+        assert!(with("0:1000").contains("bad --child-group"));
+        let mut v = base.to_vec();
+        v.extend(["--child-group", "0:1000:0:0", "--child-machine", "{"]);
+        assert!(parse_err(&v).contains("bad --child-machine"));
     }
 
     /// `datasets --write` writes the generated keys one per line, which `file:PATH` reads
@@ -691,6 +800,9 @@ mod tests {
             "1,2",
             "--quiet",
             "--no-machine",
+            // The test binary cannot be re-executed as orrery-bench (tests/isolate.rs
+            // runs isolated through the real binary).
+            "--in-process",
             "--skip-unsupported",
             "--repeat",
             "2",

@@ -9,6 +9,7 @@
 //! | [`datasets`] | deterministic key sets (`rand-8`, `k3`…, `az`, `url`, `ngram`, `file:`) |
 //! | [`dist`], [`workloads`] | request distributions; YCSB and paper workloads as op streams |
 //! | [`exec`], [`matrix`] | threads, warm-up, batches, repeats and medians |
+//! | [`isolate`] | each index group of a run measured in a fresh process |
 //! | [`metrics`], [`machine`] | counting allocator, RSS, latency; DRAM latency and MLP |
 //! | [`registry`], [`peers`] | names → indexes with capability flags; peer adapters |
 //! | [`output`], [`report`] | table, JSON lines, markdown and plots |
@@ -19,6 +20,7 @@ mod datasets;
 mod dist;
 mod exec;
 mod facebook;
+mod isolate;
 mod machine;
 mod matrix;
 mod metrics;

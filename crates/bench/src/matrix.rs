@@ -211,23 +211,94 @@ impl Plan {
         emit: &mut dyn FnMut(Record) -> Result<(), String>,
     ) -> Result<(), String> {
         for &k in &self.m.keys {
-            let one = Plan {
-                m: Matrix {
-                    keys: vec![k],
-                    ..self.m.clone()
-                },
-                indexes: self.indexes.clone(),
-                datasets: self.datasets.clone(),
-                skipped: Vec::new(),
-            };
-            one.run_one(machine, suite, progress, emit)?;
+            self.with_keys(k)
+                .run_one(None, machine, suite, progress, emit)?;
         }
         Ok(())
     }
 
-    /// Runs a plan of one key count.
+    /// This plan restricted to one key count.
+    fn with_keys(&self, k: u64) -> Plan {
+        Plan {
+            m: Matrix {
+                keys: vec![k],
+                ..self.m.clone()
+            },
+            indexes: self.indexes.clone(),
+            datasets: self.datasets.clone(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// The groups of cells that share a loaded index (one key count, one dataset, one
+    /// index), in the order [`Plan::run`] measures them. Each group runs in a process of its
+    /// own when `run` isolates (see `crate::isolate`).
+    pub(crate) fn groups(&self) -> Vec<Group> {
+        let mut v = Vec::new();
+        for &keys in &self.m.keys {
+            for (dataset, (ds_name, spec)) in self.datasets.iter().enumerate() {
+                for (index, r) in self.indexes.iter().enumerate() {
+                    let cells = self.cells(r, spec, ds_name).len();
+                    if cells > 0 {
+                        v.push(Group {
+                            keys,
+                            dataset,
+                            index,
+                            cells,
+                            index_name: r.name.clone(),
+                            label: format!("index {}, dataset {ds_name}, {keys} keys", r.name),
+                        });
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// The group of `keys`, dataset number `dataset` and index number `index`, if the plan
+    /// has it.
+    pub(crate) fn group(&self, keys: u64, dataset: usize, index: usize) -> Option<Group> {
+        self.groups()
+            .into_iter()
+            .find(|g| g.keys == keys && g.dataset == dataset && g.index == index)
+    }
+
+    /// Runs one group exactly as [`Plan::run`] runs it within the whole plan (the same
+    /// key set, including the fresh keys other indexes' inserting runs would need, the
+    /// same seeds), handing its results to `emit`.
+    pub(crate) fn run_group(
+        &self,
+        g: &Group,
+        machine: Option<&Machine>,
+        suite: Option<&str>,
+        progress: &Progress,
+        emit: &mut dyn FnMut(Record) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.with_keys(g.keys)
+            .run_one(Some((g.dataset, g.index)), machine, suite, progress, emit)
+    }
+
+    /// The (workload, threads) cells `r` runs on dataset `ds_name`, in the shared-index
+    /// order: read/update-only runs first, inserting runs after.
+    fn cells(&self, r: &Resolved, spec: &Spec, ds_name: &str) -> Vec<(Workload, usize)> {
+        let m = &self.m;
+        let mut v = Vec::new();
+        for &w in &m.workloads {
+            for &t in &m.threads {
+                if unsupported(r, spec, ds_name, w, t, m.value_size).is_none() {
+                    v.push((w, t));
+                }
+            }
+        }
+        v.sort_by_key(|(w, _)| w.run_order());
+        v
+    }
+
+    /// Runs a plan of one key count; with `only = Some((dataset, index))`, only that
+    /// group (the key set is still sized for the whole plan, so it is the same).
     fn run_one(
         &self,
+        only: Option<(usize, usize)>,
         machine: Option<&Machine>,
         suite: Option<&str>,
         progress: &Progress,
@@ -242,20 +313,11 @@ impl Plan {
              (clock overhead ~{timer_ns} ns included; a scan is one op; get-many: one batch)",
             m.sample_every
         );
-        for (ds_name, spec) in &self.datasets {
-            let cells_of = |r: &Resolved| -> Vec<(Workload, usize)> {
-                let mut v = Vec::new();
-                for &w in &m.workloads {
-                    for &t in &m.threads {
-                        if unsupported(r, spec, ds_name, w, t, m.value_size).is_none() {
-                            v.push((w, t));
-                        }
-                    }
-                }
-                // Shared-index order: read/update-only runs first, inserting runs after.
-                v.sort_by_key(|(w, _)| w.run_order());
-                v
-            };
+        for (di, (ds_name, spec)) in self.datasets.iter().enumerate() {
+            if only.is_some_and(|(d, _)| d != di) {
+                continue;
+            }
+            let cells_of = |r: &Resolved| self.cells(r, spec, ds_name);
             // Key pool: 0..N loaded, N..2N absent (lookup-neg), then fresh keys for inserts.
             let neg = m.workloads.contains(&Workload::LookupNeg);
             let fresh_start = n + if neg { n } else { 0 };
@@ -281,7 +343,10 @@ impl Plan {
                 continue;
             }
             let keys = spec.generate(total as usize, n as usize, m.seed, progress)?;
-            for r in &self.indexes {
+            for (ii, r) in self.indexes.iter().enumerate() {
+                if only.is_some_and(|(_, i)| i != ii) {
+                    continue;
+                }
                 let cells = cells_of(r);
                 if cells.is_empty() {
                     continue;
@@ -564,12 +629,33 @@ impl Plan {
             machine: machine.map_or(serde_json::Value::Null, |mc| mc.summary_json()),
             malloc: Some(crate::machine::malloc::describe()),
             split: med.phase.split.clone(),
+            pid: Some(std::process::id()),
+            // Set by the command line, which knows how the run is split into processes.
+            isolated: None,
             suite: suite.map(str::to_string),
             unix_time: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         }
     }
+}
+
+/// The cells of one index on one dataset at one key count: everything that shares a loaded
+/// index (and its key set), the unit a child process measures.
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    /// Loaded key count.
+    pub(crate) keys: u64,
+    /// Position of the dataset in the matrix.
+    pub(crate) dataset: usize,
+    /// Position of the index in the matrix.
+    pub(crate) index: usize,
+    /// Results the group produces (one per cell).
+    pub(crate) cells: usize,
+    /// The index's name.
+    pub(crate) index_name: String,
+    /// For people: `index congee, dataset rand-8, 10000000 keys`.
+    pub(crate) label: String,
 }
 
 /// A loaded index and its probe, if it has one.

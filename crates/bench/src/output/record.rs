@@ -76,6 +76,14 @@ pub(crate) struct Record {
     /// The global allocator's page backing (`machine::malloc`); absent in older results.
     #[serde(default)]
     pub(crate) malloc: Option<String>,
+    /// The process that measured the result (absent in older results).
+    #[serde(default)]
+    pub(crate) pid: Option<u32>,
+    /// Whether that process measured only this result's group (index, dataset, key count):
+    /// `run`'s default process isolation; `false` for `--in-process` runs, absent in older
+    /// results (which all ran in one process).
+    #[serde(default)]
+    pub(crate) isolated: Option<bool>,
     /// Suite the result belongs to, if any.
     pub(crate) suite: Option<String>,
     /// Unix time of the result.
