@@ -2,11 +2,10 @@
 //!
 //! Order of work, per dataset: the keys are generated once (the loaded `N`, `N` absent keys
 //! if `lookup-neg` runs, and the fresh keys every inserting run needs). Per index, one
-//! freshly loaded index serves all repeats of every workload except `load` and `delete`
-//! (which get a fresh index per repeat): read- and update-only workloads run first, then
-//! inserting ones (`d`, `e`, `mix-*`), each inserting fresh keys no earlier run used, so the
-//! index grows by those inserts only (5% of the operations for `d`/`e`). Each repeat uses a
-//! different stream seed. Loads are timed on their own and their memory growth measured
+//! freshly loaded index serves all repeats of the read- and update-only workloads; `load`,
+//! `delete` and every inserting workload (`d`, `e`, `mix-*`) get a fresh index per repeat,
+//! so that each repeat starts from the same index (inserting runs take fresh keys no
+//! earlier run used). Each repeat uses a different stream seed. Loads are timed on their own and their memory growth measured
 //! (allocator, RSS, `memory_usage()`); freed memory is handed back to the OS between
 //! indexes so RSS growth stays meaningful. The result of a cell is its median repeat by
 //! wall-clock throughput.
