@@ -82,41 +82,36 @@ impl AnsiStderr {
     }
 }
 
+impl AnsiStderr {
+    /// Moves the cursor `n` cells in the direction of the CSI final byte `dir` (none: no-op).
+    fn cursor(&self, n: usize, dir: char) -> std::io::Result<()> {
+        if n == 0 {
+            Ok(())
+        } else {
+            self.put(&format!("\x1b[{n}{dir}"))
+        }
+    }
+}
+
 impl TermLike for AnsiStderr {
     fn width(&self) -> u16 {
         self.width
     }
 
     fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            self.put(&format!("\x1b[{n}A"))
-        }
+        self.cursor(n, 'A')
     }
 
     fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            self.put(&format!("\x1b[{n}B"))
-        }
+        self.cursor(n, 'B')
     }
 
     fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            self.put(&format!("\x1b[{n}C"))
-        }
+        self.cursor(n, 'C')
     }
 
     fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            self.put(&format!("\x1b[{n}D"))
-        }
+        self.cursor(n, 'D')
     }
 
     fn write_line(&self, s: &str) -> std::io::Result<()> {

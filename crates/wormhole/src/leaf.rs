@@ -620,7 +620,7 @@ impl Leaf {
         self.anchor_len as usize == p.len() && self.anchor() == p
     }
 
-    /// Whether the anchor equals `p`, followed by `b` when set (a lookup's deferred check,
+    /// Whether the anchor equals `p`, followed by `b` when set (the check of a leaf entry,
     /// `search::Check`).
     #[inline]
     pub(crate) fn anchor_is_ext(&self, p: &[u8], b: Option<u8>) -> bool {

@@ -77,11 +77,17 @@
 //!   instead of the key count, so a lookup fetches the leaf header and its tag line in
 //!   parallel instead of one after the other (`leaf`).
 //!
-//! * A lookup whose search ends on a leaf entry matched by tag (or whose sibling step's
-//!   child is a leaf entry) compares the leaf's anchor after searching the leaf, under its
-//!   lock, so that the anchor block and the pair block are fetched in parallel; a mismatch
-//!   restarts with exact probes (`search`, "Deferred check", with the argument that this
-//!   keeps lookups linearizable).
+//! * Items are one 64-byte line: they keep the first 7 prefix bytes, not the rest. The
+//!   prefix of an item is a prefix of its leftmost leaf's anchor, so a search that ends on
+//!   a longer item matched by tag verifies it against the anchor of the leaf it reaches
+//!   through it (every leaf below an item extends its prefix). On `url` stored prefixes
+//!   made items 128 bytes on average; this gave back 4.2 B/key (`meta`, "Prefix bytes past
+//!   the seventh are not stored").
+//! * A lookup or point write whose search trusted a tag match (a leaf entry, or an item
+//!   longer than 7 bytes) compares its target leaf's anchor after searching the leaf,
+//!   under its lock, so that the anchor block and the pair block are fetched in parallel;
+//!   a mismatch restarts with exact probes (`search::finish`, with the argument that this
+//!   keeps operations linearizable).
 //!
 //! # Memory placement and prefetching (not in the paper; measured, issue 4)
 //!
@@ -93,7 +99,7 @@
 //! 2 MiB or more (`meta`). The paper's C implementation gets the same effect from a
 //! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
 //! top of the binary search tree over prefix lengths, at most 7 slots) so that they
-//! arrive together, and every probe hit prefetches its item. Inserts find their tag slot
+//! arrive together, and every probe hit prefetches its item (one line). Inserts find their tag slot
 //! with the lookup's walk from the home slot (the lines just read) and the nearest hole by
 //! an outward search from there, and sort keys for a split by the 8 bytes after the
 //! leaf's common prefix before falling back to `memcmp` (`leaf`, "Inserts", "Splits"). Measured effect, same
@@ -106,7 +112,7 @@
 //! `mmap`ed 2 MiB chunks, not from the global allocator (a counting global allocator sees
 //! almost nothing; `memory_usage()` and RSS see it all). `structure_bytes` counts the leaf
 //! pools' reserved chunks minus the inline pairs' bytes, anchors, both MetaTrieHTs (slot
-//! arrays at their reserved size, item blocks at their slot size), and the unused part of
+//! arrays at their reserved size, 64-byte item blocks), and the unused part of
 //! the item and pair pools' chunks; `key_value_bytes` counts the pair blocks at their slot
 //! size (2- or 9-byte header, key, value, rounded up to 8 bytes; blocks over 256 bytes come
 //! from the global allocator at their exact size) and inline pairs at their key and value

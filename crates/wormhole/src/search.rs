@@ -48,29 +48,27 @@
 //!   memory every other round instead of every round. Long keys gain (`az`, ~40-byte keys
 //!   with long shared prefixes, makes 5–6 rounds); 8-byte keys never get past round 3.
 //!   Cost: two CRC32C extensions and prefetches per such round.
-//! * *Item lines.* A probe hit prefetches every line of the item that the final comparison
-//!   reads (header and prefix, up to four lines), not only the first: an item's prefix
-//!   starts at byte 57, so any prefix over 7 bytes spills into the next line.
-//! * *Deferred check (lookups only).* With tag matching the search trusts 16-bit tags and
-//!   verifies its final match with one full comparison (§3.1). When the match is a *leaf
-//!   entry*, that comparison reads the leaf's anchor: the header line, and for an anchor
-//!   over 12 bytes a separate heap block, a dependent DRAM read before the leaf search could
-//!   start. A lookup ([`locate_in`], `finish` with `defer`) instead returns the leaf with a
-//!   pending [`Check`]; the caller locks the leaf, prefetches the anchor block, searches the
-//!   leaf (whose pair-block read is the next miss), and only then compares the anchor: the
-//!   anchor and the pair are fetched in parallel. The same holds for the sibling step's
-//!   child probe when the child is a leaf entry (`MetaTable::get_child_deferred`).
+//! * *Item line.* A probe hit prefetches its item (one line: items keep only 7 prefix
+//!   bytes, see `meta`), which the sibling step reads if that hit is the last.
+//! * *Deferred check (lookups and point writes).* With tag matching the search trusts
+//!   16-bit tags and verifies its final match with one full comparison (§3.1). The matched
+//!   item's length and inline bytes are in its line, which the sibling step reads anyway:
+//!   that settles prefixes of up to 7 bytes. A *leaf entry*, or an item of a longer prefix,
+//!   is verified against an anchor instead: the anchor of the target leaf the search
+//!   reaches through it ([`Check`]; every leaf below an item has an anchor extending its
+//!   prefix, a leaf reached through a wrong item has not). That anchor is in the leaf's
+//!   header line, or for an anchor over 12 bytes in a separate heap block, a dependent DRAM
+//!   read before the leaf search could start. A lookup or point write ([`locate_in`],
+//!   `finish` with `defer`) instead returns the leaf with a pending [`Check`]; the caller
+//!   locks the leaf, prefetches the anchor block, searches the leaf (whose pair-block read
+//!   is the next miss), and only then compares the anchor: the anchor and the pair are
+//!   fetched in parallel. The same holds for the sibling step's child probe
+//!   (`MetaTable::get_child_deferred`). When the target is the leaf *before* the item's
+//!   leftmost leaf, the leftmost leaf's header is read for its `prev` pointer anyway, and
+//!   the item is checked against its anchor at once.
 //!
-//!   Correctness: the search is unchanged except that the comparison comes later. If it
-//!   fails (a tag false positive), the result of the leaf search is discarded, the lock is
-//!   released and the lookup restarts with exact probes ([`locate_exact`], no check left),
-//!   which find the true target. If it holds, the leaf is exactly the one the immediate
-//!   comparison would have accepted, and the leaf search ran under that leaf's shared lock
-//!   after the version check, so the lookup takes effect at the same point (under the leaf
-//!   lock) as before: linearizability is unaffected. Reading a wrong leaf is safe: it was
-//!   reached through the published table under the caller's epoch guard, so it is live, and
-//!   it is read only under its lock. Writers and scans (`locate`, `read_target`) compare at
-//!   once, as before.
+//!   Correctness: see [`finish`]. Splits, merges and scans (`locate`, `read_target`)
+//!   compare at once.
 //!
 //! This module only reads a [`MetaTable`]; the caller keeps the table alive (epoch guard)
 //! and validates the leaf it gets against the table's version (§2.5, see `smo`).
