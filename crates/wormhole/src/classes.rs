@@ -1,5 +1,5 @@
-//! Size-class pools: variable-size blocks (key-value pairs, MetaTrieHT items) from
-//! huge-page slabs (`orrery_core::alloc::SlabPool`), one pool per size class.
+//! Size-class pools: variable-size blocks (key-value pairs; MetaTrieHT items, one 64-byte
+//! class) from huge-page slabs (`orrery_core::alloc::SlabPool`), one pool per size class.
 //!
 //! Why (measured, see the crate docs): a lookup dereferences one MetaTrieHT item and one
 //! pair block at random addresses; over a large index, with 4 KiB pages from the global
