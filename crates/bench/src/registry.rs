@@ -194,6 +194,9 @@ pub(crate) struct Entry {
     /// What it can do.
     pub(crate) caps: Caps,
     make: Maker,
+    /// For opt-in peers that need something from the environment: `Err` says why the
+    /// index cannot be built here, and [`resolve`] refuses the name with that message.
+    check: Option<fn() -> std::result::Result<(), String>>,
 }
 
 impl Entry {
@@ -213,6 +216,7 @@ impl Entry {
             about,
             caps,
             make: Maker::Ordered(make),
+            check: None,
         }
     }
 
@@ -232,6 +236,7 @@ impl Entry {
             about,
             caps,
             make: Maker::Point(make),
+            check: None,
         }
     }
 }
@@ -252,6 +257,15 @@ impl Entry {
                 ..caps
             },
             make: Maker::PointProbed(make),
+            check: None,
+        }
+    }
+
+    /// The same entry, buildable only when `check` passes (opt-in peers).
+    fn checked(self, check: fn() -> std::result::Result<(), String>) -> Entry {
+        Entry {
+            check: Some(check),
+            ..self
         }
     }
 }
@@ -286,7 +300,7 @@ fn mercury_config(mut config: orrery::mercury::Config) -> orrery::mercury::Mercu
 
 /// Every registered index, in listing order.
 pub(crate) fn entries() -> Vec<Entry> {
-    use peers::{btree, congee, hash, scc, skiplist};
+    use peers::{btree, congee, hash, scc, skiplist, wormhole_c};
     vec![
         // Orrery's structures register here, one line each.
         Entry::ordered(
@@ -417,6 +431,19 @@ pub(crate) fn entries() -> Vec<Entry> {
             Caps::PEER,
             || Box::<hash::LockedHashbrown>::default(),
         ),
+        // Opt-in: the authors' C code, loaded from $ORRERY_WORMHOLE_C (peers/wormhole_c.rs).
+        Entry::ordered(
+            "wormhole-c",
+            "the Wormhole authors' C code (opt-in: ORRERY_WORMHOLE_C=libwh.so)",
+            Caps::CONCURRENT,
+            || {
+                Box::new(
+                    wormhole_c::WormholeC::new()
+                        .expect("resolve() checked that the C library loads"),
+                )
+            },
+        )
+        .checked(wormhole_c::available),
     ]
 }
 
@@ -489,6 +516,12 @@ pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
         return Ok(r);
     }
     let all = entries();
+    if let Some(e) = all.iter().find(|e| e.name == name)
+        && let Some(check) = e.check
+        && let Err(why) = check()
+    {
+        return Err(format!("index {name:?} is unavailable: {why}"));
+    }
     match all.iter().find(|e| e.name == name) {
         Some(e) => Ok(Resolved {
             name: name.to_string(),
@@ -557,6 +590,11 @@ mod tests {
     #[test]
     fn every_entry_builds_an_empty_index_with_matching_kind() {
         for e in entries() {
+            if e.check.is_some_and(|c| c().is_err()) {
+                // An opt-in peer not set up here: resolve must refuse it with the reason.
+                assert!(resolve(e.name).is_err(), "{}", e.name);
+                continue;
+            }
             let r = resolve(e.name).unwrap();
             let i = r.make();
             assert_eq!(i.len(), 0, "{}", e.name);

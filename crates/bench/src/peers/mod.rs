@@ -20,6 +20,7 @@ pub(crate) mod congee;
 pub(crate) mod hash;
 pub(crate) mod scc;
 pub(crate) mod skiplist;
+pub(crate) mod wormhole_c;
 
 /// The hasher of every hash-table peer.
 pub(crate) type Hasher = foldhash::fast::RandomState;
