@@ -827,6 +827,12 @@ mod tests {
         assert!(e.contains(ENV), "{e}");
         let e = crate::registry::resolve("wormhole-c").err().unwrap();
         assert!(e.contains(ENV), "{e}");
+        // Not listed (so "every index" runs skip it), yet resolvable by name once set up.
+        assert!(
+            !crate::registry::entries()
+                .iter()
+                .any(|e| e.name == "wormhole-c")
+        );
     }
 
     #[test]
