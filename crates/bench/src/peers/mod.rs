@@ -12,6 +12,9 @@
 //! entry says `reports_memory: false`; the benchmark shows "n/a" there and relies on the
 //! counting allocator and RSS, which measure every structure the same way.
 //!
+//! `wormhole_c` is opt-in: the Wormhole authors' C library, opened at run time from
+//! `$ORRERY_WORMHOLE_C` (see its module docs for building and running it).
+//!
 //! The `insert` of a peer must report whether the key was new, which not every peer's API
 //! tells in one call; each adapter's docs say what extra work that costs.
 

@@ -1,6 +1,22 @@
 //! `wormhole-c`: the Wormhole authors' own C implementation (Wu et al., EuroSys 2019;
 //! <https://github.com/wuxb45/wormhole>), loaded at run time as an opt-in peer.
 //!
+//! # Usage
+//!
+//! ```text
+//! git clone https://github.com/wuxb45/wormhole /some/where/wormhole    # outside this repo
+//! apt-get install clang libjemalloc-dev
+//! scripts/build-wormhole-c.sh /some/where/wormhole /some/where/whc-build
+//! export ORRERY_WORMHOLE_C=/some/where/whc-build/libwh.so
+//! export GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384   # see "Loading"
+//! cargo run --release -p orrery-bench -- run --index wormhole,wormhole-c \
+//!     --dataset rand-8 --keys 10M --workload load,c --threads 1,2 --ops 2M
+//! GLIBC_TUNABLES=... ORRERY_WORMHOLE_C=... cargo test -p orrery-bench wormhole_c
+//! ```
+//!
+//! Without the variable the name `wormhole-c` is left out of "every index" listings and
+//! runs, and asking for it by name is an error saying what to set.
+//!
 //! # Loading
 //!
 //! Nothing of the C project is part of this repository. `scripts/build-wormhole-c.sh SRC OUT`
