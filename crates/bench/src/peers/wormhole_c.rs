@@ -89,7 +89,9 @@
 //!   jemalloc); `structure_bytes` counts the leaves and trie nodes in use, from the slab
 //!   object counts `wormhole_fprint` prints, times their sizes (2112, 32 and 64 bytes). The
 //!   two hash tables' bucket arrays are not reported (the API does not expose them); RSS,
-//!   which the bench also reads, covers everything.
+//!   which the bench also reads, covers everything. `wormhole_fprint` walks the slabs'
+//!   free lists without synchronisation, so call `memory_usage` while no writer runs (the
+//!   harness calls it after a load).
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
