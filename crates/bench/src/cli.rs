@@ -597,6 +597,24 @@ mod tests {
         std::fs::read_to_string(out.join(name).join("tables.md")).unwrap()
     }
 
+    /// Runs `run` in this process (`--quiet --no-machine --in-process`) with `args`,
+    /// writing JSON into a fresh temporary directory named after `tag`; returns the
+    /// directory (the caller removes it) and the records read back.
+    fn run_json(tag: &str, args: &[&str]) -> (std::path::PathBuf, Vec<Record>) {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("r.jsonl");
+        let mut v = vec!["run"];
+        v.extend(args);
+        // The test binary cannot be re-executed as orrery-bench (tests/isolate.rs runs
+        // isolated through the real binary).
+        v.extend(["--quiet", "--no-machine", "--in-process", "--json"]);
+        v.push(json.to_str().unwrap());
+        assert_eq!(code(&v), ExitCode::SUCCESS);
+        let recs = crate::output::json::read(&json).unwrap();
+        (dir, recs)
+    }
+
     #[test]
     fn counts() {
         assert_eq!(parse_count("10M"), Ok(10_000_000));
@@ -654,29 +672,20 @@ mod tests {
     /// carry the expansion split, and the report draws the sweep and the split.
     #[test]
     fn sweep_and_expansion_split() {
-        let dir = std::env::temp_dir().join(format!("orrery-bench-sweep-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let (dir, recs) = run_json(
+            "sweep",
+            &[
+                "--index",
+                "mercury,dashmap",
+                "--keys",
+                "20K,40K,60K",
+                "--ops",
+                "5000",
+                "--workload",
+                "load,put-50",
+            ],
+        );
         let json = dir.join("r.jsonl");
-        let status = code(&[
-            "run",
-            "--index",
-            "mercury,dashmap",
-            "--keys",
-            "20K,40K,60K",
-            "--ops",
-            "5000",
-            "--workload",
-            "load,put-50",
-            "--quiet",
-            "--no-machine",
-            // The test binary cannot be re-executed as orrery-bench (tests/isolate.rs
-            // runs isolated through the real binary).
-            "--in-process",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
-        assert_eq!(status, ExitCode::SUCCESS);
-        let recs = crate::output::json::read(&json).unwrap();
         let mut keys: Vec<u64> = recs.iter().map(|r| r.keys).collect();
         keys.dedup();
         assert_eq!(keys, vec![20_000, 40_000, 60_000]);
@@ -711,32 +720,24 @@ mod tests {
     /// workload keeps its own cell's thread count.
     #[test]
     fn load_threads_option() {
-        let dir = std::env::temp_dir().join(format!("orrery-bench-lt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let json = dir.join("r.jsonl");
-        let status = code(&[
-            "run",
-            "--index",
-            "wormhole,btreemap-st",
-            "--keys",
-            "4000",
-            "--ops",
-            "1000",
-            "--workload",
-            "load,c",
-            "--threads",
-            "1,2",
-            "--load-threads",
-            "2",
-            "--skip-unsupported",
-            "--quiet",
-            "--no-machine",
-            "--in-process",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
-        assert_eq!(status, ExitCode::SUCCESS);
-        let recs = crate::output::json::read(&json).unwrap();
+        let (dir, recs) = run_json(
+            "lt",
+            &[
+                "--index",
+                "wormhole,btreemap-st",
+                "--keys",
+                "4000",
+                "--ops",
+                "1000",
+                "--workload",
+                "load,c",
+                "--threads",
+                "1,2",
+                "--load-threads",
+                "2",
+                "--skip-unsupported",
+            ],
+        );
         assert_eq!(recs.len(), 4 + 2, "{recs:?}");
         for r in &recs {
             let expect = match (r.index.as_str(), r.workload.as_str()) {

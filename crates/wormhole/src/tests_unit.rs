@@ -319,17 +319,7 @@ fn inline_pairs_grow_shrink_split_merge() {
     let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
     assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
     // Remove most keys (merges move inline pairs), then check every survivor.
-    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
-    for (r, k) in keys.iter().enumerate() {
-        if r % 8 != 0 {
-            assert!(wh.remove(k));
-            model.remove(k);
-        }
-    }
-    wh.debug_validate();
-    for (k, v) in &model {
-        assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
-    }
+    remove_7_of_8(&wh, &mut model);
     let m = wh.memory_usage();
     let kv: usize = model
         .iter()
@@ -367,6 +357,22 @@ fn inline_pairs_grow_shrink_split_merge() {
     wh.debug_validate();
     let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
     assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+}
+
+/// Removes all keys of `model` but every eighth (in key order) from `wh` and the model
+/// (leaves merge), validates, and looks every survivor up.
+fn remove_7_of_8(wh: &Wormhole, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    for (r, k) in keys.iter().enumerate() {
+        if r % 8 != 0 {
+            assert!(wh.remove(k));
+            model.remove(k);
+        }
+    }
+    wh.debug_validate();
+    for (k, v) in model.iter() {
+        assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
+    }
 }
 
 /// Bounds of the `key_value_bytes` of `model`'s pairs: a pair's form (inline bytes or a
@@ -441,17 +447,7 @@ fn leaf_kinds_follow_the_pairs() {
         let kvb = wh.memory_usage().key_value_bytes;
         assert!((lo..=hi).contains(&kvb), "{lo} <= {kvb} <= {hi}");
         // Remove 7 of 8 of each kind: merges move pairs between leaves of both kinds.
-        let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
-        for (r, k) in keys.iter().enumerate() {
-            if r % 8 != 0 {
-                assert!(wh.remove(k));
-                model.remove(k);
-            }
-        }
-        wh.debug_validate();
-        for (k, v) in &model {
-            assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
-        }
+        remove_7_of_8(&wh, &mut model);
         let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
         assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
         let (lo, hi) = kv_bytes_bounds(&model);
