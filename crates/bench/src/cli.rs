@@ -121,6 +121,10 @@ struct RunArgs {
     /// Stop each phase after this many seconds.
     #[arg(long)]
     max_secs: Option<f64>,
+    /// Threads that load the index the workloads run on (the `load` workload itself uses
+    /// each cell's thread count) [default: 1].
+    #[arg(long)]
+    load_threads: Option<usize>,
     /// Seed of datasets and operation streams [default: 42].
     #[arg(long)]
     seed: Option<u64>,
@@ -405,6 +409,7 @@ fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
                 max_secs: None,
                 seed: 42,
                 skip_unsupported: a.skip_unsupported,
+                load_threads: 1,
             };
             (vec![m], None)
         }
@@ -426,6 +431,9 @@ fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
             }
             if let Some(r) = a.repeat {
                 m.repeat = r;
+            }
+            if let Some(t) = a.load_threads {
+                m.load_threads = t;
             }
             if let Some(s) = a.seed {
                 m.seed = s;
@@ -589,6 +597,24 @@ mod tests {
         std::fs::read_to_string(out.join(name).join("tables.md")).unwrap()
     }
 
+    /// Runs `run` in this process (`--quiet --no-machine --in-process`) with `args`,
+    /// writing JSON into a fresh temporary directory named after `tag`; returns the
+    /// directory (the caller removes it) and the records read back.
+    fn run_json(tag: &str, args: &[&str]) -> (std::path::PathBuf, Vec<Record>) {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("r.jsonl");
+        let mut v = vec!["run"];
+        v.extend(args);
+        // The test binary cannot be re-executed as orrery-bench (tests/isolate.rs runs
+        // isolated through the real binary).
+        v.extend(["--quiet", "--no-machine", "--in-process", "--json"]);
+        v.push(json.to_str().unwrap());
+        assert_eq!(code(&v), ExitCode::SUCCESS);
+        let recs = crate::output::json::read(&json).unwrap();
+        (dir, recs)
+    }
+
     #[test]
     fn counts() {
         assert_eq!(parse_count("10M"), Ok(10_000_000));
@@ -626,6 +652,7 @@ mod tests {
         assert!(with(&["--index", "btreemap", "--threads", "x"]).contains("invalid"));
         assert!(with(&["--index", "btreemap", "--threads", "0"]).contains("between 1 and 1024"));
         assert!(with(&["--index", "btreemap", "--dist", "zipf:2"]).contains("between 0 and 1"));
+        assert!(with(&["--index", "btreemap", "--load-threads", "0"]).contains("--load-threads"));
         assert!(with(&["--index", "congee", "--dataset", "az"]).contains("8-byte keys"));
         assert!(with(&["--index", "dashmap", "--workload", "e"]).contains("point index"));
         assert!(with(&["--index", "btreemap-st", "--threads", "2"]).contains("single-threaded"));
@@ -645,29 +672,20 @@ mod tests {
     /// carry the expansion split, and the report draws the sweep and the split.
     #[test]
     fn sweep_and_expansion_split() {
-        let dir = std::env::temp_dir().join(format!("orrery-bench-sweep-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let (dir, recs) = run_json(
+            "sweep",
+            &[
+                "--index",
+                "mercury,dashmap",
+                "--keys",
+                "20K,40K,60K",
+                "--ops",
+                "5000",
+                "--workload",
+                "load,put-50",
+            ],
+        );
         let json = dir.join("r.jsonl");
-        let status = code(&[
-            "run",
-            "--index",
-            "mercury,dashmap",
-            "--keys",
-            "20K,40K,60K",
-            "--ops",
-            "5000",
-            "--workload",
-            "load,put-50",
-            "--quiet",
-            "--no-machine",
-            // The test binary cannot be re-executed as orrery-bench (tests/isolate.rs
-            // runs isolated through the real binary).
-            "--in-process",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
-        assert_eq!(status, ExitCode::SUCCESS);
-        let recs = crate::output::json::read(&json).unwrap();
         let mut keys: Vec<u64> = recs.iter().map(|r| r.keys).collect();
         keys.dedup();
         assert_eq!(keys, vec![20_000, 40_000, 60_000]);
@@ -695,6 +713,41 @@ mod tests {
             assert!(md.contains(&format!("rand-8-put-50-{k}-v8.png")), "{md}");
         }
         assert!(!out.join("sweep").join("rand-8-put-50.png").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--load-threads` sets the threads that load the index the cells run on; the `load`
+    /// workload keeps its own cell's thread count.
+    #[test]
+    fn load_threads_option() {
+        let (dir, recs) = run_json(
+            "lt",
+            &[
+                "--index",
+                "wormhole,btreemap-st",
+                "--keys",
+                "4000",
+                "--ops",
+                "1000",
+                "--workload",
+                "load,c",
+                "--threads",
+                "1,2",
+                "--load-threads",
+                "2",
+                "--skip-unsupported",
+            ],
+        );
+        assert_eq!(recs.len(), 4 + 2, "{recs:?}");
+        for r in &recs {
+            let expect = match (r.index.as_str(), r.workload.as_str()) {
+                (_, "load") => r.threads,
+                // Not concurrent: always loaded by the one thread that uses it.
+                ("btreemap-st", _) => 1,
+                _ => 2,
+            };
+            assert_eq!(r.load_threads, expect, "{r:?}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -833,6 +886,10 @@ mod tests {
         for r in &recs {
             assert!(r.mops > 0.0, "{r:?}");
             assert_eq!(r.repeats, 2);
+            // Only the `load` workload loads with its cell's thread count; the index every
+            // other cell runs on is loaded by one thread (the default `--load-threads`).
+            let expect = if r.workload == "load" { r.threads } else { 1 };
+            assert_eq!(r.load_threads, expect, "{r:?}");
             // Other tests allocate and free concurrently, so only sanity is checked here.
             assert!(r.bytes_per_key.is_finite());
             assert!(r.p50_ns.is_some());

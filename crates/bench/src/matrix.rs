@@ -10,6 +10,13 @@
 //! indexes so RSS growth stays meaningful. The result of a cell is its median repeat by
 //! wall-clock throughput.
 //!
+//! The index a workload runs on is loaded with [`Matrix::load_threads`] threads (default 1),
+//! whatever thread counts the matrix's cells have; only the `load` workload itself loads with
+//! each cell's thread count. A structure built by two threads can be laid out differently
+//! from one built by one (congee's ART, measured: 1-thread lookups about 30% slower after a
+//! 2-thread load, Wormhole indifferent), so loading with the matrix's largest thread count
+//! made the 1-thread cells of a 1- and 2-thread matrix depend on the other cells.
+//!
 //! Every lookup of a loaded key must find it, and no lookup of an absent key may: a miss
 //! there is reported as an error, so a broken index cannot produce a fast-looking number.
 
@@ -57,6 +64,8 @@ pub(crate) struct Matrix {
     pub(crate) seed: u64,
     /// Skip unsupported index/dataset/workload/thread combinations instead of failing.
     pub(crate) skip_unsupported: bool,
+    /// Threads that load the index the cells run on (1 for an index that is not concurrent).
+    pub(crate) load_threads: usize,
 }
 
 /// A validated matrix.
@@ -115,6 +124,9 @@ impl Plan {
         }
         if m.threads.is_empty() || m.threads.iter().any(|&t| t == 0 || t > 1024) {
             return Err("thread counts must be between 1 and 1024".into());
+        }
+        if m.load_threads == 0 || m.load_threads > 1024 {
+            return Err("--load-threads must be between 1 and 1024".into());
         }
         if m.keys.is_empty() {
             return Err("need at least one key count".into());
@@ -351,11 +363,7 @@ impl Plan {
                     continue;
                 }
                 let mut samples: Vec<Vec<Sample>> = cells.iter().map(|_| Vec::new()).collect();
-                let load_threads = if r.caps.concurrent {
-                    cells.iter().map(|c| c.1).max().unwrap_or(1)
-                } else {
-                    1
-                };
+                let load_threads = if r.caps.concurrent { m.load_threads } else { 1 };
                 let shared: Vec<usize> = (0..cells.len())
                     .filter(|&i| !cells[i].0.needs_fresh_index())
                     .collect();

@@ -66,6 +66,7 @@ struct MatrixDef {
     value_size: Option<usize>,
     warmup: Option<Count>,
     max_secs: Option<f64>,
+    load_threads: Option<usize>,
 }
 
 /// A parsed suite.
@@ -128,6 +129,7 @@ fn matrix(m: MatrixDef) -> Result<Matrix, String> {
         max_secs: m.max_secs,
         seed: 42,
         skip_unsupported: true,
+        load_threads: m.load_threads.unwrap_or(1),
     })
 }
 

@@ -33,7 +33,7 @@ impl Wormhole {
             return;
         }
         let g = sync::pin();
-        let inline = self.pool.inline_mode();
+        let inline = self.pool.prefetch_cells();
         for (c, group) in keys.chunks(GROUP).enumerate() {
             let base = c * GROUP;
             let t = self.table(&g);

@@ -170,6 +170,14 @@ impl Kv {
         self.0.as_ptr()
     }
 
+    /// Bytes of the key and value (without the header): whether the pair would fit
+    /// inline. The block must be live.
+    #[inline]
+    pub(crate) fn pair_len(self) -> usize {
+        let (_, k, v) = self.lens();
+        k + v
+    }
+
     /// Bytes of the header, key and value.
     #[inline]
     pub(crate) fn size(self) -> usize {

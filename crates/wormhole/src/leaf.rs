@@ -42,14 +42,23 @@
 //! in thread-CPU throughput, memory 41.6 against 40.7 B/key.
 //!
 //! The inline area costs `16·C` bytes per leaf whether used or not, which long-key sets
-//! cannot afford (`az`, `url`: +23 B/key). So an index decides once, at its first split,
-//! from the pairs of its full head leaf (`LeafPools::decide`): if at least half are
-//! inline, every later leaf has an inline area (*inline mode*); otherwise no later leaf
-//! has one (*plain mode*), the head's inline pairs move to blocks and the head stops taking
-//! inline pairs (its `kind` loses `KIND_INLINE_ON`). A key set whose pair sizes change
-//! later keeps the first choice (a known limit: it then pays 23 B/key for an unused area,
-//! or misses the inline speed-up). Only leaves that take inline pairs ever hold one, so
-//! pairs never need converting when they move between leaves. **Deviation:** the paper packs the `nr` entries at the front and positions at
+//! cannot afford (`az`, `url`: +23 B/key). So each leaf's kind is chosen when it is made:
+//! the head has an inline area, and a split gives its new right leaf one when at least half
+//! of the pairs moving there fit inline (`WriteLeaf::small_from`; the split has just sorted
+//! the leaf, so the pair headers it reads are cached). A leaf with an inline area takes
+//! inline pairs; pairs that do not fit are blocks in either kind. A pair moving between
+//! leaves of different kinds changes form (`Wormhole::convert_pair`, through
+//! `split_into`'s `convert` and the merge): an inline pair becomes a block in a plain leaf,
+//! and a block that fits becomes an inline pair in a leaf with an area (its block freed at
+//! once: pair blocks are only read under the leaf lock, which the writer holds). So a key
+//! set whose pair sizes change over time gets new leaves of the right kind as it grows;
+//! the left half of a split keeps its block and its kind (replacing it would change the
+//! leaf every MetaTrieHT reference names). Lookups must choose whether to prefetch the
+//! home slot's cells before the leaf's header arrives: they do while at least half of the
+//! leaves have an inline area (`LeafPools::prefetch_cells`). (An index used to choose one
+//! mode for all its leaves at its first split, from the head's pairs, and keep it.)
+//!
+//! **Deviation:** the paper packs the `nr` entries at the front and positions at
 //! `tag · nr / 2^16`, so the tag line can only be fetched after the header (which holds
 //! `nr`) has arrived: two dependent DRAM round trips. Spreading the entries over all `C`
 //! slots with holes makes the home slot depend on the tag alone, so the header and the tag
@@ -118,7 +127,9 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use orrery_core::alloc::SlabPool;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU64, AtomicUsize, Ordering,
+};
 
 use crate::anchor::lcp;
 use crate::deps::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
@@ -275,10 +286,11 @@ pub(crate) fn leaf_pool(cap: usize) -> SlabPool {
 }
 
 /// Where leaf blocks come from: a plain [`SlabPool`] (plain leaves only) or the index's
-/// [`LeafPools`] (either kind, chosen by its inline mode).
+/// [`LeafPools`] (either kind, chosen per leaf).
 pub(crate) trait LeafAlloc {
-    /// A block for a new leaf of capacity `cap`, and whether it has an inline area.
-    fn alloc_block(&self, cap: usize) -> (NonNull<u8>, bool);
+    /// A block for a new leaf of capacity `cap`, with an inline area if `inline` asks for
+    /// one and the source has such blocks; returns whether it has one.
+    fn alloc_block(&self, cap: usize, inline: bool) -> (NonNull<u8>, bool);
     /// Returns a block.
     ///
     /// # Safety
@@ -288,7 +300,7 @@ pub(crate) trait LeafAlloc {
 }
 
 impl LeafAlloc for SlabPool {
-    fn alloc_block(&self, cap: usize) -> (NonNull<u8>, bool) {
+    fn alloc_block(&self, cap: usize, _inline: bool) -> (NonNull<u8>, bool) {
         debug_assert_eq!(self.object_size(), block_layout(cap, false).size());
         (self.alloc(), false)
     }
@@ -301,8 +313,8 @@ impl LeafAlloc for SlabPool {
 }
 
 impl<P: LeafAlloc> LeafAlloc for std::sync::Arc<P> {
-    fn alloc_block(&self, cap: usize) -> (NonNull<u8>, bool) {
-        (**self).alloc_block(cap)
+    fn alloc_block(&self, cap: usize, inline: bool) -> (NonNull<u8>, bool) {
+        (**self).alloc_block(cap, inline)
     }
 
     unsafe fn free_block(&self, p: NonNull<u8>, inline: bool) {
@@ -311,22 +323,22 @@ impl<P: LeafAlloc> LeafAlloc for std::sync::Arc<P> {
     }
 }
 
-/// Inline mode of an index, decided once at its first split (see "Inline pairs").
-const MODE_UNDECIDED: u8 = 0;
-const MODE_INLINE: u8 = 1;
-const MODE_PLAIN: u8 = 2;
-
-/// The leaf blocks of an index: plain and inline-area pools, and the index's inline mode.
+/// The leaf blocks of an index: plain and inline-area pools, and how many leaves of each
+/// kind are live.
 ///
-/// Until the first split the mode is undecided and the only leaf (the head) has an inline
-/// area. At the first split the head's pairs decide (see [`LeafPools::decide`]): in inline
-/// mode every new leaf has an inline area, in plain mode none has and the head stops
-/// taking inline pairs.
+/// Each leaf's kind is chosen when it is allocated (see "Inline pairs"): the head has an
+/// inline area, and a split gives its new right leaf one when at least half of the pairs
+/// moving there fit inline. [`LeafPools::prefetch_cells`] tells lookups, which must
+/// prefetch before they have read the leaf's header, whether most leaves have cells.
 pub(crate) struct LeafPools {
     cap: usize,
     plain: SlabPool,
     inline: SlabPool,
-    mode: AtomicU8,
+    /// Leaves with an inline area, and without, allocated and not yet unlinked.
+    live_inline: AtomicUsize,
+    live_plain: AtomicUsize,
+    /// `live_inline >= live_plain`, kept up to date by `alloc_block` and `unlinked`.
+    cells: AtomicBool,
 }
 
 impl LeafPools {
@@ -337,30 +349,56 @@ impl LeafPools {
             cap,
             plain: leaf_pool(cap),
             inline: SlabPool::new(lay.size(), lay.align()).expect("leaf blocks fit the slab pool"),
-            mode: AtomicU8::new(MODE_UNDECIDED),
+            live_inline: AtomicUsize::new(0),
+            live_plain: AtomicUsize::new(0),
+            cells: AtomicBool::new(true),
         }
     }
 
-    /// Whether the mode is still undecided (no split yet).
+    /// Whether at least half of the live leaves have an inline area: lookups then prefetch
+    /// the inline cells of their home slot together with the tag line (for a plain leaf the
+    /// prefetched line is not its own and goes unused).
     #[inline]
-    pub(crate) fn undecided(&self) -> bool {
-        self.mode.load(Ordering::Relaxed) == MODE_UNDECIDED
+    pub(crate) fn prefetch_cells(&self) -> bool {
+        self.cells.load(Ordering::Relaxed)
     }
 
-    /// Whether leaves may hold inline pairs (their lookups prefetch the inline cell).
-    #[inline]
-    pub(crate) fn inline_mode(&self) -> bool {
-        self.mode.load(Ordering::Relaxed) != MODE_PLAIN
+    /// Leaves with an inline area and without, allocated and not unlinked: the leaves of
+    /// the LeafList (tests and statistics).
+    pub(crate) fn live(&self) -> (usize, usize) {
+        (
+            self.live_inline.load(Ordering::Relaxed),
+            self.live_plain.load(Ordering::Relaxed),
+        )
     }
 
-    /// Decides the mode from the pairs of the full head leaf (`inline` of `total` fit
-    /// inline): inline when at least half do. Returns the mode chosen (`true`: inline).
-    /// Called once, under the head's write lock, before the first split.
-    pub(crate) fn decide(&self, inline: usize, total: usize) -> bool {
-        let on = inline * 2 >= total;
-        let m = if on { MODE_INLINE } else { MODE_PLAIN };
-        self.mode.store(m, Ordering::Relaxed);
-        on
+    /// Counts a leaf of the kind `inline` out of the LeafList: a merge unlinked it (its
+    /// block is freed after a grace period).
+    pub(crate) fn unlinked(&self, inline: bool) {
+        self.count(inline, -1);
+    }
+
+    /// Counts one more (`d = 1`) or one fewer (`d = -1`) leaf of a kind and refreshes the
+    /// prefetch hint. Leaves are allocated and unlinked by structural writers (under the
+    /// MetaTrieHT mutex), concurrently with lookups only: the hint is a relaxed flag that
+    /// lookups read before they know the leaf, and at worst costs a useless (or a missing)
+    /// prefetch.
+    fn count(&self, inline: bool, d: isize) {
+        let c = if inline {
+            &self.live_inline
+        } else {
+            &self.live_plain
+        };
+        if d > 0 {
+            c.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.fetch_sub(1, Ordering::Relaxed);
+        }
+        let (i, p) = self.live();
+        let want = i >= p;
+        if self.cells.load(Ordering::Relaxed) != want {
+            self.cells.store(want, Ordering::Relaxed);
+        }
     }
 
     /// Attaches both pools to the index's chunk populator (see `Config::prefault`).
@@ -376,9 +414,10 @@ impl LeafPools {
 }
 
 impl LeafAlloc for LeafPools {
-    fn alloc_block(&self, cap: usize) -> (NonNull<u8>, bool) {
+    fn alloc_block(&self, cap: usize, inline: bool) -> (NonNull<u8>, bool) {
         debug_assert_eq!(cap, self.cap);
-        if self.inline_mode() {
+        self.count(inline, 1);
+        if inline {
             (self.inline.alloc(), true)
         } else {
             (self.plain.alloc(), false)
@@ -396,7 +435,7 @@ impl std::fmt::Debug for LeafPools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeafPools")
             .field("cap", &self.cap)
-            .field("mode", &self.mode.load(Ordering::Relaxed))
+            .field("live", &self.live())
             .finish()
     }
 }
@@ -414,12 +453,24 @@ unsafe impl Sync for LeafPtr {}
 
 impl LeafPtr {
     /// Allocates from `pool` (made for `cap`) an empty leaf with the given anchor and
-    /// version. A block with an inline area starts with inline pairs enabled.
+    /// version, with an inline area if the pool has such blocks.
     pub(crate) fn alloc(
         pool: &impl LeafAlloc,
         cap: usize,
         anchor: Box<[u8]>,
         version: u64,
+    ) -> LeafPtr {
+        LeafPtr::alloc_kind(pool, cap, anchor, version, true)
+    }
+
+    /// As [`LeafPtr::alloc`], with an inline area only if `inline` (and the pool has such
+    /// blocks). A block with an inline area takes inline pairs.
+    pub(crate) fn alloc_kind(
+        pool: &impl LeafAlloc,
+        cap: usize,
+        anchor: Box<[u8]>,
+        version: u64,
+        inline: bool,
     ) -> LeafPtr {
         assert!((MIN_CAP..=MAX_CAP).contains(&cap));
         let anchor_len = u32::try_from(anchor.len()).expect("anchors are at most a key long");
@@ -430,7 +481,7 @@ impl LeafPtr {
         } else {
             Box::into_raw(anchor).cast::<u8>()
         };
-        let (p, inline) = pool.alloc_block(cap);
+        let (p, inline) = pool.alloc_block(cap, inline);
         let p = p.cast::<Leaf>();
         let kind = if inline {
             KIND_INLINE_AREA | KIND_INLINE_ON
@@ -1050,6 +1101,22 @@ impl Moved {
         cell: [0; INLINE_MAX],
         rank: 0,
     };
+
+    /// Pair `p` with leaf tag `tag` at key rank `rank`.
+    fn of(tag: u16, p: Pair, rank: u8) -> Moved {
+        match p {
+            Pair::Heap(kv) => Moved {
+                e: entry(tag, kv),
+                cell: [0; INLINE_MAX],
+                rank,
+            },
+            Pair::Inline(ip) => Moved {
+                e: entry_inline(tag, &ip),
+                cell: *ip.data(),
+                rank,
+            },
+        }
+    }
 }
 
 impl WriteLeaf<'_> {
@@ -1130,12 +1197,17 @@ impl WriteLeaf<'_> {
         self.hdr().inline_on()
     }
 
-    /// Stops storing pairs inline (the leaf must hold no inline pair any more).
-    pub(crate) fn disable_inline(&mut self) {
-        debug_assert!(self.tags().iter().all(|&e| !is_inline(e)));
-        self.hdr()
-            .kind
-            .fetch_and(!KIND_INLINE_ON, Ordering::Relaxed);
+    /// How many of the pairs of key ranks `[j, nr)` would fit inline (inline ones, and
+    /// blocks of at most [`INLINE_MAX`] key and value bytes). The leaf must be sorted.
+    pub(crate) fn small_from(&self, j: usize) -> usize {
+        debug_assert!(self.is_sorted());
+        self.order()[j.min(self.len())..]
+            .iter()
+            .filter(|&&o| {
+                let e = self.tags()[o as usize];
+                is_inline(e) || ekv(e).pair_len() <= INLINE_MAX
+            })
+            .count()
     }
 
     /// The value of real slot `i`, writable in place.
@@ -1341,34 +1413,30 @@ impl WriteLeaf<'_> {
         let mut src = [Moved::EMPTY; MAX_CAP];
         for (s, &k) in src.iter_mut().zip(&keys[..m]) {
             let j = (k & 0xFF) as usize;
-            let (tag, pair) = &pairs[j];
-            *s = match pair {
-                Pair::Heap(kv) => Moved {
-                    e: entry(*tag, *kv),
-                    cell: [0; INLINE_MAX],
-                    rank: j as u8,
-                },
-                Pair::Inline(ip) => Moved {
-                    e: entry_inline(*tag, ip),
-                    cell: *ip.data(),
-                    rank: j as u8,
-                },
-            };
+            let (tag, pair) = pairs[j];
+            *s = Moved::of(tag, pair, j as u8);
         }
         self.place(&src[..m]);
     }
 
     /// Split (Algorithm 4): moves the pairs of key ranks `[j, nr)` to `right` (an empty
-    /// leaf of the same capacity that takes inline pairs if this one holds any) and keeps
-    /// ranks `[0, j)`, both spread around their home slots and fully sorted. The leaf must
-    /// be sorted ([`Self::sort`]).
+    /// leaf of the same capacity) and keeps ranks `[0, j)`, both spread around their home
+    /// slots and fully sorted. The leaf must be sorted ([`Self::sort`]).
     ///
     /// Entries move as their tag words (a pair block's address or an inline entry's
     /// lengths) plus, for inline pairs, their 16-byte cells: no pair is copied out as a
     /// [`Pair`], nothing is allocated, and no tag sort is needed, because reading the
     /// slots in order yields each half already ordered by tag (measured: see the module
-    /// docs, "Splits").
-    pub(crate) fn split_into(&mut self, right: &mut WriteLeaf<'_>, j: usize) {
+    /// docs, "Splits"). Only when `right`'s kind differs from this leaf's does each moving
+    /// pair go through `convert` (given the pair and whether `right` takes inline pairs; it
+    /// must return an inline pair only if `right` does, and may turn a block that fits into
+    /// an inline pair); the tag stays.
+    pub(crate) fn split_into(
+        &mut self,
+        right: &mut WriteLeaf<'_>,
+        j: usize,
+        convert: &mut dyn FnMut(Pair, bool) -> Pair,
+    ) {
         debug_assert!(self.is_sorted());
         let n = self.len();
         let cap = self.cap();
@@ -1405,6 +1473,18 @@ impl WriteLeaf<'_> {
             }
         }
         debug_assert_eq!(nl + nh, n);
+        let to_inline = right.inline_on();
+        if to_inline != self.inline_on() {
+            for m in &mut hi[..nh] {
+                let p = if is_inline(m.e) {
+                    let (k, v) = inline_lens(m.e);
+                    Pair::Inline(InlinePair::from_parts(k, v, m.cell))
+                } else {
+                    Pair::Heap(ekv(m.e))
+                };
+                *m = Moved::of(etag(m.e), convert(p, to_inline), m.rank);
+            }
+        }
         right.place(&hi[..nh]);
         self.place(&lo[..nl]);
     }
@@ -1716,10 +1796,31 @@ mod tests {
         }
     }
 
-    fn split_into_case(pool: &impl LeafAlloc, n: usize, j: usize) {
+    /// The index's conversion of a pair moving into a leaf of the other kind (see
+    /// `Wormhole::convert_pair`), without the memory counters.
+    fn convert(kvp: &ClassPools, p: Pair, inline: bool) -> Pair {
+        match p {
+            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(kvp, ip.key(), ip.value())),
+            Pair::Heap(kv) if inline => {
+                // SAFETY: the test owns the block.
+                let (k, v) = unsafe { (kv.key(), kv.value()) };
+                match InlinePair::new(k, v) {
+                    Some(ip) => {
+                        // SAFETY: replaced by its copy, never used again.
+                        unsafe { kv.free(kvp) };
+                        Pair::Inline(ip)
+                    }
+                    None => p,
+                }
+            }
+            _ => p,
+        }
+    }
+
+    fn split_into_case(pool: &impl LeafAlloc, n: usize, j: usize, kinds: (bool, bool)) {
         let kvp = crate::kv::kv_pools();
-        let left = LeafPtr::alloc(pool, n, Box::new([]), 0);
-        let right = LeafPtr::alloc(pool, n, Box::new([]), 0);
+        let left = LeafPtr::alloc_kind(pool, n, Box::new([]), 0, kinds.0);
+        let right = LeafPtr::alloc_kind(pool, n, Box::new([]), 0, kinds.1);
         let mut model = Model::new();
         // SAFETY: the test owns both leaves.
         let (mut lw, mut rw) = unsafe { (left.write(), right.write()) };
@@ -1730,7 +1831,23 @@ mod tests {
             model.insert(k, val(i));
         }
         lw.sort();
-        lw.split_into(&mut rw, j);
+        let mut converted = 0;
+        lw.split_into(&mut rw, j, &mut |p, inline| {
+            converted += 1;
+            convert(&kvp, p, inline)
+        });
+        // Pairs are converted exactly when the kinds differ, one call per moving pair.
+        let differ = lw.inline_on() != rw.inline_on();
+        assert_eq!(converted, if differ { n - j } else { 0 });
+        // The right leaf holds every pair in its own kind's form.
+        for &e in rw.tags() {
+            if !is_hole(e) && rw.inline_on() && differ {
+                assert!(is_inline(e) || ekv(e).pair_len() > INLINE_MAX);
+            }
+            if !is_hole(e) && !rw.inline_on() {
+                assert!(!is_inline(e));
+            }
+        }
         let mut it = model.into_iter();
         let ml: Model = it.by_ref().take(j).collect();
         let mr: Model = it.collect();
@@ -1750,13 +1867,16 @@ mod tests {
     }
 
     /// `split_into` at the middle and at both extremes, for leaves with and without an
-    /// inline area: both halves hold exactly their key ranges, sorted, with valid arrays.
+    /// inline area and between the kinds: both halves hold exactly their key ranges, sorted,
+    /// with valid arrays, and a right leaf of the other kind holds its pairs in its form.
     #[test]
     fn split_into_halves() {
         let n = if cfg!(miri) { 16 } else { 128 };
         for j in [1, n / 2, n - 1] {
-            split_into_case(&LeafPools::new(n), n, j);
-            split_into_case(&leaf_pool(n), n, j);
+            for kinds in [(true, true), (true, false), (false, true), (false, false)] {
+                split_into_case(&LeafPools::new(n), n, j, kinds);
+            }
+            split_into_case(&leaf_pool(n), n, j, (true, true));
         }
     }
 
@@ -1861,17 +1981,20 @@ mod tests {
         unsafe { right.free(&pools) };
     }
 
-    /// A leaf whose inline pairs were moved to blocks and whose inline pairs were then
-    /// disabled (the head in plain mode) stores every pair as a block.
+    /// A plain leaf from the index's pools stores every pair as a block; the pools count
+    /// the live leaves of each kind and hint cell prefetches while most leaves have cells.
     #[test]
-    fn disabled_inline_stores_blocks() {
+    fn plain_leaf_stores_blocks_and_pools_count_kinds() {
         let pools = LeafPools::new(16);
         let kvp = crate::kv::kv_pools();
-        let leaf = LeafPtr::alloc(&pools, 16, Box::new([]), 0);
+        let head = LeafPtr::alloc(&pools, 16, Box::new([]), 0);
+        assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 0), true));
+        let leaf = LeafPtr::alloc_kind(&pools, 16, Box::new([]), 0, false);
+        assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 1), true));
+        let other = LeafPtr::alloc_kind(&pools, 16, Box::new([]), 0, false);
+        assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 2), false));
         // SAFETY: owned.
         let mut w = unsafe { leaf.write() };
-        assert!(w.inline_on());
-        w.disable_inline();
         assert!(!w.inline_on());
         let mut model = Model::new();
         for i in 0..10u32 {
@@ -1882,10 +2005,19 @@ mod tests {
             model.insert(k, b"v".to_vec());
         }
         check(&w, &model);
+        w.sort();
+        assert_eq!(w.small_from(0), 10);
+        assert_eq!(w.small_from(7), 3);
         free_all(&mut w, &kvp);
         drop(w);
         // SAFETY: owned, unlocked.
         unsafe { leaf.free(&pools) };
+        pools.unlinked(false);
+        assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 1), true));
+        // SAFETY: as above.
+        unsafe { other.free(&pools) };
+        // SAFETY: as above.
+        unsafe { head.free(&pools) };
     }
 
     #[test]

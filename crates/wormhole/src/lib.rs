@@ -69,8 +69,9 @@
 //!   cache (`meta`, measured there and in `docs/wormhole.md`).
 //! * Pairs of at most 16 bytes live in the leaf, in a cell per tag slot that is prefetched
 //!   with the home tag line (one DRAM round trip per lookup after the MetaTrieHT instead of
-//!   two); an index decides at its first split whether its leaves have the inline area,
-//!   so long-key sets do not pay for it. Pair blocks have a 2-byte header for keys under
+//!   two); each leaf gets the inline area only when it is made for pairs that mostly fit
+//!   (the head, and the right leaf of a split whose moving pairs are at least half small),
+//!   so long-key sets do not pay for it and a set whose pair sizes change adapts. Pair blocks have a 2-byte header for keys under
 //!   255 bytes (`leaf`, "Inline pairs"; `kv`).
 //! * A leaf's tag array spreads its entries over all slots (holes carry their right
 //!   neighbour's tag, so the array stays sorted) and direct positioning uses the capacity
@@ -399,7 +400,7 @@ impl Wormhole {
             tg.leaf.prefetch_tags(
                 leaf_tag(tg.hash),
                 self.cfg.leaf_capacity,
-                self.pool.inline_mode(),
+                self.pool.prefetch_cells(),
             );
         }
     }
@@ -472,7 +473,7 @@ impl Wormhole {
                     tg.leaf.prefetch_around(
                         leaf_tag(tg.hash),
                         self.cfg.leaf_capacity,
-                        self.pool.inline_mode(),
+                        self.pool.prefetch_cells(),
                     );
                 }
                 // SAFETY: reached through the published table under `g`.
@@ -573,7 +574,6 @@ impl Wormhole {
                     return Ok(true);
                 }
                 Pos::Absent { .. } => {
-                    self.decide_inline(&mut w);
                     drop(w);
                     drop(g);
                     self.split(key);
@@ -620,38 +620,33 @@ impl Wormhole {
         unsafe { p.free(&self.kvp) };
     }
 
-    /// Before the first split (the head leaf is full and the inline mode undecided):
-    /// decides the inline mode from the head's pairs (see `leaf`, "Inline pairs"). In
-    /// plain mode the head's inline pairs move to blocks and it stops taking inline pairs.
-    fn decide_inline(&self, w: &mut WriteLeaf<'_>) {
-        if !self.pool.undecided() {
-            return;
-        }
-        let pairs = w.sorted_pairs();
-        // The head takes inline pairs while the mode is undecided: the inline ones fit.
-        let fit = pairs
-            .iter()
-            .filter(|(_, p)| matches!(p, Pair::Inline(_)))
-            .count();
-        if self.pool.decide(fit, pairs.len()) {
-            return;
-        }
-        let mut moved = Vec::with_capacity(pairs.len());
-        for (tag, p) in pairs {
-            let q = match p {
-                Pair::Inline(ip) => {
-                    let kv = Kv::new(&self.kvp, ip.key(), ip.value());
-                    self.inline_bytes.add(-(p.inline_bytes() as isize));
-                    self.kv_bytes
-                        .add(kv.block_bytes(&self.kvp) as isize - p.inline_bytes() as isize);
-                    Pair::Heap(kv)
+    /// `p` in the form a leaf that takes inline pairs (`inline`) or does not should hold:
+    /// an inline pair becomes a block for a leaf without, a block that fits becomes an
+    /// inline pair for a leaf with (its block freed); anything else stays. Keeps the memory
+    /// counters right. For pairs moving between leaves of different kinds (splits and
+    /// merges, under the write locks of both leaves).
+    fn convert_pair(&self, p: Pair, inline: bool) -> Pair {
+        let q = match p {
+            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(&self.kvp, ip.key(), ip.value())),
+            Pair::Heap(kv) if inline => {
+                // SAFETY: the block is live: its leaf is write-locked by the caller.
+                let k = unsafe { kv.key() };
+                // SAFETY: as above.
+                let v = unsafe { kv.value() };
+                match InlinePair::new(k, v) {
+                    Some(ip) => Pair::Inline(ip),
+                    None => return p,
                 }
-                heap => heap,
-            };
-            moved.push((tag, q));
-        }
-        w.rebuild(&moved);
-        w.disable_inline();
+            }
+            _ => return p,
+        };
+        // SAFETY: `q` is fresh (a new block, or a copy).
+        self.kv_bytes.add(unsafe { q.bytes(&self.kvp) } as isize);
+        self.inline_bytes.add(q.inline_bytes() as isize);
+        // SAFETY: the old form is no longer referenced: the caller stores `q` in its place,
+        // under the leaf locks every reader of a pair holds.
+        unsafe { self.drop_pair(p) };
+        q
     }
 
     /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
@@ -739,7 +734,6 @@ impl Wormhole {
                     return Ok(false);
                 }
                 Pos::Absent { .. } => {
-                    self.decide_inline(&mut w);
                     drop(w);
                     drop(g);
                     self.split(key);
@@ -812,6 +806,10 @@ impl Wormhole {
         let mut prev: Option<LeafPtr> = None;
         let mut count = 0;
         let mut last_key: Option<Vec<u8>> = None;
+        // Bytes of the pairs as they are stored (blocks' slots, inline key and value
+        // bytes), and live leaves with and without inline pairs.
+        let (mut kv_bytes, mut inline_bytes) = (0, 0);
+        let mut kinds = (0, 0);
         while let Some(leaf) = p {
             // SAFETY: linked leaves are live; pinned.
             let mut w = unsafe { leaf.write() };
@@ -826,7 +824,15 @@ impl Wormhole {
             } else {
                 assert!(anchor.is_empty());
             }
+            if w.inline_on() {
+                kinds.0 += 1;
+            } else {
+                kinds.1 += 1;
+            }
             for (tag, kv) in w.sorted_pairs() {
+                // SAFETY: live under the lock.
+                kv_bytes += unsafe { kv.bytes(&self.kvp) };
+                inline_bytes += kv.inline_bytes();
                 // SAFETY: live under the lock.
                 let k = unsafe { kv.key() };
                 assert!(k >= anchor.as_slice(), "key below its leaf's anchor");
@@ -843,6 +849,13 @@ impl Wormhole {
         }
         assert_eq!(count, self.len());
         assert_eq!(leaves.len(), self.leaf_count());
+        assert_eq!(kv_bytes, self.kv_bytes.sum(), "key_value_bytes counter");
+        assert_eq!(
+            inline_bytes,
+            self.inline_bytes.sum(),
+            "inline bytes counter"
+        );
+        assert_eq!(kinds, self.pool.live(), "leaves of each kind");
         self.table(&g).check(&leaves);
         wr.shadow_ref().check(&leaves);
     }

@@ -217,11 +217,20 @@ impl Wormhole {
         };
         let v = t.version + 1;
         let next = lw.hdr().next();
-        let right = LeafPtr::alloc(&self.pool, self.cfg.leaf_capacity, anchor.clone(), v);
+        // The new leaf takes inline pairs when at least half of its pairs fit (see `leaf`,
+        // "Inline pairs"): each leaf's kind follows the pairs it was made for.
+        let inline = lw.small_from(j) * 2 >= n - j;
+        let right = LeafPtr::alloc_kind(
+            &self.pool,
+            self.cfg.leaf_capacity,
+            anchor.clone(),
+            v,
+            inline,
+        );
         {
             // SAFETY: the new leaf is not reachable yet; we own it.
             let mut rw = unsafe { right.write() };
-            lw.split_into(&mut rw, j);
+            lw.split_into(&mut rw, j, &mut |p, inline| self.convert_pair(p, inline));
             rw.set_prev(Some(leaf));
             rw.set_next(next);
         }
@@ -297,7 +306,14 @@ impl Wormhole {
         guard: &Guard,
     ) {
         let mut pairs = left.sorted_pairs();
-        pairs.extend(victim.sorted_pairs());
+        // The victim's pairs take the survivor's form (its kind may differ).
+        let inline = left.inline_on();
+        pairs.extend(
+            victim
+                .sorted_pairs()
+                .into_iter()
+                .map(|(t, p)| (t, self.convert_pair(p, inline))),
+        );
         left.rebuild(&pairs);
         victim.rebuild(&[]);
         left.set_version(v);
@@ -315,6 +331,7 @@ impl Wormhole {
         let anchor: Box<[u8]> = victim.hdr().anchor().into();
         w.shadow_mut().remove_anchor(&anchor, vp, lp, next);
         self.leaves.fetch_sub(1, Ordering::Relaxed);
+        self.pool.unlinked(victim.inline_on());
         self.anchor_bytes.fetch_sub(anchor.len(), Ordering::Relaxed);
         let change = Change::Remove {
             anchor,

@@ -282,8 +282,8 @@ fn memory_usage_counts() {
 }
 
 /// Inline pairs (`leaf`, "Inline pairs"): values growing past the inline limit and
-/// shrinking back, through splits and merges, in an index in inline mode; and an index of
-/// long keys, which decides on plain leaves at its first split.
+/// shrinking back, through splits and merges, in an index of small pairs (inline leaves);
+/// and an index of long keys, whose splits make plain leaves.
 #[test]
 fn inline_pairs_grow_shrink_split_merge() {
     let n: u32 = if cfg!(miri) { 300 } else { 20_000 };
@@ -310,22 +310,16 @@ fn inline_pairs_grow_shrink_split_merge() {
         }
         *v = new;
     }
-    assert!(wh.pool.inline_mode(), "small pairs: inline leaves");
+    let (inl, plain) = wh.pool.live();
+    assert!(
+        inl > plain && wh.pool.prefetch_cells(),
+        "small pairs: inline leaves"
+    );
     wh.debug_validate();
     let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
     assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
     // Remove most keys (merges move inline pairs), then check every survivor.
-    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
-    for (r, k) in keys.iter().enumerate() {
-        if r % 8 != 0 {
-            assert!(wh.remove(k));
-            model.remove(k);
-        }
-    }
-    wh.debug_validate();
-    for (k, v) in &model {
-        assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
-    }
+    remove_7_of_8(&wh, &mut model);
     let m = wh.memory_usage();
     let kv: usize = model
         .iter()
@@ -339,8 +333,8 @@ fn inline_pairs_grow_shrink_split_merge() {
         .sum();
     assert_eq!(m.key_value_bytes, kv);
 
-    // Long keys: the first split chooses plain leaves; the head's inline pairs become
-    // blocks, and nothing is lost.
+    // Long keys: splits make plain leaves, the head's small pairs that move into them
+    // become blocks, and nothing is lost.
     let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
     let mut model = BTreeMap::new();
     for i in 0..(n / 4) {
@@ -355,10 +349,112 @@ fn inline_pairs_grow_shrink_split_merge() {
             model.insert(i.to_be_bytes().to_vec(), b"s".to_vec());
         }
     }
-    assert!(!wh.pool.inline_mode(), "long keys: plain leaves");
+    let (inl, plain) = wh.pool.live();
+    assert!(
+        inl < plain && !wh.pool.prefetch_cells(),
+        "long keys: plain leaves"
+    );
     wh.debug_validate();
     let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
     assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+}
+
+/// Removes all keys of `model` but every eighth (in key order) from `wh` and the model
+/// (leaves merge), validates, and looks every survivor up.
+fn remove_7_of_8(wh: &Wormhole, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    for (r, k) in keys.iter().enumerate() {
+        if r % 8 != 0 {
+            assert!(wh.remove(k));
+            model.remove(k);
+        }
+    }
+    wh.debug_validate();
+    for (k, v) in model.iter() {
+        assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
+    }
+}
+
+/// Bounds of the `key_value_bytes` of `model`'s pairs: a pair's form (inline bytes or a
+/// block's slot) depends on its leaf's kind, so each pair counts between its smallest and
+/// its largest form. (`debug_validate` checks the exact figure against the leaves.)
+fn kv_bytes_bounds(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> (usize, usize) {
+    let (mut lo, mut hi) = (0, 0);
+    for (k, v) in model {
+        let n = k.len() + v.len();
+        let block = (2 + n).next_multiple_of(8);
+        hi += block.max(n);
+        lo += if n <= 16 { n } else { block };
+    }
+    (lo, hi)
+}
+
+/// Each leaf's kind follows the pairs it was made for (`leaf`, "Inline pairs"): an index
+/// that starts with long keys (plain leaves) and then takes many small pairs makes inline
+/// leaves for them, moving the small pairs of plain leaves inline when they split into an
+/// inline leaf; the reverse (small pairs, then long ones) makes plain leaves. Merges move
+/// pairs between the kinds. Every step keeps the contents, the structure and the memory
+/// counters right.
+#[test]
+fn leaf_kinds_follow_the_pairs() {
+    let n: u32 = if cfg!(miri) { 200 } else { 20_000 };
+    for small_first in [false, true] {
+        let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+        let mut model = BTreeMap::new();
+        let long = |i: u32| {
+            let mut k = b"a-long-shared-prefix/".to_vec();
+            k.extend_from_slice(&i.wrapping_mul(0x9E37_79B9).to_be_bytes());
+            k
+        };
+        let short = |i: u32| i.wrapping_mul(0x85EB_CA6B).to_be_bytes().to_vec();
+        type KeyFn<'a> = &'a dyn Fn(u32) -> Vec<u8>;
+        let (first, second): (KeyFn, KeyFn) = if small_first {
+            (&short, &long)
+        } else {
+            (&long, &short)
+        };
+        for i in 0..n / 4 {
+            let k = first(i);
+            wh.insert(&k, b"v").unwrap();
+            model.insert(k, b"v".to_vec());
+        }
+        let before = wh.pool.live();
+        // The second kind of pairs, 3x as many, over the same key space: splits of leaves
+        // of the first kind make leaves of the second kind.
+        for i in 0..n {
+            let k = second(i);
+            wh.insert(&k, b"w").unwrap();
+            model.insert(k, b"w".to_vec());
+        }
+        wh.debug_validate();
+        let after = wh.pool.live();
+        if small_first {
+            assert!(before.0 > before.1, "{before:?}");
+            assert!(
+                after.1 > before.1 + 10,
+                "plain leaves for long keys: {after:?}"
+            );
+        } else {
+            assert!(before.0 < before.1, "{before:?}");
+            assert!(
+                after.0 > before.0 + 10,
+                "inline leaves for short keys: {after:?}"
+            );
+        }
+        let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+        assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
+        let (lo, hi) = kv_bytes_bounds(&model);
+        let kvb = wh.memory_usage().key_value_bytes;
+        assert!((lo..=hi).contains(&kvb), "{lo} <= {kvb} <= {hi}");
+        // Remove 7 of 8 of each kind: merges move pairs between leaves of both kinds.
+        remove_7_of_8(&wh, &mut model);
+        let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+        assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
+        let (lo, hi) = kv_bytes_bounds(&model);
+        let kvb = wh.memory_usage().key_value_bytes;
+        assert!((lo..=hi).contains(&kvb), "{lo} <= {kvb} <= {hi}");
+        assert_eq!(wh.len(), model.len());
+    }
 }
 
 #[test]
