@@ -230,6 +230,11 @@ impl Lib {
                  scripts/build-wormhole-c.sh and export {ENV}=/path/to/libwh.so"
             )
         })?;
+        Lib::open_path(&path)
+    }
+
+    /// Opens the library at `path` (the value of [`ENV`]).
+    fn open_path(path: &std::ffi::OsStr) -> std::result::Result<Lib, String> {
         let c = CString::new(path.as_bytes()).map_err(|_| format!("{ENV} contains a NUL byte"))?;
         // SAFETY: `c` is a NUL-terminated path; loading runs the library's constructors,
         // which only initialise its own statics.
@@ -851,6 +856,20 @@ mod tests {
                 .iter()
                 .any(|e| e.name == "wormhole-c")
         );
+    }
+
+    #[test]
+    fn unloadable_library_is_a_clear_error() {
+        let e = Lib::open_path("/nonexistent/libwh.so".as_ref())
+            .err()
+            .unwrap();
+        assert!(
+            e.contains(ENV) && e.contains("/nonexistent/libwh.so"),
+            "{e}"
+        );
+        // A real shared library without the Wormhole symbols.
+        let e = Lib::open_path("libm.so.6".as_ref()).err().unwrap();
+        assert!(e.contains("wormhole_create"), "{e}");
     }
 
     #[test]
