@@ -14,6 +14,11 @@
 //! sets `glibc.malloc.hugetlb` (the user's value wins, and the re-executed child never
 //! re-executes again). The state is printed in the header of `run` and recorded in every
 //! JSON result (`malloc`).
+//!
+//! When the opt-in `wormhole-c` peer is configured (`ORRERY_WORMHOLE_C` set), the same
+//! re-execution also appends `glibc.rtld.optional_static_tls=16384`, which the jemalloc the
+//! C library is linked against needs to be `dlopen`ed (see `peers::wormhole_c`, "Loading"),
+//! unless `GLIBC_TUNABLES` already sets it; `--no-huge-malloc` does not turn that off.
 
 use std::ffi::OsString;
 
@@ -23,16 +28,29 @@ pub(crate) const OPT_OUT: &str = "--no-huge-malloc";
 /// The tunable that turns on THP for glibc's `malloc`.
 const TUNABLE: &str = "glibc.malloc.hugetlb=1";
 
-/// The `GLIBC_TUNABLES` value to re-execute with, or `None` to run as is.
-fn reexec_value(args: &[OsString], tunables: Option<&str>) -> Option<String> {
-    if !cfg!(all(target_os = "linux", target_env = "gnu")) || args.iter().any(|a| a == OPT_OUT) {
+/// The `GLIBC_TUNABLES` value to re-execute with, or `None` to run as is. `c_peer`: the
+/// `wormhole-c` library is configured and needs static TLS room.
+fn reexec_value(args: &[OsString], tunables: Option<&str>, c_peer: bool) -> Option<String> {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
         return None;
     }
-    match tunables {
-        Some(t) if t.contains("glibc.malloc.hugetlb") => None,
-        Some(t) if !t.is_empty() => Some(format!("{t}:{TUNABLE}")),
-        _ => Some(TUNABLE.to_string()),
+    let t = tunables.unwrap_or("");
+    let mut add = Vec::new();
+    if !args.iter().any(|a| a == OPT_OUT) && !t.contains("glibc.malloc.hugetlb") {
+        add.push(TUNABLE);
     }
+    if c_peer && !t.contains("glibc.rtld.optional_static_tls") {
+        add.push(crate::peers::wormhole_c::TLS_TUNABLE);
+    }
+    if add.is_empty() {
+        return None;
+    }
+    let add = add.join(":");
+    Some(if t.is_empty() {
+        add
+    } else {
+        format!("{t}:{add}")
+    })
 }
 
 /// Re-executes the program with huge-page `malloc` if it is not on yet (see the module
@@ -40,7 +58,8 @@ fn reexec_value(args: &[OsString], tunables: Option<&str>) -> Option<String> {
 pub(crate) fn reexec_if_needed() {
     let args: Vec<OsString> = std::env::args_os().collect();
     let tunables = std::env::var("GLIBC_TUNABLES").ok();
-    let Some(value) = reexec_value(&args, tunables.as_deref()) else {
+    let c_peer = std::env::var_os(crate::peers::wormhole_c::ENV).is_some();
+    let Some(value) = reexec_value(&args, tunables.as_deref(), c_peer) else {
         return;
     };
     #[cfg(unix)]
@@ -95,17 +114,38 @@ mod tests {
             return;
         }
         let run = args(&["orrery-bench", "run", "--index", "btreemap"]);
-        assert_eq!(reexec_value(&run, None).as_deref(), Some(TUNABLE));
-        assert_eq!(reexec_value(&run, Some("")).as_deref(), Some(TUNABLE));
+        assert_eq!(reexec_value(&run, None, false).as_deref(), Some(TUNABLE));
         assert_eq!(
-            reexec_value(&run, Some("glibc.malloc.arena_max=2")).as_deref(),
+            reexec_value(&run, Some(""), false).as_deref(),
+            Some(TUNABLE)
+        );
+        assert_eq!(
+            reexec_value(&run, Some("glibc.malloc.arena_max=2"), false).as_deref(),
             Some("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1")
         );
         // Already set (by the user or by our own re-execution): run as is.
-        assert_eq!(reexec_value(&run, Some("glibc.malloc.hugetlb=0")), None);
-        assert_eq!(reexec_value(&run, Some(TUNABLE)), None);
+        assert_eq!(
+            reexec_value(&run, Some("glibc.malloc.hugetlb=0"), false),
+            None
+        );
+        assert_eq!(reexec_value(&run, Some(TUNABLE), false), None);
         let mut opt_out = run.clone();
         opt_out.push(OPT_OUT.into());
-        assert_eq!(reexec_value(&opt_out, None), None);
+        assert_eq!(reexec_value(&opt_out, None, false), None);
+        // The C peer's static TLS room, added once, also with --no-huge-malloc.
+        let tls = crate::peers::wormhole_c::TLS_TUNABLE;
+        assert_eq!(
+            reexec_value(&run, None, true),
+            Some(format!("{TUNABLE}:{tls}"))
+        );
+        assert_eq!(reexec_value(&opt_out, None, true).as_deref(), Some(tls));
+        assert_eq!(
+            reexec_value(&run, Some(&format!("{TUNABLE}:{tls}")), true),
+            None
+        );
+        assert_eq!(
+            reexec_value(&opt_out, Some("glibc.rtld.optional_static_tls=99999"), true),
+            None
+        );
     }
 }

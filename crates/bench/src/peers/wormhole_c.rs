@@ -8,7 +8,6 @@
 //! apt-get install clang libjemalloc-dev
 //! scripts/build-wormhole-c.sh /some/where/wormhole /some/where/whc-build
 //! export ORRERY_WORMHOLE_C=/some/where/whc-build/libwh.so
-//! export GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384   # see "Loading"
 //! cargo run --release -p orrery-bench -- run --index wormhole,wormhole-c \
 //!     --dataset rand-8 --keys 10M --workload load,c --threads 1,2 --ops 2M
 //! GLIBC_TUNABLES=... ORRERY_WORMHOLE_C=... cargo test -p orrery-bench wormhole_c
@@ -40,7 +39,9 @@
 //! block), and glibc leaves only 512 bytes of static TLS for libraries opened after
 //! start-up, so `dlopen` fails with "cannot allocate memory in static TLS block" unless the
 //! process starts with `GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384` ([`TLS_TUNABLE`];
-//! the error message says so). That tunable only reserves per-thread TLS room; it changes
+//! the error message says so). `orrery-bench` adds it itself when `ORRERY_WORMHOLE_C` is
+//! set (its start-up re-execution, `machine::malloc`); test binaries do not re-execute, so
+//! `cargo test` needs it exported (the command above). That tunable only reserves per-thread TLS room; it changes
 //! nothing for the Rust indexes, which keep glibc's allocator (unlike `LD_PRELOAD`ing
 //! jemalloc, which would swap the allocator under every index in the process).
 //!
