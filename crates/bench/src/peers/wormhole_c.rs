@@ -311,14 +311,7 @@ impl Lib {
         // The adapter hashes keys itself (as kv_crc32c does); a library whose hash differs
         // would miss every lookup, so check on a few keys before accepting it.
         for key in [&b""[..], b"k", b"0123456789abc"] {
-            let mut k = Kref {
-                len: 0,
-                hash32: 0,
-                ptr: std::ptr::null(),
-            };
-            // SAFETY: `k` is writable and `key` readable for its length.
-            unsafe { (lib.kref_hash32)(&mut k, key.as_ptr(), key.len() as u32) };
-            let theirs = k.hash32;
+            let theirs = lib.c_hash32(key);
             if theirs != hash32(key) {
                 return Err(named(format!(
                     "its key hash differs from kv_crc32c's (got {theirs:#x} for {key:?})"
@@ -326,6 +319,19 @@ impl Lib {
             }
         }
         Ok(lib)
+    }
+
+    /// The C code's own 32-bit key hash (`kref_ref_hash32`).
+    fn c_hash32(&self, key: &[u8]) -> u32 {
+        let mut k = Kref {
+            len: 0,
+            hash32: 0,
+            ptr: std::ptr::null(),
+        };
+        // SAFETY: `k` is writable and `key` readable for its length (at most the API's key
+        // limit, far below `u32::MAX`).
+        unsafe { (self.kref_hash32)(&mut k, key.as_ptr(), key.len() as u32) };
+        k.hash32
     }
 
     /// jemalloc's `stats.allocated`, refreshed; `None` without jemalloc statistics.
@@ -885,15 +891,7 @@ mod tests {
             b"12345678",
             b"0123456789abcdefXYZ",
         ] {
-            let mut k = Kref {
-                len: 0,
-                hash32: 0,
-                ptr: std::ptr::null(),
-            };
-            // SAFETY: `k` is writable and `key` readable for its length.
-            unsafe { (lib.kref_hash32)(&mut k, key.as_ptr(), key.len() as u32) };
-            let want = k.hash32;
-            assert_eq!(hash32(key), want, "{key:?}");
+            assert_eq!(hash32(key), lib.c_hash32(key), "{key:?}");
         }
     }
 
