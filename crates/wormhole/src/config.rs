@@ -33,6 +33,12 @@ pub struct Config {
     /// new chunk is faulted by the thread that first writes it. Speed only, and at most
     /// one spare chunk (counted in `memory_usage()`).
     pub prefault: bool,
+    /// Item prefetch (not in the paper; measured in `docs/results/wormhole.md`): the
+    /// MetaTrieHT keeps its items at positions computed from their hash, and a search
+    /// prefetches the item of its most likely final prefix length together with its first
+    /// slots (see the crate's `items` module). Off: items are placed the same way but not
+    /// prefetched ahead (the ablation of this switch). Speed only.
+    pub prefetch_items: bool,
 }
 
 impl Default for Config {
@@ -44,6 +50,7 @@ impl Default for Config {
             sort_by_tag: true,
             direct_pos: true,
             prefault: true,
+            prefetch_items: true,
         }
     }
 }
@@ -129,6 +136,12 @@ impl WormholeBuilder {
     /// [`Config::prefault`]).
     pub fn prefault(mut self, on: bool) -> Self {
         self.config.prefault = on;
+        self
+    }
+
+    /// The item prefetch (default on; see [`Config::prefetch_items`]).
+    pub fn prefetch_items(mut self, on: bool) -> Self {
+        self.config.prefetch_items = on;
         self
     }
 

@@ -137,6 +137,7 @@ mod anchor;
 mod batch;
 mod classes;
 mod config;
+mod items;
 mod iter;
 mod kv;
 mod leaf;
@@ -236,8 +237,6 @@ pub struct Wormhole {
     inline_bytes: Stripes,
     /// Size-class pools of the pair blocks (`classes`, `kv`).
     kvp: ClassPools,
-    /// Size-class pools of the MetaTrieHT items (both tables).
-    items: Arc<ClassPools>,
     leaves: AtomicUsize,
     anchor_bytes: AtomicUsize,
     meta_bytes: AtomicUsize,
@@ -311,12 +310,10 @@ impl Wormhole {
         let pool = Arc::new(LeafPools::new(cfg.leaf_capacity));
         pool.attach(&populator);
         let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
-        let items = meta::item_pools();
-        items.attach(&populator);
         let kvp = kv::kv_pools();
         kvp.attach(&populator);
-        let t1 = Box::new(MetaTable::new(head, items.clone()));
-        let t2 = Box::new(MetaTable::new(head, items.clone()));
+        let t1 = Box::new(MetaTable::new(head));
+        let t2 = Box::new(MetaTable::new(head));
         let meta = t1.bytes() * 2;
         Wormhole {
             current: AtomicPtr::new(Box::into_raw(t1)),
@@ -328,7 +325,6 @@ impl Wormhole {
             kv_bytes: Stripes::new(),
             inline_bytes: Stripes::new(),
             kvp,
-            items,
             leaves: AtomicUsize::new(1),
             anchor_bytes: AtomicUsize::new(0),
             meta_bytes: AtomicUsize::new(meta),
@@ -781,10 +777,6 @@ impl Wormhole {
                     .kvp
                     .reserved_bytes()
                     .saturating_sub(self.kvp.live_bytes())
-                + self
-                    .items
-                    .reserved_bytes()
-                    .saturating_sub(self.items.live_bytes())
                 + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed)
                 + self.populator.spare_bytes(),

@@ -90,12 +90,11 @@
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeArray, Zeroable};
 
-use crate::classes::ClassPools;
 use crate::deps::hash::{crc32c, crc32c_extend, tag16};
+use crate::items::{ItemArray, MIN_CAP};
 use crate::leaf::LeafPtr;
 use crate::search::Plan;
 
@@ -124,12 +123,6 @@ pub(crate) const INLINE: usize = 7;
 const ITEM_SIZE: usize = 64;
 const _: () = assert!(size_of::<Item>() == ITEM_SIZE);
 
-/// The pool of items (64-byte blocks on huge pages, see `classes`), shared by both tables
-/// of an index.
-pub(crate) fn item_pools() -> Arc<ClassPools> {
-    Arc::new(ClassPools::new(ITEM_SIZE, ITEM_SIZE, ITEM_SIZE))
-}
-
 /// The bytes of a merged-away leaf's anchor, for the replay of its removal on the shadow
 /// table (see the module docs): items whose leftmost leaf is `leaf` are compared with
 /// `anchor`, never through the (possibly freed) leaf.
@@ -143,9 +136,9 @@ struct Victim<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ItemPtr(NonNull<Item>);
 
-impl ItemPtr {
+impl Item {
     /// A new item for `key` (CRC32C `hash`), leaf references unset.
-    fn alloc(pools: &ClassPools, key: &[u8], hash: u32) -> ItemPtr {
+    fn new(key: &[u8], hash: u32) -> Item {
         let mut it = Item {
             hash,
             len: key.len() as u32,
@@ -157,24 +150,11 @@ impl ItemPtr {
         };
         let n = key.len().min(INLINE);
         it.key[..n].copy_from_slice(&key[..n]);
-        ItemPtr::alloc_copy(pools, it)
+        it
     }
+}
 
-    /// A new block holding `it`.
-    fn alloc_copy(pools: &ClassPools, it: Item) -> ItemPtr {
-        let p = pools.alloc(ITEM_SIZE).cast::<Item>();
-        // SAFETY: the block is an item's size and alignment, and ours.
-        unsafe { p.as_ptr().write(it) };
-        ItemPtr(p)
-    }
-
-    /// # Safety
-    /// The item is not used afterwards.
-    unsafe fn free(self, pools: &ClassPools) {
-        // SAFETY: allocated by `alloc_copy` from `pools` with this size.
-        unsafe { pools.free(self.0.cast(), ITEM_SIZE) };
-    }
-
+impl ItemPtr {
     #[inline]
     fn addr(self) -> u64 {
         self.0.as_ptr().expose_provenance() as u64
@@ -438,8 +418,12 @@ impl Item {
 pub struct MetaStats {
     /// Items by kind.
     pub items: [usize; 3],
-    /// Bytes of item blocks by kind (size-class slots).
+    /// Bytes of the items by kind (64 each).
     pub item_bytes: [usize; 3],
+    /// Items at their home position of the item array (the position a search prefetches).
+    pub items_at_home: usize,
+    /// Positions of the item array.
+    pub item_cap: usize,
     /// Total prefix length of the leaf-only items.
     pub leaf_only_len_sum: usize,
     /// Leaf entries.
@@ -458,7 +442,7 @@ impl std::fmt::Display for MetaStats {
         write!(
             f,
             "leaf entries {} (avg len {:.1}); items {} (leaf-only {} / {} B, avg len {:.1}; internal {} / {} B; both {} / {} B); \
-             slots {} ({} B, {:.0}% of entries used); hot bytes {}",
+             item array {} positions, {} items at home; slots {} ({} B, {:.0}% of entries used); hot bytes {}",
             self.leaf_entries,
             self.leaf_entry_len_sum as f64 / self.leaf_entries.max(1) as f64,
             n - self.leaf_entries,
@@ -469,10 +453,12 @@ impl std::fmt::Display for MetaStats {
             self.item_bytes[1],
             self.items[2],
             self.item_bytes[2],
+            self.item_cap,
+            self.items_at_home,
             self.slots,
             self.slot_bytes,
             100.0 * n as f64 / (self.slots * 8).max(1) as f64,
-            self.slot_bytes + self.item_bytes.iter().sum::<usize>(),
+            self.slot_bytes + self.item_cap * ITEM_SIZE,
         )
     }
 }
@@ -557,10 +543,8 @@ pub(crate) struct MetaTable {
     pub(crate) version: u64,
     /// Longest anchor length (`L_anc` of Algorithm 1).
     max_len: usize,
-    /// Bytes of the item blocks.
-    item_bytes: usize,
-    /// Where the items come from (shared with the other table).
-    pools: Arc<ClassPools>,
+    /// The items, placed by hash (see `items`).
+    arr: ItemArray<Item>,
     /// Anchor length → number of anchors, to keep `max_len` exact on removals.
     lens: BTreeMap<usize, usize>,
     /// Number of anchors.
@@ -577,14 +561,18 @@ unsafe impl Sync for MetaTable {}
 
 impl MetaTable {
     /// A table holding only the root item (empty prefix, anchor of `first`).
-    pub(crate) fn new(first: LeafPtr, pools: Arc<ClassPools>) -> MetaTable {
-        let root = ItemPtr::alloc(&pools, &[], crc32c(&[]));
-        {
-            let r = root.get_mut();
-            r.anchor = 1;
-            r.leftmost = first.as_raw();
-            r.rightmost = first.as_raw();
-        }
+    pub(crate) fn new(first: LeafPtr) -> MetaTable {
+        let mut arr = ItemArray::new(MIN_CAP).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<Item>(MIN_CAP).expect("item array layout"),
+            )
+        });
+        let h = crc32c(&[]);
+        let mut r = Item::new(&[], h);
+        r.anchor = 1;
+        r.leftmost = first.as_raw();
+        r.rightmost = first.as_raw();
+        let root = ItemPtr(arr.insert(r, h));
         let mut t = MetaTable {
             slots: Slots::new(8),
             mask: 7,
@@ -592,8 +580,7 @@ impl MetaTable {
             root,
             version: 0,
             max_len: 0,
-            item_bytes: 0,
-            pools,
+            arr,
             lens: BTreeMap::from([(0, 1)]),
             anchors: 1,
             plan: Plan::build(&BTreeMap::from([(0, 1)]), 0),
@@ -634,7 +621,67 @@ impl MetaTable {
 
     /// Bytes held by the table (slots and items).
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.bytes() + self.item_bytes + self.plan.bytes()
+        self.slots.bytes() + self.arr.bytes() + self.plan.bytes()
+    }
+
+    /// Prefetches the home position of the item whose prefix has CRC32C `hash` (where it
+    /// most likely is, if it exists; see `items`).
+    #[inline]
+    pub(crate) fn prefetch_item(&self, hash: u32) {
+        crate::prefetch(self.arr.home(hash));
+    }
+
+    /// Stores a new item (prefix CRC32C `hash`), doubling the item array first when it
+    /// would be more than 3/4 full.
+    fn alloc_item(&mut self, it: Item, hash: u32) -> ItemPtr {
+        if (self.arr.len() + 1) * 4 > self.arr.cap() * 3 {
+            self.resize_items(self.arr.cap() * 2);
+        }
+        ItemPtr(self.arr.insert(it, hash))
+    }
+
+    /// Frees an item removed from the slots. The array is halved (see
+    /// [`MetaTable::shrink_items`]) only between structural changes, never here, so the
+    /// caller's other item pointers stay valid.
+    fn free_item(&mut self, it: ItemPtr) {
+        self.arr.remove(it.0);
+    }
+
+    /// Halves the item array while fewer than 3/16 of it is used (not below `MIN_CAP`).
+    fn shrink_items(&mut self) {
+        let mut cap = self.arr.cap();
+        while cap > MIN_CAP && self.arr.len() * 16 < cap * 3 {
+            cap /= 2;
+        }
+        if cap != self.arr.cap() {
+            self.resize_items(cap);
+        }
+    }
+
+    /// Moves every item to a fresh array of `cap` positions and rewrites the slot entries
+    /// naming them (writer only: an unpublished table).
+    fn resize_items(&mut self, cap: usize) {
+        let mut arr = ItemArray::new(cap).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<Item>(cap).expect("item array layout"),
+            )
+        });
+        for slot in self.slots.iter_mut() {
+            for e in slot.0.iter_mut() {
+                if *e & ITEM_ADDR_MASK == 0 || *e & LEAF_BIT != 0 {
+                    continue;
+                }
+                let old = ItemPtr::from_entry(*e);
+                let it = *old.get();
+                let new = ItemPtr(arr.insert(it, it.hash));
+                if old == self.root {
+                    self.root = new;
+                }
+                *e = (*e & !ITEM_ADDR_MASK) | new.addr();
+            }
+        }
+        debug_assert_eq!(arr.len(), self.arr.len());
+        self.arr = arr;
     }
 
     #[inline]
@@ -749,9 +796,6 @@ impl MetaTable {
         }
         self.place(r.bits(), hash);
         self.items += 1;
-        if let Ref::Item(_) = r {
-            self.item_bytes += self.pools.block_bytes(ITEM_SIZE);
-        }
     }
 
     /// The CRC32C of an entry's prefix (stored in items, recomputed for leaf entries).
@@ -817,12 +861,6 @@ impl MetaTable {
         let (s, i) = self.position(old, hash);
         let x = &mut self.slots[s].0[i];
         *x = (*x & !ITEM_ADDR_MASK) | new.bits();
-        if let Ref::Item(_) = old {
-            self.item_bytes -= self.pools.block_bytes(ITEM_SIZE);
-        }
-        if let Ref::Item(_) = new {
-            self.item_bytes += self.pools.block_bytes(ITEM_SIZE);
-        }
     }
 
     /// Removes the entry of `r` (whose prefix has CRC32C `hash`).
@@ -851,9 +889,6 @@ impl MetaTable {
             t = (t + 1) & self.mask;
         }
         self.items -= 1;
-        if let Ref::Item(_) = r {
-            self.item_bytes -= self.pools.block_bytes(ITEM_SIZE);
-        }
     }
 
     /// The item for `key` (CRC32C `hash`), which is about to get a byte child: an existing
@@ -863,18 +898,16 @@ impl MetaTable {
         match self.get(key, hash) {
             Some(Ref::Item(it)) => (it, false),
             Some(Ref::Leaf(l)) => {
-                let it = ItemPtr::alloc(&self.pools, key, hash);
-                {
-                    let m = it.get_mut();
-                    m.anchor = 1;
-                    m.leftmost = l.as_raw();
-                    m.rightmost = l.as_raw();
-                }
+                let mut m = Item::new(key, hash);
+                m.anchor = 1;
+                m.leftmost = l.as_raw();
+                m.rightmost = l.as_raw();
+                let it = self.alloc_item(m, hash);
                 self.replace(Ref::Leaf(l), Ref::Item(it), hash);
                 (it, false)
             }
             None => {
-                let it = ItemPtr::alloc(&self.pools, key, hash);
+                let it = self.alloc_item(Item::new(key, hash), hash);
                 self.put(Ref::Item(it), hash);
                 (it, true)
             }
@@ -1006,8 +1039,7 @@ impl MetaTable {
             if item.anchor == 0 && !item.has_children() {
                 debug_assert!(plen > 0, "the root always keeps the first leaf");
                 self.unput(Ref::Item(it), h);
-                // SAFETY: removed from the table; this table is private to the writer.
-                unsafe { it.free(&self.pools) };
+                self.free_item(it);
                 child_gone = true;
             } else {
                 child_gone = false;
@@ -1022,8 +1054,7 @@ impl MetaTable {
                     debug_assert_eq!(item.leftmost, item.rightmost);
                     let own = item.leftmost();
                     self.replace(Ref::Item(it), Ref::Leaf(own), h);
-                    // SAFETY: replaced in the table; this table is private to the writer.
-                    unsafe { it.free(&self.pools) };
+                    self.free_item(it);
                 }
             }
         }
@@ -1037,6 +1068,7 @@ impl MetaTable {
             self.max_len = self.lens.keys().next_back().copied().unwrap_or(0);
         }
         self.anchors -= 1;
+        self.shrink_items();
         self.replan();
     }
 
@@ -1044,18 +1076,18 @@ impl MetaTable {
     /// wait for the shadow table's readers to drain (see `smo`).
     pub(crate) fn duplicate(&self) -> MetaTable {
         let mut slots = self.slots.copy();
-        let mut root = None;
+        let arr = self.arr.duplicate().unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<Item>(self.arr.cap()).expect("item array layout"),
+            )
+        });
         for slot in slots.iter_mut() {
             for e in slot.0.iter_mut() {
                 if *e & ITEM_ADDR_MASK == 0 || *e & LEAF_BIT != 0 {
                     // Empty, or a leaf entry (copied as is).
                     continue;
                 }
-                let old = ItemPtr::from_entry(*e);
-                let new = ItemPtr::alloc_copy(&self.pools, *old.get());
-                if old == self.root {
-                    root = Some(new);
-                }
+                let new = ItemPtr(self.arr.rebase(ItemPtr::from_entry(*e).0, &arr));
                 *e = (*e & !ITEM_ADDR_MASK) | new.addr();
             }
         }
@@ -1063,11 +1095,10 @@ impl MetaTable {
             slots,
             mask: self.mask,
             items: self.items,
-            root: root.expect("the root is an item"),
+            root: ItemPtr(self.arr.rebase(self.root.0, &arr)),
             version: self.version,
             max_len: self.max_len,
-            item_bytes: self.item_bytes,
-            pools: self.pools.clone(),
+            arr,
             lens: self.lens.clone(),
             anchors: self.anchors,
             plan: self.plan.clone(),
@@ -1079,6 +1110,7 @@ impl MetaTable {
         let mut st = MetaStats {
             slots: self.slots.len(),
             slot_bytes: self.slots.bytes(),
+            item_cap: self.arr.cap(),
             ..MetaStats::default()
         };
         for slot in self.slots.iter() {
@@ -1097,7 +1129,7 @@ impl MetaTable {
                     }
                 };
                 let it = ip.get();
-                let bytes = self.pools.block_bytes(ITEM_SIZE);
+                let bytes = ITEM_SIZE;
                 let k = match (it.is_anchor(), it.has_children()) {
                     (true, false) => 0,
                     (false, _) => 1,
@@ -1105,6 +1137,7 @@ impl MetaTable {
                 };
                 st.items[k] += 1;
                 st.item_bytes[k] += bytes;
+                st.items_at_home += usize::from(self.arr.at_home(ip.0, it.hash));
                 if k == 0 {
                     st.leaf_only_len_sum += it.len();
                 }
@@ -1134,7 +1167,7 @@ impl MetaTable {
             }
         }
         assert_eq!(self.items, exp.len());
-        let mut item_bytes = 0;
+        let mut nitems = 0;
         for (k, (lm, rm, bm, anc)) in &exp {
             let r = self.get(k, crc32c(k)).expect("entry present");
             if !k.is_empty() && *anc && *bm == [0; 4] {
@@ -1145,7 +1178,7 @@ impl MetaTable {
             let Ref::Item(ip) = r else {
                 panic!("prefix {k:?} with children (or the root) is an item")
             };
-            item_bytes += self.pools.block_bytes(ITEM_SIZE);
+            nitems += 1;
             let it = ip.get();
             // SAFETY: the caller's leaves are live.
             assert_eq!(unsafe { it.prefix() }, k.as_slice());
@@ -1156,7 +1189,13 @@ impl MetaTable {
             assert_eq!(it.bitmap, *bm);
             assert_eq!(it.is_anchor(), *anc);
         }
-        assert_eq!(self.item_bytes, item_bytes);
+        assert_eq!(self.arr.len(), nitems, "items in the array");
+        let c = self.arr.cap();
+        assert!(
+            c == MIN_CAP || nitems * 16 >= c * 3,
+            "item array of {c} for {nitems} items"
+        );
+        assert!(nitems * 4 <= c * 3, "item array of {c} for {nitems} items");
         let mut n = 0;
         for s in self.slots.iter() {
             n += s.0.iter().filter(|&&e| e & ITEM_ADDR_MASK != 0).count();
@@ -1164,19 +1203,6 @@ impl MetaTable {
         assert_eq!(n, self.items);
         let maxlen = leaves.iter().map(|(a, _)| a.len()).max().unwrap_or(0);
         assert_eq!(self.max_len, maxlen);
-    }
-}
-
-impl Drop for MetaTable {
-    fn drop(&mut self) {
-        for slot in self.slots.iter() {
-            for &e in &slot.0 {
-                if e & ITEM_ADDR_MASK != 0 && e & LEAF_BIT == 0 {
-                    // SAFETY: the table owns its items and is being dropped.
-                    unsafe { ItemPtr::from_entry(e).free(&self.pools) };
-                }
-            }
-        }
     }
 }
 
@@ -1201,10 +1227,9 @@ mod tests {
         fn new() -> Harness {
             let pool = leaf_pool(8);
             let head = LeafPtr::alloc(&pool, 8, Box::new([]), 0);
-            let items = item_pools();
             Harness {
-                t1: MetaTable::new(head, items.clone()),
-                t2: MetaTable::new(head, items),
+                t1: MetaTable::new(head),
+                t2: MetaTable::new(head),
                 leaves: vec![(Vec::new(), head)],
                 pool,
             }

@@ -186,6 +186,9 @@ pub(crate) struct Plan {
     /// last byte: every search starts at `lo = 0`, so its first batch of probes is
     /// read from here instead of walked and sorted per lookup.
     top: Box<[[u8; PRE + 1]]>,
+    /// The length whose item a search most likely reads last (see [`Plan::build`]); its
+    /// item's home position is prefetched with the first batch of slots.
+    likely: usize,
 }
 
 impl Plan {
@@ -212,6 +215,14 @@ impl Plan {
                 }
             }
         }
+        // The item a lookup reads is the one of its longest matching prefix when that is
+        // an item (an anchor's leaf entry has none): a search ending at `a - 1`, below an
+        // anchor of length `a`. Lengths up to 0 are the root's, always cached.
+        let likely = lens
+            .iter()
+            .filter(|&(&a, _)| a >= 2 && a - 1 < n)
+            .max_by_key(|&(&a, &c)| (c, std::cmp::Reverse(a)))
+            .map_or(0, |(&a, _)| a - 1);
         let total: u64 = w.iter().sum();
         let floor = (total / (16 * n as u64)).max(1);
         w.iter_mut().for_each(|x| *x += floor);
@@ -242,6 +253,7 @@ impl Plan {
             split,
             anchors,
             top,
+            likely,
         }
     }
 
@@ -422,6 +434,9 @@ impl Lpm {
             };
             pre.crcs[i] = c;
             t.prefetch(c);
+            if m == plan.likely && cfg.prefetch_items {
+                t.prefetch_item(c);
+            }
             (plen, pcrc) = (m, c);
         }
         self.pre = pre;
