@@ -1,8 +1,7 @@
-//! Size-class pools: variable-size blocks (key-value pairs; MetaTrieHT items, one 64-byte
-//! class) from huge-page slabs (`orrery_core::alloc::SlabPool`), one pool per size class.
+//! Size-class pools: variable-size blocks (key-value pairs) from huge-page slabs (`orrery_core::alloc::SlabPool`), one pool per size class.
 //!
-//! Why (measured, see the crate docs): a lookup dereferences one MetaTrieHT item and one
-//! pair block at random addresses; over a large index, with 4 KiB pages from the global
+//! Why (measured, see the crate docs): a lookup dereferences a pair block at a random
+//! address; over a large index, with 4 KiB pages from the global
 //! allocator each of those reads usually misses the TLB as well as the caches, and on this
 //! project's machine a page walk costs about as much as another DRAM read. Slabs are 2 MiB
 //! huge pages, so the walk disappears. Allocation is also cheaper than `malloc` (a pop from

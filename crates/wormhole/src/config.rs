@@ -28,7 +28,7 @@ pub struct Config {
     pub direct_pos: bool,
     /// Pre-faulting (not in the paper; measured in `docs/wormhole.md`): once the index
     /// holds 16 MiB of slab chunks, a background thread keeps one fresh 2 MiB chunk mapped
-    /// and populated for the leaf, pair and item pools, so that inserts do not pay the
+    /// and populated for the leaf and pair pools, so that inserts do not pay the
     /// kernel's clearing of new huge pages (`orrery_core::alloc::Populator`). Off: every
     /// new chunk is faulted by the thread that first writes it. Speed only, and at most
     /// one spare chunk (counted in `memory_usage()`).

@@ -226,12 +226,11 @@ mod tests {
         let r = a.insert(Line([3; 8]), 7);
         let s = a.insert(Line([4; 8]), 7);
         assert_eq!((a.index(r), a.index(s)), (7, 0), "wraps around");
-        // SAFETY: `p`..`s` are live items of `a`.
-        unsafe {
-            assert_eq!(*p.as_ptr(), Line([1; 8]));
-            assert_eq!(*q.as_ptr(), Line([2; 8]));
-            assert_eq!(*s.as_ptr(), Line([4; 8]));
-        }
+        // SAFETY: `p`, `q` and `s` are live items of `a`, read while `a` is not written.
+        let read = |x: NonNull<Line>| unsafe { *x.as_ptr() };
+        assert_eq!(read(p), Line([1; 8]));
+        assert_eq!(read(q), Line([2; 8]));
+        assert_eq!(read(s), Line([4; 8]));
         assert_eq!(a.len(), 4);
         a.remove(p);
         assert_eq!(a.len(), 3);

@@ -38,12 +38,13 @@
 //! | `anchor` | §2.2, §3.3 | anchor choice; proof that any bytes work without fat nodes |
 //! | `leaf` | §3.2, Fig 7 | leaf layout, tag array, direct positioning, lazy sorting |
 //! | `meta` | §2.3–2.4, §3.1, Fig 5–6 | MetaTrieHT items and 64-byte slot table |
+//! | `items` | — | a table's items, placed by hash so that searches can prefetch them |
 //! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
 //! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
 //! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
 //! | `kv` | — | one block per pair |
-//! | `classes` | — | size-class slab pools (huge pages) for pairs and items |
+//! | `classes` | — | size-class slab pools (huge pages) for pairs |
 //!
 //! # Consistency and concurrency (§2.5)
 //!
@@ -84,6 +85,10 @@
 //!   through it (every leaf below an item extends its prefix). On `url` stored prefixes
 //!   made items 128 bytes on average; this gave back 4.2 B/key (`meta`, "Prefix bytes past
 //!   the seventh are not stored").
+//! * Items live in an array per table at a position computed from their hash (or the next
+//!   free one), and a search prefetches the item of its most likely final prefix length
+//!   with its first slots, so the item read usually leaves the chain of dependent reads
+//!   (`items`; [`Config::prefetch_items`]).
 //! * A lookup or point write whose search trusted a tag match (a leaf entry, or an item
 //!   longer than 7 bytes) compares its target leaf's anchor after searching the leaf,
 //!   under its lock, so that the anchor block and the pair block are fetched in parallel;
@@ -96,11 +101,12 @@
 //! search ends on a leaf entry), the leaf header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
 //! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
 //! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
-//! before), pair blocks and items (size-class slab pools, `classes`), and slot arrays of
-//! 2 MiB or more (`meta`). The paper's C implementation gets the same effect from a
+//! before), pair blocks (size-class slab pools, `classes`), and slot and item arrays of
+//! 2 MiB or more (`meta`, `items`). The paper's C implementation gets the same effect from a
 //! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
 //! top of the binary search tree over prefix lengths, at most 7 slots) so that they
-//! arrive together, and every probe hit prefetches its item (one line). Inserts find their tag slot
+//! arrive together, with the home position of the item of the most likely final length
+//! (`items`), and every probe hit prefetches its item (one line). Inserts find their tag slot
 //! with the lookup's walk from the home slot (the lines just read) and the nearest hole by
 //! an outward search from there, and sort keys for a split by the 8 bytes after the
 //! leaf's common prefix before falling back to `memcmp` (`leaf`, "Inserts", "Splits"). Measured effect, same
@@ -109,12 +115,12 @@
 //!
 //! # Memory accounting
 //!
-//! Leaves, items and small pair blocks come from `orrery_core::alloc::SlabPool`s, i.e. from
+//! Leaves and small pair blocks come from `orrery_core::alloc::SlabPool`s, i.e. from
 //! `mmap`ed 2 MiB chunks, not from the global allocator (a counting global allocator sees
 //! almost nothing; `memory_usage()` and RSS see it all). `structure_bytes` counts the leaf
 //! pools' reserved chunks minus the inline pairs' bytes, anchors, both MetaTrieHTs (slot
-//! arrays at their reserved size, 64-byte item blocks), and the unused part of
-//! the item and pair pools' chunks; `key_value_bytes` counts the pair blocks at their slot
+//! and item arrays at their reserved size), and the unused part of the pair pools'
+//! chunks; `key_value_bytes` counts the pair blocks at their slot
 //! size (2- or 9-byte header, key, value, rounded up to 8 bytes; blocks over 256 bytes come
 //! from the global allocator at their exact size) and inline pairs at their key and value
 //! bytes. With [`Config::prefault`], `structure_bytes` also counts the populator's spare
@@ -125,7 +131,7 @@
 //!
 //! The first write into a fresh 2 MiB slab chunk makes the kernel clear the huge page
 //! (4–14 ms on this project's VM), and the writer is an insert. With [`Config::prefault`]
-//! (the default) the index's leaf, pair and item pools share one
+//! (the default) the index's leaf and pair pools share one
 //! `orrery_core::alloc::Populator`: once they hold 16 MiB, a background thread keeps one
 //! chunk mapped and populated ahead of need, and a pool that needs a chunk takes it. The
 //! thread's CPU time is not the inserting thread's; `docs/wormhole.md` reports wall-clock
@@ -242,7 +248,7 @@ pub struct Wormhole {
     meta_bytes: AtomicUsize,
     /// Restarts caused by stale tables (diagnostics).
     restarts: AtomicU64,
-    /// Keeps a fresh chunk populated for the leaf, pair and item pools (`Config::prefault`;
+    /// Keeps a fresh chunk populated for the leaf and pair pools (`Config::prefault`;
     /// disabled: no thread). Its drop joins its thread.
     populator: Populator,
 }

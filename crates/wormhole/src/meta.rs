@@ -3,8 +3,9 @@
 //!
 //! # Items (byte level)
 //!
-//! One 64-byte line per item, from the index's item pool (`classes`: huge-page slabs of
-//! 64-byte blocks, shared by both tables):
+//! One 64-byte line per item, in the table's item array (`items`: each table has its own,
+//! and places an item at a position computed from its hash, or the next free one; slot
+//! entries hold the item's address, so the position is only a prefetch hint):
 //!
 //! ```text
 //! 0   u32      hash     CRC32C of the prefix

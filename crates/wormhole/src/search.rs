@@ -48,6 +48,14 @@
 //!   memory every other round instead of every round. Long keys gain (`az`, ~40-byte keys
 //!   with long shared prefixes, makes 5–6 rounds); 8-byte keys never get past round 3.
 //!   Cost: two CRC32C extensions and prefetches per such round.
+//! * *Item home (measured, issue 4).* Items sit at a position computed from their hash
+//!   (`items`), and [`Lpm::prefetch_levels`] also prefetches the home position of the
+//!   item of the plan's most likely final length ([`Plan::build`], `likely`: the length
+//!   just below the most common anchor length, where a search ends on an internal item)
+//!   when that length is in the first batch. When the guess is right and the item is at
+//!   home, the item arrives with the slots instead of after them: on 10M random 8-byte
+//!   keys 95% of lookups end on an internal item of that length. Cost: one line per
+//!   lookup, wasted otherwise. Figures: `docs/results/wormhole.md`, "Item prefetch".
 //! * *Item line.* A probe hit prefetches its item (one line: items keep only 7 prefix
 //!   bytes, see `meta`), which the sibling step reads if that hit is the last.
 //! * *Deferred check (lookups and point writes).* With tag matching the search trusts
