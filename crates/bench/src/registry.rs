@@ -457,19 +457,21 @@ fn all_entries() -> Vec<Entry> {
     ]
 }
 
-/// The default Wormhole, except that the bench-only environment variable
-/// `ORRERY_WORMHOLE_PREFAULT=0` turns the chunk pre-fault thread off (`Config::prefault`),
-/// so that both can be compared with one binary.
+/// The default Wormhole, except that the bench-only environment variables
+/// `ORRERY_WORMHOLE_PREFAULT=0` and `ORRERY_WORMHOLE_ITEM_PREFETCH=0` turn the chunk
+/// pre-fault thread (`Config::prefault`) and the item prefetch (`Config::prefetch_items`)
+/// off, so that both settings can be compared with one binary.
 fn wormhole_default() -> orrery::wormhole::Wormhole {
     wormhole_with(true, true, true, true)
 }
 
-/// A Wormhole with the given Fig 11 switches (and `ORRERY_WORMHOLE_PREFAULT`, see
+/// A Wormhole with the given Fig 11 switches (and the environment variables of
 /// [`wormhole_default`]).
 fn wormhole_with(tm: bool, ih: bool, sbt: bool, dp: bool) -> orrery::wormhole::Wormhole {
-    let prefault = !std::env::var("ORRERY_WORMHOLE_PREFAULT").is_ok_and(|v| v == "0");
+    let off = |var: &str| std::env::var(var).is_ok_and(|v| v == "0");
     orrery::wormhole::Wormhole::builder()
-        .prefault(prefault)
+        .prefault(!off("ORRERY_WORMHOLE_PREFAULT"))
+        .prefetch_items(!off("ORRERY_WORMHOLE_ITEM_PREFETCH"))
         .tag_matching(tm)
         .inc_hashing(ih)
         .sort_by_tag(sbt)
