@@ -18,8 +18,9 @@
 //!
 //! # Layout and placement
 //!
-//! `cap` 64-byte items (a power of two, at least [`MIN_CAP`]), zeroed memory: a heap block
-//! while under 2 MiB, a huge-page [`HugeRegion`] from then on. An item goes to its *home*
+//! `cap` 64-byte items (a power of two, at least [`MIN_CAP`]), zeroed memory (an
+//! `orrery_core::alloc::ZeroedArray`: a heap block while under 2 MiB, huge-page memory from
+//! then on). An item goes to its *home*
 //! `hash & (cap - 1)` or, when that is taken, to the next free position after it
 //! (wrapping). Positions are never searched: the slot entry of an item holds its address,
 //! as it held the address of a pool block before; the home is only a prefetch hint. So
@@ -39,58 +40,42 @@
 //! shrinking happens on the unpublished table too, so no reader holds an address into an
 //! array being replaced.
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
 
-use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeRegion};
+use orrery_core::alloc::{Zeroable, ZeroedArray};
 
 /// Smallest capacity.
 pub(crate) const MIN_CAP: usize = 8;
 
-/// Where the memory of an array comes from.
-enum Mem {
-    /// `std::alloc::alloc_zeroed` with this layout.
-    Heap(Layout),
-    /// A huge-page region (arrays of 2 MiB or more, outside Miri).
-    Huge(HugeRegion),
-}
-
 /// `cap` slots of type `T` (64-byte items) placed by hash; see the module docs.
-pub(crate) struct ItemArray<T> {
-    /// Start of the array; every pointer handed out derives from it.
+pub(crate) struct ItemArray<T: Zeroable> {
+    /// Start of the array (`mem.as_ptr()`); every pointer handed out derives from it.
     base: NonNull<T>,
     cap: usize,
     /// Taken positions, one bit each.
     used: Box<[u64]>,
     /// Number of taken positions.
     n: usize,
-    mem: Mem,
+    /// The positions: a heap block while under 2 MiB, huge-page memory from then on. Only
+    /// reached through `base` (element addresses keep the allocation's provenance).
+    mem: ZeroedArray<T>,
 }
 
 // SAFETY: the array owns its memory; sharing follows the owning table's protocol (module
 // docs): written only through `&mut self` by the writer.
-unsafe impl<T: Send> Send for ItemArray<T> {}
+unsafe impl<T: Zeroable + Send> Send for ItemArray<T> {}
 // SAFETY: as above; `&self` methods only read.
-unsafe impl<T: Sync> Sync for ItemArray<T> {}
+unsafe impl<T: Zeroable + Sync> Sync for ItemArray<T> {}
 
-impl<T: Copy> ItemArray<T> {
+impl<T: Zeroable + Copy> ItemArray<T> {
     /// An empty array of `cap` positions (a power of two, at least [`MIN_CAP`]), or `None`
     /// when the memory cannot be had.
     pub(crate) fn new(cap: usize) -> Option<ItemArray<T>> {
         assert!(cap.is_power_of_two() && cap >= MIN_CAP, "capacity {cap}");
         assert!(size_of::<T>() > 0, "zero-sized items");
-        let layout = Layout::array::<T>(cap).ok()?;
-        let (base, mem) = if layout.size() >= HUGE_PAGE_SIZE && !cfg!(miri) {
-            let r = HugeRegion::new(layout.size()).ok()?;
-            debug_assert!(r.as_ptr().cast::<T>().is_aligned());
-            (NonNull::new(r.as_ptr().cast::<T>())?, Mem::Huge(r))
-        } else {
-            // SAFETY: the layout has a non-zero size (`cap > 0`, `T` not zero-sized).
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            (NonNull::new(p.cast::<T>())?, Mem::Heap(layout))
-        };
+        let mem = ZeroedArray::new(cap).ok()?;
         Some(ItemArray {
-            base,
+            base: NonNull::new(mem.as_ptr())?,
             cap,
             used: vec![0; cap.div_ceil(64)].into_boxed_slice(),
             n: 0,
@@ -112,11 +97,7 @@ impl<T: Copy> ItemArray<T> {
 
     /// Bytes reserved for the array (the bitmap included).
     pub(crate) fn bytes(&self) -> usize {
-        let arr = match &self.mem {
-            Mem::Heap(l) => l.size(),
-            Mem::Huge(r) => r.reserved_len(),
-        };
-        arr + self.used.len() * 8
+        self.mem.reserved_bytes() + self.used.len() * 8
     }
 
     #[inline]
@@ -197,23 +178,18 @@ impl<T: Copy> ItemArray<T> {
     }
 }
 
-impl<T> Drop for ItemArray<T> {
-    fn drop(&mut self) {
-        if let Mem::Heap(layout) = self.mem {
-            // SAFETY: allocated in `new` with this layout; `T: Copy` items need no drop.
-            unsafe { std::alloc::dealloc(self.base.as_ptr().cast(), layout) };
-        }
-        // A huge region unmaps itself.
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use orrery_core::alloc::HUGE_PAGE_SIZE;
+
     use super::*;
 
     #[derive(Clone, Copy, Debug, PartialEq)]
     #[repr(C, align(64))]
     struct Line([u64; 8]);
+
+    // SAFETY: eight zero `u64`s are a valid `Line`.
+    unsafe impl Zeroable for Line {}
 
     #[test]
     fn items_go_home_or_next_free() {

@@ -71,9 +71,10 @@
 //! The table is kept at most half full (§3.1's "8 prefixes per cache line").
 //! Each table also keeps the *search plan* of Algorithm 1 (`search::Plan`: where to split
 //! each range of prefix lengths), rebuilt from the anchor-length histogram by the writer
-//! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. Slot arrays
-//! of 2 MiB or more are huge-page `HugeArray`s (each lookup reads two or more random slots;
-//! see the crate docs on memory placement), smaller ones plain heap blocks.
+//! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. The slot array
+//! is an `orrery_core::alloc::ZeroedArray`: huge-page memory from 2 MiB on (each lookup reads
+//! two or more random slots; see the crate docs on memory placement), a plain heap block
+//! below.
 //!
 //! # Concurrency
 //!
@@ -92,7 +93,7 @@
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
-use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeArray, Zeroable};
+use orrery_core::alloc::{Zeroable, ZeroedArray};
 
 use crate::deps::hash::{crc32c, crc32c_extend, tag16};
 use crate::items::{ItemArray, MIN_CAP};
@@ -123,6 +124,9 @@ pub(crate) const INLINE: usize = 7;
 /// Bytes of an item block.
 const ITEM_SIZE: usize = 64;
 const _: () = assert!(size_of::<Item>() == ITEM_SIZE);
+
+// SAFETY: an all-zero item is a valid value: integers, null leaf pointers, an empty bitmap.
+unsafe impl Zeroable for Item {}
 
 /// The bytes of a merged-away leaf's anchor, for the replay of its removal on the shadow
 /// table (see the module docs): items whose leftmost leaf is `leaf` are compared with
@@ -474,64 +478,26 @@ const _: () = assert!(size_of::<Slot>() == 64);
 // SAFETY: a slot is eight `u64`s; all-zero bytes are eight empty entries.
 unsafe impl Zeroable for Slot {}
 
-/// Slot arrays of at least this many slots (2 MiB) live in huge-page memory.
-const HUGE_SLOTS: usize = HUGE_PAGE_SIZE / size_of::<Slot>();
+/// The slot array: a plain heap block while small, huge-page memory from 2 MiB on (a
+/// lookup reads several random slots; with 4 KiB pages each can cost a TLB miss).
+type Slots = ZeroedArray<Slot>;
 
-/// The slot array: a plain heap block while small, a huge-page [`HugeArray`] from 2 MiB on
-/// (a lookup reads several random slots; with 4 KiB pages each can cost a TLB miss).
-enum Slots {
-    Heap(Box<[Slot]>),
-    Huge(HugeArray<Slot>),
+/// `n` empty slots; aborts like a failed `Vec` allocation when the memory cannot be had.
+fn new_slots(n: usize) -> Slots {
+    Slots::new(n).unwrap_or_else(|_| {
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::array::<Slot>(n).unwrap_or(std::alloc::Layout::new::<Slot>()),
+        )
+    })
 }
 
-impl Slots {
-    /// `n` empty slots (`n` a power of two).
-    fn new(n: usize) -> Slots {
-        if n >= HUGE_SLOTS && !cfg!(miri) {
-            match HugeArray::new(n) {
-                Ok(a) => return Slots::Huge(a),
-                Err(_) => std::alloc::handle_alloc_error(
-                    std::alloc::Layout::array::<Slot>(n).expect("slot array layout"),
-                ),
-            }
-        }
-        Slots::Heap(vec![Slot::default(); n].into_boxed_slice())
-    }
-
-    /// Bytes reserved for the array.
-    fn bytes(&self) -> usize {
-        match self {
-            Slots::Heap(b) => b.len() * size_of::<Slot>(),
-            Slots::Huge(a) => a.reserved_bytes(),
-        }
-    }
-
-    fn copy(&self) -> Slots {
-        let mut s = Slots::new(self.len());
-        s.copy_from_slice(self);
-        s
-    }
-}
-
-impl std::ops::Deref for Slots {
-    type Target = [Slot];
-    #[inline]
-    fn deref(&self) -> &[Slot] {
-        match self {
-            Slots::Heap(b) => b,
-            Slots::Huge(a) => a,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Slots {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [Slot] {
-        match self {
-            Slots::Heap(b) => b,
-            Slots::Huge(a) => a,
-        }
-    }
+/// A copy of `s`; aborts like [`new_slots`] when the memory cannot be had.
+fn copy_slots(s: &Slots) -> Slots {
+    s.try_clone().unwrap_or_else(|_| {
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::array::<Slot>(s.len()).unwrap_or(std::alloc::Layout::new::<Slot>()),
+        )
+    })
 }
 
 /// A MetaTrieHT.
@@ -575,7 +541,7 @@ impl MetaTable {
         r.rightmost = first.as_raw();
         let root = ItemPtr(arr.insert(r, h));
         let mut t = MetaTable {
-            slots: Slots::new(8),
+            slots: new_slots(8),
             mask: 7,
             items: 0,
             root,
@@ -622,7 +588,7 @@ impl MetaTable {
 
     /// Bytes held by the table (slots and items).
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.bytes() + self.arr.bytes() + self.plan.bytes()
+        self.slots.reserved_bytes() + self.arr.bytes() + self.plan.bytes()
     }
 
     /// Prefetches the home position of the item whose prefix has CRC32C `hash` (where it
@@ -828,7 +794,7 @@ impl MetaTable {
 
     fn grow(&mut self) {
         let n = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, Slots::new(n));
+        let old = std::mem::replace(&mut self.slots, new_slots(n));
         self.mask = n - 1;
         for slot in old.iter() {
             for &e in &slot.0 {
@@ -1076,7 +1042,7 @@ impl MetaTable {
     /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
     /// wait for the shadow table's readers to drain (see `smo`).
     pub(crate) fn duplicate(&self) -> MetaTable {
-        let mut slots = self.slots.copy();
+        let mut slots = copy_slots(&self.slots);
         let arr = self.arr.duplicate().unwrap_or_else(|| {
             std::alloc::handle_alloc_error(
                 std::alloc::Layout::array::<Item>(self.arr.cap()).expect("item array layout"),
@@ -1110,7 +1076,7 @@ impl MetaTable {
     pub(crate) fn stats(&self) -> MetaStats {
         let mut st = MetaStats {
             slots: self.slots.len(),
-            slot_bytes: self.slots.bytes(),
+            slot_bytes: self.slots.reserved_bytes(),
             item_cap: self.arr.cap(),
             ..MetaStats::default()
         };

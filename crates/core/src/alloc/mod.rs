@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`HugeRegion`] | raw zeroed memory, 2 MiB-aligned, advised to use huge pages |
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
+//! | [`ZeroedArray`] | a zero-initialized `[T]` on the heap while small, in a [`HugeRegion`] from 2 MiB (tables that grow by replacement) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
 //! | [`Populator`] | a background thread keeping fresh chunks for slab pools faulted in |
 //! | [`BackgroundThread`] | the lifecycle of a lazily started, parkable, joined helper thread |
@@ -92,6 +93,7 @@ mod os;
 mod populate;
 mod region;
 mod slab;
+mod zeroed;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -101,6 +103,7 @@ pub use background::BackgroundThread;
 pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
+pub use zeroed::ZeroedArray;
 
 /// A byte counter on its own cache lines ([`CachePadded`], so that counting does not
 /// false-share with neighbouring data): `add`, `sub`, `get`.
