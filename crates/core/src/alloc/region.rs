@@ -1,7 +1,6 @@
 //! [`HugeRegion`]: 2 MiB-aligned, zeroed, huge-page-advised anonymous memory, and
 //! [`HugeArray`], a typed zero-initialized array on top of it.
 
-use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -9,6 +8,7 @@ use std::sync::atomic;
 
 use super::MemCounter;
 use super::os;
+use super::zeroed::ZeroedArray;
 use crate::api::Error;
 
 /// Size and alignment of an x86-64 huge page: 2 MiB.
@@ -242,24 +242,14 @@ unsafe impl<T: Zeroable, const N: usize> Zeroable for [T; N] {}
 /// large hash tables (bucket arrays of atomics).
 ///
 /// Dereferences to `[T]`. The elements start as all-zero bytes, which [`Zeroable`]
-/// guarantees is a valid `T`; they are dropped in place when the array is dropped.
+/// guarantees is a valid `T`; they are dropped in place when the array is dropped. It is a
+/// [`ZeroedArray`] that is always in a huge-page region, whatever its size, and can charge a
+/// [`MemCounter`] and pre-fault its pages.
 pub struct HugeArray<T: Zeroable> {
-    region: HugeRegion,
-    len: usize,
-    _owns: PhantomData<T>,
+    inner: ZeroedArray<T>,
 }
 
-// SAFETY: the array owns its elements like a `Box<[T]>`: sending it sends the `T`s.
-unsafe impl<T: Zeroable + Send> Send for HugeArray<T> {}
-// SAFETY: `&HugeArray<T>` only gives `&[T]`, which is shareable when `T: Sync`.
-unsafe impl<T: Zeroable + Sync> Sync for HugeArray<T> {}
-
 impl<T: Zeroable> HugeArray<T> {
-    const ALIGN_OK: () = assert!(
-        std::mem::align_of::<T>() <= HUGE_PAGE_SIZE,
-        "HugeArray element alignment exceeds 2 MiB"
-    );
-
     /// An array of `len` zeroed elements. Fails with [`Error::OutOfMemory`] when the size
     /// overflows or the OS refuses the mapping.
     pub fn new(len: usize) -> Result<Self, Error> {
@@ -276,26 +266,18 @@ impl<T: Zeroable> HugeArray<T> {
         len: usize,
         map: impl FnOnce(usize) -> Result<HugeRegion, Error>,
     ) -> Result<Self, Error> {
-        let () = Self::ALIGN_OK;
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or(Error::OutOfMemory)?;
         Ok(HugeArray {
-            region: map(bytes)?,
-            len,
-            _owns: PhantomData,
+            inner: ZeroedArray::in_region(map(bytes)?, len)?,
         })
     }
 
     /// Bytes reserved for the array (its size rounded up to 2 MiB).
     #[inline]
     pub fn reserved_bytes(&self) -> usize {
-        self.region.reserved_len()
-    }
-
-    #[inline]
-    fn as_ptr(&self) -> *mut T {
-        self.region.as_ptr().cast::<T>()
+        self.inner.reserved_bytes()
     }
 
     /// Pre-faults the pages holding elements `range` (clamped to the length), so that the
@@ -310,13 +292,12 @@ impl<T: Zeroable> HugeArray<T> {
     /// (nothing is touched then).
     pub fn prefault(&self, range: Range<usize>, mut touch: impl FnMut(&T)) -> Result<(), Error> {
         let size = std::mem::size_of::<T>();
-        let end = range.end.min(self.len);
+        let end = range.end.min(self.len());
         let start = range.start.min(end);
         if start == end || size == 0 {
             return Ok(());
         }
-        // No overflow: `end * size` bytes of the array exist.
-        if self.region.populate(start * size..end * size)? {
+        if self.inner.populate(start..end)? {
             return Ok(());
         }
         page_elements(start..end, size, |i| touch(&self[i]));
@@ -343,38 +324,21 @@ impl<T: Zeroable> Deref for HugeArray<T> {
 
     #[inline]
     fn deref(&self) -> &[T] {
-        // SAFETY: the region is 2 MiB-aligned (so aligned for `T`, checked by `ALIGN_OK`),
-        // holds `len * size_of::<T>()` bytes (dangling-but-aligned when that is 0, which is
-        // allowed for an empty slice or zero-sized `T`), every element was zeroed by the
-        // mapping, which is a valid `T` (`T: Zeroable`), and the region lives as long as
-        // `self`. Mutation only happens through `&mut self` or `T`'s interior mutability.
-        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) }
+        &self.inner
     }
 }
 
 impl<T: Zeroable> DerefMut for HugeArray<T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as in `deref`; `&mut self` makes this the only reference to the elements.
-        unsafe { std::slice::from_raw_parts_mut(self.as_ptr(), self.len) }
-    }
-}
-
-impl<T: Zeroable> Drop for HugeArray<T> {
-    fn drop(&mut self) {
-        if std::mem::needs_drop::<T>() {
-            let elems: *mut [T] = &mut **self;
-            // SAFETY: the elements are valid `T`s owned by the array and never used again;
-            // the region is unmapped afterwards, when the `region` field drops.
-            unsafe { std::ptr::drop_in_place(elems) };
-        }
+        &mut self.inner
     }
 }
 
 impl<T: Zeroable + std::fmt::Debug> std::fmt::Debug for HugeArray<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HugeArray")
-            .field("len", &self.len)
+            .field("len", &self.len())
             .field("reserved_bytes", &self.reserved_bytes())
             .finish_non_exhaustive()
     }

@@ -78,6 +78,38 @@ impl<T: Zeroable> ZeroedArray<T> {
         })
     }
 
+    /// An array of `len` elements in `region`, which holds at least `len * size_of::<T>()`
+    /// zeroed bytes (the constructor of [`HugeArray`](super::HugeArray), which is always
+    /// huge).
+    pub(super) fn in_region(region: HugeRegion, len: usize) -> Result<Self, Error> {
+        let () = Self::ALIGN_OK;
+        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory)?;
+        if region.len() < bytes {
+            return Err(Error::OutOfMemory);
+        }
+        // The region is 2 MiB-aligned (dangling but aligned when empty), hence aligned for
+        // `T` (`ALIGN_OK`).
+        let ptr = NonNull::new(region.as_ptr().cast::<T>()).ok_or(Error::OutOfMemory)?;
+        Ok(ZeroedArray {
+            ptr,
+            len,
+            mem: Backing::Huge(region),
+            _owns: PhantomData,
+        })
+    }
+
+    /// [`HugeRegion::populate`] of the bytes of elements `range` (clamped to the length):
+    /// `Ok(false)` when the OS offers no populate, or the array is a heap block.
+    pub(super) fn populate(&self, range: std::ops::Range<usize>) -> Result<bool, Error> {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        match &self.mem {
+            // No overflow: `end * size_of::<T>()` bytes of the array exist.
+            Backing::Huge(r) => r.populate(start * size_of::<T>()..end * size_of::<T>()),
+            Backing::Heap(_) => Ok(false),
+        }
+    }
+
     /// The first element, as a raw pointer valid for the whole array (see the type docs).
     #[inline]
     pub fn as_ptr(&self) -> *mut T {
