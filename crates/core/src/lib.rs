@@ -16,7 +16,7 @@ pub mod api;
 pub mod hash;
 pub mod reference;
 pub mod sync;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use api::{

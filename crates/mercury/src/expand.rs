@@ -558,13 +558,11 @@ mod tests {
                 drop(session);
                 done.store(true, Ordering::Release);
             });
-            let max_tries = if cfg!(miri) { 10_000 } else { 10_000_000 };
-            let mut tries = 0;
-            while !done.load(Ordering::Acquire) && tries < max_tries {
-                std::thread::yield_now();
-                tries += 1;
-            }
-            let finished = done.load(Ordering::Acquire);
+            // Bounded in time: a writer that waits for the token never finishes here.
+            let finished =
+                orrery_core::sync::wait_until(orrery_core::testing::wait::DEADLINE, || {
+                    done.load(Ordering::Acquire)
+                });
             release_held_token(&m, held);
             writer.join().unwrap();
             finished
@@ -606,13 +604,10 @@ mod tests {
             }
             // The writer is now inside (or past the counting step of) that insert.
             let start = global_epoch();
-            let mut tries = 0;
-            let max_tries = if cfg!(miri) { 10_000 } else { 1_000_000 };
-            while global_epoch() < start + 2 && tries < max_tries {
-                pin().flush();
-                std::thread::yield_now();
-                tries += 1;
-            }
+            // Bounded in time: with the writer pinned the epoch never gets there.
+            orrery_core::sync::epoch::flush_until(orrery_core::testing::wait::DEADLINE, || {
+                global_epoch() >= start + 2
+            });
             let advanced = global_epoch() - start;
             release_held_token(&m, held);
             writer.join().unwrap();

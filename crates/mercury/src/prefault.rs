@@ -243,20 +243,14 @@ mod tests {
         }
     }
 
-    /// Waits (yielding, a bounded number of times) until the pre-fault cursor of the current
-    /// table reaches `want`.
+    /// Waits (at most a minute) until the pre-fault cursor of the current table reaches
+    /// `want`; returns the cursor.
     fn wait_prefaulted(m: &Mercury, want: usize) -> usize {
-        let tries = if cfg!(miri) { 20_000 } else { 10_000_000 };
         let mut seen = 0;
-        for _ in 0..tries {
-            let guard = pin();
-            seen = m.inner.current(&guard).prefaulted();
-            if seen >= want {
-                break;
-            }
-            drop(guard);
-            std::thread::yield_now();
-        }
+        orrery_core::sync::wait_until(orrery_core::testing::wait::DEADLINE, || {
+            seen = m.inner.current(&pin()).prefaulted();
+            seen >= want
+        });
         seen
     }
 
@@ -358,9 +352,12 @@ mod tests {
             drop(m);
             assert!(exited.load(Ordering::Acquire), "{expansion:?}");
             // The dedicated expander may still hold the last `Arc` for a moment.
-            while weak.strong_count() > 0 {
-                std::thread::yield_now();
-            }
+            assert!(
+                orrery_core::sync::wait_until(orrery_core::testing::wait::DEADLINE, || {
+                    weak.strong_count() == 0
+                }),
+                "the expander kept the table alive"
+            );
         }
     }
 

@@ -5,13 +5,13 @@
 //! Sizes are small by default (the whole file runs in seconds on 2 cores); set
 //! `MERCURY_STRESS=<factor>` to multiply them for a long run.
 
+use orrery_core::KvIndex;
+use orrery_core::testing::wait::{Progress, wait_for};
+use orrery_mercury::{Config, Expansion, Mercury};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-use orrery_core::KvIndex;
-use orrery_mercury::{Config, Expansion, Mercury};
 
 fn scale(n: usize) -> usize {
     let factor = std::env::var("MERCURY_STRESS")
@@ -71,12 +71,20 @@ fn acknowledged_inserts_stay_visible(expansion: Expansion) {
     let checks = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for w in 0..WRITERS {
-            let (m, acked) = (&m, &acked);
+            let (m, acked, checks) = (&m, &acked, &checks);
             s.spawn(move || {
                 for i in 0..per_writer {
                     let k = key(w, i);
                     assert_eq!(m.insert(&k, &value(&k)), Ok(true));
                     acked[w].store(i + 1, Ordering::Release);
+                    // The readers check between every few thousand inserts (whatever the
+                    // scheduler does), so reads and expansions really overlap.
+                    if (i + 1) % 4096 == 0 {
+                        let seen = checks.load(Ordering::Relaxed);
+                        wait_for("the readers' progress", || {
+                            checks.load(Ordering::Relaxed) > seen
+                        });
+                    }
                 }
             });
         }
@@ -156,9 +164,13 @@ fn in_place_rewrites_are_atomic() {
         m.insert(k, &shape(0)).unwrap();
     }
     let done = AtomicBool::new(false);
+    let progress = Progress::new(1);
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut rng = Rng(7);
+            // The reader runs before the first rewrite and between every few thousand.
+            let mut last = progress.snapshot();
+            progress.wait_all_moved(&mut last);
             for r in 0..rounds {
                 let k = &keys[rng.below(keys.len())];
                 let b = (r % 251) as u8;
@@ -166,6 +178,9 @@ fn in_place_rewrites_are_atomic() {
                     m.update(k, |_| shape(b)).unwrap();
                 } else {
                     m.insert(k, &shape(b)).unwrap();
+                }
+                if r % 4096 == 4095 {
+                    progress.wait_all_moved(&mut last);
                 }
             }
             done.store(true, Ordering::Release);
@@ -179,6 +194,7 @@ fn in_place_rewrites_are_atomic() {
                     assert_eq!(v, &shape(b)[..], "torn value");
                 })
                 .expect("key vanished");
+                progress.bump(0);
             }
         });
     });
@@ -334,10 +350,17 @@ fn reclamation_under_readers() {
         v
     };
     let done = AtomicBool::new(false);
+    let progress = Progress::new(1);
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut rng = Rng(11);
+            // The reader runs before the first write and between every few thousand.
+            let mut last = progress.snapshot();
+            progress.wait_all_moved(&mut last);
             for r in 0..rounds {
+                if r % 4096 == 4095 {
+                    progress.wait_all_moved(&mut last);
+                }
                 let k = &keys[rng.below(keys.len())];
                 match r % 4 {
                     0 => {
@@ -364,6 +387,7 @@ fn reclamation_under_readers() {
                         assert_eq!(v, &shape(refs[i], v[0])[..], "freed node read (batch)");
                     }
                 });
+                progress.bump(0);
             }
         });
     });

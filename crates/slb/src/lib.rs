@@ -119,17 +119,10 @@ pub(crate) fn quiesce() {
 }
 
 /// Test support: drives the epoch collector until `done` holds (other test threads pin only
-/// briefly); panics if it never does.
+/// briefly); panics if it does not within `testing::wait::DEADLINE`.
 #[cfg(test)]
 pub(crate) fn quiesce_until(done: impl Fn() -> bool) {
-    for _ in 0..10_000 {
-        if done() {
-            return;
-        }
-        quiesce();
-        std::thread::yield_now();
-    }
-    panic!("retired records were never reclaimed");
+    orrery_core::testing::wait::reclaim_until("retired records", done);
 }
 
 /// How many keys ahead `get_many` prefetches Cache Table buckets.

@@ -541,15 +541,11 @@ fn insert_until(wh: &Wormhole, mut from: u64, done: impl Fn(&Wormhole) -> bool) 
     from
 }
 
-/// Waits (yielding, a bounded number of times) until the populator holds a spare chunk.
+/// Waits (at most a minute) until the populator holds a spare chunk.
 fn wait_spare(wh: &Wormhole) -> bool {
-    for _ in 0..10_000_000 {
-        if wh.populator.spare_bytes() > 0 {
-            return true;
-        }
-        std::thread::yield_now();
-    }
-    false
+    orrery_core::sync::wait_until(orrery_core::testing::wait::DEADLINE, || {
+        wh.populator.spare_bytes() > 0
+    })
 }
 
 /// With `prefault` (the default) the populator's thread starts once the pools hold 16 MiB;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use orrery_core::testing::wait::Progress;
 use orrery_wormhole::Wormhole;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -34,12 +35,15 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
         wh.insert(&stable_key(i), b"stable").unwrap();
     }
     let stop = AtomicBool::new(false);
+    // The readers run before the writers start and between every few hundred operations.
+    let progress = Progress::new(readers as usize);
     let models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
         for r in 0..readers {
-            let (wh, stop) = (&wh, &stop);
+            let (wh, stop, progress) = (&wh, &stop, &progress);
             s.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(100 + r as u64);
                 while !stop.load(Ordering::Relaxed) {
+                    progress.bump(r as usize);
                     let i = rng.random_range(0..1000);
                     assert_eq!(wh.get(&stable_key(i)).as_deref(), Some(&b"stable"[..]));
                     let keys: Vec<_> = (0..16).map(|j| stable_key((i + j) % 1000)).collect();
@@ -66,11 +70,15 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
         }
         let hs: Vec<_> = (0..writers)
             .map(|t| {
-                let wh = &wh;
+                let (wh, progress) = (&wh, &progress);
                 s.spawn(move || {
                     let mut rng = SmallRng::seed_from_u64(t as u64);
                     let mut model = BTreeMap::new();
-                    for _ in 0..ops {
+                    let mut last = progress.snapshot();
+                    for op in 0..ops {
+                        if op % 512 == 0 {
+                            progress.wait_all_moved(&mut last);
+                        }
                         let k = churn_key(t, &mut rng);
                         match rng.random_range(0..8) {
                             0..=3 => {

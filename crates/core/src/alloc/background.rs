@@ -161,11 +161,9 @@ mod tests {
         for i in 1..=rounds {
             work.store(i, Ordering::Release);
             bg.wake();
-            let mut tries = 0;
-            while done.load(Ordering::Acquire) < i && tries < 10_000_000 {
-                std::thread::yield_now();
-                tries += 1;
-            }
+            crate::testing::wait::wait_for("the background thread's work", || {
+                done.load(Ordering::Acquire) >= i
+            });
             assert_eq!(done.load(Ordering::Acquire), i);
         }
         let exited = bg.exited_flag();

@@ -3,6 +3,37 @@
 use super::primitive::{spin_loop, yield_now};
 use std::cell::Cell;
 use std::fmt;
+use std::time::{Duration, Instant};
+
+/// Polls `cond` until it holds or `timeout` has passed, backing off between polls as
+/// [`Backoff::snooze`] does (spinning, then yielding); returns whether `cond` held. For waits
+/// that must end even when what they wait for never happens: tests (a bound in time, not in
+/// iterations, so a faster or slower machine waits as long), shutdown paths.
+///
+/// ```
+/// use orrery_core::sync::wait_until;
+/// use std::time::Duration;
+///
+/// let mut polls = 0;
+/// assert!(wait_until(Duration::from_secs(60), || {
+///     polls += 1;
+///     polls == 3
+/// }));
+/// assert!(!wait_until(Duration::ZERO, || false));
+/// ```
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    let backoff = Backoff::new();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() >= timeout {
+            return false;
+        }
+        backoff.snooze();
+    }
+}
 
 /// Exponential backoff for spin loops.
 ///

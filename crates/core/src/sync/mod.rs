@@ -47,7 +47,7 @@ mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use backoff::Backoff;
+pub use backoff::{Backoff, wait_until};
 pub use epoch::{Guard, Handle, handle, pin, unprotected};
 pub use padded::CachePadded;
 pub use rwlock::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};

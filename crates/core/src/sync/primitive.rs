@@ -38,6 +38,6 @@ pub(crate) fn yield_now() {
 /// Primitives of the epoch collector: always `std` (see the module docs).
 pub(crate) mod epoch_atomic {
     pub(crate) use std::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU64, Ordering, compiler_fence, fence,
+        AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
     };
 }

@@ -39,6 +39,12 @@
 //! run). Multi-threaded parts replay the same per-thread operations; their checks are exact
 //! whatever the interleaving (see [`stress`]).
 //!
+//! # Waiting
+//!
+//! [`wait`] has the helpers every multi-threaded test uses: waits bounded by a deadline in
+//! time ([`wait::DEADLINE`]), reclamation driven until something is freed, and progress
+//! counters that prove threads overlapped.
+//!
 //! # Trusting the suite
 //!
 //! [`broken`] holds deliberately broken wrappers; the self-tests show each fault is caught by
@@ -55,6 +61,7 @@ pub mod fuzz;
 pub mod ordered;
 pub mod rng;
 pub mod stress;
+pub mod wait;
 pub mod zipf;
 
 pub use bulk::{check_bulk, check_bulk_ordered};

@@ -29,15 +29,9 @@ fn check_and_free(pool: &SlabPool, objs: Vec<NonNull<u8>>) {
     }
 }
 
-/// Waits (yielding, a bounded number of times) until the reservoir holds `want` bytes.
+/// Waits (at most a minute) until the reservoir holds `want` bytes; returns what it holds.
 fn wait_spare(p: &Populator, want: usize) -> usize {
-    let tries = if cfg!(miri) { 20_000 } else { 10_000_000 };
-    for _ in 0..tries {
-        if p.spare_bytes() == want {
-            break;
-        }
-        std::thread::yield_now();
-    }
+    crate::sync::wait_until(crate::testing::wait::DEADLINE, || p.spare_bytes() == want);
     p.spare_bytes()
 }
 

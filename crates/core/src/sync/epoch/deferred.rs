@@ -110,7 +110,6 @@ impl Bag {
     }
 
     /// How many functions the bag holds.
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.len
     }

@@ -6,7 +6,10 @@ use super::deferred::Bag;
 use super::membarrier;
 use super::participant::{PINNED, Participant};
 use crate::sync::CachePadded;
-use crate::sync::primitive::epoch_atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, fence};
+use crate::sync::primitive::epoch_atomic::{
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+};
+use std::cell::UnsafeCell;
 use std::ptr;
 
 /// How many sealed bags one [`Global::collect`] call frees at most, to bound the pause it
@@ -72,12 +75,42 @@ struct Registry {
     advancing: AtomicBool,
 }
 
+/// The sealed bags waiting for their epoch to expire.
+///
+/// Sealing threads push onto `incoming`, a lock-free Treiber stack (never blocked). One
+/// collector at a time (the `collecting` try-lock; the others skip, the holder does the
+/// work) moves the incoming bags, oldest first, to the tail of `fifo`, a private singly
+/// linked queue in push order, then unlinks expired bags from its head. Every bag is
+/// visited once when it is moved and once when it is run, so draining a backlog of `n` bags
+/// costs `O(n)` in all, whatever the number of collection steps it takes.
+struct Garbage {
+    /// Head of the stack of bags sealed since the last collection step moved them.
+    incoming: AtomicPtr<SealedBag>,
+    /// Held by the thread that touches `fifo` (a try-lock: `Acquire` on taking it, `Release`
+    /// on leaving it, so each holder sees the previous holder's `fifo` writes).
+    collecting: AtomicBool,
+    /// Head and tail of the queue of moved bags, oldest pushed first; only the holder of
+    /// `collecting` reads or writes it.
+    fifo: UnsafeCell<Fifo>,
+    /// Deferred functions in sealed bags that have not run yet (incoming and queued).
+    pending: AtomicUsize,
+}
+
+/// The collector-owned queue of [`Garbage::fifo`].
+struct Fifo {
+    head: *mut SealedBag,
+    tail: *mut SealedBag,
+}
+
+// SAFETY: `fifo` is touched only by the holder of the `collecting` try-lock (acquire/release
+// hand-over); everything else is atomic. The bags it points to are owned by the queue.
+unsafe impl Sync for Garbage {}
+
 /// The one global collector.
 pub(super) struct Global {
     epoch: CachePadded<EpochWord>,
     participants: CachePadded<Registry>,
-    /// Head of the stack of sealed bags waiting for their epoch to expire.
-    garbage: CachePadded<AtomicPtr<SealedBag>>,
+    garbage: CachePadded<Garbage>,
 }
 
 /// The collector every [`pin`](super::pin) uses.
@@ -90,7 +123,15 @@ pub(super) static GLOBAL: Global = Global {
         head: AtomicPtr::new(ptr::null_mut()),
         advancing: AtomicBool::new(false),
     }),
-    garbage: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+    garbage: CachePadded::new(Garbage {
+        incoming: AtomicPtr::new(ptr::null_mut()),
+        collecting: AtomicBool::new(false),
+        fifo: UnsafeCell::new(Fifo {
+            head: ptr::null_mut(),
+            tail: ptr::null_mut(),
+        }),
+        pending: AtomicUsize::new(0),
+    }),
 };
 
 impl Global {
@@ -203,29 +244,18 @@ impl Global {
     pub(super) fn push_bag(&self, mut bag: Box<SealedBag>) {
         fence(Ordering::SeqCst);
         bag.epoch = self.epoch.epoch.load(Ordering::Relaxed);
+        self.garbage
+            .pending
+            .fetch_add(bag.bag.len(), Ordering::Relaxed);
         let node = Box::into_raw(bag);
-        // SAFETY: `node` is a fresh allocation owned by us until the push succeeds.
-        unsafe { self.push_chain(node, node) };
-    }
-
-    /// Pushes the chain `first ..= last` (linked through `next`) on the garbage stack.
-    ///
-    /// # Safety
-    /// The chain is owned by the caller (unreachable by other threads): `first` reaches
-    /// `last` through `next` pointers, all nodes are live `Box`-allocated `SealedBag`s.
-    unsafe fn push_chain(&self, first: *mut SealedBag, last: *mut SealedBag) {
-        let mut head = self.garbage.load(Ordering::Relaxed);
+        let incoming = &self.garbage.incoming;
+        let mut head = incoming.load(Ordering::Relaxed);
         loop {
-            // SAFETY: `last` is owned by us (contract) until the CAS below publishes it.
-            unsafe { (*last).next = head };
-            // Release: publishes the nodes' contents (and `next`) to the collector's
+            // SAFETY: `node` is a fresh allocation owned by us until the CAS publishes it.
+            unsafe { (*node).next = head };
+            // Release: publishes the node's contents (and `next`) to the collector's
             // `Acquire` swap. A Treiber push never dereferences `head`, so it is ABA-safe.
-            match self.garbage.compare_exchange_weak(
-                head,
-                first,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
+            match incoming.compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return,
                 Err(now) => head = now,
             }
@@ -360,56 +390,98 @@ impl Global {
     /// collection step of pins).
     #[inline]
     pub(super) fn has_garbage(&self) -> bool {
-        !self.garbage.load(Ordering::Relaxed).is_null()
+        self.garbage.pending.load(Ordering::Relaxed) != 0
+    }
+
+    /// Deferred functions in sealed bags that have not run yet (`Relaxed`; a snapshot for
+    /// diagnostics and tests: open bags of live threads are not counted).
+    pub(super) fn pending(&self) -> usize {
+        self.garbage.pending.load(Ordering::Relaxed)
     }
 
     /// Runs the bags whose epoch has expired (global epoch at least two past their seal on
-    /// the fenced path, three on the asymmetric path),
-    /// at most [`COLLECT_MAX_BAGS`] of them; the rest go back on the queue.
+    /// the fenced path, three on the asymmetric path), oldest pushed first, at most
+    /// [`COLLECT_MAX_BAGS`] of them. Returns at once if another thread is collecting (it
+    /// does the same work).
     pub(super) fn collect(&self) {
-        if self.garbage.load(Ordering::Relaxed).is_null() {
+        let garbage = &self.garbage;
+        if garbage.pending.load(Ordering::Relaxed) == 0
+            || garbage.collecting.load(Ordering::Relaxed)
+            || garbage
+                .collecting
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
             return;
         }
-        // Take the whole stack: no ABA, and the taken nodes are ours alone.
-        let mut list = self.garbage.swap(ptr::null_mut(), Ordering::Acquire);
+        // SAFETY: we hold the `collecting` try-lock, the only licence to touch `fifo`.
+        let fifo = unsafe { &mut *garbage.fifo.get() };
+        // Move the incoming bags (newest first on the stack) to the tail, oldest first.
+        // Acquire: pairs with the pushers' `Release` CAS (the nodes' contents).
+        let mut list = garbage.incoming.swap(ptr::null_mut(), Ordering::Acquire);
+        let mut reversed: *mut SealedBag = ptr::null_mut();
+        let moved_tail = list;
+        while !list.is_null() {
+            // SAFETY: taken off the stack by our swap: we own the nodes.
+            let next = unsafe { (*list).next };
+            // SAFETY: as above.
+            unsafe { (*list).next = reversed };
+            reversed = list;
+            list = next;
+        }
+        if !reversed.is_null() {
+            if fifo.tail.is_null() {
+                fifo.head = reversed;
+            } else {
+                // SAFETY: `tail` is a node of the queue, owned by the lock holder.
+                unsafe { (*fifo.tail).next = reversed };
+            }
+            fifo.tail = moved_tail;
+        }
         // Acquire: synchronizes with the advance that stored this epoch (and, all epoch
         // writes being read-modify-writes, with every earlier advance).
         let epoch = self.epoch.epoch.load(Ordering::Acquire);
         let lag = self.expiry_lag();
-        let mut expired: *mut SealedBag = ptr::null_mut();
+        let first = fifo.head;
+        let mut last: *mut SealedBag = ptr::null_mut();
         let mut n_expired = 0;
-        let mut keep_first: *mut SealedBag = ptr::null_mut();
-        let mut keep_last: *mut SealedBag = ptr::null_mut();
-        while !list.is_null() {
-            let node = list;
-            // SAFETY: `node` was taken off the stack by our swap: we own it.
-            let node_ref = unsafe { &mut *node };
-            let (next, sealed) = (node_ref.next, node_ref.epoch);
-            list = next;
-            if n_expired < COLLECT_MAX_BAGS && epoch >= sealed + lag {
-                // SAFETY: we own `node` (see above).
-                unsafe { (*node).next = expired };
-                expired = node;
-                n_expired += 1;
-            } else {
-                // SAFETY: we own `node` (see above).
-                unsafe { (*node).next = keep_first };
-                keep_first = node;
-                if keep_last.is_null() {
-                    keep_last = node;
-                }
+        // The queue is in push order; seal epochs are nearly ordered the same way (a pusher
+        // delayed between its seal and its push lands behind younger bags, and then waits
+        // for them: only later, never too early).
+        while n_expired < COLLECT_MAX_BAGS && !fifo.head.is_null() {
+            let node = fifo.head;
+            // SAFETY: a queue node, owned by the lock holder.
+            let node_ref = unsafe { &*node };
+            let (sealed, next) = (node_ref.epoch, node_ref.next);
+            if epoch < sealed + lag {
+                break;
             }
+            last = node;
+            fifo.head = next;
+            n_expired += 1;
         }
-        if !keep_first.is_null() {
-            // SAFETY: the kept nodes are ours, chained from `keep_first` to `keep_last`.
-            unsafe { self.push_chain(keep_first, keep_last) };
+        if fifo.head.is_null() {
+            fifo.tail = ptr::null_mut();
         }
-        // Run the expired bags last, so a panicking deferred function cannot lose the
-        // bags we kept.
+        if !last.is_null() {
+            // SAFETY: `last` was unlinked from the queue above and is ours.
+            unsafe { (*last).next = ptr::null_mut() };
+        }
+        // Release: hands `fifo` over to the next holder.
+        garbage.collecting.store(false, Ordering::Release);
+        // Run the expired bags outside the lock, so a long or panicking deferred function
+        // neither blocks other collectors nor loses the queued bags.
+        let mut expired = if last.is_null() {
+            ptr::null_mut()
+        } else {
+            first
+        };
         while !expired.is_null() {
-            // SAFETY: `expired` nodes are ours and were allocated by `Box` (`push_bag`).
+            // SAFETY: the expired chain was unlinked above; its nodes were allocated by
+            // `Box` (`push_bag`) and are owned by us alone.
             let node = unsafe { Box::from_raw(expired) };
             expired = node.next;
+            garbage.pending.fetch_sub(node.bag.len(), Ordering::Relaxed);
             drop(node); // runs the deferred functions
         }
     }

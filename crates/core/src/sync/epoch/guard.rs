@@ -87,6 +87,41 @@ pub fn synchronize() {
     grace.wait();
 }
 
+/// Drives reclamation until `done()` holds or `timeout` has passed: seals this thread's open
+/// bag and runs collection steps (each tries to advance the epoch and runs expired bags),
+/// backing off between them; returns whether `done()` held. For tests and quiescent points
+/// (shutdown, leak checks) that must see what was retired go, within a bound in time: other
+/// threads' critical sections can delay it, never make it hang.
+///
+/// ```
+/// use orrery_core::sync::epoch;
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::time::Duration;
+///
+/// let ran = Arc::new(AtomicBool::new(false));
+/// let r = ran.clone();
+/// epoch::pin().defer(move || r.store(true, Ordering::Relaxed));
+/// assert!(epoch::flush_until(Duration::from_secs(60), || ran.load(Ordering::Relaxed)));
+/// ```
+///
+/// # Panics
+/// If the calling thread is pinned through [`pin`] or [`handle`]: its own critical section
+/// would hold the epoch back.
+pub fn flush_until(timeout: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    assert!(
+        !is_pinned(),
+        "sync::epoch::flush_until called by a pinned thread (it would hold the epoch back)"
+    );
+    crate::sync::wait_until(timeout, || {
+        if done() {
+            return true;
+        }
+        pin().flush();
+        false
+    })
+}
+
 /// The calling thread's own participant record (the one [`pin`] uses), if its thread-local
 /// handle exists.
 pub(super) fn current_record() -> Option<&'static Participant> {
@@ -126,6 +161,28 @@ pub fn pin_barrier() -> PinBarrier {
     } else {
         PinBarrier::Fence
     }
+}
+
+/// How many deferred functions wait in sealed bags for their epoch to expire, on all
+/// threads (a snapshot, for diagnostics and tests; the open bags of live threads, at most
+/// one bag each, are not counted).
+pub fn pending_deferred() -> usize {
+    GLOBAL.pending()
+}
+
+/// The epochs of the records pinned right now (for test failure reports).
+#[cfg(test)]
+pub(crate) fn pinned_epochs() -> Vec<u64> {
+    let mut epochs = Vec::new();
+    GLOBAL.for_each_record(|record| {
+        let state = record
+            .state
+            .load(crate::sync::primitive::epoch_atomic::Ordering::Relaxed);
+        if state & super::participant::PINNED != 0 {
+            epochs.push(state >> 1);
+        }
+    });
+    epochs
 }
 
 /// How many participant records the registry holds, used and free (for diagnostics and

@@ -43,14 +43,19 @@
 //!   read-mostly deployments that opt in. What would change that: batching several
 //!   MetaTrieHT changes per grace period, or a per-structure choice of pin barrier.
 //! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
-//!   load) whether sealed bags wait on the global queue, and only then tries to advance the
-//!   epoch and runs up to 16 expired bags; sealing a full bag and [`Guard::flush`] do the
-//!   same (a flush always tries to advance). So a read-only phase never advances (no
-//!   syscall). On the asymmetric path a thread tries to advance at most once per 1024 units
+//!   load of the count of pending deferred functions) whether sealed bags wait, and only
+//!   then tries to advance the epoch and runs up to 16 expired bags; sealing a full bag and
+//!   [`Guard::flush`] do the same (a flush always tries to advance). So a read-only phase
+//!   never advances (no syscall). On the asymmetric path a thread tries to advance at most
+//!   once per 1024 units
 //!   of its own work (an outermost pin counts 1, a deferred function 2), an advance first
 //!   scans the records without the heavy barrier and gives up if someone is visibly pinned
 //!   in an older epoch, and at most one thread issues the heavy barrier at a time (a
 //!   try-lock; the others give up).
+//! - **The garbage queue**: sealing threads push bags on a lock-free stack; one collector
+//!   at a time (a try-lock; the others skip) moves them, oldest first, to a private FIFO and
+//!   runs expired bags from its head (outside the lock). Each bag is touched a constant
+//!   number of times, so a backlog drains in time linear in its size.
 //! - **Deferred functions** go into the thread's open bag (64 entries, closures of up to
 //!   three words stored inline). A full bag — or [`Guard::flush`], or the thread's exit — is
 //!   *sealed* with the global epoch and pushed on a global lock-free stack; a sealed bag
@@ -160,7 +165,55 @@
 //! step rests on the x86 memory model rather than the language model, as in crossbeam-epoch.
 //! Everywhere else, and under Miri, the portable fence is used.
 //!
+//! # Liveness: reclamation always makes progress
+//!
+//! Claim: if every critical section ends (every [`Guard`] is dropped after a finite time)
+//! and threads keep using the collector (pins, retirements, flushes, grace periods), every
+//! deferred function runs, and the functions pending at any moment are those retired
+//! during the last few epochs plus what one preempted reader holds back.
+//!
+//! 1. *Who can block an advance.* The advance `g -> g + 1` is refused only by a record
+//!    pinned in an epoch other than `g`. A pin stores the epoch it loaded just before, and
+//!    the epoch only grows, so such a record is in a critical section whose epoch load
+//!    came before the CAS that wrote `g`: a section that had already begun when the epoch
+//!    became `g`. Those sections are finitely many and fixed at that moment; sections
+//!    begun later load `g` (or more) and never refuse this advance. A thread that re-pins
+//!    in a tight loop therefore blocks an advance only with the one section it was in when
+//!    the epoch moved; a *preempted* reader blocks it for its time off the CPU (the
+//!    scheduler bounds it: on the 2-core VM, two readers pinning continuously against a
+//!    retirer held the epoch back for at most about 25 ms, one time slice, measured by
+//!    `epoch_reclamation_keeps_up_with_busy_readers`).
+//! 2. *Participants that are gone never block.* A record is pinned exactly while its
+//!    guard count is non-zero: the outermost unpin stores `state = 0` whatever happened to
+//!    its handles (a [`Handle`] dropped while pinned only keeps the record claimed until
+//!    the guard drops, then releases it). A thread's own record is released by its
+//!    thread-local destructor at exit, and a pin from a later thread-local destructor
+//!    uses a temporary record owned by its guard. So an exited thread, a dropped handle
+//!    or a released record is never pinned, and free records are skipped by nothing but
+//!    their `state` (zero).
+//! 3. *Someone tries.* While sealed bags wait, an advance is tried by every seal of a full
+//!    bag, every [`Guard::flush`] (and [`synchronize`]), every [`GracePeriod::start`] whose
+//!    scan allows it, and every 128th outermost pin of every thread (on the asymmetric
+//!    path, at most once per 1024 units of the thread's work). So once the blocking
+//!    sections of step 1 have ended, the next try advances; two (fenced) or three
+//!    (asymmetric) such rounds past a bag's seal make it expired.
+//! 4. *Expired bags run.* Every try above is followed by a collection step that runs up to
+//!    16 expired bags from the head of the FIFO, and every seal comes with one, so the
+//!    queue drains at least 16 times as fast as a retiring thread fills it. Seal epochs
+//!    follow push order except for a pusher delayed between its seal and its push; its bag
+//!    waits behind younger ones only until they expire (later, never too early).
+//!
+//! What does block reclamation, by design of any epoch scheme: a guard that is never
+//! dropped (`mem::forget`, a thread blocked forever while pinned, a thread that waits while
+//! pinned for something that needs a grace period), and, after `fork`, the child's copies
+//! of records pinned by threads that do not exist in the child. And without activity
+//! nothing runs: sealed bags wait for the next pin, retirement or flush of any thread, and
+//! an open bag (fewer than 64 functions) for its thread to fill it, flush or exit; there is
+//! no background thread. A structure that retires something large and may then go idle
+//! flushes (Mercury does after an expansion).
+//!
 //! ## Checking
+
 //!
 //! The collector is one process-wide static with thread-local records, which loom cannot
 //! reset between iterations, so loom checks a *model* of the protocol instead
@@ -179,6 +232,10 @@
 //! [`ASYMMETRIC_ENV`] set (asymmetric where the kernel allows); a store-buffering litmus test shows the heavy barrier
 //! forbids the reordering the compiler-fence pin allows (without it the forbidden outcome
 //! shows up hundreds of times); Miri runs the single-threaded tests on the fenced path.
+//! Liveness is checked by `epoch_reclamation_keeps_up_with_busy_readers` (two readers
+//! re-pinning continuously, a retirer of 4M objects: all destroyed within the deadline,
+//! at most half pending at once; it prints the maximum, about 150-200k on the 2-core VM)
+//! and `epoch_finished_participants_do_not_hold_the_epoch`.
 //!
 //! # Usage
 //!
@@ -238,9 +295,11 @@ mod membarrier;
 mod participant;
 
 pub use grace::GracePeriod;
+#[cfg(test)]
+pub(crate) use guard::pinned_epochs;
 pub use guard::{
-    Guard, Handle, PinBarrier, global_epoch, handle, is_pinned, pin, pin_barrier, registry_len,
-    synchronize, unprotected,
+    Guard, Handle, PinBarrier, flush_until, global_epoch, handle, is_pinned, pending_deferred, pin,
+    pin_barrier, registry_len, synchronize, unprotected,
 };
 pub use membarrier::{ASYMMETRIC_ENV, FALLBACK_ENV};
 #[cfg(all(test, not(loom)))]
