@@ -40,22 +40,22 @@
 //!
 //! Node sizes are rounded up to a size class chosen so that a node never straddles more
 //! cache lines than its size requires: 32, 64, then multiples of 64 (128, 192, 256, 384, …,
-//! 4096). Each class has its own [`SlabPool`] (per-thread caches refilled from 2 MiB
-//! huge-page chunks, freed nodes reused: §3 "Memory Allocator"). Nodes above 4096 bytes
-//! (long keys or values) come from the global allocator; the class in `meta` says which.
+//! 4096). The classes are an `orrery_core` [`SizeClassPool`]: a slab pool per class
+//! (per-thread caches refilled from 2 MiB huge-page chunks, freed nodes reused: §3 "Memory
+//! Allocator"), and the global allocator for nodes above 4096 bytes (long keys or values);
+//! the class in `meta` says which.
 //!
 //! Nodes are freed only when unreachable by any reader: removal and replacement hand the node
 //! to the epoch collector (`orrery_core::sync`), and the pools are kept alive by an `Arc`
 //! captured by the deferred free (see `raw.rs`).
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
 use orrery_core::Error;
 
 use crate::link::Link;
-use orrery_core::alloc::{MemCounter, SlabPool};
+use orrery_core::alloc::SizeClassPool;
 
 /// Bytes before the key: the `next` and `meta` words.
 pub(crate) const HEADER: usize = 16;
@@ -199,15 +199,6 @@ const fn needed_size(klen: usize, vlen: usize) -> usize {
     }
 }
 
-/// The size class for `size` bytes, or `None` for the global allocator.
-#[inline]
-fn class_for(size: usize) -> Option<usize> {
-    if size <= CLASSES[0] {
-        return Some(0);
-    }
-    CLASSES.iter().position(|&c| size <= c)
-}
-
 /// Bytes actually allocated for a node with meta `m`.
 #[inline]
 fn block_size(m: Meta) -> usize {
@@ -229,35 +220,25 @@ const fn large_size(klen: usize, long: bool, vlen: usize) -> usize {
     }
 }
 
-/// Where a node's bytes come from: one slab pool per size class, and the global allocator.
+/// Where a node's bytes come from: an `orrery_core` [`SizeClassPool`] with the classes of
+/// [`CLASSES`] (a slab pool each), and the global allocator above them.
 pub(crate) struct NodeAlloc {
-    pools: Vec<SlabPool>,
-    large_bytes: MemCounter,
+    pool: SizeClassPool,
 }
 
 impl NodeAlloc {
     /// An allocator with an empty pool per size class.
     pub(crate) fn new() -> NodeAlloc {
-        NodeAlloc {
-            // Aligned to their size up to a cache line, so that a node of up to 64 bytes
-            // never straddles two lines.
-            pools: CLASSES
-                .iter()
-                .map(|&size| {
-                    SlabPool::new(size, size.min(64)).expect("valid size-class parameters")
-                })
-                .collect(),
-            large_bytes: MemCounter::new(),
-        }
+        // Slots are aligned to their size up to a cache line (the pool's rule), so that a
+        // node of up to 64 bytes never straddles two lines.
+        let pool = SizeClassPool::new(&CLASSES, 8)
+            .unwrap_or_else(|e| unreachable!("the node classes are valid: {e}"));
+        NodeAlloc { pool }
     }
 
     /// Bytes held: pool chunks (live, free and not yet carved) plus large nodes.
     pub(crate) fn bytes(&self) -> usize {
-        self.pools
-            .iter()
-            .map(SlabPool::reserved_bytes)
-            .sum::<usize>()
-            + self.large_bytes.get()
+        self.pool.bytes()
     }
 
     /// Allocates a node holding `key` and `value` whose `next` word is `next`. The node is
@@ -274,26 +255,19 @@ impl NodeAlloc {
     ) -> Result<NonNull<Node>, Error> {
         let long = value.len() > SHORT_VALUE_MAX;
         let size = needed_size(key.len(), value.len());
-        let (block, class) = match class_for(size) {
-            Some(c) => (self.pools[c].try_alloc()?, c as u64),
-            None => {
-                let size = large_size(key.len(), long, value.len());
-                let layout = Layout::from_size_align(size, 8).map_err(|_| Error::OutOfMemory)?;
-                // SAFETY: `layout` has a non-zero size (at least HEADER bytes).
-                let raw = unsafe { std::alloc::alloc(layout) };
-                let block = NonNull::new(raw).ok_or(Error::OutOfMemory)?;
-                self.large_bytes.add(size);
-                (block, LARGE_CLASS)
-            }
+        let (size, class) = match self.pool.class_of(size) {
+            Some(c) => (self.pool.class_size(c), c as u64),
+            None => (large_size(key.len(), long, value.len()), LARGE_CLASS),
         };
+        let block = self.pool.try_alloc(size)?;
+        let meta = Meta::new(key.len(), class, long, value.len());
         let node = block.cast::<Node>();
         if !Link::fits(node) {
-            // SAFETY: `block` was just allocated by this allocator with class `class` and
-            // was never published; `free_block` only needs the class and the size.
-            unsafe { self.free_block(block, Meta::new(key.len(), class, long, value.len())) };
+            // SAFETY: `block` was just allocated by this allocator for a node with `meta`
+            // and was never published.
+            unsafe { self.free_block(block, meta) };
             return Err(Error::OutOfMemory);
         }
-        let meta = Meta::new(key.len(), class, long, value.len());
         // SAFETY: `block` is a fresh allocation of at least `needed_size` bytes, 8-aligned,
         // owned by this thread until published.
         unsafe { init(node, meta, key, value, next) };
@@ -316,20 +290,12 @@ impl NodeAlloc {
 
     /// # Safety
     /// `block` was allocated by this allocator for a node with meta `meta` (same class and,
-    /// for the global allocator, same size), is unreachable, and is freed once.
+    /// for a large node, same size), is unreachable, and is freed once.
     unsafe fn free_block(&self, block: NonNull<u8>, meta: Meta) {
-        if meta.class() == LARGE_CLASS {
-            let size = block_size(meta);
-            self.large_bytes.sub(size);
-            let layout =
-                Layout::from_size_align(size, 8).expect("the layout was valid at allocation");
-            // SAFETY: allocated in `alloc` with this exact layout (size recomputed from the
-            // immutable key length, long flag and, for long values, value length).
-            unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
-        } else {
-            // SAFETY: allocated from this pool (class stored in meta at allocation).
-            unsafe { self.pools[meta.class() as usize].free(block) };
-        }
+        // SAFETY: allocated from the pool with `block_size(meta)` bytes (the class size, or
+        // the large size recomputed from the immutable key length, long flag and, for long
+        // values, value length); unreachable and freed once (contract).
+        unsafe { self.pool.free(block, block_size(meta)) };
     }
 }
 
@@ -559,10 +525,11 @@ mod tests {
     fn classes_and_sizes() {
         assert_eq!(needed_size(8, 8), 32);
         assert_eq!(needed_size(24, 10), 56);
-        assert_eq!(class_for(32), Some(0));
-        assert_eq!(class_for(56), Some(1));
-        assert_eq!(class_for(4096), Some(12));
-        assert_eq!(class_for(4097), None);
+        let a = NodeAlloc::new();
+        assert_eq!(a.pool.class_of(32), Some(0));
+        assert_eq!(a.pool.class_of(56), Some(1));
+        assert_eq!(a.pool.class_of(4096), Some(12));
+        assert_eq!(a.pool.class_of(4097), None);
         assert!(CLASSES.windows(2).all(|w| w[0] < w[1]));
     }
 

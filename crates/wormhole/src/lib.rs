@@ -44,7 +44,6 @@
 //! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
 //! | `kv` | — | one block per pair |
-//! | `classes` | — | size-class slab pools (huge pages) for pairs |
 //!
 //! # Consistency and concurrency (§2.5)
 //!
@@ -101,7 +100,7 @@
 //! search ends on a leaf entry), the leaf header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
 //! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
 //! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
-//! before), pair blocks (size-class slab pools, `classes`), and slot and item arrays of
+//! before), pair blocks (`orrery_core::alloc::SizeClassPool`), and slot and item arrays of
 //! 2 MiB or more (`meta`, `items`). The paper's C implementation gets the same effect from a
 //! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
 //! top of the binary search tree over prefix lengths, at most 7 slots) so that they
@@ -141,7 +140,6 @@
 
 mod anchor;
 mod batch;
-mod classes;
 mod config;
 mod items;
 mod iter;
@@ -169,12 +167,12 @@ pub use meta::MetaStats;
 #[doc(hidden)]
 pub use search::SearchTrace;
 
-use crate::classes::ClassPools;
 use crate::deps::sync::{CachePadded, Guard};
 use crate::kv::{InlinePair, Kv, Pair};
 use crate::leaf::{LeafAccess, LeafPools, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
 use crate::meta::MetaTable;
 use crate::smo::Writer;
+use orrery_core::alloc::SizeClassPool;
 
 /// The shared modules this crate uses.
 mod deps {
@@ -242,7 +240,7 @@ pub struct Wormhole {
     /// Key and value bytes of inline pairs (inside leaf blocks).
     inline_bytes: Stripes,
     /// Size-class pools of the pair blocks (`classes`, `kv`).
-    kvp: ClassPools,
+    kvp: SizeClassPool,
     leaves: AtomicUsize,
     anchor_bytes: AtomicUsize,
     meta_bytes: AtomicUsize,
@@ -293,7 +291,20 @@ fn backoff(n: &mut u32) {
 
 impl Wormhole {
     /// An empty index with the default [`Config`].
+    ///
+    /// Allocates the first leaf (taking the first 2 MiB chunk of the leaf pool) and the
+    /// two MetaTrieHTs; if even that memory cannot be had it reports the failure as a
+    /// failed `Box::new` does ([`std::alloc::handle_alloc_error`]). [`Wormhole::try_new`]
+    /// returns the error instead.
     pub fn new() -> Self {
+        Self::try_new().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<MetaTable>())
+        })
+    }
+
+    /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`] when its
+    /// first leaf and MetaTrieHTs cannot be allocated.
+    pub fn try_new() -> api::Result<Self> {
         Self::with_config(Config::default())
     }
 
@@ -307,7 +318,8 @@ impl Wormhole {
         &self.cfg
     }
 
-    pub(crate) fn with_config(cfg: Config) -> Self {
+    /// An empty index with `cfg` (valid), or [`api::Error::OutOfMemory`].
+    pub(crate) fn with_config(cfg: Config) -> api::Result<Self> {
         let populator = if cfg.prefault {
             Populator::new()
         } else {
@@ -315,13 +327,20 @@ impl Wormhole {
         };
         let pool = Arc::new(LeafPools::new(cfg.leaf_capacity));
         pool.attach(&populator);
-        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
+        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0)?;
+        let tables = MetaTable::new(head).and_then(|t1| Ok((t1, MetaTable::new(head)?)));
+        let (t1, t2) = match tables {
+            Ok((t1, t2)) => (Box::new(t1), Box::new(t2)),
+            Err(e) => {
+                // SAFETY: the head was never published; nobody else has seen it.
+                unsafe { head.free(&pool) };
+                return Err(e);
+            }
+        };
         let kvp = kv::kv_pools();
         kvp.attach(&populator);
-        let t1 = Box::new(MetaTable::new(head));
-        let t2 = Box::new(MetaTable::new(head));
         let meta = t1.bytes() * 2;
-        Wormhole {
+        Ok(Wormhole {
             current: AtomicPtr::new(Box::into_raw(t1)),
             writer: Mutex::new(Writer::new(t2)),
             head,
@@ -336,7 +355,7 @@ impl Wormhole {
             meta_bytes: AtomicUsize::new(meta),
             restarts: AtomicU64::new(0),
             populator,
-        }
+        })
     }
 
     /// The published table, alive for the guard's lifetime.
@@ -566,11 +585,11 @@ impl Wormhole {
             let (mut w, hash) = self.write_target(key, &g);
             match self.position(&w, key, hash) {
                 Pos::Found(i) => {
-                    self.replace_value(&mut w, i, key, value);
+                    self.replace_value(&mut w, i, key, value)?;
                     return Ok(false);
                 }
                 Pos::Absent { sorted_at } if !w.is_full() => {
-                    let p = self.new_pair(&w, key, value);
+                    let p = self.new_pair(&w, key, value)?;
                     w.insert(sorted_at, leaf_tag(hash), p);
                     self.len.add(1);
                     return Ok(true);
@@ -578,35 +597,45 @@ impl Wormhole {
                 Pos::Absent { .. } => {
                     drop(w);
                     drop(g);
-                    self.split(key);
+                    self.split(key)?;
                 }
             }
         }
     }
 
-    fn replace_value(&self, w: &mut WriteLeaf<'_>, i: usize, key: &[u8], value: &[u8]) {
+    /// Replaces the value of real slot `i` (in place when the length is unchanged, else by
+    /// a new pair). On [`api::Error::OutOfMemory`] the old value stays.
+    fn replace_value(
+        &self,
+        w: &mut WriteLeaf<'_>,
+        i: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> api::Result<()> {
         let ov = w.value_mut(i);
         if ov.len() == value.len() {
             ov.copy_from_slice(value);
-            return;
+            return Ok(());
         }
-        let p = self.new_pair(w, key, value);
+        let p = self.new_pair(w, key, value)?;
         let old = w.replace(i, p);
         // SAFETY: unlinked from the leaf under the exclusive lock, not used again.
         unsafe { self.drop_pair(old) };
+        Ok(())
     }
 
     /// A new pair for leaf `w`: inline when the leaf takes inline pairs and it fits, else a
-    /// block. Counted in the memory counters.
-    fn new_pair(&self, w: &WriteLeaf<'_>, key: &[u8], value: &[u8]) -> Pair {
+    /// block. Counted in the memory counters. Fails with [`api::Error::OutOfMemory`]
+    /// (counting nothing) when the block cannot be allocated.
+    fn new_pair(&self, w: &WriteLeaf<'_>, key: &[u8], value: &[u8]) -> api::Result<Pair> {
         let p = match InlinePair::new(key, value).filter(|_| w.inline_on()) {
             Some(ip) => Pair::Inline(ip),
-            None => Pair::Heap(Kv::new(&self.kvp, key, value)),
+            None => Pair::Heap(Kv::new(&self.kvp, key, value)?),
         };
         // SAFETY: a fresh block is live.
         self.kv_bytes.add(unsafe { p.bytes(&self.kvp) } as isize);
         self.inline_bytes.add(p.inline_bytes() as isize);
-        p
+        Ok(p)
     }
 
     /// Uncounts and frees a pair taken out of the index.
@@ -627,9 +656,12 @@ impl Wormhole {
     /// inline pair for a leaf with (its block freed); anything else stays. Keeps the memory
     /// counters right. For pairs moving between leaves of different kinds (splits and
     /// merges, under the write locks of both leaves).
-    fn convert_pair(&self, p: Pair, inline: bool) -> Pair {
+    ///
+    /// Only an inline pair becoming a block needs memory: on [`api::Error::OutOfMemory`]
+    /// `p` is untouched (nothing to free: it was a copy).
+    fn convert_pair(&self, p: Pair, inline: bool) -> api::Result<Pair> {
         let q = match p {
-            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(&self.kvp, ip.key(), ip.value())),
+            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(&self.kvp, ip.key(), ip.value())?),
             Pair::Heap(kv) if inline => {
                 // SAFETY: the block is live: its leaf is write-locked by the caller.
                 let k = unsafe { kv.key() };
@@ -637,10 +669,10 @@ impl Wormhole {
                 let v = unsafe { kv.value() };
                 match InlinePair::new(k, v) {
                     Some(ip) => Pair::Inline(ip),
-                    None => return p,
+                    None => return Ok(p),
                 }
             }
-            _ => return p,
+            _ => return Ok(p),
         };
         // SAFETY: `q` is fresh (a new block, or a copy).
         self.kv_bytes.add(unsafe { q.bytes(&self.kvp) } as isize);
@@ -648,7 +680,7 @@ impl Wormhole {
         // SAFETY: the old form is no longer referenced: the caller stores `q` in its place,
         // under the leaf locks every reader of a pair holds.
         unsafe { self.drop_pair(p) };
-        q
+        Ok(q)
     }
 
     /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
@@ -709,7 +741,7 @@ impl Wormhole {
                     match new {
                         Some(v) => {
                             check_entry(key, &v)?;
-                            self.replace_value(&mut w, i, key, &v);
+                            self.replace_value(&mut w, i, key, &v)?;
                         }
                         None => {
                             let p = w.remove(i);
@@ -729,7 +761,7 @@ impl Wormhole {
                 Pos::Absent { sorted_at } if !w.is_full() => {
                     if let Some(v) = (f.take().expect("called once"))(None) {
                         check_entry(key, &v)?;
-                        let p = self.new_pair(&w, key, &v);
+                        let p = self.new_pair(&w, key, &v)?;
                         w.insert(sorted_at, leaf_tag(hash), p);
                         self.len.add(1);
                     }
@@ -738,7 +770,7 @@ impl Wormhole {
                 Pos::Absent { .. } => {
                     drop(w);
                     drop(g);
-                    self.split(key);
+                    self.split(key)?;
                 }
             }
         }
@@ -779,10 +811,7 @@ impl Wormhole {
                 .pool
                 .reserved_bytes()
                 .saturating_sub(self.inline_bytes.sum())
-                + self
-                    .kvp
-                    .reserved_bytes()
-                    .saturating_sub(self.kvp.live_bytes())
+                + self.kvp.slack_bytes()
                 + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed)
                 + self.populator.spare_bytes(),

@@ -244,6 +244,13 @@ impl SizeClassPool {
         self.reserved_bytes() + self.large_bytes()
     }
 
+    /// Bytes of class chunks not holding a live block (free slots and not yet carved
+    /// space): the pool's overhead beyond [`live_bytes`](Self::live_bytes).
+    pub fn slack_bytes(&self) -> usize {
+        let live: usize = self.pools.iter().map(SlabPool::live_bytes).sum();
+        self.reserved_bytes().saturating_sub(live)
+    }
+
     /// Bytes of live blocks, class blocks at their slot size (exact when no thread
     /// allocates concurrently, see [`SlabPool::live_bytes`]).
     pub fn live_bytes(&self) -> usize {
