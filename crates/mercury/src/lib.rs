@@ -184,7 +184,6 @@
 //! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The bench-only
 //! module `variants` (feature `variants`) holds the paper's measurement variants.
 
-mod count;
 mod expand;
 mod inline_pair;
 mod iter;
@@ -394,7 +393,7 @@ impl Mercury {
 
     /// Number of items (exact when no writer runs concurrently).
     pub fn len(&self) -> usize {
-        self.inner.counters.items()
+        self.inner.counters.sum(crate::raw::ITEMS)
     }
 
     /// Whether the table holds no item.
@@ -547,7 +546,7 @@ impl KvIndex for Mercury {
 
     fn memory_usage(&self) -> MemoryUsage {
         let guard = pin();
-        let kv = self.inner.counters.kv_bytes();
+        let kv = self.inner.counters.sum(crate::raw::KV_BYTES);
         let held = self.inner.table_bytes(&guard) + self.inner.alloc.bytes();
         MemoryUsage {
             structure_bytes: held.saturating_sub(kv),

@@ -50,7 +50,9 @@
 //! captured by the deferred free (see `raw.rs`).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use orrery_core::sync::VersionField;
 
 use orrery_core::Error;
 
@@ -104,7 +106,9 @@ const LONG: u64 = 1 << 21;
 const VLEN_SHIFT: u32 = 22;
 const LONG_VLEN_MASK: u64 = (1 << 21) - 1;
 const SHORT_VLEN_MASK: u64 = (1 << 7) - 1;
-const VERSION_ONE: u64 = 1 << 32;
+/// The version of a short value: an odd/even seqlock in bits 32..64 (bit 32 set while a
+/// write is in progress), through the shared `orrery_core` implementation.
+const VERSION: VersionField = VersionField::new(64, 32, 33, 31);
 
 const _: () = assert!(orrery_core::api::MAX_KEY_LEN as u64 <= KLEN_MASK);
 const _: () = assert!(orrery_core::api::MAX_VALUE_LEN as u64 <= LONG_VLEN_MASK);
@@ -150,21 +154,13 @@ impl Meta {
     /// Whether an in-place value write is in progress (odd version).
     #[inline]
     const fn is_writing(self) -> bool {
-        self.0 & VERSION_ONE != 0
+        VERSION.is_locked(self.0)
     }
 
-    /// The word a writer stores before rewriting the value (version made odd).
+    /// `self` with the short value length set to `vlen` (the version is kept).
     #[inline]
-    const fn begin_write(self) -> Meta {
-        Meta(self.0.wrapping_add(VERSION_ONE))
-    }
-
-    /// The word a writer stores after rewriting the value to `vlen` bytes (version made even
-    /// again, one step past `self`'s odd version).
-    #[inline]
-    const fn end_write(self, vlen: usize) -> Meta {
-        let bumped = self.0.wrapping_add(VERSION_ONE);
-        Meta((bumped & !(SHORT_VLEN_MASK << VLEN_SHIFT)) | ((vlen as u64) << VLEN_SHIFT))
+    const fn with_short_vlen(self, vlen: usize) -> Meta {
+        Meta((self.0 & !(SHORT_VLEN_MASK << VLEN_SHIFT)) | ((vlen as u64) << VLEN_SHIFT))
     }
 }
 
@@ -438,9 +434,7 @@ pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) ->
             buf[8 * i..8 * i + n].copy_from_slice(&bytes[..n]);
         }
         // Seqlock read side: the value loads above are ordered before the re-check.
-        fence(Ordering::Acquire);
-        let m2 = Meta(hdr.meta.load(Ordering::Relaxed));
-        if m1 == m2 {
+        if VERSION.validate(&hdr.meta, m1.0) {
             return f(&buf[..len]);
         }
         m1 = Meta(hdr.meta.load(Ordering::Acquire));
@@ -464,18 +458,15 @@ pub(crate) unsafe fn write_value_in_place(node: NonNull<Node>, value: &[u8]) -> 
     if voff + round8(value.len()) > block_size(m) {
         return false;
     }
-    let writing = m.begin_write();
-    hdr.meta.store(writing.0, Ordering::Relaxed);
     // Seqlock write side: the odd version is ordered before the value stores.
-    fence(Ordering::Release);
+    let writing = Meta(VERSION.write_begin(&hdr.meta));
     for (i, chunk) in value.chunks(8).enumerate() {
         // SAFETY: word `i` is inside the block (checked against the class size above) and
         // 8-aligned; only the lock holder writes value words.
         let word = unsafe { &*byte_at(node, voff + 8 * i).cast::<AtomicU64>() };
         word.store(pack(chunk), Ordering::Relaxed);
     }
-    hdr.meta
-        .store(writing.end_write(value.len()).0, Ordering::Release);
+    VERSION.write_end(&hdr.meta, writing.with_short_vlen(value.len()).0);
     true
 }
 
@@ -500,10 +491,13 @@ mod tests {
             (l.klen(), l.class(), l.is_long(), l.vlen()),
             (7, LARGE_CLASS, true, 1 << 20)
         );
-        let w = m.begin_write();
+        let w = Meta(VERSION.locked(m.0));
         assert!(w.is_writing() && !m.is_writing());
-        let e = w.end_write(5);
+        let e = Meta(VERSION.unlocked(w.with_short_vlen(5).0));
         assert!(!e.is_writing());
+        // The version wraps within bits 32..64 without touching the other fields.
+        let top = Meta(m.0 | !((1u64 << 32) - 1) & !(1 << 32));
+        assert_eq!(Meta(VERSION.unlocked(VERSION.locked(top.0))).0 >> 32, 0);
         assert_eq!((e.klen(), e.class(), e.vlen()), (65536, 3, 5));
         assert_ne!(e, m);
     }

@@ -154,7 +154,7 @@ mod tests_unit;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
-use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::alloc::Populator;
 use orrery_core::api::{
@@ -167,7 +167,7 @@ pub use meta::MetaStats;
 #[doc(hidden)]
 pub use search::SearchTrace;
 
-use crate::deps::sync::{CachePadded, Guard};
+use crate::deps::sync::{Backoff, Guard, StripedCounter};
 use crate::kv::{InlinePair, Kv, Pair};
 use crate::leaf::{LeafAccess, LeafPools, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
 use crate::meta::MetaTable;
@@ -179,49 +179,14 @@ mod deps {
     pub(crate) use orrery_core::{hash, sync};
 }
 
-/// Prefetches the cache line at `p` into all cache levels (no-op where unsupported).
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    #[allow(unused_unsafe)]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
-    };
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = p;
-}
+pub(crate) use orrery_core::prefetch;
 
-const STRIPES: usize = 8;
-
-/// A counter split over cache-padded stripes so that writers on different threads do not
-/// share a cache line.
-struct Stripes([CachePadded<AtomicIsize>; STRIPES]);
-
-impl Stripes {
-    fn new() -> Self {
-        Stripes(std::array::from_fn(|_| {
-            CachePadded::new(AtomicIsize::new(0))
-        }))
-    }
-
-    #[inline]
-    fn add(&self, d: isize) {
-        thread_local! {
-            static STRIPE: usize = {
-                static NEXT: AtomicUsize = AtomicUsize::new(0);
-                NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
-            };
-        }
-        let i = STRIPE.with(|s| *s);
-        self.0[i].fetch_add(d, Ordering::Relaxed);
-    }
-
-    fn sum(&self) -> usize {
-        let s: isize = self.0.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        s.max(0) as usize
-    }
-}
+/// Counters of [`Wormhole::counts`]: keys.
+const LEN: usize = 0;
+/// Pair bytes: block slots, plus key and value bytes of inline pairs.
+const KV_BYTES: usize = 1;
+/// Key and value bytes of inline pairs (inside leaf blocks).
+const INLINE_BYTES: usize = 2;
 
 /// A concurrent ordered key-value index over byte strings: Wormhole (see the crate docs).
 pub struct Wormhole {
@@ -234,11 +199,8 @@ pub struct Wormhole {
     /// Leaf blocks (shared with deferred frees, which may run after the index is dropped).
     pool: Arc<LeafPools>,
     cfg: Config,
-    len: Stripes,
-    /// Pair bytes: block slots, plus key and value bytes of inline pairs.
-    kv_bytes: Stripes,
-    /// Key and value bytes of inline pairs (inside leaf blocks).
-    inline_bytes: Stripes,
+    /// [`LEN`], [`KV_BYTES`] and [`INLINE_BYTES`], striped per thread.
+    counts: StripedCounter<3>,
     /// Size-class pools of the pair blocks (`classes`, `kv`).
     kvp: SizeClassPool,
     leaves: AtomicUsize,
@@ -267,7 +229,7 @@ impl std::fmt::Debug for Wormhole {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wormhole")
             .field("config", &self.cfg)
-            .field("len", &self.len.sum())
+            .field("len", &self.counts.sum(LEN))
             .field("leaves", &self.leaves.load(Ordering::Relaxed))
             .finish()
     }
@@ -277,16 +239,6 @@ impl std::fmt::Debug for Wormhole {
 enum Pos {
     Found(usize),
     Absent { sorted_at: Option<usize> },
-}
-
-#[inline]
-fn backoff(n: &mut u32) {
-    *n += 1;
-    if *n < 8 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
 }
 
 impl Wormhole {
@@ -346,9 +298,7 @@ impl Wormhole {
             head,
             pool,
             cfg,
-            len: Stripes::new(),
-            kv_bytes: Stripes::new(),
-            inline_bytes: Stripes::new(),
+            counts: StripedCounter::new(),
             kvp,
             leaves: AtomicUsize::new(1),
             anchor_bytes: AtomicUsize::new(0),
@@ -436,7 +386,7 @@ impl Wormhole {
         g: &'g Guard,
         exact: bool,
     ) -> (ReadLeaf<'g>, search::Target) {
-        let mut spins = 0;
+        let backoff = Backoff::new();
         loop {
             let t = self.table(g);
             let v = t.version;
@@ -454,7 +404,7 @@ impl Wormhole {
                 }
             }
             self.restarts.fetch_add(1, Ordering::Relaxed);
-            backoff(&mut spins);
+            backoff.snooze();
         }
     }
 
@@ -477,7 +427,7 @@ impl Wormhole {
     /// [`search::Target::check`], made under the lock before anything is written).
     #[inline]
     fn write_target<'g>(&self, key: &[u8], g: &'g Guard) -> (WriteLeaf<'g>, u32) {
-        let mut spins = 0;
+        let backoff = Backoff::new();
         let mut exact = false;
         loop {
             let t = self.table(g);
@@ -510,7 +460,7 @@ impl Wormhole {
                 }
             }
             self.restarts.fetch_add(1, Ordering::Relaxed);
-            backoff(&mut spins);
+            backoff.snooze();
         }
     }
 
@@ -591,7 +541,7 @@ impl Wormhole {
                 Pos::Absent { sorted_at } if !w.is_full() => {
                     let p = self.new_pair(&w, key, value)?;
                     w.insert(sorted_at, leaf_tag(hash), p);
-                    self.len.add(1);
+                    self.counts.add(LEN, 1);
                     return Ok(true);
                 }
                 Pos::Absent { .. } => {
@@ -633,8 +583,9 @@ impl Wormhole {
             None => Pair::Heap(Kv::new(&self.kvp, key, value)?),
         };
         // SAFETY: a fresh block is live.
-        self.kv_bytes.add(unsafe { p.bytes(&self.kvp) } as isize);
-        self.inline_bytes.add(p.inline_bytes() as isize);
+        self.counts
+            .add(KV_BYTES, unsafe { p.bytes(&self.kvp) } as isize);
+        self.counts.add(INLINE_BYTES, p.inline_bytes() as isize);
         Ok(p)
     }
 
@@ -645,8 +596,9 @@ impl Wormhole {
     /// hold the leaf lock, so nobody can reach a block any more) and is not used again.
     unsafe fn drop_pair(&self, p: Pair) {
         // SAFETY: still live (contract).
-        self.kv_bytes.add(-(unsafe { p.bytes(&self.kvp) } as isize));
-        self.inline_bytes.add(-(p.inline_bytes() as isize));
+        self.counts
+            .add(KV_BYTES, -(unsafe { p.bytes(&self.kvp) } as isize));
+        self.counts.add(INLINE_BYTES, -(p.inline_bytes() as isize));
         // SAFETY: unreachable and unused from now on (contract).
         unsafe { p.free(&self.kvp) };
     }
@@ -675,8 +627,9 @@ impl Wormhole {
             _ => return Ok(p),
         };
         // SAFETY: `q` is fresh (a new block, or a copy).
-        self.kv_bytes.add(unsafe { q.bytes(&self.kvp) } as isize);
-        self.inline_bytes.add(q.inline_bytes() as isize);
+        self.counts
+            .add(KV_BYTES, unsafe { q.bytes(&self.kvp) } as isize);
+        self.counts.add(INLINE_BYTES, q.inline_bytes() as isize);
         // SAFETY: the old form is no longer referenced: the caller stores `q` in its place,
         // under the leaf locks every reader of a pair holds.
         unsafe { self.drop_pair(p) };
@@ -695,7 +648,7 @@ impl Wormhole {
             return false;
         };
         let p = w.remove(i);
-        self.len.add(-1);
+        self.counts.add(LEN, -1);
         // SAFETY: removed under the exclusive lock.
         unsafe { self.drop_pair(p) };
         let merge = self.wants_merge(&w);
@@ -745,7 +698,7 @@ impl Wormhole {
                         }
                         None => {
                             let p = w.remove(i);
-                            self.len.add(-1);
+                            self.counts.add(LEN, -1);
                             // SAFETY: removed under the exclusive lock.
                             unsafe { self.drop_pair(p) };
                             let merge = self.wants_merge(&w);
@@ -763,7 +716,7 @@ impl Wormhole {
                         check_entry(key, &v)?;
                         let p = self.new_pair(&w, key, &v)?;
                         w.insert(sorted_at, leaf_tag(hash), p);
-                        self.len.add(1);
+                        self.counts.add(LEN, 1);
                     }
                     return Ok(false);
                 }
@@ -795,7 +748,7 @@ impl Wormhole {
 
     /// Number of keys (exact when no writer runs concurrently).
     pub fn len(&self) -> usize {
-        self.len.sum()
+        self.counts.sum(LEN)
     }
 
     /// Whether the index holds no key.
@@ -810,12 +763,12 @@ impl Wormhole {
             structure_bytes: self
                 .pool
                 .reserved_bytes()
-                .saturating_sub(self.inline_bytes.sum())
+                .saturating_sub(self.counts.sum(INLINE_BYTES))
                 + self.kvp.slack_bytes()
                 + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed)
                 + self.populator.spare_bytes(),
-            key_value_bytes: self.kv_bytes.sum(),
+            key_value_bytes: self.counts.sum(KV_BYTES),
         }
     }
 }
@@ -876,10 +829,14 @@ impl Wormhole {
         }
         assert_eq!(count, self.len());
         assert_eq!(leaves.len(), self.leaf_count());
-        assert_eq!(kv_bytes, self.kv_bytes.sum(), "key_value_bytes counter");
+        assert_eq!(
+            kv_bytes,
+            self.counts.sum(KV_BYTES),
+            "key_value_bytes counter"
+        );
         assert_eq!(
             inline_bytes,
-            self.inline_bytes.sum(),
+            self.counts.sum(INLINE_BYTES),
             "inline bytes counter"
         );
         assert_eq!(kinds, self.pool.live(), "leaves of each kind");

@@ -666,7 +666,7 @@ impl MetaTable {
     /// Prefetches the home slot of `hash`.
     #[inline]
     pub(crate) fn prefetch(&self, hash: u32) {
-        crate::prefetch((&self.slots[self.slot_of(hash)] as *const Slot).cast());
+        crate::prefetch::<Slot>(&self.slots[self.slot_of(hash)]);
     }
 
     /// Optimistic probe (§3.1): the first item whose 16-bit tag matches, without comparing

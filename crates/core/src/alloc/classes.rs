@@ -7,34 +7,6 @@
 //! magazine. A block of `size` bytes goes to the smallest class whose slot holds it; a
 //! block larger than the largest class comes from the global allocator with exactly `size`
 //! bytes.
-//!
-//! # Layout and invariants
-//!
-//! - Class sizes are strictly ascending multiples of the pool's alignment `align` (a power
-//!   of two); every block, class or large, is aligned to at least `align`.
-//! - A class slot is aligned to the largest power of two dividing its size, up to 64 (a
-//!   cache line), so a block never straddles more cache lines than its size requires. The
-//!   slot size is the class size (a multiple of that alignment): no padding.
-//! - The class of a size is one table load: `lookup[ceil(size / align)]`, a byte per
-//!   `align` step up to the largest class.
-//! - A block is freed with the `size` it was allocated with (or any size of the same
-//!   class, such as [`SizeClassPool::class_size`]); the pool does not store sizes.
-//!
-//! # Accounting
-//!
-//! [`reserved_bytes`](SizeClassPool::reserved_bytes) counts the huge-page chunks the class
-//! pools took from the OS, [`large_bytes`](SizeClassPool::large_bytes) the bytes of live
-//! large blocks, and [`bytes`](SizeClassPool::bytes) both: what a structure reports as the
-//! memory of its blocks. [`live_bytes`](SizeClassPool::live_bytes) counts live blocks at
-//! their slot size (plus large blocks).
-//!
-//! # Failure
-//!
-//! [`try_alloc`](SizeClassPool::try_alloc) returns
-//! [`Error::OutOfMemory`] when a class pool cannot map a chunk or the global allocator
-//! refuses a large block; nothing is counted then. Large blocks ask the test fail point
-//! (`failpoint`, under `cfg(test)` or the `testing` feature) like every other allocation
-//! point of this module.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -44,7 +16,7 @@ use super::{MemCounter, Populator, SlabError, SlabPool};
 use crate::api::Error;
 
 /// Variable-size blocks from size-class slab pools, with a global-allocator fallback above
-/// the largest class (see the [module docs](self)).
+/// the largest class (layout, accounting and failure below).
 ///
 /// ```
 /// use orrery_core::alloc::SizeClassPool;
@@ -59,6 +31,34 @@ use crate::api::Error;
 /// // SAFETY: allocated above with this size, not used afterwards.
 /// unsafe { pool.free(b, 20) };
 /// ```
+///
+/// # Layout and invariants
+///
+/// - Class sizes are strictly ascending multiples of the pool's alignment `align` (a power
+///   of two); every block, class or large, is aligned to at least `align`.
+/// - A class slot is aligned to the largest power of two dividing its size, up to 64 (a
+///   cache line), so a block never straddles more cache lines than its size requires. The
+///   slot size is the class size (a multiple of that alignment): no padding.
+/// - The class of a size is one table load: `lookup[ceil(size / align)]`, a byte per
+///   `align` step up to the largest class.
+/// - A block is freed with the `size` it was allocated with (or any size of the same
+///   class, such as [`SizeClassPool::class_size`]); the pool does not store sizes.
+///
+/// # Accounting
+///
+/// [`reserved_bytes`](SizeClassPool::reserved_bytes) counts the huge-page chunks the class
+/// pools took from the OS, [`large_bytes`](SizeClassPool::large_bytes) the bytes of live
+/// large blocks, and [`bytes`](SizeClassPool::bytes) both: what a structure reports as the
+/// memory of its blocks. [`live_bytes`](SizeClassPool::live_bytes) counts live blocks at
+/// their slot size (plus large blocks).
+///
+/// # Failure
+///
+/// [`try_alloc`](SizeClassPool::try_alloc) returns
+/// [`Error::OutOfMemory`] when a class pool cannot map a chunk or the global allocator
+/// refuses a large block; nothing is counted then. Large blocks ask the test fail point
+/// (`failpoint`, under `cfg(test)` or the `failpoints` feature) like every other allocation
+/// point of this module.
 pub struct SizeClassPool {
     /// One pool per class, in ascending size order.
     pools: Box<[SlabPool]>,

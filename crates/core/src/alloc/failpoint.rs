@@ -22,7 +22,8 @@
 //! another test's fail point. Allocations by the standard library (`Vec`, `Box`) are not
 //! counted: they abort on failure by Rust's convention, and the structures keep them small.
 //!
-//! The module exists only under `cfg(test)` or the `testing` feature. Without them the
+//! The module exists only under `cfg(test)` or the `failpoints` feature (not implied by
+//! `testing`, which the benchmark enables for the suite's helpers). Without them the
 //! allocation points call a constant `false` function that compiles to nothing: there is
 //! no cost outside tests.
 

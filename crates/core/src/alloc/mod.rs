@@ -11,7 +11,7 @@
 //! | [`Populator`] | a background thread keeping fresh chunks for slab pools faulted in |
 //! | [`BackgroundThread`] | the lifecycle of a lazily started, parkable, joined helper thread |
 //! | [`MemCounter`] | a padded atomic byte count a structure reports through `memory_usage()` |
-//! | `failpoint` | tests only (`cfg(test)` or feature `testing`): make the Nth allocation fail |
+//! | `failpoint` | tests only (`cfg(test)` or feature `failpoints`): make the Nth allocation fail |
 //!
 //! # Huge pages
 //!
@@ -91,7 +91,7 @@
 //! Every allocation here is fallible: it returns [`Error::OutOfMemory`](crate::Error) and
 //! changes nothing when the OS (or the global allocator) refuses memory, so that structures
 //! can report the error from the operation that needed the memory instead of aborting.
-//! To test those paths, `failpoint` (compiled only under `cfg(test)` or the `testing`
+//! To test those paths, `failpoint` (compiled only under `cfg(test)` or the `failpoints`
 //! feature) makes the Nth allocation of the calling thread fail: every slab object, region
 //! mapping, heap-backed [`ZeroedArray`] and large [`SizeClassPool`] block asks it first.
 //! The conformance suite drives it through every structure (`testing::check_out_of_memory`).
@@ -111,7 +111,7 @@
 
 mod background;
 mod classes;
-#[cfg(any(test, feature = "testing"))]
+#[cfg(any(test, feature = "failpoints"))]
 pub mod failpoint;
 mod os;
 mod populate;
@@ -131,15 +131,15 @@ pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
 pub use zeroed::ZeroedArray;
 
 /// Whether the allocation about to be made must fail: asks the test fail point
-/// ([`failpoint`]) under `cfg(test)` or the `testing` feature, and is a constant `false`
+/// (`failpoint`) under `cfg(test)` or the `failpoints` feature, and is a constant `false`
 /// (no code at all) otherwise.
 #[inline(always)]
 fn fail_here() -> bool {
-    #[cfg(any(test, feature = "testing"))]
+    #[cfg(any(test, feature = "failpoints"))]
     {
         failpoint::should_fail()
     }
-    #[cfg(not(any(test, feature = "testing")))]
+    #[cfg(not(any(test, feature = "failpoints")))]
     {
         false
     }
