@@ -589,6 +589,23 @@ impl Wormhole {
         Ok(p)
     }
 
+    /// Undoes [`Wormhole::convert_pair`] of an inline pair into the block `q`, whose inline
+    /// original stays in its leaf: frees `q` and counts the original's bytes again (the
+    /// conversion uncounted them).
+    ///
+    /// # Safety
+    /// `q` is such a block, referenced by no leaf, not used again.
+    unsafe fn unconvert_pair(&self, q: Pair) {
+        let Pair::Heap(kv) = q else {
+            unreachable!("only an inline pair made into a block is unconverted");
+        };
+        let n = kv.pair_len() as isize;
+        // SAFETY: unreachable and unused from now on (contract).
+        unsafe { self.drop_pair(q) };
+        self.counts.add(KV_BYTES, n);
+        self.counts.add(INLINE_BYTES, n);
+    }
+
     /// Uncounts and frees a pair taken out of the index.
     ///
     /// # Safety

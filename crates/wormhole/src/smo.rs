@@ -280,8 +280,9 @@ impl Wormhole {
                 &mut rw,
                 j,
                 &mut |p, inline| self.convert_pair(p, inline),
-                // SAFETY: a block just made by `convert_pair`, referenced by no leaf.
-                &mut |p| unsafe { self.drop_pair(p) },
+                // SAFETY: a block just made by `convert_pair` from an inline pair still in
+                // `lw`, referenced by no leaf.
+                &mut |p| unsafe { self.unconvert_pair(p) },
             );
             if let Err(e) = moved {
                 let right_inline = rw.inline_on();
@@ -394,7 +395,7 @@ impl Wormhole {
                     for q in made {
                         // SAFETY: a block just made by `convert_pair`, in no leaf; the
                         // victim still holds the inline original.
-                        unsafe { self.drop_pair(q) };
+                        unsafe { self.unconvert_pair(q) };
                     }
                     return;
                 }
