@@ -152,7 +152,8 @@ impl Inline {
                 return None;
             }
             if is_writing(m1) {
-                std::hint::spin_loop();
+                // Wait (with backoff) for the rewrite of this pair to end, then look again.
+                VERSION.read_begin(&self.meta);
                 continue;
             }
             let e = self.copy(m1);

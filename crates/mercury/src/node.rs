@@ -419,8 +419,8 @@ pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) ->
     let mut buf = [0u8; SHORT_VALUE_MAX];
     loop {
         if m1.is_writing() {
-            std::hint::spin_loop();
-            m1 = Meta(hdr.meta.load(Ordering::Acquire));
+            // Wait (with backoff) for the in-place write to end.
+            m1 = Meta(VERSION.read_begin(&hdr.meta));
             continue;
         }
         let len = m1.vlen();

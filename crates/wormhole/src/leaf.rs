@@ -132,7 +132,7 @@ use std::sync::atomic::{
 };
 
 use crate::anchor::lcp;
-use crate::deps::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
+use crate::deps::sync::{Backoff, RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 use crate::kv::{INLINE_MAX, InlinePair, Kv, Pair};
 use orrery_core::Error;
 
@@ -928,12 +928,13 @@ impl ReadLeaf<'_> {
             return;
         }
         let h = self.hdr();
+        let backoff = Backoff::new();
         while h
             .sorting
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            std::hint::spin_loop();
+            backoff.snooze();
         }
         if !self.is_sorted() {
             // SAFETY: we hold the sort bit and `nr_sorted < nr`, so no other thread reads
