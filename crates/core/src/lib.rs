@@ -5,7 +5,8 @@
 //! | [`api`] | [`KvIndex`], [`OrderedKvIndex`], [`MemoryUsage`], [`Error`], key helpers |
 //! | [`hash`] | CRC32C (hardware when the CPU has it), incremental, 16-bit tags |
 //! | [`sync`] | memory reclamation, version words (seqlocks), padded spin and RW locks |
-//! | [`alloc`] | huge-page-backed memory with byte accounting |
+//! | [`alloc`] | huge-page-backed memory, size-class pools, byte accounting |
+//! | [`prefetch`] | the software prefetch hint |
 //! | [`reference`](mod@reference) | [`LockedBTreeMap`](reference::LockedBTreeMap): the baseline semantics and peer |
 //! | `testing` | the conformance suite (feature `testing`) |
 //!
@@ -14,6 +15,7 @@
 pub mod alloc;
 pub mod api;
 pub mod hash;
+mod hint;
 pub mod reference;
 pub mod sync;
 #[cfg(any(test, feature = "testing"))]
@@ -22,3 +24,4 @@ pub mod testing;
 pub use api::{
     Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result, ScanVisitor,
 };
+pub use hint::prefetch;

@@ -213,3 +213,23 @@ fn fuzz_runners_catch_broken_indexes() {
         "fuzz runners caught {caught:?}"
     );
 }
+
+#[test]
+#[cfg(feature = "failpoints")]
+fn half_applied_inserts_on_allocation_failure_are_caught() {
+    caught_by!(Fault::StoreBeforeAllocating => check_out_of_memory, check_out_of_memory_ordered);
+    passes!(Fault::AllocateBeforeStoring => check_out_of_memory, check_out_of_memory_ordered);
+}
+
+/// The out-of-memory part fails on an index the fail point cannot reach (the reference,
+/// which allocates from the standard library): it never passes vacuously.
+#[test]
+#[cfg(feature = "failpoints")]
+fn out_of_memory_part_needs_injected_failures() {
+    let make = LockedBTreeMap::new;
+    let failure = testing::check_out_of_memory_ordered(&make).expect_err("nothing was injected");
+    assert!(
+        failure.message.contains("no failure was injected"),
+        "{failure}"
+    );
+}

@@ -100,12 +100,12 @@ impl Inner {
         let check = local % check_interval(t.len()) == 0;
         match t.next() {
             None => {
-                if check && self.counters.items() > t.grow_at() {
+                if check && self.counters.sum(crate::raw::ITEMS) > t.grow_at() {
                     self.start_expansion(t, guard);
                 }
             }
             Some(next) => {
-                if check && self.counters.items() > next.grow_at() {
+                if check && self.counters.sum(crate::raw::ITEMS) > next.grow_at() {
                     return true;
                 }
                 if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0 {

@@ -38,12 +38,17 @@
 //! area and the bucket word, and the one move from the area into a node) is in the crate
 //! docs, "Linearizability".
 
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use orrery_core::sync::VersionField;
 
 /// Largest `key.len() + value.len()` stored inline.
 pub(crate) const INLINE_MAX: usize = 16;
 
 const VERSION_MASK: u64 = 0xFFFF_FFFF;
+/// The version: an odd/even seqlock in bits 0..32 (bit 0 set while a write is in
+/// progress), through the shared `orrery_core` implementation.
+const VERSION: VersionField = VersionField::new(64, 0, 1, 31);
 const KLEN_SHIFT: u32 = 32;
 const VLEN_SHIFT: u32 = 40;
 const FULL: u64 = 1 << 48;
@@ -103,13 +108,7 @@ const fn is_full(meta: u64) -> bool {
 
 #[inline]
 const fn is_writing(meta: u64) -> bool {
-    meta & 1 != 0
-}
-
-/// `meta` with its version advanced by `by` (wrapping within 32 bits), other fields kept.
-#[inline]
-const fn bump(meta: u64, by: u64) -> u64 {
-    (meta & !VERSION_MASK) | ((meta.wrapping_add(by)) & VERSION_MASK)
+    VERSION.is_locked(meta)
 }
 
 impl Inline {
@@ -153,13 +152,13 @@ impl Inline {
                 return None;
             }
             if is_writing(m1) {
-                std::hint::spin_loop();
+                // Wait (with backoff) for the rewrite of this pair to end, then look again.
+                VERSION.read_begin(&self.meta);
                 continue;
             }
             let e = self.copy(m1);
             // The data loads above are ordered before the re-check.
-            fence(Ordering::Acquire);
-            if self.meta.load(Ordering::Relaxed) == m1 {
+            if VERSION.validate(&self.meta, m1) {
                 return Some(e);
             }
         }
@@ -186,19 +185,14 @@ impl Inline {
         let mut buf = [0u8; INLINE_MAX];
         buf[..key.len()].copy_from_slice(key);
         buf[key.len()..key.len() + value.len()].copy_from_slice(value);
-        let m = self.meta.load(Ordering::Relaxed);
-        let writing = bump(m, 1 + (m & 1));
-        debug_assert!(is_writing(writing));
-        self.meta.store(writing, Ordering::Relaxed);
         // Seqlock write side: the odd version is ordered before the data stores.
-        fence(Ordering::Release);
+        let writing = VERSION.write_begin(&self.meta);
         let lo = u64::from_le_bytes(buf[..8].try_into().unwrap_or([0; 8]));
         let hi = u64::from_le_bytes(buf[8..].try_into().unwrap_or([0; 8]));
         self.data[0].store(lo, Ordering::Relaxed);
         self.data[1].store(hi, Ordering::Relaxed);
         let fields = ((key.len() as u64) << KLEN_SHIFT) | ((value.len() as u64) << VLEN_SHIFT);
-        let done = (bump(writing, 1) & VERSION_MASK) | fields | FULL;
-        self.meta.store(done, Ordering::Release);
+        VERSION.write_end(&self.meta, (writing & VERSION_MASK) | fields | FULL);
     }
 
     /// Stores the pair `key`/`value` (which [`fits`]) into an empty area that no other thread
@@ -216,14 +210,16 @@ impl Inline {
         self.data[0].store(lo, Ordering::Relaxed);
         self.data[1].store(hi, Ordering::Relaxed);
         let fields = ((key.len() as u64) << KLEN_SHIFT) | ((value.len() as u64) << VLEN_SHIFT);
-        self.meta.store(2 | fields | FULL, Ordering::Release);
+        self.meta
+            .store(VERSION.bumped(0) | fields | FULL, Ordering::Release);
     }
 
     /// Empties the area. Lock holder only.
     #[inline]
     pub(crate) fn clear(&self) {
         let m = self.meta.load(Ordering::Relaxed);
-        let even = m.wrapping_add(2 - (m & 1)) & VERSION_MASK;
+        // The next even version (past a write, were one in progress), no fields.
+        let even = VERSION.unlocked(VERSION.locked(m)) & VERSION_MASK;
         self.meta.store(even, Ordering::Release);
     }
 }

@@ -38,8 +38,9 @@
 //! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
 //!   size class (32 B for an 8 B key and 8 B value); layout in `node.rs`. A GET reads the
 //!   bucket line and the node's line: two DRAM accesses when the chain is one node long.
-//! - **Per-thread pools (§3 "Memory Allocator").** One `SlabPool` per size class
-//!   (thread-local caches refilled from 2 MiB huge-page chunks); freed nodes are reused.
+//! - **Per-thread pools (§3 "Memory Allocator").** One slab pool per size class
+//!   (`orrery_core::alloc::SizeClassPool`: thread-local caches refilled from 2 MiB huge-page
+//!   chunks); freed nodes are reused.
 //! - **Aggressive expansion (§3 "Hash table expansion").** Doubling above one item per
 //!   bucket (the paper's "about one item per bucket"; [`DEFAULT_LOAD_PERCENT`]), in three
 //!   phases (initialization, bucket-by-bucket rehash, termination) during
@@ -183,7 +184,6 @@
 //! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The bench-only
 //! module `variants` (feature `variants`) holds the paper's measurement variants.
 
-mod count;
 mod expand;
 mod inline_pair;
 mod iter;
@@ -303,11 +303,20 @@ impl std::fmt::Debug for Mercury {
 impl Mercury {
     /// An empty table with the default [`Config`].
     ///
-    /// # Panics
-    /// Only if the first (8 KiB) bucket array cannot be allocated; use
-    /// [`Mercury::with_config`] to get that as an error.
+    /// Maps the first bucket array (one 2 MiB huge-page region); if even that memory cannot
+    /// be had it reports the failure as a failed `Box::new` does
+    /// ([`std::alloc::handle_alloc_error`]) instead of panicking. [`Mercury::try_new`]
+    /// returns the error instead.
     pub fn new() -> Mercury {
-        Self::with_config(Config::default()).expect("allocating Mercury's initial bucket array")
+        Self::try_new().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<crate::raw::Inner>())
+        })
+    }
+
+    /// An empty table with the default [`Config`], or [`Error::OutOfMemory`] when its
+    /// first bucket array cannot be allocated.
+    pub fn try_new() -> Result<Mercury> {
+        Self::with_config(Config::default())
     }
 
     /// An empty table sized for about `n` items without expanding.
@@ -384,7 +393,7 @@ impl Mercury {
 
     /// Number of items (exact when no writer runs concurrently).
     pub fn len(&self) -> usize {
-        self.inner.counters.items()
+        self.inner.counters.sum(crate::raw::ITEMS)
     }
 
     /// Whether the table holds no item.
@@ -537,7 +546,7 @@ impl KvIndex for Mercury {
 
     fn memory_usage(&self) -> MemoryUsage {
         let guard = pin();
-        let kv = self.inner.counters.kv_bytes();
+        let kv = self.inner.counters.sum(crate::raw::KV_BYTES);
         let held = self.inner.table_bytes(&guard) + self.inner.alloc.bytes();
         MemoryUsage {
             structure_bytes: held.saturating_sub(kv),

@@ -40,22 +40,24 @@
 //!
 //! Node sizes are rounded up to a size class chosen so that a node never straddles more
 //! cache lines than its size requires: 32, 64, then multiples of 64 (128, 192, 256, 384, …,
-//! 4096). Each class has its own [`SlabPool`] (per-thread caches refilled from 2 MiB
-//! huge-page chunks, freed nodes reused: §3 "Memory Allocator"). Nodes above 4096 bytes
-//! (long keys or values) come from the global allocator; the class in `meta` says which.
+//! 4096). The classes are an `orrery_core` [`SizeClassPool`]: a slab pool per class
+//! (per-thread caches refilled from 2 MiB huge-page chunks, freed nodes reused: §3 "Memory
+//! Allocator"), and the global allocator for nodes above 4096 bytes (long keys or values);
+//! the class in `meta` says which.
 //!
 //! Nodes are freed only when unreachable by any reader: removal and replacement hand the node
 //! to the epoch collector (`orrery_core::sync`), and the pools are kept alive by an `Arc`
 //! captured by the deferred free (see `raw.rs`).
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use orrery_core::sync::VersionField;
 
 use orrery_core::Error;
 
 use crate::link::Link;
-use orrery_core::alloc::{MemCounter, SlabPool};
+use orrery_core::alloc::SizeClassPool;
 
 /// Bytes before the key: the `next` and `meta` words.
 pub(crate) const HEADER: usize = 16;
@@ -104,7 +106,9 @@ const LONG: u64 = 1 << 21;
 const VLEN_SHIFT: u32 = 22;
 const LONG_VLEN_MASK: u64 = (1 << 21) - 1;
 const SHORT_VLEN_MASK: u64 = (1 << 7) - 1;
-const VERSION_ONE: u64 = 1 << 32;
+/// The version of a short value: an odd/even seqlock in bits 32..64 (bit 32 set while a
+/// write is in progress), through the shared `orrery_core` implementation.
+const VERSION: VersionField = VersionField::new(64, 32, 33, 31);
 
 const _: () = assert!(orrery_core::api::MAX_KEY_LEN as u64 <= KLEN_MASK);
 const _: () = assert!(orrery_core::api::MAX_VALUE_LEN as u64 <= LONG_VLEN_MASK);
@@ -150,21 +154,13 @@ impl Meta {
     /// Whether an in-place value write is in progress (odd version).
     #[inline]
     const fn is_writing(self) -> bool {
-        self.0 & VERSION_ONE != 0
+        VERSION.is_locked(self.0)
     }
 
-    /// The word a writer stores before rewriting the value (version made odd).
+    /// `self` with the short value length set to `vlen` (the version is kept).
     #[inline]
-    const fn begin_write(self) -> Meta {
-        Meta(self.0.wrapping_add(VERSION_ONE))
-    }
-
-    /// The word a writer stores after rewriting the value to `vlen` bytes (version made even
-    /// again, one step past `self`'s odd version).
-    #[inline]
-    const fn end_write(self, vlen: usize) -> Meta {
-        let bumped = self.0.wrapping_add(VERSION_ONE);
-        Meta((bumped & !(SHORT_VLEN_MASK << VLEN_SHIFT)) | ((vlen as u64) << VLEN_SHIFT))
+    const fn with_short_vlen(self, vlen: usize) -> Meta {
+        Meta((self.0 & !(SHORT_VLEN_MASK << VLEN_SHIFT)) | ((vlen as u64) << VLEN_SHIFT))
     }
 }
 
@@ -199,15 +195,6 @@ const fn needed_size(klen: usize, vlen: usize) -> usize {
     }
 }
 
-/// The size class for `size` bytes, or `None` for the global allocator.
-#[inline]
-fn class_for(size: usize) -> Option<usize> {
-    if size <= CLASSES[0] {
-        return Some(0);
-    }
-    CLASSES.iter().position(|&c| size <= c)
-}
-
 /// Bytes actually allocated for a node with meta `m`.
 #[inline]
 fn block_size(m: Meta) -> usize {
@@ -229,35 +216,25 @@ const fn large_size(klen: usize, long: bool, vlen: usize) -> usize {
     }
 }
 
-/// Where a node's bytes come from: one slab pool per size class, and the global allocator.
+/// Where a node's bytes come from: an `orrery_core` [`SizeClassPool`] with the classes of
+/// [`CLASSES`] (a slab pool each), and the global allocator above them.
 pub(crate) struct NodeAlloc {
-    pools: Vec<SlabPool>,
-    large_bytes: MemCounter,
+    pool: SizeClassPool,
 }
 
 impl NodeAlloc {
     /// An allocator with an empty pool per size class.
     pub(crate) fn new() -> NodeAlloc {
-        NodeAlloc {
-            // Aligned to their size up to a cache line, so that a node of up to 64 bytes
-            // never straddles two lines.
-            pools: CLASSES
-                .iter()
-                .map(|&size| {
-                    SlabPool::new(size, size.min(64)).expect("valid size-class parameters")
-                })
-                .collect(),
-            large_bytes: MemCounter::new(),
-        }
+        // Slots are aligned to their size up to a cache line (the pool's rule), so that a
+        // node of up to 64 bytes never straddles two lines.
+        let pool = SizeClassPool::new(&CLASSES, 8)
+            .unwrap_or_else(|e| unreachable!("the node classes are valid: {e}"));
+        NodeAlloc { pool }
     }
 
     /// Bytes held: pool chunks (live, free and not yet carved) plus large nodes.
     pub(crate) fn bytes(&self) -> usize {
-        self.pools
-            .iter()
-            .map(SlabPool::reserved_bytes)
-            .sum::<usize>()
-            + self.large_bytes.get()
+        self.pool.bytes()
     }
 
     /// Allocates a node holding `key` and `value` whose `next` word is `next`. The node is
@@ -274,26 +251,19 @@ impl NodeAlloc {
     ) -> Result<NonNull<Node>, Error> {
         let long = value.len() > SHORT_VALUE_MAX;
         let size = needed_size(key.len(), value.len());
-        let (block, class) = match class_for(size) {
-            Some(c) => (self.pools[c].try_alloc()?, c as u64),
-            None => {
-                let size = large_size(key.len(), long, value.len());
-                let layout = Layout::from_size_align(size, 8).map_err(|_| Error::OutOfMemory)?;
-                // SAFETY: `layout` has a non-zero size (at least HEADER bytes).
-                let raw = unsafe { std::alloc::alloc(layout) };
-                let block = NonNull::new(raw).ok_or(Error::OutOfMemory)?;
-                self.large_bytes.add(size);
-                (block, LARGE_CLASS)
-            }
+        let (size, class) = match self.pool.class_of(size) {
+            Some(c) => (self.pool.class_size(c), c as u64),
+            None => (large_size(key.len(), long, value.len()), LARGE_CLASS),
         };
+        let block = self.pool.try_alloc(size)?;
+        let meta = Meta::new(key.len(), class, long, value.len());
         let node = block.cast::<Node>();
         if !Link::fits(node) {
-            // SAFETY: `block` was just allocated by this allocator with class `class` and
-            // was never published; `free_block` only needs the class and the size.
-            unsafe { self.free_block(block, Meta::new(key.len(), class, long, value.len())) };
+            // SAFETY: `block` was just allocated by this allocator for a node with `meta`
+            // and was never published.
+            unsafe { self.free_block(block, meta) };
             return Err(Error::OutOfMemory);
         }
-        let meta = Meta::new(key.len(), class, long, value.len());
         // SAFETY: `block` is a fresh allocation of at least `needed_size` bytes, 8-aligned,
         // owned by this thread until published.
         unsafe { init(node, meta, key, value, next) };
@@ -316,20 +286,12 @@ impl NodeAlloc {
 
     /// # Safety
     /// `block` was allocated by this allocator for a node with meta `meta` (same class and,
-    /// for the global allocator, same size), is unreachable, and is freed once.
+    /// for a large node, same size), is unreachable, and is freed once.
     unsafe fn free_block(&self, block: NonNull<u8>, meta: Meta) {
-        if meta.class() == LARGE_CLASS {
-            let size = block_size(meta);
-            self.large_bytes.sub(size);
-            let layout =
-                Layout::from_size_align(size, 8).expect("the layout was valid at allocation");
-            // SAFETY: allocated in `alloc` with this exact layout (size recomputed from the
-            // immutable key length, long flag and, for long values, value length).
-            unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
-        } else {
-            // SAFETY: allocated from this pool (class stored in meta at allocation).
-            unsafe { self.pools[meta.class() as usize].free(block) };
-        }
+        // SAFETY: allocated from the pool with `block_size(meta)` bytes (the class size, or
+        // the large size recomputed from the immutable key length, long flag and, for long
+        // values, value length); unreachable and freed once (contract).
+        unsafe { self.pool.free(block, block_size(meta)) };
     }
 }
 
@@ -457,8 +419,8 @@ pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) ->
     let mut buf = [0u8; SHORT_VALUE_MAX];
     loop {
         if m1.is_writing() {
-            std::hint::spin_loop();
-            m1 = Meta(hdr.meta.load(Ordering::Acquire));
+            // Wait (with backoff) for the in-place write to end.
+            m1 = Meta(VERSION.read_begin(&hdr.meta));
             continue;
         }
         let len = m1.vlen();
@@ -472,9 +434,7 @@ pub(crate) unsafe fn with_value<R>(node: NonNull<Node>, f: impl FnOnce(&[u8]) ->
             buf[8 * i..8 * i + n].copy_from_slice(&bytes[..n]);
         }
         // Seqlock read side: the value loads above are ordered before the re-check.
-        fence(Ordering::Acquire);
-        let m2 = Meta(hdr.meta.load(Ordering::Relaxed));
-        if m1 == m2 {
+        if VERSION.validate(&hdr.meta, m1.0) {
             return f(&buf[..len]);
         }
         m1 = Meta(hdr.meta.load(Ordering::Acquire));
@@ -498,18 +458,15 @@ pub(crate) unsafe fn write_value_in_place(node: NonNull<Node>, value: &[u8]) -> 
     if voff + round8(value.len()) > block_size(m) {
         return false;
     }
-    let writing = m.begin_write();
-    hdr.meta.store(writing.0, Ordering::Relaxed);
     // Seqlock write side: the odd version is ordered before the value stores.
-    fence(Ordering::Release);
+    let writing = Meta(VERSION.write_begin(&hdr.meta));
     for (i, chunk) in value.chunks(8).enumerate() {
         // SAFETY: word `i` is inside the block (checked against the class size above) and
         // 8-aligned; only the lock holder writes value words.
         let word = unsafe { &*byte_at(node, voff + 8 * i).cast::<AtomicU64>() };
         word.store(pack(chunk), Ordering::Relaxed);
     }
-    hdr.meta
-        .store(writing.end_write(value.len()).0, Ordering::Release);
+    VERSION.write_end(&hdr.meta, writing.with_short_vlen(value.len()).0);
     true
 }
 
@@ -534,10 +491,13 @@ mod tests {
             (l.klen(), l.class(), l.is_long(), l.vlen()),
             (7, LARGE_CLASS, true, 1 << 20)
         );
-        let w = m.begin_write();
+        let w = Meta(VERSION.locked(m.0));
         assert!(w.is_writing() && !m.is_writing());
-        let e = w.end_write(5);
+        let e = Meta(VERSION.unlocked(w.with_short_vlen(5).0));
         assert!(!e.is_writing());
+        // The version wraps within bits 32..64 without touching the other fields.
+        let top = Meta(m.0 | !((1u64 << 32) - 1) & !(1 << 32));
+        assert_eq!(Meta(VERSION.unlocked(VERSION.locked(top.0))).0 >> 32, 0);
         assert_eq!((e.klen(), e.class(), e.vlen()), (65536, 3, 5));
         assert_ne!(e, m);
     }
@@ -559,10 +519,11 @@ mod tests {
     fn classes_and_sizes() {
         assert_eq!(needed_size(8, 8), 32);
         assert_eq!(needed_size(24, 10), 56);
-        assert_eq!(class_for(32), Some(0));
-        assert_eq!(class_for(56), Some(1));
-        assert_eq!(class_for(4096), Some(12));
-        assert_eq!(class_for(4097), None);
+        let a = NodeAlloc::new();
+        assert_eq!(a.pool.class_of(32), Some(0));
+        assert_eq!(a.pool.class_of(56), Some(1));
+        assert_eq!(a.pool.class_of(4096), Some(12));
+        assert_eq!(a.pool.class_of(4097), None);
         assert!(CLASSES.windows(2).all(|w| w[0] < w[1]));
     }
 

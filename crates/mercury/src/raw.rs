@@ -16,14 +16,18 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use orrery_core::Error;
 
 use crate::Config;
-use crate::count::Counters;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
 use crate::prefault::Prefaulter;
 use crate::read::prefetch;
 use crate::table::{Cell, Table};
 use orrery_core::hash::{hash64, tag16};
-use orrery_core::sync::{Backoff, CachePadded, Guard};
+use orrery_core::sync::{Backoff, CachePadded, Guard, StripedCounter};
+
+/// [`Inner::counters`]: items.
+pub(crate) const ITEMS: usize = 0;
+/// [`Inner::counters`]: key + value bytes.
+pub(crate) const KV_BYTES: usize = 1;
 
 /// The current-table pointer and, beside it, a *hint* of where the current table's cells
 /// are (base address and index mask), readable without a guard.
@@ -50,7 +54,8 @@ pub(crate) struct Inner {
     current: CachePadded<Current>,
     /// Node memory; an `Arc` so that deferred frees keep it alive past `Inner`.
     pub(crate) alloc: Arc<NodeAlloc>,
-    pub(crate) counters: Counters,
+    /// Striped counts: [`ITEMS`] and [`KV_BYTES`] (key + value bytes).
+    pub(crate) counters: StripedCounter<2>,
     pub(crate) config: Config,
     /// The successor pre-fault thread (`prefault.rs`).
     pub(crate) prefaulter: Prefaulter,
@@ -82,7 +87,7 @@ impl Inner {
                 table: AtomicPtr::new(Box::into_raw(table)),
             }),
             alloc: Arc::new(NodeAlloc::new()),
-            counters: Counters::new(),
+            counters: StripedCounter::new(),
             prefaulter: Prefaulter::new(config.prefault),
             config,
         })

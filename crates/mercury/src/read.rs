@@ -21,19 +21,7 @@ use orrery_core::sync::{Guard, pin};
 /// Keys in flight in one stage of the `get_many` pipeline.
 const BATCH: usize = 16;
 
-/// Hints the CPU to fetch the cache line at `p` (no effect on architectures without a hint).
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: SSE is part of the x86-64 baseline; a prefetch is a hint that never faults
-        // and has no effect on program semantics, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub(crate) use orrery_core::prefetch;
 
 /// Looks `key` (hashed `h`) up starting at table `t`; calls `f` with its value if present.
 ///

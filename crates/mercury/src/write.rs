@@ -83,7 +83,7 @@ impl Inner {
         if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
             let delta = value.len() as isize - e.value().len() as isize;
             self.set_inline(locked, key, value)?;
-            self.counters.add(0, delta);
+            self.counters.add_all([0, delta]);
             return Ok(false);
         }
         // SAFETY: we hold the bucket lock (from `lock_bucket`) and a guard.
@@ -109,7 +109,9 @@ impl Inner {
                     };
                     locked.unlock_with(Link::new(n, h.tag, head.is_null()));
                 }
-                let local = self.counters.add(1, (key.len() + value.len()) as isize);
+                let local = self
+                    .counters
+                    .add_all([1, (key.len() + value.len()) as isize]);
                 if self.after_insert(local, &guard) {
                     // The successor is full: finish the expansion, unpinned between runs.
                     drop(guard);
@@ -169,7 +171,7 @@ impl Inner {
             area.clear();
             locked.unlock();
             self.counters
-                .add(-1, -((e.key().len() + e.value().len()) as isize));
+                .add_all([-1, -((e.key().len() + e.value().len()) as isize)]);
             return true;
         }
         // SAFETY: we hold the bucket lock and a guard.
@@ -211,7 +213,7 @@ impl Inner {
         // SAFETY: the node was unlinked above under the lock, and is retired once.
         unsafe { self.retire(&guard, pos.node) };
         self.counters
-            .add(-1, -((meta.klen() + meta.vlen()) as isize));
+            .add_all([-1, -((meta.klen() + meta.vlen()) as isize)]);
         true
     }
 
@@ -237,7 +239,7 @@ impl Inner {
             }
             self.set_inline(locked, key, &new)?;
             self.counters
-                .add(0, new.len() as isize - e.value().len() as isize);
+                .add_all([0, new.len() as isize - e.value().len() as isize]);
             return Ok(true);
         }
         // SAFETY: we hold the bucket lock and a guard.
@@ -331,7 +333,7 @@ impl Inner {
         let delta = value.len() as isize - meta.vlen() as isize;
         // SAFETY: the caller holds the bucket lock of the node's chain.
         if unsafe { node::write_value_in_place(pos.node, value) } {
-            self.counters.add(0, delta);
+            self.counters.add_all([0, delta]);
             return Ok((head, None));
         }
         // SAFETY: the node is in the locked chain; its key is immutable.
@@ -354,7 +356,7 @@ impl Inner {
                 head
             }
         };
-        self.counters.add(0, delta);
+        self.counters.add_all([0, delta]);
         Ok((new_head, Some(pos.node)))
     }
 

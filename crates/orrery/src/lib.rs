@@ -17,7 +17,7 @@
 pub use orrery_core::api::{
     self, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
 };
-pub use orrery_core::{alloc, hash, reference, sync};
+pub use orrery_core::{alloc, hash, prefetch, reference, sync};
 
 /// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion.
 pub use orrery_mercury as mercury;

@@ -618,7 +618,7 @@ impl LookasideBuffer {
                 + self.log.table_bytes()
                 + self.stripes.len() * size_of::<CachePadded<VersionLock>>()
                 + self.counters.bytes()
-                + heap.reserved_bytes().saturating_sub(heap.slab_live_bytes()),
+                + heap.slack_bytes(),
             key_value_bytes: heap.payload_bytes(),
         }
     }

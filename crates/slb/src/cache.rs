@@ -347,16 +347,7 @@ impl CacheTable {
     /// memory reads).
     #[inline]
     pub(crate) fn prefetch(&self, index: usize) {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let p: *const Bucket = &self.buckets[index];
-            // SAFETY: SSE is part of the x86-64 baseline, and a prefetch is only a hint: it
-            // never faults or reads memory architecturally (here it points into the table).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let _ = index;
+        orrery_core::prefetch::<Bucket>(&self.buckets[index]);
     }
 
     /// Number of buckets.

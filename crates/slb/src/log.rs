@@ -68,14 +68,7 @@ impl LogBucket {
     /// Starts loading this bucket into the CPU cache (a hint; see [`LogBucket::append`]).
     #[inline]
     pub(crate) fn prefetch(&self) {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let p: *const LogBucket = self;
-            // SAFETY: SSE is part of the x86-64 baseline, and a prefetch is only a hint: it
-            // never faults or reads memory architecturally (here it points at this bucket).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
-        }
+        orrery_core::prefetch::<LogBucket>(self);
     }
 
     /// Appends `tag`, overwriting the oldest entry once the log is full.

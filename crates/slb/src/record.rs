@@ -24,8 +24,8 @@
 //!
 //! # Where records live
 //!
-//! A [`RecordHeap`] serves records up to 4 KiB from size-class
-//! [`SlabPool`]s (32 classes: multiples of 16 bytes up to 256, then four classes per
+//! A [`RecordHeap`] serves records up to 4 KiB from an `orrery_core`
+//! [`SizeClassPool`] (32 classes: multiples of 16 bytes up to 256, then four classes per
 //! doubling up to 4096), whose slots are packed back to back in 2 MiB huge-page chunks: the
 //! hot records of a skewed workload then share a few huge pages (few TLB misses), instead of
 //! being scattered over the global heap between the index's own allocations. Larger records
@@ -47,13 +47,11 @@
 //! - Readers reach a record only through a [`RecordRef`], whose lifetime is bounded by the
 //!   epoch guard they hold while they load the slot word and use the record.
 
-use std::alloc::{Layout, alloc, dealloc};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
-use std::sync::OnceLock;
 
-use orrery_core::alloc::{MemCounter, SlabPool};
+use orrery_core::alloc::{MemCounter, SizeClassPool};
 
 /// Size of the record header (`key_len: u32`, `value_len: u32`).
 const HEADER: usize = 8;
@@ -83,24 +81,12 @@ const CLASSES: [usize; 32] = [
     320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096,
 ];
 
-/// The class serving records of `size` bytes, if any.
-#[inline]
-fn class_of(size: usize) -> Option<usize> {
-    if size <= 256 {
-        Some(size.max(1).div_ceil(16) - 1)
-    } else {
-        CLASSES[16..]
-            .iter()
-            .position(|&c| c >= size)
-            .map(|i| i + 16)
-    }
-}
-
 /// The memory records come from (see the [module docs](self#where-records-live)), with
 /// the accounting of record bytes.
 pub(crate) struct RecordHeap {
-    /// One slab pool per class, made at the class's first record.
-    classes: [OnceLock<Option<SlabPool>>; CLASSES.len()],
+    /// The [`CLASSES`] (a slab pool each; a class maps its first chunk at its first
+    /// record), and the global allocator above them.
+    pool: SizeClassPool,
     /// Bytes of live records (header, key, value, padding to 8), freed or not yet reclaimed.
     payload: MemCounter,
 }
@@ -108,27 +94,15 @@ pub(crate) struct RecordHeap {
 impl RecordHeap {
     pub(crate) fn new() -> RecordHeap {
         RecordHeap {
-            classes: std::array::from_fn(|_| OnceLock::new()),
+            pool: SizeClassPool::new(&CLASSES, ALIGN)
+                .unwrap_or_else(|e| unreachable!("the record classes are valid: {e}")),
             payload: MemCounter::new(),
         }
     }
 
-    fn pool(&self, class: usize) -> Option<&SlabPool> {
-        self.classes[class]
-            .get_or_init(|| SlabPool::new(CLASSES[class], ALIGN).ok())
-            .as_ref()
-    }
-
-    /// `size` bytes, 8-byte aligned, uninitialized.
+    /// `size` bytes, 8-byte aligned, uninitialized; `None` when memory is lacking.
     fn alloc(&self, size: usize) -> Option<NonNull<u8>> {
-        let ptr = match class_of(size) {
-            Some(class) => self.pool(class)?.try_alloc().ok()?,
-            None => {
-                let layout = Layout::from_size_align(size, ALIGN).ok()?;
-                // SAFETY: `layout` has a non-zero size (records have an 8-byte header).
-                NonNull::new(unsafe { alloc(layout) })?
-            }
-        };
+        let ptr = self.pool.try_alloc(size).ok()?;
         self.payload.add(size);
         Some(ptr)
     }
@@ -140,22 +114,8 @@ impl RecordHeap {
     /// yet, and nobody uses it any more.
     unsafe fn free(&self, ptr: NonNull<u8>, size: usize) {
         self.payload.sub(size);
-        match class_of(size) {
-            Some(class) => {
-                let pool = self.classes[class]
-                    .get()
-                    .and_then(Option::as_ref)
-                    .expect("a record's class pool exists since its allocation");
-                // SAFETY: per the contract, `ptr` is a live slot of this class's pool that
-                // nobody uses any more.
-                unsafe { pool.free(ptr) }
-            }
-            None => {
-                let layout = Layout::from_size_align(size, ALIGN).expect("valid at allocation");
-                // SAFETY: per the contract, allocated by the global allocator with this layout.
-                unsafe { dealloc(ptr.as_ptr(), layout) }
-            }
-        }
+        // SAFETY: per the contract, allocated from the pool with this size, unused now.
+        unsafe { self.pool.free(ptr, size) }
     }
 
     /// Frees the record published at `addr`.
@@ -173,22 +133,16 @@ impl RecordHeap {
         self.payload.get()
     }
 
-    /// Bytes taken from the OS by the slab pools (2 MiB chunks).
-    pub(crate) fn reserved_bytes(&self) -> usize {
-        self.classes
-            .iter()
-            .filter_map(|c| c.get().and_then(Option::as_ref))
-            .map(SlabPool::reserved_bytes)
-            .sum()
+    /// Bytes the class pools took from the OS (2 MiB chunks) and do not use for live
+    /// records: the heap's overhead.
+    pub(crate) fn slack_bytes(&self) -> usize {
+        self.pool.slack_bytes()
     }
 
     /// Bytes of live records that the slab pools hold (rounded up to their classes).
-    pub(crate) fn slab_live_bytes(&self) -> usize {
-        self.classes
-            .iter()
-            .filter_map(|c| c.get().and_then(Option::as_ref))
-            .map(SlabPool::live_bytes)
-            .sum()
+    #[cfg(test)]
+    fn slab_live_bytes(&self) -> usize {
+        self.pool.live_bytes() - self.pool.large_bytes()
     }
 }
 
@@ -426,6 +380,8 @@ mod tests {
 
     #[test]
     fn size_classes() {
+        let heap = RecordHeap::new();
+        let class_of = |size| heap.pool.class_of(size);
         assert_eq!(record_bytes(8, 64), 80);
         assert_eq!(record_bytes(1, 0), 16);
         assert_eq!(record_bytes(0, 0), 8);

@@ -67,6 +67,8 @@ impl Config {
 pub enum ConfigError {
     /// `leaf_capacity` outside `8..=256`.
     LeafCapacity(usize),
+    /// The first leaf and the MetaTrieHTs could not be allocated.
+    OutOfMemory,
 }
 
 impl fmt::Display for ConfigError {
@@ -76,6 +78,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "leaf capacity {n} is outside the supported range {MIN_CAP}..={MAX_CAP}"
             ),
+            ConfigError::OutOfMemory => f.write_str("out of memory"),
         }
     }
 }
@@ -151,12 +154,13 @@ impl WormholeBuilder {
         self
     }
 
-    /// Builds the index.
+    /// Builds the index; fails on an invalid option or when its first memory (a leaf and
+    /// the two MetaTrieHTs) cannot be allocated.
     pub fn build(self) -> Result<Wormhole, ConfigError> {
         let c = self.config;
         if !(MIN_CAP..=MAX_CAP).contains(&c.leaf_capacity) {
             return Err(ConfigError::LeafCapacity(c.leaf_capacity));
         }
-        Ok(Wormhole::with_config(c))
+        Wormhole::with_config(c).map_err(|_| ConfigError::OutOfMemory)
     }
 }

@@ -182,7 +182,7 @@ impl Wormhole {
                     // SAFETY: removed from the leaf under its exclusive lock, used no more.
                     unsafe { self.drop_pair(p) };
                 }
-                self.len.add(-((j1 - j0) as isize));
+                self.counts.add(crate::LEN, -((j1 - j0) as isize));
                 removed += j1 - j0;
             }
             let done_here = j1 < pairs.len();

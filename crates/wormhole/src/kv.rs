@@ -1,6 +1,6 @@
 //! Key-value items: one block per pair, referenced from a leaf's tag array. Blocks come
-//! from the index's size-class slab pools (`classes`: huge pages, 8-byte classes up to
-//! [`KV_CLASS_MAX`] bytes) or, when larger, from the global allocator.
+//! from the index's `orrery_core::alloc::SizeClassPool` (huge-page slabs in 8-byte classes
+//! up to [`KV_CLASS_MAX`] bytes; larger blocks from the global allocator).
 //!
 //! # Layout (byte level)
 //!
@@ -28,7 +28,8 @@
 
 use std::ptr::NonNull;
 
-use crate::classes::ClassPools;
+use orrery_core::Error;
+use orrery_core::alloc::SizeClassPool;
 
 /// First header byte of the long form.
 const LONG: u8 = 0xFF;
@@ -49,8 +50,9 @@ fn header_len(k: usize, v: usize) -> usize {
 pub(crate) const KV_CLASS_MAX: usize = 256;
 
 /// The size-class pools of pair blocks.
-pub(crate) fn kv_pools() -> ClassPools {
-    ClassPools::new(8, 8, KV_CLASS_MAX)
+pub(crate) fn kv_pools() -> SizeClassPool {
+    SizeClassPool::with_step(8, KV_CLASS_MAX, 8)
+        .unwrap_or_else(|e| unreachable!("8-byte classes up to 256 bytes are valid: {e}"))
 }
 
 /// A pointer to a key-value block (see the module docs for its layout).
@@ -59,12 +61,12 @@ pub(crate) struct Kv(NonNull<u8>);
 
 impl Kv {
     /// Allocates from `pools` a block holding `key` and `value`. Lengths must be within
-    /// the API limits.
-    pub(crate) fn new(pools: &ClassPools, key: &[u8], value: &[u8]) -> Kv {
+    /// the API limits. Fails with [`Error::OutOfMemory`] when the block cannot be had.
+    pub(crate) fn new(pools: &SizeClassPool, key: &[u8], value: &[u8]) -> Result<Kv, Error> {
         let (k, v) = (key.len(), value.len());
         debug_assert!(k <= u32::MAX as usize && v <= u32::MAX as usize);
         let h = header_len(k, v);
-        let p = pools.alloc(h + k + v);
+        let p = pools.try_alloc(h + k + v)?;
         let base = p.as_ptr();
         let mut hdr = [0u8; LONG_HEADER];
         if h == 2 {
@@ -88,7 +90,7 @@ impl Kv {
             base.wrapping_add(h + k)
                 .copy_from_nonoverlapping(value.as_ptr(), v)
         };
-        Kv(p)
+        Ok(Kv(p))
     }
 
     /// Rebuilds a reference from its address (as stored in a tag entry).
@@ -188,7 +190,7 @@ impl Kv {
     /// Bytes this block occupies in `pools` (its slot), for memory accounting. The block
     /// must be live.
     #[inline]
-    pub(crate) fn block_bytes(self, pools: &ClassPools) -> usize {
+    pub(crate) fn block_bytes(self, pools: &SizeClassPool) -> usize {
         pools.block_bytes(self.size())
     }
 
@@ -197,7 +199,7 @@ impl Kv {
     /// # Safety
     /// The block is live, was allocated from `pools`, no reference into it survives, and it
     /// is not used afterwards.
-    pub(crate) unsafe fn free(self, pools: &ClassPools) {
+    pub(crate) unsafe fn free(self, pools: &SizeClassPool) {
         let size = self.size();
         // SAFETY: allocated by `Kv::new` from `pools` with this size.
         unsafe { pools.free(self.0, size) }
@@ -300,7 +302,7 @@ impl Pair {
     /// # Safety
     /// For [`Pair::Heap`], the block is live.
     #[inline]
-    pub(crate) unsafe fn bytes(&self, pools: &ClassPools) -> usize {
+    pub(crate) unsafe fn bytes(&self, pools: &SizeClassPool) -> usize {
         match self {
             Pair::Heap(kv) => kv.block_bytes(pools),
             Pair::Inline(p) => p.klen as usize + p.vlen as usize,
@@ -321,7 +323,7 @@ impl Pair {
     /// # Safety
     /// As [`Kv::free`] for [`Pair::Heap`].
     #[inline]
-    pub(crate) unsafe fn free(self, pools: &ClassPools) {
+    pub(crate) unsafe fn free(self, pools: &SizeClassPool) {
         if let Pair::Heap(kv) = self {
             // SAFETY: forwarded from the caller.
             unsafe { kv.free(pools) }
@@ -348,7 +350,7 @@ mod tests {
             (&[1u8; 300][..], &[2u8; 5][..], 9),
             (&[3u8; 70_000][..], &[4u8; 2][..], 9),
         ] {
-            let kv = Kv::new(&pools, k, v);
+            let kv = Kv::new(&pools, k, v).unwrap();
             // SAFETY: live block, used single-threaded.
             unsafe {
                 let kv2 = Kv::from_addr(kv.addr());

@@ -132,8 +132,9 @@ use std::sync::atomic::{
 };
 
 use crate::anchor::lcp;
-use crate::deps::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
+use crate::deps::sync::{Backoff, RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 use crate::kv::{INLINE_MAX, InlinePair, Kv, Pair};
+use orrery_core::Error;
 
 /// Mask of the 48-bit address field of a tag entry.
 pub(crate) const ADDR_MASK: u64 = (1 << 48) - 1;
@@ -282,15 +283,17 @@ fn block_layout(cap: usize, inline: bool) -> Layout {
 /// chunks, see `orrery_core::alloc`).
 pub(crate) fn leaf_pool(cap: usize) -> SlabPool {
     let lay = block_layout(cap, false);
-    SlabPool::new(lay.size(), lay.align()).expect("leaf blocks fit the slab pool")
+    SlabPool::new(lay.size(), lay.align())
+        .unwrap_or_else(|e| unreachable!("leaf blocks fit the slab pool: {e}"))
 }
 
 /// Where leaf blocks come from: a plain [`SlabPool`] (plain leaves only) or the index's
 /// [`LeafPools`] (either kind, chosen per leaf).
 pub(crate) trait LeafAlloc {
     /// A block for a new leaf of capacity `cap`, with an inline area if `inline` asks for
-    /// one and the source has such blocks; returns whether it has one.
-    fn alloc_block(&self, cap: usize, inline: bool) -> (NonNull<u8>, bool);
+    /// one and the source has such blocks; returns whether it has one. Fails with
+    /// [`Error::OutOfMemory`] when no block can be had.
+    fn alloc_block(&self, cap: usize, inline: bool) -> Result<(NonNull<u8>, bool), Error>;
     /// Returns a block.
     ///
     /// # Safety
@@ -300,9 +303,9 @@ pub(crate) trait LeafAlloc {
 }
 
 impl LeafAlloc for SlabPool {
-    fn alloc_block(&self, cap: usize, _inline: bool) -> (NonNull<u8>, bool) {
+    fn alloc_block(&self, cap: usize, _inline: bool) -> Result<(NonNull<u8>, bool), Error> {
         debug_assert_eq!(self.object_size(), block_layout(cap, false).size());
-        (self.alloc(), false)
+        Ok((self.try_alloc()?, false))
     }
 
     unsafe fn free_block(&self, p: NonNull<u8>, inline: bool) {
@@ -313,7 +316,7 @@ impl LeafAlloc for SlabPool {
 }
 
 impl<P: LeafAlloc> LeafAlloc for std::sync::Arc<P> {
-    fn alloc_block(&self, cap: usize, inline: bool) -> (NonNull<u8>, bool) {
+    fn alloc_block(&self, cap: usize, inline: bool) -> Result<(NonNull<u8>, bool), Error> {
         (**self).alloc_block(cap, inline)
     }
 
@@ -348,7 +351,8 @@ impl LeafPools {
         LeafPools {
             cap,
             plain: leaf_pool(cap),
-            inline: SlabPool::new(lay.size(), lay.align()).expect("leaf blocks fit the slab pool"),
+            inline: SlabPool::new(lay.size(), lay.align())
+                .unwrap_or_else(|e| unreachable!("leaf blocks fit the slab pool: {e}")),
             live_inline: AtomicUsize::new(0),
             live_plain: AtomicUsize::new(0),
             cells: AtomicBool::new(true),
@@ -414,14 +418,15 @@ impl LeafPools {
 }
 
 impl LeafAlloc for LeafPools {
-    fn alloc_block(&self, cap: usize, inline: bool) -> (NonNull<u8>, bool) {
+    fn alloc_block(&self, cap: usize, inline: bool) -> Result<(NonNull<u8>, bool), Error> {
         debug_assert_eq!(cap, self.cap);
-        self.count(inline, 1);
-        if inline {
-            (self.inline.alloc(), true)
+        let block = if inline {
+            self.inline.try_alloc()?
         } else {
-            (self.plain.alloc(), false)
-        }
+            self.plain.try_alloc()?
+        };
+        self.count(inline, 1);
+        Ok((block, inline))
     }
 
     unsafe fn free_block(&self, p: NonNull<u8>, inline: bool) {
@@ -453,13 +458,14 @@ unsafe impl Sync for LeafPtr {}
 
 impl LeafPtr {
     /// Allocates from `pool` (made for `cap`) an empty leaf with the given anchor and
-    /// version, with an inline area if the pool has such blocks.
+    /// version, with an inline area if the pool has such blocks. Fails with
+    /// [`Error::OutOfMemory`] (allocating nothing) when no block can be had.
     pub(crate) fn alloc(
         pool: &impl LeafAlloc,
         cap: usize,
         anchor: Box<[u8]>,
         version: u64,
-    ) -> LeafPtr {
+    ) -> Result<LeafPtr, Error> {
         LeafPtr::alloc_kind(pool, cap, anchor, version, true)
     }
 
@@ -471,9 +477,11 @@ impl LeafPtr {
         anchor: Box<[u8]>,
         version: u64,
         inline: bool,
-    ) -> LeafPtr {
+    ) -> Result<LeafPtr, Error> {
         assert!((MIN_CAP..=MAX_CAP).contains(&cap));
         let anchor_len = u32::try_from(anchor.len()).expect("anchors are at most a key long");
+        // The block first: on failure nothing has been taken apart yet.
+        let (p, inline) = pool.alloc_block(cap, inline)?;
         let mut anchor_inline = [0u8; ANCHOR_INLINE];
         let anchor_heap = if anchor.len() <= ANCHOR_INLINE {
             anchor_inline[..anchor.len()].copy_from_slice(&anchor);
@@ -481,7 +489,6 @@ impl LeafPtr {
         } else {
             Box::into_raw(anchor).cast::<u8>()
         };
-        let (p, inline) = pool.alloc_block(cap, inline);
         let p = p.cast::<Leaf>();
         let kind = if inline {
             KIND_INLINE_AREA | KIND_INLINE_ON
@@ -512,7 +519,7 @@ impl LeafPtr {
         unsafe { std::slice::from_raw_parts_mut(tags, cap) }.fill(HOLE_END);
         // SAFETY: the order array follows the tag array inside the block.
         unsafe { tags.cast::<u8>().wrapping_add(cap * 8).write_bytes(0, cap) };
-        lp
+        Ok(lp)
     }
 
     /// Frees the block (not the pairs it references) to `pool`.
@@ -921,12 +928,13 @@ impl ReadLeaf<'_> {
             return;
         }
         let h = self.hdr();
+        let backoff = Backoff::new();
         while h
             .sorting
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            std::hint::spin_loop();
+            backoff.snooze();
         }
         if !self.is_sorted() {
             // SAFETY: we hold the sort bit and `nr_sorted < nr`, so no other thread reads
@@ -1101,6 +1109,16 @@ impl Moved {
         cell: [0; INLINE_MAX],
         rank: 0,
     };
+
+    /// The pair this entry names (an inline pair is a copy of the cell).
+    fn pair(&self) -> Pair {
+        if is_inline(self.e) {
+            let (k, v) = inline_lens(self.e);
+            Pair::Inline(InlinePair::from_parts(k, v, self.cell))
+        } else {
+            Pair::Heap(ekv(self.e))
+        }
+    }
 
     /// Pair `p` with leaf tag `tag` at key rank `rank`.
     fn of(tag: u16, p: Pair, rank: u8) -> Moved {
@@ -1431,12 +1449,19 @@ impl WriteLeaf<'_> {
     /// pair go through `convert` (given the pair and whether `right` takes inline pairs; it
     /// must return an inline pair only if `right` does, and may turn a block that fits into
     /// an inline pair); the tag stays.
+    ///
+    /// All conversions happen before either leaf is written. If one fails (turning an
+    /// inline pair into a block needs memory), the pairs converted so far are handed to
+    /// `discard` (only new blocks made from inline pairs, whose originals are still in this
+    /// leaf: the failing direction is the only direction of that split) and the error is
+    /// returned with both leaves unchanged.
     pub(crate) fn split_into(
         &mut self,
         right: &mut WriteLeaf<'_>,
         j: usize,
-        convert: &mut dyn FnMut(Pair, bool) -> Pair,
-    ) {
+        convert: &mut dyn FnMut(Pair, bool) -> Result<Pair, Error>,
+        discard: &mut dyn FnMut(Pair),
+    ) -> Result<(), Error> {
         debug_assert!(self.is_sorted());
         let n = self.len();
         let cap = self.cap();
@@ -1475,18 +1500,26 @@ impl WriteLeaf<'_> {
         debug_assert_eq!(nl + nh, n);
         let to_inline = right.inline_on();
         if to_inline != self.inline_on() {
-            for m in &mut hi[..nh] {
-                let p = if is_inline(m.e) {
-                    let (k, v) = inline_lens(m.e);
-                    Pair::Inline(InlinePair::from_parts(k, v, m.cell))
-                } else {
-                    Pair::Heap(ekv(m.e))
-                };
-                *m = Moved::of(etag(m.e), convert(p, to_inline), m.rank);
+            let mut was_inline = [false; MAX_CAP];
+            for k in 0..nh {
+                let m = hi[k];
+                was_inline[k] = is_inline(m.e);
+                match convert(m.pair(), to_inline) {
+                    Ok(p) => hi[k] = Moved::of(etag(m.e), p, m.rank),
+                    Err(e) => {
+                        for (c, &inl) in hi[..k].iter().zip(&was_inline[..k]) {
+                            if inl && !is_inline(c.e) {
+                                discard(c.pair());
+                            }
+                        }
+                        return Err(e);
+                    }
+                }
             }
         }
         right.place(&hi[..nh]);
         self.place(&lo[..nl]);
+        Ok(())
     }
 
     /// Replaces the contents with `src`, given in tag order with each entry's key rank
@@ -1590,8 +1623,8 @@ impl WriteLeaf<'_> {
 #[allow(clippy::multiple_unsafe_ops_per_block)]
 mod tests {
     use super::*;
-    use crate::classes::ClassPools;
     use crate::deps::hash::crc32c;
+    use orrery_core::alloc::SizeClassPool;
     use std::collections::BTreeMap;
 
     type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -1601,10 +1634,10 @@ mod tests {
     }
 
     /// A pair as the index makes it: inline when the leaf takes inline pairs and it fits.
-    fn mk(w: &WriteLeaf<'_>, kvp: &ClassPools, k: &[u8], v: &[u8]) -> Pair {
+    fn mk(w: &WriteLeaf<'_>, kvp: &SizeClassPool, k: &[u8], v: &[u8]) -> Pair {
         match InlinePair::new(k, v).filter(|_| w.inline_on()) {
             Some(ip) => Pair::Inline(ip),
-            None => Pair::Heap(Kv::new(kvp, k, v)),
+            None => Pair::Heap(Kv::new(kvp, k, v).unwrap()),
         }
     }
 
@@ -1646,7 +1679,7 @@ mod tests {
         );
     }
 
-    fn free_all(w: &mut WriteLeaf<'_>, kvp: &ClassPools) {
+    fn free_all(w: &mut WriteLeaf<'_>, kvp: &SizeClassPool) {
         for (_, p) in w.sorted_pairs() {
             // SAFETY: the test owns every pair.
             unsafe { p.free(kvp) };
@@ -1663,7 +1696,7 @@ mod tests {
 
     fn insert_find_remove_sort_with(pool: &impl LeafAlloc, n: usize) {
         let kvp = crate::kv::kv_pools();
-        let leaf = LeafPtr::alloc(pool, n, Box::new([]), 0);
+        let leaf = LeafPtr::alloc(pool, n, Box::new([]), 0).unwrap();
         let mut model = Model::new();
         {
             // SAFETY: the test owns the leaf.
@@ -1750,7 +1783,7 @@ mod tests {
             for mid_sort in [false, true] {
                 let pools = LeafPools::new(n);
                 let kvp = crate::kv::kv_pools();
-                let leaf = LeafPtr::alloc(&pools, n, Box::new([]), 0);
+                let leaf = LeafPtr::alloc(&pools, n, Box::new([]), 0).unwrap();
                 let mut model = Model::new();
                 // SAFETY: the test owns the leaf.
                 let mut w = unsafe { leaf.write() };
@@ -1798,9 +1831,9 @@ mod tests {
 
     /// The index's conversion of a pair moving into a leaf of the other kind (see
     /// `Wormhole::convert_pair`), without the memory counters.
-    fn convert(kvp: &ClassPools, p: Pair, inline: bool) -> Pair {
+    fn convert(kvp: &SizeClassPool, p: Pair, inline: bool) -> Pair {
         match p {
-            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(kvp, ip.key(), ip.value())),
+            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(kvp, ip.key(), ip.value()).unwrap()),
             Pair::Heap(kv) if inline => {
                 // SAFETY: the test owns the block.
                 let (k, v) = unsafe { (kv.key(), kv.value()) };
@@ -1819,8 +1852,8 @@ mod tests {
 
     fn split_into_case(pool: &impl LeafAlloc, n: usize, j: usize, kinds: (bool, bool)) {
         let kvp = crate::kv::kv_pools();
-        let left = LeafPtr::alloc_kind(pool, n, Box::new([]), 0, kinds.0);
-        let right = LeafPtr::alloc_kind(pool, n, Box::new([]), 0, kinds.1);
+        let left = LeafPtr::alloc_kind(pool, n, Box::new([]), 0, kinds.0).unwrap();
+        let right = LeafPtr::alloc_kind(pool, n, Box::new([]), 0, kinds.1).unwrap();
         let mut model = Model::new();
         // SAFETY: the test owns both leaves.
         let (mut lw, mut rw) = unsafe { (left.write(), right.write()) };
@@ -1832,10 +1865,16 @@ mod tests {
         }
         lw.sort();
         let mut converted = 0;
-        lw.split_into(&mut rw, j, &mut |p, inline| {
-            converted += 1;
-            convert(&kvp, p, inline)
-        });
+        lw.split_into(
+            &mut rw,
+            j,
+            &mut |p, inline| {
+                converted += 1;
+                Ok(convert(&kvp, p, inline))
+            },
+            &mut |_| unreachable!("no conversion fails"),
+        )
+        .unwrap();
         // Pairs are converted exactly when the kinds differ, one call per moving pair.
         let differ = lw.inline_on() != rw.inline_on();
         assert_eq!(converted, if differ { n - j } else { 0 });
@@ -1888,7 +1927,7 @@ mod tests {
         let cap = 16;
         let pools = LeafPools::new(cap);
         let kvp = crate::kv::kv_pools();
-        let leaf = LeafPtr::alloc(&pools, cap, Box::new([]), 0);
+        let leaf = LeafPtr::alloc(&pools, cap, Box::new([]), 0).unwrap();
         let mut model = Model::new();
         // SAFETY: owned.
         let mut w = unsafe { leaf.write() };
@@ -1944,8 +1983,8 @@ mod tests {
         let n = if cfg!(miri) { 16 } else { 64 };
         let pools = LeafPools::new(n);
         let kvp = crate::kv::kv_pools();
-        let left = LeafPtr::alloc(&pools, n, Box::new([]), 0);
-        let right = LeafPtr::alloc(&pools, n, Box::new(*b"r"), 0);
+        let left = LeafPtr::alloc(&pools, n, Box::new([]), 0).unwrap();
+        let right = LeafPtr::alloc(&pools, n, Box::new(*b"r"), 0).unwrap();
         let mut model = Model::new();
         // SAFETY: the test owns both leaves.
         let (mut lw, mut rw) = unsafe { (left.write(), right.write()) };
@@ -1987,11 +2026,11 @@ mod tests {
     fn plain_leaf_stores_blocks_and_pools_count_kinds() {
         let pools = LeafPools::new(16);
         let kvp = crate::kv::kv_pools();
-        let head = LeafPtr::alloc(&pools, 16, Box::new([]), 0);
+        let head = LeafPtr::alloc(&pools, 16, Box::new([]), 0).unwrap();
         assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 0), true));
-        let leaf = LeafPtr::alloc_kind(&pools, 16, Box::new([]), 0, false);
+        let leaf = LeafPtr::alloc_kind(&pools, 16, Box::new([]), 0, false).unwrap();
         assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 1), true));
-        let other = LeafPtr::alloc_kind(&pools, 16, Box::new([]), 0, false);
+        let other = LeafPtr::alloc_kind(&pools, 16, Box::new([]), 0, false).unwrap();
         assert_eq!((pools.live(), pools.prefetch_cells()), ((1, 2), false));
         // SAFETY: owned.
         let mut w = unsafe { leaf.write() };
@@ -2024,7 +2063,7 @@ mod tests {
     fn sorted_mode_insert_and_shared_sort() {
         let pools = LeafPools::new(16);
         let kvp = crate::kv::kv_pools();
-        let leaf = LeafPtr::alloc(&pools, 16, Box::new(*b"anc"), 3);
+        let leaf = LeafPtr::alloc(&pools, 16, Box::new(*b"anc"), 3).unwrap();
         let mut model = Model::new();
         {
             // SAFETY: owned.

@@ -44,7 +44,6 @@
 //! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
 //! | `kv` | — | one block per pair |
-//! | `classes` | — | size-class slab pools (huge pages) for pairs |
 //!
 //! # Consistency and concurrency (§2.5)
 //!
@@ -101,7 +100,7 @@
 //! search ends on a leaf entry), the leaf header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
 //! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
 //! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
-//! before), pair blocks (size-class slab pools, `classes`), and slot and item arrays of
+//! before), pair blocks (`orrery_core::alloc::SizeClassPool`), and slot and item arrays of
 //! 2 MiB or more (`meta`, `items`). The paper's C implementation gets the same effect from a
 //! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
 //! top of the binary search tree over prefix lengths, at most 7 slots) so that they
@@ -141,7 +140,6 @@
 
 mod anchor;
 mod batch;
-mod classes;
 mod config;
 mod items;
 mod iter;
@@ -156,7 +154,7 @@ mod tests_unit;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
-use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::alloc::Populator;
 use orrery_core::api::{
@@ -169,61 +167,26 @@ pub use meta::MetaStats;
 #[doc(hidden)]
 pub use search::SearchTrace;
 
-use crate::classes::ClassPools;
-use crate::deps::sync::{CachePadded, Guard};
+use crate::deps::sync::{Backoff, Guard, StripedCounter};
 use crate::kv::{InlinePair, Kv, Pair};
 use crate::leaf::{LeafAccess, LeafPools, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
 use crate::meta::MetaTable;
 use crate::smo::Writer;
+use orrery_core::alloc::SizeClassPool;
 
 /// The shared modules this crate uses.
 mod deps {
     pub(crate) use orrery_core::{hash, sync};
 }
 
-/// Prefetches the cache line at `p` into all cache levels (no-op where unsupported).
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    #[allow(unused_unsafe)]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
-    };
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = p;
-}
+pub(crate) use orrery_core::prefetch;
 
-const STRIPES: usize = 8;
-
-/// A counter split over cache-padded stripes so that writers on different threads do not
-/// share a cache line.
-struct Stripes([CachePadded<AtomicIsize>; STRIPES]);
-
-impl Stripes {
-    fn new() -> Self {
-        Stripes(std::array::from_fn(|_| {
-            CachePadded::new(AtomicIsize::new(0))
-        }))
-    }
-
-    #[inline]
-    fn add(&self, d: isize) {
-        thread_local! {
-            static STRIPE: usize = {
-                static NEXT: AtomicUsize = AtomicUsize::new(0);
-                NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
-            };
-        }
-        let i = STRIPE.with(|s| *s);
-        self.0[i].fetch_add(d, Ordering::Relaxed);
-    }
-
-    fn sum(&self) -> usize {
-        let s: isize = self.0.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        s.max(0) as usize
-    }
-}
+/// Counters of [`Wormhole::counts`]: keys.
+const LEN: usize = 0;
+/// Pair bytes: block slots, plus key and value bytes of inline pairs.
+const KV_BYTES: usize = 1;
+/// Key and value bytes of inline pairs (inside leaf blocks).
+const INLINE_BYTES: usize = 2;
 
 /// A concurrent ordered key-value index over byte strings: Wormhole (see the crate docs).
 pub struct Wormhole {
@@ -236,13 +199,10 @@ pub struct Wormhole {
     /// Leaf blocks (shared with deferred frees, which may run after the index is dropped).
     pool: Arc<LeafPools>,
     cfg: Config,
-    len: Stripes,
-    /// Pair bytes: block slots, plus key and value bytes of inline pairs.
-    kv_bytes: Stripes,
-    /// Key and value bytes of inline pairs (inside leaf blocks).
-    inline_bytes: Stripes,
+    /// [`LEN`], [`KV_BYTES`] and [`INLINE_BYTES`], striped per thread.
+    counts: StripedCounter<3>,
     /// Size-class pools of the pair blocks (`classes`, `kv`).
-    kvp: ClassPools,
+    kvp: SizeClassPool,
     leaves: AtomicUsize,
     anchor_bytes: AtomicUsize,
     meta_bytes: AtomicUsize,
@@ -269,7 +229,7 @@ impl std::fmt::Debug for Wormhole {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wormhole")
             .field("config", &self.cfg)
-            .field("len", &self.len.sum())
+            .field("len", &self.counts.sum(LEN))
             .field("leaves", &self.leaves.load(Ordering::Relaxed))
             .finish()
     }
@@ -281,19 +241,22 @@ enum Pos {
     Absent { sorted_at: Option<usize> },
 }
 
-#[inline]
-fn backoff(n: &mut u32) {
-    *n += 1;
-    if *n < 8 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
-}
-
 impl Wormhole {
     /// An empty index with the default [`Config`].
+    ///
+    /// Allocates the first leaf (taking the first 2 MiB chunk of the leaf pool) and the
+    /// two MetaTrieHTs; if even that memory cannot be had it reports the failure as a
+    /// failed `Box::new` does ([`std::alloc::handle_alloc_error`]). [`Wormhole::try_new`]
+    /// returns the error instead.
     pub fn new() -> Self {
+        Self::try_new().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<MetaTable>())
+        })
+    }
+
+    /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`] when its
+    /// first leaf and MetaTrieHTs cannot be allocated.
+    pub fn try_new() -> api::Result<Self> {
         Self::with_config(Config::default())
     }
 
@@ -307,7 +270,8 @@ impl Wormhole {
         &self.cfg
     }
 
-    pub(crate) fn with_config(cfg: Config) -> Self {
+    /// An empty index with `cfg` (valid), or [`api::Error::OutOfMemory`].
+    pub(crate) fn with_config(cfg: Config) -> api::Result<Self> {
         let populator = if cfg.prefault {
             Populator::new()
         } else {
@@ -315,28 +279,33 @@ impl Wormhole {
         };
         let pool = Arc::new(LeafPools::new(cfg.leaf_capacity));
         pool.attach(&populator);
-        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0);
+        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0)?;
+        let tables = MetaTable::new(head).and_then(|t1| Ok((t1, MetaTable::new(head)?)));
+        let (t1, t2) = match tables {
+            Ok((t1, t2)) => (Box::new(t1), Box::new(t2)),
+            Err(e) => {
+                // SAFETY: the head was never published; nobody else has seen it.
+                unsafe { head.free(&pool) };
+                return Err(e);
+            }
+        };
         let kvp = kv::kv_pools();
         kvp.attach(&populator);
-        let t1 = Box::new(MetaTable::new(head));
-        let t2 = Box::new(MetaTable::new(head));
         let meta = t1.bytes() * 2;
-        Wormhole {
+        Ok(Wormhole {
             current: AtomicPtr::new(Box::into_raw(t1)),
             writer: Mutex::new(Writer::new(t2)),
             head,
             pool,
             cfg,
-            len: Stripes::new(),
-            kv_bytes: Stripes::new(),
-            inline_bytes: Stripes::new(),
+            counts: StripedCounter::new(),
             kvp,
             leaves: AtomicUsize::new(1),
             anchor_bytes: AtomicUsize::new(0),
             meta_bytes: AtomicUsize::new(meta),
             restarts: AtomicU64::new(0),
             populator,
-        }
+        })
     }
 
     /// The published table, alive for the guard's lifetime.
@@ -417,7 +386,7 @@ impl Wormhole {
         g: &'g Guard,
         exact: bool,
     ) -> (ReadLeaf<'g>, search::Target) {
-        let mut spins = 0;
+        let backoff = Backoff::new();
         loop {
             let t = self.table(g);
             let v = t.version;
@@ -435,7 +404,7 @@ impl Wormhole {
                 }
             }
             self.restarts.fetch_add(1, Ordering::Relaxed);
-            backoff(&mut spins);
+            backoff.snooze();
         }
     }
 
@@ -458,7 +427,7 @@ impl Wormhole {
     /// [`search::Target::check`], made under the lock before anything is written).
     #[inline]
     fn write_target<'g>(&self, key: &[u8], g: &'g Guard) -> (WriteLeaf<'g>, u32) {
-        let mut spins = 0;
+        let backoff = Backoff::new();
         let mut exact = false;
         loop {
             let t = self.table(g);
@@ -491,7 +460,7 @@ impl Wormhole {
                 }
             }
             self.restarts.fetch_add(1, Ordering::Relaxed);
-            backoff(&mut spins);
+            backoff.snooze();
         }
     }
 
@@ -566,47 +535,75 @@ impl Wormhole {
             let (mut w, hash) = self.write_target(key, &g);
             match self.position(&w, key, hash) {
                 Pos::Found(i) => {
-                    self.replace_value(&mut w, i, key, value);
+                    self.replace_value(&mut w, i, key, value)?;
                     return Ok(false);
                 }
                 Pos::Absent { sorted_at } if !w.is_full() => {
-                    let p = self.new_pair(&w, key, value);
+                    let p = self.new_pair(&w, key, value)?;
                     w.insert(sorted_at, leaf_tag(hash), p);
-                    self.len.add(1);
+                    self.counts.add(LEN, 1);
                     return Ok(true);
                 }
                 Pos::Absent { .. } => {
                     drop(w);
                     drop(g);
-                    self.split(key);
+                    self.split(key)?;
                 }
             }
         }
     }
 
-    fn replace_value(&self, w: &mut WriteLeaf<'_>, i: usize, key: &[u8], value: &[u8]) {
+    /// Replaces the value of real slot `i` (in place when the length is unchanged, else by
+    /// a new pair). On [`api::Error::OutOfMemory`] the old value stays.
+    fn replace_value(
+        &self,
+        w: &mut WriteLeaf<'_>,
+        i: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> api::Result<()> {
         let ov = w.value_mut(i);
         if ov.len() == value.len() {
             ov.copy_from_slice(value);
-            return;
+            return Ok(());
         }
-        let p = self.new_pair(w, key, value);
+        let p = self.new_pair(w, key, value)?;
         let old = w.replace(i, p);
         // SAFETY: unlinked from the leaf under the exclusive lock, not used again.
         unsafe { self.drop_pair(old) };
+        Ok(())
     }
 
     /// A new pair for leaf `w`: inline when the leaf takes inline pairs and it fits, else a
-    /// block. Counted in the memory counters.
-    fn new_pair(&self, w: &WriteLeaf<'_>, key: &[u8], value: &[u8]) -> Pair {
+    /// block. Counted in the memory counters. Fails with [`api::Error::OutOfMemory`]
+    /// (counting nothing) when the block cannot be allocated.
+    fn new_pair(&self, w: &WriteLeaf<'_>, key: &[u8], value: &[u8]) -> api::Result<Pair> {
         let p = match InlinePair::new(key, value).filter(|_| w.inline_on()) {
             Some(ip) => Pair::Inline(ip),
-            None => Pair::Heap(Kv::new(&self.kvp, key, value)),
+            None => Pair::Heap(Kv::new(&self.kvp, key, value)?),
         };
         // SAFETY: a fresh block is live.
-        self.kv_bytes.add(unsafe { p.bytes(&self.kvp) } as isize);
-        self.inline_bytes.add(p.inline_bytes() as isize);
-        p
+        self.counts
+            .add(KV_BYTES, unsafe { p.bytes(&self.kvp) } as isize);
+        self.counts.add(INLINE_BYTES, p.inline_bytes() as isize);
+        Ok(p)
+    }
+
+    /// Undoes [`Wormhole::convert_pair`] of an inline pair into the block `q`, whose inline
+    /// original stays in its leaf: frees `q` and counts the original's bytes again (the
+    /// conversion uncounted them).
+    ///
+    /// # Safety
+    /// `q` is such a block, referenced by no leaf, not used again.
+    unsafe fn unconvert_pair(&self, q: Pair) {
+        let Pair::Heap(kv) = q else {
+            unreachable!("only an inline pair made into a block is unconverted");
+        };
+        let n = kv.pair_len() as isize;
+        // SAFETY: unreachable and unused from now on (contract).
+        unsafe { self.drop_pair(q) };
+        self.counts.add(KV_BYTES, n);
+        self.counts.add(INLINE_BYTES, n);
     }
 
     /// Uncounts and frees a pair taken out of the index.
@@ -616,8 +613,9 @@ impl Wormhole {
     /// hold the leaf lock, so nobody can reach a block any more) and is not used again.
     unsafe fn drop_pair(&self, p: Pair) {
         // SAFETY: still live (contract).
-        self.kv_bytes.add(-(unsafe { p.bytes(&self.kvp) } as isize));
-        self.inline_bytes.add(-(p.inline_bytes() as isize));
+        self.counts
+            .add(KV_BYTES, -(unsafe { p.bytes(&self.kvp) } as isize));
+        self.counts.add(INLINE_BYTES, -(p.inline_bytes() as isize));
         // SAFETY: unreachable and unused from now on (contract).
         unsafe { p.free(&self.kvp) };
     }
@@ -627,9 +625,12 @@ impl Wormhole {
     /// inline pair for a leaf with (its block freed); anything else stays. Keeps the memory
     /// counters right. For pairs moving between leaves of different kinds (splits and
     /// merges, under the write locks of both leaves).
-    fn convert_pair(&self, p: Pair, inline: bool) -> Pair {
+    ///
+    /// Only an inline pair becoming a block needs memory: on [`api::Error::OutOfMemory`]
+    /// `p` is untouched (nothing to free: it was a copy).
+    fn convert_pair(&self, p: Pair, inline: bool) -> api::Result<Pair> {
         let q = match p {
-            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(&self.kvp, ip.key(), ip.value())),
+            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(&self.kvp, ip.key(), ip.value())?),
             Pair::Heap(kv) if inline => {
                 // SAFETY: the block is live: its leaf is write-locked by the caller.
                 let k = unsafe { kv.key() };
@@ -637,18 +638,19 @@ impl Wormhole {
                 let v = unsafe { kv.value() };
                 match InlinePair::new(k, v) {
                     Some(ip) => Pair::Inline(ip),
-                    None => return p,
+                    None => return Ok(p),
                 }
             }
-            _ => return p,
+            _ => return Ok(p),
         };
         // SAFETY: `q` is fresh (a new block, or a copy).
-        self.kv_bytes.add(unsafe { q.bytes(&self.kvp) } as isize);
-        self.inline_bytes.add(q.inline_bytes() as isize);
+        self.counts
+            .add(KV_BYTES, unsafe { q.bytes(&self.kvp) } as isize);
+        self.counts.add(INLINE_BYTES, q.inline_bytes() as isize);
         // SAFETY: the old form is no longer referenced: the caller stores `q` in its place,
         // under the leaf locks every reader of a pair holds.
         unsafe { self.drop_pair(p) };
-        q
+        Ok(q)
     }
 
     /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
@@ -663,7 +665,7 @@ impl Wormhole {
             return false;
         };
         let p = w.remove(i);
-        self.len.add(-1);
+        self.counts.add(LEN, -1);
         // SAFETY: removed under the exclusive lock.
         unsafe { self.drop_pair(p) };
         let merge = self.wants_merge(&w);
@@ -709,11 +711,11 @@ impl Wormhole {
                     match new {
                         Some(v) => {
                             check_entry(key, &v)?;
-                            self.replace_value(&mut w, i, key, &v);
+                            self.replace_value(&mut w, i, key, &v)?;
                         }
                         None => {
                             let p = w.remove(i);
-                            self.len.add(-1);
+                            self.counts.add(LEN, -1);
                             // SAFETY: removed under the exclusive lock.
                             unsafe { self.drop_pair(p) };
                             let merge = self.wants_merge(&w);
@@ -729,16 +731,16 @@ impl Wormhole {
                 Pos::Absent { sorted_at } if !w.is_full() => {
                     if let Some(v) = (f.take().expect("called once"))(None) {
                         check_entry(key, &v)?;
-                        let p = self.new_pair(&w, key, &v);
+                        let p = self.new_pair(&w, key, &v)?;
                         w.insert(sorted_at, leaf_tag(hash), p);
-                        self.len.add(1);
+                        self.counts.add(LEN, 1);
                     }
                     return Ok(false);
                 }
                 Pos::Absent { .. } => {
                     drop(w);
                     drop(g);
-                    self.split(key);
+                    self.split(key)?;
                 }
             }
         }
@@ -763,7 +765,7 @@ impl Wormhole {
 
     /// Number of keys (exact when no writer runs concurrently).
     pub fn len(&self) -> usize {
-        self.len.sum()
+        self.counts.sum(LEN)
     }
 
     /// Whether the index holds no key.
@@ -778,15 +780,12 @@ impl Wormhole {
             structure_bytes: self
                 .pool
                 .reserved_bytes()
-                .saturating_sub(self.inline_bytes.sum())
-                + self
-                    .kvp
-                    .reserved_bytes()
-                    .saturating_sub(self.kvp.live_bytes())
+                .saturating_sub(self.counts.sum(INLINE_BYTES))
+                + self.kvp.slack_bytes()
                 + self.anchor_bytes.load(Ordering::Relaxed)
                 + self.meta_bytes.load(Ordering::Relaxed)
                 + self.populator.spare_bytes(),
-            key_value_bytes: self.kv_bytes.sum(),
+            key_value_bytes: self.counts.sum(KV_BYTES),
         }
     }
 }
@@ -847,10 +846,14 @@ impl Wormhole {
         }
         assert_eq!(count, self.len());
         assert_eq!(leaves.len(), self.leaf_count());
-        assert_eq!(kv_bytes, self.kv_bytes.sum(), "key_value_bytes counter");
+        assert_eq!(
+            kv_bytes,
+            self.counts.sum(KV_BYTES),
+            "key_value_bytes counter"
+        );
         assert_eq!(
             inline_bytes,
-            self.inline_bytes.sum(),
+            self.counts.sum(INLINE_BYTES),
             "inline bytes counter"
         );
         assert_eq!(kinds, self.pool.live(), "leaves of each kind");

@@ -93,6 +93,7 @@
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
+use orrery_core::Error;
 use orrery_core::alloc::{Zeroable, ZeroedArray};
 
 use crate::deps::hash::{crc32c, crc32c_extend, tag16};
@@ -482,22 +483,9 @@ unsafe impl Zeroable for Slot {}
 /// lookup reads several random slots; with 4 KiB pages each can cost a TLB miss).
 type Slots = ZeroedArray<Slot>;
 
-/// `n` empty slots; aborts like a failed `Vec` allocation when the memory cannot be had.
-fn new_slots(n: usize) -> Slots {
-    Slots::new(n).unwrap_or_else(|_| {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::array::<Slot>(n).unwrap_or(std::alloc::Layout::new::<Slot>()),
-        )
-    })
-}
-
-/// A copy of `s`; aborts like [`new_slots`] when the memory cannot be had.
-fn copy_slots(s: &Slots) -> Slots {
-    s.try_clone().unwrap_or_else(|_| {
-        std::alloc::handle_alloc_error(
-            std::alloc::Layout::array::<Slot>(s.len()).unwrap_or(std::alloc::Layout::new::<Slot>()),
-        )
-    })
+/// `n` empty slots, or [`Error::OutOfMemory`].
+fn new_slots(n: usize) -> Result<Slots, Error> {
+    Slots::new(n)
 }
 
 /// A MetaTrieHT.
@@ -528,12 +516,10 @@ unsafe impl Sync for MetaTable {}
 
 impl MetaTable {
     /// A table holding only the root item (empty prefix, anchor of `first`).
-    pub(crate) fn new(first: LeafPtr) -> MetaTable {
-        let mut arr = ItemArray::new(MIN_CAP).unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<Item>(MIN_CAP).expect("item array layout"),
-            )
-        });
+    ///
+    /// Fails with [`Error::OutOfMemory`] when its arrays cannot be allocated.
+    pub(crate) fn new(first: LeafPtr) -> Result<MetaTable, Error> {
+        let mut arr = ItemArray::new(MIN_CAP).ok_or(Error::OutOfMemory)?;
         let h = crc32c(&[]);
         let mut r = Item::new(&[], h);
         r.anchor = 1;
@@ -541,7 +527,7 @@ impl MetaTable {
         r.rightmost = first.as_raw();
         let root = ItemPtr(arr.insert(r, h));
         let mut t = MetaTable {
-            slots: new_slots(8),
+            slots: new_slots(8)?,
             mask: 7,
             items: 0,
             root,
@@ -553,7 +539,7 @@ impl MetaTable {
             plan: Plan::build(&BTreeMap::from([(0, 1)]), 0),
         };
         t.put(Ref::Item(root), root.get().hash);
-        t
+        Ok(t)
     }
 
     /// The root item (empty prefix).
@@ -598,12 +584,33 @@ impl MetaTable {
         crate::prefetch(self.arr.home(hash));
     }
 
-    /// Stores a new item (prefix CRC32C `hash`), doubling the item array first when it
-    /// would be more than 3/4 full.
-    fn alloc_item(&mut self, it: Item, hash: u32) -> ItemPtr {
-        if (self.arr.len() + 1) * 4 > self.arr.cap() * 3 {
-            self.resize_items(self.arr.cap() * 2);
+    /// Makes room for `n` more items and `n` more slot entries, doubling the item array
+    /// and the slot array until neither would be more than 3/4 full: the structural change
+    /// that follows ([`MetaTable::insert_anchor`] of an anchor of `n - 1` bytes adds at
+    /// most that many) then allocates nothing, so it cannot fail halfway. Fails with
+    /// [`Error::OutOfMemory`]; the table is unchanged in content either way (growth only
+    /// re-places entries).
+    pub(crate) fn reserve(&mut self, n: usize) -> Result<(), Error> {
+        let mut slots = self.slots.len();
+        while (self.items + n) * 4 > slots * 8 * 3 {
+            slots *= 2;
         }
+        if slots != self.slots.len() {
+            self.grow_to(slots)?;
+        }
+        let mut cap = self.arr.cap();
+        while (self.arr.len() + n) * 4 > cap * 3 {
+            cap *= 2;
+        }
+        if cap != self.arr.cap() {
+            self.resize_items(cap)?;
+        }
+        Ok(())
+    }
+
+    /// Stores a new item (prefix CRC32C `hash`) in room made by [`MetaTable::reserve`].
+    fn alloc_item(&mut self, it: Item, hash: u32) -> ItemPtr {
+        debug_assert!((self.arr.len() + 1) * 4 <= self.arr.cap() * 3, "reserved");
         ItemPtr(self.arr.insert(it, hash))
     }
 
@@ -615,24 +622,23 @@ impl MetaTable {
     }
 
     /// Halves the item array while fewer than 3/16 of it is used (not below `MIN_CAP`).
+    /// Best effort: when the smaller array cannot be allocated the table keeps the larger
+    /// one, which is as correct.
     fn shrink_items(&mut self) {
         let mut cap = self.arr.cap();
         while cap > MIN_CAP && self.arr.len() * 16 < cap * 3 {
             cap /= 2;
         }
         if cap != self.arr.cap() {
-            self.resize_items(cap);
+            let _ = self.resize_items(cap);
         }
     }
 
     /// Moves every item to a fresh array of `cap` positions and rewrites the slot entries
-    /// naming them (writer only: an unpublished table).
-    fn resize_items(&mut self, cap: usize) {
-        let mut arr = ItemArray::new(cap).unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<Item>(cap).expect("item array layout"),
-            )
-        });
+    /// naming them (writer only: an unpublished table). On [`Error::OutOfMemory`] nothing
+    /// changes.
+    fn resize_items(&mut self, cap: usize) -> Result<(), Error> {
+        let mut arr = ItemArray::new(cap).ok_or(Error::OutOfMemory)?;
         for slot in self.slots.iter_mut() {
             for e in slot.0.iter_mut() {
                 if *e & ITEM_ADDR_MASK == 0 || *e & LEAF_BIT != 0 {
@@ -649,6 +655,7 @@ impl MetaTable {
         }
         debug_assert_eq!(arr.len(), self.arr.len());
         self.arr = arr;
+        Ok(())
     }
 
     #[inline]
@@ -659,7 +666,7 @@ impl MetaTable {
     /// Prefetches the home slot of `hash`.
     #[inline]
     pub(crate) fn prefetch(&self, hash: u32) {
-        crate::prefetch((&self.slots[self.slot_of(hash)] as *const Slot).cast());
+        crate::prefetch::<Slot>(&self.slots[self.slot_of(hash)]);
     }
 
     /// Optimistic probe (§3.1): the first item whose 16-bit tag matches, without comparing
@@ -757,10 +764,10 @@ impl MetaTable {
     }
 
     /// Adds an entry for `r` (prefix CRC32C `hash`).
+    /// Adds the entry of `r` in room made by [`MetaTable::reserve`] (a fresh table has
+    /// room for its root).
     fn put(&mut self, r: Ref, hash: u32) {
-        if (self.items + 1) * 4 > self.slots.len() * 8 * 3 {
-            self.grow();
-        }
+        debug_assert!((self.items + 1) * 4 <= self.slots.len() * 8 * 3, "reserved");
         self.place(r.bits(), hash);
         self.items += 1;
     }
@@ -792,9 +799,10 @@ impl MetaTable {
         }
     }
 
-    fn grow(&mut self) {
-        let n = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, new_slots(n));
+    /// Re-places every entry into a fresh array of `n` slots; on [`Error::OutOfMemory`]
+    /// nothing changes.
+    fn grow_to(&mut self, n: usize) -> Result<(), Error> {
+        let old = std::mem::replace(&mut self.slots, new_slots(n)?);
         self.mask = n - 1;
         for slot in old.iter() {
             for &e in &slot.0 {
@@ -804,6 +812,7 @@ impl MetaTable {
                 }
             }
         }
+        Ok(())
     }
 
     /// The slot and index of the entry of `r` (whose prefix has CRC32C `hash`).
@@ -885,6 +894,9 @@ impl MetaTable {
     /// LeafList, with all its prefixes (Algorithm 4 `split`, lines 12–24). Proper prefixes
     /// become (or stay) items; the anchor itself gets a leaf entry unless it is already
     /// an item (a prefix of other anchors).
+    ///
+    /// Allocates nothing: the caller has made room with [`MetaTable::reserve`]`(anchor.len()
+    /// + 1)` (at most one item per proper prefix and one entry per prefix are added).
     pub(crate) fn insert_anchor(
         &mut self,
         anchor: &[u8],
@@ -1041,13 +1053,11 @@ impl MetaTable {
 
     /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
     /// wait for the shadow table's readers to drain (see `smo`).
-    pub(crate) fn duplicate(&self) -> MetaTable {
-        let mut slots = copy_slots(&self.slots);
-        let arr = self.arr.duplicate().unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<Item>(self.arr.cap()).expect("item array layout"),
-            )
-        });
+    ///
+    /// Fails with [`Error::OutOfMemory`] when the copy's arrays cannot be allocated.
+    pub(crate) fn duplicate(&self) -> Result<MetaTable, Error> {
+        let mut slots = self.slots.try_clone()?;
+        let arr = self.arr.duplicate().ok_or(Error::OutOfMemory)?;
         for slot in slots.iter_mut() {
             for e in slot.0.iter_mut() {
                 if *e & ITEM_ADDR_MASK == 0 || *e & LEAF_BIT != 0 {
@@ -1058,7 +1068,7 @@ impl MetaTable {
                 *e = (*e & !ITEM_ADDR_MASK) | new.addr();
             }
         }
-        MetaTable {
+        Ok(MetaTable {
             slots,
             mask: self.mask,
             items: self.items,
@@ -1069,7 +1079,7 @@ impl MetaTable {
             lens: self.lens.clone(),
             anchors: self.anchors,
             plan: self.plan.clone(),
-        }
+        })
     }
 
     /// Counts the table's items by kind and their bytes (diagnostics, see [`MetaStats`]).
@@ -1193,10 +1203,10 @@ mod tests {
     impl Harness {
         fn new() -> Harness {
             let pool = leaf_pool(8);
-            let head = LeafPtr::alloc(&pool, 8, Box::new([]), 0);
+            let head = LeafPtr::alloc(&pool, 8, Box::new([]), 0).unwrap();
             Harness {
-                t1: MetaTable::new(head),
-                t2: MetaTable::new(head),
+                t1: MetaTable::new(head).unwrap(),
+                t2: MetaTable::new(head).unwrap(),
                 leaves: vec![(Vec::new(), head)],
                 pool,
             }
@@ -1220,13 +1230,15 @@ mod tests {
         }
 
         fn add(&mut self, anchor: &[u8]) -> LeafPtr {
-            let leaf = LeafPtr::alloc(&self.pool, 8, anchor.into(), 0);
+            let leaf = LeafPtr::alloc(&self.pool, 8, anchor.into(), 0).unwrap();
             let i = self.leaves.partition_point(|(a, _)| a.as_slice() < anchor);
             let prev = self.leaves[i - 1].1;
             let next = self.leaves.get(i).map(|x| x.1);
             self.leaves.insert(i, (anchor.to_vec(), leaf));
             self.relink();
+            self.t1.reserve(anchor.len() + 1).unwrap();
             self.t1.insert_anchor(anchor, leaf, prev, next);
+            self.t2.reserve(anchor.len() + 1).unwrap();
             self.t2.insert_anchor(anchor, leaf, prev, next);
             leaf
         }
@@ -1246,7 +1258,7 @@ mod tests {
             self.t1.remove_anchor(anchor, leaf, prev, next);
             // SAFETY: unlinked and gone from `T1`; `T2` only compares its address.
             unsafe { leaf.free(&self.pool) };
-            let reuse = LeafPtr::alloc(&self.pool, 8, Box::new(*b"other anchor bytes"), 0);
+            let reuse = LeafPtr::alloc(&self.pool, 8, Box::new(*b"other anchor bytes"), 0).unwrap();
             self.t2.remove_anchor(anchor, leaf, prev, next);
             // SAFETY: never linked.
             unsafe { reuse.free(&self.pool) };

@@ -43,6 +43,20 @@
 //! version (whose key range is then unchanged, so the lookup is correct) or a leaf whose
 //! expected version is newer (restart). `prev` pointers read during the search are current
 //! ones; a leaf they lead to that was split or merged has a newer version too.
+//!
+//! # Out of memory
+//!
+//! A split allocates before it writes anything readers or the next writer could see: room
+//! for the new anchor in the shadow table (`MetaTable::reserve`, which only grows that
+//! unpublished table), the new leaf, and the blocks of inline pairs moving to a leaf
+//! without inline pairs (`WriteLeaf::split_into` converts them all before it moves any).
+//! If one of these fails, what was allocated is freed and the split returns
+//! `Error::OutOfMemory`: the full leaf stays full and the insert that needed the split
+//! reports the error. Catching up the shadow table (`lock_writer`) needs memory too when
+//! the pending change is an insertion; if it fails the change stays pending (the
+//! published table has it) and the writer reports the error without doing anything. A
+//! merge that lacks memory is skipped: it is an optimization, and the removal that asked
+//! for it has already succeeded.
 
 use std::sync::atomic::Ordering;
 
@@ -50,9 +64,11 @@ use crate::Wormhole;
 use crate::anchor::{choose_split, split_anchor};
 use crate::deps::sync::epoch::GracePeriod;
 use crate::deps::sync::{self, Guard};
+use crate::kv::Pair;
 use crate::leaf::{DEAD, LeafAccess, LeafPtr, WriteLeaf};
 use crate::meta::MetaTable;
 use crate::search;
+use orrery_core::Error;
 
 /// A structural change, kept to replay on the shadow table once its readers drained.
 pub(crate) enum Change {
@@ -71,14 +87,19 @@ pub(crate) enum Change {
 }
 
 impl Change {
-    fn apply(&self, t: &mut MetaTable) {
+    /// Applies the change to `t`: all of it, or (on [`Error::OutOfMemory`], when an
+    /// insertion cannot make room) nothing.
+    fn apply(&self, t: &mut MetaTable) -> Result<(), Error> {
         match self {
             Change::Insert {
                 anchor,
                 leaf,
                 prev,
                 next,
-            } => t.insert_anchor(anchor, *leaf, *prev, *next),
+            } => {
+                t.reserve(anchor.len() + 1)?;
+                t.insert_anchor(anchor, *leaf, *prev, *next);
+            }
             Change::Remove {
                 anchor,
                 leaf,
@@ -86,6 +107,7 @@ impl Change {
                 next,
             } => t.remove_anchor(anchor, *leaf, *prev, *next),
         }
+        Ok(())
     }
 }
 
@@ -136,14 +158,21 @@ impl Writer {
 }
 
 impl Wormhole {
-    /// The writer mutex, caught up (validation).
+    /// The writer mutex, caught up as far as memory allows (validation checks the shadow
+    /// only when it is caught up).
     pub(crate) fn lock_writer_for_validation(&self) -> std::sync::MutexGuard<'_, Writer> {
         self.lock_writer()
+            .unwrap_or_else(|_| self.writer.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Takes the writer mutex (the caller is unpinned and holds no leaf lock) and catches
     /// up the shadow table.
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Writer> {
+    ///
+    /// Fails with [`Error::OutOfMemory`] when catching up needs memory that cannot be had
+    /// (the replayed insertion must make room, or the shadow must be copied): the mutex is
+    /// released and the change stays pending, to be replayed by the next writer. The
+    /// published table is complete either way, so readers are unaffected.
+    fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Writer>, Error> {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(change) = w.pending.take() {
             if !w.grace.is_over() && sync::epoch::is_pinned() {
@@ -154,7 +183,13 @@ impl Wormhole {
                 // epoch scheme instead.
                 // SAFETY: the published table is stable while we hold the mutex, and alive
                 // (tables are freed only through this path or when the index drops).
-                let fresh = unsafe { &*self.current.load(Ordering::Acquire) }.duplicate();
+                let fresh = match unsafe { &*self.current.load(Ordering::Acquire) }.duplicate() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        w.pending = Some(change);
+                        return Err(e);
+                    }
+                };
                 let old = std::mem::replace(&mut w.shadow, Box::into_raw(Box::new(fresh)));
                 let g = sync::pin();
                 // SAFETY: `old` came from `Box::into_raw` and is unreachable: it is neither
@@ -169,12 +204,15 @@ impl Wormhole {
                 // leaves were written since the last publish): a few loads, no barrier.
                 w.grace.wait();
                 let sh = w.shadow_mut();
-                change.apply(sh);
+                if let Err(e) = change.apply(sh) {
+                    w.pending = Some(change);
+                    return Err(e);
+                }
             }
             let v = self.published_version();
             w.shadow_mut().version = v;
         }
-        w
+        Ok(w)
     }
 
     /// Publishes the shadow table with version `v` and makes the old table the shadow;
@@ -194,18 +232,23 @@ impl Wormhole {
     }
 
     /// Splits the leaf that `key` targets if it is still full (Algorithm 4 `split`).
-    pub(crate) fn split(&self, key: &[u8]) {
-        let mut w = self.lock_writer();
+    ///
+    /// Fails with [`Error::OutOfMemory`] when the new leaf, the room for its anchor in
+    /// the shadow table, or the blocks of pairs changing form cannot be allocated. Every
+    /// allocation happens before anything visible is written (see "Out of memory" in the
+    /// module docs), so a failed split leaves the index as it was.
+    pub(crate) fn split(&self, key: &[u8]) -> Result<(), Error> {
+        let mut w = self.lock_writer()?;
         let guard = sync::pin();
         let t = self.table(&guard);
         let Some(target) = search::locate(t, key, &self.cfg) else {
-            return;
+            return Ok(());
         };
         let leaf = target.leaf;
         // SAFETY: reached through the published table under `guard`.
         let mut lw = unsafe { leaf.write() };
         if !lw.is_full() {
-            return;
+            return Ok(());
         }
         lw.sort();
         let n = lw.len();
@@ -220,17 +263,36 @@ impl Wormhole {
         // The new leaf takes inline pairs when at least half of its pairs fit (see `leaf`,
         // "Inline pairs"): each leaf's kind follows the pairs it was made for.
         let inline = lw.small_from(j) * 2 >= n - j;
+        // Room for the anchor in the shadow table (unpublished: growing it changes nothing
+        // readers see), then the new leaf, then the pairs' new forms.
+        w.shadow_mut().reserve(anchor.len() + 1)?;
         let right = LeafPtr::alloc_kind(
             &self.pool,
             self.cfg.leaf_capacity,
             anchor.clone(),
             v,
             inline,
-        );
+        )?;
         {
             // SAFETY: the new leaf is not reachable yet; we own it.
             let mut rw = unsafe { right.write() };
-            lw.split_into(&mut rw, j, &mut |p, inline| self.convert_pair(p, inline));
+            let moved = lw.split_into(
+                &mut rw,
+                j,
+                &mut |p, inline| self.convert_pair(p, inline),
+                // SAFETY: a block just made by `convert_pair` from an inline pair still in
+                // `lw`, referenced by no leaf.
+                &mut |p| unsafe { self.unconvert_pair(p) },
+            );
+            if let Err(e) = moved {
+                let right_inline = rw.inline_on();
+                drop(rw);
+                self.pool.unlinked(right_inline);
+                // SAFETY: the new leaf was never linked or published; nobody else has seen
+                // it, and it is not used again.
+                unsafe { right.free(&self.pool) };
+                return Err(e);
+            }
             rw.set_prev(Some(leaf));
             rw.set_next(next);
         }
@@ -253,12 +315,19 @@ impl Wormhole {
         };
         self.publish(&mut w, v, change);
         drop(lw);
+        Ok(())
     }
 
     /// Merges the leaf that `key` targets with a neighbour if their combined size allows
     /// (Algorithm 2 `DEL`, Algorithm 4 `merge`). The right leaf of the pair is removed.
+    ///
+    /// A merge is an optimization: when memory for it is lacking (catching up the shadow
+    /// table, or blocks for pairs changing form) it is skipped, and the leaves stay as
+    /// they are.
     pub(crate) fn try_merge(&self, key: &[u8]) {
-        let mut w = self.lock_writer();
+        let Ok(mut w) = self.lock_writer() else {
+            return;
+        };
         let guard = sync::pin();
         let t = self.table(&guard);
         let Some(target) = search::locate(t, key, &self.cfg) else {
@@ -306,14 +375,32 @@ impl Wormhole {
         guard: &Guard,
     ) {
         let mut pairs = left.sorted_pairs();
-        // The victim's pairs take the survivor's form (its kind may differ).
+        // The victim's pairs take the survivor's form (its kind may differ). All of them
+        // before anything is written: if one needs a block that cannot be had, the ones
+        // made so far are freed and the merge is skipped (see `try_merge`).
         let inline = left.inline_on();
-        pairs.extend(
-            victim
-                .sorted_pairs()
-                .into_iter()
-                .map(|(t, p)| (t, self.convert_pair(p, inline))),
-        );
+        // Blocks made here from the victim's inline pairs (the only conversions that
+        // allocate), to free if a later one fails.
+        let mut made = Vec::new();
+        for (t, p) in victim.sorted_pairs() {
+            let was_inline = matches!(p, Pair::Inline(_));
+            match self.convert_pair(p, inline) {
+                Ok(q) => {
+                    if was_inline && matches!(q, Pair::Heap(_)) {
+                        made.push(q);
+                    }
+                    pairs.push((t, q));
+                }
+                Err(_) => {
+                    for q in made {
+                        // SAFETY: a block just made by `convert_pair`, in no leaf; the
+                        // victim still holds the inline original.
+                        unsafe { self.unconvert_pair(q) };
+                    }
+                    return;
+                }
+            }
+        }
         left.rebuild(&pairs);
         victim.rebuild(&[]);
         left.set_version(v);

@@ -6,6 +6,7 @@
 //! sequential.
 
 use hashbrown::HashTable;
+use orrery::prefetch;
 
 /// Keys `0..len()` in one buffer: key `i` is `bytes[offsets[i]..offsets[i + 1]]`.
 #[derive(Debug, Default)]
@@ -61,20 +62,6 @@ impl KeySet {
         }
         out
     }
-}
-
-/// Hints the CPU to fetch the cache line at `p` (nothing on other architectures).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: SSE is part of the x86-64 baseline; a prefetch is a hint that never faults
-        // and has no effect on program semantics, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Builds a [`KeySet`] of distinct keys: a candidate equal to an earlier key (compared on

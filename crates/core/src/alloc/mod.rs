@@ -7,9 +7,11 @@
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`ZeroedArray`] | a zero-initialized `[T]` on the heap while small, in a [`HugeRegion`] from 2 MiB (tables that grow by replacement) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
+//! | [`SizeClassPool`] | variable-size blocks (pairs, nodes, records): a [`SlabPool`] per size class, the global allocator above the largest |
 //! | [`Populator`] | a background thread keeping fresh chunks for slab pools faulted in |
 //! | [`BackgroundThread`] | the lifecycle of a lazily started, parkable, joined helper thread |
 //! | [`MemCounter`] | a padded atomic byte count a structure reports through `memory_usage()` |
+//! | `failpoint` | tests only (`cfg(test)` or feature `failpoints`): make the Nth allocation fail |
 //!
 //! # Huge pages
 //!
@@ -76,6 +78,25 @@
 //! [`Populator::spare_bytes`] reports them (a structure adds them to its `memory_usage()`),
 //! and a pool counts a chunk from the moment it takes it, so nothing is counted twice.
 //!
+//! # Size classes
+//!
+//! [`SizeClassPool`] is the one allocator of variable-size blocks: every structure's pairs,
+//! nodes or cached records come from it. A block goes to the smallest class that holds it
+//! (one table load), each class being a [`SlabPool`] whose slots are aligned so that a
+//! block never straddles more cache lines than its size needs; a block above the largest
+//! class comes from the global allocator. See [`SizeClassPool`] for the layout.
+//!
+//! # Out of memory
+//!
+//! Every allocation here is fallible: it returns [`Error::OutOfMemory`](crate::Error) and
+//! changes nothing when the OS (or the global allocator) refuses memory, so that structures
+//! can report the error from the operation that needed the memory instead of aborting.
+//! To test those paths, `failpoint` (compiled only under `cfg(test)` or the `failpoints`
+//! feature) makes the Nth allocation of the calling thread fail: every slab object, region
+//! mapping, heap-backed [`ZeroedArray`] and large [`SizeClassPool`] block asks it first.
+//! The conformance suite drives it through every structure (`testing::check_out_of_memory`).
+//!
+//! # Accounting
 //!
 //! Every structure reports its bytes through `memory_usage()`. [`MemCounter`] is the shared
 //! counter for that: regions and arrays made with `new_counted` add their *reserved* bytes
@@ -89,6 +110,9 @@
 //! it. A reader racing with writers sees some recent value.
 
 mod background;
+mod classes;
+#[cfg(any(test, feature = "failpoints"))]
+pub mod failpoint;
 mod os;
 mod populate;
 mod region;
@@ -100,10 +124,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::CachePadded;
 
 pub use background::BackgroundThread;
+pub use classes::SizeClassPool;
 pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};
 pub use zeroed::ZeroedArray;
+
+/// Whether the allocation about to be made must fail: asks the test fail point
+/// (`failpoint`) under `cfg(test)` or the `failpoints` feature, and is a constant `false`
+/// (no code at all) otherwise.
+#[inline(always)]
+fn fail_here() -> bool {
+    #[cfg(any(test, feature = "failpoints"))]
+    {
+        failpoint::should_fail()
+    }
+    #[cfg(not(any(test, feature = "failpoints")))]
+    {
+        false
+    }
+}
 
 /// A byte counter on its own cache lines ([`CachePadded`], so that counting does not
 /// false-share with neighbouring data): `add`, `sub`, `get`.

@@ -54,6 +54,8 @@ impl HugeRegion {
         let reserved = round_up_huge(len).ok_or(Error::OutOfMemory)?;
         let ptr = if reserved == 0 {
             os::dangling_huge_aligned()
+        } else if super::fail_here() {
+            return Err(Error::OutOfMemory);
         } else {
             os::map_huge(reserved)?
         };

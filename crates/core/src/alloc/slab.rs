@@ -48,6 +48,9 @@ pub enum SlabError {
         /// Requested alignment.
         align: usize,
     },
+    /// A [`SizeClassPool`](super::SizeClassPool)'s class sizes are not strictly ascending
+    /// positive multiples of its alignment (or there are none, or too many).
+    InvalidClasses,
 }
 
 impl fmt::Display for SlabError {
@@ -62,6 +65,9 @@ impl fmt::Display for SlabError {
             SlabError::InvalidAlign { align } => write!(
                 f,
                 "slab alignment {align} is not a power of two up to {MAX_OBJECT_SIZE}"
+            ),
+            SlabError::InvalidClasses => f.write_str(
+                "size classes must be strictly ascending positive multiples of the alignment",
             ),
         }
     }
@@ -601,6 +607,9 @@ impl SlabPool {
     /// it.
     #[inline]
     pub fn try_alloc(&self) -> Result<NonNull<u8>, Error> {
+        if super::fail_here() {
+            return Err(Error::OutOfMemory);
+        }
         let pool = &self.shared;
         let cached = CACHES.try_with(|caches| {
             let mut caches = caches.try_borrow_mut().ok()?;

@@ -64,6 +64,8 @@ impl<T: Zeroable> ZeroedArray<T> {
             (p, Backing::Huge(r))
         } else if layout.size() == 0 {
             (NonNull::dangling(), Backing::Heap(layout))
+        } else if super::fail_here() {
+            return Err(Error::OutOfMemory);
         } else {
             // SAFETY: the layout has a non-zero size.
             let p = unsafe { std::alloc::alloc_zeroed(layout) };

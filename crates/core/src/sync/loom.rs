@@ -199,6 +199,42 @@ fn version_lock_validated_reads_are_consistent() {
     });
 }
 
+/// A [`VersionField`](crate::sync::VersionField) seqlock in the upper half of a 32-bit word
+/// whose lower half is data, written under another lock (`write_begin`/`write_end`, as
+/// Mercury's bucket-locked values): a validated read of the word's data and of a second
+/// data word is never torn.
+#[test]
+fn version_field_u32_validated_reads_are_consistent() {
+    use crate::sync::VersionField;
+    use ::loom::sync::atomic::AtomicU32;
+    const F: VersionField = VersionField::new(32, 16, 17, 15);
+    ::loom::model(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let other = Arc::new(AtomicU64::new(0));
+        let writer = {
+            let (word, other) = (word.clone(), other.clone());
+            thread::spawn(move || {
+                for value in 1..=2u64 {
+                    // The writers' own exclusion is this thread: one writer.
+                    let locked = F.write_begin(&*word);
+                    other.store(value, Ordering::Relaxed);
+                    F.write_end(&*word, (locked & !0xFFFF) | value);
+                }
+            })
+        };
+        for _ in 0..2 {
+            if let Some(seen) = F.try_read(&*word) {
+                let b = other.load(Ordering::Relaxed);
+                if F.validate(&*word, seen) {
+                    assert_eq!(seen & 0xFFFF, b, "torn read");
+                    assert_eq!(F.counter(seen), b, "data from another version");
+                }
+            }
+        }
+        writer.join().unwrap();
+    });
+}
+
 /// A loom model of the epoch protocol's ordering argument (`sync::epoch` module docs), one
 /// retirement seen by one reader, on both pin barriers. It is a model, not the collector
 /// itself: the collector is a process-wide static with thread-local records, which loom

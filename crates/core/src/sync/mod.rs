@@ -4,11 +4,13 @@
 //! |---|---|
 //! | [`pin`], [`Guard`], [`Handle`] | epoch-based memory reclamation ([`epoch`] docs) |
 //! | [`VersionLock`], [`Version`], [`VersionWriteGuard`] | version word: writer lock + seqlock for optimistic readers |
+//! | [`VersionField`], [`PackedWord`] | a lock bit + version counter packed into part of a 32- or 64-bit word, with the seqlock protocol (what `VersionLock` is built on) |
 //! | [`SpinLock`] | test-and-test-and-set mutex with backoff |
 //! | [`RwSpinLock`] | writer-preferring reader-writer spin lock |
 //! | [`BitLock`] | a TAS lock on one bit of a caller's `AtomicU64` |
 //! | [`CachePadded`] | 128-byte alignment against false sharing |
 //! | [`Backoff`] | exponential spin-then-yield backoff |
+//! | [`StripedCounter`] | counters updated per thread stripe, summed by readers (`len`, byte counts) |
 //!
 //! # Performance
 //!
@@ -36,10 +38,12 @@
 
 mod backoff;
 pub mod epoch;
+mod field;
 mod padded;
 mod primitive;
 mod rwlock;
 mod spin;
+mod striped;
 mod version;
 
 #[cfg(all(test, loom))]
@@ -49,9 +53,11 @@ mod tests;
 
 pub use backoff::{Backoff, wait_until};
 pub use epoch::{Guard, Handle, handle, pin, unprotected};
+pub use field::{PackedWord, VersionField};
 pub use padded::CachePadded;
 pub use rwlock::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 pub use spin::{BitLock, BitLockGuard, SpinLock, SpinLockGuard};
+pub use striped::StripedCounter;
 pub use version::{
     LOCKED_BIT, OBSOLETE_BIT, VERSION_STEP, Version, VersionLock, VersionWriteGuard,
 };

@@ -1,10 +1,12 @@
 //! [`VersionLock`]: a version word that is both a writer lock and a seqlock for optimistic
 //! readers (the "version" of Masstree's nodes, Wormhole's leaves, Cuckoo Trie's buckets).
 //!
-//! The protocol and word layout are documented on the type.
+//! The protocol and word layout are documented on the type; the lock bit and counter are a
+//! [`VersionField`] (the one implementation of packed version words, `field.rs`).
 
 use super::Backoff;
-use super::primitive::{AtomicU64, Ordering, fence};
+use super::field::VersionField;
+use super::primitive::{AtomicU64, Ordering};
 use std::fmt;
 
 /// Bit 0: a writer holds the lock.
@@ -14,6 +16,10 @@ pub const LOCKED_BIT: u64 = 1;
 pub const OBSOLETE_BIT: u64 = 2;
 /// The counter step: the counter occupies bits 2..64.
 pub const VERSION_STEP: u64 = 4;
+
+/// The lock bit and the counter as a [`VersionField`] (the obsolete bit is another field of
+/// the word, kept by every transition).
+const FIELD: VersionField = VersionField::new(64, 0, 2, 62);
 
 /// A lock word with a version counter: exclusive writers, optimistic (validated) readers.
 /// The bit layout and the memory-ordering argument are below.
@@ -146,30 +152,13 @@ impl VersionLock {
     /// version to [`validate`](VersionLock::validate) against (an `Acquire` load).
     #[inline]
     pub fn read_begin(&self) -> Version {
-        let word = self.word.load(Ordering::Acquire);
-        if !is_locked(word) {
-            return Version(word);
-        }
-        self.read_begin_slow()
-    }
-
-    #[cold]
-    fn read_begin_slow(&self) -> Version {
-        let backoff = Backoff::new();
-        loop {
-            backoff.snooze();
-            let word = self.word.load(Ordering::Acquire);
-            if !is_locked(word) {
-                return Version(word);
-            }
-        }
+        Version(FIELD.read_begin(&self.word))
     }
 
     /// Starts an optimistic read if no writer holds the lock (an `Acquire` load), else `None`.
     #[inline]
     pub fn try_read(&self) -> Option<Version> {
-        let word = self.word.load(Ordering::Acquire);
-        (!is_locked(word)).then_some(Version(word))
+        FIELD.try_read(&self.word).map(Version)
     }
 
     /// Whether no writer has locked the word since `v` was read: the reads made since
@@ -177,8 +166,7 @@ impl VersionLock {
     /// orders those reads before the `Relaxed` reload of the word.
     #[inline]
     pub fn validate(&self, v: Version) -> bool {
-        fence(Ordering::Acquire);
-        self.word.load(Ordering::Relaxed) == v.0
+        FIELD.validate(&self.word, v.0)
     }
 
     /// Whether a writer holds the lock now (a `Relaxed` load: a hint only).
@@ -239,23 +227,12 @@ impl VersionLock {
     /// (nobody wrote since the snapshot), so what the reader saw is what the writer gets.
     #[inline]
     pub fn try_upgrade(&self, v: Version) -> Option<VersionWriteGuard<'_>> {
-        debug_assert!(!is_locked(v.0));
-        match self.word.compare_exchange(
-            v.0,
-            v.0 | LOCKED_BIT,
-            Ordering::Acquire,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => {
-                // Orders the CAS before the critical section's stores (see the type docs).
-                fence(Ordering::Release);
-                Some(VersionWriteGuard {
-                    lock: self,
-                    unlocked: v.0 + VERSION_STEP,
-                })
-            }
-            Err(_) => None,
-        }
+        // The CAS is followed by a `Release` fence that orders it before the critical
+        // section's stores (see the type docs).
+        FIELD.try_lock(&self.word, v.0).then(|| VersionWriteGuard {
+            lock: self,
+            locked: FIELD.locked(v.0),
+        })
     }
 }
 
@@ -281,8 +258,9 @@ impl fmt::Debug for VersionLock {
 #[must_use = "the lock is released (and the version bumped) when the guard is dropped"]
 pub struct VersionWriteGuard<'a> {
     lock: &'a VersionLock,
-    /// The word stored on unlock: counter + 1, lock bit clear, obsolete bit as marked.
-    unlocked: u64,
+    /// The locked word, with the obsolete bit as marked; unlocking stores it with the
+    /// counter advanced and the lock bit clear.
+    locked: u64,
 }
 
 impl VersionWriteGuard<'_> {
@@ -291,13 +269,13 @@ impl VersionWriteGuard<'_> {
     /// (readers cannot validate anything before that anyway).
     #[inline]
     pub fn mark_obsolete(&mut self) {
-        self.unlocked |= OBSOLETE_BIT;
+        self.locked |= OBSOLETE_BIT;
     }
 
     /// The version readers will see once this guard is dropped.
     #[inline]
     pub fn next_version(&self) -> Version {
-        Version(self.unlocked)
+        Version(FIELD.unlocked(self.locked))
     }
 
     /// The lock this guard holds.
@@ -312,7 +290,7 @@ impl Drop for VersionWriteGuard<'_> {
     fn drop(&mut self) {
         // Release: the critical section's stores happen-before a reader's `Acquire` load of
         // the new version.
-        self.lock.word.store(self.unlocked, Ordering::Release);
+        FIELD.write_end(&self.lock.word, self.locked);
     }
 }
 

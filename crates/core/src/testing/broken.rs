@@ -56,6 +56,13 @@ pub enum Fault {
     UnderReportMemory,
     /// `memory_usage` adds the bytes of every replaced value, as if leaked.
     LeakOnUpsert,
+    /// `insert` stores the pair, then allocates a block for it (from a
+    /// [`SlabPool`](crate::alloc::SlabPool), so the test fail point reaches it) and
+    /// reports `OutOfMemory` when that fails: a half-applied insert.
+    StoreBeforeAllocating,
+    /// `insert` allocates a block first (as above) and reports `OutOfMemory` before
+    /// storing anything when that fails: correct, for the suite's own check that it passes.
+    AllocateBeforeStoring,
 }
 
 /// A correct index `I` with one [`Fault`] injected.
@@ -67,6 +74,8 @@ pub struct Broken<I> {
     failed_removes: AtomicUsize,
     leaked: AtomicUsize,
     previous: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
+    /// Blocks for the allocation faults.
+    pool: crate::alloc::SlabPool,
 }
 
 impl<I> Broken<I> {
@@ -79,7 +88,18 @@ impl<I> Broken<I> {
             failed_removes: AtomicUsize::new(0),
             leaked: AtomicUsize::new(0),
             previous: Mutex::new(HashMap::new()),
+            pool: crate::alloc::SlabPool::new(64, 8).unwrap_or_else(|e| {
+                unreachable!("64-byte slab objects are valid: {e}");
+            }),
         }
+    }
+
+    /// Allocates and frees one block: `Err(OutOfMemory)` when the allocation fails.
+    fn allocate(&self) -> Result<()> {
+        let p = self.pool.try_alloc()?;
+        // SAFETY: allocated just above from this pool, unused afterwards.
+        unsafe { self.pool.free(p) };
+        Ok(())
     }
 
     /// The injected fault.
@@ -135,6 +155,15 @@ impl<I: KvIndex> KvIndex for Broken<I> {
                     self.inner.remove(key);
                     return Err(e);
                 }
+            }
+            Fault::StoreBeforeAllocating => {
+                let new = self.inner.insert(key, value)?;
+                self.allocate()?;
+                return Ok(new);
+            }
+            Fault::AllocateBeforeStoring => {
+                check_entry(key, value)?;
+                self.allocate()?;
             }
             Fault::StaleReadEveryNth(_) | Fault::LeakOnUpsert => {
                 check_entry(key, value)?;

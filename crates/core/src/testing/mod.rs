@@ -30,6 +30,7 @@
 //! | [`check_differential`] (`_ordered`) | seeded random operations vs `BTreeMap` | [`differential`] |
 //! | [`check_contention`] | contended inserts/removes: exactly one winner; exact `len` | [`stress`] |
 //! | [`check_stress`] (`_ordered`) | 4 writers + 2 readers (scanners), exact final state | [`stress`] |
+//! | [`check_out_of_memory`] (`_ordered`) | injected allocation failures: `OutOfMemory`, nothing half-done, still usable | [`oom`] |
 //!
 //! # Determinism
 //!
@@ -58,6 +59,7 @@ pub mod clock;
 pub mod differential;
 pub mod edge;
 pub mod fuzz;
+pub mod oom;
 pub mod ordered;
 pub mod rng;
 pub mod stress;
@@ -72,12 +74,14 @@ pub use edge::{
     check_large_entries_ordered, check_limits, check_limits_ordered, check_memory_usage,
     check_shared_prefix, check_shared_prefix_ordered,
 };
+pub use oom::{check_out_of_memory, check_out_of_memory_ordered};
 pub use ordered::{check_ranges, check_scan_bounds};
 pub use stress::{check_contention, check_stress, check_stress_ordered};
 
 use crate::api::{KvIndex, OrderedKvIndex};
 
-/// Every point part, in order, stopping at the first failure.
+/// Every point part but [`check_out_of_memory`] (which needs an index allocating through
+/// [`crate::alloc`]), in order, stopping at the first failure.
 pub fn check_all<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure> {
     check_basic(make)?;
     check_edge_keys(make)?;
@@ -92,7 +96,8 @@ pub fn check_all<I: KvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure> {
     check_stress(make)
 }
 
-/// Every part for an ordered index, in order, stopping at the first failure.
+/// Every part for an ordered index but [`check_out_of_memory_ordered`], in order, stopping
+/// at the first failure.
 pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), Failure> {
     check_basic(make)?;
     check_edge_keys_ordered(make)?;
@@ -115,6 +120,10 @@ pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
 /// - `conformance_tests!(ordered, || MyIndex::new());` — an [`OrderedKvIndex`]: every part,
 ///   the ordered variants where they exist.
 /// - `conformance_tests!(point, || MyHashIndex::new());` — a point-only [`KvIndex`].
+/// - `conformance_tests!(ordered, || MyIndex::new(), std_alloc);` (or `point`) — every part
+///   but the out-of-memory one, for an index that allocates only from the standard library
+///   (the reference `LockedBTreeMap`): the test fail point of [`crate::alloc`] cannot reach
+///   its allocations, and a failed `std` allocation aborts by Rust's convention.
 ///
 /// The tests are named `conformance_<part>`, so a failing one names its part; its panic
 /// message is the [`Failure`] report (seed and operation). Multi-threaded parts are ignored
@@ -123,7 +132,25 @@ pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
 /// dev-dependency).
 #[macro_export]
 macro_rules! conformance_tests {
+    (point, $make:expr, std_alloc $(,)?) => {
+        $crate::conformance_tests!(@point, $make);
+    };
+    (ordered, $make:expr, std_alloc $(,)?) => {
+        $crate::conformance_tests!(@ordered, $make);
+    };
     (point, $make:expr $(,)?) => {
+        $crate::conformance_tests!(@point, $make);
+        $crate::__conformance_test!(conformance_out_of_memory, check_out_of_memory, $make);
+    };
+    (ordered, $make:expr $(,)?) => {
+        $crate::conformance_tests!(@ordered, $make);
+        $crate::__conformance_test!(
+            conformance_out_of_memory,
+            check_out_of_memory_ordered,
+            $make
+        );
+    };
+    (@point, $make:expr) => {
         $crate::__conformance_test!(conformance_basic, check_basic, $make);
         $crate::__conformance_test!(conformance_edge_keys, check_edge_keys, $make);
         $crate::__conformance_test!(conformance_shared_prefix, check_shared_prefix, $make);
@@ -146,7 +173,7 @@ macro_rules! conformance_tests {
             $make
         );
     };
-    (ordered, $make:expr $(,)?) => {
+    (@ordered, $make:expr) => {
         $crate::__conformance_test!(conformance_basic, check_basic, $make);
         $crate::__conformance_test!(conformance_edge_keys, check_edge_keys_ordered, $make);
         $crate::__conformance_test!(
