@@ -233,3 +233,54 @@ fn out_of_memory_part_needs_injected_failures() {
         "{failure}"
     );
 }
+
+/// The fuzz runner with injected allocation failures catches an insert that stores before
+/// it allocates (a failed insert that left its key behind), and passes the correct order.
+#[test]
+fn fuzz_runner_with_failures_catches_half_applied_inserts() {
+    use orrery_core::testing::fuzz::{
+        ops_from_bytes, run_differential_point_with_failures, run_differential_with_failures,
+    };
+    use orrery_core::testing::rng::random_bytes;
+    let failures = [1u8, 0, 2, 1];
+    let mut caught = [0usize; 2];
+    for seed in 0..200u64 {
+        let mut r = orrery_core::testing::rng::rng(seed);
+        let ops = ops_from_bytes(&random_bytes(&mut r, 600));
+        run_differential_with_failures(
+            &Broken::new(LockedBTreeMap::new(), Fault::AllocateBeforeStoring),
+            &ops,
+            &failures,
+        );
+        run_differential_point_with_failures(
+            &Broken::new(LockedBTreeMap::new(), Fault::AllocateBeforeStoring),
+            &ops,
+            &failures,
+        );
+        let runs: [&dyn Fn(); 2] = [
+            &|| {
+                run_differential_with_failures(
+                    &Broken::new(LockedBTreeMap::new(), Fault::StoreBeforeAllocating),
+                    &ops,
+                    &failures,
+                )
+            },
+            &|| {
+                run_differential_point_with_failures(
+                    &Broken::new(LockedBTreeMap::new(), Fault::StoreBeforeAllocating),
+                    &ops,
+                    &failures,
+                )
+            },
+        ];
+        for (i, run) in runs.iter().enumerate() {
+            if caught[i] == 0 && catch_unwind(AssertUnwindSafe(run)).is_err() {
+                caught[i] += 1;
+            }
+        }
+    }
+    assert!(
+        caught.iter().all(|&c| c > 0),
+        "fuzz runners with failures caught {caught:?}"
+    );
+}

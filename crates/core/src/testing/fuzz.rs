@@ -398,11 +398,56 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
     }
 }
 
+/// An insert under an armed fail point (its `n`th allocation fails): either it succeeds as
+/// usual (the insert needed fewer allocations), or it returns `OutOfMemory` and the index
+/// still holds exactly what the model holds: the key as before, the same length, and (for
+/// ordered indexes) the same full scan.
+fn apply_failing_insert<I: KvIndex + ?Sized>(
+    index: &I,
+    model: &mut Model,
+    key: &[u8],
+    value: &[u8],
+    n: u64,
+    full_scan: Option<&dyn Fn(&Model) -> Check>,
+) -> Check {
+    crate::alloc::failpoint::fail_nth(n);
+    let got = index.insert(key, value);
+    crate::alloc::failpoint::disarm();
+    let want = !model.contains_key(key);
+    match got {
+        Err(Error::OutOfMemory) => {
+            match model.get(key) {
+                Some(v) => check_present(index, key, v)?,
+                None => check_absent(index, key)?,
+            }
+            let len = index.len();
+            ensure!(
+                len == model.len(),
+                "len() = {len} after an insert that ran out of memory, expected {}",
+                model.len()
+            );
+            if let Some(full) = full_scan {
+                full(model)?;
+            }
+        }
+        got => {
+            ensure!(
+                got == Ok(want),
+                "insert (allocation #{n} failing) returned {got:?}, expected Ok({want}) or \
+                 Err(OutOfMemory)"
+            );
+            model.insert(key.to_vec(), value.to_vec());
+        }
+    }
+    Ok(())
+}
+
 fn run<I: KvIndex + ?Sized>(
     index: &I,
     ops: &[Op],
     ordered: Option<OrderedCheck<'_>>,
     full_scan: Option<&dyn Fn(&Model) -> Check>,
+    failures: &[u8],
 ) {
     assert!(
         index.is_empty(),
@@ -411,7 +456,23 @@ fn run<I: KvIndex + ?Sized>(
     );
     let mut model = Model::new();
     for (i, op) in ops.iter().enumerate() {
-        if let Err(e) = apply(index, ordered, &mut model, op) {
+        let fail_at = if failures.is_empty() {
+            0
+        } else {
+            failures[i % failures.len()]
+        };
+        let result = match op {
+            Op::Insert { key, value } if fail_at != 0 => apply_failing_insert(
+                index,
+                &mut model,
+                &key.0,
+                &value.0,
+                u64::from(fail_at),
+                full_scan,
+            ),
+            _ => apply(index, ordered, &mut model, op),
+        };
+        if let Err(e) = result {
             panic!(
                 "differential fuzzing: the index diverged from the BTreeMap model at op #{i} of {}: {op:?}\n{e}",
                 ops.len()
@@ -444,12 +505,42 @@ pub fn run_differential<I: OrderedKvIndex + ?Sized>(index: &I, ops: &[Op]) {
         let got = collect(usize::MAX, |v| index.scan(Bound::Unbounded, v));
         compare_scan(&|| "full scan".to_string(), &got, model.iter())
     };
-    run(index, ops, Some(&ordered), Some(&full));
+    run(index, ops, Some(&ordered), Some(&full), &[]);
+}
+
+/// [`run_differential`] with injected allocation failures: before operation `i`, if it is an
+/// insert and `failures[i % failures.len()]` is `n > 0`, the calling thread's fail point
+/// ([`crate::alloc::failpoint`]) is armed so that the insert's `n`th allocation fails. An
+/// insert that then returns `Err(OutOfMemory)` must have changed nothing: the key reads as
+/// before, `len()` and a full scan agree with the model; later operations go on as usual,
+/// so the index must stay usable. An insert that needed fewer allocations must succeed
+/// normally. Empty `failures`: no injection.
+pub fn run_differential_with_failures<I: OrderedKvIndex + ?Sized>(
+    index: &I,
+    ops: &[Op],
+    failures: &[u8],
+) {
+    let ordered = |op: &Op, model: &Model| apply_ordered(index, op, model);
+    let full = |model: &Model| {
+        let got = collect(usize::MAX, |v| index.scan(Bound::Unbounded, v));
+        compare_scan(&|| "full scan".to_string(), &got, model.iter())
+    };
+    run(index, ops, Some(&ordered), Some(&full), failures);
+}
+
+/// [`run_differential_with_failures`] for point-only indexes (scans skipped; after a failed
+/// insert the key and `len()` are checked).
+pub fn run_differential_point_with_failures<I: KvIndex + ?Sized>(
+    index: &I,
+    ops: &[Op],
+    failures: &[u8],
+) {
+    run(index, ops, None, None, failures);
 }
 
 /// [`run_differential`] for point-only indexes: scan operations are skipped.
 pub fn run_differential_point<I: KvIndex + ?Sized>(index: &I, ops: &[Op]) {
-    run(index, ops, None, None);
+    run(index, ops, None, None, &[]);
 }
 
 /// Most operations [`ops_from_bytes`] decodes from one input.
