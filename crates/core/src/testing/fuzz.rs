@@ -398,6 +398,7 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
     }
 }
 
+#[cfg(any(test, feature = "failpoints"))]
 /// An insert under an armed fail point (its `n`th allocation fails): either it succeeds as
 /// usual (the insert needed fewer allocations), or it returns `OutOfMemory` and the index
 /// still holds exactly what the model holds: the key as before, the same length, and (for
@@ -461,7 +462,10 @@ fn run<I: KvIndex + ?Sized>(
         } else {
             failures[i % failures.len()]
         };
+        #[cfg(not(any(test, feature = "failpoints")))]
+        let _ = fail_at;
         let result = match op {
+            #[cfg(any(test, feature = "failpoints"))]
             Op::Insert { key, value } if fail_at != 0 => apply_failing_insert(
                 index,
                 &mut model,
@@ -508,7 +512,9 @@ pub fn run_differential<I: OrderedKvIndex + ?Sized>(index: &I, ops: &[Op]) {
     run(index, ops, Some(&ordered), Some(&full), &[]);
 }
 
-/// [`run_differential`] with injected allocation failures: before operation `i`, if it is an
+#[cfg(any(test, feature = "failpoints"))]
+/// [`run_differential`] with injected allocation failures (feature `failpoints`): before
+/// operation `i`, if it is an
 /// insert and `failures[i % failures.len()]` is `n > 0`, the calling thread's fail point
 /// ([`crate::alloc::failpoint`]) is armed so that the insert's `n`th allocation fails. An
 /// insert that then returns `Err(OutOfMemory)` must have changed nothing: the key reads as
@@ -528,6 +534,7 @@ pub fn run_differential_with_failures<I: OrderedKvIndex + ?Sized>(
     run(index, ops, Some(&ordered), Some(&full), failures);
 }
 
+#[cfg(any(test, feature = "failpoints"))]
 /// [`run_differential_with_failures`] for point-only indexes (scans skipped; after a failed
 /// insert the key and `len()` are checked).
 pub fn run_differential_point_with_failures<I: KvIndex + ?Sized>(
