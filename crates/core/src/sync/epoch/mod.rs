@@ -179,10 +179,9 @@
 //!    became `g`. Those sections are finitely many and fixed at that moment; sections
 //!    begun later load `g` (or more) and never refuse this advance. A thread that re-pins
 //!    in a tight loop therefore blocks an advance only with the one section it was in when
-//!    the epoch moved; a *preempted* reader blocks it for its time off the CPU (the
-//!    scheduler bounds it: on the 2-core VM, two readers pinning continuously against a
-//!    retirer held the epoch back for at most about 25 ms, one time slice, measured by
-//!    `epoch_reclamation_keeps_up_with_busy_readers`).
+//!    the epoch moved; a *preempted* reader blocks it for its time off the CPU (bounded
+//!    by the scheduler: about one time slice; measurements in
+//!    `docs/results/epoch-liveness.md`).
 //! 2. *Participants that are gone never block.* A record is pinned exactly while its
 //!    guard count is non-zero: the outermost unpin stores `state = 0` whatever happened to
 //!    its handles (a [`Handle`] dropped while pinned only keeps the record claimed until
@@ -234,7 +233,7 @@
 //! shows up hundreds of times); Miri runs the single-threaded tests on the fenced path.
 //! Liveness is checked by `epoch_reclamation_keeps_up_with_busy_readers` (two readers
 //! re-pinning continuously, a retirer of 4M objects: all destroyed within the deadline,
-//! at most half pending at once; it prints the maximum, about 150-200k on the 2-core VM)
+//! at most half pending at once; it prints the maximum)
 //! and `epoch_finished_participants_do_not_hold_the_epoch`.
 //!
 //! # Usage
