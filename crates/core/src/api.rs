@@ -79,6 +79,43 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An invalid configuration, or a structure that could not be built. Every Orrery
+/// structure's `Config` builder and `with_config` return it (see the module docs,
+/// "Configuration").
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A configuration field is out of its documented range (nothing is clamped).
+    Invalid {
+        /// The offending field of the structure's `Config`.
+        field: &'static str,
+        /// What the field must satisfy.
+        reason: &'static str,
+    },
+    /// The structure's initial memory could not be allocated.
+    OutOfMemory,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Invalid { field, reason } => {
+                write!(f, "invalid configuration: `{field}` {reason}")
+            }
+            ConfigError::OutOfMemory => f.write_str("out of memory building the structure"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl From<Error> for ConfigError {
+    /// Building a structure can only fail on memory; input errors cannot occur.
+    fn from(_: Error) -> Self {
+        ConfigError::OutOfMemory
+    }
+}
+
 /// Result of index operations that can reject their input.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

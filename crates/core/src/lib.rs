@@ -3,6 +3,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`api`] | [`KvIndex`], [`OrderedKvIndex`], [`MemoryUsage`], [`Error`], key helpers |
+//! | [`batch`] | [`PairBatch`](batch::PairBatch) and [`Entry`](batch::Entry): what concrete iterators yield |
 //! | [`hash`] | CRC32C (hardware when the CPU has it), incremental, 16-bit tags |
 //! | [`sync`] | memory reclamation, version words (seqlocks), padded spin and RW locks |
 //! | [`alloc`] | huge-page-backed memory with byte accounting |
@@ -13,6 +14,7 @@
 
 pub mod alloc;
 pub mod api;
+pub mod batch;
 pub mod hash;
 pub mod reference;
 pub mod sync;
@@ -20,5 +22,6 @@ pub mod sync;
 pub mod testing;
 
 pub use api::{
-    Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result, ScanVisitor,
+    ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
+    ScanVisitor,
 };

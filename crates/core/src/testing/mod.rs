@@ -30,6 +30,12 @@
 //! | [`check_differential`] (`_ordered`) | seeded random operations vs `BTreeMap` | [`differential`] |
 //! | [`check_contention`] | contended inserts/removes: exactly one winner; exact `len` | [`stress`] |
 //! | [`check_stress`] (`_ordered`) | 4 writers + 2 readers (scanners), exact final state | [`stress`] |
+//! | [`check_iter`] | concrete iterators: every bound kind, ascending, descending (vs `BTreeMap::range(..).rev()`), both ends, `seek` | [`iter`] |
+//! | [`check_iter_differential`] | concrete iterators between seeded random operations, and kept open across writes | [`iter`] |
+//!
+//! The two iterator parts take, beside the constructor, an `open` closure that makes the
+//! structure's concrete iterator over given bounds (the traits have only callback scans):
+//! `conformance_tests!(ordered, make, iter = open)` adds them.
 //!
 //! # Determinism
 //!
@@ -58,6 +64,7 @@ pub mod clock;
 pub mod differential;
 pub mod edge;
 pub mod fuzz;
+pub mod iter;
 pub mod ordered;
 pub mod rng;
 pub mod stress;
@@ -72,6 +79,7 @@ pub use edge::{
     check_large_entries_ordered, check_limits, check_limits_ordered, check_memory_usage,
     check_shared_prefix, check_shared_prefix_ordered,
 };
+pub use iter::{Cursor, CursorUnderTest, check_iter, check_iter_differential};
 pub use ordered::{check_ranges, check_scan_bounds};
 pub use stress::{check_contention, check_stress, check_stress_ordered};
 
@@ -114,6 +122,10 @@ pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
 ///
 /// - `conformance_tests!(ordered, || MyIndex::new());` — an [`OrderedKvIndex`]: every part,
 ///   the ordered variants where they exist.
+/// - `conformance_tests!(ordered, || MyIndex::new(), iter = open);` — the same plus the
+///   iterator parts ([`check_iter`], [`check_iter_differential`]), with `open` a function
+///   `fn open<'a>(&'a MyIndex, Bound<&[u8]>, Bound<&[u8]>) -> Box<dyn CursorUnderTest + 'a>`
+///   that makes the concrete iterator (see [`iter`]).
 /// - `conformance_tests!(point, || MyHashIndex::new());` — a point-only [`KvIndex`].
 ///
 /// The tests are named `conformance_<part>`, so a failing one names its part; its panic
@@ -144,6 +156,16 @@ macro_rules! conformance_tests {
             conformance_stress,
             check_stress,
             $make
+        );
+    };
+    (ordered, $make:expr, iter = $open:expr $(,)?) => {
+        $crate::conformance_tests!(ordered, $make);
+        $crate::__conformance_iter_test!(conformance_iter, check_iter, $make, $open);
+        $crate::__conformance_iter_test!(
+            conformance_iter_differential,
+            check_iter_differential,
+            $make,
+            $open
         );
     };
     (ordered, $make:expr $(,)?) => {
@@ -191,6 +213,21 @@ macro_rules! __conformance_test {
         fn $name() {
             let make = $make;
             if let ::core::result::Result::Err(failure) = $crate::testing::$check(&make) {
+                ::core::panic!("{failure}");
+            }
+        }
+    };
+}
+
+/// One iterator test of [`conformance_tests!`](crate::conformance_tests) (not public API).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_iter_test {
+    ($name:ident, $check:ident, $make:expr, $open:expr) => {
+        #[test]
+        fn $name() {
+            let make = $make;
+            if let ::core::result::Result::Err(failure) = $crate::testing::$check(&make, &$open) {
                 ::core::panic!("{failure}");
             }
         }

@@ -29,7 +29,7 @@ const ALPHABET: &[u8] = if cfg!(miri) {
 };
 
 /// Every key of length 0..=3 over [`ALPHABET`], sorted.
-fn universe() -> Vec<Vec<u8>> {
+pub(super) fn universe() -> Vec<Vec<u8>> {
     let mut keys = vec![Vec::new()];
     let mut level = vec![Vec::new()];
     for _ in 0..3 {
@@ -49,7 +49,7 @@ fn universe() -> Vec<Vec<u8>> {
 }
 
 /// The universe plus length-4 keys over `{00, FF}` (not under Miri).
-fn probes() -> Vec<Vec<u8>> {
+pub(super) fn probes() -> Vec<Vec<u8>> {
     let mut p = universe();
     for bits in 0..if cfg!(miri) { 0 } else { 16u8 } {
         p.push(
@@ -65,7 +65,7 @@ fn probes() -> Vec<Vec<u8>> {
 
 /// Moves the index (and model) to a random subset of the universe with density `density`,
 /// upserting some kept keys, checking results, `first` and `last` after every mutation.
-fn move_to_subset(
+pub(super) fn move_to_subset(
     index: &dyn OrderedKvIndex,
     model: &mut Model,
     universe: &[Vec<u8>],
@@ -133,7 +133,7 @@ fn check_first_last(index: &dyn OrderedKvIndex, model: &Model) -> Check {
 }
 
 /// Densities of the successive subsets: full, empty, sparse, dense, then random.
-fn density(round: usize, rng: &mut SmallRng) -> f64 {
+pub(super) fn density(round: usize, rng: &mut SmallRng) -> f64 {
     match round {
         0 => 1.0,
         1 => 0.0,
