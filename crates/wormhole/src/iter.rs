@@ -505,9 +505,9 @@ impl<'a> Iter<'a> {
                 self.front.resume = Some(from);
                 return false;
             }
-            if self.front.pos > 0 {
-                let last = self.front.batch.key(self.front.pos - 1).to_vec();
-                set_excluded(&mut self.front.limit, &last);
+            let f = &mut self.front;
+            if f.pos > 0 {
+                set_excluded(&mut f.limit, f.batch.key(f.pos - 1));
             }
             let batch = PairBatch::refill(&mut self.front.batch);
             self.front.resume = self
@@ -535,9 +535,9 @@ impl<'a> Iter<'a> {
                 self.back.resume = Some(from);
                 return false;
             }
-            if self.back.pos < self.back.batch.len() {
-                let last = self.back.batch.key(self.back.pos).to_vec();
-                set_excluded(&mut self.back.limit, &last);
+            let b = &mut self.back;
+            if b.pos < b.batch.len() {
+                set_excluded(&mut b.limit, b.batch.key(b.pos));
             }
             let batch = PairBatch::refill(&mut self.back.batch);
             self.back.resume = self

@@ -61,6 +61,7 @@ mod common;
 pub mod broken;
 pub mod bulk;
 pub mod clock;
+pub mod count_alloc;
 pub mod differential;
 pub mod edge;
 pub mod fuzz;
