@@ -353,7 +353,9 @@ forward_index!(Box<T>, std::sync::Arc<T>, &T);
 
 /// Generic conveniences over every [`OrderedKvIndex`], trait objects included.
 pub trait OrderedKvIndexExt: OrderedKvIndex {
-    /// Visits the pairs whose keys fall in `range`, ascending.
+    /// Visits the pairs whose keys fall in `range`, ascending: the callback form, which
+    /// every ordered index (trait objects included) has. Concrete ordered types also have
+    /// an inherent `range(r)` returning an `Iterator`, as `BTreeMap` does.
     ///
     /// ```
     /// use orrery_core::api::{OrderedKvIndexExt, KvIndex};
@@ -365,13 +367,13 @@ pub trait OrderedKvIndexExt: OrderedKvIndex {
     ///     index.insert(k, b"v").unwrap();
     /// }
     /// let mut seen = Vec::new();
-    /// index.range(&b"b"[..]..&b"d"[..], |k, _| {
+    /// index.range_with(&b"b"[..]..&b"d"[..], |k, _| {
     ///     seen.push(k.to_vec());
     ///     ControlFlow::Continue(())
     /// });
     /// assert_eq!(seen, [b"b".to_vec(), b"c".to_vec()]);
     /// ```
-    fn range<K, R, F>(&self, range: R, mut visitor: F)
+    fn range_with<K, R, F>(&self, range: R, mut visitor: F)
     where
         K: AsRef<[u8]>,
         R: RangeBounds<K>,
@@ -392,7 +394,7 @@ pub trait OrderedKvIndexExt: OrderedKvIndex {
         if limit == 0 {
             return out;
         }
-        self.range(range, |k, v| {
+        self.range_with(range, |k, v| {
             out.push((k.to_vec(), v.to_vec()));
             if out.len() >= limit {
                 ControlFlow::Break(())

@@ -137,7 +137,13 @@ impl SlbConfig {
             );
         }
         let cache_buckets = prev_power_of_two(self.cache_table_bytes / 64);
-        let log_buckets = prev_power_of_two(cache_buckets.saturating_mul(self.log_table_ratio));
+        let Some(log_slots) = cache_buckets.checked_mul(self.log_table_ratio) else {
+            return invalid(
+                "log_table_ratio",
+                "times the Cache Table's buckets must fit in a usize",
+            );
+        };
+        let log_buckets = prev_power_of_two(log_slots);
         // 2^32 * rate, so that "log" is `random_u32 < threshold` (rate 1.0 logs everything).
         let sample_threshold = (self.log_sample_rate * 4_294_967_296.0) as u64;
         Ok(Geometry {
@@ -274,6 +280,10 @@ mod tests {
             },
             SlbConfig {
                 stripes: 1000,
+                ..Default::default()
+            },
+            SlbConfig {
+                log_table_ratio: usize::MAX,
                 ..Default::default()
             },
             SlbConfig {
