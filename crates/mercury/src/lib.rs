@@ -14,6 +14,8 @@
 //! assert_eq!(m.get(b"apple").as_deref(), Some(&b"green"[..]));
 //! assert_eq!(m.get_with(b"apple", |v| v.len()), Some(5)); // zero-copy, generic
 //! m.update_in_place(b"apple", |v| v[0] = b'G').unwrap();
+//! assert_eq!(m.update(b"apple", |v| [v, b"!"].concat()), Ok(true)); // replace existing
+//! assert_eq!(m.iter().count(), 1); // unordered iteration
 //! assert!(m.remove(b"apple"));
 //! assert!(m.is_empty());
 //! ```
@@ -21,7 +23,10 @@
 //! `Mercury` is `Send + Sync`: share it by reference (or `Arc`) between threads; no
 //! registration is needed. It implements [`KvIndex`] (the object-safe contract) and adds
 //! generic inherent methods ([`Mercury::get_with`], [`Mercury::update`],
-//! [`Mercury::update_in_place`], [`Mercury::for_each`]).
+//! [`Mercury::update_in_place`], [`Mercury::for_each`], [`Mercury::iter`],
+//! [`Mercury::insert_all`], `Extend`, `FromIterator`) with the names and meanings every
+//! Orrery index shares ([`orrery_core::api`], "Naming"); options come from
+//! [`Config::builder`].
 //!
 //! # Design (one paragraph per paper mechanism)
 //!

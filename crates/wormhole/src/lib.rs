@@ -29,7 +29,15 @@
 //! });
 //! assert_eq!(keys, [b"Jam".to_vec(), b"Jos".to_vec()]);
 //! assert_eq!(wh.prefix_collect(b"J").len(), 2);
+//! // Iterators, as for `BTreeMap`: ranges, both directions, seekable (see `Iter`).
+//! let down: Vec<_> = wh.range(&b"B"[..]..).rev().map(|e| e.key().to_vec()).collect();
+//! assert_eq!(down, [b"Jos".to_vec(), b"Jam".to_vec()]);
+//! assert_eq!(wh.update(b"Au", |v| [v, b"!"].concat()), Ok(true)); // replace existing
+//! assert_eq!(wh.compute(b"Bo", |old| old.map(<[u8]>::to_vec).or(Some(b"4".to_vec()))), Ok(false)); // upsert
 //! ```
+//!
+//! The names and their meanings are the ones every Orrery index shares
+//! ([`orrery_core::api`], "Naming"); options come from [`Config::builder`].
 //!
 //! # Parts (one module each)
 //!
@@ -41,7 +49,7 @@
 //! | `items` | — | a table's items, placed by hash so that searches can prefetch them |
 //! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
 //! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
-//! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
+//! | `iter` | Algorithm 2 | scans, double-ended seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
 //! | `kv` | — | one block per pair |
 //! | `classes` | — | size-class slab pools (huge pages) for pairs |

@@ -81,6 +81,9 @@ pub type Open<I> =
 
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// [`Open`] with the index fixed.
+type Ranged<'i> = dyn Fn(Bound<&[u8]>, Bound<&[u8]>) -> Box<dyn CursorUnderTest + 'i> + 'i;
+
 /// The model's pairs in the bounds, ascending (nothing for empty or inverted ranges).
 fn expect(model: &Model, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Pairs {
     model_range(model, lo, hi)
@@ -102,7 +105,7 @@ fn valid_range(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
 /// Ascending, descending (checked against `BTreeMap::range(..).rev()` where the model
 /// accepts the range) and from both ends at random.
 fn compare_range<'i>(
-    index: &dyn Fn(Bound<&[u8]>, Bound<&[u8]>) -> Box<dyn CursorUnderTest + 'i>,
+    index: &Ranged<'i>,
     model: &Model,
     lo: Bound<&[u8]>,
     hi: Bound<&[u8]>,
