@@ -10,15 +10,15 @@ use orrery_wormhole::Wormhole;
 fuzz_target!(|data: &[u8]| {
     let ops = ops_from_bytes(data);
     run_differential(&Wormhole::new(), &ops);
-    let small = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let small = Wormhole::with_config(orrery_wormhole::Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     run_differential(&small, &ops);
-    let base = Wormhole::builder()
+    let base = Wormhole::with_config(orrery_wormhole::Config::builder()
         .leaf_capacity(8)
         .tag_matching(false)
         .inc_hashing(false)
         .sort_by_tag(false)
         .direct_pos(false)
-        .build()
+        .build().unwrap())
         .unwrap();
     run_differential(&base, &ops);
 });

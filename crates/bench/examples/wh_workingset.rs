@@ -121,7 +121,7 @@ fn main() {
             let t = cpu_now();
             let mut hit = 0usize;
             for k in &order {
-                hit += wh.get_with(&k.to_be_bytes(), &mut |_| {}) as usize;
+                hit += usize::from(wh.get_with(&k.to_be_bytes(), |_| ()).is_some());
             }
             res[mi].push(m as f64 / (cpu_now() - t) / 1e6);
             assert_eq!(hit, m, "every looked-up key is present");

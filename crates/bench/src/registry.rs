@@ -469,15 +469,18 @@ fn wormhole_default() -> orrery::wormhole::Wormhole {
 /// [`wormhole_default`]).
 fn wormhole_with(tm: bool, ih: bool, sbt: bool, dp: bool) -> orrery::wormhole::Wormhole {
     let off = |var: &str| std::env::var(var).is_ok_and(|v| v == "0");
-    orrery::wormhole::Wormhole::builder()
-        .prefault(!off("ORRERY_WORMHOLE_PREFAULT"))
-        .prefetch_items(!off("ORRERY_WORMHOLE_ITEM_PREFETCH"))
-        .tag_matching(tm)
-        .inc_hashing(ih)
-        .sort_by_tag(sbt)
-        .direct_pos(dp)
-        .build()
-        .expect("the ablation configurations use the default leaf size, which is valid")
+    orrery::wormhole::Wormhole::with_config(
+        orrery::wormhole::Config::builder()
+            .prefault(!off("ORRERY_WORMHOLE_PREFAULT"))
+            .prefetch_items(!off("ORRERY_WORMHOLE_ITEM_PREFETCH"))
+            .tag_matching(tm)
+            .inc_hashing(ih)
+            .sort_by_tag(sbt)
+            .direct_pos(dp)
+            .build()
+            .unwrap(),
+    )
+    .expect("the ablation configurations use the default leaf size, which is valid")
 }
 
 /// A resolved index name: capabilities and a constructor (possibly wrapped by the SLB).

@@ -31,6 +31,60 @@
 //!   the whole duration of the scan (and inside its bounds) is yielded, unless the visitor
 //!   stops early. Keys inserted or removed during the scan may or may not be yielded.
 //! - `memory_usage` is a point-in-time estimate that may lag concurrent writers.
+//! - A concrete iterator (below) gives a scan's guarantees from each end: keys strictly
+//!   ascending from the front and strictly descending from the back, the two ends never
+//!   yielding a key twice or crossing; every yielded pair was present with that value at
+//!   some moment; every key present for the whole iteration (and in range) is yielded
+//!   exactly once. An unordered iterator (Mercury) gives the same minus the order.
+//!
+//! # Naming: one meaning per name
+//!
+//! The traits are object safe (callbacks are `&mut dyn FnMut`). Every concrete structure
+//! (`Wormhole`, `Mercury`, `Slb<I>`) also has these inherent methods, with these shapes and
+//! meanings:
+//!
+//! | method | meaning |
+//! |---|---|
+//! | `get_with<R>(&self, key, f: impl FnOnce(&[u8]) -> R) -> Option<R>` | zero-copy lookup: `f`'s result, `None` when absent (the trait's form returns `bool`) |
+//! | `update(&self, key, f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool>` | atomically replace the value of an *existing* key by `f(old)`; `Ok(false)` without calling `f` when absent; never inserts |
+//! | `update_in_place(&self, key, f: impl FnOnce(&mut [u8])) -> Result<bool>` | the same, rewriting the value's bytes in place (same length) |
+//! | `compute(&self, key, f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>) -> Result<bool>` | upsert or remove (like `HashMap::entry` / dashmap's `compute`): `f` sees the current value or `None`, returns the new one or `None` to remove; `Ok(was present)`. Wormhole only |
+//! | `insert_all(&self, pairs) -> Result<usize>` | upsert every pair, stopping at the first error; returns how many keys were new |
+//! | `Extend<(K, V)>` / `FromIterator<(K, V)>` | bulk loading, as for `BTreeMap`; panics on input over the limits (`insert_all` returns the error) |
+//! | `iter()`, `IntoIterator for &Index` | Wormhole: all pairs in key order; Mercury: in no order; `Slb` iterates the wrapped index |
+//! | `range(r: impl RangeBounds)` | ordered indexes: a double-ended, seekable iterator over a key range (`.rev()` descends) |
+//! | [`OrderedKvIndexExt::range_with`] | the callback form of `range`, on every ordered index, trait objects included |
+//!
+//! Methods returning `Result` reject an over-long key or value with [`Error::KeyTooLong`] /
+//! [`Error::ValueTooLong`]; methods returning `bool` or `Option` (`get_with`, `remove`,
+//! `contains_key`) treat an over-long key as absent (it can never be present). `f` runs
+//! under the structure's lock or guard: it must be short and must not call back into the
+//! index.
+//!
+//! # Iterators
+//!
+//! A std `Iterator` cannot lend slices borrowed from itself, and a structure's memory is
+//! protected only while a lock or guard is held. So iterators copy one batch of pairs at a
+//! time (a leaf, a run of buckets) into a [`PairBatch`](crate::batch::PairBatch) that they
+//! refill in place, and yield [`Entry`](crate::batch::Entry) handles into it (`key()`,
+//! `value()`, `into_pair()`): no allocation per pair, and no lock or guard held between
+//! calls, so the index may be written while an iterator is alive. Ordered iterators also
+//! lend pairs (`next_pair`, `next_back_pair`) and `seek` / `seek_back` to a bound.
+//!
+//! # Configuration
+//!
+//! Every structure has a `Config` (`SlbConfig` for the SLB) with public fields and the
+//! paper's defaults, `Config::builder()` with one setter per field, and `build()`, which
+//! validates into `Result<Config, `[`ConfigError`]`>`; `Index::with_config(config)`
+//! validates again (the fields are public) and returns `Result<Index, ConfigError>`
+//! ([`ConfigError::OutOfMemory`] if the initial memory cannot be had). Nothing is clamped:
+//! a field out of its documented range is a [`ConfigError::Invalid`] naming the field.
+//! Sizes documented as rounded to a power of two are rounded.
+//!
+//! Diagnostics used by the benchmarks and tests (Wormhole's `debug_validate`,
+//! `meta_stats`, `leaf_count`, `restarts`, `populator_stats`, `debug_search_trace`,
+//! `debug_anchor_lens`; Mercury's `chain_stats`, `buckets`) stay callable but are
+//! `#[doc(hidden)]`: they are not part of the API and may change.
 
 use std::fmt;
 use std::ops::{Bound, ControlFlow, RangeBounds};
@@ -78,6 +132,43 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An invalid configuration, or a structure that could not be built. Every Orrery
+/// structure's `Config` builder and `with_config` return it (see the module docs,
+/// "Configuration").
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A configuration field is out of its documented range (nothing is clamped).
+    Invalid {
+        /// The offending field of the structure's `Config`.
+        field: &'static str,
+        /// What the field must satisfy.
+        reason: &'static str,
+    },
+    /// The structure's initial memory could not be allocated.
+    OutOfMemory,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Invalid { field, reason } => {
+                write!(f, "invalid configuration: `{field}` {reason}")
+            }
+            ConfigError::OutOfMemory => f.write_str("out of memory building the structure"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl From<Error> for ConfigError {
+    /// Building a structure can only fail on memory; input errors cannot occur.
+    fn from(_: Error) -> Self {
+        ConfigError::OutOfMemory
+    }
+}
 
 /// Result of index operations that can reject their input.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -316,7 +407,9 @@ forward_index!(Box<T>, std::sync::Arc<T>, &T);
 
 /// Generic conveniences over every [`OrderedKvIndex`], trait objects included.
 pub trait OrderedKvIndexExt: OrderedKvIndex {
-    /// Visits the pairs whose keys fall in `range`, ascending.
+    /// Visits the pairs whose keys fall in `range`, ascending: the callback form, which
+    /// every ordered index (trait objects included) has. Concrete ordered types also have
+    /// an inherent `range(r)` returning an `Iterator`, as `BTreeMap` does.
     ///
     /// ```
     /// use orrery_core::api::{OrderedKvIndexExt, KvIndex};
@@ -328,13 +421,13 @@ pub trait OrderedKvIndexExt: OrderedKvIndex {
     ///     index.insert(k, b"v").unwrap();
     /// }
     /// let mut seen = Vec::new();
-    /// index.range(&b"b"[..]..&b"d"[..], |k, _| {
+    /// index.range_with(&b"b"[..]..&b"d"[..], |k, _| {
     ///     seen.push(k.to_vec());
     ///     ControlFlow::Continue(())
     /// });
     /// assert_eq!(seen, [b"b".to_vec(), b"c".to_vec()]);
     /// ```
-    fn range<K, R, F>(&self, range: R, mut visitor: F)
+    fn range_with<K, R, F>(&self, range: R, mut visitor: F)
     where
         K: AsRef<[u8]>,
         R: RangeBounds<K>,
@@ -355,7 +448,7 @@ pub trait OrderedKvIndexExt: OrderedKvIndex {
         if limit == 0 {
             return out;
         }
-        self.range(range, |k, v| {
+        self.range_with(range, |k, v| {
             out.push((k.to_vec(), v.to_vec()));
             if out.len() >= limit {
                 ControlFlow::Break(())

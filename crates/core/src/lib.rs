@@ -3,6 +3,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`api`] | [`KvIndex`], [`OrderedKvIndex`], [`MemoryUsage`], [`Error`], key helpers |
+//! | [`batch`] | [`PairBatch`](batch::PairBatch) and [`Entry`](batch::Entry): what concrete iterators yield |
 //! | [`hash`] | CRC32C (hardware when the CPU has it), incremental, 16-bit tags |
 //! | [`sync`] | memory reclamation, version words (seqlocks), padded spin and RW locks |
 //! | [`alloc`] | huge-page-backed memory, size-class pools, byte accounting |
@@ -14,6 +15,7 @@
 
 pub mod alloc;
 pub mod api;
+pub mod batch;
 pub mod hash;
 mod hint;
 pub mod reference;
@@ -22,6 +24,7 @@ pub mod sync;
 pub mod testing;
 
 pub use api::{
-    Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result, ScanVisitor,
+    ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
+    ScanVisitor,
 };
 pub use hint::prefetch;

@@ -17,6 +17,10 @@
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 
+use std::sync::Arc;
+
+use orrery_core::batch::{Entry, PairBatch};
+
 use crate::link::Link;
 use crate::node;
 use crate::raw::{Inner, successor, wait_migrated};
@@ -86,6 +90,110 @@ impl Inner {
         }
     }
 }
+
+/// Pairs per refill of an [`Iter`] (a refill stops at the bucket that reaches it).
+const ITER_BATCH: usize = 256;
+
+/// An iterator over the pairs of a [`Mercury`](crate::Mercury) table in no particular order
+/// (made by [`Mercury::iter`](crate::Mercury::iter)).
+///
+/// It walks the buckets as [`Mercury::for_each`](crate::Mercury::for_each) does, with the
+/// same guarantees (not a snapshot: every key present for the whole iteration is yielded
+/// exactly once, a key inserted or removed meanwhile at most once, every pair yielded was
+/// present with that value at some moment), but holds no guard between calls: each refill
+/// pins, copies the pairs of up to 256 buckets (or about 256 pairs) into a reusable
+/// [`PairBatch`], and unpins. Items are [`Entry`] handles into that batch, so iterating
+/// allocates nothing per pair. The table may be written while an `Iter` is alive.
+///
+/// ```
+/// use orrery_mercury::Mercury;
+/// let m: Mercury = (0u32..100).map(|i| (i.to_be_bytes(), [1u8])).collect();
+/// let mut keys: Vec<Vec<u8>> = m.iter().map(|e| e.key().to_vec()).collect();
+/// keys.sort();
+/// assert_eq!(keys.len(), 100);
+/// assert_eq!(keys[99], 99u32.to_be_bytes());
+/// ```
+pub struct Iter<'a> {
+    inner: &'a Inner,
+    /// Size of the table whose numbering the walk follows (0 before the first refill).
+    len: usize,
+    /// Next bucket of that numbering.
+    idx: usize,
+    batch: Arc<PairBatch>,
+    /// Next pair of `batch`.
+    pos: usize,
+    chain: ChainBuf,
+}
+
+impl std::fmt::Debug for Iter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter")
+            .field("bucket", &self.idx)
+            .field("of", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Iter<'a> {
+    pub(crate) fn new(inner: &'a Inner) -> Self {
+        Iter {
+            inner,
+            len: 0,
+            idx: 0,
+            batch: Arc::default(),
+            pos: 0,
+            chain: ChainBuf::default(),
+        }
+    }
+
+    /// Copies the pairs of the next buckets into the batch; `false` once every bucket has
+    /// been walked.
+    fn refill(&mut self) -> bool {
+        let guard = pin();
+        let t = self.inner.current(&guard);
+        if self.len == 0 {
+            self.len = t.len();
+        }
+        if self.idx >= self.len {
+            return false;
+        }
+        let out = PairBatch::refill(&mut self.batch);
+        self.pos = 0;
+        let end = (self.idx + BUCKETS_PER_PIN).min(self.len);
+        while self.idx < end && out.len() < ITER_BATCH {
+            // The visitor never breaks.
+            let _ = visit_lineage(
+                t,
+                self.len,
+                self.idx,
+                &mut self.chain,
+                &mut |k, v| {
+                    out.push(k, v);
+                    ControlFlow::Continue(())
+                },
+                &guard,
+            );
+            self.idx += 1;
+        }
+        true
+    }
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        while self.pos >= self.batch.len() {
+            if !self.refill() {
+                return None;
+            }
+        }
+        self.pos += 1;
+        Some(Entry::new(&self.batch, self.pos - 1))
+    }
+}
+
+impl std::iter::FusedIterator for Iter<'_> {}
 
 /// Visits every key whose hash is `idx` modulo `len` (a power of two no larger than the
 /// lineage's tables), starting from table `t`.

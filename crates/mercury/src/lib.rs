@@ -14,6 +14,8 @@
 //! assert_eq!(m.get(b"apple").as_deref(), Some(&b"green"[..]));
 //! assert_eq!(m.get_with(b"apple", |v| v.len()), Some(5)); // zero-copy, generic
 //! m.update_in_place(b"apple", |v| v[0] = b'G').unwrap();
+//! assert_eq!(m.update(b"apple", |v| [v, b"!"].concat()), Ok(true)); // replace existing
+//! assert_eq!(m.iter().count(), 1); // unordered iteration
 //! assert!(m.remove(b"apple"));
 //! assert!(m.is_empty());
 //! ```
@@ -21,7 +23,10 @@
 //! `Mercury` is `Send + Sync`: share it by reference (or `Arc`) between threads; no
 //! registration is needed. It implements [`KvIndex`] (the object-safe contract) and adds
 //! generic inherent methods ([`Mercury::get_with`], [`Mercury::update`],
-//! [`Mercury::update_in_place`], [`Mercury::for_each`]).
+//! [`Mercury::update_in_place`], [`Mercury::for_each`], [`Mercury::iter`],
+//! [`Mercury::insert_all`], `Extend`, `FromIterator`) with the names and meanings every
+//! Orrery index shares ([`orrery_core::api`], "Naming"); options come from
+//! [`Config::builder`].
 //!
 //! # Design (one paragraph per paper mechanism)
 //!
@@ -203,10 +208,14 @@ use std::sync::Arc;
 #[cfg(any(doc, test))]
 use orrery_core::Error;
 use orrery_core::Result;
-use orrery_core::api::{KvIndex, MemoryUsage};
+use orrery_core::api::{KvIndex, MemoryUsage, check_key};
 
+#[doc(hidden)]
 pub use crate::iter::ChainStats;
+pub use crate::iter::Iter;
 use crate::raw::Inner;
+pub use orrery_core::api::ConfigError;
+pub use orrery_core::batch::Entry;
 use orrery_core::sync::{Guard, pin};
 
 /// Who migrates buckets during an expansion (see `expand.rs`).
@@ -230,7 +239,8 @@ pub const DEFAULT_LOAD_PERCENT: usize = 100;
 /// Construction parameters of a [`Mercury`] table.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Buckets of the initial table (rounded up to a power of two, at least 1).
+    /// Buckets of the initial table, `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power
+    /// of two).
     pub initial_buckets: usize,
     /// The table doubles when it holds more than `load_percent` items per 100 buckets
     /// (default [`DEFAULT_LOAD_PERCENT`] = 100: the paper keeps "about one item per bucket").
@@ -263,12 +273,94 @@ impl Default for Config {
     }
 }
 
+/// Largest [`Config::initial_buckets`]: 2^40.
+pub const MAX_INITIAL_BUCKETS: usize = 1 << 40;
+
 impl Config {
+    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
+    ///
+    /// ```
+    /// use orrery_mercury::{Config, Expansion, Mercury};
+    /// let config = Config::builder()
+    ///     .initial_buckets(1 << 16)
+    ///     .expansion(Expansion::Dedicated)
+    ///     .build()
+    ///     .unwrap();
+    /// let m = Mercury::with_config(config).unwrap();
+    /// assert!(m.is_empty());
+    /// assert!(Config::builder().load_percent(0).build().is_err());
+    /// ```
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
+
+    /// Checks every field (nothing is clamped): `initial_buckets` in
+    /// `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power of two when the table is
+    /// built), `load_percent` and `migrate_run` at least 1.
+    pub fn validate(&self) -> std::result::Result<(), ConfigError> {
+        let invalid = |field, reason| Err(ConfigError::Invalid { field, reason });
+        if !(1..=MAX_INITIAL_BUCKETS).contains(&self.initial_buckets) {
+            return invalid("initial_buckets", "must be in 1..=2^40");
+        }
+        if self.load_percent == 0 {
+            return invalid("load_percent", "must be at least 1");
+        }
+        if self.migrate_run == 0 {
+            return invalid("migrate_run", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// `initial_buckets` rounded up to a power of two (after validation).
     fn normalized(mut self) -> Config {
-        self.initial_buckets = self.initial_buckets.clamp(1, 1 << 40).next_power_of_two();
-        self.load_percent = self.load_percent.max(1);
-        self.migrate_run = self.migrate_run.max(1);
+        self.initial_buckets = self.initial_buckets.next_power_of_two();
         self
+    }
+}
+
+/// Builds a validated [`Config`] (start with [`Config::builder`]).
+#[derive(Clone, Debug, Default)]
+pub struct ConfigBuilder {
+    config: Config,
+}
+
+impl ConfigBuilder {
+    /// Buckets of the initial table (`1..=2^40`, rounded up to a power of two; default
+    /// 1024).
+    pub fn initial_buckets(mut self, n: usize) -> Self {
+        self.config.initial_buckets = n;
+        self
+    }
+
+    /// Items per 100 buckets above which the table doubles (at least 1; default
+    /// [`DEFAULT_LOAD_PERCENT`]).
+    pub fn load_percent(mut self, p: usize) -> Self {
+        self.config.load_percent = p;
+        self
+    }
+
+    /// Who migrates buckets during an expansion (default [`Expansion::Cooperative`]).
+    pub fn expansion(mut self, e: Expansion) -> Self {
+        self.config.expansion = e;
+        self
+    }
+
+    /// Buckets migrated per run (at least 1; default 64).
+    pub fn migrate_run(mut self, n: usize) -> Self {
+        self.config.migrate_run = n;
+        self
+    }
+
+    /// The successor pre-fault thread (default on; see [`Config::prefault`]).
+    pub fn prefault(mut self, on: bool) -> Self {
+        self.config.prefault = on;
+        self
+    }
+
+    /// The validated configuration, or the first invalid field.
+    pub fn build(self) -> std::result::Result<Config, ConfigError> {
+        self.config.validate()?;
+        Ok(self.config)
     }
 }
 
@@ -316,11 +408,13 @@ impl Mercury {
     /// An empty table with the default [`Config`], or [`Error::OutOfMemory`] when its
     /// first bucket array cannot be allocated.
     pub fn try_new() -> Result<Mercury> {
-        Self::with_config(Config::default())
+        // The default configuration is valid: the only error left is out of memory.
+        Self::with_config(Config::default()).map_err(|_| orrery_core::Error::OutOfMemory)
     }
 
-    /// An empty table sized for about `n` items without expanding.
-    pub fn with_capacity(n: usize) -> Result<Mercury> {
+    /// An empty table sized for about `n` items without expanding
+    /// ([`ConfigError::Invalid`] beyond [`MAX_INITIAL_BUCKETS`] buckets).
+    pub fn with_capacity(n: usize) -> std::result::Result<Mercury, ConfigError> {
         let config = Config::default();
         let buckets = n.saturating_mul(100) / config.load_percent + 1;
         Self::with_config(Config {
@@ -329,8 +423,10 @@ impl Mercury {
         })
     }
 
-    /// An empty table with the given parameters.
-    pub fn with_config(config: Config) -> Result<Mercury> {
+    /// An empty table with the given parameters, validated first ([`Config::validate`]);
+    /// [`ConfigError::OutOfMemory`] if the first bucket array cannot be allocated.
+    pub fn with_config(config: Config) -> std::result::Result<Mercury, ConfigError> {
+        config.validate()?;
         Ok(Mercury {
             inner: Arc::new(Inner::new(config.normalized())?),
         })
@@ -349,6 +445,12 @@ impl Mercury {
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         self.inner.get_with(key, <[u8]>::to_vec)
+    }
+
+    /// Whether `key` is present.
+    #[inline]
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.inner.get_with(key, |_| ()).is_some()
     }
 
     /// Inserts or replaces the value of `key`; returns `Ok(true)` if the key was new.
@@ -373,12 +475,14 @@ impl Mercury {
     }
 
     /// Atomically applies `f` to the bytes of the value of an existing key (same length);
-    /// returns whether the key was present. Values up to 64 bytes are rewritten in place
+    /// returns whether the key was present ([`Error::KeyTooLong`] for an over-long key,
+    /// as [`Mercury::update`]). Values up to 64 bytes are rewritten in place
     /// (no allocation); longer ones are copied.
     ///
     /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
     /// `f` panics, the value is unchanged and the lock is released.
     pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
+        check_key(key)?;
         self.inner.update_in_place(key, f)
     }
 
@@ -401,9 +505,31 @@ impl Mercury {
         self.len() == 0
     }
 
+    /// An iterator over the pairs in no particular order (see [`Iter`] for what it
+    /// guarantees under concurrent writers).
+    pub fn iter(&self) -> Iter<'_> {
+        Iter::new(&self.inner)
+    }
+
+    /// Inserts (upserts) every pair of `pairs`; returns how many keys were new. Stops at
+    /// the first pair over the limits and returns its error: the pairs before it stay
+    /// inserted, it and those after it are not.
+    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<usize>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut new = 0;
+        for (k, v) in pairs {
+            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
+        }
+        Ok(new)
+    }
+
     /// Chain-shape statistics from a walk of every bucket: the expected number of node reads
     /// of a lookup (for a cold uniform GET, DRAM round trips = 1 bucket read + these). A
     /// diagnostic: it reads the whole table, and is approximate under concurrent writers.
+    #[doc(hidden)]
     pub fn chain_stats(&self) -> ChainStats {
         self.inner.chain_stats()
     }
@@ -417,7 +543,9 @@ impl Mercury {
         self.inner.finish_expansion();
     }
 
-    /// Number of buckets of the current table (and of its successor during an expansion).
+    /// Number of buckets of the current table (and of its successor during an expansion;
+    /// diagnostics).
+    #[doc(hidden)]
     pub fn buckets(&self) -> (usize, Option<usize>) {
         let guard = pin();
         let t = self.inner.current(&guard);
@@ -519,6 +647,40 @@ impl Session<'_> {
     }
 }
 
+impl<'a> IntoIterator for &'a Mercury {
+    type Item = Entry;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+/// Bulk loading, as for `HashMap`: later pairs replace earlier ones with the same key.
+///
+/// # Panics
+///
+/// On a key or value over the limits ([`MAX_KEY_LEN`](orrery_core::api::MAX_KEY_LEN),
+/// [`MAX_VALUE_LEN`](orrery_core::api::MAX_VALUE_LEN)); [`Mercury::insert_all`] returns
+/// the error instead.
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Mercury {
+    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, pairs: T) {
+        if let Err(e) = self.insert_all(pairs) {
+            panic!("Mercury::extend: {e}");
+        }
+    }
+}
+
+/// Builds a table with the default [`Config`] from pairs (see [`Extend`] for the panic on
+/// over-long input).
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Mercury {
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(pairs: T) -> Self {
+        let mut m = Mercury::new();
+        m.extend(pairs);
+        m
+    }
+}
+
 impl KvIndex for Mercury {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
         self.inner.get_with(key, f).is_some()
@@ -529,7 +691,7 @@ impl KvIndex for Mercury {
     }
 
     fn contains_key(&self, key: &[u8]) -> bool {
-        self.inner.get_with(key, |_| ()).is_some()
+        Mercury::contains_key(self, key)
     }
 
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {

@@ -2,10 +2,11 @@
 //! against well-known peers.
 //!
 //! This facade re-exports the index API and every structure. See [`api`] for the contract
-//! (semantics and consistency guarantees) every index honours.
+//! (semantics, consistency guarantees, the names every structure shares) every index
+//! honours. `use orrery::prelude::*;` brings the traits and the common types.
 //!
 //! ```
-//! use orrery::{KvIndex, OrderedKvIndexExt};
+//! use orrery::prelude::*;
 //! use orrery::reference::LockedBTreeMap;
 //!
 //! let index = LockedBTreeMap::new();
@@ -13,18 +14,53 @@
 //! assert_eq!(index.get(b"hello").as_deref(), Some(&b"world"[..]));
 //! assert_eq!(index.prefix_collect(b"he").len(), 1);
 //! ```
+//!
+//! # Cargo features
+//!
+//! | feature | default | what |
+//! |---|---|---|
+//! | `wormhole` | on | [`wormhole`]: the ordered index (`orrery-wormhole`) |
+//! | `mercury` | on | [`mercury`]: the hash table (`orrery-mercury`) |
+//! | `slb` | on | [`slb`]: the lookaside cache over any index (`orrery-slb`) |
+//! | `testing` | off | [`testing`]: the conformance suite |
+//!
+//! With `default-features = false` and only the features named, only those structures
+//! are compiled; the API, the reference index and the shared mechanisms always are.
 
 pub use orrery_core::api::{
-    self, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
+    self, ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
 };
+pub use orrery_core::batch::{self, Entry};
 pub use orrery_core::{alloc, hash, prefetch, reference, sync};
 
-/// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion.
+/// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion
+/// (feature `mercury`).
+#[cfg(feature = "mercury")]
 pub use orrery_mercury as mercury;
-/// Search Lookaside Buffer: a cache of hot search results in front of any index.
+/// Search Lookaside Buffer: a cache of hot search results in front of any index (feature
+/// `slb`).
+#[cfg(feature = "slb")]
 pub use orrery_slb as slb;
-/// Wormhole: ordered index with `O(log L)` lookups (`orrery-wormhole`).
+/// Wormhole: ordered index with `O(log L)` lookups (feature `wormhole`).
+#[cfg(feature = "wormhole")]
 pub use orrery_wormhole as wormhole;
+
+/// The traits and the common types, for `use orrery::prelude::*;`.
+///
+/// The structures' `Config` types share one name and stay in their modules
+/// (`orrery::wormhole::Config`, `orrery::mercury::Config`).
+pub mod prelude {
+    pub use orrery_core::api::{
+        ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt,
+    };
+    pub use orrery_core::batch::Entry;
+    #[cfg(feature = "mercury")]
+    pub use orrery_mercury::Mercury;
+    #[cfg(feature = "slb")]
+    pub use orrery_slb::{Slb, SlbConfig};
+    #[cfg(feature = "wormhole")]
+    pub use orrery_wormhole::Wormhole;
+}
 
 /// The conformance suite every structure passes (feature `testing`).
 #[cfg(feature = "testing")]
@@ -36,6 +72,6 @@ pub use orrery_core::testing;
 pub use orrery_core::conformance_tests;
 
 /// The README's examples, compiled and run as doctests so that they stay true.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "wormhole", feature = "mercury", feature = "slb"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

@@ -88,10 +88,11 @@ use orrery_core::hash::{hash64, tag16};
 use orrery_core::sync::{self, CachePadded, Guard, Version, VersionLock, VersionWriteGuard};
 
 use crate::cache::{CacheTable, Probe, SLOTS, Unlinked};
-use crate::config::{ConfigError, SlbConfig};
+use crate::config::SlbConfig;
 use crate::local::{self, Counters, Stat};
 use crate::log::{LogTable, log_tag};
 use crate::record::OwnedRecord;
+use orrery_core::api::ConfigError;
 
 /// An index lookup, as [`KvIndex::get_with`](orrery_core::KvIndex::get_with): calls the
 /// callback with the value of the key if present and returns whether it was.
@@ -242,7 +243,7 @@ impl LookasideBuffer {
     /// Builds an SLB (`SLB_create`): allocates the Cache Table and Log Table (zeroed,
     /// huge-page backed) and the stripes.
     pub fn new(config: SlbConfig) -> Result<LookasideBuffer, ConfigError> {
-        let geometry = config.validate()?;
+        let geometry = config.geometry()?;
         let stripes = (0..config.stripes)
             .map(|_| CachePadded::new(VersionLock::new()))
             .collect();

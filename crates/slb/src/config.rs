@@ -1,6 +1,8 @@
-//! Sizes and policy knobs of an SLB, with the paper's defaults (Table 2, §3.3).
+//! Sizes and policy knobs of an SLB, with the paper's defaults (Table 2, §3.3): an
+//! [`SlbConfig`] with public fields, a builder whose `build` validates into a `Result`, and
+//! `Slb::with_config`, which validates again (the pattern every Orrery structure shares).
 
-use std::fmt;
+use orrery_core::api::ConfigError;
 
 /// One mebibyte.
 const MIB: usize = 1 << 20;
@@ -80,8 +82,34 @@ impl SlbConfig {
         }
     }
 
+    /// A builder starting from the defaults (the paper's); [`SlbConfigBuilder::build`]
+    /// validates.
+    ///
+    /// ```
+    /// use orrery_core::reference::LockedBTreeMap;
+    /// use orrery_slb::{Slb, SlbConfig};
+    /// let config = SlbConfig::builder()
+    ///     .cache_table_bytes(1 << 20)
+    ///     .admission_threshold(3)
+    ///     .warm_admission_threshold(3)
+    ///     .build()
+    ///     .unwrap();
+    /// let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
+    /// # drop(slb);
+    /// assert!(SlbConfig::builder().stripes(1000).build().is_err());
+    /// ```
+    pub fn builder() -> SlbConfigBuilder {
+        SlbConfigBuilder::default()
+    }
+
+    /// Checks every field against its documented range (nothing is clamped; the table
+    /// sizes are rounded down to powers of two as documented).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.geometry().map(|_| ())
+    }
+
     /// Checks every field and derives the table geometry.
-    pub(crate) fn validate(&self) -> Result<Geometry, ConfigError> {
+    pub(crate) fn geometry(&self) -> Result<Geometry, ConfigError> {
         let invalid = |field, reason| Err(ConfigError::Invalid { field, reason });
         if self.cache_table_bytes < 64 {
             return invalid("cache_table_bytes", "must be at least 64 (one bucket)");
@@ -109,7 +137,13 @@ impl SlbConfig {
             );
         }
         let cache_buckets = prev_power_of_two(self.cache_table_bytes / 64);
-        let log_buckets = prev_power_of_two(cache_buckets.saturating_mul(self.log_table_ratio));
+        let Some(log_slots) = cache_buckets.checked_mul(self.log_table_ratio) else {
+            return invalid(
+                "log_table_ratio",
+                "times the Cache Table's buckets must fit in a usize",
+            );
+        };
+        let log_buckets = prev_power_of_two(log_slots);
         // 2^32 * rate, so that "log" is `random_u32 < threshold` (rate 1.0 logs everything).
         let sample_threshold = (self.log_sample_rate * 4_294_967_296.0) as u64;
         Ok(Geometry {
@@ -118,6 +152,51 @@ impl SlbConfig {
             sample_threshold,
         })
     }
+}
+
+/// Builds a validated [`SlbConfig`] (start with [`SlbConfig::builder`]).
+#[derive(Clone, Debug, Default)]
+pub struct SlbConfigBuilder {
+    config: SlbConfig,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        impl SlbConfigBuilder {
+            $(
+                $(#[$doc])*
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.config.$name = value;
+                    self
+                }
+            )*
+
+            /// The validated configuration, or the first invalid field.
+            pub fn build(self) -> Result<SlbConfig, ConfigError> {
+                self.config.validate()?;
+                Ok(self.config)
+            }
+        }
+    };
+}
+
+setters! {
+    /// [`SlbConfig::cache_table_bytes`] (at least 64; default 16 MiB).
+    cache_table_bytes: usize;
+    /// [`SlbConfig::log_table_ratio`] (at least 1; default 4).
+    log_table_ratio: usize;
+    /// [`SlbConfig::admission_threshold`] (1..=15; default 3).
+    admission_threshold: usize;
+    /// [`SlbConfig::warm_admission_threshold`] (1..=15; default 1).
+    warm_admission_threshold: usize;
+    /// [`SlbConfig::log_sample_rate`] (0.0..=1.0; default 0.05).
+    log_sample_rate: f64;
+    /// [`SlbConfig::stripes`] (a power of two up to 2^20; default 1024).
+    stripes: usize;
+    /// [`SlbConfig::max_item_bytes`] (at most `MAX_KEY_LEN + MAX_VALUE_LEN`; default 4096).
+    max_item_bytes: usize;
+    /// [`SlbConfig::lock_reads`] (default off).
+    lock_reads: bool;
 }
 
 fn prev_power_of_two(x: usize) -> usize {
@@ -134,40 +213,6 @@ pub(crate) struct Geometry {
     pub(crate) sample_threshold: u64,
 }
 
-/// Why an SLB could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// A configuration field is out of range.
-    Invalid {
-        /// The offending [`SlbConfig`] field.
-        field: &'static str,
-        /// What the field must satisfy.
-        reason: &'static str,
-    },
-    /// The tables could not be allocated.
-    OutOfMemory,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Invalid { field, reason } => {
-                write!(f, "invalid SLB configuration: `{field}` {reason}")
-            }
-            ConfigError::OutOfMemory => f.write_str("out of memory allocating the SLB tables"),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-impl From<orrery_core::Error> for ConfigError {
-    fn from(_: orrery_core::Error) -> Self {
-        ConfigError::OutOfMemory
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +226,7 @@ mod tests {
             (32, 3_670_016, 31_457_280),
             (64, 7_340_032, 62_914_560),
         ] {
-            let g = SlbConfig::with_cache_mib(mib).validate().unwrap();
+            let g = SlbConfig::with_cache_mib(mib).geometry().unwrap();
             assert_eq!(g.cache_buckets * crate::cache::SLOTS, items);
             assert_eq!(g.log_buckets * crate::log::LOG_ENTRIES, tags);
         }
@@ -189,7 +234,7 @@ mod tests {
 
     #[test]
     fn rounding_and_sampling() {
-        let g = SlbConfig::with_cache_bytes(1000).validate().unwrap();
+        let g = SlbConfig::with_cache_bytes(1000).geometry().unwrap();
         assert_eq!(g.cache_buckets, 8);
         assert_eq!(g.log_buckets, 32);
         assert_eq!(g.sample_threshold, 214_748_364);
@@ -197,12 +242,12 @@ mod tests {
             log_sample_rate: 1.0,
             ..SlbConfig::with_cache_bytes(64)
         };
-        assert_eq!(all.validate().unwrap().sample_threshold, 1 << 32);
+        assert_eq!(all.geometry().unwrap().sample_threshold, 1 << 32);
         let odd = SlbConfig {
             log_table_ratio: 3,
             ..SlbConfig::with_cache_bytes(64 * 4)
         };
-        assert_eq!(odd.validate().unwrap().log_buckets, 8);
+        assert_eq!(odd.geometry().unwrap().log_buckets, 8);
     }
 
     #[test]
@@ -238,13 +283,21 @@ mod tests {
                 ..Default::default()
             },
             SlbConfig {
+                log_table_ratio: usize::MAX,
+                ..Default::default()
+            },
+            SlbConfig {
                 max_item_bytes: usize::MAX,
                 ..Default::default()
             },
         ];
         for cfg in bad {
             let err = cfg.validate().unwrap_err();
-            assert!(err.to_string().starts_with("invalid SLB configuration"));
+            assert!(
+                err.to_string().starts_with("invalid configuration"),
+                "{err}"
+            );
+            assert_eq!(SlbConfigBuilder { config: cfg }.build().unwrap_err(), err);
         }
     }
 }

@@ -107,7 +107,8 @@ use orrery_core::sync;
 use orrery_core::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, api};
 
 pub use buffer::{EmitCopy, EmitTicket, KeyLock, LookasideBuffer, Lookup, SlbStats};
-pub use config::{ConfigError, SlbConfig};
+pub use config::{SlbConfig, SlbConfigBuilder};
+pub use orrery_core::api::ConfigError;
 
 /// Test support: drives the global epoch collector until the records retired so far are
 /// freed (when no other thread stays pinned), so that Miri's leak check sees them go.
@@ -179,6 +180,92 @@ impl<I: ?Sized> Slb<I> {
     }
 }
 
+impl<I: KvIndex + ?Sized> Slb<I> {
+    /// Calls `f` with the value of `key` (from the cache or the index, zero-copy) and
+    /// returns its result, or `None` if the key is absent: the generic form every concrete
+    /// Orrery index has. `f` must be short and must not call back into the index.
+    #[inline]
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        let mut out = None;
+        KvIndex::get_with(self, key, &mut |v| {
+            if let Some(f) = f.take() {
+                out = Some(f(v));
+            }
+        });
+        out
+    }
+
+    /// Atomically replaces the value of an existing key by `f(old value)`; `Ok(false)`
+    /// without calling `f` if the key is absent. Atomic with respect to every write made
+    /// through this `Slb` (they hold the key's stripe lock, as this does around its read
+    /// and write of the index). Over-long keys or new values get the [`Error`](api::Error)
+    /// and leave the index unchanged. `f` must not call back into the index.
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
+        api::check_key(key)?;
+        let mut lock = self.buffer.lock(key);
+        let Some(old) = self.inner.get(key) else {
+            return Ok(false);
+        };
+        let new = f(&old);
+        self.inner.insert(key, &new)?;
+        lock.update(&new);
+        Ok(true)
+    }
+
+    /// Atomically applies `f` to the bytes of the value of an existing key (same length);
+    /// `Ok(false)` without calling `f` if the key is absent (as [`Slb::update`]).
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
+        self.update(key, |old| {
+            let mut v = old.to_vec();
+            f(&mut v);
+            v
+        })
+    }
+
+    /// Inserts (upserts) every pair through the SLB; returns how many keys were new. Stops
+    /// at the first pair over the limits and returns its error (the pairs before it stay
+    /// inserted).
+    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<usize>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut new = 0;
+        for (k, v) in pairs {
+            new += usize::from(KvIndex::insert(self, k.as_ref(), v.as_ref())?);
+        }
+        Ok(new)
+    }
+}
+
+/// Bulk loading through the SLB (so the cache stays coherent).
+///
+/// # Panics
+///
+/// On a key or value over the limits; [`Slb::insert_all`] returns the error instead.
+impl<I: KvIndex, K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Slb<I> {
+    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, pairs: T) {
+        if let Err(e) = self.insert_all(pairs) {
+            panic!("Slb::extend: {e}");
+        }
+    }
+}
+
+/// Iterating an `Slb` iterates the wrapped index (`for e in &slb` where `for e in &index`
+/// works): iteration reads the index, which every write through the SLB has reached.
+impl<'a, I: ?Sized> IntoIterator for &'a Slb<I>
+where
+    &'a I: IntoIterator,
+{
+    type Item = <&'a I as IntoIterator>::Item;
+    type IntoIter = <&'a I as IntoIterator>::IntoIter;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.inner.into_iter()
+    }
+}
+
 impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
         if self.buffer.locks_reads() {
@@ -238,7 +325,7 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
         let buffer = &self.buffer;
         if buffer.locks_reads() {
             for (i, key) in keys.iter().enumerate() {
-                if !self.get_with(key, &mut |v| f(i, Some(v))) {
+                if !KvIndex::get_with(self, key, &mut |v| f(i, Some(v))) {
                     f(i, None);
                 }
             }

@@ -249,3 +249,60 @@ fn paper_default_sizes() {
     );
     assert!(bad.is_err());
 }
+
+/// The read-modify-write calls go through the stripe lock: a cached item is refreshed, never
+/// served stale; `get_with` is the generic form; bulk loading goes through the SLB.
+#[test]
+fn read_modify_write_keeps_the_cache_coherent() {
+    let mut slb = Slb::with_config(LockedBTreeMap::new(), small()).unwrap();
+    slb.extend([(b"k".to_vec(), b"v1".to_vec())]);
+    for _ in 0..5 {
+        assert_eq!(slb.get(b"k").as_deref(), Some(&b"v1"[..]));
+    }
+    assert!(slb.stats().hits > 0, "the item is cached");
+    assert_eq!(slb.update(b"k", |old| [old, b"+"].concat()), Ok(true));
+    assert_eq!(slb.get(b"k").as_deref(), Some(&b"v1+"[..]));
+    assert_eq!(slb.inner().get(b"k").as_deref(), Some(&b"v1+"[..]));
+    assert_eq!(slb.update_in_place(b"k", |v| v[0] = b'w'), Ok(true));
+    assert_eq!(slb.get_with(b"k", |v| v.to_vec()), Some(b"w1+".to_vec()));
+    assert_eq!(slb.update(b"absent", |_| unreachable!()), Ok(false));
+    assert!(matches!(
+        slb.update(b"k", |_| vec![0; MAX_VALUE_LEN + 1]),
+        Err(Error::ValueTooLong { .. })
+    ));
+    assert_eq!(slb.get(b"k").as_deref(), Some(&b"w1+"[..]));
+    assert!(matches!(
+        slb.update(&vec![0; MAX_KEY_LEN + 1], |_| Vec::new()),
+        Err(Error::KeyTooLong { .. })
+    ));
+    assert_eq!(slb.insert_all([(b"a", b"1"), (b"b", b"2")]), Ok(2));
+    assert_eq!(slb.len(), 3);
+}
+
+#[test]
+fn builder_validates() {
+    assert!(SlbConfig::builder().cache_table_bytes(63).build().is_err());
+    assert!(
+        SlbConfig::builder()
+            .log_sample_rate(f64::NAN)
+            .build()
+            .is_err()
+    );
+    let c = SlbConfig::builder()
+        .stripes(16)
+        .lock_reads(true)
+        .build()
+        .unwrap();
+    assert!(c.lock_reads && c.stripes == 16);
+    let bad = SlbConfig {
+        stripes: 3,
+        ..SlbConfig::default()
+    };
+    assert!(matches!(
+        Slb::with_config(LockedBTreeMap::new(), bad),
+        Err(orrery_slb::ConfigError::Invalid {
+            field: "stripes",
+            ..
+        })
+    ));
+}

@@ -26,7 +26,7 @@ impl Wormhole {
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         if !self.cfg.tag_matching {
             for (i, k) in keys.iter().enumerate() {
-                if !self.get_with(k, &mut |v| f(i, Some(v))) {
+                if self.get_with(k, |v| f(i, Some(v))).is_none() {
                     f(i, None);
                 }
             }
@@ -103,7 +103,7 @@ impl Wormhole {
                 }
                 // Stale table (a concurrent split or merge) or a failed check: single
                 // lookup.
-                if !self.get_with(k, &mut |val| f(i, Some(val))) {
+                if self.get_with(k, |val| f(i, Some(val))).is_none() {
                     f(i, None);
                 }
             }

@@ -1,11 +1,16 @@
 //! Construction options: leaf capacity, the ablation switches of Fig 11, pre-faulting.
+//!
+//! The pattern every Orrery structure shares: a `Config` with public fields and the
+//! paper's defaults, a builder whose `build` validates into a `Result`, and
+//! `with_config`, which validates again (fields are public). Nothing is clamped.
 
-use std::fmt;
+use orrery_core::api::ConfigError;
 
 use crate::Wormhole;
 use crate::leaf::{MAX_CAP, MIN_CAP};
 
-/// Options of a [`Wormhole`], set through [`WormholeBuilder`].
+/// Options of a [`Wormhole`], built and validated by [`Config::builder`] (or written out
+/// and checked by [`Wormhole::with_config`]).
 ///
 /// The four optimization switches are the ones the paper turns on one at a time in Fig 11;
 /// with all four off the index is the paper's *BaseWormhole*. They, and `prefault`, change
@@ -62,49 +67,45 @@ impl Config {
     }
 }
 
-/// An invalid [`Config`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigError {
-    /// `leaf_capacity` outside `8..=256`.
-    LeafCapacity(usize),
-    /// The first leaf and the MetaTrieHTs could not be allocated.
-    OutOfMemory,
-}
+impl Config {
+    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
+    ///
+    /// ```
+    /// use orrery_wormhole::{Config, Wormhole};
+    /// let base = Config::builder()
+    ///     .tag_matching(false)
+    ///     .inc_hashing(false)
+    ///     .sort_by_tag(false)
+    ///     .direct_pos(false)
+    ///     .build()
+    ///     .unwrap();
+    /// let wh = Wormhole::with_config(base).unwrap();
+    /// assert!(!wh.config().tag_matching);
+    /// assert!(Config::builder().leaf_capacity(1).build().is_err());
+    /// ```
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::LeafCapacity(n) => write!(
-                f,
-                "leaf capacity {n} is outside the supported range {MIN_CAP}..={MAX_CAP}"
-            ),
-            ConfigError::OutOfMemory => f.write_str("out of memory"),
+    /// Checks every field: `leaf_capacity` must be in `8..=256` (nothing is clamped).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(MIN_CAP..=MAX_CAP).contains(&self.leaf_capacity) {
+            return Err(ConfigError::Invalid {
+                field: "leaf_capacity",
+                reason: "must be in 8..=256",
+            });
         }
+        Ok(())
     }
 }
 
-impl std::error::Error for ConfigError {}
-
-/// Builds a [`Wormhole`] with non-default options.
-///
-/// ```
-/// use orrery_wormhole::Wormhole;
-/// let base = Wormhole::builder()
-///     .tag_matching(false)
-///     .inc_hashing(false)
-///     .sort_by_tag(false)
-///     .direct_pos(false)
-///     .build()
-///     .unwrap();
-/// assert!(Wormhole::builder().leaf_capacity(1).build().is_err());
-/// # drop(base);
-/// ```
+/// Builds a validated [`Config`] (start with [`Config::builder`]).
 #[derive(Clone, Debug, Default)]
-pub struct WormholeBuilder {
+pub struct ConfigBuilder {
     config: Config,
 }
 
-impl WormholeBuilder {
+impl ConfigBuilder {
     /// Keys per leaf (8..=256, default 128).
     pub fn leaf_capacity(mut self, n: usize) -> Self {
         self.config.leaf_capacity = n;
@@ -148,19 +149,19 @@ impl WormholeBuilder {
         self
     }
 
-    /// Uses all options of `config`.
-    pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
+    /// The validated configuration, or the first invalid field.
+    pub fn build(self) -> Result<Config, ConfigError> {
+        self.config.validate()?;
+        Ok(self.config)
     }
+}
 
-    /// Builds the index; fails on an invalid option or when its first memory (a leaf and
-    /// the two MetaTrieHTs) cannot be allocated.
-    pub fn build(self) -> Result<Wormhole, ConfigError> {
-        let c = self.config;
-        if !(MIN_CAP..=MAX_CAP).contains(&c.leaf_capacity) {
-            return Err(ConfigError::LeafCapacity(c.leaf_capacity));
-        }
-        Wormhole::with_config(c).map_err(|_| ConfigError::OutOfMemory)
+impl Wormhole {
+    /// An empty index with the given options, validated first ([`Config::validate`]);
+    /// [`ConfigError::OutOfMemory`] when its first leaf and MetaTrieHTs cannot be
+    /// allocated.
+    pub fn with_config(config: Config) -> Result<Wormhole, ConfigError> {
+        config.validate()?;
+        Wormhole::from_valid_config(config).map_err(|_| ConfigError::OutOfMemory)
     }
 }

@@ -9,13 +9,27 @@
 //! the walk never skips a leaf. Keys are strictly ascending across leaves by the ordering
 //! condition (`anchor`). The visitor runs under the leaf's shared lock.
 //!
-//! [`Iter`] holds no lock or guard between calls: it copies one leaf's pairs at a time
-//! and resumes at the next leaf's anchor, so a user may keep it while writing to the index.
+//! [`Iter`] (from [`Wormhole::iter`] and [`Wormhole::range`]) is a double-ended, seekable
+//! cursor that holds no lock or guard between calls: each end copies one leaf's pairs at a
+//! time into an arena it reuses, and resumes at the next leaf's anchor (front) or below
+//! the copied leaf's anchor (back), so a user may keep it while writing to the index. Its
+//! items are [`Entry`] handles into the arena, so iteration allocates per leaf (and not
+//! even that once the arena has grown, unless entries are held), never per pair. A std
+//! `Iterator` cannot lend slices borrowed from itself; [`Iter::next_pair`] does, for
+//! callers that want no reference count either.
+//!
+//! Going down, a refill finds the leaf of its bound like a lookup and copies the keys
+//! below the bound; when there are none it steps to the left neighbour the way
+//! [`Wormhole::last`] does (release, lock the neighbour, check that the two are still
+//! adjacent, restart otherwise), since locking right to left while holding a lock could
+//! deadlock against writers.
 
-use std::ops::{Bound, ControlFlow};
+use std::ops::{Bound, ControlFlow, RangeBounds};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use orrery_core::ScanVisitor;
+use orrery_core::batch::{Entry, PairBatch};
 
 use crate::Wormhole;
 use crate::deps::sync::{self, Guard};
@@ -118,19 +132,31 @@ impl Wormhole {
         }
     }
 
-    /// An iterator over all pairs, ascending.
+    /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
     pub fn iter(&self) -> Iter<'_> {
-        Iter::new(self, Bound::Unbounded)
+        Iter::new(self, Bound::Unbounded, Bound::Unbounded)
     }
 
-    /// An iterator over the pairs from `start`, ascending.
-    pub fn iter_from(&self, start: Bound<&[u8]>) -> Iter<'_> {
-        Iter::new(self, start)
+    /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
+    /// `.rev()` for descending), as `BTreeMap::range`. Any [`RangeBounds`] over byte
+    /// strings works: `wh.range(&b"a"[..]..&b"m"[..])`, `wh.range(b"k".to_vec()..)`, or a
+    /// pair of [`Bound`]s (`wh.range::<[u8], _>((Bound::Excluded(k), Bound::Unbounded))`).
+    /// An empty or inverted range yields nothing (where `BTreeMap::range` panics).
+    pub fn range<K, R>(&self, range: R) -> Iter<'_>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        Iter::new(
+            self,
+            range.start_bound().map(AsRef::as_ref),
+            range.end_bound().map(AsRef::as_ref),
+        )
     }
 
     /// Copies the pairs of the leaf where `start` falls, from `start` on, into `out`; returns
     /// the anchor of the next leaf (where to resume) or `None` at the end.
-    fn copy_leaf(&self, start: Bound<&[u8]>, out: &mut Batch) -> Option<Vec<u8>> {
+    fn copy_leaf(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
         let g = sync::pin();
         let (r, j) = self.scan_start(start, &g);
         for jj in j..r.len() {
@@ -140,6 +166,65 @@ impl Wormhole {
         let next = r.hdr().next()?;
         // SAFETY: linked from a locked live leaf.
         Some(unsafe { next.hdr() }.anchor().to_vec())
+    }
+
+    /// Copies the pairs with keys below `end` (`<=` for `Included`, all for `Unbounded`) of
+    /// the rightmost leaf that has any, in ascending order, into `out`; returns that leaf's
+    /// anchor (the next batch holds the keys below it) or `None` when it was the first
+    /// leaf (nothing is left). Copies nothing and returns `None` when no key is below `end`.
+    ///
+    /// Leaves are locked one at a time: right to left would deadlock against writers and
+    /// scans (which lock left to right), so a step to the left neighbour releases the
+    /// current leaf first and then checks, under the neighbour's lock, that the two are
+    /// still adjacent (restarting from `end` otherwise), as [`Wormhole::last`] does.
+    fn copy_leaf_rev(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
+        let g = sync::pin();
+        'restart: loop {
+            let (mut leaf, mut r) = match end {
+                Bound::Included(k) | Bound::Excluded(k) => {
+                    let (r, _) = self.read_target(k, &g);
+                    (r.ptr(), r)
+                }
+                Bound::Unbounded => {
+                    let t = self.table(&g);
+                    let v = t.version;
+                    let leaf = t.root().get().rightmost();
+                    // SAFETY: reached through the published table under `g`.
+                    let r = unsafe { leaf.read() };
+                    if r.hdr().version.load(Ordering::Acquire) > v || r.hdr().next().is_some() {
+                        continue 'restart;
+                    }
+                    (leaf, r)
+                }
+            };
+            loop {
+                r.ensure_sorted();
+                let n = match end {
+                    Bound::Included(k) => r.lower_bound(k, false),
+                    Bound::Excluded(k) => r.lower_bound(k, true),
+                    Bound::Unbounded => r.len(),
+                };
+                if n > 0 {
+                    for j in 0..n {
+                        let (k, v) = r.sorted_pair(j);
+                        out.push(k, v);
+                    }
+                    r.hdr().prev()?;
+                    return Some(r.hdr().anchor().to_vec());
+                }
+                let p = r.hdr().prev()?;
+                drop(r);
+                // SAFETY: `p` was linked while we held the lock of its right neighbour and
+                // we are pinned, so it is not freed yet.
+                r = unsafe { p.read() };
+                if r.hdr().version.load(Ordering::Acquire) == DEAD
+                    || r.hdr().next().map(LeafPtr::as_raw) != Some(leaf.as_raw())
+                {
+                    continue 'restart;
+                }
+                leaf = p;
+            }
+        }
     }
 
     /// Removes every key in `[start, end]` bounds; returns how many were removed. Each leaf
@@ -204,30 +289,117 @@ impl Wormhole {
     }
 }
 
-/// A flat buffer of copied pairs.
-#[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    /// (key start, key end = value start, value end)
-    spans: Vec<(usize, usize, usize)>,
+/// Overwrites `slot` with `Excluded(key)`, reusing its allocation.
+fn set_excluded(slot: &mut Bound<Vec<u8>>, key: &[u8]) {
+    let mut v = match std::mem::replace(slot, Bound::Unbounded) {
+        Bound::Included(v) | Bound::Excluded(v) => v,
+        Bound::Unbounded => Vec::new(),
+    };
+    v.clear();
+    v.extend_from_slice(key);
+    *slot = Bound::Excluded(v);
 }
 
-impl Batch {
-    fn push(&mut self, k: &[u8], v: &[u8]) {
-        let a = self.bytes.len();
-        self.bytes.extend_from_slice(k);
-        let b = self.bytes.len();
-        self.bytes.extend_from_slice(v);
-        self.spans.push((a, b, self.bytes.len()));
-    }
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    b.map(<[u8]>::to_vec)
+}
 
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.spans.clear();
+fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+/// Whether `k` is below an upper limit.
+fn below(k: &[u8], limit: Bound<&[u8]>) -> bool {
+    match limit {
+        Bound::Included(x) => k <= x,
+        Bound::Excluded(x) => k < x,
+        Bound::Unbounded => true,
     }
 }
 
-/// A seekable ascending iterator (see the module docs: no lock is held between calls).
+/// Whether `k` is above a lower limit.
+fn above(k: &[u8], limit: Bound<&[u8]>) -> bool {
+    match limit {
+        Bound::Included(x) => k >= x,
+        Bound::Excluded(x) => k > x,
+        Bound::Unbounded => true,
+    }
+}
+
+/// The later of two start bounds (the one admitting fewer keys).
+fn later_start<'k>(a: Bound<&'k [u8]>, b: Bound<&'k [u8]>) -> Bound<&'k [u8]> {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match x.cmp(y) {
+                Less => b,
+                Greater => a,
+                Equal if matches!(a, Bound::Excluded(_)) => a,
+                Equal => b,
+            }
+        }
+    }
+}
+
+/// The earlier of two end bounds (the one admitting fewer keys).
+fn earlier_end<'k>(a: Bound<&'k [u8]>, b: Bound<&'k [u8]>) -> Bound<&'k [u8]> {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match x.cmp(y) {
+                Less => a,
+                Greater => b,
+                Equal if matches!(a, Bound::Excluded(_)) => a,
+                Equal => b,
+            }
+        }
+    }
+}
+
+/// One end of an [`Iter`]: the batch it reads, where it stands in it, where it reloads.
+struct End {
+    batch: Arc<PairBatch>,
+    /// Front: index of the next pair. Back: one past the index of the next pair.
+    pos: usize,
+    /// Front: the next batch holds the keys from this bound on. Back: the keys below it.
+    /// `None`: this end has passed the last leaf.
+    resume: Option<Bound<Vec<u8>>>,
+    /// The other end's limit while this end has yielded nothing from its current batch:
+    /// the range's (or the last seek's) bound, or the last key this end yielded from an
+    /// earlier batch (excluded).
+    limit: Bound<Vec<u8>>,
+}
+
+impl End {
+    fn new(bound: Bound<&[u8]>) -> End {
+        End {
+            batch: Arc::default(),
+            pos: 0,
+            resume: Some(owned(bound)),
+            limit: owned(bound),
+        }
+    }
+}
+
+/// An iterator over a key range of a [`Wormhole`], in key order from either end: a
+/// seekable cursor that copies one leaf at a time into a reusable arena.
+///
+/// Made by [`Wormhole::iter`] and [`Wormhole::range`]. It implements [`Iterator`] and
+/// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
+/// stop where they meet). Items are [`Entry`]s: handles into the arena (a reference count),
+/// so iterating allocates nothing per pair; the arena is refilled in place once per leaf
+/// when no entry of the previous leaf is still held. [`Iter::next_pair`] and
+/// [`Iter::next_back_pair`] lend the pair as slices instead.
+///
+/// No lock or guard is held between calls: each refill copies one leaf's pairs under its
+/// shared lock and records where to resume (the next leaf's anchor going up, the leaf's
+/// own anchor going down), so a user may keep an `Iter` while writing to the index. Under
+/// concurrent writers it is not a snapshot, as a scan is not ([`orrery_core::api`]): keys
+/// come strictly ascending from the front and strictly descending from the back, every
+/// pair yielded was present with that value at some moment, and every key present
+/// throughout (and in range) is yielded once.
 ///
 /// ```
 /// use orrery_wormhole::Wormhole;
@@ -239,63 +411,189 @@ impl Batch {
 /// let mut it = wh.iter();
 /// assert_eq!(it.next_pair().map(|(k, _)| k.to_vec()), Some(0u32.to_be_bytes().to_vec()));
 /// it.seek(Bound::Excluded(&500u32.to_be_bytes()));
-/// assert_eq!(it.next().map(|(k, _)| k), Some(501u32.to_be_bytes().to_vec()));
-/// assert_eq!(it.count(), 498);
+/// assert_eq!(it.next().unwrap().key(), 501u32.to_be_bytes());
+/// assert_eq!(it.next_back().unwrap().key(), 999u32.to_be_bytes());
+/// assert_eq!(it.count(), 497);
+/// let down: Vec<_> = wh.range(&10u32.to_be_bytes()[..]..&13u32.to_be_bytes()[..]).rev().collect();
+/// assert_eq!(down.len(), 3);
+/// assert_eq!(down[0].key(), 12u32.to_be_bytes());
 /// ```
 pub struct Iter<'a> {
     wh: &'a Wormhole,
-    buf: Batch,
-    pos: usize,
-    resume: Option<Bound<Vec<u8>>>,
+    /// The range's bounds (seeks stay inside them).
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    front: End,
+    back: End,
+}
+
+impl std::fmt::Debug for Iter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter")
+            .field("lo", &self.lo)
+            .field("hi", &self.hi)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Iter<'a> {
-    fn new(wh: &'a Wormhole, start: Bound<&[u8]>) -> Self {
-        let mut it = Iter {
+    fn new(wh: &'a Wormhole, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Self {
+        Iter {
             wh,
-            buf: Batch::default(),
-            pos: 0,
-            resume: None,
-        };
-        it.seek(start);
-        it
-    }
-
-    /// Repositions the iterator at the first key `>= key` (`Included`), `> key`
-    /// (`Excluded`), or the smallest key (`Unbounded`).
-    pub fn seek(&mut self, start: Bound<&[u8]>) {
-        self.buf.clear();
-        self.pos = 0;
-        self.resume = Some(match start {
-            Bound::Included(k) => Bound::Included(k.to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        });
-    }
-
-    /// The next pair, borrowed from the iterator's buffer.
-    pub fn next_pair(&mut self) -> Option<(&[u8], &[u8])> {
-        while self.pos >= self.buf.spans.len() {
-            let from = self.resume.take()?;
-            self.buf.clear();
-            self.pos = 0;
-            let start = match &from {
-                Bound::Included(k) => Bound::Included(k.as_slice()),
-                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            self.resume = self.wh.copy_leaf(start, &mut self.buf).map(Bound::Included);
+            lo: owned(lo),
+            hi: owned(hi),
+            front: End::new(lo),
+            back: End::new(hi),
         }
-        let (a, b, c) = self.buf.spans[self.pos];
-        self.pos += 1;
-        Some((&self.buf.bytes[a..b], &self.buf.bytes[b..c]))
+    }
+
+    /// Repositions the front at the first key `>= key` (`Included`), `> key` (`Excluded`),
+    /// or the start of the range (`Unbounded`); a bound before the range's start means its
+    /// start. The front may move backwards as well as forwards; keys the back has already
+    /// yielded stay excluded.
+    pub fn seek(&mut self, start: Bound<&[u8]>) {
+        let start = owned(later_start(start, borrowed(&self.lo)));
+        PairBatch::refill(&mut self.front.batch);
+        self.front.pos = 0;
+        self.front.limit = start.clone();
+        self.front.resume = Some(start);
+    }
+
+    /// Repositions the back at the last key `<= key` (`Included`), `< key` (`Excluded`), or
+    /// the end of the range (`Unbounded`); a bound past the range's end means its end. Keys
+    /// the front has already yielded stay excluded.
+    pub fn seek_back(&mut self, end: Bound<&[u8]>) {
+        let end = owned(earlier_end(end, borrowed(&self.hi)));
+        let b = PairBatch::refill(&mut self.back.batch);
+        self.back.pos = b.len();
+        self.back.limit = end.clone();
+        self.back.resume = Some(end);
+    }
+
+    /// The front's lower limit for the back: the last key the front yielded, or its bound.
+    fn front_limit(&self) -> Bound<&[u8]> {
+        if self.front.pos > 0 {
+            Bound::Excluded(self.front.batch.key(self.front.pos - 1))
+        } else {
+            borrowed(&self.front.limit)
+        }
+    }
+
+    /// The back's upper limit for the front: the last key the back yielded, or its bound.
+    fn back_limit(&self) -> Bound<&[u8]> {
+        if self.back.pos < self.back.batch.len() {
+            Bound::Excluded(self.back.batch.key(self.back.pos))
+        } else {
+            borrowed(&self.back.limit)
+        }
+    }
+
+    /// Whether the front has a next pair (at `front.pos`), refilling as needed.
+    fn front_ready(&mut self) -> bool {
+        loop {
+            if self.front.pos < self.front.batch.len() {
+                return below(self.front.batch.key(self.front.pos), self.back_limit());
+            }
+            let Some(from) = self.front.resume.take() else {
+                return false;
+            };
+            let start_ok = match &from {
+                Bound::Included(k) | Bound::Excluded(k) => below(k, self.back_limit()),
+                Bound::Unbounded => true,
+            };
+            if !start_ok {
+                self.front.resume = Some(from);
+                return false;
+            }
+            let f = &mut self.front;
+            if f.pos > 0 {
+                set_excluded(&mut f.limit, f.batch.key(f.pos - 1));
+            }
+            let batch = PairBatch::refill(&mut self.front.batch);
+            self.front.resume = self
+                .wh
+                .copy_leaf(borrowed(&from), batch)
+                .map(Bound::Included);
+            self.front.pos = 0;
+        }
+    }
+
+    /// Whether the back has a next pair (at `back.pos - 1`), refilling as needed.
+    fn back_ready(&mut self) -> bool {
+        loop {
+            if self.back.pos > 0 {
+                return above(self.back.batch.key(self.back.pos - 1), self.front_limit());
+            }
+            let Some(from) = self.back.resume.take() else {
+                return false;
+            };
+            let end_ok = match &from {
+                Bound::Included(k) | Bound::Excluded(k) => above(k, self.front_limit()),
+                Bound::Unbounded => true,
+            };
+            if !end_ok {
+                self.back.resume = Some(from);
+                return false;
+            }
+            let b = &mut self.back;
+            if b.pos < b.batch.len() {
+                set_excluded(&mut b.limit, b.batch.key(b.pos));
+            }
+            let batch = PairBatch::refill(&mut self.back.batch);
+            self.back.resume = self
+                .wh
+                .copy_leaf_rev(borrowed(&from), batch)
+                .map(Bound::Excluded);
+            self.back.pos = batch.len();
+        }
+    }
+
+    /// The next pair from the front, lent from the iterator's arena (no allocation).
+    pub fn next_pair(&mut self) -> Option<(&[u8], &[u8])> {
+        if !self.front_ready() {
+            return None;
+        }
+        self.front.pos += 1;
+        Some(self.front.batch.pair(self.front.pos - 1))
+    }
+
+    /// The next pair from the back (descending), lent from the iterator's arena.
+    pub fn next_back_pair(&mut self) -> Option<(&[u8], &[u8])> {
+        if !self.back_ready() {
+            return None;
+        }
+        self.back.pos -= 1;
+        Some(self.back.batch.pair(self.back.pos))
     }
 }
 
 impl Iterator for Iter<'_> {
-    type Item = (Vec<u8>, Vec<u8>);
+    type Item = Entry;
 
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_pair().map(|(k, v)| (k.to_vec(), v.to_vec()))
+    fn next(&mut self) -> Option<Entry> {
+        if !self.front_ready() {
+            return None;
+        }
+        self.front.pos += 1;
+        Some(Entry::new(&self.front.batch, self.front.pos - 1))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Entry> {
+        if !self.back_ready() {
+            return None;
+        }
+        self.back.pos -= 1;
+        Some(Entry::new(&self.back.batch, self.back.pos))
+    }
+}
+
+impl<'a> IntoIterator for &'a Wormhole {
+    type Item = Entry;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
     }
 }

@@ -29,7 +29,15 @@
 //! });
 //! assert_eq!(keys, [b"Jam".to_vec(), b"Jos".to_vec()]);
 //! assert_eq!(wh.prefix_collect(b"J").len(), 2);
+//! // Iterators, as for `BTreeMap`: ranges, both directions, seekable (see `Iter`).
+//! let down: Vec<_> = wh.range(&b"B"[..]..).rev().map(|e| e.key().to_vec()).collect();
+//! assert_eq!(down, [b"Jos".to_vec(), b"Jam".to_vec()]);
+//! assert_eq!(wh.update(b"Au", |v| [v, b"!"].concat()), Ok(true)); // replace existing
+//! assert_eq!(wh.compute(b"Bo", |old| old.map(<[u8]>::to_vec).or(Some(b"4".to_vec()))), Ok(false)); // upsert
 //! ```
+//!
+//! The names and their meanings are the ones every Orrery index shares
+//! ([`orrery_core::api`], "Naming"); options come from [`Config::builder`].
 //!
 //! # Parts (one module each)
 //!
@@ -41,7 +49,7 @@
 //! | `items` | — | a table's items, placed by hash so that searches can prefetch them |
 //! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
 //! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
-//! | `iter` | Algorithm 2 | scans, seekable iterator, range delete, first/last |
+//! | `iter` | Algorithm 2 | scans, double-ended seekable iterator, range delete, first/last |
 //! | `batch` | — | `get_many`: a prefetch pipeline across keys |
 //! | `kv` | — | one block per pair |
 //!
@@ -161,9 +169,12 @@ use orrery_core::api::{
     self, KvIndex, MemoryUsage, OrderedKvIndex, ScanVisitor, check_entry, check_key,
 };
 
-pub use config::{Config, ConfigError, WormholeBuilder};
+pub use config::{Config, ConfigBuilder};
 pub use iter::Iter;
+#[doc(hidden)]
 pub use meta::MetaStats;
+pub use orrery_core::api::ConfigError;
+pub use orrery_core::batch::Entry;
 #[doc(hidden)]
 pub use search::SearchTrace;
 
@@ -257,12 +268,7 @@ impl Wormhole {
     /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`] when its
     /// first leaf and MetaTrieHTs cannot be allocated.
     pub fn try_new() -> api::Result<Self> {
-        Self::with_config(Config::default())
-    }
-
-    /// A builder for non-default options (leaf capacity, Fig 11's ablation switches).
-    pub fn builder() -> WormholeBuilder {
-        WormholeBuilder::default()
+        Self::from_valid_config(Config::default())
     }
 
     /// The options this index was built with.
@@ -271,7 +277,7 @@ impl Wormhole {
     }
 
     /// An empty index with `cfg` (valid), or [`api::Error::OutOfMemory`].
-    pub(crate) fn with_config(cfg: Config) -> api::Result<Self> {
+    pub(crate) fn from_valid_config(cfg: Config) -> api::Result<Self> {
         let populator = if cfg.prefault {
             Populator::new()
         } else {
@@ -325,6 +331,7 @@ impl Wormhole {
     }
 
     /// Number of lookups that restarted because their table was stale (diagnostics).
+    #[doc(hidden)]
     pub fn restarts(&self) -> u64 {
         self.restarts.load(Ordering::Relaxed)
     }
@@ -339,6 +346,7 @@ impl Wormhole {
     }
 
     /// What the chunk populator did (diagnostics; see [`Config::prefault`]).
+    #[doc(hidden)]
     pub fn populator_stats(&self) -> orrery_core::alloc::PopulatorStats {
         self.populator.stats()
     }
@@ -359,6 +367,7 @@ impl Wormhole {
     }
 
     /// Number of leaves (diagnostics).
+    #[doc(hidden)]
     pub fn leaf_count(&self) -> usize {
         self.leaves.load(Ordering::Relaxed)
     }
@@ -481,11 +490,14 @@ impl Wormhole {
         }
     }
 
-    /// Looks `key` up and calls `f` with its value under the leaf's shared lock.
+    /// Calls `f` with the value of `key` (zero-copy, under the leaf's shared lock) and
+    /// returns its result, or `None` if the key is absent.
+    ///
+    /// `f` must be short and must not call back into the index.
     #[inline]
-    pub fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if check_key(key).is_err() {
-            return false;
+            return None;
         }
         let g = deps::sync::pin();
         let mut exact = false;
@@ -506,25 +518,20 @@ impl Wormhole {
                 continue;
             }
             return match pos {
-                Pos::Found(i) => {
-                    f(r.value(i));
-                    true
-                }
-                Pos::Absent { .. } => false,
+                Pos::Found(i) => Some(f(r.value(i))),
+                Pos::Absent { .. } => None,
             };
         }
     }
 
     /// A copy of the value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let mut out = None;
-        self.get_with(key, &mut |v| out = Some(v.to_vec()));
-        out
+        self.get_with(key, <[u8]>::to_vec)
     }
 
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get_with(key, &mut |_| {})
+        self.get_with(key, |_| ()).is_some()
     }
 
     /// Inserts or replaces; `Ok(true)` if the key was new.
@@ -689,13 +696,15 @@ impl Wormhole {
         small(h.prev()) || small(h.next())
     }
 
-    /// Atomically reads, modifies and writes the value of `key` under its leaf's exclusive
-    /// lock: `f` gets the current value (`None` if absent) and returns the new one (`None`
-    /// removes the key, or leaves it absent). Returns whether the key was present.
+    /// Atomically computes the entry of `key` under its leaf's exclusive lock (upsert or
+    /// remove, like `HashMap::entry` / dashmap's `compute`): `f` gets the current value
+    /// (`None` if absent) and returns the new one (`None` removes the key, or leaves it
+    /// absent). Returns whether the key was present before.
     ///
-    /// `f` must not call into the index. It is called exactly once unless the new value is
-    /// too long, in which case the index is unchanged and the error is returned.
-    pub fn update<F>(&self, key: &[u8], f: F) -> api::Result<bool>
+    /// `f` must not call into the index. It is called exactly once; if the new value is
+    /// too long, or the key is, the index is unchanged and the error is returned (an
+    /// over-long key is rejected before `f` is called).
+    pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
     where
         F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
     {
@@ -746,20 +755,42 @@ impl Wormhole {
         }
     }
 
-    /// Modifies the value of `key` in place (same length) under the leaf's exclusive lock;
-    /// returns whether the key was present. `f` must not call into the index.
-    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> bool {
-        if check_key(key).is_err() {
-            return false;
+    /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
+    /// the limit) under its leaf's exclusive lock; returns `Ok(false)` without calling `f`
+    /// if the key is absent. An over-long key gets [`api::Error::KeyTooLong`] and a new
+    /// value over the limit [`api::Error::ValueTooLong`]; the index is then unchanged.
+    ///
+    /// `f` must not call into the index.
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
+        check_key(key)?;
+        let g = deps::sync::pin();
+        let (mut w, hash) = self.write_target(key, &g);
+        match self.position(&w, key, hash) {
+            Pos::Found(i) => {
+                let v = f(w.value(i));
+                check_entry(key, &v)?;
+                self.replace_value(&mut w, i, key, &v)?;
+                Ok(true)
+            }
+            Pos::Absent { .. } => Ok(false),
         }
+    }
+
+    /// Atomically applies `f` to the bytes of the value of an existing key (same length,
+    /// rewritten in place) under its leaf's exclusive lock; returns `Ok(false)` without
+    /// calling `f` if the key is absent, [`api::Error::KeyTooLong`] for an over-long key.
+    ///
+    /// `f` must not call into the index.
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
+        check_key(key)?;
         let g = deps::sync::pin();
         let (mut w, hash) = self.write_target(key, &g);
         match self.position(&w, key, hash) {
             Pos::Found(i) => {
                 f(w.value_mut(i));
-                true
+                Ok(true)
             }
-            Pos::Absent { .. } => false,
+            Pos::Absent { .. } => Ok(false),
         }
     }
 
@@ -890,7 +921,15 @@ impl Drop for Wormhole {
 
 impl KvIndex for Wormhole {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        Wormhole::get_with(self, key, f)
+        Wormhole::get_with(self, key, f).is_some()
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        Wormhole::get(self, key)
+    }
+
+    fn contains_key(&self, key: &[u8]) -> bool {
+        Wormhole::contains_key(self, key)
     }
 
     fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
@@ -911,6 +950,47 @@ impl KvIndex for Wormhole {
 
     fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         Wormhole::get_many(self, keys, f)
+    }
+}
+
+impl Wormhole {
+    /// Inserts (upserts) every pair of `pairs`; returns how many keys were new. Stops at
+    /// the first pair over the limits and returns its error: the pairs before it stay
+    /// inserted, it and those after it are not.
+    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut new = 0;
+        for (k, v) in pairs {
+            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
+        }
+        Ok(new)
+    }
+}
+
+/// Bulk loading, as for `BTreeMap`: later pairs replace earlier ones with the same key.
+///
+/// # Panics
+///
+/// On a key or value over the limits ([`api::MAX_KEY_LEN`], [`api::MAX_VALUE_LEN`]);
+/// [`Wormhole::insert_all`] returns the error instead.
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Wormhole {
+    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, pairs: T) {
+        if let Err(e) = self.insert_all(pairs) {
+            panic!("Wormhole::extend: {e}");
+        }
+    }
+}
+
+/// Builds an index with the default [`Config`] from pairs (see [`Extend`] for the panic
+/// on over-long input).
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Wormhole {
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(pairs: T) -> Self {
+        let mut wh = Wormhole::new();
+        wh.extend(pairs);
+        wh
     }
 }
 

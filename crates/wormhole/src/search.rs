@@ -991,7 +991,8 @@ mod tests {
     #[test]
     fn planned_search_takes_fewer_rounds() {
         let n = if cfg!(miri) { 400 } else { 40_000 };
-        let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+        let wh = Wormhole::with_config(crate::Config::builder().leaf_capacity(16).build().unwrap())
+            .unwrap();
         let mut rng = SmallRng::seed_from_u64(11);
         let mut keys = Vec::new();
         for i in 0..n {
@@ -1029,7 +1030,8 @@ mod tests {
     #[test]
     fn lookups_survive_tag_false_positives() {
         let n = if cfg!(miri) { 300 } else { 60_000 };
-        let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+        let wh = Wormhole::with_config(crate::Config::builder().leaf_capacity(8).build().unwrap())
+            .unwrap();
         let mut model = BTreeMap::new();
         let mut rng = SmallRng::seed_from_u64(7);
         let key = |rng: &mut SmallRng| -> Vec<u8> {

@@ -8,7 +8,7 @@ use std::ops::{Bound, ControlFlow};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Config, Wormhole};
+use crate::{Config, Entry, Wormhole};
 
 fn configs() -> Vec<Config> {
     let base = Config {
@@ -63,7 +63,7 @@ fn random_key(rng: &mut SmallRng) -> Vec<u8> {
 }
 
 fn differential(cfg: Config, seed: u64, ops: usize) {
-    let wh = Wormhole::builder().config(cfg).build().unwrap();
+    let wh = Wormhole::with_config(cfg).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(seed);
     for step in 0..ops {
@@ -144,7 +144,7 @@ fn differential_small_leaves() {
 fn trailing_zero_keys_split_without_fat_nodes() {
     // The paper's fat-node case (§3.3, Fig 8): keys "1", "10", "100", ... all in one leaf.
     let n = if cfg!(miri) { 40 } else { 600 };
-    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     for z in 0..n {
         let mut k = vec![1u8];
         k.extend(std::iter::repeat_n(0u8, z));
@@ -183,30 +183,35 @@ fn sequential_and_long_keys() {
         k.push(0);
         assert_eq!(wh.get(&k), None);
     }
-    let mut it = wh.iter_from(Bound::Included(&[b'x'; 300][..]));
-    assert_eq!(it.next().unwrap().1, 0u32.to_le_bytes());
+    let mut it = wh.range::<[u8], _>((Bound::Included(&[b'x'; 300][..]), Bound::Unbounded));
+    assert_eq!(it.next().unwrap().value(), 0u32.to_le_bytes());
     assert_eq!(wh.iter().count(), n as usize);
 }
 
 #[test]
 fn update_and_get_many() {
-    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     let n = if cfg!(miri) { 50u64 } else { 5_000 };
     for i in 0..n {
-        wh.update(&i.to_be_bytes(), |old| {
+        wh.compute(&i.to_be_bytes(), |old| {
             assert!(old.is_none());
             Some(i.to_le_bytes().to_vec())
         })
         .unwrap();
     }
     for i in 0..n {
-        assert!(wh.update_in_place(&i.to_be_bytes(), |v| v[0] = v[0].wrapping_add(1)));
-        wh.update(&i.to_be_bytes(), |old| {
-            let mut v = old.unwrap().to_vec();
-            v.push(9);
-            Some(v)
-        })
-        .unwrap();
+        assert!(
+            wh.update_in_place(&i.to_be_bytes(), |v| v[0] = v[0].wrapping_add(1))
+                .unwrap()
+        );
+        assert!(
+            wh.update(&i.to_be_bytes(), |old| {
+                let mut v = old.to_vec();
+                v.push(9);
+                v
+            })
+            .unwrap()
+        );
     }
     let keys: Vec<[u8; 8]> = (0..n + 10).map(|i| i.to_be_bytes()).collect();
     let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
@@ -226,12 +231,12 @@ fn update_and_get_many() {
     assert_eq!(seen, n as usize + 10);
     // Delete through update.
     for i in 0..n / 2 {
-        assert!(wh.update(&i.to_be_bytes(), |_| None).unwrap());
+        assert!(wh.compute(&i.to_be_bytes(), |_| None).unwrap());
     }
     assert_eq!(wh.len(), (n - n / 2) as usize);
     wh.debug_validate();
     assert!(
-        wh.update(&[], |_| Some(vec![0; orrery_core::api::MAX_VALUE_LEN + 1]))
+        wh.compute(&[], |_| Some(vec![0; orrery_core::api::MAX_VALUE_LEN + 1]))
             .is_err()
     );
     assert!(wh.get(&[]).is_none());
@@ -243,7 +248,7 @@ fn update_and_get_many() {
 #[test]
 fn drop_frees_all_pairs() {
     let n = if cfg!(miri) { 120 } else { 5_000 };
-    let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(16).build().unwrap()).unwrap();
     for i in 0..n as u32 {
         let v = vec![i as u8; [4, 40, 300][i as usize % 3]];
         wh.insert(&i.wrapping_mul(2_654_435_761).to_be_bytes(), &v)
@@ -288,7 +293,7 @@ fn memory_usage_counts() {
 fn inline_pairs_grow_shrink_split_merge() {
     let n: u32 = if cfg!(miri) { 300 } else { 20_000 };
     let mut model = BTreeMap::new();
-    let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(16).build().unwrap()).unwrap();
     for i in 0..n {
         let k = i.wrapping_mul(0x9E37_79B9).to_be_bytes();
         let v = vec![i as u8; (i % 13) as usize]; // 4 + 12 = 16 fits, 4 + 13 does not
@@ -304,7 +309,10 @@ fn inline_pairs_grow_shrink_split_merge() {
             _ => v.iter().map(|b| b ^ 0xFF).collect(),
         };
         if r % 3 == 2 {
-            assert!(wh.update_in_place(k, |x| x.iter_mut().for_each(|b| *b ^= 0xFF)));
+            assert!(
+                wh.update_in_place(k, |x| x.iter_mut().for_each(|b| *b ^= 0xFF))
+                    .unwrap()
+            );
         } else {
             assert!(!wh.insert(k, &new).unwrap());
         }
@@ -316,7 +324,7 @@ fn inline_pairs_grow_shrink_split_merge() {
         "small pairs: inline leaves"
     );
     wh.debug_validate();
-    let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().map(Entry::into_pair).collect();
     assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
     // Remove most keys (merges move inline pairs), then check every survivor.
     remove_7_of_8(&wh, &mut model);
@@ -335,7 +343,7 @@ fn inline_pairs_grow_shrink_split_merge() {
 
     // Long keys: splits make plain leaves, the head's small pairs that move into them
     // become blocks, and nothing is lost.
-    let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(16).build().unwrap()).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..(n / 4) {
         let mut k = b"a-long-shared-prefix/".to_vec();
@@ -355,7 +363,7 @@ fn inline_pairs_grow_shrink_split_merge() {
         "long keys: plain leaves"
     );
     wh.debug_validate();
-    let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().map(Entry::into_pair).collect();
     assert_eq!(got, model.into_iter().collect::<Vec<_>>());
 }
 
@@ -399,7 +407,8 @@ fn kv_bytes_bounds(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> (usize, usize) {
 fn leaf_kinds_follow_the_pairs() {
     let n: u32 = if cfg!(miri) { 200 } else { 20_000 };
     for small_first in [false, true] {
-        let wh = Wormhole::builder().leaf_capacity(16).build().unwrap();
+        let wh =
+            Wormhole::with_config(Config::builder().leaf_capacity(16).build().unwrap()).unwrap();
         let mut model = BTreeMap::new();
         let long = |i: u32| {
             let mut k = b"a-long-shared-prefix/".to_vec();
@@ -441,14 +450,14 @@ fn leaf_kinds_follow_the_pairs() {
                 "inline leaves for short keys: {after:?}"
             );
         }
-        let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().map(Entry::into_pair).collect();
         assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
         let (lo, hi) = kv_bytes_bounds(&model);
         let kvb = wh.memory_usage().key_value_bytes;
         assert!((lo..=hi).contains(&kvb), "{lo} <= {kvb} <= {hi}");
         // Remove 7 of 8 of each kind: merges move pairs between leaves of both kinds.
         remove_7_of_8(&wh, &mut model);
-        let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().map(Entry::into_pair).collect();
         assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
         let (lo, hi) = kv_bytes_bounds(&model);
         let kvb = wh.memory_usage().key_value_bytes;
@@ -459,7 +468,7 @@ fn leaf_kinds_follow_the_pairs() {
 
 #[test]
 fn iterator_seek_matches_btreemap() {
-    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     let mut model = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(99);
     let n = if cfg!(miri) { 60 } else { 3000 };
@@ -484,7 +493,7 @@ fn iterator_seek_matches_btreemap() {
         };
         it.seek(bound);
         let take = rng.random_range(0..40);
-        let got: Vec<_> = it.by_ref().take(take).collect();
+        let got: Vec<_> = it.by_ref().take(take).map(Entry::into_pair).collect();
         let want: Vec<_> = want
             .take(take)
             .map(|(a, b)| (a.clone(), b.clone()))
@@ -511,12 +520,88 @@ fn iterator_seek_matches_btreemap() {
     assert_eq!(got, want);
 }
 
+/// Descending iteration and both ends (the leftward leaf walk of `copy_leaf_rev`) against
+/// `BTreeMap::range(..).rev()`, across splits and merges, with writes between calls and
+/// empty leaves left by removals (sized for Miri: it runs the leaf walk's unsafe code).
+#[test]
+fn reverse_iteration_matches_btreemap() {
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
+    let mut model = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(5);
+    let n = if cfg!(miri) { 60 } else { 3000 };
+    for _ in 0..n {
+        let k = random_key(&mut rng);
+        wh.insert(&k, &k).unwrap();
+        model.insert(k.clone(), k);
+    }
+    for _ in 0..if cfg!(miri) { 8 } else { 200 } {
+        let a = random_key(&mut rng);
+        let b = random_key(&mut rng);
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let got: Vec<_> = wh
+            .range(lo.as_slice()..=hi.as_slice())
+            .rev()
+            .map(Entry::into_pair)
+            .collect();
+        let want: Vec<_> = model
+            .range::<[u8], _>((
+                Bound::Included(lo.as_slice()),
+                Bound::Included(hi.as_slice()),
+            ))
+            .rev()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want);
+        // Both ends, with writes between the calls (keys outside the range only, so the
+        // result stays exact).
+        let mut it = wh.range(lo.as_slice()..=hi.as_slice());
+        let mut dq: std::collections::VecDeque<_> = want.into_iter().rev().collect();
+        loop {
+            let k = random_key(&mut rng);
+            if k < lo || k > hi {
+                if rng.random_bool(0.5) {
+                    wh.insert(&k, b"x").unwrap();
+                } else {
+                    wh.remove(&k);
+                }
+            }
+            let (got, want) = if rng.random_bool(0.5) {
+                (it.next(), dq.pop_front())
+            } else {
+                (it.next_back(), dq.pop_back())
+            };
+            assert_eq!(got.map(Entry::into_pair), want);
+            if want.is_none() {
+                break;
+            }
+        }
+        // Restore the model outside the range from the index (the writes above).
+        model = wh.iter().map(Entry::into_pair).collect();
+    }
+    // Remove most keys so that leaves empty and merge, then walk down through them.
+    let keys: Vec<_> = model.keys().cloned().collect();
+    for (i, k) in keys.iter().enumerate() {
+        if i % 5 != 0 {
+            wh.remove(k);
+            model.remove(k);
+        }
+    }
+    wh.debug_validate();
+    let got: Vec<_> = wh.iter().rev().map(Entry::into_pair).collect();
+    let want: Vec<_> = model
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(got, want);
+}
+
 /// Regression: a caller that holds a guard of the shared epoch scheme while inserting (as a
 /// wrapper pinning around index calls would) used to wait forever in the second split for a
 /// grace period its own pin blocked.
 #[test]
 fn splits_while_caller_is_pinned() {
-    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     let n = if cfg!(miri) { 40u32 } else { 2000 };
     {
         let _g = orrery_core::sync::pin();
@@ -565,7 +650,8 @@ fn prefault_serves_the_pools_spare_chunks() {
     let m = wh.memory_usage();
     let before = chunks(&wh);
     // The spare is in `memory_usage()`, not in any pool.
-    let without = Wormhole::builder().prefault(false).build().unwrap();
+    let without =
+        Wormhole::with_config(Config::builder().prefault(false).build().unwrap()).unwrap();
     insert_until(&without, 0, |w| w.len() == n as usize);
     assert_eq!(
         m.structure_bytes + m.key_value_bytes,

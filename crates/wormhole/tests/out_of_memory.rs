@@ -11,13 +11,13 @@ use std::collections::BTreeMap;
 
 use orrery_core::Error;
 use orrery_core::alloc::failpoint;
-use orrery_wormhole::Wormhole;
+use orrery_wormhole::{Config, Wormhole};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 #[test]
 fn failed_allocations_keep_the_structure_valid() {
-    let wh = Wormhole::builder().leaf_capacity(8).build().unwrap();
+    let wh = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     let mut model = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(19);
     let rounds: u32 = if cfg!(miri) { 200 } else { 20_000 };

@@ -30,7 +30,13 @@ fn churn_key(t: u32, rng: &mut SmallRng) -> Vec<u8> {
 }
 
 fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
-    let wh = Wormhole::builder().leaf_capacity(cap).build().unwrap();
+    let wh = Wormhole::with_config(
+        orrery_wormhole::Config::builder()
+            .leaf_capacity(cap)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
     for i in 0..1000 {
         wh.insert(&stable_key(i), b"stable").unwrap();
     }

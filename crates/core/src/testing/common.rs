@@ -583,7 +583,7 @@ pub(crate) fn verify_ordered(
             &got,
             model_range(model, start, end).take(limit),
         )?;
-        let got = collect(limit, |v| index.range::<&[u8], _, _>((start, end), v));
+        let got = collect(limit, |v| index.range_with::<&[u8], _, _>((start, end), v));
         compare_scan(
             &|| {
                 format!(

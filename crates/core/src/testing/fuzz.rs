@@ -357,7 +357,7 @@ fn apply_ordered<I: OrderedKvIndex + ?Sized>(index: &I, op: &Op, model: &Model) 
             let (s, e, l) = (start.as_bound(), end.as_bound(), limit(*l));
             let stop = Stop(l);
             let mut pairs = Vec::new();
-            index.range::<&[u8], _, _>((s, e), |k, v| {
+            index.range_with::<&[u8], _, _>((s, e), |k, v| {
                 pairs.push((k.to_vec(), v.to_vec()));
                 if pairs.len() >= l {
                     ControlFlow::Break(())

@@ -31,6 +31,12 @@
 //! | [`check_contention`] | contended inserts/removes: exactly one winner; exact `len` | [`stress`] |
 //! | [`check_stress`] (`_ordered`) | 4 writers + 2 readers (scanners), exact final state | [`stress`] |
 //! | [`check_out_of_memory`] (`_ordered`) | injected allocation failures: `OutOfMemory`, nothing half-done, still usable | [`oom`] |
+//! | [`check_iter`] | concrete iterators: every bound kind, ascending, descending (vs `BTreeMap::range(..).rev()`), both ends, `seek` | [`iter`] |
+//! | [`check_iter_differential`] | concrete iterators between seeded random operations, and kept open across writes | [`iter`] |
+//!
+//! The two iterator parts take, beside the constructor, an `open` closure that makes the
+//! structure's concrete iterator over given bounds (the traits have only callback scans):
+//! `conformance_tests!(ordered, make, iter = open)` adds them.
 //!
 //! # Determinism
 //!
@@ -56,9 +62,11 @@ mod common;
 pub mod broken;
 pub mod bulk;
 pub mod clock;
+pub mod count_alloc;
 pub mod differential;
 pub mod edge;
 pub mod fuzz;
+pub mod iter;
 pub mod oom;
 pub mod ordered;
 pub mod rng;
@@ -74,6 +82,7 @@ pub use edge::{
     check_large_entries_ordered, check_limits, check_limits_ordered, check_memory_usage,
     check_shared_prefix, check_shared_prefix_ordered,
 };
+pub use iter::{Cursor, CursorUnderTest, check_iter, check_iter_differential};
 pub use oom::{check_out_of_memory, check_out_of_memory_ordered};
 pub use ordered::{check_ranges, check_scan_bounds};
 pub use stress::{check_contention, check_stress, check_stress_ordered};
@@ -119,6 +128,10 @@ pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
 ///
 /// - `conformance_tests!(ordered, || MyIndex::new());` — an [`OrderedKvIndex`]: every part,
 ///   the ordered variants where they exist.
+/// - `conformance_tests!(ordered, || MyIndex::new(), iter = open);` — the same plus the
+///   iterator parts ([`check_iter`], [`check_iter_differential`]), with `open` a function
+///   `fn open<'a>(&'a MyIndex, Bound<&[u8]>, Bound<&[u8]>) -> Box<dyn CursorUnderTest + 'a>`
+///   that makes the concrete iterator (see [`iter`]).
 /// - `conformance_tests!(point, || MyHashIndex::new());` — a point-only [`KvIndex`].
 /// - `conformance_tests!(ordered, || MyIndex::new(), std_alloc);` (or `point`) — every part
 ///   but the out-of-memory one, for an index that allocates only from the standard library
@@ -173,6 +186,16 @@ macro_rules! conformance_tests {
             $make
         );
     };
+    (ordered, $make:expr, iter = $open:expr $(,)?) => {
+        $crate::conformance_tests!(ordered, $make);
+        $crate::__conformance_iter_test!(conformance_iter, check_iter, $make, $open);
+        $crate::__conformance_iter_test!(
+            conformance_iter_differential,
+            check_iter_differential,
+            $make,
+            $open
+        );
+    };
     (@ordered, $make:expr) => {
         $crate::__conformance_test!(conformance_basic, check_basic, $make);
         $crate::__conformance_test!(conformance_edge_keys, check_edge_keys_ordered, $make);
@@ -218,6 +241,21 @@ macro_rules! __conformance_test {
         fn $name() {
             let make = $make;
             if let ::core::result::Result::Err(failure) = $crate::testing::$check(&make) {
+                ::core::panic!("{failure}");
+            }
+        }
+    };
+}
+
+/// One iterator test of [`conformance_tests!`](crate::conformance_tests) (not public API).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_iter_test {
+    ($name:ident, $check:ident, $make:expr, $open:expr) => {
+        #[test]
+        fn $name() {
+            let make = $make;
+            if let ::core::result::Result::Err(failure) = $crate::testing::$check(&make, &$open) {
                 ::core::panic!("{failure}");
             }
         }

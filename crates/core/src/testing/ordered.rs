@@ -7,7 +7,7 @@
 //! random subsets of the universe (by inserts, upserts and removes), and at each subset every
 //! scan shape is compared with the model: every start bound at every probe with several early
 //! stops, every `scan_range` between probe pairs (inverted and empty ranges included),
-//! `range` over typed `RangeBounds`, every prefix, `first` and `last` after every mutation.
+//! `range_with` over typed `RangeBounds`, every prefix, `first` and `last` after every mutation.
 
 use std::ops::{Bound, ControlFlow};
 
@@ -29,7 +29,7 @@ const ALPHABET: &[u8] = if cfg!(miri) {
 };
 
 /// Every key of length 0..=3 over [`ALPHABET`], sorted.
-fn universe() -> Vec<Vec<u8>> {
+pub(super) fn universe() -> Vec<Vec<u8>> {
     let mut keys = vec![Vec::new()];
     let mut level = vec![Vec::new()];
     for _ in 0..3 {
@@ -49,7 +49,7 @@ fn universe() -> Vec<Vec<u8>> {
 }
 
 /// The universe plus length-4 keys over `{00, FF}` (not under Miri).
-fn probes() -> Vec<Vec<u8>> {
+pub(super) fn probes() -> Vec<Vec<u8>> {
     let mut p = universe();
     for bits in 0..if cfg!(miri) { 0 } else { 16u8 } {
         p.push(
@@ -65,7 +65,7 @@ fn probes() -> Vec<Vec<u8>> {
 
 /// Moves the index (and model) to a random subset of the universe with density `density`,
 /// upserting some kept keys, checking results, `first` and `last` after every mutation.
-fn move_to_subset(
+pub(super) fn move_to_subset(
     index: &dyn OrderedKvIndex,
     model: &mut Model,
     universe: &[Vec<u8>],
@@ -133,7 +133,7 @@ fn check_first_last(index: &dyn OrderedKvIndex, model: &Model) -> Check {
 }
 
 /// Densities of the successive subsets: full, empty, sparse, dense, then random.
-fn density(round: usize, rng: &mut SmallRng) -> f64 {
+pub(super) fn density(round: usize, rng: &mut SmallRng) -> f64 {
     match round {
         0 => 1.0,
         1 => 0.0,
@@ -186,7 +186,7 @@ pub fn check_scan_bounds<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
 }
 
 /// `scan_range` between every pair of sampled bounds (every kind; inverted and empty ranges
-/// yield nothing), `range` over typed `RangeBounds` (`..`, `a..`, `..b`, `a..b`, `a..=b`,
+/// yield nothing), `range_with` over typed `RangeBounds` (`..`, `a..`, `..b`, `a..b`, `a..=b`,
 /// `..=b`, bound tuples; `Vec<u8>`, `&[u8]` and array keys), `range_collect`,
 /// `scan_prefix`/`prefix_collect` at every key of the universe, `first`/`last` after every
 /// mutation; over a seeded series of subsets of the small universe.
@@ -258,7 +258,7 @@ pub fn check_ranges<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), Failu
     })
 }
 
-/// `range` and `range_collect` with typed `RangeBounds` of several key types.
+/// `range_with` and `range_collect` with typed `RangeBounds` of several key types.
 fn typed_ranges(
     index: &dyn OrderedKvIndex,
     model: &Model,
@@ -270,7 +270,7 @@ fn typed_ranges(
         range: impl std::ops::RangeBounds<K>,
     ) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
-        index.range(range, |k, v| {
+        index.range_with(range, |k, v| {
             out.push((k.to_vec(), v.to_vec()));
             ControlFlow::Continue(())
         });
