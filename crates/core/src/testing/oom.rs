@@ -1,7 +1,7 @@
 //! Out of memory: every failed allocation is an `Error::OutOfMemory` from the operation
 //! that needed it, and leaves the index consistent and usable.
 //!
-//! The part drives the test fail point of [`crate::alloc::failpoint`]: it arms "fail the
+//! The part drives the test fail point of `crate::alloc::failpoint` (feature `failpoints`): it arms "fail the
 //! `N`th allocation from now" on the calling thread for `N = 1, 2, 3, …` (up to
 //! [`MAX_N`], then again from 1), and runs a seeded mix of inserts, upserts and removes
 //! (and lookups, since caches allocate on reads) against a `BTreeMap` model while the index
