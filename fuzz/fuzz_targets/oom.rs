@@ -26,7 +26,8 @@ fuzz_target!(|data: &[u8]| {
         0 => run_differential_with_failures(&Wormhole::new(), &ops, &failures),
         1 => {
             // 8-key leaves: splits and merges within short inputs.
-            let small = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
+            let small =
+                Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
             run_differential_with_failures(&small, &ops, &failures);
         }
         2 => run_differential_point_with_failures(&Mercury::new(), &ops, &failures),
