@@ -580,10 +580,9 @@ mod tests {
 
     /// A writer whose insert finds the successor full must finish the expansion; while
     /// another thread holds the resize token it waits, and it must wait *unpinned*: grace
-    /// periods of the (process-wide) epoch go on meanwhile. It used to wait under its
-    /// insert's guard, so a descheduled token holder (a dedicated expand-thread under CPU
-    /// load) stalled all reclamation, and a leak check saw tens of megabytes of replaced
-    /// values pile up. With the writer pinned throughout, the epoch cannot advance twice
+    /// periods of the (process-wide) epoch go on meanwhile. Waiting under its insert's
+    /// guard, a descheduled token holder (a dedicated expand-thread under CPU load) would
+    /// stall all reclamation, and replaced values would pile up by tens of megabytes. With the writer pinned throughout, the epoch cannot advance twice
     /// past the value read below, so this test fails deterministically on that behaviour.
     #[test]
     fn blocked_finisher_does_not_stall_reclamation() {

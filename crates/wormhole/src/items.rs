@@ -1,6 +1,6 @@
 //! The item array of one MetaTrieHT: items placed at a position computed from their hash,
 //! so that a lookup can prefetch the item it will most likely read together with the
-//! slots of its first search round (deviation from §3.1, measured; issue 4).
+//! slots of its first search round (deviation from §3.1, measured).
 //!
 //! # Why
 //!

@@ -14,7 +14,7 @@
 //!         offset 9  k key bytes, then v value bytes
 //! ```
 //!
-//! **Deviation (measured, issue 4's memory bar):** the paper's `struct kv` keeps two u32
+//! **Deviation (measured, for the memory bar):** the paper's `struct kv` keeps two u32
 //! lengths (8 bytes). Pair blocks come in 8-byte size classes, so the header is paid per
 //! key on long-key sets: the 2-byte header saves 6 bytes per pair on average (`url`,
 //! `az`; see `docs/wormhole.md`). Pairs of at most 16 bytes do not use blocks at all in

@@ -26,7 +26,7 @@
 //! speculative positioning, §3.2) and its neighbours, then the pair: the inline cell of the
 //! matching slot, or the pair block whose address the slot holds.
 //!
-//! # Inline pairs (deviation, measured; issue 4)
+//! # Inline pairs (deviation from the paper, measured)
 //!
 //! In the paper (and in a plain leaf here) every pair is a separate block, so a lookup
 //! makes two dependent DRAM round trips after the MetaTrieHT: the leaf (header and tag
@@ -55,8 +55,7 @@
 //! the left half of a split keeps its block and its kind (replacing it would change the
 //! leaf every MetaTrieHT reference names). Lookups must choose whether to prefetch the
 //! home slot's cells before the leaf's header arrives: they do while at least half of the
-//! leaves have an inline area (`LeafPools::prefetch_cells`). (An index used to choose one
-//! mode for all its leaves at its first split, from the head's pairs, and keep it.)
+//! leaves have an inline area (`LeafPools::prefetch_cells`).
 //!
 //! **Deviation:** the paper packs the `nr` entries at the front and positions at
 //! `tag · nr / 2^16`, so the tag line can only be fetched after the header (which holds
@@ -70,34 +69,32 @@
 //! rebuilds the slots spread around their homes. The order array is only read by scans and
 //! splits.
 //!
-//! # Inserts (measured, issue 4)
+//! # Inserts (measured)
 //!
 //! An insert whose tag run has no hole shifts entries toward the nearest hole. Loading 2M
 //! random 8-byte keys, 54% of inserts shift, by 11.8 slots on average (leaves fill from
 //! half to full between splits, and the last few inserts into a nearly full leaf shift
 //! far). The nearest hole is searched *outward* from the insertion point, alternating
-//! sides, so the search reads only the lines between the insertion point and that hole;
-//! it used to scan each side up to its first hole, one side after the other, which read
-//! cold tag lines far away on the other side. In the profile of the 10M `rand-8` load
-//! the hole search held about 45% of the insert function's own samples before and about
-//! 22% after. A writer's search also prefetches the inline cells of the home slot (as a
+//! sides, so the search reads only the lines between the insertion point and that hole,
+//! never cold tag lines far away on the other side (scanning each side up to its first
+//! hole, one after the other, measured twice as costly in the load profile:
+//! `docs/results/wormhole.md`, "Measurements behind the module docs"). A writer's search also prefetches the inline cells of the home slot (as a
 //! lookup's does) and the tag and cell lines on both sides of the home line
 //! (`prefetch_around`).
 //!
-//! # Splits (measured, issue 4)
+//! # Splits (measured)
 //!
 //! A split (Algorithm 4) sorts the full leaf (the lazy incremental sort of §3.2: the
 //! unsorted tail, then a merge), and then `split_into` moves the upper half to the new
 //! leaf and re-spreads the lower half. Entries move as their 8-byte tag words plus, for
 //! inline pairs, their 16-byte cells: reading the source slots in order gives each half
-//! already in tag order, so no tag sort, no `Pair` copies and no allocation are needed
-//! (they went through a `Vec<(u16, Pair)>` and a tag sort per half before). The sort uses
+//! already in tag order, so no tag sort, no `Pair` copies and no allocation are needed. The sort uses
 //! integer sort keys built from the 8 bytes after the prefix that all keys of the leaf
 //! share (see `sort_order`), and prefetches the whole tag array and inline area first:
 //! a leaf is split once per ~64 inserts, so its lines are cold, and reading keys in key
-//! order would miss on one random line after the other. The split path's share of the
-//! 10M `rand-8` load profile fell from about 13% (`sorted_pairs`, `sort_order`,
-//! `rebuild`) to about 7%; what remains is mostly reading the cold leaf. The first-touch
+//! order would miss on one random line after the other. What remains of the split path's
+//! cost is mostly reading the cold leaf (profile: `docs/results/wormhole.md`,
+//! "Measurements behind the module docs"). The first-touch
 //! page faults of the new leaves' huge pages (about 9% of that profile, `clear_page` in
 //! the kernel: on this VM the host backs guest memory lazily) are taken off the inserting
 //! thread by the index's chunk populator (`Config::prefault`, see the crate docs): a new

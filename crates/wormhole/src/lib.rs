@@ -102,13 +102,12 @@
 //!   a mismatch restarts with exact probes (`search::finish`, with the argument that this
 //!   keeps operations linearizable).
 //!
-//! # Memory placement and prefetching (not in the paper; measured, issue 4)
+//! # Memory placement and prefetching (not in the paper; measured)
 //!
 //! A lookup is a chain of dependent reads: MetaTrieHT slots, the matched item (none when the
 //! search ends on a leaf entry), the leaf header and tag line, the pair block. On this project's machine (a VM, where a TLB miss
 //! walks two levels of page tables) a random read with 4 KiB pages costs about 1.7× one
-//! with 2 MiB pages, so every link of the chain now lives in huge pages: leaves (as
-//! before), pair blocks (`orrery_core::alloc::SizeClassPool`), and slot and item arrays of
+//! with 2 MiB pages, so every link of the chain lives in huge pages: leaves, pair blocks (`orrery_core::alloc::SizeClassPool`), and slot and item arrays of
 //! 2 MiB or more (`meta`, `items`). The paper's C implementation gets the same effect from a
 //! huge-page allocator. Algorithm 1 prefetches the slots of its first three rounds (the
 //! top of the binary search tree over prefix lengths, at most 7 slots) so that they
@@ -134,7 +133,7 @@
 //! chunk (at most one 2 MiB chunk, resident but in no pool yet: see
 //! `orrery_core::alloc::Populator`). The sum is the memory held, with nothing counted twice.
 //!
-//! # Pre-faulting new chunks (not in the paper; measured, issue 4)
+//! # Pre-faulting new chunks (not in the paper; measured)
 //!
 //! The first write into a fresh 2 MiB slab chunk makes the kernel clear the huge page
 //! (4–14 ms on this project's VM), and the writer is an insert. With [`Config::prefault`]

@@ -11,7 +11,7 @@
 //! The binary search is a small state machine ([`Lpm`]) so that `batch` can run the
 //! searches of many keys in lockstep, prefetching each round's slots for all of them.
 //!
-//! # Search plan (deviation, measured; issue 4, whaz)
+//! # Search plan (deviation from the paper, measured)
 //!
 //! Algorithm 1 probes the middle of the range `(lo, hi)` of possible lengths of the
 //! longest matching prefix (LPM). Any probe strictly inside the range keeps it correct
@@ -27,15 +27,13 @@
 //! O(n²) dynamic program. The plan is rebuilt by the writer, on the unpublished table,
 //! when the anchor count has moved by 1/16 or the longest anchor outgrew it; a stale plan
 //! only costs rounds. Longer ranges are bisected until they fall inside it. Measured with
-//! `examples/wormhole_az.rs` (`Wormhole::debug_search_trace`, 1M lookups of 10M az-like
-//! keys): 5.0 rounds and 2.0 slot waits per search before, 2.97 rounds and 1.15 waits
-//! with the plan and its top three levels as the first batch; with the plan's 7 most
-//! likely probes as the first batch (below), 1.05 waits at 2M keys (1.12 with three
-//! levels there; 9 probes gave 1.01 but measured slower). Lookups: 0.827 → 1.016 cpuMops
-//! (medians of 3, `docs/wormhole.md`). Memory: `side²` + `8·side` bytes per table
+//! `examples/wormhole_az.rs` (`Wormhole::debug_search_trace`): on `az` the plan takes
+//! about 3 rounds and 1 dependent slot wait per search where bisection takes 5 and 2, and
+//! lookups are faster for it (figures: `docs/results/wormhole.md`, "Measurements behind
+//! the module docs"). Memory: `side²` + `8·side` bytes per table
 //! (1.7 KB on `az`, at most 17.7 KB).
 //!
-//! # Overlapping the dependent reads of one lookup (not in the paper; measured, issue 4)
+//! # Overlapping the dependent reads of one lookup (not in the paper; measured)
 //!
 //! * *First rounds.* [`Lpm::prefetch_levels`] hashes the (at most 7) prefixes of the
 //!   first rounds and prefetches their slots together: the nodes of the plan's search
@@ -48,7 +46,7 @@
 //!   memory every other round instead of every round. Long keys gain (`az`, ~40-byte keys
 //!   with long shared prefixes, makes 5–6 rounds); 8-byte keys never get past round 3.
 //!   Cost: two CRC32C extensions and prefetches per such round.
-//! * *Item home (measured, issue 4).* Items sit at a position computed from their hash
+//! * *Item home (measured).* Items sit at a position computed from their hash
 //!   (`items`), and [`Lpm::prefetch_levels`] also prefetches the home position of the
 //!   item of the plan's most likely final length ([`Plan::build`], `likely`: the length
 //!   just below the most common anchor length, where a search ends on an internal item)
@@ -358,11 +356,11 @@ pub(crate) struct Lpm {
 }
 
 /// Probes hashed ahead: the planned first batch (the plan's 7 most likely probes), or
-/// three levels of a bisection (7). Four bisection levels (15 slots) for long ranges was tried and measured
-/// slower on `az` than three plus [`Lpm::prepare_ahead`] (two back-to-back runs: 0.608
-/// vs 0.672 and 0.631 vs 0.746 cpuMops): the eight extra hashes cost more than the round
-/// trip they save. The plan's 7 are chosen by weight; 9 by weight (1.01 instead of 1.05
-/// slot waits per `az` search) measured slower (cpuMops medians 0.796 vs 0.935).
+/// three levels of a bisection (7). Four bisection levels (15 slots) for long ranges
+/// measure slower on `az` than three plus [`Lpm::prepare_ahead`]: the eight extra hashes
+/// cost more than the round trip they save. The plan's 7 are chosen by weight; 9 save a
+/// few slot waits but measure slower (figures: `docs/results/wormhole.md`, "Measurements
+/// behind the module docs").
 const PRE: usize = 7;
 
 /// Prefix lengths and their CRC32Cs, hashed ahead of the search (ascending lengths).

@@ -35,7 +35,7 @@
 //! Under Miri, which has no `mmap`, regions come from `std::alloc::alloc_zeroed` with a
 //! 2 MiB-aligned layout, so the same code and tests run there.
 //!
-//! ## What huge pages do not fix in a VM (measured, issue 4)
+//! ## What huge pages do not fix in a VM (measured)
 //!
 //! In a virtual machine a TLB miss walks the guest's page table *and*, for every guest
 //! address it produces, the host's ("2D" walk). Guest huge pages shorten the guest half, but

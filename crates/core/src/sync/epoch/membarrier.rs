@@ -18,11 +18,9 @@ pub(super) const SUPPORTED: bool = cfg!(all(target_os = "linux", not(miri), not(
 /// The environment variable that asks for the asymmetric (membarrier) pin, read once per
 /// process when the collector is first used: set and not `0` selects it where the kernel
 /// allows. **The fenced pin is the default**: the asymmetric pin makes readers cheaper
-/// (Mercury GETs +18%, Wormhole lookups +6% at 10M keys) but every grace period then costs
-/// heavy barriers, and structures that wait for grace periods on their write path pay for
-/// it (Wormhole's 2-thread load of 10M keys fell from 1.80 to 0.83 Mops/s, Mercury's from
-/// 2.64 to 2.31: on this VM a membarrier interrupts the other running thread with an IPI);
-/// see the module docs.
+/// but every grace period then costs heavy barriers (on this VM a membarrier interrupts the
+/// other running thread with an IPI), and structures that wait for grace periods on their
+/// write path pay for it; see the module docs and `docs/results/epoch-pin.md`.
 pub const ASYMMETRIC_ENV: &str = "ORRERY_EPOCH_ASYMMETRIC";
 
 /// The environment variable that forces the fenced (portable) pin even when

@@ -27,21 +27,16 @@
 //!   loom always get the fenced path. Nested guards only bump a counter.
 //!
 //!   Why the fenced path is the default (measured with `orrery-bench`, 10M `rand-8` keys,
-//!   quiet machine, same binary with and without [`ASYMMETRIC_ENV`]): in a first session
-//!   the asymmetric pin made Mercury GETs 18% faster (3.54 vs 3.01 Mops/s, 1 thread) and
-//!   Wormhole lookups 6% faster (1.21 vs 1.14), but every grace period costs heavy
-//!   barriers, each an IPI to the other running threads (a VM exit on this virtual
-//!   machine), and structures that wait for grace periods on their write path pay for it:
-//!   Wormhole's 2-thread load fell from 1.80 to 0.83 Mops/s. [`GracePeriod`] then cut a
-//!   grace period to one barrier and one scan, and the asymmetric pin was the default for a
-//!   few hours; re-measured quietly (2026-11-21, two rounds each, `docs/results/epoch-pin-2.jsonl`)
-//!   Wormhole's 2-thread load was still 0.99 / 1.08 Mops/s asymmetric against 1.49 / 1.64
-//!   fenced (1 thread 0.97 / 1.00 against 1.09 / 0.95; lookups within the VM's noise:
-//!   1.20 / 1.24 against 1.29 / 1.06), while Mercury, which now prefetches its bucket
-//!   before it pins, reached 0.97× its unsynchronized variant with the fenced pin (32M
-//!   keys, 1 thread). So the fenced pin stays the default and the asymmetric one is for
-//!   read-mostly deployments that opt in. What would change that: batching several
-//!   MetaTrieHT changes per grace period, or a per-structure choice of pin barrier.
+//!   same binary with and without [`ASYMMETRIC_ENV`]; figures in
+//!   `docs/results/epoch-pin.md`): the asymmetric pin makes readers cheaper (Mercury GETs
+//!   up to 18% faster, Wormhole lookups a few percent, within this VM's noise), but every
+//!   grace period costs heavy barriers, each an IPI to the other running threads (a VM exit
+//!   on this virtual machine), and structures that wait for grace periods on their write
+//!   path pay for it: Wormhole's 2-thread load is about a third slower with it even with
+//!   one-barrier grace periods ([`GracePeriod`]). So the fenced pin is the default and the
+//!   asymmetric one is for read-mostly deployments that opt in. What would change that:
+//!   batching several MetaTrieHT changes per grace period, or a per-structure choice of pin
+//!   barrier.
 //! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
 //!   load of the count of pending deferred functions) whether sealed bags wait, and only
 //!   then tries to advance the epoch and runs up to 16 expired bags; sealing a full bag and
