@@ -31,9 +31,12 @@ use std::sync::atomic::Ordering;
 use orrery_core::ScanVisitor;
 use orrery_core::batch::{Entry, PairBatch};
 
-use crate::Wormhole;
 use crate::deps::sync::{self, Guard};
 use crate::leaf::{DEAD, LeafAccess, LeafPtr, ReadLeaf};
+use crate::{Pos, Wormhole};
+
+/// Pairs whose blocks a scan keeps in flight ahead of the one it visits.
+const SCAN_AHEAD: usize = 8;
 
 impl Wormhole {
     /// The first leaf holding keys `>= start` (or `> start`) under its shared lock and
@@ -47,10 +50,38 @@ impl Wormhole {
                 (r, 0)
             }
             Bound::Included(k) | Bound::Excluded(k) => {
-                let (r, _) = self.read_target(k, g);
-                r.ensure_sorted();
-                let j = r.lower_bound(k, matches!(start, Bound::Included(_)));
-                (r, j)
+                let inclusive = matches!(start, Bound::Included(_));
+                let mut exact = false;
+                loop {
+                    let (r, tg) = self.read_locate(k, g, exact);
+                    r.ptr().prefetch_for_scan(self.cfg.leaf_capacity);
+                    if let Some(c) = tg.check {
+                        // Deferred check, as in `get_with`: the anchor is fetched while
+                        // the leaf is searched, and compared before the result is used.
+                        r.hdr().prefetch_anchor(c.len());
+                    }
+                    r.ensure_sorted();
+                    // A bound that is a present key (the common case: a scan from a key
+                    // the caller has seen) is found by its tag like a lookup, one
+                    // pair-block read, and its key-order index by a pass over the order
+                    // array (at most 256 bytes, prefetched); a binary search in key order
+                    // would make about log2(nr) dependent pair-block reads instead.
+                    let found = match self.position(&r, k, tg.hash) {
+                        Pos::Found(i) => r.order().iter().position(|&o| o as usize == i),
+                        Pos::Absent { .. } => None,
+                    };
+                    if let Some(c) = tg.check
+                        && !c.holds(r.hdr(), k)
+                    {
+                        exact = true;
+                        continue;
+                    }
+                    let j = match found {
+                        Some(j) => j + usize::from(!inclusive),
+                        None => r.lower_bound(k, inclusive),
+                    };
+                    return (r, j);
+                }
             }
         }
     }
@@ -59,8 +90,24 @@ impl Wormhole {
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let g = sync::pin();
         let (mut cur, mut j) = self.scan_start(start, &g);
+        let cap = self.cfg.leaf_capacity;
         loop {
-            while j < cur.len() {
+            let n = cur.len();
+            // Keep the pair blocks of the next `SCAN_AHEAD` pairs in flight.
+            for a in j..n.min(j + SCAN_AHEAD) {
+                cur.prefetch_sorted_pair(a);
+            }
+            // Once that window reaches the leaf's end, fetch the next leaf's lines.
+            let next_at = n.saturating_sub(SCAN_AHEAD).max(j);
+            while j < n {
+                if j + SCAN_AHEAD < n {
+                    cur.prefetch_sorted_pair(j + SCAN_AHEAD);
+                }
+                if j == next_at
+                    && let Some(next) = cur.hdr().next()
+                {
+                    next.prefetch_for_scan(cap);
+                }
                 let (k, v) = cur.sorted_pair(j);
                 if visitor(k, v).is_break() {
                     return;
