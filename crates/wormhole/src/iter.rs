@@ -38,6 +38,21 @@ use crate::{Pos, Wormhole};
 /// Pairs whose blocks a scan keeps in flight ahead of the one it visits.
 const SCAN_AHEAD: usize = 8;
 
+/// Copies the pairs `from..to` in key order of a sorted leaf into `out`, with the pair
+/// blocks of the next [`SCAN_AHEAD`] pairs in flight.
+fn copy_sorted(r: &ReadLeaf<'_>, from: usize, to: usize, out: &mut PairBatch) {
+    for a in from..to.min(from + SCAN_AHEAD) {
+        r.prefetch_sorted_pair(a);
+    }
+    for j in from..to {
+        if j + SCAN_AHEAD < to {
+            r.prefetch_sorted_pair(j + SCAN_AHEAD);
+        }
+        let (k, v) = r.sorted_pair(j);
+        out.push(k, v);
+    }
+}
+
 impl Wormhole {
     /// The first leaf holding keys `>= start` (or `> start`) under its shared lock and
     /// sorted, with the key-order index of the first such key.
@@ -206,10 +221,7 @@ impl Wormhole {
     fn copy_leaf(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
         let g = sync::pin();
         let (r, j) = self.scan_start(start, &g);
-        for jj in j..r.len() {
-            let (k, v) = r.sorted_pair(jj);
-            out.push(k, v);
-        }
+        copy_sorted(&r, j, r.len(), out);
         let next = r.hdr().next()?;
         // SAFETY: linked from a locked live leaf.
         Some(unsafe { next.hdr() }.anchor().to_vec())
@@ -252,10 +264,7 @@ impl Wormhole {
                     Bound::Unbounded => r.len(),
                 };
                 if n > 0 {
-                    for j in 0..n {
-                        let (k, v) = r.sorted_pair(j);
-                        out.push(k, v);
-                    }
+                    copy_sorted(&r, 0, n, out);
                     r.hdr().prev()?;
                     return Some(r.hdr().anchor().to_vec());
                 }
