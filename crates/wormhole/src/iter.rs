@@ -18,6 +18,26 @@
 //! `Iterator` cannot lend slices borrowed from itself; [`Iter::next_pair`] does, for
 //! callers that want no reference count either.
 //!
+//! # Memory-level parallelism in scans (not in the paper; measured)
+//!
+//! On long keys every pair is an out-of-line block, and a scan that reads them one after
+//! the other waits a DRAM round trip per pair. The leaf's tag array holds every block's
+//! address, so the scan issues the reads itself:
+//!
+//! * the start leaf's header, tag and order lines are prefetched as soon as the search
+//!   returns it (`LeafPtr::prefetch_for_scan`); the tag array is read in key order, which is
+//!   random against its hash order;
+//! * a start key that is present is found by its tag, as a lookup finds it (one block
+//!   read), and its key-order index by a pass over the order array; a binary search in key
+//!   order would make about `log2(nr)` dependent block reads. The anchor check the search
+//!   deferred is made after the leaf search, as in `get_with`, so the two reads overlap;
+//! * the blocks of the next [`SCAN_AHEAD`] pairs are kept in flight while a pair is
+//!   visited (or copied, for [`Iter`]);
+//! * when that window reaches the end of a leaf, the next leaf's lines are prefetched, so
+//!   the hand-over-hand step does not wait for them.
+//!
+//! Figures (YCSB-E on `url` and `az`): `docs/results/wormhole.md`, "Scans on long keys".
+//!
 //! Going down, a refill finds the leaf of its bound like a lookup and copies the keys
 //! below the bound; when there are none it steps to the left neighbour the way
 //! [`Wormhole::last`] does (release, lock the neighbour, check that the two are still
