@@ -4,11 +4,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use orrery_core::testing::fuzz::{ops_from_bytes, run_differential_point};
+use orrery_core::testing::fuzz::{ops_from_bytes, run_differential_point, tally};
 use orrery_mercury::{Config, Mercury};
 
 fuzz_target!(|data: &[u8]| {
     let ops = ops_from_bytes(data);
+    tally(&ops);
     run_differential_point(&Mercury::new(), &ops);
     let tiny = Mercury::with_config(Config {
         initial_buckets: 1,

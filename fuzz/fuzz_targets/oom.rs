@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use orrery_core::reference::LockedBTreeMap;
 use orrery_core::testing::fuzz::{
-    ops_from_bytes, run_differential_point_with_failures, run_differential_with_failures,
+    ops_from_bytes, run_differential_point_with_failures, run_differential_with_failures, tally,
 };
 use orrery_mercury::Mercury;
 use orrery_slb::Slb;
@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (choice, failures, ops) = (data[0], &data[1..9], ops_from_bytes(&data[9..]));
+    tally(&ops);
     // Small failure positions hit the first allocations of an insert (its pair, its leaf,
     // a split's tables); larger ones rarely fire.
     let failures: Vec<u8> = failures.iter().map(|&f| f % 8).collect();

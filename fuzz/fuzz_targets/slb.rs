@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use orrery_core::reference::LockedBTreeMap;
-use orrery_core::testing::fuzz::{ops_from_bytes, run_differential};
+use orrery_core::testing::fuzz::{ops_from_bytes, run_differential, tally};
 use orrery_slb::{Slb, SlbConfig};
 
 fuzz_target!(|data: &[u8]| {
@@ -31,5 +31,7 @@ fuzz_target!(|data: &[u8]| {
         ..SlbConfig::default()
     };
     let slb = Slb::with_config(LockedBTreeMap::new(), config).expect("valid configuration");
-    run_differential(&slb, &ops_from_bytes(ops));
+    let ops = ops_from_bytes(ops);
+    tally(&ops);
+    run_differential(&slb, &ops);
 });

@@ -8,7 +8,7 @@
 use std::ops::Bound;
 
 use libfuzzer_sys::fuzz_target;
-use orrery_core::testing::fuzz::{ops_from_bytes, run_differential};
+use orrery_core::testing::fuzz::{ops_from_bytes, run_differential, tally};
 use orrery_wormhole::{Config, Wormhole};
 
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -61,6 +61,7 @@ fn check_iterators(wh: &Wormhole) {
 
 fuzz_target!(|data: &[u8]| {
     let ops = ops_from_bytes(data);
+    tally(&ops);
     let default = Wormhole::new();
     run_differential(&default, &ops);
     check_iterators(&default);

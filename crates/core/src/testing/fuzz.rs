@@ -553,6 +553,22 @@ pub fn run_differential_point<I: KvIndex + ?Sized>(index: &I, ops: &[Op]) {
 /// Most operations [`ops_from_bytes`] decodes from one input.
 pub const MAX_OPS: usize = 4096;
 
+/// Counts the inputs and operations a fuzz target has run in this process, and every
+/// 2^14 inputs prints the totals to stderr as `fuzz-tally: inputs=N ops=M`, so that a fuzz
+/// run's log says how many operations it executed (libFuzzer counts inputs only). A
+/// target calls it once per input with the operations it decoded; the last line of the log
+/// is then a lower bound, exact to within 2^14 inputs.
+pub fn tally(ops: &[Op]) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static INPUTS: AtomicU64 = AtomicU64::new(0);
+    static OPS: AtomicU64 = AtomicU64::new(0);
+    let inputs = INPUTS.fetch_add(1, Ordering::Relaxed) + 1;
+    let total = OPS.fetch_add(ops.len() as u64, Ordering::Relaxed) + ops.len() as u64;
+    if inputs.is_multiple_of(1 << 14) {
+        eprintln!("fuzz-tally: inputs={inputs} ops={total}");
+    }
+}
+
 /// Decodes a fuzzer's bytes into operations: one [`Op`] after another until the bytes run
 /// out (at most [`MAX_OPS`]). Unlike `Vec::<Op>::arbitrary_take_rest`, which flips a coin
 /// before each element, every byte goes into operations, so random inputs give long
