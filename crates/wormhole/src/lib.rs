@@ -153,6 +153,7 @@ mod iter;
 mod kv;
 mod leaf;
 mod meta;
+mod plan;
 mod search;
 mod smo;
 #[cfg(test)]

@@ -69,7 +69,7 @@
 //! entries whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
 //! The table is kept at most half full (§3.1's "8 prefixes per cache line").
-//! Each table also keeps the *search plan* of Algorithm 1 (`search::Plan`: where to split
+//! Each table also keeps the *search plan* of Algorithm 1 (`plan::Plan`: where to split
 //! each range of prefix lengths), rebuilt from the anchor-length histogram by the writer
 //! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. The slot array
 //! is an `orrery_core::alloc::ZeroedArray`: huge-page memory from 2 MiB on (each lookup reads
@@ -99,7 +99,7 @@ use orrery_core::alloc::{Zeroable, ZeroedArray};
 use crate::deps::hash::{crc32c, crc32c_extend, tag16};
 use crate::items::{ItemArray, MIN_CAP};
 use crate::leaf::LeafPtr;
-use crate::search::Plan;
+use crate::plan::Plan;
 
 const ADDR_MASK: u64 = (1 << 48) - 1;
 const OVF_MASK: u64 = 0x3F;
@@ -504,7 +504,7 @@ pub(crate) struct MetaTable {
     lens: BTreeMap<usize, usize>,
     /// Number of anchors.
     anchors: usize,
-    /// Where Algorithm 1 splits its ranges (`search::Plan`), rebuilt from `lens`.
+    /// Where Algorithm 1 splits its ranges (`plan::Plan`), rebuilt from `lens`.
     plan: Plan,
 }
 
