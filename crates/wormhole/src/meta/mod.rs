@@ -89,7 +89,6 @@
 //! only entry naming it), and compares items whose leftmost leaf is still the victim
 //! against the victim's anchor bytes it was given (a [`Victim`]), never through the leaf.
 //! No other leaf the shadow names can be freed: it lacks only the change being replayed.
-
 //!
 //! # Files
 //!
