@@ -142,6 +142,13 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if let Some(e) = check {
         return e;
     }
+    ctx.client.info.set_last_command(match sub.as_str() {
+        "setname" => "client|setname",
+        "getname" => "client|getname",
+        "id" => "client|id",
+        "info" => "client|info",
+        _ => "client|list",
+    });
     match sub.as_str() {
         "setname" => {
             if !valid_name(&args[2]) {

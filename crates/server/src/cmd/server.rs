@@ -118,7 +118,9 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         }
         out.push_str("\r\n");
     }
-    Reply::Verbatim(out.trim_end().as_bytes().to_vec())
+    let mut text = out.trim_end().to_string();
+    text.push_str("\r\n");
+    Reply::Verbatim(text.into_bytes())
 }
 
 pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
