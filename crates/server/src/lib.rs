@@ -26,6 +26,7 @@
 //! | `cmd` | the command table and one file per command family |
 //! | `store` | the keyspace: value header (type, deadline), striped writes, expiry |
 //! | `glob` | Redis's glob patterns |
+//! | `zset` | a sorted set as two ordered Orrery indexes |
 //!
 //! # Consistency
 //!
@@ -41,6 +42,7 @@ mod glob;
 mod resp;
 mod server;
 mod store;
+mod zset;
 
 pub use config::{Config, USAGE};
 pub use server::run;

@@ -4,11 +4,12 @@
 //! # Value encoding
 //!
 //! ```text
-//! byte 0      : bits 0..4 the type (0 string, 1 sorted set — reserved for the next
-//!               wave, whose members will live in their own ordered Orrery index),
+//! byte 0      : bits 0..4 the type (0 string, 1 sorted set, whose members live in
+//!               their own ordered Orrery indexes, `crate::zset`),
 //!               bit 7 set when an expiry deadline follows
 //! bytes 1..9  : (only with bit 7) the deadline, Unix milliseconds, big-endian
-//! rest        : the payload (a string's bytes)
+//! rest        : the payload (a string's bytes; a sorted set's 8-byte id in the
+//!               store's table of sets, dropped when the key is deleted or overwritten)
 //! ```
 //!
 //! # Concurrency
@@ -30,15 +31,18 @@
 //! absent and removes it (lazy expiry); [`Store::expire_cycle`], run periodically by the
 //! server, walks the due prefix of `deadlines` and removes those keys (active expiry).
 
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use orrery::api::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use orrery::registry::AnyIndex;
 use orrery::wormhole::Wormhole;
 use orrery::{KvIndex, OrderedKvIndex};
+
+use crate::zset::ZSet;
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -54,7 +58,7 @@ const TYPE_MASK: u8 = 0x0F;
 pub(crate) enum Kind {
     /// A string.
     String,
-    /// A sorted set (not yet served; reserved in the encoding).
+    /// A sorted set: the payload is the 8-byte id of its [`ZSet`].
     ZSet,
 }
 
@@ -132,6 +136,17 @@ fn decode(value: &[u8]) -> Option<Entry> {
     })
 }
 
+fn zset_id_of(kind: Kind, payload: &[u8]) -> Option<u64> {
+    match kind {
+        Kind::ZSet => Some(u64::from_be_bytes(payload.try_into().ok()?)),
+        Kind::String => None,
+    }
+}
+
+fn zset_id(entry: &Entry) -> Option<u64> {
+    zset_id_of(entry.kind, &entry.payload)
+}
+
 fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + key.len());
     k.extend_from_slice(&deadline.to_be_bytes());
@@ -169,6 +184,16 @@ impl WriteError {
 /// The visitor of [`Store::read_many`]: the key's position and its live type and payload.
 pub(crate) type ManyVisitor<'a> = dyn FnMut(usize, Option<(Kind, &[u8])>) + 'a;
 
+impl From<orrery::Error> for WriteError {
+    fn from(e: orrery::Error) -> Self {
+        match e {
+            orrery::Error::KeyTooLong { .. } => WriteError::KeyTooLong,
+            orrery::Error::ValueTooLong { .. } => WriteError::ValueTooLong,
+            _ => WriteError::OutOfMemory,
+        }
+    }
+}
+
 /// The shared keyspace; see the [module docs](self).
 pub(crate) struct Store {
     index: AnyIndex,
@@ -176,6 +201,26 @@ pub(crate) struct Store {
     stripes: Box<[Mutex<()>]>,
     hasher: std::collections::hash_map::RandomState,
     expired: AtomicU64,
+    zsets: ZSets,
+}
+
+/// The sorted sets, by the id their key's value holds (sharded by id).
+struct ZSets {
+    shards: Box<[Mutex<ZSetShard>]>,
+    next_id: AtomicU64,
+}
+
+const ZSET_SHARDS: usize = 64;
+
+/// One shard of the table of sorted sets: id → set.
+type ZSetShard = HashMap<u64, Arc<ZSet>>;
+
+impl ZSets {
+    fn shard(&self, id: u64) -> MutexGuard<'_, ZSetShard> {
+        self.shards[id as usize % ZSET_SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The keys a command has locked; the only way to write the store.
@@ -194,6 +239,12 @@ impl Store {
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             hasher: Default::default(),
             expired: AtomicU64::new(0),
+            zsets: ZSets {
+                shards: (0..ZSET_SHARDS)
+                    .map(|_| Mutex::new(HashMap::new()))
+                    .collect(),
+                next_id: AtomicU64::new(1),
+            },
         }
     }
 
@@ -377,7 +428,7 @@ impl Txn<'_> {
         if entry.payload.len() + 9 > MAX_VALUE_LEN {
             return Err(WriteError::ValueTooLong);
         }
-        let old = self.old_deadline(key);
+        let (old, old_zset) = self.old_header(key);
         if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
             self.store
                 .deadlines
@@ -397,25 +448,67 @@ impl Txn<'_> {
         if let Some(o) = old.filter(|&o| entry.deadline != Some(o)) {
             self.store.deadlines.remove(&deadline_key(o, key));
         }
+        if let Some(id) = old_zset.filter(|&id| zset_id(entry) != Some(id)) {
+            self.store.zsets.shard(id).remove(&id);
+        }
         Ok(())
     }
 
-    /// Removes `key` (live or expired); whether it was present.
+    /// Removes `key` (live or expired) and drops its sorted set, if any; whether it was
+    /// present.
     pub(crate) fn delete(&self, key: &[u8]) -> bool {
-        let old = self.old_deadline(key);
+        self.remove(key, true)
+    }
+
+    /// Removes `key` but keeps its sorted set, which another key now holds (`RENAME`).
+    pub(crate) fn detach(&self, key: &[u8]) -> bool {
+        self.remove(key, false)
+    }
+
+    fn remove(&self, key: &[u8], drop_zset: bool) -> bool {
+        let (old, old_zset) = self.old_header(key);
         let removed = self.store.kv().remove(key);
         if let Some(o) = old {
             self.store.deadlines.remove(&deadline_key(o, key));
         }
+        if let Some(id) = old_zset.filter(|_| drop_zset) {
+            self.store.zsets.shard(id).remove(&id);
+        }
         removed
     }
 
-    fn old_deadline(&self, key: &[u8]) -> Option<u64> {
-        let mut out = None;
-        self.store
-            .kv()
-            .get_with(key, &mut |v| out = header(v).and_then(|h| h.1));
+    /// The stored value's deadline and sorted-set id.
+    fn old_header(&self, key: &[u8]) -> (Option<u64>, Option<u64>) {
+        let mut out = (None, None);
+        self.store.kv().get_with(key, &mut |v| {
+            if let Some((kind, deadline, at)) = header(v) {
+                out = (deadline, zset_id_of(kind, &v[at..]));
+            }
+        });
         out
+    }
+
+    /// The sorted set held by a live `entry` of type [`Kind::ZSet`].
+    pub(crate) fn zset(&self, entry: &Entry) -> Option<Arc<ZSet>> {
+        let id = zset_id(entry)?;
+        self.store.zsets.shard(id).get(&id).cloned()
+    }
+
+    /// Creates an empty sorted set under `key` (which must be absent).
+    pub(crate) fn create_zset(&self, key: &[u8]) -> Result<Arc<ZSet>, WriteError> {
+        let set = Arc::new(ZSet::new().ok_or(WriteError::OutOfMemory)?);
+        let id = self.store.zsets.next_id.fetch_add(1, Ordering::Relaxed);
+        self.store.zsets.shard(id).insert(id, set.clone());
+        let entry = Entry {
+            kind: Kind::ZSet,
+            deadline: None,
+            payload: id.to_be_bytes().to_vec(),
+        };
+        if let Err(e) = self.store(key, &entry) {
+            self.store.zsets.shard(id).remove(&id);
+            return Err(e);
+        }
+        Ok(set)
     }
 }
 

@@ -56,7 +56,7 @@ pub(super) fn rename(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         if let Err(err) = t.store(dst, &e) {
             return Reply::err(err.message());
         }
-        t.delete(src);
+        t.detach(src);
         Reply::OK
     })
 }

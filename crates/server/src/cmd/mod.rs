@@ -11,6 +11,7 @@ mod expiry;
 mod keys;
 mod server;
 mod strings;
+mod zsets;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -107,6 +108,21 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::config;
     "shutdown", -1, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::shutdown;
     "time", 1, &["loading", "stale", "fast"], 0, 0, 0, server::time;
+    "zadd", -4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::zadd;
+    "zincrby", 4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::zincrby;
+    "zrem", -3, &["write", "fast"], 1, 1, 1, zsets::zrem;
+    "zscore", 3, R, 1, 1, 1, zsets::zscore;
+    "zmscore", -3, R, 1, 1, 1, zsets::zmscore;
+    "zcard", 2, R, 1, 1, 1, zsets::zcard;
+    "zcount", 4, R, 1, 1, 1, zsets::zcount;
+    "zlexcount", 4, R, 1, 1, 1, zsets::zlexcount;
+    "zrank", 3, R, 1, 1, 1, zsets::zrank;
+    "zrevrank", 3, R, 1, 1, 1, zsets::zrank;
+    "zrange", -4, RS, 1, 1, 1, zsets::zrange;
+    "zrangebyscore", -4, RS, 1, 1, 1, zsets::zrange_by;
+    "zrevrangebyscore", -4, RS, 1, 1, 1, zsets::zrange_by;
+    "zrangebylex", -4, RS, 1, 1, 1, zsets::zrange_by;
+    "zrevrangebylex", -4, RS, 1, 1, 1, zsets::zrange_by;
 };
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Spec>> =
@@ -206,6 +222,45 @@ pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
+/// Formats a score as Redis 7.0 replies it: an integer when the value is one (within
+/// ±2^52), else C's `%.17g`; `inf`, `-inf`.
+pub(crate) fn format_score(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    if v > -4_503_599_627_370_495.0 && v < 4_503_599_627_370_496.0 && v == v.trunc() {
+        return format!("{}", v as i64);
+    }
+    // %.17g: 17 significant digits, scientific when the exponent is < -4 or >= 17,
+    // trailing zeros removed.
+    let sci = format!("{v:.16e}");
+    let (mantissa, exp) = sci.split_once('e').expect("`e` formatting has an exponent");
+    let exp: i32 = exp.parse().expect("a decimal exponent");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        trim(&format!("{v:.*}", (16 - exp) as usize))
+    }
+}
+
 /// Formats a float as Redis's human-readable form (`INCRBYFLOAT`): no exponent, no
 /// trailing zeros.
 pub(crate) fn format_f64(v: f64) -> String {
@@ -251,6 +306,18 @@ mod tests {
         assert_eq!(format_f64(3.0), "3");
         assert_eq!(format_f64(-0.0), "0");
         assert_eq!(format_f64(5e20), "500000000000000000000");
+        for (v, s) in [
+            (0.1, "0.10000000000000001"),
+            (2.0, "2"),
+            (1e300, "1.0000000000000001e+300"),
+            (-1.5, "-1.5"),
+            (1e-5, "1.0000000000000001e-05"),
+            (123456.789, "123456.789"),
+            (f64::NEG_INFINITY, "-inf"),
+            (4503599627370496.0, "4503599627370496"),
+        ] {
+            assert_eq!(format_score(v), s, "{v}");
+        }
     }
 
     #[test]

@@ -126,7 +126,7 @@ impl Raw {
         let line = &line[..line.len() - 2];
         let (kind, rest) = line.split_at(1);
         match kind {
-            "+" | "-" | ":" => line.to_string(),
+            "+" | "-" | ":" | "," => line.to_string(),
             "_" => "_".into(),
             "$" | "=" => {
                 let n: i64 = rest.parse().unwrap();
