@@ -496,7 +496,7 @@ impl Txn<'_> {
 
     /// Creates an empty sorted set under `key` (which must be absent).
     pub(crate) fn create_zset(&self, key: &[u8]) -> Result<Arc<ZSet>, WriteError> {
-        let set = Arc::new(ZSet::new().ok_or(WriteError::OutOfMemory)?);
+        let set = Arc::new(ZSet::new());
         let id = self.store.zsets.next_id.fetch_add(1, Ordering::Relaxed);
         self.store.zsets.shard(id).insert(id, set.clone());
         let entry = Entry {

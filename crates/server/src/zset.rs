@@ -10,10 +10,13 @@
 //! A set is reached through its key's stripe (`store`), which serialises its writers and
 //! its readers, so the two indexes always agree when observed.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
+use std::sync::Mutex;
 
-use orrery::api::MAX_KEY_LEN;
+use orrery::api::{MAX_KEY_LEN, ScanVisitor};
+use orrery::reference::LockedBTreeMap;
 use orrery::wormhole::Wormhole;
+use orrery::{KvIndex, OrderedKvIndex};
 
 /// Longest member (the score prefix takes 8 bytes of the index's key limit).
 pub(crate) const MAX_MEMBER: usize = MAX_KEY_LEN - 8;
@@ -47,10 +50,56 @@ pub(crate) type ScoreBound = Bound<f64>;
 /// A range of keys of one of the set's indexes.
 type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-/// One sorted set; see the [module docs](self).
+/// Members at which a set moves from the small representation to Wormholes.
+pub(crate) const PROMOTE_AT: usize = 128;
+
+/// An ordered index a set can live in, with the descending walk the trait lacks.
+trait SetIndex: OrderedKvIndex {
+    /// Visits the pairs of `[lo, hi]` in descending key order until `f` breaks.
+    fn rev_range(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut ScanVisitor<'_>);
+}
+
+impl SetIndex for Wormhole {
+    fn rev_range(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut ScanVisitor<'_>) {
+        for e in self.range::<[u8], _>((lo, hi)).rev() {
+            if f(e.key(), e.value()).is_break() {
+                return;
+            }
+        }
+    }
+}
+
+impl SetIndex for LockedBTreeMap {
+    fn rev_range(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut ScanVisitor<'_>) {
+        // Small sets only (at most PROMOTE_AT members): collect, then walk backwards.
+        let mut all = Vec::new();
+        self.scan_range(lo, hi, &mut |k, v| {
+            all.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        for (k, v) in all.iter().rev() {
+            if f(k, v).is_break() {
+                return;
+            }
+        }
+    }
+}
+
+/// The two indexes of a set.
+struct Indexes {
+    by_member: Box<dyn SetIndex>,
+    by_score: Box<dyn SetIndex>,
+    large: bool,
+}
+
+/// One sorted set; see the [module docs](self). Small sets (up to [`PROMOTE_AT`]
+/// members) live in two of Orrery's reference B-trees, whose footprint is a few hundred
+/// bytes, and move to two Wormholes (each reserving megabytes up front) when they grow;
+/// as Redis keeps small sets in a listpack.
 pub(crate) struct ZSet {
-    by_member: Wormhole,
-    by_score: Wormhole,
+    // Every access holds the key's stripe, so this lock is never contended; it exists so
+    // that a promotion can swap the indexes behind a shared `Arc<ZSet>`.
+    inner: Mutex<Indexes>,
 }
 
 /// Which pairs a range asks for: skip `offset`, then at most `count` (`None`: all).
@@ -68,35 +117,97 @@ impl Limit {
     };
 }
 
-fn take(it: impl Iterator<Item = (Vec<u8>, f64)>, limit: Limit) -> Vec<(Vec<u8>, f64)> {
-    let it = it.skip(limit.offset);
-    match limit.count {
-        Some(n) => it.take(n).collect(),
-        None => it.collect(),
-    }
-}
-
 fn successor(k: [u8; 8]) -> Option<[u8; 8]> {
     u64::from_be_bytes(k).checked_add(1).map(u64::to_be_bytes)
 }
 
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Walks `[lo, hi]` of `index` in either direction, applying `limit`, mapping each pair.
+fn walk(
+    index: &dyn SetIndex,
+    range: &KeyRange,
+    rev: bool,
+    limit: Limit,
+    map: impl Fn(&[u8], &[u8]) -> (Vec<u8>, f64),
+) -> Vec<(Vec<u8>, f64)> {
+    let mut out = Vec::new();
+    if limit.count == Some(0) {
+        return out;
+    }
+    let mut skip = limit.offset;
+    let mut f = |k: &[u8], v: &[u8]| {
+        if skip > 0 {
+            skip -= 1;
+            return ControlFlow::Continue(());
+        }
+        out.push(map(k, v));
+        if limit.count.is_some_and(|c| out.len() >= c) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let (lo, hi) = (as_ref(&range.0), as_ref(&range.1));
+    if rev {
+        index.rev_range(lo, hi, &mut f);
+    } else {
+        index.scan_range(lo, hi, &mut f);
+    }
+    out
+}
+
+fn count(index: &dyn SetIndex, range: &KeyRange) -> usize {
+    let mut n = 0;
+    index.scan_range(as_ref(&range.0), as_ref(&range.1), &mut |_, _| {
+        n += 1;
+        ControlFlow::Continue(())
+    });
+    n
+}
+
+fn by_score_pair(k: &[u8], _: &[u8]) -> (Vec<u8>, f64) {
+    (k[8..].to_vec(), key_score(k))
+}
+
+fn by_member_pair(k: &[u8], v: &[u8]) -> (Vec<u8>, f64) {
+    (k.to_vec(), key_score(v))
+}
+
 impl ZSet {
-    /// An empty set, or `None` without memory for it.
-    pub(crate) fn new() -> Option<ZSet> {
-        Some(ZSet {
-            by_member: Wormhole::try_new().ok()?,
-            by_score: Wormhole::try_new().ok()?,
-        })
+    /// An empty (small) set.
+    pub(crate) fn new() -> ZSet {
+        ZSet {
+            inner: Mutex::new(Indexes {
+                by_member: Box::new(LockedBTreeMap::new()),
+                by_score: Box::new(LockedBTreeMap::new()),
+                large: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Indexes> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Number of members.
     pub(crate) fn len(&self) -> usize {
-        self.by_member.len()
+        self.lock().by_member.len()
     }
 
     /// The member's score.
     pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
-        self.by_member.get_with(member, key_score)
+        let mut out = None;
+        self.lock()
+            .by_member
+            .get_with(member, &mut |v| out = Some(key_score(v)));
+        out
     }
 
     fn score_entry(score: f64, member: &[u8]) -> Vec<u8> {
@@ -106,20 +217,57 @@ impl ZSet {
         k
     }
 
+    /// Moves a small set that has reached [`PROMOTE_AT`] members into two Wormholes.
+    fn promote(ix: &mut Indexes) -> Result<(), orrery::Error> {
+        if ix.large || ix.by_member.len() < PROMOTE_AT {
+            return Ok(());
+        }
+        let by_member = Wormhole::try_new()?;
+        let by_score = Wormhole::try_new()?;
+        let mut res = Ok(());
+        ix.by_member.scan(Bound::Unbounded, &mut |k, v| {
+            res = by_member.insert(k, v).map(drop);
+            if res.is_err() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        res.clone()?;
+        ix.by_score.scan(Bound::Unbounded, &mut |k, v| {
+            res = by_score.insert(k, v).map(drop);
+            if res.is_err() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        res?;
+        *ix = Indexes {
+            by_member: Box::new(by_member),
+            by_score: Box::new(by_score),
+            large: true,
+        };
+        Ok(())
+    }
+
     /// Sets the member's score; `Err` when out of memory (the set is then unchanged).
     pub(crate) fn insert(&self, member: &[u8], score: f64) -> Result<(), orrery::Error> {
         let old = self.score(member);
         if old.is_some_and(|o| score_key(o) == score_key(score)) {
             return Ok(());
         }
-        self.by_score
-            .insert(&Self::score_entry(score, member), b"")?;
-        if let Err(e) = self.by_member.insert(member, &score_key(score)) {
-            self.by_score.remove(&Self::score_entry(score, member));
+        let mut ix = self.lock();
+        if old.is_none() {
+            Self::promote(&mut ix)?;
+        }
+        ix.by_score.insert(&Self::score_entry(score, member), b"")?;
+        if let Err(e) = ix.by_member.insert(member, &score_key(score)) {
+            ix.by_score.remove(&Self::score_entry(score, member));
             return Err(e);
         }
         if let Some(o) = old {
-            self.by_score.remove(&Self::score_entry(o, member));
+            ix.by_score.remove(&Self::score_entry(o, member));
         }
         Ok(())
     }
@@ -129,8 +277,9 @@ impl ZSet {
         let Some(old) = self.score(member) else {
             return false;
         };
-        self.by_member.remove(member);
-        self.by_score.remove(&Self::score_entry(old, member));
+        let ix = self.lock();
+        ix.by_member.remove(member);
+        ix.by_score.remove(&Self::score_entry(old, member));
         true
     }
 
@@ -148,11 +297,11 @@ impl ZSet {
             },
             Bound::Excluded(s) => Bound::Excluded(score_key(s).to_vec()),
         };
-        Some((lo, hi))
+        Some((lo, hi)).filter(Self::valid)
     }
 
-    fn valid(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-        match (lo, hi) {
+    fn valid(range: &KeyRange) -> bool {
+        match range {
             (Bound::Included(a), Bound::Included(b)) => a <= b,
             (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
             | (Bound::Excluded(a), Bound::Included(b)) => a < b,
@@ -168,29 +317,15 @@ impl ZSet {
         rev: bool,
         limit: Limit,
     ) -> Vec<(Vec<u8>, f64)> {
-        let Some((lo, hi)) = Self::score_bounds(min, max) else {
-            return Vec::new();
-        };
-        if !Self::valid(&lo, &hi) {
-            return Vec::new();
-        }
-        let it = self.by_score.range::<Vec<u8>, _>((lo, hi));
-        let map = |e: orrery::Entry| (e.key()[8..].to_vec(), key_score(e.key()));
-        if rev {
-            take(it.rev().map(map), limit)
-        } else {
-            take(it.map(map), limit)
+        match Self::score_bounds(min, max) {
+            Some(r) => walk(&*self.lock().by_score, &r, rev, limit, by_score_pair),
+            None => Vec::new(),
         }
     }
 
     /// Number of members with scores in the range.
     pub(crate) fn count_by_score(&self, min: ScoreBound, max: ScoreBound) -> usize {
-        match Self::score_bounds(min, max) {
-            Some((lo, hi)) if Self::valid(&lo, &hi) => {
-                self.by_score.range::<Vec<u8>, _>((lo, hi)).count()
-            }
-            _ => 0,
-        }
+        Self::score_bounds(min, max).map_or(0, |r| count(&*self.lock().by_score, &r))
     }
 
     /// Members in `[min, max]` by member order, ascending or descending.
@@ -201,24 +336,20 @@ impl ZSet {
         rev: bool,
         limit: Limit,
     ) -> Vec<(Vec<u8>, f64)> {
-        if !Self::valid(&min, &max) {
+        let r = (min, max);
+        if !Self::valid(&r) {
             return Vec::new();
         }
-        let it = self.by_member.range::<Vec<u8>, _>((min, max));
-        let map = |e: orrery::Entry| (e.key().to_vec(), key_score(e.value()));
-        if rev {
-            take(it.rev().map(map), limit)
-        } else {
-            take(it.map(map), limit)
-        }
+        walk(&*self.lock().by_member, &r, rev, limit, by_member_pair)
     }
 
     /// Number of members in a lexicographic range.
     pub(crate) fn count_by_lex(&self, min: Bound<Vec<u8>>, max: Bound<Vec<u8>>) -> usize {
-        if !Self::valid(&min, &max) {
+        let r = (min, max);
+        if !Self::valid(&r) {
             return 0;
         }
-        self.by_member.range::<Vec<u8>, _>((min, max)).count()
+        count(&*self.lock().by_member, &r)
     }
 
     /// Members at ranks `start..=stop` (already clamped to the set), ascending or descending.
@@ -232,21 +363,30 @@ impl ZSet {
             offset: start,
             count: Some(stop + 1 - start),
         };
-        let it = self.by_score.iter();
-        let map = |e: orrery::Entry| (e.key()[8..].to_vec(), key_score(e.key()));
-        if rev {
-            take(it.rev().map(map), limit)
-        } else {
-            take(it.map(map), limit)
-        }
+        let all = (Bound::Unbounded, Bound::Unbounded);
+        walk(&*self.lock().by_score, &all, rev, limit, by_score_pair)
     }
 
     /// The member's rank (0 for the lowest score), counting from the end with `rev`.
     pub(crate) fn rank(&self, member: &[u8], rev: bool) -> Option<usize> {
         let score = self.score(member)?;
-        let key = Self::score_entry(score, member);
-        let below = self.by_score.range::<Vec<u8>, _>(..key).count();
-        Some(if rev { self.len() - 1 - below } else { below })
+        let below_key = (
+            Bound::Unbounded,
+            Bound::Excluded(Self::score_entry(score, member)),
+        );
+        let ix = self.lock();
+        let below = count(&*ix.by_score, &below_key);
+        Some(if rev {
+            ix.by_member.len() - 1 - below
+        } else {
+            below
+        })
+    }
+
+    /// Whether the set has moved to Wormholes.
+    #[cfg(test)]
+    fn is_large(&self) -> bool {
+        self.lock().large
     }
 }
 
@@ -277,7 +417,7 @@ mod tests {
 
     #[test]
     fn ranges_ranks_and_updates() {
-        let z = ZSet::new().unwrap();
+        let z = ZSet::new();
         for (m, s) in [("a", 1.0), ("b", 2.0), ("c", 2.0), ("d", 3.0)] {
             z.insert(m.as_bytes(), s).unwrap();
         }
@@ -315,5 +455,37 @@ mod tests {
             ),
             2
         );
+    }
+
+    #[test]
+    fn promotion_keeps_every_member_and_both_orders() {
+        let z = ZSet::new();
+        let n = PROMOTE_AT * 3;
+        for i in 0..n {
+            z.insert(format!("m{i:04}").as_bytes(), -(i as f64))
+                .unwrap();
+            assert_eq!(z.is_large(), i >= PROMOTE_AT, "after {} members", i + 1);
+        }
+        assert_eq!(z.len(), n);
+        let asc = z.range_by_rank(0, n - 1, false);
+        assert_eq!(asc.len(), n);
+        assert_eq!(
+            asc[0],
+            (format!("m{:04}", n - 1).into_bytes(), -((n - 1) as f64))
+        );
+        let desc = z.range_by_score(Bound::Unbounded, Bound::Unbounded, true, Limit::ALL);
+        assert_eq!(desc.iter().rev().cloned().collect::<Vec<_>>(), asc);
+        assert_eq!(z.rank(b"m0000", false), Some(n - 1));
+        assert_eq!(z.count_by_lex(Bound::Unbounded, Bound::Unbounded), n);
+        let lim = Limit {
+            offset: 2,
+            count: Some(3),
+        };
+        let lex = z.range_by_lex(Bound::Unbounded, Bound::Unbounded, true, lim);
+        let names: Vec<_> = lex.into_iter().map(|(m, _)| m).collect();
+        let want: Vec<Vec<u8>> = (0..3)
+            .map(|i| format!("m{:04}", n - 3 - i).into_bytes())
+            .collect();
+        assert_eq!(names, want);
     }
 }

@@ -751,6 +751,22 @@ fn sorted_sets_reply_exactly_as_redis() {
         assert_eq!(r.cmd(args), *want, "{args:?}");
     }
     eventually(|| r.cmd(&["ZCARD", "e"]) == ":0", "a sorted set to expire");
+    // A set large enough to move from the small representation to Wormholes (replies
+    // checked against redis-server 7.0).
+    for i in 1..=300 {
+        let (score, member) = ((i % 17).to_string(), format!("m{i}"));
+        assert_eq!(r.cmd(&["ZADD", "big", &score, &member]), ":1");
+    }
+    assert_eq!(r.cmd(&["ZCARD", "big"]), ":300");
+    assert_eq!(r.cmd(&["ZRANK", "big", "m77"]), ":176");
+    assert_eq!(
+        r.cmd(&[
+            "ZRANGE", "big", "+inf", "3", "BYSCORE", "REV", "LIMIT", "5", "4"
+        ]),
+        "[$m271, $m254, $m237, $m220]"
+    );
+    assert_eq!(r.cmd(&["ZCOUNT", "big", "(3", "5"]), ":36");
+    assert_eq!(r.cmd(&["DEL", "big"]), ":1");
     // RESP3: doubles and score pairs.
     assert!(r.cmd(&["HELLO", "3"]).starts_with("%{"));
     assert_eq!(r.cmd(&["ZADD", "r", "1.5", "a", "2", "b"]), ":2");
