@@ -80,15 +80,20 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     while i < args.len() {
         let opt = args[i].to_ascii_uppercase();
         let next = args.get(i + 1);
-        let no_ttl_yet = matches!(ttl, Ttl::Clear) && expiry.is_none();
+        // As Redis: an option may repeat (the last value wins), but two different expiry
+        // options, or one with KEEPTTL, conflict.
+        let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
+        let absolute = opt.ends_with(b"AT");
+        let same_expiry = expiry.is_none_or(|(_, u, a)| (u, a) == (unit, absolute));
         match (&opt[..], next) {
             (b"NX", _) if !xx => nx = true,
             (b"XX", _) if !nx => xx = true,
             (b"GET", _) => get = true,
-            (b"KEEPTTL", _) if no_ttl_yet => ttl = Ttl::Keep,
-            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if no_ttl_yet => {
-                let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
-                expiry = Some((v, unit, opt.ends_with(b"AT")));
+            (b"KEEPTTL", _) if expiry.is_none() => ttl = Ttl::Keep,
+            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v))
+                if matches!(ttl, Ttl::Clear) && same_expiry =>
+            {
+                expiry = Some((v, unit, absolute));
                 i += 1;
             }
             _ => return syntax_error(),

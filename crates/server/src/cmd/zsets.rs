@@ -371,9 +371,11 @@ fn run_range(ctx: &mut Ctx<'_>, q: RangeQuery<'_>) -> Reply {
     } else {
         (q.from, q.to)
     };
+    // A negative offset selects nothing (after the key's type is checked, as in Redis).
+    let negative_offset = q.limit.is_some_and(|(o, _)| o < 0);
     let limit = match q.limit {
         None => Limit::ALL,
-        Some((o, _)) if o < 0 => return Reply::Array(vec![]),
+        Some((o, _)) if o < 0 => Limit::ALL,
         Some((o, c)) => Limit {
             offset: o as usize,
             count: (c >= 0).then_some(c as usize),
@@ -400,6 +402,9 @@ fn run_range(ctx: &mut Ctx<'_>, q: RangeQuery<'_>) -> Reply {
     };
     let proto = ctx.client.proto;
     read(ctx, q.key, Reply::Array(vec![]), |z| {
+        if negative_offset {
+            return Reply::Array(vec![]);
+        }
         let items = match parsed {
             Parsed::Rank(start, stop) => {
                 let len = z.len() as i64;
