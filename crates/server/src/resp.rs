@@ -256,6 +256,8 @@ pub(crate) enum Reply {
     Array(Vec<Reply>),
     /// A map (a flat array of keys and values in RESP2).
     Map(Vec<(Reply, Reply)>),
+    /// Nothing at all: `SHUTDOWN` closes the connection without a reply, as Redis does.
+    Silence,
     /// A double (a bulk string in RESP2, `,` in RESP3), formatted as Redis 7.0 does.
     Double(f64),
     /// A verbatim text (a bulk string in RESP2), as `INFO` and `CLIENT INFO` send.
@@ -320,6 +322,7 @@ impl Reply {
                 out.extend_from_slice(b"\r\n");
             }
             Reply::Verbatim(b) => Reply::Bulk(b.clone()).encode(proto, out),
+            Reply::Silence => {}
             Reply::Double(d) if proto >= 3 => line(out, b',', &crate::cmd::format_score(*d)),
             Reply::Double(d) => Reply::bulk(crate::cmd::format_score(*d)).encode(proto, out),
         }

@@ -609,7 +609,9 @@ fn sigterm_and_shutdown_exit_cleanly() {
     assert!(server.wait_exit(), "SIGTERM exits with status 0");
     let mut server = Server::start(&[]);
     let mut r = server.raw();
+    assert_eq!(r.cmd(&["SHUTDOWN", "BOGUS"]), "-ERR syntax error");
     r.send(&encode(&["SHUTDOWN", "NOSAVE"]));
+    assert!(r.closed(), "SHUTDOWN closes the connection without a reply");
     assert!(server.wait_exit(), "SHUTDOWN exits with status 0");
 }
 

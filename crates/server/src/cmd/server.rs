@@ -176,7 +176,7 @@ pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     }
     ctx.shared.shutdown.notify_one();
     ctx.client.close_after_reply = true;
-    Reply::OK
+    Reply::Silence
 }
 
 pub(super) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
