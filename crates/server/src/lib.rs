@@ -38,6 +38,8 @@
 
 mod cmd;
 mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 mod glob;
 mod resp;
 mod server;

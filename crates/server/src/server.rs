@@ -52,6 +52,22 @@ pub(crate) struct Shared {
     pub(crate) shutdown: Notify,
 }
 
+impl Shared {
+    /// The state of a server listening on `port`.
+    pub(crate) fn new(config: Config, store: Store, port: u16) -> Shared {
+        Shared {
+            store,
+            port,
+            clients: Clients::default(),
+            cursors: Cursors::default(),
+            stats: Stats::default(),
+            started_ms: now_ms(),
+            shutdown: Notify::new(),
+            config,
+        }
+    }
+}
+
 /// One connection's public face (what `CLIENT LIST` shows).
 pub(crate) struct ClientInfo {
     pub(crate) id: u64,
@@ -149,6 +165,23 @@ impl Clients {
         Some(info)
     }
 
+    /// A client description not in the registry (for in-process callers: the fuzz
+    /// targets).
+    pub(crate) fn detached(&self) -> Arc<ClientInfo> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        let now = now_ms();
+        Arc::new(ClientInfo {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+            addr: addr.to_string(),
+            laddr: addr.to_string(),
+            created_ms: now,
+            last_ms: AtomicU64::new(now),
+            proto: AtomicU8::new(2),
+            name: Mutex::new(None),
+            last_cmd: Mutex::new("NULL"),
+        })
+    }
+
     fn unregister(&self, id: u64) {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         map.remove(&id);
@@ -208,6 +241,18 @@ pub(crate) struct Client {
     pub(crate) close_after_reply: bool,
 }
 
+impl Client {
+    /// A fresh connection's state (RESP2, authenticated when no password is set).
+    pub(crate) fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+        Client {
+            info,
+            proto: 2,
+            authenticated,
+            close_after_reply: false,
+        }
+    }
+}
+
 /// Runs the server until `SIGTERM`, `SIGINT` or `SHUTDOWN`; see the crate docs.
 pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
@@ -227,16 +272,7 @@ async fn serve(config: Config, store: Store) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let shared = Arc::new(Shared {
-        store,
-        port: local.port(),
-        clients: Clients::default(),
-        cursors: Cursors::default(),
-        stats: Stats::default(),
-        started_ms: now_ms(),
-        shutdown: Notify::new(),
-        config,
-    });
+    let shared = Arc::new(Shared::new(config, store, local.port()));
     println!(
         "orrery-server {} (index {}) ready to accept connections on {local}",
         env!("CARGO_PKG_VERSION"),
@@ -300,12 +336,7 @@ async fn connection(
         return;
     };
     let id = info.id;
-    let mut client = Client {
-        info,
-        proto: 2,
-        authenticated: shared.config.requirepass.is_none(),
-        close_after_reply: false,
-    };
+    let mut client = Client::new(info, shared.config.requirepass.is_none());
     let _ = serve_client(&shared, &mut client, &mut stream).await;
     shared.clients.unregister(id);
 }
