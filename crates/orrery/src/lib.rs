@@ -45,6 +45,8 @@ pub use orrery_slb as slb;
 #[cfg(feature = "wormhole")]
 pub use orrery_wormhole as wormhole;
 
+pub mod registry;
+
 /// The traits and the common types, for `use orrery::prelude::*;`.
 ///
 /// The structures' `Config` types share one name and stay in their modules

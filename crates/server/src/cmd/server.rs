@@ -1,0 +1,190 @@
+//! Server commands: `COMMAND` (`COUNT`, `INFO`, `DOCS`, `LIST`), `INFO`, `CONFIG GET/SET`,
+//! `SHUTDOWN`, `TIME`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::{Ctx, Spec, TABLE, arity_error, lookup, syntax_error};
+use crate::resp::Reply;
+
+fn describe(spec: &Spec) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(spec.name),
+        Reply::Int(i64::from(spec.arity)),
+        Reply::Array(spec.flags.iter().map(|f| Reply::Simple(f)).collect()),
+        Reply::Int(i64::from(spec.first_key)),
+        Reply::Int(i64::from(spec.last_key)),
+        Reply::Int(i64::from(spec.step)),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+    ])
+}
+
+pub(super) fn command(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    let Some(sub) = args.get(1) else {
+        return Reply::Array(TABLE.iter().map(describe).collect());
+    };
+    match &sub.to_ascii_uppercase()[..] {
+        b"COUNT" if args.len() == 2 => Reply::Int(TABLE.len() as i64),
+        b"COUNT" => arity_error("command|count"),
+        b"LIST" => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
+        b"INFO" => Reply::Array(
+            args[2..]
+                .iter()
+                .map(|n| lookup(n).map_or(Reply::Nil, describe))
+                .collect(),
+        ),
+        // Documentation is optional for clients (`redis-cli` falls back to its own hints):
+        // an empty map says "no docs" without an error.
+        b"DOCS" => Reply::Map(vec![]),
+        _ => Reply::err(format!(
+            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(sub)
+        )),
+    }
+}
+
+pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    let wanted: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let all = wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| w == "all" || w == "everything" || w == "default");
+    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    let sh = ctx.shared;
+    let mut out = String::new();
+    if want("server") {
+        let uptime = ctx.now.saturating_sub(sh.started_ms) / 1000;
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{}\r\norrery_version:{}\r\norrery_index:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:{}\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\r\n",
+            crate::REDIS_VERSION,
+            env!("CARGO_PKG_VERSION"),
+            sh.config.index,
+            std::env::consts::OS,
+            usize::BITS,
+            std::process::id(),
+            sh.port,
+            uptime / 86400,
+        );
+    }
+    if want("clients") {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            sh.clients.len(),
+            sh.config.maxclients
+        );
+    }
+    if want("memory") {
+        let m = sh.store.kv().memory_usage();
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{}\r\nindex_structure_bytes:{}\r\nindex_key_value_bytes:{}\r\n\r\n",
+            m.total(),
+            m.structure_bytes,
+            m.key_value_bytes
+        );
+    }
+    if want("persistence") {
+        out.push_str(
+            "# Persistence\r\nloading:0\r\naof_enabled:0\r\nrdb_changes_since_last_save:0\r\n\r\n",
+        );
+    }
+    if want("stats") {
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\n\r\n",
+            sh.stats.connections.load(Ordering::Relaxed),
+            sh.stats.commands.load(Ordering::Relaxed),
+            sh.stats.rejected.load(Ordering::Relaxed),
+            sh.store.expired_keys(),
+        );
+    }
+    if want("keyspace") {
+        out.push_str("# Keyspace\r\n");
+        let keys = sh.store.kv().len();
+        if keys > 0 {
+            let _ = write!(
+                out,
+                "db0:keys={keys},expires={},avg_ttl=0\r\n",
+                sh.store.keys_with_deadline()
+            );
+        }
+        out.push_str("\r\n");
+    }
+    let mut text = out.trim_end().to_string();
+    text.push_str("\r\n");
+    Reply::Verbatim(text.into_bytes())
+}
+
+pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    let sub = args[1].to_ascii_uppercase();
+    let c = &ctx.shared.config;
+    let settings = [
+        ("port", ctx.shared.port.to_string()),
+        ("bind", c.bind.clone()),
+        ("maxclients", c.maxclients.to_string()),
+        ("requirepass", c.requirepass.clone().unwrap_or_default()),
+        ("databases", "1".into()),
+        ("appendonly", "no".into()),
+        ("save", String::new()),
+        ("proto-max-bulk-len", c.limits.max_bulk_len.to_string()),
+        (
+            "client-query-buffer-limit",
+            c.query_buffer_limit.to_string(),
+        ),
+    ];
+    match &sub[..] {
+        b"GET" if args.len() >= 3 => {
+            let mut out = Vec::new();
+            for (name, value) in &settings {
+                if args[2..]
+                    .iter()
+                    .any(|p| crate::glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
+                {
+                    out.push((Reply::bulk(name), Reply::bulk(value)));
+                }
+            }
+            Reply::Map(out)
+        }
+        b"GET" => arity_error("config|get"),
+        b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => Reply::err(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{}') - this server's settings are fixed at start",
+            String::from_utf8_lossy(&args[2])
+        )),
+        b"SET" => arity_error("config|set"),
+        b"RESETSTAT" => Reply::OK,
+        _ => Reply::err(format!(
+            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+            String::from_utf8_lossy(&args[1])
+        )),
+    }
+}
+
+pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    for a in &args[1..] {
+        match &a.to_ascii_uppercase()[..] {
+            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+            _ => return syntax_error(),
+        }
+    }
+    ctx.shared.shutdown.notify_one();
+    ctx.client.close_after_reply = true;
+    Reply::Silence
+}
+
+pub(super) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(ctx.now * 1000, |d| d.as_micros() as u64);
+    Reply::Array(vec![
+        Reply::bulk((micros / 1_000_000).to_string()),
+        Reply::bulk((micros % 1_000_000).to_string()),
+    ])
+}

@@ -1,0 +1,54 @@
+//! `orrery-server`: a Redis-protocol server over any Orrery index.
+//!
+//! People who want a fast key-value service point a Redis client at a port rather than
+//! link a Rust crate. This crate serves Orrery's structures that way: real Redis clients
+//! (`redis-cli`, redis-py, the Rust `redis` crate) talk to it unchanged, over RESP2 or
+//! RESP3, pipelined or not, with multibulk or inline requests.
+//!
+//! # Usage
+//!
+//! ```text
+//! orrery-server --port 6380 --index wormhole
+//! redis-cli -p 6380 set greeting hello
+//! ```
+//!
+//! [`Config`] holds the settings ([`Config::from_args`] parses the command line) and
+//! [`run`] serves until `SIGTERM`, `SIGINT` or `SHUTDOWN`. `docs/server.md` lists the
+//! commands.
+//!
+//! # Layout
+//!
+//! | module | what |
+//! |---|---|
+//! | `config` | settings and the command line |
+//! | `resp` | request parser (with limits) and reply encoder (RESP2/RESP3) |
+//! | `server` | accept loop, connections, client registry, `SCAN` cursors, expiry task |
+//! | `cmd` | the command table and one file per command family |
+//! | `store` | the keyspace: value header (type, deadline), striped writes, expiry |
+//! | `glob` | Redis's glob patterns |
+//! | `zset` | a sorted set as two ordered Orrery indexes |
+//!
+//! # Consistency
+//!
+//! One shared index serves every connection with no global lock: reads are the index's
+//! own lookups, and a write holds only its key's stripe, which makes each command atomic
+//! on its keys (`INCR`, `SET NX`, `MSETNX`, `RENAME` …). `KEYS`, `SCAN` and `FLUSHDB` walk
+//! the index while others write, with the index's scan guarantees (a key present throughout
+//! is seen exactly once), not Redis's single-threaded snapshot.
+
+mod cmd;
+mod config;
+#[doc(hidden)]
+pub mod fuzzing;
+mod glob;
+mod resp;
+mod server;
+mod store;
+mod zset;
+
+pub use config::{Config, USAGE};
+pub use server::run;
+
+/// The Redis version the server reports (`HELLO`, `INFO`): the version whose commands and
+/// replies it follows.
+pub const REDIS_VERSION: &str = "7.0.0";

@@ -1,0 +1,414 @@
+//! The network side: the accept loop with its client limit, one task per connection with
+//! buffered framing and pipelining, the client registry (`CLIENT LIST`), the `SCAN` cursor
+//! table, active expiry and shutdown.
+//!
+//! A connection reads whatever bytes arrived, runs every complete request in them in order,
+//! and writes all their replies with one write: that is pipelining, at no cost to a client
+//! that sends one request at a time. Limits are checked where bytes enter (the parser's
+//! length limits, the query buffer limit) rather than per command. A protocol error gets
+//! Redis's error reply and closes the connection, as Redis does.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+use crate::cmd::{self, Ctx};
+use crate::config::Config;
+use crate::resp::{self, Reply};
+use crate::store::Store;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Counters for `INFO stats`.
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) connections: AtomicU64,
+    pub(crate) commands: AtomicU64,
+    pub(crate) rejected: AtomicU64,
+}
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) config: Config,
+    /// The port actually bound.
+    pub(crate) port: u16,
+    pub(crate) clients: Clients,
+    pub(crate) cursors: Cursors,
+    pub(crate) stats: Stats,
+    pub(crate) started_ms: u64,
+    /// Signalled by `SHUTDOWN`.
+    pub(crate) shutdown: Notify,
+}
+
+impl Shared {
+    /// The state of a server listening on `port`.
+    pub(crate) fn new(config: Config, store: Store, port: u16) -> Shared {
+        Shared {
+            store,
+            port,
+            clients: Clients::default(),
+            cursors: Cursors::default(),
+            stats: Stats::default(),
+            started_ms: now_ms(),
+            shutdown: Notify::new(),
+            config,
+        }
+    }
+}
+
+/// One connection's public face (what `CLIENT LIST` shows).
+pub(crate) struct ClientInfo {
+    pub(crate) id: u64,
+    addr: String,
+    laddr: String,
+    created_ms: u64,
+    last_ms: AtomicU64,
+    pub(crate) proto: AtomicU8,
+    name: Mutex<Option<Vec<u8>>>,
+    last_cmd: Mutex<&'static str>,
+}
+
+impl ClientInfo {
+    pub(crate) fn set_name(&self, name: Vec<u8>) {
+        *self.name.lock().unwrap_or_else(|p| p.into_inner()) = Some(name).filter(|n| !n.is_empty());
+    }
+
+    pub(crate) fn clear_name(&self) {
+        *self.name.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    pub(crate) fn name(&self) -> Option<Vec<u8>> {
+        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set_last_command(&self, name: &'static str) {
+        *self.last_cmd.lock().unwrap_or_else(|p| p.into_inner()) = name;
+    }
+
+    /// One `CLIENT LIST` line (Redis's field names, the subset that applies).
+    pub(crate) fn describe(&self, now: u64, proto: u8) -> String {
+        let name = self
+            .name()
+            .map(|n| String::from_utf8_lossy(&n).into_owned())
+            .unwrap_or_default();
+        let cmd = *self.last_cmd.lock().unwrap_or_else(|p| p.into_inner());
+        format!(
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd={} user=default resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            name,
+            now.saturating_sub(self.created_ms) / 1000,
+            now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000,
+            cmd,
+            proto
+        )
+    }
+}
+
+/// The connected clients; touched on connect, disconnect and `CLIENT LIST` only.
+#[derive(Default)]
+pub(crate) struct Clients {
+    map: Mutex<HashMap<u64, Arc<ClientInfo>>>,
+    count: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+impl Clients {
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+        let mut v: Vec<_> = self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    /// Registers a connection unless `max` are connected already.
+    fn register(&self, max: usize, addr: SocketAddr, laddr: SocketAddr) -> Option<Arc<ClientInfo>> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= max {
+            return None;
+        }
+        let now = now_ms();
+        let info = Arc::new(ClientInfo {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+            addr: addr.to_string(),
+            laddr: laddr.to_string(),
+            created_ms: now,
+            last_ms: AtomicU64::new(now),
+            proto: AtomicU8::new(2),
+            name: Mutex::new(None),
+            last_cmd: Mutex::new("NULL"),
+        });
+        map.insert(info.id, info.clone());
+        self.count.store(map.len(), Ordering::Relaxed);
+        Some(info)
+    }
+
+    /// A client description not in the registry (for in-process callers: the fuzz
+    /// targets).
+    pub(crate) fn detached(&self) -> Arc<ClientInfo> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        let now = now_ms();
+        Arc::new(ClientInfo {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+            addr: addr.to_string(),
+            laddr: addr.to_string(),
+            created_ms: now,
+            last_ms: AtomicU64::new(now),
+            proto: AtomicU8::new(2),
+            name: Mutex::new(None),
+            last_cmd: Mutex::new("NULL"),
+        })
+    }
+
+    fn unregister(&self, id: u64) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.remove(&id);
+        self.count.store(map.len(), Ordering::Relaxed);
+    }
+}
+
+/// `SCAN` cursors: number → the last key returned. Bounded; the oldest are forgotten
+/// first (a forgotten cursor is an `invalid cursor` error, never a wrong position).
+#[derive(Default)]
+pub(crate) struct Cursors {
+    inner: Mutex<CursorTable>,
+}
+
+#[derive(Default)]
+struct CursorTable {
+    next: u64,
+    keys: HashMap<u64, Vec<u8>>,
+    order: VecDeque<u64>,
+}
+
+/// Most cursors remembered at once.
+const MAX_CURSORS: usize = 100_000;
+
+impl Cursors {
+    pub(crate) fn put(&self, key: Vec<u8>) -> u64 {
+        let mut t = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        t.next += 1;
+        let id = t.next;
+        t.keys.insert(id, key);
+        t.order.push_back(id);
+        while t.order.len() > MAX_CURSORS {
+            if let Some(old) = t.order.pop_front() {
+                t.keys.remove(&old);
+            }
+        }
+        id
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<Vec<u8>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys
+            .get(&id)
+            .cloned()
+    }
+}
+
+/// One connection's private state.
+pub(crate) struct Client {
+    pub(crate) info: Arc<ClientInfo>,
+    /// Protocol version in use (2 or 3).
+    pub(crate) proto: u8,
+    pub(crate) authenticated: bool,
+    /// Close once the current replies are written (`QUIT`, `SHUTDOWN`).
+    pub(crate) close_after_reply: bool,
+}
+
+impl Client {
+    /// A fresh connection's state (RESP2, authenticated when no password is set).
+    pub(crate) fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+        Client {
+            info,
+            proto: 2,
+            authenticated,
+            close_after_reply: false,
+        }
+    }
+}
+
+/// Runs the server until `SIGTERM`, `SIGINT` or `SHUTDOWN`; see the crate docs.
+pub fn run(config: Config) -> Result<(), String> {
+    config.validate()?;
+    let index = orrery::registry::build(&config.index).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let res = runtime.block_on(serve(config, Store::new(index)));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    res
+}
+
+async fn serve(config: Config, store: Store) -> Result<(), String> {
+    let addr = format!("{}:{}", config.bind, config.port);
+    let listener = TcpListener::bind(addr.parse::<SocketAddr>().map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let shared = Arc::new(Shared::new(config, store, local.port()));
+    println!(
+        "orrery-server {} (index {}) ready to accept connections on {local}",
+        env!("CARGO_PKG_VERSION"),
+        shared.config.index
+    );
+    tokio::spawn(active_expiry(shared.clone()));
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, peer)) = accepted else { continue };
+                shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(connection(shared.clone(), stream, peer, local));
+            }
+            _ = term.recv() => {
+                println!("received SIGTERM, shutting down");
+                break;
+            }
+            _ = tokio::signal::ctrl_c() => {
+                println!("received SIGINT, shutting down");
+                break;
+            }
+            _ = shared.shutdown.notified() => {
+                println!("SHUTDOWN received, shutting down");
+                break;
+            }
+        }
+    }
+    println!("bye");
+    Ok(())
+}
+
+/// Removes due keys every 100 ms, up to 25 ms of work per round.
+async fn active_expiry(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        let start = std::time::Instant::now();
+        while shared.store.expire_cycle(now_ms(), 256) == 256
+            && start.elapsed() < Duration::from_millis(25)
+        {}
+    }
+}
+
+async fn connection(
+    shared: Arc<Shared>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+) {
+    let _ = stream.set_nodelay(true);
+    let Some(info) = shared
+        .clients
+        .register(shared.config.maxclients, peer, local)
+    else {
+        shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    };
+    let id = info.id;
+    let mut client = Client::new(info, shared.config.requirepass.is_none());
+    let _ = serve_client(&shared, &mut client, &mut stream).await;
+    shared.clients.unregister(id);
+}
+
+async fn serve_client(
+    shared: &Shared,
+    client: &mut Client,
+    stream: &mut TcpStream,
+) -> std::io::Result<()> {
+    let limits = shared.config.limits;
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    loop {
+        let mut used = 0;
+        let mut ran = 0;
+        let mut fatal = false;
+        loop {
+            match resp::parse(&buf[used..], &limits) {
+                Ok(Some((args, n))) => {
+                    used += n;
+                    if args.is_empty() {
+                        continue;
+                    }
+                    let now = now_ms();
+                    let mut ctx = Ctx {
+                        shared,
+                        client,
+                        now,
+                    };
+                    let reply = cmd::dispatch(&mut ctx, &args);
+                    ran += 1;
+                    reply.encode(client.proto, &mut out);
+                    client.info.proto.store(client.proto, Ordering::Relaxed);
+                    if client.close_after_reply {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    Reply::err(format!("ERR {}", e.0)).encode(client.proto, &mut out);
+                    fatal = true;
+                    break;
+                }
+            }
+        }
+        buf.drain(..used);
+        if ran > 0 {
+            shared.stats.commands.fetch_add(ran, Ordering::Relaxed);
+            client.info.last_ms.store(now_ms(), Ordering::Relaxed);
+        }
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+            out.clear();
+            if out.capacity() > 1024 * 1024 {
+                out.shrink_to(16 * 1024);
+            }
+        }
+        if fatal || client.close_after_reply {
+            return Ok(());
+        }
+        if buf.len() > shared.config.query_buffer_limit {
+            println!(
+                "closing client id={}: query buffer over the limit",
+                client.info.id
+            );
+            return Ok(());
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+        if stream.read_buf(&mut buf).await? == 0 {
+            return Ok(());
+        }
+    }
+}

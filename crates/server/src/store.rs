@@ -1,0 +1,606 @@
+//! The keyspace: one shared Orrery index holding every key, with a small header in front of
+//! each value, an ordered index of expiry deadlines, and striped write locks.
+//!
+//! # Value encoding
+//!
+//! ```text
+//! byte 0      : bits 0..4 the type (0 string, 1 sorted set, whose members live in
+//!               their own ordered Orrery indexes, `crate::zset`),
+//!               bit 7 set when an expiry deadline follows
+//! bytes 1..9  : (only with bit 7) the deadline, Unix milliseconds, big-endian
+//! rest        : the payload (a string's bytes; a sorted set's 8-byte id in the
+//!               store's table of sets, dropped when the key is deleted or overwritten)
+//! ```
+//!
+//! # Concurrency
+//!
+//! Reads (`GET`, `MGET`, `EXISTS`, `TTL`, scans) take no lock: they are the index's own
+//! lock-free or fine-grained lookups. Every write to a key holds the mutex of the key's
+//! stripe (one of [`STRIPES`], chosen by a hash of the key) for the read-modify-write it
+//! performs, so `INCR`, `APPEND`, `SET NX`, `GETSET`… are atomic per key without any global
+//! lock: the trait objects the server holds (`dyn KvIndex`) have no `compute`, and the
+//! stripe makes the index's `get` + `insert` one atomic step. Commands on several keys
+//! (`MSET`, `MSETNX`, `RENAME`) take their stripes in ascending order, so they cannot
+//! deadlock. A stripe is never held across an `.await`.
+//!
+//! # Expiry
+//!
+//! A key with a deadline also has an entry `deadline (8 bytes, big-endian) ++ key` in
+//! `deadlines`, a [`Wormhole`] (ordered, so the due entries are a prefix of it); both are
+//! changed together under the key's stripe. A read that finds an expired key treats it as
+//! absent and removes it (lazy expiry); [`Store::expire_cycle`], run periodically by the
+//! server, walks the due prefix of `deadlines` and removes those keys (active expiry).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::ops::{Bound, ControlFlow};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use orrery::api::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use orrery::registry::AnyIndex;
+use orrery::wormhole::Wormhole;
+use orrery::{KvIndex, OrderedKvIndex};
+
+use crate::zset::ZSet;
+
+/// Number of write-lock stripes (a power of two).
+pub(crate) const STRIPES: usize = 1024;
+
+/// Longest key the server accepts: the index's limit less the deadline prefix.
+pub(crate) const MAX_KEY: usize = MAX_KEY_LEN - 8;
+
+const HAS_DEADLINE: u8 = 0x80;
+const TYPE_MASK: u8 = 0x0F;
+
+/// The type of a key's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A string.
+    String,
+    /// A sorted set: the payload is the 8-byte id of its [`ZSet`].
+    ZSet,
+}
+
+impl Kind {
+    /// The name `TYPE` replies.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::ZSet => "zset",
+        }
+    }
+}
+
+/// A decoded value: type, deadline, payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The value's type.
+    pub(crate) kind: Kind,
+    /// Expiry deadline in Unix milliseconds, if any.
+    pub(crate) deadline: Option<u64>,
+    /// The payload bytes.
+    pub(crate) payload: Vec<u8>,
+}
+
+impl Entry {
+    /// A string without deadline.
+    pub(crate) fn string(payload: Vec<u8>) -> Entry {
+        Entry {
+            kind: Kind::String,
+            deadline: None,
+            payload,
+        }
+    }
+}
+
+/// The decoded header of a stored value: type, deadline and where the payload starts.
+pub(crate) fn header(value: &[u8]) -> Option<(Kind, Option<u64>, usize)> {
+    let (&tag, rest) = value.split_first()?;
+    let kind = match tag & TYPE_MASK {
+        0 => Kind::String,
+        1 => Kind::ZSet,
+        _ => return None,
+    };
+    if tag & HAS_DEADLINE != 0 {
+        let d: [u8; 8] = rest.get(..8)?.try_into().ok()?;
+        Some((kind, Some(u64::from_be_bytes(d)), 9))
+    } else {
+        Some((kind, None, 1))
+    }
+}
+
+fn encode(e: &Entry) -> Vec<u8> {
+    let mut out = Vec::with_capacity(e.payload.len() + 9);
+    let kind = match e.kind {
+        Kind::String => 0,
+        Kind::ZSet => 1,
+    };
+    match e.deadline {
+        Some(d) => {
+            out.push(kind | HAS_DEADLINE);
+            out.extend_from_slice(&d.to_be_bytes());
+        }
+        None => out.push(kind),
+    }
+    out.extend_from_slice(&e.payload);
+    out
+}
+
+fn decode(value: &[u8]) -> Option<Entry> {
+    let (kind, deadline, at) = header(value)?;
+    Some(Entry {
+        kind,
+        deadline,
+        payload: value[at..].to_vec(),
+    })
+}
+
+fn zset_id_of(kind: Kind, payload: &[u8]) -> Option<u64> {
+    match kind {
+        Kind::ZSet => Some(u64::from_be_bytes(payload.try_into().ok()?)),
+        Kind::String => None,
+    }
+}
+
+fn zset_id(entry: &Entry) -> Option<u64> {
+    zset_id_of(entry.kind, &entry.payload)
+}
+
+fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + key.len());
+    k.extend_from_slice(&deadline.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// Why a write was refused; each maps to a Redis-style error reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteError {
+    /// The key is longer than [`MAX_KEY`].
+    KeyTooLong,
+    /// The value (with its header) is longer than the index accepts.
+    ValueTooLong,
+    /// The index could not obtain memory.
+    OutOfMemory,
+}
+
+impl WriteError {
+    /// Redis-style error text.
+    pub(crate) fn message(self) -> String {
+        match self {
+            WriteError::KeyTooLong => format!("ERR key too long (limit {MAX_KEY} bytes)"),
+            WriteError::ValueTooLong => format!(
+                "ERR string exceeds maximum allowed size (limit {} bytes)",
+                MAX_VALUE_LEN - 9
+            ),
+            WriteError::OutOfMemory => {
+                "OOM command not allowed when used memory > 'maxmemory'.".into()
+            }
+        }
+    }
+}
+
+/// The visitor of [`Store::read_many`]: the key's position and its live type and payload.
+pub(crate) type ManyVisitor<'a> = dyn FnMut(usize, Option<(Kind, &[u8])>) + 'a;
+
+impl From<orrery::Error> for WriteError {
+    fn from(e: orrery::Error) -> Self {
+        match e {
+            orrery::Error::KeyTooLong { .. } => WriteError::KeyTooLong,
+            orrery::Error::ValueTooLong { .. } => WriteError::ValueTooLong,
+            _ => WriteError::OutOfMemory,
+        }
+    }
+}
+
+/// The shared keyspace; see the [module docs](self).
+pub(crate) struct Store {
+    index: AnyIndex,
+    deadlines: Wormhole,
+    stripes: Box<[Mutex<()>]>,
+    hasher: std::collections::hash_map::RandomState,
+    expired: AtomicU64,
+    zsets: ZSets,
+}
+
+/// The sorted sets, by the id their key's value holds (sharded by id).
+struct ZSets {
+    shards: Box<[Mutex<ZSetShard>]>,
+    next_id: AtomicU64,
+}
+
+const ZSET_SHARDS: usize = 64;
+
+/// One shard of the table of sorted sets: id → set.
+type ZSetShard = HashMap<u64, Arc<ZSet>>;
+
+impl ZSets {
+    fn shard(&self, id: u64) -> MutexGuard<'_, ZSetShard> {
+        self.shards[id as usize % ZSET_SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The keys a command has locked; the only way to write the store.
+pub(crate) struct Txn<'a> {
+    store: &'a Store,
+    now: u64,
+    _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+impl Store {
+    /// A keyspace over `index`.
+    pub(crate) fn new(index: AnyIndex) -> Store {
+        Store {
+            index,
+            deadlines: Wormhole::new(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            hasher: Default::default(),
+            expired: AtomicU64::new(0),
+            zsets: ZSets {
+                shards: (0..ZSET_SHARDS)
+                    .map(|_| Mutex::new(HashMap::new()))
+                    .collect(),
+                next_id: AtomicU64::new(1),
+            },
+        }
+    }
+
+    /// The point operations of the backend.
+    pub(crate) fn kv(&self) -> &dyn KvIndex {
+        self.index.as_kv()
+    }
+
+    /// The ordered operations, when the backend has them.
+    pub(crate) fn ordered(&self) -> Option<&dyn OrderedKvIndex> {
+        self.index.as_ordered()
+    }
+
+    /// Keys removed by expiry so far.
+    pub(crate) fn expired_keys(&self) -> u64 {
+        self.expired.load(Ordering::Relaxed)
+    }
+
+    /// Keys that carry a deadline.
+    pub(crate) fn keys_with_deadline(&self) -> usize {
+        self.deadlines.len()
+    }
+
+    fn stripe(&self, key: &[u8]) -> usize {
+        let mut h = self.hasher.build_hasher();
+        h.write(key);
+        h.finish() as usize & (STRIPES - 1)
+    }
+
+    /// Locks the stripes of `keys` (in ascending order) and runs `f` with the write access.
+    pub(crate) fn write<R>(&self, keys: &[&[u8]], now: u64, f: impl FnOnce(&Txn<'_>) -> R) -> R {
+        let mut ids: Vec<usize> = keys.iter().map(|k| self.stripe(k)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let guards = ids
+            .into_iter()
+            // A panic while a stripe was held cannot leave a half-written value (every
+            // write is one index call), so a poisoned stripe is still usable.
+            .map(|i| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let txn = Txn {
+            store: self,
+            now,
+            _guards: guards,
+        };
+        f(&txn)
+    }
+
+    /// Runs `f` on the live value of `key` without locking (zero-copy); `None` when absent
+    /// or expired (an expired key is then removed).
+    pub(crate) fn read<R>(
+        &self,
+        key: &[u8],
+        now: u64,
+        f: impl FnOnce(Kind, Option<u64>, &[u8]) -> R,
+    ) -> Option<R> {
+        let mut f = Some(f);
+        let mut out = None;
+        let mut expired = false;
+        self.kv().get_with(key, &mut |v| {
+            if let Some((kind, deadline, at)) = header(v) {
+                if deadline.is_some_and(|d| d <= now) {
+                    expired = true;
+                } else if let Some(f) = f.take() {
+                    out = Some(f(kind, deadline, &v[at..]));
+                }
+            }
+        });
+        if expired {
+            self.write(&[key], now, |t| {
+                t.load(key);
+            });
+        }
+        out
+    }
+
+    /// Runs `f(i, value)` for every key of `keys` in order, through the backend's
+    /// `get_many`; expired keys are seen as absent (and removed afterwards).
+    pub(crate) fn read_many(&self, keys: &[&[u8]], now: u64, f: &mut ManyVisitor<'_>) {
+        let mut expired = Vec::new();
+        self.kv().get_many(
+            keys,
+            &mut |i, v| match v.and_then(|v| header(v).map(|h| (h, v))) {
+                Some(((_, Some(d), _), _)) if d <= now => {
+                    expired.push(i);
+                    f(i, None)
+                }
+                Some(((kind, _, at), v)) => f(i, Some((kind, &v[at..]))),
+                None => f(i, None),
+            },
+        );
+        for i in expired {
+            self.write(&[keys[i]], now, |t| {
+                t.load(keys[i]);
+            });
+        }
+    }
+
+    /// Whether the raw stored `value` is live at `now` (for scans).
+    pub(crate) fn live(value: &[u8], now: u64) -> Option<Kind> {
+        match header(value)? {
+            (_, Some(d), _) if d <= now => None,
+            (kind, _, _) => Some(kind),
+        }
+    }
+
+    /// Active expiry: removes up to `budget` keys whose deadline is due at `now`; returns
+    /// how many due entries were handled (a full budget means more may be due).
+    pub(crate) fn expire_cycle(&self, now: u64, budget: usize) -> usize {
+        let mut due = Vec::new();
+        self.deadlines.scan(Bound::Unbounded, &mut |k, _| {
+            let d = u64::from_be_bytes(k[..8].try_into().expect("deadline keys have 8 bytes"));
+            if d > now || due.len() >= budget {
+                return ControlFlow::Break(());
+            }
+            due.push((d, k[8..].to_vec()));
+            ControlFlow::Continue(())
+        });
+        for (d, key) in &due {
+            self.write(&[key], now, |t| {
+                let live_deadline = t.load(key).and_then(|e| e.deadline);
+                if live_deadline != Some(*d) {
+                    // Stale (cannot happen while both change under the stripe, but an
+                    // entry that outlived its key must not be retried forever).
+                    self.deadlines.remove(&deadline_key(*d, key));
+                }
+            });
+        }
+        due.len()
+    }
+
+    /// Removes every key (ordered backends only; `false` on an unordered one). Keys written
+    /// while the flush runs may survive it.
+    pub(crate) fn flush(&self, now: u64) -> bool {
+        let Some(ordered) = self.ordered() else {
+            return false;
+        };
+        loop {
+            let mut batch = Vec::new();
+            ordered.scan(Bound::Unbounded, &mut |k, _| {
+                batch.push(k.to_vec());
+                if batch.len() >= 1024 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            if batch.is_empty() {
+                break;
+            }
+            for key in &batch {
+                self.write(&[key], now, |t| t.delete(key));
+            }
+        }
+        true
+    }
+}
+
+impl Txn<'_> {
+    /// The time the command runs at (Unix milliseconds).
+    pub(crate) fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The live value of `key` (an expired one is removed and reported absent).
+    pub(crate) fn load(&self, key: &[u8]) -> Option<Entry> {
+        let e = decode(&self.store.kv().get(key)?)?;
+        if e.deadline.is_some_and(|d| d <= self.now) {
+            self.delete(key);
+            self.store.expired.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(e)
+    }
+
+    /// Writes `entry` under `key`, keeping the deadline index in step.
+    pub(crate) fn store(&self, key: &[u8], entry: &Entry) -> Result<(), WriteError> {
+        if key.len() > MAX_KEY {
+            return Err(WriteError::KeyTooLong);
+        }
+        if entry.payload.len() + 9 > MAX_VALUE_LEN {
+            return Err(WriteError::ValueTooLong);
+        }
+        let (old, old_zset) = self.old_header(key);
+        if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
+            self.store
+                .deadlines
+                .insert(&deadline_key(d, key), b"")
+                .map_err(|_| WriteError::OutOfMemory)?;
+        }
+        if let Err(e) = self.store.kv().insert(key, &encode(entry)) {
+            if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
+                self.store.deadlines.remove(&deadline_key(d, key));
+            }
+            return Err(match e {
+                orrery::Error::KeyTooLong { .. } => WriteError::KeyTooLong,
+                orrery::Error::ValueTooLong { .. } => WriteError::ValueTooLong,
+                _ => WriteError::OutOfMemory,
+            });
+        }
+        if let Some(o) = old.filter(|&o| entry.deadline != Some(o)) {
+            self.store.deadlines.remove(&deadline_key(o, key));
+        }
+        if let Some(id) = old_zset.filter(|&id| zset_id(entry) != Some(id)) {
+            self.store.zsets.shard(id).remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Removes `key` (live or expired) and drops its sorted set, if any; whether it was
+    /// present.
+    pub(crate) fn delete(&self, key: &[u8]) -> bool {
+        self.remove(key, true)
+    }
+
+    /// Removes `key` but keeps its sorted set, which another key now holds (`RENAME`).
+    pub(crate) fn detach(&self, key: &[u8]) -> bool {
+        self.remove(key, false)
+    }
+
+    fn remove(&self, key: &[u8], drop_zset: bool) -> bool {
+        let (old, old_zset) = self.old_header(key);
+        let removed = self.store.kv().remove(key);
+        if let Some(o) = old {
+            self.store.deadlines.remove(&deadline_key(o, key));
+        }
+        if let Some(id) = old_zset.filter(|_| drop_zset) {
+            self.store.zsets.shard(id).remove(&id);
+        }
+        removed
+    }
+
+    /// The stored value's deadline and sorted-set id.
+    fn old_header(&self, key: &[u8]) -> (Option<u64>, Option<u64>) {
+        let mut out = (None, None);
+        self.store.kv().get_with(key, &mut |v| {
+            if let Some((kind, deadline, at)) = header(v) {
+                out = (deadline, zset_id_of(kind, &v[at..]));
+            }
+        });
+        out
+    }
+
+    /// The sorted set held by a live `entry` of type [`Kind::ZSet`].
+    pub(crate) fn zset(&self, entry: &Entry) -> Option<Arc<ZSet>> {
+        let id = zset_id(entry)?;
+        self.store.zsets.shard(id).get(&id).cloned()
+    }
+
+    /// Creates an empty sorted set under `key` (which must be absent).
+    pub(crate) fn create_zset(&self, key: &[u8]) -> Result<Arc<ZSet>, WriteError> {
+        let set = Arc::new(ZSet::new());
+        let id = self.store.zsets.next_id.fetch_add(1, Ordering::Relaxed);
+        self.store.zsets.shard(id).insert(id, set.clone());
+        let entry = Entry {
+            kind: Kind::ZSet,
+            deadline: None,
+            payload: id.to_be_bytes().to_vec(),
+        };
+        if let Err(e) = self.store(key, &entry) {
+            self.store.zsets.shard(id).remove(&id);
+            return Err(e);
+        }
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Store {
+        Store::new(orrery::registry::build("wormhole").unwrap())
+    }
+
+    #[test]
+    fn header_round_trip_and_garbage() {
+        for e in [
+            Entry::string(b"abc".to_vec()),
+            Entry {
+                kind: Kind::ZSet,
+                deadline: Some(123),
+                payload: vec![],
+            },
+        ] {
+            assert_eq!(decode(&encode(&e)), Some(e));
+        }
+        assert_eq!(header(b""), None);
+        assert_eq!(header(&[0x0F]), None);
+        assert_eq!(header(&[0x80, 1, 2]), None);
+    }
+
+    #[test]
+    fn deadlines_follow_writes_and_expiry() {
+        let s = store();
+        let e = |d| Entry {
+            kind: Kind::String,
+            deadline: d,
+            payload: b"v".to_vec(),
+        };
+        s.write(&[b"a"], 100, |t| t.store(b"a", &e(Some(200))))
+            .unwrap();
+        s.write(&[b"b"], 100, |t| t.store(b"b", &e(Some(300))))
+            .unwrap();
+        assert_eq!(s.keys_with_deadline(), 2);
+        s.write(&[b"a"], 100, |t| t.store(b"a", &e(Some(250))))
+            .unwrap();
+        assert_eq!(s.keys_with_deadline(), 2);
+        s.write(&[b"b"], 100, |t| t.store(b"b", &e(None))).unwrap();
+        assert_eq!(s.keys_with_deadline(), 1);
+        assert!(s.read(b"a", 249, |_, _, _| ()).is_some());
+        assert_eq!(s.expire_cycle(249, 10), 0);
+        assert_eq!(s.expire_cycle(250, 10), 1);
+        assert_eq!(s.keys_with_deadline(), 0);
+        assert_eq!(s.kv().len(), 1);
+        assert_eq!(s.expired_keys(), 1);
+        // Lazy expiry on read.
+        s.write(&[b"c"], 100, |t| t.store(b"c", &e(Some(150))))
+            .unwrap();
+        assert!(s.read(b"c", 150, |_, _, _| ()).is_none());
+        assert!(!s.kv().contains_key(b"c"));
+        assert_eq!(s.keys_with_deadline(), 0);
+    }
+
+    #[test]
+    fn limits_are_errors_that_leave_the_store_unchanged() {
+        let s = store();
+        let long_key = vec![b'k'; MAX_KEY + 1];
+        let r = s.write(&[&long_key], 0, |t| {
+            t.store(&long_key, &Entry::string(vec![]))
+        });
+        assert_eq!(r, Err(WriteError::KeyTooLong));
+        let big = Entry {
+            kind: Kind::String,
+            deadline: Some(5),
+            payload: vec![0; MAX_VALUE_LEN],
+        };
+        assert_eq!(
+            s.write(&[b"k"], 0, |t| t.store(b"k", &big)),
+            Err(WriteError::ValueTooLong)
+        );
+        assert_eq!(s.kv().len(), 0);
+        assert_eq!(s.keys_with_deadline(), 0);
+    }
+
+    #[test]
+    fn flush_empties_ordered_and_refuses_unordered() {
+        let s = store();
+        for i in 0..3000u32 {
+            let k = i.to_be_bytes();
+            s.write(&[&k], 0, |t| t.store(&k, &Entry::string(vec![1])))
+                .unwrap();
+        }
+        assert!(s.flush(0));
+        assert_eq!(s.kv().len(), 0);
+        let m = Store::new(orrery::registry::build("mercury").unwrap());
+        assert!(!m.flush(0));
+    }
+}

@@ -1,0 +1,290 @@
+//! Differential test: one deterministic random command stream sent to `orrery-server` and
+//! to a real `redis-server` (started by the test on another loopback port) must get the
+//! same replies. Skipped, with a message, when `redis-server` is not installed.
+//!
+//! The stream covers the string, key, expiry and sorted-set commands whose replies are
+//! deterministic. Left out, and why: `KEYS` (Redis's order is its hash table's),
+//! `INCRBYFLOAT` on fractions and huge values (Redis computes in `long double`; here it
+//! runs only on its own key with integral steps), `TTL` (depends on timing),
+//! `ZRANGEBYLEX` on sets with different scores (unspecified by Redis).
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use common::{DEADLINE, Raw, Server};
+
+struct Redis(Child);
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_redis() -> Option<(Redis, u16)> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let guard = Redis(child);
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < DEADLINE, "redis-server did not start");
+    }
+    Some((guard, port))
+}
+
+fn raw(port: u16) -> Raw {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    Raw {
+        r: std::io::BufReader::new(s.try_clone().unwrap()),
+        w: s,
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+fn command(rng: &mut Rng) -> Vec<String> {
+    let keys = ["k0", "k1", "k2", "k3", "k4", "k5"];
+    let lex = ["lex0", "lex1"];
+    let members = ["a", "b", "c", "d", "e", "f", "g"];
+    let values = [
+        "",
+        "v",
+        "12",
+        "-3",
+        "abc",
+        "9223372036854775807",
+        "0",
+        "1.5",
+    ];
+    let scores = ["0", "1", "-1", "2.5", "-inf", "+inf", "3", "1e3", "x"];
+    let ranges = ["-inf", "+inf", "(1", "1", "2.5", "(0", "x", "-1"];
+    let lexr = ["-", "+", "[a", "(b", "[d", "(g", "c"];
+    let ints = ["0", "1", "-1", "2", "5", "-3", "100", "x"];
+    let k = rng.pick(&keys).to_string();
+    let mut v: Vec<String> = match rng.below(40) {
+        0 => vec!["GET".into(), k],
+        1 | 2 => {
+            let mut c = vec!["SET".into(), k, rng.pick(&values).into()];
+            for _ in 0..rng.below(3) {
+                match rng.below(7) {
+                    0 => c.push("NX".into()),
+                    1 => c.push("XX".into()),
+                    2 => c.push("GET".into()),
+                    3 => c.push("KEEPTTL".into()),
+                    4 => c.extend([
+                        "EX".into(),
+                        rng.pick(&["100", "0", "-5", "x", "200"]).into(),
+                    ]),
+                    5 => c.extend(["PX".into(), rng.pick(&["100000", "0"]).into()]),
+                    _ => c.push("BOGUS".into()),
+                }
+            }
+            c
+        }
+        3 => vec!["SETNX".into(), k, rng.pick(&values).into()],
+        4 => vec!["GETSET".into(), k, rng.pick(&values).into()],
+        5 => vec!["GETDEL".into(), k],
+        6 => vec![
+            "MGET".into(),
+            k,
+            rng.pick(&keys).into(),
+            rng.pick(&keys).into(),
+        ],
+        7 => vec![
+            "MSET".into(),
+            k,
+            rng.pick(&values).into(),
+            rng.pick(&keys).into(),
+            rng.pick(&values).into(),
+        ],
+        8 => vec![
+            "MSETNX".into(),
+            k,
+            rng.pick(&values).into(),
+            rng.pick(&keys).into(),
+            "x".into(),
+        ],
+        9 => vec!["APPEND".into(), k, rng.pick(&values).into()],
+        10 => vec!["STRLEN".into(), k],
+        11 => vec!["INCR".into(), k],
+        12 => vec!["DECRBY".into(), k, rng.pick(&ints).into()],
+        13 => vec!["INCRBY".into(), k, rng.pick(&ints).into()],
+        14 => vec![
+            "INCRBYFLOAT".into(),
+            "fl".into(),
+            rng.pick(&["1", "-2", "10", "x"]).into(),
+        ],
+        15 => vec!["DEL".into(), k, rng.pick(&keys).into()],
+        16 => vec!["EXISTS".into(), k, rng.pick(&keys).into()],
+        17 => vec!["TYPE".into(), k],
+        18 => vec!["RENAME".into(), k, rng.pick(&keys).into()],
+        19 => vec![
+            // Absolute deadlines far ahead, so that GT/LT compare the same way on both
+            // servers however long the commands take.
+            "EXPIREAT".into(),
+            k,
+            rng.pick(&["4102444800", "4102444900", "-1", "x"]).into(),
+            rng.pick(&["NX", "XX", "GT", "LT"]).into(),
+        ],
+        20 => vec!["PERSIST".into(), k],
+        21 => vec!["DBSIZE".into()],
+        22..=25 => {
+            let mut c = vec!["ZADD".into(), k];
+            for _ in 0..rng.below(3) {
+                c.push(rng.pick(&["NX", "XX", "GT", "LT", "CH", "INCR"]).into());
+            }
+            for _ in 0..=rng.below(2) {
+                c.push(rng.pick(&scores).into());
+                c.push(rng.pick(&members).into());
+            }
+            c
+        }
+        26 => vec![
+            "ZREM".into(),
+            k,
+            rng.pick(&members).into(),
+            rng.pick(&members).into(),
+        ],
+        27 => vec!["ZSCORE".into(), k, rng.pick(&members).into()],
+        28 => vec![
+            "ZMSCORE".into(),
+            k,
+            rng.pick(&members).into(),
+            rng.pick(&members).into(),
+        ],
+        29 => vec!["ZCARD".into(), k],
+        30 => vec![
+            "ZCOUNT".into(),
+            k,
+            rng.pick(&ranges).into(),
+            rng.pick(&ranges).into(),
+        ],
+        31 => vec!["ZRANK".into(), k, rng.pick(&members).into()],
+        32 => vec![
+            "ZINCRBY".into(),
+            k,
+            rng.pick(&scores).into(),
+            rng.pick(&members).into(),
+        ],
+        33 | 34 => {
+            let mut c = vec!["ZRANGE".into(), k];
+            match rng.below(2) {
+                0 => {
+                    c.push(rng.pick(&ints).into());
+                    c.push(rng.pick(&ints).into());
+                }
+                _ => {
+                    c.push(rng.pick(&ranges).into());
+                    c.push(rng.pick(&ranges).into());
+                    c.push("BYSCORE".into());
+                    if rng.below(2) == 0 {
+                        c.extend([
+                            "LIMIT".into(),
+                            rng.pick(&ints).into(),
+                            rng.pick(&ints).into(),
+                        ]);
+                    }
+                }
+            }
+            if rng.below(2) == 0 {
+                c.push("REV".into());
+            }
+            if rng.below(2) == 0 {
+                c.push("WITHSCORES".into());
+            }
+            c
+        }
+        35 => vec![
+            rng.pick(&["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"]).into(),
+            k,
+            rng.pick(&ranges).into(),
+            rng.pick(&ranges).into(),
+            "WITHSCORES".into(),
+        ],
+        36 => vec![
+            "ZADD".into(),
+            rng.pick(&lex).into(),
+            "0".into(),
+            rng.pick(&members).into(),
+        ],
+        37 => vec![
+            rng.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX", "ZLEXCOUNT"])
+                .into(),
+            rng.pick(&lex).into(),
+            rng.pick(&lexr).into(),
+            rng.pick(&lexr).into(),
+        ],
+        38 => vec![
+            "ZREM".into(),
+            rng.pick(&lex).into(),
+            rng.pick(&members).into(),
+        ],
+        _ => vec![rng.pick(&["NOSUCH", "GET", "SET", "ZADD"]).into()],
+    };
+    if v.is_empty() {
+        v.push("PING".into());
+    }
+    v
+}
+
+#[test]
+fn same_replies_as_redis_server() {
+    let Some((_redis, port)) = start_redis() else {
+        eprintln!("SKIPPED: redis-server is not installed (Debian package redis-server)");
+        return;
+    };
+    let server = Server::start(&[]);
+    let (mut ours, mut theirs) = (server.raw(), raw(port));
+    for seed in [
+        0x9e37_79b9_7f4a_7c15,
+        0x0bad_5eed_0000_0001,
+        0x5eed_0000_0000_0004,
+    ] {
+        let mut rng = Rng(seed);
+        for i in 0..20_000 {
+            let cmd = command(&mut rng);
+            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let (a, b) = (ours.cmd(&args), theirs.cmd(&args));
+            assert_eq!(a, b, "seed {seed:#x}, command #{i}: {args:?}");
+        }
+        assert_eq!(ours.cmd(&["FLUSHALL"]), theirs.cmd(&["FLUSHALL"]));
+    }
+}
