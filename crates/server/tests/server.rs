@@ -214,7 +214,7 @@ fn expiry_lazy_active_and_ttl_commands() {
         (&["TTL", "nope"], ":-2"),
         (&["EXPIRE", "nope", "10"], ":0"),
         (&["EXPIRE", "k", "100"], ":1"),
-        (&["TTL", "k"], ":100"),
+        (&["TTL", "k"], "~100"),
         (&["EXPIRE", "k", "50", "GT"], ":0"),
         (&["EXPIRE", "k", "50", "LT"], ":1"),
         (&["EXPIRE", "k", "500", "NX"], ":0"),
@@ -236,9 +236,9 @@ fn expiry_lazy_active_and_ttl_commands() {
             "-ERR invalid expire time in 'expire' command",
         ),
         (&["APPEND", "k", "w"], ":2"),
-        (&["TTL", "k"], ":50"),
+        (&["TTL", "k"], "~50"),
         (&["SET", "k", "v", "KEEPTTL"], "+OK"),
-        (&["TTL", "k"], ":50"),
+        (&["TTL", "k"], "~50"),
         (&["PERSIST", "k"], ":1"),
         (&["PERSIST", "k"], ":0"),
         (&["TTL", "k"], ":-1"),
@@ -252,10 +252,22 @@ fn expiry_lazy_active_and_ttl_commands() {
         (&["SET", "k", "v", "EX", "1000"], "+OK"),
     ];
     for (args, want) in cases {
-        assert_eq!(r.cmd(args), *want, "{args:?}");
+        let got = r.cmd(args);
+        if let Some(n) = want.strip_prefix('~') {
+            // A TTL in seconds: at most what was set, and less by no more than the time
+            // the test may take between commands on a loaded machine (generous: 40 s).
+            let n: i64 = n.parse().unwrap();
+            let ttl: i64 = got[1..].parse().unwrap_or(-3);
+            assert!(
+                (n - 40..=n).contains(&ttl),
+                "{args:?}: {got} (want about {n})"
+            );
+        } else {
+            assert_eq!(got, *want, "{args:?}");
+        }
     }
     let pttl: i64 = r.cmd(&["PTTL", "k"])[1..].parse().unwrap();
-    assert!((999_000..=1_000_000).contains(&pttl), "{pttl}");
+    assert!((960_000..=1_000_000).contains(&pttl), "{pttl}");
     // Lazy expiry: a short deadline, then the key reads as absent.
     assert_eq!(r.cmd(&["SET", "short", "v", "PX", "30"]), "+OK");
     eventually(|| r.cmd(&["GET", "short"]) == "$nil", "lazy expiry");
