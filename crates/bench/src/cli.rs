@@ -638,6 +638,7 @@ fn run_child(a: &RunArgs, plans: &[Plan], id: GroupId, suite: Option<&str>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Switch;
 
     fn code(args: &[&str]) -> ExitCode {
         let mut v = vec!["orrery-bench".to_string()];
@@ -702,6 +703,14 @@ mod tests {
 
     #[test]
     fn bad_input_is_a_clear_error() {
+        assert!(
+            parse_err(&["run", "--index", "mercury", "--mercury-load-percent", "0"])
+                .contains("mercury-load-percent")
+        );
+        assert!(
+            parse_err(&["run", "--index", "wormhole", "--wormhole-prefault", "maybe"])
+                .contains("maybe")
+        );
         let q = ["--quiet", "--no-machine"];
         let with = |extra: &[&'static str]| {
             let mut v = vec!["run"];
@@ -813,6 +822,138 @@ mod tests {
             assert_eq!(r.load_threads, expect, "{r:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every result-changing switch given on the command line reaches the indexes and is
+    /// recorded in every JSON record (issue 20: environment variables steered runs without
+    /// a trace in their output).
+    #[test]
+    fn settings_options_are_recorded() {
+        let (dir, recs) = run_json(
+            "settings",
+            &[
+                "--index",
+                "wormhole,mercury",
+                "--keys",
+                "3000",
+                "--ops",
+                "1000",
+                "--workload",
+                "load,c",
+                "--wormhole-prefault",
+                "off",
+                "--wormhole-item-prefetch",
+                "off",
+                "--mercury-load-percent",
+                "75",
+                "--mercury-prefault",
+                "off",
+                "--warmup",
+                "7",
+                "--sample-every",
+                "5",
+                "--batch",
+                "3",
+                "--max-secs",
+                "30",
+            ],
+        );
+        assert_eq!(recs.len(), 4);
+        let expect = Settings {
+            wormhole_prefault: Switch::Off,
+            wormhole_item_prefetch: Switch::Off,
+            mercury_load_percent: 75,
+            mercury_prefault: Switch::Off,
+            epoch_pin: EpochPin::Fenced,
+        };
+        for r in &recs {
+            let s = r
+                .settings
+                .as_ref()
+                .expect("every record carries its settings");
+            assert_eq!(s.switches, expect, "{r:?}");
+            assert_eq!(
+                (s.ops_per_thread, s.warmup, s.sample_every, s.get_many_batch),
+                (1000, 7, 5, 3)
+            );
+            assert_eq!(s.max_secs, Some(30.0));
+        }
+        // The JSON spells them as options and suite keys do.
+        let line = std::fs::read_to_string(dir.join("r.jsonl")).unwrap();
+        for field in [
+            r#""wormhole_prefault":"off""#,
+            r#""wormhole_item_prefetch":"off""#,
+            r#""mercury_load_percent":75"#,
+            r#""mercury_prefault":"off""#,
+            r#""epoch_pin":"fenced""#,
+        ] {
+            assert!(line.contains(field), "{field} in {line}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A suite's settings keep their values unless the command line names the option.
+    #[test]
+    fn suite_settings_yield_only_to_given_options() {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-sset-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(
+            &file,
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"mercury\"]\n\
+             dataset=[\"rand-8\"]\nkeys=1000\nworkload=[\"c\"]\nthreads=[1]\n\
+             mercury_prefault=\"off\"\nmercury_load_percent=60\n",
+        )
+        .unwrap();
+        let suite = |extra: &[&str]| {
+            let mut v = vec!["orrery-bench", "run", "--suite", "x", "--suites"];
+            v.push(file.to_str().unwrap());
+            v.extend(extra);
+            let v: Vec<OsString> = v.into_iter().map(Into::into).collect();
+            let Cmd::Run(a) = parse(&v).unwrap().cmd else {
+                panic!("not a run")
+            };
+            suite_matrices(&a, "x").unwrap().matrices[0].settings
+        };
+        let kept = suite(&[]);
+        assert_eq!(
+            (kept.mercury_prefault, kept.mercury_load_percent),
+            (Switch::Off, 60)
+        );
+        let over = suite(&["--mercury-load-percent", "90", "--wormhole-prefault", "off"]);
+        assert_eq!(
+            over,
+            Settings {
+                mercury_prefault: Switch::Off,
+                mercury_load_percent: 90,
+                wormhole_prefault: Switch::Off,
+                ..Settings::DEFAULT
+            }
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An `--in-process` run cannot change this process's epoch pin barrier: asking for
+    /// the other one is an error, not a record that names a barrier the run did not use.
+    #[test]
+    fn in_process_epoch_pin_must_match_the_process() {
+        let other = match EpochPin::of_process() {
+            EpochPin::Fenced => "asymmetric",
+            EpochPin::Asymmetric => "fenced",
+        };
+        let e = parse_err(&[
+            "run",
+            "--index",
+            "btreemap",
+            "--keys",
+            "1000",
+            "--quiet",
+            "--no-machine",
+            "--in-process",
+            "--epoch-pin",
+            other,
+        ]);
+        assert!(e.contains("--in-process"), "{e}");
     }
 
     /// A child's group must exist in the plans it rebuilds from the parent's arguments.
@@ -957,6 +1098,16 @@ mod tests {
             // Other tests allocate and free concurrently, so only sanity is checked here.
             assert!(r.bytes_per_key.is_finite());
             assert!(r.p50_ns.is_some());
+            // A run without settings options records the defaults.
+            let s = r
+                .settings
+                .as_ref()
+                .expect("every record carries its settings");
+            assert_eq!(s.switches, Settings::DEFAULT, "{r:?}");
+            assert_eq!(s.ops_per_thread, 2000);
+            assert_eq!(s.sample_every, defaults::SAMPLE_EVERY);
+            assert_eq!(s.get_many_batch, defaults::GET_MANY_BATCH);
+            assert_eq!(s.warmup, defaults::warmup(2000));
         }
         let out = dir.join("report");
         let md = report_tables(&json, &out, "e2e");
