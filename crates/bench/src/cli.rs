@@ -777,6 +777,7 @@ mod tests {
         let md = report_tables(&json, &out, "sweep");
         assert!(md.contains("against key count"), "{md}");
         assert!(md.contains("Throughput while expanding"), "{md}");
+        assert!(md.contains(&format!("- `{}`", Settings::DEFAULT)), "{md}");
         assert!(out.join("sweep").join("rand-8-put-50-sweep.png").exists());
         // One bar plot and one memory plot per key count: none overwrites another.
         for k in ["20K", "40K", "60K"] {
