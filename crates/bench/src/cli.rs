@@ -629,6 +629,14 @@ fn run_child(a: &RunArgs, plans: &[Plan], id: GroupId, suite: Option<&str>) -> R
         _ => Progress::new(a.quiet),
     };
     isolate::fail_hook(&g.index_name);
+    let (asked, have) = (plan.settings().epoch_pin, EpochPin::of_process());
+    if asked != have {
+        // The kernel refused membarrier (or ORRERY_EPOCH_FALLBACK forces the fence): the
+        // records name the pin really used.
+        eprintln!(
+            "warning: --epoch-pin {asked} unavailable here: this process uses the {have} pin"
+        );
+    }
     plan.run_group(&g, machine.as_ref(), suite, &progress, &mut |mut r| {
         r.isolated = Some(true);
         isolate::send(&r)
