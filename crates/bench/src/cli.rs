@@ -10,7 +10,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::datasets::{self, Spec};
 use crate::dist::Dist;
@@ -19,6 +20,7 @@ use crate::machine::{self, Machine};
 use crate::matrix::{Matrix, Plan};
 use crate::output::{Record, json::JsonSink, table};
 use crate::progress::Progress;
+use crate::settings::{EpochPin, Settings, defaults};
 use crate::workloads::{self, Workload};
 use crate::{registry, report, suites};
 
@@ -85,49 +87,53 @@ struct RunArgs {
     /// Indexes, comma-separated (see `indexes`); `slb:<name>` wraps one in the SLB.
     #[arg(long, value_delimiter = ',')]
     index: Vec<String>,
-    /// Datasets, comma-separated [default: rand-8].
-    #[arg(long, value_delimiter = ',')]
+    /// Datasets, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = defaults::DATASET)]
     dataset: Vec<String>,
-    /// Keys to load, comma-separated for a sweep (each count runs the whole matrix) [default: 1M].
-    #[arg(long, value_parser = count, value_delimiter = ',')]
+    /// Keys to load, comma-separated for a sweep (each count runs the whole matrix).
+    #[arg(long, value_parser = count, value_delimiter = ',', default_values_t = [defaults::KEYS])]
     keys: Vec<u64>,
-    /// Workloads, comma-separated [default: c].
-    #[arg(long, value_delimiter = ',')]
+    /// Workloads, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = defaults::WORKLOAD)]
     workload: Vec<String>,
-    /// Thread counts, comma-separated [default: 1].
-    #[arg(long, value_delimiter = ',')]
+    /// Thread counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [defaults::THREADS])]
     threads: Vec<usize>,
-    /// Distribution: uniform, zipf or zipf:θ, latest or latest:θ (default: uniform; latest for d).
+    /// Distribution: uniform, zipf or zipf:θ, latest or latest:θ [default: each workload's
+    /// own: latest for d, uniform otherwise].
     #[arg(long)]
     dist: Option<String>,
-    /// Value size in bytes [default: 8].
-    #[arg(long)]
-    value_size: Option<usize>,
-    /// Repeats; the median is reported [default: 1].
-    #[arg(long)]
-    repeat: Option<usize>,
-    /// Operations per thread [default: min(keys, 1M)].
+    /// Value size in bytes.
+    #[arg(long, default_value_t = defaults::VALUE_SIZE)]
+    value_size: usize,
+    /// Repeats; the median is reported.
+    #[arg(long, default_value_t = defaults::REPEAT)]
+    repeat: usize,
+    /// Operations per thread [default: the smallest key count, at most MAX_OPS (1M)].
     #[arg(long, value_parser = count)]
     ops: Option<u64>,
-    /// Warm-up lookups per thread [default: ops/10, at most 1M].
+    /// Warm-up lookups per thread [default: ops/10, at most MAX_WARMUP (1M)].
     #[arg(long, value_parser = count)]
     warmup: Option<u64>,
-    /// Time one operation in this many for latency percentiles [default: 64].
-    #[arg(long)]
-    sample_every: Option<usize>,
-    /// Keys per get_many call (get-many workload) [default: 16].
-    #[arg(long)]
-    batch: Option<usize>,
+    /// Time one operation in this many for latency percentiles.
+    #[arg(long, default_value_t = defaults::SAMPLE_EVERY)]
+    sample_every: usize,
+    /// Keys per get_many call (get-many workload).
+    #[arg(long, default_value_t = defaults::GET_MANY_BATCH)]
+    batch: usize,
     /// Stop each phase after this many seconds.
     #[arg(long)]
     max_secs: Option<f64>,
     /// Threads that load the index the workloads run on (the `load` workload itself uses
-    /// each cell's thread count) [default: 1].
-    #[arg(long)]
-    load_threads: Option<usize>,
-    /// Seed of datasets and operation streams [default: 42].
-    #[arg(long)]
-    seed: Option<u64>,
+    /// each cell's thread count).
+    #[arg(long, default_value_t = defaults::LOAD_THREADS)]
+    load_threads: usize,
+    /// Seed of datasets and operation streams.
+    #[arg(long, default_value_t = defaults::SEED)]
+    seed: u64,
+    /// Switches recorded in every result (also keys of a suite's matrices).
+    #[command(flatten)]
+    settings: Settings,
     /// Append one JSON object per result to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -161,6 +167,17 @@ struct RunArgs {
     /// (Internal) the parent's machine description, JSON.
     #[arg(long = "child-machine", hide = true)]
     child_machine: Option<String>,
+    /// The ids of the options given on the command line (filled in by [`parse`]): a
+    /// suite's values are overridden only by these.
+    #[arg(skip)]
+    given: Vec<String>,
+}
+
+impl RunArgs {
+    /// Whether option `id` (its field name) was given on the command line.
+    fn given(&self, id: &str) -> bool {
+        self.given.iter().any(|g| g == id)
+    }
 }
 
 #[derive(Args, Debug)]
@@ -168,12 +185,12 @@ struct DatasetArgs {
     /// Datasets to describe [default: all listed].
     #[arg(long, value_delimiter = ',')]
     dataset: Vec<String>,
-    /// Keys to generate for the statistics [default: 100K].
-    #[arg(long, value_parser = count)]
-    keys: Option<u64>,
-    /// Seed [default: 42].
-    #[arg(long)]
-    seed: Option<u64>,
+    /// Keys to generate for the statistics.
+    #[arg(long, value_parser = count, default_value = "100K")]
+    keys: u64,
+    /// Seed.
+    #[arg(long, default_value_t = defaults::SEED)]
+    seed: u64,
     /// Print this many example keys of each dataset.
     #[arg(long, default_value_t = 0)]
     examples: usize,
@@ -214,7 +231,7 @@ struct MachineArgs {
 /// Runs the command line `args` (program name first); returns the exit status.
 pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match parse(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -228,6 +245,21 @@ pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Parses the command line `args` (program name first), noting which `run` options were
+/// given rather than defaulted.
+fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (Cmd::Run(a), Some(m)) = (&mut cli.cmd, matches.subcommand_matches("run")) {
+        a.given = m
+            .ids()
+            .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+            .map(|id| id.to_string())
+            .collect();
+    }
+    Ok(cli)
 }
 
 /// Runs `cmd`, parsed from `args` (program name first; isolated runs hand the same
@@ -295,7 +327,7 @@ fn list_datasets(a: DatasetArgs) -> Result<(), String> {
     } else {
         a.dataset
     };
-    let n = a.keys.unwrap_or(100_000);
+    let n = a.keys;
     if n == 0 || n > 100_000_000 {
         return Err("--keys for datasets must be between 1 and 100M".into());
     }
@@ -309,7 +341,7 @@ fn list_datasets(a: DatasetArgs) -> Result<(), String> {
     );
     for name in names {
         let spec = Spec::parse(&name)?;
-        let set = spec.generate(n as usize, n as usize, a.seed.unwrap_or(42), &progress)?;
+        let set = spec.generate(n as usize, n as usize, a.seed, &progress)?;
         let s = datasets::stats(&set);
         println!(
             "{:<12} {:>10} {:>8.1} {:>9.1}  {}",
@@ -356,105 +388,125 @@ fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
     let progress = Progress::new(a.quiet || child.is_some());
     let (matrices, suite_name) = match &a.suite {
         Some(name) => {
-            if !a.index.is_empty()
-                || !a.dataset.is_empty()
-                || !a.workload.is_empty()
-                || !a.threads.is_empty()
-                || a.dist.is_some()
-            {
-                return Err(
-                    "--suite fixes indexes, datasets, workloads, threads and distribution; \
-                     drop those options (keys, ops, repeat, value size and seed may be overridden)"
-                        .into(),
-                );
-            }
-            let s = suites::find(a.suites.as_deref(), name)?;
+            let s = suite_matrices(&a, name)?;
             progress.note(&format!("suite {}: {}", s.name, s.about));
             (s.matrices, Some(s.name))
         }
-        None => {
-            if a.index.is_empty() {
-                return Err(
-                    "name at least one index with --index (or a suite with --suite); \
-                            see `orrery-bench indexes`"
-                        .into(),
-                );
-            }
-            let keys = if a.keys.is_empty() {
-                vec![1_000_000]
-            } else {
-                a.keys.clone()
-            };
-            let smallest = keys.iter().copied().min().unwrap_or(1);
-            let m = Matrix {
-                indexes: a.index.clone(),
-                datasets: or(a.dataset.clone(), "rand-8"),
-                keys,
-                workloads: or(a.workload.clone(), "c")
-                    .iter()
-                    .map(|w| Workload::parse(w))
-                    .collect::<Result<_, _>>()?,
-                threads: if a.threads.is_empty() {
-                    vec![1]
-                } else {
-                    a.threads.clone()
-                },
-                dist: a.dist.as_deref().map(Dist::parse).transpose()?,
-                value_size: 8,
-                repeat: 1,
-                ops: smallest.min(1_000_000),
-                warmup: None,
-                sample_every: 64,
-                get_many_batch: 16,
-                max_secs: None,
-                seed: 42,
-                skip_unsupported: a.skip_unsupported,
-                load_threads: 1,
-            };
-            (vec![m], None)
-        }
+        None => (vec![command_line_matrix(&a)?], None),
     };
-    // Command-line overrides.
     let plans = matrices
         .into_iter()
-        .map(|mut m| {
-            if !a.keys.is_empty() {
-                m.keys = a.keys.clone();
-            }
-            if let Some(o) = a.ops {
-                m.ops = o;
-            } else if !a.keys.is_empty() && a.suite.is_some() {
-                m.ops = m.ops.min(m.keys.iter().copied().min().unwrap_or(1).max(1));
-            }
-            if let Some(v) = a.value_size {
-                m.value_size = v;
-            }
-            if let Some(r) = a.repeat {
-                m.repeat = r;
-            }
-            if let Some(t) = a.load_threads {
-                m.load_threads = t;
-            }
-            if let Some(s) = a.seed {
-                m.seed = s;
-            }
-            if let Some(w) = a.warmup {
-                m.warmup = Some(w);
-            }
-            if let Some(s) = a.sample_every {
-                m.sample_every = s;
-            }
-            if let Some(b) = a.batch {
-                m.get_many_batch = b;
-            }
-            if a.max_secs.is_some() {
-                m.max_secs = a.max_secs;
-            }
-            Plan::new(m)
-        })
+        .map(Plan::new)
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(id) = child {
-        return run_child(&a, &plans, id, suite_name.as_deref());
+    match child {
+        Some(id) => run_child(&a, &plans, id, suite_name.as_deref()),
+        None => run_parent(&a, &plans, suite_name.as_deref(), args, &progress),
+    }
+}
+
+/// The matrices of suite `name`, with the options given on the command line applied.
+fn suite_matrices(a: &RunArgs, name: &str) -> Result<suites::Suite, String> {
+    if ["index", "dataset", "workload", "threads", "dist"]
+        .iter()
+        .any(|id| a.given(id))
+    {
+        return Err(
+            "--suite fixes indexes, datasets, workloads, threads and distribution; \
+             drop those options (keys, ops, repeat, value size, seed and the settings may be \
+             overridden)"
+                .into(),
+        );
+    }
+    let mut s = suites::find(a.suites.as_deref(), name)?;
+    for m in &mut s.matrices {
+        override_matrix(a, m);
+    }
+    Ok(s)
+}
+
+/// Overrides a suite matrix's values by the options given on the command line.
+fn override_matrix(a: &RunArgs, m: &mut Matrix) {
+    if a.given("keys") {
+        m.keys = a.keys.clone();
+    }
+    if let Some(o) = a.ops {
+        m.ops = o;
+    } else if a.given("keys") {
+        m.ops = m.ops.min(m.keys.iter().copied().min().unwrap_or(1).max(1));
+    }
+    if a.given("value_size") {
+        m.value_size = a.value_size;
+    }
+    if a.given("repeat") {
+        m.repeat = a.repeat;
+    }
+    if a.given("load_threads") {
+        m.load_threads = a.load_threads;
+    }
+    if a.given("seed") {
+        m.seed = a.seed;
+    }
+    if a.warmup.is_some() {
+        m.warmup = a.warmup;
+    }
+    if a.given("sample_every") {
+        m.sample_every = a.sample_every;
+    }
+    if a.given("batch") {
+        m.get_many_batch = a.batch;
+    }
+    if a.max_secs.is_some() {
+        m.max_secs = a.max_secs;
+    }
+    m.settings.overlay(&a.settings, &|id| a.given(id));
+}
+
+/// The one matrix of a run without `--suite`.
+fn command_line_matrix(a: &RunArgs) -> Result<Matrix, String> {
+    if a.index.is_empty() {
+        return Err(
+            "name at least one index with --index (or a suite with --suite); \
+                    see `orrery-bench indexes`"
+                .into(),
+        );
+    }
+    let smallest = a.keys.iter().copied().min().unwrap_or(1);
+    Ok(Matrix {
+        indexes: a.index.clone(),
+        datasets: a.dataset.clone(),
+        keys: a.keys.clone(),
+        workloads: a
+            .workload
+            .iter()
+            .map(|w| Workload::parse(w))
+            .collect::<Result<_, _>>()?,
+        threads: a.threads.clone(),
+        dist: a.dist.as_deref().map(Dist::parse).transpose()?,
+        value_size: a.value_size,
+        repeat: a.repeat,
+        ops: a.ops.unwrap_or(defaults::ops(smallest)),
+        warmup: a.warmup,
+        sample_every: a.sample_every,
+        get_many_batch: a.batch,
+        max_secs: a.max_secs,
+        seed: a.seed,
+        skip_unsupported: a.skip_unsupported,
+        load_threads: a.load_threads,
+        settings: a.settings,
+    })
+}
+
+/// The parent of a run (isolated or `--in-process`): prints the header, measures every
+/// plan, prints and records each result.
+fn run_parent(
+    a: &RunArgs,
+    plans: &[Plan],
+    suite: Option<&str>,
+    args: &[OsString],
+    progress: &Progress,
+) -> Result<(), String> {
+    if a.in_process {
+        check_in_process_pin(plans)?;
     }
     let sink = a.json.as_deref().map(JsonSink::new).transpose()?;
     let machine = if a.no_machine {
@@ -464,27 +516,10 @@ fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
             .machine_file
             .clone()
             .unwrap_or_else(machine::default_cache_path);
-        Some(machine::get(&path, &progress)?)
+        Some(machine::get(&path, progress)?)
     };
+    print_header(a, plans, machine.as_ref());
     let mut out = std::io::stdout();
-    if let Some(m) = &machine {
-        println!("{}", m.describe());
-    }
-    println!("malloc:  {}", machine::malloc::describe());
-    println!(
-        "process: {}",
-        if a.in_process {
-            "every index measured in this one process, one after another (--in-process)"
-        } else {
-            "each index group (index, dataset, key count) measured in a fresh child process"
-        }
-    );
-    for p in &plans {
-        for s in p.skipped() {
-            println!("skipped: {s}");
-        }
-    }
-    println!("{}", table::header());
     let mut latency = String::new();
     let mut emit = |mut r: Record| {
         r.isolated = Some(!a.in_process);
@@ -501,22 +536,12 @@ fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
     };
     for (i, p) in plans.iter().enumerate() {
         if a.in_process {
-            p.run(
-                machine.as_ref(),
-                suite_name.as_deref(),
-                &progress,
-                &mut emit,
-            )?;
+            p.run(machine.as_ref(), suite, progress, &mut emit)?;
         } else {
             for g in p.groups() {
-                isolate::run_group(
-                    args,
-                    GroupId::of(i, &g),
-                    &g,
-                    machine.as_ref(),
-                    a.quiet,
-                    &mut emit,
-                )?;
+                let id = GroupId::of(i, &g);
+                let pin = p.settings().epoch_pin;
+                isolate::run_group(args, id, &g, pin, machine.as_ref(), a.quiet, &mut emit)?;
             }
         }
     }
@@ -528,6 +553,52 @@ fn run(a: RunArgs, args: &[OsString]) -> Result<(), String> {
         println!("results appended to {}", path.display());
     }
     Ok(())
+}
+
+/// An `--in-process` run measures in this process, whose epoch pin barrier orrery-core
+/// chose from its environment: it must be the one the plans ask for.
+fn check_in_process_pin(plans: &[Plan]) -> Result<(), String> {
+    let have = EpochPin::of_process();
+    match plans.iter().find(|p| p.settings().epoch_pin != have) {
+        Some(p) => Err(format!(
+            "--epoch-pin {} cannot be honoured by --in-process: this process uses the {have} \
+             pin (orrery-core reads {}=1 from the environment once per process); run isolated \
+             (drop --in-process) or set the environment to match",
+            p.settings().epoch_pin,
+            orrery::sync::epoch::ASYMMETRIC_ENV
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Prints the machine, malloc, process and settings lines, the skipped combinations and
+/// the table header.
+fn print_header(a: &RunArgs, plans: &[Plan], machine: Option<&Machine>) {
+    if let Some(m) = machine {
+        println!("{}", m.describe());
+    }
+    println!("malloc:  {}", machine::malloc::describe());
+    println!(
+        "process: {}",
+        if a.in_process {
+            "every index measured in this one process, one after another (--in-process)"
+        } else {
+            "each index group (index, dataset, key count) measured in a fresh child process"
+        }
+    );
+    let mut shown: Vec<Settings> = Vec::new();
+    for p in plans {
+        if !shown.contains(p.settings()) {
+            println!("settings: {}", p.settings());
+            shown.push(*p.settings());
+        }
+    }
+    for p in plans {
+        for s in p.skipped() {
+            println!("skipped: {s}");
+        }
+    }
+    println!("{}", table::header());
 }
 
 /// A child of an isolated run: measures group `id` of `plans` and sends its results to
@@ -558,23 +629,24 @@ fn run_child(a: &RunArgs, plans: &[Plan], id: GroupId, suite: Option<&str>) -> R
         _ => Progress::new(a.quiet),
     };
     isolate::fail_hook(&g.index_name);
+    let (asked, have) = (plan.settings().epoch_pin, EpochPin::of_process());
+    if asked != have {
+        // The kernel refused membarrier (or ORRERY_EPOCH_FALLBACK forces the fence): the
+        // records name the pin really used.
+        eprintln!(
+            "warning: --epoch-pin {asked} unavailable here: this process uses the {have} pin"
+        );
+    }
     plan.run_group(&g, machine.as_ref(), suite, &progress, &mut |mut r| {
         r.isolated = Some(true);
         isolate::send(&r)
     })
 }
 
-fn or(v: Vec<String>, default: &str) -> Vec<String> {
-    if v.is_empty() {
-        vec![default.to_string()]
-    } else {
-        v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Switch;
 
     fn code(args: &[&str]) -> ExitCode {
         let mut v = vec!["orrery-bench".to_string()];
@@ -629,7 +701,8 @@ mod tests {
     fn parse_err(args: &[&str]) -> String {
         let mut v = vec!["orrery-bench"];
         v.extend(args);
-        let cli = Cli::try_parse_from(v).map_err(|e| e.to_string());
+        let v: Vec<OsString> = v.into_iter().map(Into::into).collect();
+        let cli = parse(&v).map_err(|e| e.to_string());
         match cli {
             Err(e) => e,
             Ok(c) => dispatch(c.cmd, &[]).unwrap_err(),
@@ -638,6 +711,14 @@ mod tests {
 
     #[test]
     fn bad_input_is_a_clear_error() {
+        assert!(
+            parse_err(&["run", "--index", "mercury", "--mercury-load-percent", "0"])
+                .contains("mercury-load-percent")
+        );
+        assert!(
+            parse_err(&["run", "--index", "wormhole", "--wormhole-prefault", "maybe"])
+                .contains("maybe")
+        );
         let q = ["--quiet", "--no-machine"];
         let with = |extra: &[&'static str]| {
             let mut v = vec!["run"];
@@ -704,6 +785,7 @@ mod tests {
         let md = report_tables(&json, &out, "sweep");
         assert!(md.contains("against key count"), "{md}");
         assert!(md.contains("Throughput while expanding"), "{md}");
+        assert!(md.contains(&format!("- `{}`", Settings::DEFAULT)), "{md}");
         assert!(out.join("sweep").join("rand-8-put-50-sweep.png").exists());
         // One bar plot and one memory plot per key count: none overwrites another.
         for k in ["20K", "40K", "60K"] {
@@ -749,6 +831,138 @@ mod tests {
             assert_eq!(r.load_threads, expect, "{r:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every result-changing switch given on the command line reaches the indexes and is
+    /// recorded in every JSON record (issue 20: environment variables steered runs without
+    /// a trace in their output).
+    #[test]
+    fn settings_options_are_recorded() {
+        let (dir, recs) = run_json(
+            "settings",
+            &[
+                "--index",
+                "wormhole,mercury",
+                "--keys",
+                "3000",
+                "--ops",
+                "1000",
+                "--workload",
+                "load,c",
+                "--wormhole-prefault",
+                "off",
+                "--wormhole-item-prefetch",
+                "off",
+                "--mercury-load-percent",
+                "75",
+                "--mercury-prefault",
+                "off",
+                "--warmup",
+                "7",
+                "--sample-every",
+                "5",
+                "--batch",
+                "3",
+                "--max-secs",
+                "30",
+            ],
+        );
+        assert_eq!(recs.len(), 4);
+        let expect = Settings {
+            wormhole_prefault: Switch::Off,
+            wormhole_item_prefetch: Switch::Off,
+            mercury_load_percent: 75,
+            mercury_prefault: Switch::Off,
+            epoch_pin: EpochPin::Fenced,
+        };
+        for r in &recs {
+            let s = r
+                .settings
+                .as_ref()
+                .expect("every record carries its settings");
+            assert_eq!(s.switches, expect, "{r:?}");
+            assert_eq!(
+                (s.ops_per_thread, s.warmup, s.sample_every, s.get_many_batch),
+                (1000, 7, 5, 3)
+            );
+            assert_eq!(s.max_secs, Some(30.0));
+        }
+        // The JSON spells them as options and suite keys do.
+        let line = std::fs::read_to_string(dir.join("r.jsonl")).unwrap();
+        for field in [
+            r#""wormhole_prefault":"off""#,
+            r#""wormhole_item_prefetch":"off""#,
+            r#""mercury_load_percent":75"#,
+            r#""mercury_prefault":"off""#,
+            r#""epoch_pin":"fenced""#,
+        ] {
+            assert!(line.contains(field), "{field} in {line}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A suite's settings keep their values unless the command line names the option.
+    #[test]
+    fn suite_settings_yield_only_to_given_options() {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-sset-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(
+            &file,
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"mercury\"]\n\
+             dataset=[\"rand-8\"]\nkeys=1000\nworkload=[\"c\"]\nthreads=[1]\n\
+             mercury_prefault=\"off\"\nmercury_load_percent=60\n",
+        )
+        .unwrap();
+        let suite = |extra: &[&str]| {
+            let mut v = vec!["orrery-bench", "run", "--suite", "x", "--suites"];
+            v.push(file.to_str().unwrap());
+            v.extend(extra);
+            let v: Vec<OsString> = v.into_iter().map(Into::into).collect();
+            let Cmd::Run(a) = parse(&v).unwrap().cmd else {
+                panic!("not a run")
+            };
+            suite_matrices(&a, "x").unwrap().matrices[0].settings
+        };
+        let kept = suite(&[]);
+        assert_eq!(
+            (kept.mercury_prefault, kept.mercury_load_percent),
+            (Switch::Off, 60)
+        );
+        let over = suite(&["--mercury-load-percent", "90", "--wormhole-prefault", "off"]);
+        assert_eq!(
+            over,
+            Settings {
+                mercury_prefault: Switch::Off,
+                mercury_load_percent: 90,
+                wormhole_prefault: Switch::Off,
+                ..Settings::DEFAULT
+            }
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An `--in-process` run cannot change this process's epoch pin barrier: asking for
+    /// the other one is an error, not a record that names a barrier the run did not use.
+    #[test]
+    fn in_process_epoch_pin_must_match_the_process() {
+        let other = match EpochPin::of_process() {
+            EpochPin::Fenced => "asymmetric",
+            EpochPin::Asymmetric => "fenced",
+        };
+        let e = parse_err(&[
+            "run",
+            "--index",
+            "btreemap",
+            "--keys",
+            "1000",
+            "--quiet",
+            "--no-machine",
+            "--in-process",
+            "--epoch-pin",
+            other,
+        ]);
+        assert!(e.contains("--in-process"), "{e}");
     }
 
     /// A child's group must exist in the plans it rebuilds from the parent's arguments.
@@ -893,6 +1107,16 @@ mod tests {
             // Other tests allocate and free concurrently, so only sanity is checked here.
             assert!(r.bytes_per_key.is_finite());
             assert!(r.p50_ns.is_some());
+            // A run without settings options records the defaults.
+            let s = r
+                .settings
+                .as_ref()
+                .expect("every record carries its settings");
+            assert_eq!(s.switches, Settings::DEFAULT, "{r:?}");
+            assert_eq!(s.ops_per_thread, 2000);
+            assert_eq!(s.sample_every, defaults::SAMPLE_EVERY);
+            assert_eq!(s.get_many_batch, defaults::GET_MANY_BATCH);
+            assert_eq!(s.warmup, defaults::warmup(2000));
         }
         let out = dir.join("report");
         let md = report_tables(&json, &out, "e2e");

@@ -443,51 +443,27 @@ pub(crate) fn run(
     knobs: &Knobs,
     bar: &ProgressBar,
 ) -> Result<Phase, String> {
-    let PhaseSpec {
-        workload,
-        dist,
-        threads,
-        ops,
-        n,
-        insert_base,
-        seed,
-    } = *p;
-    let t = threads as u64;
-    let per = workload.ops_per_thread(n, ops, t);
-    let get_many = workload == Workload::GetMany;
-    let outs = parallel(threads, |thread, barrier| {
+    let t = p.threads as u64;
+    let per = p.workload.ops_per_thread(p.n, p.ops, t);
+    let get_many = p.workload == Workload::GetMany;
+    let outs = parallel(p.threads, |thread, barrier| {
         let spec = StreamSpec {
-            workload,
-            dist,
-            n,
+            workload: p.workload,
+            dist: p.dist,
+            n: p.n,
             ops: per,
             thread: thread as u64,
             threads: t,
-            insert_base,
-            seed,
+            insert_base: p.insert_base,
+            seed: p.seed,
         };
         let stream = workloads::stream(&spec);
-        let trace = if workload == Workload::Load {
+        let trace = if p.workload == Workload::Load {
             None
         } else {
             Trace::build(&stream, keys, TRACE_BUDGET)
         };
-        let warm = if workload == Workload::Load || knobs.warmup == 0 {
-            Vec::new()
-        } else {
-            let d = if let Dist::Latest(th) = dist {
-                Dist::Zipf(th)
-            } else {
-                dist
-            };
-            workloads::stream(&StreamSpec {
-                workload: Workload::Lookup,
-                dist: d,
-                ops: knobs.warmup,
-                seed: seed ^ 0x5741_524D,
-                ..spec
-            })
-        };
+        let warm = warmup_stream(&spec, knobs);
         let mut w = Worker {
             index,
             keys,
@@ -498,9 +474,8 @@ pub(crate) fn run(
             probes: 0,
             digest: 0,
         };
-        let mut hist = latency::histogram();
-        let mut error = None;
         barrier.wait();
+        let mut error = None;
         for &op in &warm {
             if let Err(e) = w.exec(op, keys.get(op.key())) {
                 error = Some(e);
@@ -509,88 +484,140 @@ pub(crate) fn run(
         }
         (w.found, w.probes) = (0, 0);
         barrier.wait();
-        let start = Instant::now();
-        let cpu0 = cpu::thread_cpu_secs();
-        let deadline = knobs
-            .max_secs
-            .map(|s| start + std::time::Duration::from_secs_f64(s));
-        let mut done = 0u64;
-        let mut ticks = Vec::new();
-        if let Some(p) = probe {
-            ticks.reserve(stream.len() / BATCH + 2);
-            ticks.push((start, 0, (p.expanding)(), cpu0));
-        }
-        'outer: for chunk in stream.chunks(BATCH) {
-            if error.is_some() {
-                break;
-            }
-            let base = done as usize;
-            if get_many {
-                let b = knobs.get_many_batch;
-                for (j, group) in chunk.chunks(b).enumerate() {
-                    let at = base + j * b;
-                    if j % knobs.sample_every.div_ceil(b).max(1) == 0 {
-                        let t0 = Instant::now();
-                        w.exec_many(group, at, trace.as_ref());
-                        let _ = hist.record(t0.elapsed().as_nanos() as u64);
-                    } else {
-                        w.exec_many(group, at, trace.as_ref());
-                    }
-                }
-            } else {
-                for (j, &op) in chunk.iter().enumerate() {
-                    let key = match &trace {
-                        Some(t) => t.key(base + j),
-                        None => {
-                            if let Some(o) = stream.get(base + j + KEY_AHEAD * 2) {
-                                keys.prefetch_entry(o.key());
-                            }
-                            if let Some(o) = stream.get(base + j + KEY_AHEAD) {
-                                keys.prefetch_key(o.key());
-                            }
-                            keys.get(op.key())
-                        }
-                    };
-                    let r = if j % knobs.sample_every == 0 {
-                        let t0 = Instant::now();
-                        let r = w.exec(op, key);
-                        let _ = hist.record(t0.elapsed().as_nanos() as u64);
-                        r
-                    } else {
-                        w.exec(op, key)
-                    };
-                    if let Err(e) = r {
-                        error = Some(e);
-                        break 'outer;
-                    }
-                }
-            }
-            done += chunk.len() as u64;
-            if let Some(p) = probe {
-                let e = (p.expanding)();
-                ticks.push((Instant::now(), done, e, cpu::thread_cpu_secs()));
-            }
-            bar.inc(chunk.len() as u64);
-            if let Some(d) = deadline
-                && Instant::now() >= d
-            {
-                break;
-            }
-        }
-        let end = Instant::now();
-        WorkerOut {
-            start,
-            end,
-            cpu_secs: cpu::thread_cpu_secs() - cpu0,
-            ops: done,
-            hist,
-            found: w.found,
-            probes: w.probes,
-            digest: w.digest,
-            error,
-            ticks,
-        }
+        // After a warm-up error nothing is measured; the error is reported.
+        let stream = if error.is_some() {
+            &[][..]
+        } else {
+            &stream[..]
+        };
+        let mut out = measure(&mut w, stream, trace.as_ref(), get_many, probe, knobs, bar);
+        out.error = out.error.or(error);
+        out
     });
+    combine(outs, probe)
+}
+
+/// A thread's warm-up lookups (none for `load` or `--warmup 0`); `latest` warms up as
+/// `zipf` of the same θ.
+fn warmup_stream(spec: &StreamSpec, knobs: &Knobs) -> Vec<Op> {
+    if spec.workload == Workload::Load || knobs.warmup == 0 {
+        return Vec::new();
+    }
+    let dist = if let Dist::Latest(th) = spec.dist {
+        Dist::Zipf(th)
+    } else {
+        spec.dist
+    };
+    workloads::stream(&StreamSpec {
+        workload: Workload::Lookup,
+        dist,
+        ops: knobs.warmup,
+        seed: spec.seed ^ 0x5741_524D,
+        ..*spec
+    })
+}
+
+/// The timed part of a thread's phase: runs `stream` on `w` in batches of [`BATCH`]
+/// (`get_many`: in `get_many` calls), timing one operation in `knobs.sample_every`,
+/// sampling the probe after each batch and stopping at the deadline.
+fn measure(
+    w: &mut Worker<'_>,
+    stream: &[Op],
+    trace: Option<&Trace>,
+    get_many: bool,
+    probe: Option<&Probe>,
+    knobs: &Knobs,
+    bar: &ProgressBar,
+) -> WorkerOut {
+    let keys = w.keys;
+    let mut hist = latency::histogram();
+    let mut error = None;
+    let start = Instant::now();
+    let cpu0 = cpu::thread_cpu_secs();
+    let deadline = knobs
+        .max_secs
+        .map(|s| start + std::time::Duration::from_secs_f64(s));
+    let mut done = 0u64;
+    let mut ticks = Vec::new();
+    if let Some(p) = probe {
+        ticks.reserve(stream.len() / BATCH + 2);
+        ticks.push((start, 0, (p.expanding)(), cpu0));
+    }
+    'outer: for chunk in stream.chunks(BATCH) {
+        if error.is_some() {
+            break;
+        }
+        let base = done as usize;
+        if get_many {
+            let b = knobs.get_many_batch;
+            for (j, group) in chunk.chunks(b).enumerate() {
+                let at = base + j * b;
+                if j % knobs.sample_every.div_ceil(b).max(1) == 0 {
+                    let t0 = Instant::now();
+                    w.exec_many(group, at, trace);
+                    let _ = hist.record(t0.elapsed().as_nanos() as u64);
+                } else {
+                    w.exec_many(group, at, trace);
+                }
+            }
+        } else {
+            for (j, &op) in chunk.iter().enumerate() {
+                let key = match trace {
+                    Some(t) => t.key(base + j),
+                    None => {
+                        if let Some(o) = stream.get(base + j + KEY_AHEAD * 2) {
+                            keys.prefetch_entry(o.key());
+                        }
+                        if let Some(o) = stream.get(base + j + KEY_AHEAD) {
+                            keys.prefetch_key(o.key());
+                        }
+                        keys.get(op.key())
+                    }
+                };
+                let r = if j % knobs.sample_every == 0 {
+                    let t0 = Instant::now();
+                    let r = w.exec(op, key);
+                    let _ = hist.record(t0.elapsed().as_nanos() as u64);
+                    r
+                } else {
+                    w.exec(op, key)
+                };
+                if let Err(e) = r {
+                    error = Some(e);
+                    break 'outer;
+                }
+            }
+        }
+        done += chunk.len() as u64;
+        if let Some(p) = probe {
+            let e = (p.expanding)();
+            ticks.push((Instant::now(), done, e, cpu::thread_cpu_secs()));
+        }
+        bar.inc(chunk.len() as u64);
+        if let Some(d) = deadline
+            && Instant::now() >= d
+        {
+            break;
+        }
+    }
+    let end = Instant::now();
+    WorkerOut {
+        start,
+        end,
+        cpu_secs: cpu::thread_cpu_secs() - cpu0,
+        ops: done,
+        hist,
+        found: w.found,
+        probes: w.probes,
+        digest: w.digest,
+        error,
+        ticks,
+    }
+}
+
+/// The phase of the threads' outputs: the first error, or the operations, wall time from
+/// the first start to the last end, merged latencies and the probe's split.
+fn combine(outs: Vec<WorkerOut>, probe: Option<&Probe>) -> Result<Phase, String> {
     if let Some(e) = outs.iter().find_map(|o| o.error.clone()) {
         return Err(e);
     }

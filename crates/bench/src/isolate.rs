@@ -26,6 +26,10 @@
 //!    child's PID and exit status and the last lines of its stderr: the same policy as an
 //!    error in an in-process run, which also stops the run after the results so far.
 //!
+//! The child's environment sets orrery-core's epoch pin barrier from the plan's
+//! `--epoch-pin` (`crate::settings::Settings::epoch_pin`), which the library reads once per
+//! process; each record names the barrier its process really used.
+//!
 //! Nothing inside a group changes: the child measures with the same code (`matrix`,
 //! `exec`) as `--in-process`; only the process boundary moves. Every result records the PID
 //! that measured it and whether it was isolated (`pid`, `isolated` in the JSON).
@@ -40,6 +44,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use crate::machine::Machine;
 use crate::matrix::Group;
 use crate::output::Record;
+use crate::settings::EpochPin;
 
 /// Hidden `run` option of a child: the group to run (`PLAN:KEYS:DATASET:INDEX`).
 pub(crate) const CHILD_FLAG: &str = "--child-group";
@@ -153,12 +158,13 @@ fn stderr_tty_width() -> Option<u16> {
 }
 
 /// Runs group `g` (`id` in the plans of `args`, the parent's command line without the
-/// program name) in a child process, handing its results to `emit` in order. `quiet`: the
-/// parent shows no progress.
+/// program name) in a child process with epoch pin barrier `pin`, handing its results to
+/// `emit` in order. `quiet`: the parent shows no progress.
 pub(crate) fn run_group(
     args: &[OsString],
     id: GroupId,
     g: &Group,
+    pin: EpochPin,
     machine: Option<&Machine>,
     quiet: bool,
     emit: &mut dyn FnMut(Record) -> Result<(), String>,
@@ -172,6 +178,12 @@ pub(crate) fn run_group(
             .arg(serde_json::to_string(m).map_err(|e| e.to_string())?);
     }
     cmd.env_remove(TTY_ENV);
+    // orrery-core reads its pin barrier from the environment once per process: the child's
+    // follows `--epoch-pin`, whatever the parent's environment says.
+    match pin {
+        EpochPin::Asymmetric => cmd.env(orrery::sync::epoch::ASYMMETRIC_ENV, "1"),
+        EpochPin::Fenced => cmd.env_remove(orrery::sync::epoch::ASYMMETRIC_ENV),
+    };
     if !quiet && let Some(w) = stderr_tty_width() {
         cmd.env(TTY_ENV, w.to_string());
     }

@@ -13,6 +13,7 @@
 //! | [`metrics`], [`machine`] | counting allocator, RSS, latency; DRAM latency and MLP |
 //! | [`registry`], [`peers`] | names → indexes with capability flags; peer adapters |
 //! | [`output`], [`report`] | table, JSON lines, markdown and plots |
+//! | [`settings`] | the run's defaults and recorded switches, written once |
 //! | [`suites`], [`cli`] | named matrices; the command line |
 
 mod cli;
@@ -30,6 +31,7 @@ mod progress;
 mod registry;
 mod report;
 mod rng;
+mod settings;
 mod suites;
 mod workloads;
 

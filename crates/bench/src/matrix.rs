@@ -29,6 +29,7 @@ use crate::output::Record;
 use crate::output::record::{git_rev, loadavg};
 use crate::progress::Progress;
 use crate::registry::{self, AnyIndex, Caps, Probe, Resolved};
+use crate::settings::{Recorded, Settings, defaults};
 use crate::workloads::Workload;
 
 /// Everything one matrix needs.
@@ -66,6 +67,8 @@ pub(crate) struct Matrix {
     pub(crate) skip_unsupported: bool,
     /// Threads that load the index the cells run on (1 for an index that is not concurrent).
     pub(crate) load_threads: usize,
+    /// Switches the indexes are built with (and the epoch pin the measuring process needs).
+    pub(crate) settings: Settings,
 }
 
 /// A validated matrix.
@@ -156,6 +159,9 @@ impl Plan {
         if m.get_many_batch == 0 || m.get_many_batch > MAX_GET_MANY {
             return Err(format!("--batch must be between 1 and {MAX_GET_MANY}"));
         }
+        if m.settings.mercury_load_percent == 0 {
+            return Err("--mercury-load-percent must be at least 1".into());
+        }
         if m.max_secs.is_some_and(|s| s.is_nan() || s <= 0.0) {
             return Err("--max-secs must be positive".into());
         }
@@ -204,7 +210,7 @@ impl Plan {
 
     /// The warm-up per thread.
     fn warmup(&self) -> u64 {
-        self.m.warmup.unwrap_or((self.m.ops / 10).min(1_000_000))
+        self.m.warmup.unwrap_or(defaults::warmup(self.m.ops))
     }
 
     /// The loaded key count of a single-count plan (see [`Plan::run`]).
@@ -460,7 +466,7 @@ impl Plan {
         rss::trim_heap();
         let alloc0 = alloc_count::live_bytes();
         let rss0 = rss::resident_bytes();
-        let (index, probe) = r.make_probed();
+        let (index, probe) = r.make_probed(&m.settings);
         let bar = progress.bar(self.n(), label);
         // A load always completes: no time limit.
         let knobs = Knobs {
@@ -511,6 +517,23 @@ impl Plan {
             mem_bpk: mem,
         };
         Ok((Loaded { index, probe }, phase, load))
+    }
+
+    /// The settings a record of this plan carries, as this process has them.
+    fn recorded(&self) -> Recorded {
+        Recorded {
+            switches: self.m.settings.effective(),
+            ops_per_thread: self.m.ops,
+            warmup: self.warmup(),
+            sample_every: self.m.sample_every,
+            get_many_batch: self.m.get_many_batch,
+            max_secs: self.m.max_secs,
+        }
+    }
+
+    /// The settings of this plan.
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.m.settings
     }
 
     fn knobs(&self) -> Knobs {
@@ -640,6 +663,7 @@ impl Plan {
             // Set by the command line, which knows how the run is split into processes.
             isolated: None,
             suite: suite.map(str::to_string),
+            settings: Some(self.recorded()),
             unix_time: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),

@@ -5,8 +5,8 @@
 //! adding one is ONE line in [`entries`]:
 //!
 //! ```ignore
-//! Entry::ordered("wormhole", "Wormhole (Wu et al. 2019)", Caps::CONCURRENT, || Box::new(Wormhole::new())),
-//! Entry::point("mercury", "Mercury chained hash", Caps::CONCURRENT, || Box::new(Mercury::new())),
+//! Entry::ordered("wormhole", "Wormhole (Wu et al. 2019)", Caps::CONCURRENT, |_| Box::new(Wormhole::new())),
+//! Entry::point("mercury", "Mercury chained hash", Caps::CONCURRENT, |_| Box::new(Mercury::new())),
 //! ```
 //!
 //! after which the name works in `run --index`, in suites, in `indexes`, in reports, and
@@ -22,6 +22,7 @@ use orrery::api::ScanVisitor;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
 use crate::peers;
+use crate::settings::Settings;
 
 /// What an index can do, checked before a run so that an impossible pairing is a clear
 /// message rather than a wrong number.
@@ -178,10 +179,10 @@ pub(crate) type Probe = Arc<Hooks>;
 /// How an entry builds its index.
 #[derive(Clone, Copy)]
 enum Maker {
-    Ordered(fn() -> Box<dyn OrderedKvIndex>),
-    Point(fn() -> Box<dyn KvIndex>),
+    Ordered(fn(&Settings) -> Box<dyn OrderedKvIndex>),
+    Point(fn(&Settings) -> Box<dyn KvIndex>),
     /// A point index with a [`Probe`].
-    PointProbed(fn() -> (Box<dyn KvIndex>, Probe)),
+    PointProbed(fn(&Settings) -> (Box<dyn KvIndex>, Probe)),
 }
 
 /// One registered index.
@@ -205,7 +206,7 @@ impl Entry {
         name: &'static str,
         about: &'static str,
         caps: Caps,
-        make: fn() -> Box<dyn OrderedKvIndex>,
+        make: fn(&Settings) -> Box<dyn OrderedKvIndex>,
     ) -> Entry {
         let caps = Caps {
             ordered: true,
@@ -225,7 +226,7 @@ impl Entry {
         name: &'static str,
         about: &'static str,
         caps: Caps,
-        make: fn() -> Box<dyn KvIndex>,
+        make: fn(&Settings) -> Box<dyn KvIndex>,
     ) -> Entry {
         let caps = Caps {
             ordered: false,
@@ -247,7 +248,7 @@ impl Entry {
         name: &'static str,
         about: &'static str,
         caps: Caps,
-        make: fn() -> (Box<dyn KvIndex>, Probe),
+        make: fn(&Settings) -> (Box<dyn KvIndex>, Probe),
     ) -> Entry {
         Entry {
             name,
@@ -281,21 +282,11 @@ fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
     (Box::new(m), Arc::new(hooks))
 }
 
-/// A Mercury table with `config`, whose load factor the bench-only environment variable
-/// `ORRERY_MERCURY_LOAD_PERCENT` (items per 100 buckets before a doubling) overrides, so that
-/// load-factor choices can be compared with one binary; `ORRERY_MERCURY_PREFAULT=0` turns
-/// the successor pre-fault thread off (`Config::prefault`), for the same reason.
-fn mercury_config(mut config: orrery::mercury::Config) -> orrery::mercury::Mercury {
-    if let Some(p) = std::env::var("ORRERY_MERCURY_LOAD_PERCENT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        config.load_percent = p;
-    }
-    if std::env::var("ORRERY_MERCURY_PREFAULT").is_ok_and(|v| v == "0") {
-        config.prefault = false;
-    }
-    orrery::mercury::Mercury::with_config(config).expect("a valid Mercury configuration")
+/// A Mercury table with `config` and the run's Mercury [`Settings`] (load factor,
+/// pre-fault thread).
+fn mercury_config(s: &Settings, config: orrery::mercury::Config) -> orrery::mercury::Mercury {
+    orrery::mercury::Mercury::with_config(s.mercury(config))
+        .expect("a valid Mercury configuration (--mercury-load-percent is at least 1)")
 }
 
 /// Every registered index that can be built here, in listing order: opt-in peers whose
@@ -317,55 +308,58 @@ fn all_entries() -> Vec<Entry> {
             "wormhole",
             "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
             Caps::CONCURRENT,
-            || Box::new(wormhole_default()),
+            |s| Box::new(wormhole_with(s, true, true, true, true)),
         ),
         // Fig 11 ablation: BaseWormhole, then one optimization added at a time.
         Entry::ordered(
             "wormhole-base",
             "BaseWormhole (no TagMatching, IncHashing, SortByTag, DirectPos)",
             Caps::CONCURRENT,
-            || Box::new(wormhole_with(false, false, false, false)),
+            |s| Box::new(wormhole_with(s, false, false, false, false)),
         ),
         Entry::ordered(
             "wormhole+tm",
             "Wormhole +TagMatching",
             Caps::CONCURRENT,
-            || Box::new(wormhole_with(true, false, false, false)),
+            |s| Box::new(wormhole_with(s, true, false, false, false)),
         ),
         Entry::ordered(
             "wormhole+ih",
             "Wormhole +TagMatching +IncHashing",
             Caps::CONCURRENT,
-            || Box::new(wormhole_with(true, true, false, false)),
+            |s| Box::new(wormhole_with(s, true, true, false, false)),
         ),
         Entry::ordered(
             "wormhole+sbt",
             "Wormhole +TagMatching +IncHashing +SortByTag",
             Caps::CONCURRENT,
-            || Box::new(wormhole_with(true, true, true, false)),
+            |s| Box::new(wormhole_with(s, true, true, true, false)),
         ),
         Entry::point_probed(
             "mercury",
             "Mercury chained hash (cooperative expansion)",
             Caps::CONCURRENT,
-            || mercury_probed(mercury_config(Default::default())),
+            |s| mercury_probed(mercury_config(s, Default::default())),
         ),
         Entry::point_probed(
             "mercury-dedicated",
             "Mercury with the paper's dedicated expand-thread",
             Caps::CONCURRENT,
-            || {
-                mercury_probed(mercury_config(orrery::mercury::Config {
-                    expansion: orrery::mercury::Expansion::Dedicated,
-                    ..Default::default()
-                }))
+            |s| {
+                mercury_probed(mercury_config(
+                    s,
+                    orrery::mercury::Config {
+                        expansion: orrery::mercury::Expansion::Dedicated,
+                        ..Default::default()
+                    },
+                ))
             },
         ),
         Entry::point(
             "mercury-striped",
             "Mercury nodes behind memcached-like striped mutexes (bench-only variant)",
             Caps::CONCURRENT,
-            || Box::new(orrery::mercury::variants::StripedMercury::new()),
+            |_| Box::new(orrery::mercury::variants::StripedMercury::new()),
         ),
         Entry::point(
             "mercury-nolock",
@@ -374,7 +368,7 @@ fn all_entries() -> Vec<Entry> {
                 concurrent: false,
                 ..Caps::CONCURRENT
             },
-            || {
+            |_| {
                 // SAFETY: `concurrent: false` makes the harness use this index from the one
                 // thread that built it (single-thread phases run on the calling thread, loads
                 // of a non-concurrent index use one thread), so no call ever runs
@@ -386,7 +380,7 @@ fn all_entries() -> Vec<Entry> {
             "btreemap",
             "std BTreeMap behind a RwLock (orrery::reference::LockedBTreeMap)",
             Caps::CONCURRENT,
-            || Box::new(orrery::reference::LockedBTreeMap::new()),
+            |_| Box::new(orrery::reference::LockedBTreeMap::new()),
         ),
         // Peers.
         Entry::ordered(
@@ -396,7 +390,7 @@ fn all_entries() -> Vec<Entry> {
                 concurrent: false,
                 ..Caps::PEER
             },
-            || Box::new(btree::StBTreeMap::new()),
+            |_| Box::new(btree::StBTreeMap::new()),
         ),
         Entry::ordered(
             "skiplist",
@@ -405,13 +399,13 @@ fn all_entries() -> Vec<Entry> {
                 atomic_upsert: false,
                 ..Caps::PEER
             },
-            || Box::<skiplist::SkipList>::default(),
+            |_| Box::<skiplist::SkipList>::default(),
         ),
         Entry::ordered(
             "scc-tree",
             "scc TreeIndex (lock-free B+-tree)",
             Caps::PEER,
-            || Box::<scc::SccTree>::default(),
+            |_| Box::<scc::SccTree>::default(),
         ),
         Entry::ordered(
             "congee",
@@ -421,32 +415,32 @@ fn all_entries() -> Vec<Entry> {
                 value_len: Some(8),
                 ..Caps::PEER
             },
-            || Box::<congee::CongeeArt>::default(),
+            |_| Box::<congee::CongeeArt>::default(),
         ),
-        Entry::point("scc-hash", "scc HashMap", Caps::PEER, || {
+        Entry::point("scc-hash", "scc HashMap", Caps::PEER, |_| {
             Box::<scc::SccHash>::default()
         }),
         Entry::point(
             "dashmap",
             "dashmap DashMap (sharded RwLocks)",
             Caps::PEER,
-            || Box::<hash::Dash>::default(),
+            |_| Box::<hash::Dash>::default(),
         ),
-        Entry::point("papaya", "papaya HashMap (lock-free)", Caps::PEER, || {
+        Entry::point("papaya", "papaya HashMap (lock-free)", Caps::PEER, |_| {
             Box::<hash::Papaya>::default()
         }),
         Entry::point(
             "hashbrown",
             "hashbrown HashMap behind a RwLock",
             Caps::PEER,
-            || Box::<hash::LockedHashbrown>::default(),
+            |_| Box::<hash::LockedHashbrown>::default(),
         ),
         // Opt-in: the authors' C code, loaded from $ORRERY_WORMHOLE_C (peers/wormhole_c.rs).
         Entry::ordered(
             "wormhole-c",
             "the Wormhole authors' C code (opt-in: ORRERY_WORMHOLE_C=libwh.so)",
             Caps::CONCURRENT,
-            || {
+            |_| {
                 Box::new(
                     wormhole_c::WormholeC::new()
                         .expect("resolve() checked that the C library loads"),
@@ -457,22 +451,17 @@ fn all_entries() -> Vec<Entry> {
     ]
 }
 
-/// The default Wormhole, except that the bench-only environment variables
-/// `ORRERY_WORMHOLE_PREFAULT=0` and `ORRERY_WORMHOLE_ITEM_PREFETCH=0` turn the chunk
-/// pre-fault thread (`Config::prefault`) and the item prefetch (`Config::prefetch_items`)
-/// off, so that both settings can be compared with one binary.
-fn wormhole_default() -> orrery::wormhole::Wormhole {
-    wormhole_with(true, true, true, true)
-}
-
-/// A Wormhole with the given Fig 11 switches (and the environment variables of
-/// [`wormhole_default`]).
-fn wormhole_with(tm: bool, ih: bool, sbt: bool, dp: bool) -> orrery::wormhole::Wormhole {
-    let off = |var: &str| std::env::var(var).is_ok_and(|v| v == "0");
+/// A Wormhole with the given Fig 11 switches and the run's Wormhole [`Settings`] (pre-fault
+/// thread, item prefetch).
+fn wormhole_with(
+    s: &Settings,
+    tm: bool,
+    ih: bool,
+    sbt: bool,
+    dp: bool,
+) -> orrery::wormhole::Wormhole {
     orrery::wormhole::Wormhole::with_config(
-        orrery::wormhole::Config::builder()
-            .prefault(!off("ORRERY_WORMHOLE_PREFAULT"))
-            .prefetch_items(!off("ORRERY_WORMHOLE_ITEM_PREFETCH"))
+        s.wormhole()
             .tag_matching(tm)
             .inc_hashing(ih)
             .sort_by_tag(sbt)
@@ -499,17 +488,17 @@ impl Resolved {
     /// A fresh, empty index.
     #[cfg(test)]
     pub(crate) fn make(&self) -> AnyIndex {
-        self.make_probed().0
+        self.make_probed(&Settings::DEFAULT).0
     }
 
-    /// A fresh, empty index and its probe, if it has one (an SLB in front keeps the inner
+    /// A fresh, empty index built with `settings` and its probe, if it has one (an SLB in front keeps the inner
     /// index's probe).
-    pub(crate) fn make_probed(&self) -> (AnyIndex, Option<Probe>) {
+    pub(crate) fn make_probed(&self, settings: &Settings) -> (AnyIndex, Option<Probe>) {
         let (index, probe) = match self.inner.make {
-            Maker::Ordered(f) => (AnyIndex::Ordered(f()), None),
-            Maker::Point(f) => (AnyIndex::Point(f()), None),
+            Maker::Ordered(f) => (AnyIndex::Ordered(f(settings)), None),
+            Maker::Point(f) => (AnyIndex::Point(f(settings)), None),
             Maker::PointProbed(f) => {
-                let (i, p) = f();
+                let (i, p) = f(settings);
                 (AnyIndex::Point(i), Some(p))
             }
         };
@@ -620,7 +609,7 @@ mod tests {
     /// Mercury's probe sees an expansion while inserts run and none once it finished.
     #[test]
     fn mercury_probe_sees_expansions() {
-        let (index, probe) = resolve("mercury").unwrap().make_probed();
+        let (index, probe) = resolve("mercury").unwrap().make_probed(&Settings::DEFAULT);
         let probe = probe.expect("mercury has a probe");
         let mut seen = false;
         for i in 0..20_000u64 {
@@ -630,7 +619,13 @@ mod tests {
         assert!(seen, "20K inserts into a 1024-bucket table expand it");
         (probe.settle)();
         assert!(!(probe.expanding)());
-        assert!(resolve("dashmap").unwrap().make_probed().1.is_none());
+        assert!(
+            resolve("dashmap")
+                .unwrap()
+                .make_probed(&Settings::DEFAULT)
+                .1
+                .is_none()
+        );
     }
 
     #[test]

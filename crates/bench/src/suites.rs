@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::cli::parse_count;
 use crate::dist::Dist;
 use crate::matrix::Matrix;
+use crate::settings::{Settings, defaults};
 use crate::workloads::Workload;
 
 /// The suites shipped with the tool.
@@ -52,8 +53,9 @@ enum Keys {
     Sweep(Vec<Count>),
 }
 
+/// A matrix of a suite: what it runs, its knobs, and any [`Settings`] (every other key,
+/// e.g. `mercury_prefault = "off"`; an unknown key is an error).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct MatrixDef {
     index: Vec<String>,
     dataset: Vec<String>,
@@ -67,6 +69,8 @@ struct MatrixDef {
     warmup: Option<Count>,
     max_secs: Option<f64>,
     load_threads: Option<usize>,
+    #[serde(flatten)]
+    settings: toml::Table,
 }
 
 /// A parsed suite.
@@ -105,6 +109,7 @@ fn matrix(m: MatrixDef) -> Result<Matrix, String> {
         Keys::Sweep(v) => v.iter().map(Count::get).collect::<Result<Vec<_>, _>>()?,
     };
     let smallest = keys.iter().copied().min().unwrap_or(1);
+    let settings = Settings::from_toml(m.settings).map_err(|e| format!("matrix settings: {e}"))?;
     Ok(Matrix {
         indexes: m.index,
         datasets: m.dataset,
@@ -116,20 +121,21 @@ fn matrix(m: MatrixDef) -> Result<Matrix, String> {
             .collect::<Result<_, _>>()?,
         threads: m.threads,
         dist: m.dist.as_deref().map(Dist::parse).transpose()?,
-        value_size: m.value_size.unwrap_or(8),
-        repeat: m.repeat.unwrap_or(1),
+        value_size: m.value_size.unwrap_or(defaults::VALUE_SIZE),
+        repeat: m.repeat.unwrap_or(defaults::REPEAT),
         ops: m
             .ops
             .map(|c| c.get())
             .transpose()?
-            .unwrap_or(smallest.min(1_000_000)),
+            .unwrap_or(defaults::ops(smallest)),
         warmup: m.warmup.map(|c| c.get()).transpose()?,
-        sample_every: 64,
-        get_many_batch: 16,
+        sample_every: defaults::SAMPLE_EVERY,
+        get_many_batch: defaults::GET_MANY_BATCH,
         max_secs: m.max_secs,
-        seed: 42,
+        seed: defaults::SEED,
         skip_unsupported: true,
-        load_threads: m.load_threads.unwrap_or(1),
+        load_threads: m.load_threads.unwrap_or(defaults::LOAD_THREADS),
+        settings,
     })
 }
 
@@ -184,6 +190,45 @@ mod tests {
         .unwrap();
         assert!(e.contains("12Q"), "{e}");
         assert!(find(None, "nope").err().unwrap().contains("unknown suite"));
+        let e = parse(
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"btreemap\"]\n\
+             dataset=[\"rand-8\"]\nkeys=1000\nworkload=[\"c\"]\nthreads=[1]\nopps=3\n",
+            "t",
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("opps"), "{e}");
+    }
+
+    /// A matrix's settings keys reach its [`Matrix`]; keys not given keep the defaults.
+    #[test]
+    fn matrix_settings() {
+        let s = parse(
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"mercury\"]\n\
+             dataset=[\"rand-8\"]\nkeys=1000\nworkload=[\"c\"]\nthreads=[1]\n\
+             mercury_prefault=\"off\"\nmercury_load_percent=75\nepoch_pin=\"asymmetric\"\n",
+            "t",
+        )
+        .unwrap();
+        let got = s[0].matrices[0].settings;
+        assert_eq!(
+            got,
+            Settings {
+                mercury_prefault: crate::settings::Switch::Off,
+                mercury_load_percent: 75,
+                epoch_pin: crate::settings::EpochPin::Asymmetric,
+                ..Settings::DEFAULT
+            }
+        );
+        let e = parse(
+            "[suites.x]\nabout = \"a\"\n[[suites.x.matrix]]\nindex=[\"mercury\"]\n\
+             dataset=[\"rand-8\"]\nkeys=1000\nworkload=[\"c\"]\nthreads=[1]\n\
+             mercury_prefault=\"maybe\"\n",
+            "t",
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("maybe"), "{e}");
     }
 
     #[test]

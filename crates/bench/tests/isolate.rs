@@ -175,3 +175,53 @@ fn a_failing_child_is_an_error_naming_its_group() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Whether this kernel offers the membarrier commands orrery-core's asymmetric pin needs.
+fn membarrier_supported() -> bool {
+    // SAFETY: MEMBARRIER_CMD_QUERY (0) with flags 0 touches no memory; it returns the
+    // supported commands or -1.
+    let commands = unsafe { libc::syscall(libc::SYS_membarrier, 0, 0) };
+    let needed = (1 << 3) | (1 << 4); // PRIVATE_EXPEDITED, REGISTER_PRIVATE_EXPEDITED
+    commands >= 0 && commands & needed == needed
+}
+
+/// `--epoch-pin` sets the pin barrier of the children (the parent's environment does not),
+/// and every record names the barrier its process used, with the other settings.
+#[test]
+fn children_get_and_record_the_epoch_pin() {
+    let dir = scratch("pin");
+    let (fenced, asym) = (dir.join("fenced.jsonl"), dir.join("asym.jsonl"));
+    // The parent's environment asks for the asymmetric pin; the option (default fenced) wins.
+    let (out, _) = run(&fenced, &[], Some(("ORRERY_EPOCH_ASYMMETRIC", "1")));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (out, _) = run(
+        &asym,
+        &["--epoch-pin", "asymmetric", "--mercury-prefault", "off"],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expect = if membarrier_supported() {
+        "asymmetric"
+    } else {
+        "fenced"
+    };
+    for (path, pin, prefault) in [(&fenced, "fenced", "on"), (&asym, expect, "off")] {
+        let recs = records(path);
+        assert_eq!(recs.len(), 4);
+        for r in recs {
+            let s = r["settings"].as_object().expect("a settings object");
+            assert_eq!(s["epoch_pin"], pin, "{r:?}");
+            assert_eq!(s["mercury_prefault"], prefault, "{r:?}");
+            assert_eq!(s["wormhole_prefault"], "on", "{r:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

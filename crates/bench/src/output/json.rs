@@ -48,3 +48,21 @@ pub(crate) fn read(path: &Path) -> Result<Vec<Record>, String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    /// Records written before a field existed still read: `settings`, `split`, `malloc`,
+    /// `pid` and `isolated` are absent from older results.
+    #[test]
+    fn old_records_without_settings_still_read() {
+        let dir = std::env::temp_dir().join(format!("orrery-bench-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.jsonl");
+        let old = r#"{"index":"btreemap","dataset":"rand-8","keys":1000,"value_size":8,"workload":"c","dist":"uniform","threads":1,"ops":1000,"secs":0.001,"mops":1.0,"mops_repeats":[1.0],"mops_cpu":1.0,"mops_cpu_repeats":[1.0],"bytes_per_key":60.0,"rss_bytes_per_key":null,"mem_usage_bytes_per_key":null,"p50_ns":100,"p99_ns":200,"p999_ns":300,"latency":"l","dram_rt_per_op":null,"ns_per_op":1000.0,"cpu_ns_per_op":1000.0,"load_mops":1.0,"load_threads":1,"repeats":1,"seed":42,"loadavg":1.0,"git_rev":"abc","machine":null,"suite":null,"unix_time":1}"#;
+        std::fs::write(&path, format!("{old}\n")).unwrap();
+        let recs = super::read(&path).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert!(recs[0].settings.is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -86,6 +86,12 @@ pub(crate) struct Record {
     pub(crate) isolated: Option<bool>,
     /// Suite the result belongs to, if any.
     pub(crate) suite: Option<String>,
+    /// The settings that shaped the result: index switches, the epoch pin the measuring
+    /// process used, and the run's knobs (`crate::settings::Recorded`); absent in older
+    /// results (which ran with the defaults of their time, or with environment variables
+    /// that were not recorded).
+    #[serde(default)]
+    pub(crate) settings: Option<crate::settings::Recorded>,
     /// Unix time of the result.
     pub(crate) unix_time: u64,
 }

@@ -21,8 +21,9 @@
 //! Nothing of the C project is part of this repository. `scripts/build-wormhole-c.sh SRC OUT`
 //! builds `libwh.so` from a checkout (clang `-O3 -march=native`, linked against jemalloc),
 //! and the environment variable [`ENV`] (`ORRERY_WORMHOLE_C`) names it. The library is
-//! opened once per process with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)` and never
-//! closed: `RTLD_DEEPBIND` makes the C code's own `malloc`/`free`/`posix_memalign` resolve to
+//! opened once per process with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)` (libloading's
+//! `os::unix::Library::open`, which takes the flags as they are) and never closed (the
+//! handle is leaked): `RTLD_DEEPBIND` makes the C code's own `malloc`/`free`/`posix_memalign` resolve to
 //! the jemalloc it is linked against, while the Rust harness keeps its allocator. The build
 //! script compiles jemalloc's `malloc_conf = "thp:always,metadata_thp:always"` into the
 //! library, so jemalloc asks for transparent huge pages (`MADV_HUGEPAGE`) on its memory;
@@ -95,12 +96,12 @@
 //!   harness calls it after a load).
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ops::{Bound, ControlFlow};
-use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use libloading::os::unix::Library;
 use orrery::api::{MAX_VALUE_LEN, ScanVisitor};
 use orrery::hash::crc32c_extend;
 use orrery::{Error, KvIndex, MemoryUsage, OrderedKvIndex, Result};
@@ -187,38 +188,32 @@ unsafe impl Send for Lib {}
 // SAFETY: as above; the functions are called per the C library's own thread-safety rules.
 unsafe impl Sync for Lib {}
 
-/// The last `dlerror()` message.
-fn dl_error() -> String {
-    // SAFETY: dlerror has no preconditions; it returns NULL or a thread-local C string.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown dlopen error".into()
-    } else {
-        // SAFETY: non-null dlerror results are valid NUL-terminated strings until the next
-        // dl call on this thread; it is copied at once.
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+/// A loader error with the system's message (`dlerror()`), which libloading keeps as the
+/// error's source.
+fn dl_error(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(why) => format!("{e}: {why}"),
+        None => e.to_string(),
     }
 }
 
-/// Looks `name` up in `handle` and returns it as the function pointer type `T`.
+/// Looks `name` up in `lib` and returns it as the function pointer type `T`.
 ///
 /// # Safety
 ///
-/// `handle` is a live `dlopen` handle and `T` is an `extern "C"` function pointer type
-/// matching the symbol's real signature.
-unsafe fn sym<T: Copy>(handle: *mut c_void, name: &CStr) -> std::result::Result<T, String> {
-    assert_eq!(size_of::<T>(), size_of::<*mut c_void>());
-    // SAFETY: `handle` is live (caller) and `name` is NUL-terminated.
-    let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
+/// `T` is an `extern "C"` function pointer type matching the symbol's real signature, and
+/// `lib` is never unloaded while the pointer is in use (the library is leaked: never).
+unsafe fn sym<T: Copy>(lib: &Library, name: &CStr) -> std::result::Result<T, String> {
+    let missing = |why: String| format!("symbol {} missing: {why}", name.to_string_lossy());
+    // SAFETY: the caller guarantees that `T` is the symbol's type; libloading checks that it
+    // is one pointer wide.
+    let s = unsafe { lib.get::<T>(name) }.map_err(|e| missing(dl_error(&e)))?;
+    let p = s.into_raw();
     if p.is_null() {
-        return Err(format!(
-            "symbol {} missing: {}",
-            name.to_string_lossy(),
-            dl_error()
-        ));
+        return Err(missing("its address is null".into()));
     }
     // SAFETY: a non-null symbol address reinterpreted as the function pointer type the
-    // caller guarantees it has; both are one pointer wide (asserted above).
+    // caller guarantees it has; both are one pointer wide (libloading checked).
     Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
 }
 
@@ -236,60 +231,58 @@ impl Lib {
 
     /// Opens the library at `path` (the value of [`ENV`]).
     fn open_path(path: &std::ffi::OsStr) -> std::result::Result<Lib, String> {
-        let c = CString::new(path.as_bytes()).map_err(|_| format!("{ENV} contains a NUL byte"))?;
-        // SAFETY: `c` is a NUL-terminated path; loading runs the library's constructors,
-        // which only initialise its own statics.
-        let h = unsafe {
-            libc::dlopen(
-                c.as_ptr(),
-                libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND,
-            )
+        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND;
+        // SAFETY: loading runs the library's constructors, which only initialise its own
+        // statics; it is never unloaded (leaked below), so its destructors never run.
+        let opened = unsafe { Library::open(Some(path), flags) };
+        let h: &'static Library = match opened {
+            Ok(lib) => Box::leak(Box::new(lib)),
+            Err(e) => {
+                let e = dl_error(&e);
+                let hint = if e.contains("static TLS") {
+                    format!(
+                        " (jemalloc uses initial-exec TLS: start the process with \
+                         GLIBC_TUNABLES={TLS_TUNABLE})"
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "{ENV}={}: cannot open: {e}{hint}",
+                    path.to_string_lossy()
+                ));
+            }
         };
-        if h.is_null() {
-            let e = dl_error();
-            let hint = if e.contains("static TLS") {
-                format!(
-                    " (jemalloc uses initial-exec TLS: start the process with \
-                     GLIBC_TUNABLES={TLS_TUNABLE})"
-                )
-            } else {
-                String::new()
-            };
-            return Err(format!(
-                "{ENV}={}: cannot open: {e}{hint}",
-                path.to_string_lossy()
-            ));
-        }
         let named = |e: String| format!("{ENV}={}: {e}", path.to_string_lossy());
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_create's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_create's C declaration.
         let create = unsafe { sym(h, c"wormhole_create") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_destroy's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_destroy's C declaration.
         let destroy = unsafe { sym(h, c"wormhole_destroy") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is whsafe_ref's C declaration.
+        // SAFETY: `h` is never unloaded; the type is whsafe_ref's C declaration.
         let safe_ref = unsafe { sym(h, c"whsafe_ref") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_unref's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_unref's C declaration.
         let unref = unsafe { sym(h, c"wormhole_unref") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is whsafe_inpr's C declaration.
+        // SAFETY: `h` is never unloaded; the type is whsafe_inpr's C declaration.
         let inpr = unsafe { sym(h, c"whsafe_inpr") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is whsafe_merge's C declaration.
+        // SAFETY: `h` is never unloaded; the type is whsafe_merge's C declaration.
         let merge = unsafe { sym(h, c"whsafe_merge") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is whsafe_del's C declaration.
+        // SAFETY: `h` is never unloaded; the type is whsafe_del's C declaration.
         let del = unsafe { sym(h, c"whsafe_del") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_iter_create's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_iter_create's C declaration.
         let iter_create = unsafe { sym(h, c"wormhole_iter_create") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is whsafe_iter_seek's C declaration.
+        // SAFETY: `h` is never unloaded; the type is whsafe_iter_seek's C declaration.
         let iter_seek = unsafe { sym(h, c"whsafe_iter_seek") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_iter_inp's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_iter_inp's C declaration.
         let iter_inp = unsafe { sym(h, c"wormhole_iter_inp") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_iter_skip's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_iter_skip's C declaration.
         let iter_skip = unsafe { sym(h, c"wormhole_iter_skip") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is whsafe_iter_destroy's C declaration.
+        // SAFETY: `h` is never unloaded; the type is whsafe_iter_destroy's C declaration.
         let iter_destroy = unsafe { sym(h, c"whsafe_iter_destroy") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is wormhole_fprint's C declaration.
+        // SAFETY: `h` is never unloaded; the type is wormhole_fprint's C declaration.
         let fprint = unsafe { sym(h, c"wormhole_fprint") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is kref_ref_hash32's C declaration.
+        // SAFETY: `h` is never unloaded; the type is kref_ref_hash32's C declaration.
         let kref_hash32 = unsafe { sym(h, c"kref_ref_hash32") }.map_err(named)?;
-        // SAFETY: `h` is the live handle just opened; the type is mallctl's C declaration.
+        // SAFETY: `h` is never unloaded; the type is mallctl's C declaration.
         let mallctl = unsafe { sym(h, c"mallctl") }.ok();
         let lib = Lib {
             create,
