@@ -58,8 +58,6 @@ pub(crate) const COLORS: u8 = 2 * SLOTS as u8;
 const ENTRY_BITS: u32 = 120;
 /// Bits before entry 0 (the version/lock field and nothing else).
 const HEADER_BITS: u32 = 32;
-/// Bits of a locator hash.
-pub(crate) const LOCATOR_HASH_BITS: u32 = 40;
 /// Symbols a jump node holds.
 pub(crate) const JUMP_MAX: usize = 8;
 
@@ -276,6 +274,8 @@ const L_HAS_NEXT: F = (108, 1);
 
 const _: () = assert!(J_MAX_COLOR.0 + J_MAX_COLOR.1 <= ENTRY_BITS);
 const _: () = assert!(L_HAS_NEXT.0 + L_HAS_NEXT.1 <= ENTRY_BITS);
+// Locator hashes are 40 bits: the largest table (2^36 buckets · 16 tags) fits.
+const _: () = assert!(BM_MAX_HASH.1 == 40 && J_MAX_HASH.1 == 40 && L_NEXT_HASH.1 == 40);
 const _: () = assert!(J_SYMBOLS + 6 * JUMP_MAX as u32 <= J_MAX_HASH.0);
 
 impl Entry {
@@ -300,6 +300,23 @@ impl Entry {
             .set(KIND, kind as u64)
             .set(LAST_SYMBOL, u64::from(last_symbol))
             .set(PARENT_COLOR, u64::from(parent_color))
+    }
+
+    /// The same node (kind, last symbol, dirty flag, payload) with fresh placement fields and
+    /// parent colour `parent_color`: how growth copies an entry into a larger table.
+    pub(crate) fn rebased(self, parent_color: u8) -> Entry {
+        let keep = Entry(self.0 & !(((1u128 << 20) - 1) & !0b11));
+        let keep = keep
+            .set(LAST_SYMBOL, u64::from(self.last_symbol()))
+            .set(DIRTY, u64::from(self.dirty()));
+        keep.set(PARENT_COLOR, u64::from(parent_color))
+    }
+
+    /// The same node (placement, colour, parent colour, last symbol) turned into `kind`,
+    /// with an empty payload: a leaf becoming an internal node on a split, or an internal
+    /// node becoming a leaf on a collapse (§4.5).
+    pub(crate) fn converted(self, kind: Kind) -> Entry {
+        Entry(self.0 & ((1u128 << 19) - 1)).set(KIND, kind as u64)
     }
 
     /// Whether the slot is free.

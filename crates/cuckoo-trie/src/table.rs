@@ -44,6 +44,18 @@ pub(crate) const MAX_PATH: usize = 5;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Full;
 
+/// A node found by a search: where it sits, what it holds, and the version of its bucket
+/// at the (validated) read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    /// Its slot.
+    pub(crate) slot: Slot,
+    /// The entry as read.
+    pub(crate) entry: Entry,
+    /// Word 0 of its bucket at the read, for [`Bucket::unchanged`].
+    pub(crate) version: u64,
+}
+
 /// Where an entry sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
@@ -96,7 +108,11 @@ impl Table {
     /// Calls `f(slot, entry)` for each entry of hash `h` (Algorithm 2 `ENTRIESFOR`); stops
     /// at the first `Some`. Each bucket is read as a validated snapshot.
     #[inline]
-    fn entries_for<R>(&self, h: u64, mut f: impl FnMut(Slot, Entry) -> Option<R>) -> Option<R> {
+    fn entries_for<R>(
+        &self,
+        h: u64,
+        mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
+    ) -> Option<R> {
         let (b1, b2) = self.hash.buckets_of(h);
         let tag = PrefixHash::tag(h);
         for (b, primary) in [(b1, true), (b2, false)] {
@@ -112,6 +128,7 @@ impl Table {
                         index: i,
                     },
                     e,
+                    line.version(),
                 ) {
                     return Some(r);
                 }
@@ -123,30 +140,39 @@ impl Table {
     /// The node of hash `h`, last symbol `c`, whose parent has colour `parent_color`
     /// (Algorithm 2 `SEARCHBYPARENT`).
     #[inline]
-    pub(crate) fn search_by_parent(
-        &self,
-        h: u64,
-        c: u8,
-        parent_color: u8,
-    ) -> Option<(Slot, Entry)> {
-        self.entries_for(h, |s, e| {
-            (e.last_symbol() == c && e.parent_color() == parent_color).then_some((s, e))
+    pub(crate) fn search_by_parent(&self, h: u64, c: u8, parent_color: u8) -> Option<Found> {
+        self.entries_for(h, |slot, entry, version| {
+            (entry.last_symbol() == c && entry.parent_color() == parent_color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
         })
     }
 
     /// The node of hash `h`, last symbol `c` and colour `color` (Algorithm 2
     /// `SEARCHBYCOLOR`).
     #[inline]
-    pub(crate) fn search_by_color(&self, h: u64, c: u8, color: u8) -> Option<(Slot, Entry)> {
-        self.entries_for(h, |s, e| {
-            (e.last_symbol() == c && e.color() == color).then_some((s, e))
+    pub(crate) fn search_by_color(&self, h: u64, c: u8, color: u8) -> Option<Found> {
+        self.entries_for(h, |slot, entry, version| {
+            (entry.last_symbol() == c && entry.color() == color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
         })
     }
 
     /// The node a locator names.
     #[inline]
-    pub(crate) fn find(&self, l: Locator) -> Option<(Slot, Entry)> {
-        self.entries_for(l.hash, |s, e| (e.color() == l.color).then_some((s, e)))
+    pub(crate) fn find(&self, l: Locator) -> Option<Found> {
+        self.entries_for(l.hash, |slot, entry, version| {
+            (entry.color() == l.color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
     }
 
     /// The entry currently at `slot` (a validated snapshot of its bucket).
@@ -164,7 +190,7 @@ impl Table {
     /// A colour no entry of hash `h` has, if any.
     fn free_color(&self, h: u64) -> Option<u8> {
         let mut used = 0u16;
-        self.entries_for(h, |_, e| {
+        self.entries_for(h, |_, e, _| {
             used |= 1 << e.color();
             None::<()>
         });
@@ -344,16 +370,17 @@ mod tests {
             let mut pc = root.color();
             for &c in name {
                 h = t.hash().child(h, c);
-                let (slot, e) = t.search_by_parent(h, c, pc).expect("child found");
+                let f = t.search_by_parent(h, c, pc).expect("child found");
+                let (slot, e) = (f.slot, f.entry);
                 assert_eq!(t.hash_of(slot, e), h, "tag + bucket give the hash back");
                 assert_eq!(t.hash().peel(h, c), t.hash().peel(t.hash_of(slot, e), c));
                 pc = e.color();
             }
             assert_eq!(pc, *colour);
-            let (_, e) = t
+            let f = t
                 .search_by_color(h, *name.last().unwrap(), *colour)
                 .unwrap();
-            assert_eq!(e.color(), *colour);
+            assert_eq!(f.entry.color(), *colour);
         }
         // A name never inserted is not found.
         let h = t.hash().child(0, alphabet);
@@ -397,8 +424,8 @@ mod tests {
                 Err(Full) => break,
             }
             for &(hh, c, col, slot) in &placed {
-                let (now, _) = t.search_by_color(hh, c, col).expect("still present");
-                moved |= now != slot;
+                let now = t.search_by_color(hh, c, col).expect("still present");
+                moved |= now.slot != slot;
             }
         }
         assert!(
