@@ -40,6 +40,8 @@
 //!           75..115 subtree-max locator hash, 115..118 its colour
 //!   leaf:   20..65 record address / 8, 65..105 next-leaf locator hash, 105..108 its
 //!           colour, 108 has-next
+//! bit 119       jump child: the node is the only child of a jump node, found by colour
+//!               only (§4.3); `SEARCHBYPARENT` skips it
 //! ```
 //!
 //! Locator hashes are 40 bits: tables are limited to `S·16 ≤ 2^40` (2^36 buckets, 4 TiB
@@ -271,6 +273,9 @@ const L_RECORD: F = (20, 45);
 const L_NEXT_HASH: F = (65, 40);
 const L_NEXT_COLOR: F = (105, 3);
 const L_HAS_NEXT: F = (108, 1);
+/// Set on the only child of a jump node: such a node is found by colour only, never by
+/// parent colour (its parent's hash is not the peel of its own).
+const JUMP_CHILD: F = (119, 1);
 
 const _: () = assert!(J_MAX_COLOR.0 + J_MAX_COLOR.1 <= ENTRY_BITS);
 const _: () = assert!(L_HAS_NEXT.0 + L_HAS_NEXT.1 <= ENTRY_BITS);
@@ -316,7 +321,26 @@ impl Entry {
     /// with an empty payload: a leaf becoming an internal node on a split, or an internal
     /// node becoming a leaf on a collapse (§4.5).
     pub(crate) fn converted(self, kind: Kind) -> Entry {
-        Entry(self.0 & ((1u128 << 19) - 1)).set(KIND, kind as u64)
+        let keep = ((1u128 << 19) - 1) | (1u128 << JUMP_CHILD.0);
+        Entry(self.0 & keep).set(KIND, kind as u64)
+    }
+
+    /// Whether the node is the only child of a jump node.
+    #[inline]
+    pub(crate) fn is_jump_child(self) -> bool {
+        self.get(JUMP_CHILD) != 0
+    }
+
+    /// With the jump-child flag `b`.
+    #[inline]
+    pub(crate) fn with_jump_child(self, b: bool) -> Entry {
+        self.set(JUMP_CHILD, u64::from(b))
+    }
+
+    /// With parent colour `c`.
+    #[inline]
+    pub(crate) fn with_parent_color(self, c: u8) -> Entry {
+        self.set(PARENT_COLOR, u64::from(c))
     }
 
     /// Whether the slot is free.

@@ -58,7 +58,7 @@
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
-// Jump nodes, locators and dirty flags are laid out and unit-tested but not yet used by the
+// Locators and dirty flags are laid out and unit-tested but not yet used by the
 // trie (see `trie.rs`, "Not built yet"): their codec items are otherwise dead.
 #[cfg_attr(not(test), allow(dead_code))]
 mod bucket;

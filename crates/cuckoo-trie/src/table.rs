@@ -57,7 +57,7 @@ pub(crate) struct Found {
 }
 
 /// Where an entry sits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Slot {
     /// Bucket index.
     pub(crate) bucket: usize,
@@ -142,7 +142,10 @@ impl Table {
     #[inline]
     pub(crate) fn search_by_parent(&self, h: u64, c: u8, parent_color: u8) -> Option<Found> {
         self.entries_for(h, |slot, entry, version| {
-            (entry.last_symbol() == c && entry.parent_color() == parent_color).then_some(Found {
+            (entry.last_symbol() == c
+                && entry.parent_color() == parent_color
+                && !entry.is_jump_child())
+            .then_some(Found {
                 slot,
                 entry,
                 version,

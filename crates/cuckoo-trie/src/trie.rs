@@ -15,10 +15,18 @@
 //! # Nodes
 //!
 //! The root (name ε, hash 0, colour 0: the first entry placed in any table) is a bitmap
-//! node, possibly with no children. Other internal nodes are bitmap nodes with at least one
-//! child and at least two leaves below them; a leaf references an immutable record
-//! (`record.rs`). Removal collapses an internal node whose only child is a leaf into that
-//! leaf (the "tail" rule of §4.5), repeatedly up the path.
+//! node, possibly with no children. Other internal nodes are bitmap nodes (a child bitmap)
+//! or jump nodes (§4.3: up to 8 symbols of a single-child chain and the colour of the
+//! chain's end, found by `SEARCHBYCOLOR`), with at least two leaves below them; a leaf
+//! references an immutable record (`record.rs`). A split of a leaf builds the chain over
+//! the common prefix out of jump nodes; a key leaving a jump node in its middle splits it
+//! into [jump] → bitmap → {new leaf, [jump] → old child}. The only child of a jump node
+//! carries the *jump child* flag: its hash is not the peel of its parent's, so
+//! `SEARCHBYPARENT` must never match it (else a node whose hash and parent colour happen
+//! to fit would be taken for the child of an unrelated bitmap node). Removal collapses a
+//! non-root node (bitmap or jump) whose only child is a leaf into that leaf (the "tail"
+//! rule of §4.5), repeatedly up the path. Chains are not re-merged after removals (a
+//! single-child bitmap node may remain): memory only.
 //!
 //! # Concurrency protocol (§5), as built in this version
 //!
@@ -50,10 +58,10 @@
 //!
 //! # Not built yet
 //!
-//! Jump nodes (§4.3), the next-leaf and subtree-max locators (§4.4, Fig 3c) and dirty flags:
-//! the layouts exist (`bucket.rs`), the engine does not use them. Successor and predecessor
-//! searches walk bitmaps instead (up the searched path to the first sibling on the wanted
-//! side, then down its extreme edge), each step validated like a lookup.
+//! The next-leaf and subtree-max locators (§4.4, Fig 3c) and dirty flags: the layouts exist
+//! (`bucket.rs`), the engine does not use them. Successor and predecessor searches walk
+//! the trie instead (up the searched path to the first sibling on the wanted side, then
+//! down its extreme edge), each step validated like a lookup.
 
 use std::ops::Bound;
 use std::ptr::NonNull;
@@ -65,7 +73,7 @@ use orrery_core::api::Error;
 use orrery_core::sync::{Backoff, Guard};
 
 use crate::Config;
-use crate::bucket::{Entry, Kind, Locator};
+use crate::bucket::{Entry, JUMP_MAX, Kind, Locator};
 use crate::record::{self, Records};
 use crate::table::{Found, Full, Table};
 
@@ -124,6 +132,8 @@ pub(crate) struct Step {
     pub(crate) found: Found,
     /// Its hash.
     pub(crate) hash: u64,
+    /// The length of its name in symbols.
+    pub(crate) depth: usize,
 }
 
 /// What an upsert does, decided from the current value.
@@ -146,6 +156,8 @@ pub(crate) enum End {
     Leaf,
     /// At an internal node (the last step) without a child for this symbol.
     Missing(u8),
+    /// At a jump node (the last step) whose symbol at this offset differs from the key's.
+    JumpMismatch(usize),
 }
 
 /// The raw engine: the current table, the records, the writer lock.
@@ -202,7 +214,11 @@ impl Raw {
     /// The root node.
     fn root(t: &Table) -> Result<Step, Restart> {
         let found = t.find(Locator { hash: 0, color: 0 }).ok_or(Restart)?;
-        Ok(Step { found, hash: 0 })
+        Ok(Step {
+            found,
+            hash: 0,
+            depth: 0,
+        })
     }
 
     /// The child of `node` by symbol `c` (which its bitmap has), validated: `FINDCHILD`.
@@ -217,46 +233,90 @@ impl Raw {
         }
         // Absent while the parent still announces it: a relocation in flight.
         let found = found.ok_or(Restart)?;
-        Ok(Step { found, hash: h })
+        Ok(Step {
+            found,
+            hash: h,
+            depth: node.depth + 1,
+        })
+    }
+
+    /// The hash of the child of jump node `node` (its name extended by all its symbols).
+    fn jump_child_hash(t: &Table, node: &Step) -> u64 {
+        let e = node.found.entry;
+        (0..e.jump_len()).fold(node.hash, |h, k| t.hash().child(h, e.jump_symbol(k)))
+    }
+
+    /// The only child of jump node `node`, found by its colour (§4.3 `SEARCHBYCOLOR`),
+    /// validated like [`Raw::child`].
+    fn jump_child(t: &Table, node: &Step) -> Result<Step, Restart> {
+        let e = node.found.entry;
+        let len = e.jump_len();
+        let h = Self::jump_child_hash(t, node);
+        let found = t.search_by_color(h, e.jump_symbol(len - 1), e.child_color());
+        if !t
+            .bucket(node.found.slot.bucket)
+            .unchanged(node.found.version)
+        {
+            return Err(Restart);
+        }
+        let found = found.ok_or(Restart)?;
+        Ok(Step {
+            found,
+            hash: h,
+            depth: node.depth + len,
+        })
     }
 
     /// Walks `key`'s symbols from the root (Algorithm 1, prefetching the buckets of the
-    /// next `D` prefixes); pushes every node onto `path` (cleared first).
+    /// next `D` prefixes, also across jump nodes, §4.7); pushes every node onto `path`
+    /// (cleared first).
     fn descend(&self, t: &Table, key: &Symbols<'_>, path: &mut Vec<Step>) -> Result<End, Restart> {
         path.clear();
-        let d = self.config.prefetch_depth;
         // The prefetch cursor runs `D` prefixes ahead of the walk.
         let mut ahead = 0u64;
         let mut ahead_i = 0;
-        while ahead_i < d.min(key.len()) {
-            ahead = t.hash().child(ahead, key.at(ahead_i));
-            ahead_i += 1;
-            t.prefetch(ahead);
-        }
-        let mut node = Self::root(t)?;
-        let mut i = 0;
-        loop {
-            path.push(node);
-            let e = node.found.entry;
-            if e.kind() == Kind::Leaf {
-                return Ok(End::Leaf);
-            }
-            if e.kind() != Kind::Bitmap || i >= key.len() {
-                // A torn walk (an entry reused under us); cannot happen on a validated path,
-                // but never trust it.
-                return Err(Restart);
-            }
-            if ahead_i < key.len() {
+        let mut advance = |upto: usize| {
+            while ahead_i < upto.min(key.len()) {
                 ahead = t.hash().child(ahead, key.at(ahead_i));
                 ahead_i += 1;
                 t.prefetch(ahead);
             }
-            let c = key.at(i);
-            if e.bitmap() & (1 << c) == 0 {
-                return Ok(End::Missing(c));
+        };
+        let d = self.config.prefetch_depth;
+        advance(d);
+        let mut node = Self::root(t)?;
+        loop {
+            path.push(node);
+            let e = node.found.entry;
+            let i = node.depth;
+            match e.kind() {
+                Kind::Leaf => return Ok(End::Leaf),
+                Kind::Bitmap if i < key.len() => {
+                    advance(i + 1 + d);
+                    let c = key.at(i);
+                    if e.bitmap() & (1 << c) == 0 {
+                        return Ok(End::Missing(c));
+                    }
+                    node = Self::child(t, &node, c)?;
+                }
+                Kind::Jump if e.jump_len() > 0 => {
+                    let len = e.jump_len();
+                    advance(i + len + d);
+                    // Jump symbols are never the end symbol, so a key ending inside the
+                    // jump mismatches there.
+                    let n = len.min(key.len().saturating_sub(i));
+                    if let Some(k) = (0..n).find(|&k| key.at(i + k) != e.jump_symbol(k)) {
+                        return Ok(End::JumpMismatch(k));
+                    }
+                    if n < len {
+                        return Err(Restart);
+                    }
+                    node = Self::jump_child(t, &node)?;
+                }
+                // A torn walk (an entry reused under us); cannot happen on a validated
+                // path, but never trust it.
+                _ => return Err(Restart),
             }
-            node = Self::child(t, &node, c)?;
-            i += 1;
         }
     }
 
@@ -283,7 +343,7 @@ impl Raw {
                     let (k, v) = unsafe { record::read(rec_ptr(rec)) };
                     (k == key).then_some((k, v))
                 }
-                Ok(End::Missing(_)) => None,
+                Ok(End::Missing(_) | End::JumpMismatch(_)) => None,
                 Err(Restart) => {
                     backoff.snooze();
                     continue;
@@ -360,6 +420,17 @@ impl Raw {
                 (path.len() - 1, leaf.found.entry.last_symbol())
             }
             End::Missing(c) => (path.len(), c),
+            End::JumpMismatch(k) => {
+                let jump = path[path.len() - 1];
+                let ks = syms.at(jump.depth + k);
+                let js = jump.found.entry.jump_symbol(k);
+                if (ks < js) == forward {
+                    // The whole subtree below the jump lies on the wanted side.
+                    let child = Self::jump_child(t, &jump)?;
+                    return Self::extreme(t, child, forward);
+                }
+                (path.len() - 1, jump.found.entry.last_symbol())
+            }
         };
         Self::climb(t, path, level, taken, forward)
     }
@@ -375,6 +446,12 @@ impl Raw {
     ) -> Result<Option<NonNull<u8>>, Restart> {
         while level > 0 {
             let node = path[level - 1];
+            if node.found.entry.kind() != Kind::Bitmap {
+                // A jump node has no sibling of its only child.
+                taken = node.found.entry.last_symbol();
+                level -= 1;
+                continue;
+            }
             let bits = node.found.entry.bitmap();
             let side = if forward {
                 bits & !((2u64 << taken) - 1)
@@ -415,7 +492,8 @@ impl Raw {
                     } as u8;
                     node = Self::child(t, &node, s)?;
                 }
-                _ => return Err(Restart),
+                Kind::Jump => node = Self::jump_child(t, &node)?,
+                Kind::Empty => return Err(Restart),
             }
         }
     }
@@ -445,9 +523,10 @@ impl Raw {
         // `make` runs once: its result is kept across growth retries.
         let mut made: Option<Decision> = None;
         self.write(|t, g| {
-            if self.descend(t, &syms, &mut path).is_err() {
+            let Ok(end) = self.descend(t, &syms, &mut path) else {
                 unreachable_restart();
-            }
+                return Err(Full);
+            };
             let last = path[path.len() - 1];
             let existing = match last.found.entry.kind() {
                 Kind::Leaf => {
@@ -480,7 +559,7 @@ impl Raw {
                 Ok(p) => p,
                 Err(e) => return Ok(Err(e)),
             };
-            match self.link_new(t, &syms, &path, rec) {
+            match self.link_new(t, &syms, &path, end, rec) {
                 Ok(()) => {
                     self.len.fetch_add(1, Ordering::Relaxed);
                     Ok(Ok(false))
@@ -495,105 +574,187 @@ impl Raw {
     }
 
     /// Links a new leaf for `syms` (not present) with record `rec` below the end of
-    /// `path` (§4.5): under the internal node missing the symbol, or by splitting the leaf
-    /// reached. On [`Full`] every placement is undone.
+    /// `path` (§4.5): under the internal node missing the symbol, by splitting the leaf
+    /// reached, or by splitting the jump node where the key leaves it. On [`Full`] every
+    /// placement is undone; nothing a reader can reach changed.
     fn link_new(
         &self,
         t: &Table,
         syms: &Symbols<'_>,
         path: &[Step],
+        end: End,
         rec: NonNull<u8>,
     ) -> Result<(), Full> {
         let last = path[path.len() - 1];
-        let d = path.len() - 1; // depth of `last`: its name is syms[..d]
+        let d = last.depth;
         let e = last.found.entry;
+        let me = Locator {
+            hash: last.hash,
+            color: e.color(),
+        };
         let rec_addr = rec.as_ptr() as usize;
-        if e.kind() == Kind::Bitmap {
-            let c = syms.at(d);
-            let h = t.hash().child(last.hash, c);
-            t.place(
-                h,
-                Entry::new(Kind::Leaf, c, e.color()).with_record(rec_addr),
-            )?;
-            let me = t
-                .find(Locator {
-                    hash: last.hash,
-                    color: e.color(),
-                })
-                .ok_or(Full)?;
-            t.update(me.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
-            return Ok(());
-        }
-        // Split the leaf at depth d (§4.5): a chain over the common prefix, two leaves.
-        let other = rec_ptr(e.record());
-        // SAFETY: live under the writer lock.
-        let (okey, _) = unsafe { record::read(other) };
-        let osyms = Symbols::new(okey, self.config.symbol_bits);
-        let mut j = d;
-        while syms.at(j) == osyms.at(j) {
-            j += 1;
-        }
-        let mut placed: Vec<Locator> = Vec::new();
-        let undo = |placed: &[Locator]| {
-            for &l in placed.iter().rev() {
-                if let Some(f) = t.find(l) {
-                    t.clear(f.slot);
-                }
-            }
+        let mut placed = Placed {
+            t,
+            done: Vec::new(),
         };
-        let mut h = last.hash;
-        let mut color = e.color();
-        for m in d + 1..=j {
-            let c = syms.at(m - 1);
-            h = t.hash().child(h, c);
-            let bits = if m < j {
-                1u64 << syms.at(m)
-            } else {
-                (1u64 << syms.at(j)) | (1u64 << osyms.at(j))
-            };
-            match t.place(h, Entry::new(Kind::Bitmap, c, color).with_bitmap(bits)) {
-                Ok((_, ne)) => {
-                    placed.push(Locator {
-                        hash: h,
-                        color: ne.color(),
+        match end {
+            End::Missing(c) => {
+                let h = t.hash().child(last.hash, c);
+                placed.place(
+                    h,
+                    Entry::new(Kind::Leaf, c, e.color()).with_record(rec_addr),
+                )?;
+                let f = t.find(me).ok_or(Full)?;
+                placed.done.clear();
+                t.update(f.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
+                Ok(())
+            }
+            End::Leaf => {
+                // Split the leaf at depth d (§4.5): a path-compressed chain over the common
+                // prefix (the leaf itself becomes its first node), a bitmap node, two leaves.
+                let other = rec_ptr(e.record());
+                // SAFETY: live under the writer lock.
+                let (okey, _) = unsafe { record::read(other) };
+                let osyms = Symbols::new(okey, self.config.symbol_bits);
+                let mut j = d;
+                while syms.at(j) == osyms.at(j) {
+                    j += 1;
+                }
+                let two = (1u64 << syms.at(j)) | (1u64 << osyms.at(j));
+                // Segments of the chain below the converted leaf: jump nodes of up to
+                // JUMP_MAX symbols from d to j, then the bitmap node at j.
+                let first_len = (j - d).min(JUMP_MAX);
+                let (mut h, mut color, mut p) = (last.hash, e.color(), d + first_len);
+                // Jumps placed so far whose child colour is still to be set.
+                let mut pending: Option<Locator> = None;
+                if j > d {
+                    h = (d..p).fold(h, |h, q| t.hash().child(h, syms.at(q)));
+                    // The converted leaf's own child colour is set at conversion.
+                    let mut first_child = None;
+                    while p <= j {
+                        let c = syms.at(p - 1);
+                        let proto = if p == j {
+                            Entry::new(Kind::Bitmap, c, color).with_bitmap(two)
+                        } else {
+                            let len = (j - p).min(JUMP_MAX);
+                            let s: Vec<u8> = (p..p + len).map(|q| syms.at(q)).collect();
+                            Entry::new(Kind::Jump, c, color).with_jump(&s)
+                        };
+                        // Every node of the loop is the child of a jump node.
+                        let proto = proto.with_jump_child(true);
+                        let ne = placed.place(h, proto)?;
+                        if let Some(l) = pending.take() {
+                            let f = t.find(l).ok_or(Full)?;
+                            t.update(f.slot, |x| x.with_child_color(ne.color()));
+                        }
+                        first_child.get_or_insert(ne.color());
+                        color = ne.color();
+                        if p == j {
+                            break;
+                        }
+                        let len = (j - p).min(JUMP_MAX);
+                        pending = Some(Locator {
+                            hash: h,
+                            color: ne.color(),
+                        });
+                        h = (p..p + len).fold(h, |h, q| t.hash().child(h, syms.at(q)));
+                        p += len;
+                    }
+                    let (lh, lc) = (h, color);
+                    for (c, r) in [
+                        (syms.at(j), rec_addr),
+                        (osyms.at(j), other.as_ptr() as usize),
+                    ] {
+                        let hl = t.hash().child(lh, c);
+                        placed.place(hl, Entry::new(Kind::Leaf, c, lc).with_record(r))?;
+                    }
+                    let jump: Vec<u8> = (d..d + first_len).map(|q| syms.at(q)).collect();
+                    let cc = first_child.ok_or(Full)?;
+                    let f = t.find(me).ok_or(Full)?;
+                    placed.done.clear();
+                    t.update(f.slot, |x| {
+                        x.converted(Kind::Jump)
+                            .with_jump(&jump)
+                            .with_child_color(cc)
                     });
-                    color = ne.color();
+                } else {
+                    for (c, r) in [
+                        (syms.at(j), rec_addr),
+                        (osyms.at(j), other.as_ptr() as usize),
+                    ] {
+                        let hl = t.hash().child(h, c);
+                        placed.place(hl, Entry::new(Kind::Leaf, c, color).with_record(r))?;
+                    }
+                    let f = t.find(me).ok_or(Full)?;
+                    placed.done.clear();
+                    t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(two));
                 }
-                Err(Full) => {
-                    undo(&placed);
-                    return Err(Full);
+                Ok(())
+            }
+            End::JumpMismatch(k) => {
+                // Split the jump node (§4.3/§4.5): [jump of k symbols] → bitmap node at the
+                // mismatch → {new leaf, [jump of the rest] → old child}.
+                let len = e.jump_len();
+                let js = e.jump_symbol(k);
+                let ks = syms.at(d + k);
+                let bits = (1u64 << js) | (1u64 << ks);
+                let h_b = (0..k).fold(last.hash, |h, q| t.hash().child(h, e.jump_symbol(q)));
+                let b_color = if k == 0 {
+                    e.color()
+                } else {
+                    let proto = Entry::new(Kind::Bitmap, e.jump_symbol(k - 1), e.color())
+                        .with_bitmap(bits)
+                        .with_jump_child(true);
+                    placed.place(h_b, proto)?.color()
+                };
+                let hl = t.hash().child(h_b, ks);
+                placed.place(
+                    hl,
+                    Entry::new(Kind::Leaf, ks, b_color).with_record(rec_addr),
+                )?;
+                let h_rest = t.hash().child(h_b, js);
+                // The old child: re-parent it under the bitmap node, or under a new jump of
+                // the remaining symbols.
+                let child_hash = Self::jump_child_hash(t, &last);
+                let child = t
+                    .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
+                    .ok_or(Full)?;
+                let reparent = if k + 1 < len {
+                    let rest: Vec<u8> = (k + 1..len).map(|q| e.jump_symbol(q)).collect();
+                    let proto = Entry::new(Kind::Jump, js, b_color)
+                        .with_jump(&rest)
+                        .with_child_color(e.child_color());
+                    placed.place(h_rest, proto)?;
+                    None
+                } else {
+                    Some(Locator {
+                        hash: child_hash,
+                        color: child.entry.color(),
+                    })
+                };
+                let f = t.find(me).ok_or(Full)?;
+                placed.done.clear();
+                if let Some(l) = reparent {
+                    // Still reachable through the jump by colour only: its parent colour is
+                    // not looked at until the conversion below.
+                    let c = t.find(l).ok_or(Full)?;
+                    t.update(c.slot, |x| {
+                        x.with_parent_color(b_color).with_jump_child(false)
+                    });
                 }
+                if k == 0 {
+                    t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(bits));
+                } else {
+                    let head: Vec<u8> = (0..k).map(|q| e.jump_symbol(q)).collect();
+                    t.update(f.slot, |x| {
+                        x.converted(Kind::Jump)
+                            .with_jump(&head)
+                            .with_child_color(b_color)
+                    });
+                }
+                Ok(())
             }
         }
-        for (c, r) in [
-            (syms.at(j), rec_addr),
-            (osyms.at(j), other.as_ptr() as usize),
-        ] {
-            let hl = t.hash().child(h, c);
-            match t.place(hl, Entry::new(Kind::Leaf, c, color).with_record(r)) {
-                Ok((_, ne)) => placed.push(Locator {
-                    hash: hl,
-                    color: ne.color(),
-                }),
-                Err(Full) => {
-                    undo(&placed);
-                    return Err(Full);
-                }
-            }
-        }
-        let bits = if j == d {
-            (1u64 << syms.at(d)) | (1u64 << osyms.at(d))
-        } else {
-            1u64 << syms.at(d)
-        };
-        let me = t
-            .find(Locator {
-                hash: last.hash,
-                color: e.color(),
-            })
-            .ok_or(Full)?;
-        t.update(me.slot, |x| x.converted(Kind::Bitmap).with_bitmap(bits));
-        Ok(())
     }
 
     /// Removes `key`; returns whether it was present.
@@ -628,24 +789,32 @@ impl Raw {
         // SAFETY: unlinked just above, under the writer lock; retired once.
         unsafe { Records::retire(&self.records, g, p) };
         self.len.fetch_sub(1, Ordering::Relaxed);
-        // Collapse tails: an internal non-root node whose only child is a leaf becomes
-        // that leaf, repeatedly up the path.
+        // Collapse tails: a non-root internal node (bitmap or jump) whose only child is a
+        // leaf becomes that leaf, repeatedly up the path.
         let mut level = path.len() - 2;
         while level >= 1 {
-            let node = path[level];
+            let mut node = path[level];
             let e = t.entry_at(node.found.slot);
-            let bits = e.bitmap();
-            if bits.count_ones() != 1 {
-                break;
-            }
-            let s = bits.trailing_zeros() as u8;
-            let h = t.hash().child(node.hash, s);
-            let Some(child) = t.search_by_parent(h, s, e.color()) else {
+            node.found.entry = e;
+            let child = match e.kind() {
+                Kind::Bitmap => {
+                    let bits = e.bitmap();
+                    if bits.count_ones() != 1 {
+                        break;
+                    }
+                    let s = bits.trailing_zeros() as u8;
+                    let h = t.hash().child(node.hash, s);
+                    t.search_by_parent(h, s, e.color())
+                }
+                Kind::Jump => {
+                    let h = Self::jump_child_hash(t, &node);
+                    t.search_by_color(h, e.jump_symbol(e.jump_len() - 1), e.child_color())
+                }
+                _ => None,
+            };
+            let Some(child) = child.filter(|c| c.entry.kind() == Kind::Leaf) else {
                 break;
             };
-            if child.entry.kind() != Kind::Leaf {
-                break;
-            }
             let r = child.entry.record();
             t.update(node.found.slot, |x| x.converted(Kind::Leaf).with_record(r));
             t.clear(child.slot);
@@ -682,7 +851,8 @@ impl Raw {
     }
 
     /// Copies the trie of `old` into the empty `new`, top-down (new colours, new parent
-    /// colours). Writers are excluded, so `old` does not change meanwhile.
+    /// colours, jump nodes' child colours patched once their child is placed). Writers are
+    /// excluded, so `old` does not change meanwhile.
     fn copy_into(old: &Table, new: &Table) -> Result<(), Full> {
         let root = old.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;
         let (_, nroot) = new.place(0, root.entry.rebased(0))?;
@@ -690,18 +860,38 @@ impl Raw {
         // (old hash, old entry, new hash, new colour)
         let mut stack = vec![(0u64, root.entry, 0u64, 0u8)];
         while let Some((oh, oe, nh, nc)) = stack.pop() {
-            if oe.kind() != Kind::Bitmap {
-                continue;
-            }
-            let mut bits = oe.bitmap();
-            while bits != 0 {
-                let s = bits.trailing_zeros() as u8;
-                bits &= bits - 1;
-                let ohc = old.hash().child(oh, s);
-                let child = old.search_by_parent(ohc, s, oe.color()).ok_or(Full)?;
-                let nhc = new.hash().child(nh, s);
-                let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
-                stack.push((ohc, child.entry, nhc, ne.color()));
+            match oe.kind() {
+                Kind::Bitmap => {
+                    let mut bits = oe.bitmap();
+                    while bits != 0 {
+                        let s = bits.trailing_zeros() as u8;
+                        bits &= bits - 1;
+                        let ohc = old.hash().child(oh, s);
+                        let child = old.search_by_parent(ohc, s, oe.color()).ok_or(Full)?;
+                        let nhc = new.hash().child(nh, s);
+                        let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
+                        stack.push((ohc, child.entry, nhc, ne.color()));
+                    }
+                }
+                Kind::Jump => {
+                    let len = oe.jump_len();
+                    let last = oe.jump_symbol(len - 1);
+                    let ohc = (0..len).fold(oh, |h, q| old.hash().child(h, oe.jump_symbol(q)));
+                    let nhc = (0..len).fold(nh, |h, q| new.hash().child(h, oe.jump_symbol(q)));
+                    let child = old
+                        .search_by_color(ohc, last, oe.child_color())
+                        .ok_or(Full)?;
+                    let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
+                    let me = new
+                        .find(Locator {
+                            hash: nh,
+                            color: nc,
+                        })
+                        .ok_or(Full)?;
+                    new.update(me.slot, |x| x.with_child_color(ne.color()));
+                    stack.push((ohc, child.entry, nhc, ne.color()));
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -721,6 +911,35 @@ impl Drop for Raw {
                 unsafe { self.records.free(rec_ptr(e.record())) };
             }
         });
+    }
+}
+
+/// Entries placed by an unfinished insert, cleared again if it fails (dropped with
+/// `done` non-empty).
+struct Placed<'t> {
+    t: &'t Table,
+    done: Vec<Locator>,
+}
+
+impl Placed<'_> {
+    /// Places an entry and remembers it; the entry as written.
+    fn place(&mut self, h: u64, proto: Entry) -> Result<Entry, Full> {
+        let (_, e) = self.t.place(h, proto)?;
+        self.done.push(Locator {
+            hash: h,
+            color: e.color(),
+        });
+        Ok(e)
+    }
+}
+
+impl Drop for Placed<'_> {
+    fn drop(&mut self) {
+        for &l in self.done.iter().rev() {
+            if let Some(f) = self.t.find(l) {
+                self.t.clear(f.slot);
+            }
+        }
     }
 }
 
@@ -755,8 +974,12 @@ mod tests {
         let mut stack = vec![(root, true)];
         let mut nodes = 0;
         let mut keys = Vec::new();
+        let mut seen = std::collections::HashMap::new();
         while let Some((n, is_root)) = stack.pop() {
             nodes += 1;
+            if let Some(prev) = seen.insert(n.found.slot, n) {
+                panic!("node reached twice: {:?} / {:?}", prev, n);
+            }
             let e = n.found.entry;
             if e.kind() == Kind::Leaf {
                 // SAFETY: no writer runs; the guard protects the record.
@@ -764,13 +987,25 @@ mod tests {
                 keys.push(k.to_vec());
                 continue;
             }
-            let bits = e.bitmap();
             let mut kids = Vec::new();
-            let mut b = bits;
-            while b != 0 {
-                let s = b.trailing_zeros() as u8;
-                b &= b - 1;
-                kids.push(Raw::child(t, &n, s).unwrap());
+            if e.kind() == Kind::Jump {
+                let k = Raw::jump_child(t, &n).unwrap();
+                assert!(
+                    k.found.entry.is_jump_child(),
+                    "unflagged jump child {:?} of {:?}",
+                    k,
+                    n
+                );
+                kids.push(k);
+            } else {
+                let mut b = e.bitmap();
+                while b != 0 {
+                    let s = b.trailing_zeros() as u8;
+                    b &= b - 1;
+                    let k = Raw::child(t, &n, s).unwrap();
+                    assert!(!k.found.entry.is_jump_child());
+                    kids.push(k);
+                }
             }
             if !is_root {
                 assert!(!kids.is_empty(), "childless internal node");
@@ -806,9 +1041,16 @@ mod tests {
             let mut rng = SmallRng::seed_from_u64(u64::from(bits));
             let grown_from = raw.bytes().0;
             for i in 0..ops {
-                let len = rng.random_range(0..4);
+                // Short keys, and long keys sharing long prefixes (jump chains, splits
+                // inside jumps).
+                let len = if rng.random_bool(0.2) {
+                    rng.random_range(10..40)
+                } else {
+                    rng.random_range(0..4)
+                };
                 let key: Vec<u8> = (0..len).map(|_| rng.random_range(0..4u8) * 85).collect();
-                if rng.random_bool(0.6) {
+                let ins = rng.random_bool(0.6);
+                if ins {
                     let v = vec![i as u8; i % 5];
                     let new = !raw
                         .upsert(&key, &mut |_| Decision::Store(v.clone()))
@@ -817,7 +1059,7 @@ mod tests {
                 } else {
                     assert_eq!(raw.remove(&key), model.remove(&key).is_some());
                 }
-                if i % 500 == 0 {
+                if i % 100 == 0 {
                     check(&raw, &model);
                 }
             }
