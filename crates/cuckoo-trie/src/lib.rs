@@ -1,0 +1,433 @@
+//! Cuckoo Trie: an ordered key-value index whose trie nodes live in a key-eliminating
+//! bucketized cuckoo hash table, built for memory-level parallelism (Zeitak and Morrison,
+//! SOSP '21; `shared/papers/cuckoo-trie.md`).
+//!
+//! The trie's nodes are stored by name (the key prefix they stand for) in a cuckoo hash
+//! table of 64-byte buckets (§4.1). Since the names of the nodes a search visits are the
+//! prefixes of its key, their buckets can be fetched before the walk reaches them: a search
+//! keeps the buckets of the next `D` prefixes in flight (Algorithm 1). Entries store no key
+//! (§4.2): a node is recognized by its last symbol, its tag and colour, and its parent's
+//! colour, through a peelable hash.
+//!
+//! # Usage
+//!
+//! ```
+//! use orrery_cuckoo_trie::CuckooTrie;
+//! use std::ops::{Bound, ControlFlow};
+//!
+//! let ct = CuckooTrie::new();
+//! ct.insert(b"Jam", b"1").unwrap();
+//! ct.insert(b"Jos", b"2").unwrap();
+//! ct.insert(b"Au", b"3").unwrap();
+//! assert_eq!(ct.get(b"Jos").as_deref(), Some(&b"2"[..]));
+//! let mut keys = Vec::new();
+//! ct.scan(Bound::Included(&b"B"[..]), &mut |k, _| {
+//!     keys.push(k.to_vec());
+//!     ControlFlow::Continue(())
+//! });
+//! assert_eq!(keys, [b"Jam".to_vec(), b"Jos".to_vec()]);
+//! let down: Vec<_> = ct.range(&b"B"[..]..).rev().map(|e| e.key().to_vec()).collect();
+//! assert_eq!(down, [b"Jos".to_vec(), b"Jam".to_vec()]);
+//! assert_eq!(ct.update(b"Au", |v| [v, b"!"].concat()), Ok(true));
+//! assert_eq!(ct.compute(b"Bo", |old| old.map(<[u8]>::to_vec).or(Some(b"4".to_vec()))), Ok(false));
+//! ```
+//!
+//! The names and their meanings are the ones every Orrery index shares
+//! ([`orrery_core::api`], "Naming"); options come from [`Config::builder`].
+//!
+//! # Consistency guarantees
+//!
+//! Those of [`orrery_core::api`]. Lookups and scans take no lock; writers are serialized by
+//! one writer lock in this version (see `trie.rs` for the protocol and what is not built
+//! yet, and `docs/cuckoo-trie.md`).
+//!
+//! # Memory usage
+//!
+//! `structure_bytes` is the bucket array; `key_value_bytes` the record pools (keys and
+//! values, with their 8-byte headers and size-class slack).
+//!
+//! # Modules
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `hash` | the peelable prefix hash `h`, tags, the two buckets of a hash |
+//! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
+//! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
+//! | `record` | the immutable key-value records leaves reference |
+//! | `trie` | search, insert, remove, successor/predecessor, growth; the protocol |
+//! | `iter` | [`Iter`] |
+//! | `config` | [`Config`] and its builder |
+
+// Locators and dirty flags are laid out and unit-tested but not yet used by the
+// trie (see `trie.rs`, "Not built yet"): their codec items are otherwise dead.
+#[cfg_attr(not(test), allow(dead_code))]
+mod bucket;
+mod config;
+#[cfg_attr(not(test), allow(dead_code))]
+mod hash;
+mod iter;
+mod record;
+#[cfg_attr(not(test), allow(dead_code))]
+mod table;
+mod trie;
+
+use std::ops::{Bound, ControlFlow};
+
+use orrery_core::api::{self, KvIndex, MemoryUsage, OrderedKvIndex, ScanVisitor};
+
+pub use config::{Config, ConfigBuilder};
+pub use iter::{BATCH, Iter};
+use trie::Decision;
+
+/// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
+///
+/// See the [crate docs](crate) for an example and the guarantees.
+pub struct CuckooTrie {
+    raw: trie::Raw,
+}
+
+impl Default for CuckooTrie {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for CuckooTrie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CuckooTrie")
+            .field("len", &self.len())
+            .field("config", &self.raw.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CuckooTrie {
+    /// An empty index with the default [`Config`].
+    ///
+    /// # Panics
+    /// If the initial table (64 KiB) cannot be allocated; [`CuckooTrie::try_new`] returns
+    /// the error instead.
+    pub fn new() -> Self {
+        Self::try_new().unwrap_or_else(|e| panic!("CuckooTrie::new: {e}"))
+    }
+
+    /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`].
+    pub fn try_new() -> api::Result<Self> {
+        Ok(CuckooTrie {
+            raw: trie::Raw::new(Config::default())?,
+        })
+    }
+
+    /// An empty index with the given options, validated first ([`Config::validate`]);
+    /// [`api::ConfigError::OutOfMemory`] when the initial table cannot be allocated.
+    pub fn with_config(config: Config) -> Result<Self, api::ConfigError> {
+        config.validate()?;
+        Ok(CuckooTrie {
+            raw: trie::Raw::new(config).map_err(|_| api::ConfigError::OutOfMemory)?,
+        })
+    }
+
+    /// The options the index was built with.
+    pub fn config(&self) -> &Config {
+        &self.raw.config
+    }
+
+    /// Zero-copy lookup: `f`'s result on the value of `key`, `None` when absent. `f` runs
+    /// under an epoch guard: it must be short and must not call back into the index.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if key.len() > api::MAX_KEY_LEN {
+            return None;
+        }
+        let g = orrery_core::sync::pin();
+        self.raw.lookup(key, &g).map(|(_, v)| f(v))
+    }
+
+    /// A copy of the value of `key`.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.get_with(key, <[u8]>::to_vec)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_with(key, |_| ()).is_some()
+    }
+
+    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. While one key
+    /// is searched, the buckets of the first `D` prefixes of the next key are already being
+    /// fetched, so consecutive searches overlap their first DRAM round trips.
+    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        let g = orrery_core::sync::pin();
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(next) = keys.get(i + 1).filter(|n| n.len() <= api::MAX_KEY_LEN) {
+                self.raw.prefetch_key(next, &g);
+            }
+            let v = if key.len() > api::MAX_KEY_LEN {
+                None
+            } else {
+                self.raw.lookup(key, &g).map(|(_, v)| v)
+            };
+            f(i, v);
+        }
+    }
+
+    /// Inserts or replaces the value of `key`; `Ok(true)` if the key was new.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
+        api::check_entry(key, value)?;
+        let present = self
+            .raw
+            .upsert(key, &mut |_| Decision::Store(value.to_vec()))?;
+        Ok(!present)
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&self, key: &[u8]) -> bool {
+        key.len() <= api::MAX_KEY_LEN && self.raw.remove(key)
+    }
+
+    /// Upsert or remove by `f(current)`: `Some(v)` stores `v`, `None` removes the key (or
+    /// leaves it absent). Returns `Ok(was present)`. Atomic: `f` runs under the writer
+    /// lock, and its result is applied before any other write.
+    pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
+    where
+        F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
+    {
+        api::check_key(key)?;
+        let mut f = Some(f);
+        let mut bad = None;
+        let present = self.raw.upsert(key, &mut |old| {
+            let Some(f) = f.take() else {
+                return Decision::Keep;
+            };
+            match f(old) {
+                Some(v) if v.len() > api::MAX_VALUE_LEN => {
+                    bad = Some(v.len());
+                    Decision::Keep
+                }
+                Some(v) => Decision::Store(v),
+                None => Decision::Remove,
+            }
+        })?;
+        match bad {
+            Some(len) => Err(api::Error::ValueTooLong {
+                len,
+                max: api::MAX_VALUE_LEN,
+            }),
+            None => Ok(present),
+        }
+    }
+
+    /// Replaces the value of an existing key by `f(old)`; `Ok(false)` without calling `f`
+    /// when absent; never inserts.
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
+        if key.len() > api::MAX_KEY_LEN {
+            return Ok(false);
+        }
+        let mut f = Some(f);
+        let mut bad = None;
+        let present = self.raw.upsert(key, &mut |old| {
+            let (Some(old), Some(f)) = (old, f.take()) else {
+                return Decision::Keep;
+            };
+            let new = f(old);
+            if new.len() > api::MAX_VALUE_LEN {
+                bad = Some(new.len());
+                return Decision::Keep;
+            }
+            Decision::Store(new)
+        })?;
+        match bad {
+            Some(len) => Err(api::Error::ValueTooLong {
+                len,
+                max: api::MAX_VALUE_LEN,
+            }),
+            None => Ok(present),
+        }
+    }
+
+    /// Rewrites the value of an existing key through `f` (same length). Records are
+    /// immutable (readers read them without locks), so this copies the value, lets `f`
+    /// change the copy, and publishes it as a new record.
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
+        self.update(key, |old| {
+            let mut v = old.to_vec();
+            f(&mut v);
+            v
+        })
+    }
+
+    /// Upserts every pair, stopping at the first error; returns how many keys were new.
+    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut new = 0;
+        for (k, v) in pairs {
+            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
+        }
+        Ok(new)
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the index is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held: the bucket array, and the record pools.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let (table, records) = self.raw.bytes();
+        MemoryUsage {
+            structure_bytes: table,
+            key_value_bytes: records,
+        }
+    }
+
+    /// Visits pairs in ascending key order from `start` until the visitor breaks: a
+    /// sequence of successor searches (§5 "Range iteration").
+    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut last: Vec<u8> = Vec::new();
+        let mut from = start.map(<[u8]>::to_vec);
+        loop {
+            let g = orrery_core::sync::pin();
+            for _ in 0..BATCH {
+                let Some((k, v)) = self.raw.seek(from.as_ref().map(Vec::as_slice), true, &g) else {
+                    return;
+                };
+                if visitor(k, v).is_break() {
+                    return;
+                }
+                last.clear();
+                last.extend_from_slice(k);
+                from = Bound::Excluded(std::mem::take(&mut last));
+            }
+        }
+    }
+
+    /// Visits, in descending key order, the pairs below `end` until the visitor breaks: a
+    /// sequence of predecessor searches.
+    pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut from = end.map(<[u8]>::to_vec);
+        loop {
+            let g = orrery_core::sync::pin();
+            for _ in 0..BATCH {
+                let Some((k, v)) = self.raw.seek(from.as_ref().map(Vec::as_slice), false, &g)
+                else {
+                    return;
+                };
+                if visitor(k, v).is_break() {
+                    return;
+                }
+                from = Bound::Excluded(k.to_vec());
+            }
+        }
+    }
+
+    /// Visits the pairs whose key starts with `prefix`, ascending.
+    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.scan(Bound::Included(prefix), &mut |k, v| {
+            if k.starts_with(prefix) {
+                visitor(k, v)
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+    }
+
+    /// The pair with the smallest key.
+    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let g = orrery_core::sync::pin();
+        self.raw
+            .seek(Bound::Unbounded, true, &g)
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+    }
+
+    /// The pair with the largest key.
+    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let g = orrery_core::sync::pin();
+        self.raw
+            .seek(Bound::Unbounded, false, &g)
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+    }
+}
+
+impl KvIndex for CuckooTrie {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        CuckooTrie::get_with(self, key, f).is_some()
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        CuckooTrie::get(self, key)
+    }
+
+    fn contains_key(&self, key: &[u8]) -> bool {
+        CuckooTrie::contains_key(self, key)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
+        CuckooTrie::insert(self, key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        CuckooTrie::remove(self, key)
+    }
+
+    fn len(&self) -> usize {
+        CuckooTrie::len(self)
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        CuckooTrie::memory_usage(self)
+    }
+
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        CuckooTrie::get_many(self, keys, f)
+    }
+}
+
+impl OrderedKvIndex for CuckooTrie {
+    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        CuckooTrie::scan(self, start, visitor)
+    }
+
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        CuckooTrie::last(self)
+    }
+
+    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        CuckooTrie::first(self)
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        CuckooTrie::scan_prefix(self, prefix, visitor)
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for CuckooTrie {
+    /// Upserts every pair.
+    ///
+    /// # Panics
+    /// On a key or value over the limits, or out of memory ([`CuckooTrie::insert_all`]
+    /// returns the error instead).
+    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, iter: T) {
+        if let Err(e) = self.insert_all(iter) {
+            panic!("CuckooTrie::extend: {e}");
+        }
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for CuckooTrie {
+    /// An index holding the pairs (later duplicates win).
+    ///
+    /// # Panics
+    /// As [`Extend::extend`].
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
+        let mut ct = CuckooTrie::new();
+        ct.extend(iter);
+        ct
+    }
+}

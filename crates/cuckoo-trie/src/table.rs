@@ -1,0 +1,456 @@
+//! The bucketized cuckoo hash table with key elimination (§4.2, Algorithm 2).
+//!
+//! Entries store no key. A node named `x` has hash `h = h(x)` ([`crate::hash`]) and lives
+//! in one of the buckets `B1(h)`, `B2(h)`, with tag `h mod 16` and a primary bit. It is
+//! identified by:
+//!
+//! - [`Table::search_by_parent`]: the entries of `h` (right tag and bucket role in either
+//!   bucket) whose last symbol is `c` and whose parent colour is the colour of the parent
+//!   already found. Correct because `h` is peelable: tag + bucket + last symbol determine
+//!   the parent's hash, and colours are unique among entries of one hash, so the parent
+//!   colour names the parent node, and the entry's name is `parent · c`.
+//! - [`Table::search_by_color`]: the entry of `h` with last symbol `c` and a given colour:
+//!   the child of a jump node (whose hash cannot be peeled to the jump node's) and any
+//!   locator target.
+//!
+//! Colours: the entries of one hash all sit in its two buckets, at most `2·4 = 8` of them,
+//! so a free colour among 8 always exists when a slot does ([`Table::place`]).
+//!
+//! Insertion takes a free slot of `B1` or `B2`; when both are full it searches a cuckoo path
+//! breadth-first ([`MAX_BFS`] buckets at most, paths of at most [`MAX_PATH`] moves) and
+//! executes it from its free end backwards, each move copying the entry to its alternate
+//! bucket and then clearing the source under both bucket locks, so the entry is never
+//! absent from both buckets in a state a reader can validate — but a reader that reads
+//! the destination before the move and the source after it misses the entry; the trie
+//! search retries in that case (the parent's bitmap says the child exists, Algorithm 2
+//! `goto restart`). A failed search (no path) reports [`Full`]: the trie then grows the
+//! table.
+//!
+//! Writers to the table are serialized by the trie's writer lock (see `lib.rs`); bucket
+//! locks are still taken for every change, so that readers validate against them.
+
+use orrery_core::alloc::ZeroedArray;
+use orrery_core::api::Error;
+
+use crate::bucket::{Bucket, BucketGuard, COLORS, Entry, Line, Locator, SLOTS};
+use crate::hash::PrefixHash;
+
+/// The most buckets the relocation search visits.
+pub(crate) const MAX_BFS: usize = 256;
+/// The longest relocation path (moves).
+pub(crate) const MAX_PATH: usize = 5;
+
+/// No slot for a new entry: the table must grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Full;
+
+/// A node found by a search: where it sits, what it holds, and the version of its bucket
+/// at the (validated) read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    /// Its slot.
+    pub(crate) slot: Slot,
+    /// The entry as read.
+    pub(crate) entry: Entry,
+    /// Word 0 of its bucket at the read, for [`Bucket::unchanged`].
+    pub(crate) version: u64,
+}
+
+/// Where an entry sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Slot {
+    /// Bucket index.
+    pub(crate) bucket: usize,
+    /// Entry index in the bucket.
+    pub(crate) index: usize,
+}
+
+/// The table: `S` buckets and the hash of that size.
+pub(crate) struct Table {
+    buckets: ZeroedArray<Bucket>,
+    hash: PrefixHash,
+}
+
+impl Table {
+    /// An empty table of `buckets` buckets (a power of two, at least 4).
+    pub(crate) fn new(buckets: usize) -> Result<Table, Error> {
+        Ok(Table {
+            buckets: ZeroedArray::new(buckets)?,
+            hash: PrefixHash::new(buckets as u64),
+        })
+    }
+
+    /// The hash of this table size.
+    #[inline]
+    pub(crate) fn hash(&self) -> &PrefixHash {
+        &self.hash
+    }
+
+    /// Bytes of the bucket array.
+    pub(crate) fn bytes(&self) -> usize {
+        self.buckets.len() * size_of::<Bucket>()
+    }
+
+    /// Bucket `i`.
+    #[inline]
+    pub(crate) fn bucket(&self, i: usize) -> &Bucket {
+        &self.buckets[i]
+    }
+
+    /// Prefetches both buckets of `h`.
+    #[inline]
+    pub(crate) fn prefetch(&self, h: u64) {
+        let (b1, b2) = self.hash.buckets_of(h);
+        orrery_core::prefetch(self.buckets[b1].addr());
+        orrery_core::prefetch(self.buckets[b2].addr());
+    }
+
+    /// Calls `f(slot, entry)` for each entry of hash `h` (Algorithm 2 `ENTRIESFOR`); stops
+    /// at the first `Some`. Each bucket is read as a validated snapshot.
+    #[inline]
+    fn entries_for<R>(
+        &self,
+        h: u64,
+        mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
+    ) -> Option<R> {
+        let (b1, b2) = self.hash.buckets_of(h);
+        let tag = PrefixHash::tag(h);
+        for (b, primary) in [(b1, true), (b2, false)] {
+            let line = self.buckets[b].read();
+            for i in 0..SLOTS {
+                let e = line.entry(i);
+                if e.is_empty() || e.tag() != tag || e.primary() != primary {
+                    continue;
+                }
+                if let Some(r) = f(
+                    Slot {
+                        bucket: b,
+                        index: i,
+                    },
+                    e,
+                    line.version(),
+                ) {
+                    return Some(r);
+                }
+            }
+        }
+        None
+    }
+
+    /// The node of hash `h`, last symbol `c`, whose parent has colour `parent_color`
+    /// (Algorithm 2 `SEARCHBYPARENT`).
+    #[inline]
+    pub(crate) fn search_by_parent(&self, h: u64, c: u8, parent_color: u8) -> Option<Found> {
+        self.entries_for(h, |slot, entry, version| {
+            (entry.last_symbol() == c
+                && entry.parent_color() == parent_color
+                && !entry.is_jump_child())
+            .then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
+    }
+
+    /// The node of hash `h`, last symbol `c` and colour `color` (Algorithm 2
+    /// `SEARCHBYCOLOR`).
+    #[inline]
+    pub(crate) fn search_by_color(&self, h: u64, c: u8, color: u8) -> Option<Found> {
+        self.entries_for(h, |slot, entry, version| {
+            (entry.last_symbol() == c && entry.color() == color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
+    }
+
+    /// The node a locator names.
+    #[inline]
+    pub(crate) fn find(&self, l: Locator) -> Option<Found> {
+        self.entries_for(l.hash, |slot, entry, version| {
+            (entry.color() == l.color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
+    }
+
+    /// The entry currently at `slot` (a validated snapshot of its bucket).
+    #[inline]
+    pub(crate) fn entry_at(&self, slot: Slot) -> Entry {
+        self.buckets[slot.bucket].read().entry(slot.index)
+    }
+
+    /// The hash of the entry at `slot` (from its bucket, tag and primary bit).
+    #[inline]
+    pub(crate) fn hash_of(&self, slot: Slot, e: Entry) -> u64 {
+        self.hash.hash_at(slot.bucket, e.tag(), e.primary())
+    }
+
+    /// A colour no entry of hash `h` has, if any.
+    fn free_color(&self, h: u64) -> Option<u8> {
+        let mut used = 0u16;
+        self.entries_for(h, |_, e, _| {
+            used |= 1 << e.color();
+            None::<()>
+        });
+        (0..COLORS).find(|&c| used & (1 << c) == 0)
+    }
+
+    /// Places `proto` (kind, last symbol, parent colour and payload set) as a node of hash
+    /// `h`: picks a free colour, a free slot in `B1` or `B2` or a cuckoo path to one, and
+    /// writes it. Returns where it went and the entry as written (with its colour).
+    pub(crate) fn place(&self, h: u64, proto: Entry) -> Result<(Slot, Entry), Full> {
+        let color = self.free_color(h).ok_or(Full)?;
+        let (b1, b2) = self.hash.buckets_of(h);
+        let tag = PrefixHash::tag(h);
+        let target = self.make_room(b1, b2)?;
+        let primary = target.bucket == b1;
+        let e = proto.placed(tag, primary).with_color(color);
+        let mut g = self.buckets[target.bucket].lock();
+        debug_assert!(g.line.entry(target.index).is_empty());
+        g.line.set_entry(target.index, e);
+        Ok((target, e))
+    }
+
+    /// A free slot in `b1` or `b2`, relocating entries along a cuckoo path if both are
+    /// full (breadth-first, bounded).
+    fn make_room(&self, b1: usize, b2: usize) -> Result<Slot, Full> {
+        // BFS nodes: (bucket, parent node, slot of the parent's bucket moved into this one).
+        let mut queue: Vec<(usize, usize, usize, usize)> = Vec::with_capacity(32);
+        queue.push((b1, usize::MAX, 0, 0));
+        queue.push((b2, usize::MAX, 0, 0));
+        let mut qi = 0;
+        while qi < queue.len() {
+            let (b, _, _, depth) = queue[qi];
+            let line = self.buckets[b].read();
+            if let Some(free) = line.free_slot() {
+                return self.execute_path(&queue, qi, free);
+            }
+            if depth < MAX_PATH {
+                for i in 0..SLOTS {
+                    if queue.len() >= MAX_BFS {
+                        break;
+                    }
+                    let e = line.entry(i);
+                    let alt = self.hash.alternate(b, e.tag(), e.primary());
+                    queue.push((alt, qi, i, depth + 1));
+                }
+            }
+            qi += 1;
+        }
+        Err(Full)
+    }
+
+    /// Executes the path ending at BFS node `end`, whose bucket has `free` slot: moves each
+    /// entry along the path into the slot freed after it, and returns the slot freed in
+    /// the path's first bucket (`B1` or `B2`).
+    fn execute_path(
+        &self,
+        queue: &[(usize, usize, usize, usize)],
+        end: usize,
+        free: usize,
+    ) -> Result<Slot, Full> {
+        let mut node = end;
+        let mut free = free;
+        loop {
+            let (b, parent, moved, _) = queue[node];
+            if parent == usize::MAX {
+                return Ok(Slot {
+                    bucket: b,
+                    index: free,
+                });
+            }
+            let src = queue[parent].0;
+            self.move_entry(
+                Slot {
+                    bucket: src,
+                    index: moved,
+                },
+                Slot {
+                    bucket: b,
+                    index: free,
+                },
+            )?;
+            free = moved;
+            node = parent;
+        }
+    }
+
+    /// Moves the entry at `from` to the free slot `to` of its alternate bucket (copy, then
+    /// clear, under both bucket locks taken in index order).
+    fn move_entry(&self, from: Slot, to: Slot) -> Result<(), Full> {
+        debug_assert_ne!(from.bucket, to.bucket);
+        let (mut gf, mut gt): (BucketGuard<'_>, BucketGuard<'_>) = if from.bucket < to.bucket {
+            let a = self.buckets[from.bucket].lock();
+            (a, self.buckets[to.bucket].lock())
+        } else {
+            let b = self.buckets[to.bucket].lock();
+            (self.buckets[from.bucket].lock(), b)
+        };
+        let e = gf.line.entry(from.index);
+        if e.is_empty()
+            || !gt.line.entry(to.index).is_empty()
+            || self.hash.alternate(from.bucket, e.tag(), e.primary()) != to.bucket
+        {
+            // The path went stale (cannot happen with serialized writers).
+            return Err(Full);
+        }
+        gt.line.set_entry(to.index, e.placed(e.tag(), !e.primary()));
+        gf.line.set_entry(from.index, Entry(0));
+        drop(gt);
+        drop(gf);
+        Ok(())
+    }
+
+    /// Rewrites the entry at `slot` with `f(old)` under its bucket lock.
+    pub(crate) fn update(&self, slot: Slot, f: impl FnOnce(Entry) -> Entry) {
+        let mut g = self.buckets[slot.bucket].lock();
+        let e = g.line.entry(slot.index);
+        g.line.set_entry(slot.index, f(e));
+    }
+
+    /// Clears the entry at `slot`.
+    pub(crate) fn clear(&self, slot: Slot) {
+        self.update(slot, |_| Entry(0));
+    }
+
+    /// Every non-empty entry with its slot (for growth and checks; writers serialized).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(Slot, Entry)) {
+        for b in 0..self.buckets.len() {
+            let line: Line = self.buckets[b].read();
+            for i in 0..SLOTS {
+                let e = line.entry(i);
+                if !e.is_empty() {
+                    f(
+                        Slot {
+                            bucket: b,
+                            index: i,
+                        },
+                        e,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bucket::Kind;
+
+    /// Inserts a chain `root → s0 → s0 s1 → …` plus, for every node, children: a full
+    /// trie over `alphabet` up to `depth`, identified only by key elimination; then finds
+    /// every node again by walking from the root.
+    fn build_and_walk(buckets: usize, alphabet: u8, depth: usize) -> Result<usize, Full> {
+        let t = Table::new(buckets).unwrap();
+        // (name, colour) of the nodes of the previous level.
+        let (_, root) = t.place(0, Entry::new(Kind::Bitmap, 0, 0))?;
+        let mut level: Vec<(Vec<u8>, u8)> = vec![(Vec::new(), root.color())];
+        let mut count = 1;
+        for _ in 0..depth {
+            let mut next = Vec::new();
+            for (name, pc) in &level {
+                let hp = t.hash().of(name);
+                for c in 0..alphabet {
+                    let h = t.hash().child(hp, c);
+                    let (_, e) = t.place(h, Entry::new(Kind::Bitmap, c, *pc))?;
+                    let mut child = name.clone();
+                    child.push(c);
+                    next.push((child, e.color()));
+                    count += 1;
+                }
+            }
+            level = next;
+        }
+        // Walk every leaf-level name from the root by parent colour.
+        for (name, colour) in &level {
+            let mut h = 0;
+            let mut pc = root.color();
+            for &c in name {
+                h = t.hash().child(h, c);
+                let f = t.search_by_parent(h, c, pc).expect("child found");
+                let (slot, e) = (f.slot, f.entry);
+                assert_eq!(t.hash_of(slot, e), h, "tag + bucket give the hash back");
+                assert_eq!(t.hash().peel(h, c), t.hash().peel(t.hash_of(slot, e), c));
+                pc = e.color();
+            }
+            assert_eq!(pc, *colour);
+            let f = t
+                .search_by_color(h, *name.last().unwrap(), *colour)
+                .unwrap();
+            assert_eq!(f.entry.color(), *colour);
+        }
+        // A name never inserted is not found.
+        let h = t.hash().child(0, alphabet);
+        assert!(t.search_by_parent(h, alphabet, root.color()).is_none());
+        let mut n = 0;
+        t.for_each(|_, _| n += 1);
+        assert_eq!(n, count);
+        Ok(count)
+    }
+
+    #[test]
+    fn key_elimination_finds_every_node() {
+        // 1 + 4 + 16 + 64 = 85 nodes in 64 buckets (256 slots, load 33%).
+        assert_eq!(build_and_walk(64, 4, 3), Ok(85));
+    }
+
+    #[test]
+    fn relocation_reaches_high_load() {
+        // 1 + 8 + 64 = 73 nodes in 32 buckets (128 slots): well past what a table without
+        // relocation holds (the buckets of some hashes fill up), so cuckoo paths run.
+        let depth = 2;
+        let r = build_and_walk(32, 8, depth);
+        assert_eq!(r, Ok(73));
+        if cfg!(not(miri)) {
+            // 1 + 7 + 49 + 343 = 400 of 512 slots (78% load).
+            assert_eq!(build_and_walk(128, 7, 3), Ok(400));
+        }
+    }
+
+    #[test]
+    fn relocation_moves_entries_and_keeps_them_findable() {
+        let t = Table::new(4).unwrap();
+        let mut placed = Vec::new();
+        // 16 slots; fill until full, checking every placed node after each insert.
+        let mut h = 0u64;
+        let mut moved = false;
+        for i in 0..16u8 {
+            h = (h + 29) % t.hash().space();
+            match t.place(h, Entry::new(Kind::Leaf, i % 33, 0)) {
+                Ok((slot, e)) => placed.push((h, i % 33, e.color(), slot)),
+                Err(Full) => break,
+            }
+            for &(hh, c, col, slot) in &placed {
+                let now = t.search_by_color(hh, c, col).expect("still present");
+                moved |= now.slot != slot;
+            }
+        }
+        assert!(
+            placed.len() >= 12,
+            "only {} of 16 slots filled",
+            placed.len()
+        );
+        assert!(moved, "no relocation happened");
+    }
+
+    #[test]
+    fn colours_are_unique_per_hash() {
+        let t = Table::new(8).unwrap();
+        let h = 77;
+        let mut colours = Vec::new();
+        for i in 0..8u8 {
+            let (_, e) = t.place(h, Entry::new(Kind::Leaf, i, 0)).unwrap();
+            colours.push(e.color());
+        }
+        colours.sort_unstable();
+        assert_eq!(colours, (0..8).collect::<Vec<_>>());
+        // Both buckets of `h` are full of entries of `h`: a ninth has no colour.
+        assert_eq!(t.place(h, Entry::new(Kind::Leaf, 9, 0)), Err(Full));
+    }
+}

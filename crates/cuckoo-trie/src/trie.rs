@@ -1,0 +1,1098 @@
+//! The raw trie engine over the hashed representation: search (Algorithm 1 with `FINDCHILD`
+//! of Algorithm 2), insert and remove (§4.5), successor and predecessor search (§4.4),
+//! growth (§5 "Resizing").
+//!
+//! # Keys as symbol strings
+//!
+//! A key is read as its bits, most significant first, cut into `symbol_bits`-bit symbols
+//! (the last zero-padded), each stored as `value + 1`, followed by the end symbol 0. The
+//! map is injective (for `symbol_bits ≤ 8` the symbol count fixes the byte length) and
+//! order-preserving (the end symbol sorts below every data symbol, and zero padding below
+//! any real bits), so byte order of keys is symbol order, and no key's string is a prefix
+//! of another's: keys that are prefixes of other keys, empty keys and `0x00` bytes need no
+//! special case. The trie stores the shortest unique prefix of each key's string (§4).
+//!
+//! # Nodes
+//!
+//! The root (name ε, hash 0, colour 0: the first entry placed in any table) is a bitmap
+//! node, possibly with no children. Other internal nodes are bitmap nodes (a child bitmap)
+//! or jump nodes (§4.3: up to 8 symbols of a single-child chain and the colour of the
+//! chain's end, found by `SEARCHBYCOLOR`), with at least two leaves below them; a leaf
+//! references an immutable record (`record.rs`). A split of a leaf builds the chain over
+//! the common prefix out of jump nodes; a key leaving a jump node in its middle splits it
+//! into [jump] → bitmap → {new leaf, [jump] → old child}. The only child of a jump node
+//! carries the *jump child* flag: its hash is not the peel of its parent's, so
+//! `SEARCHBYPARENT` must never match it (else a node whose hash and parent colour happen
+//! to fit would be taken for the child of an unrelated bitmap node). Removal collapses a
+//! non-root node (bitmap or jump) whose only child is a leaf into that leaf (the "tail"
+//! rule of §4.5), repeatedly up the path. Chains are not re-merged after removals (a
+//! single-child bitmap node may remain): memory only.
+//!
+//! # Concurrency protocol (§5), as built in this version
+//!
+//! - Writers (insert, remove, growth) are serialized by one writer lock (`Raw::write`).
+//!   This is the intermediate design the issue allows: per-bucket writer locking (§5
+//!   "Updates") is not built yet. Writers still lock every bucket they change through its
+//!   version/lock word, so readers validate against them.
+//! - Readers take no lock. They pin an epoch guard, load the current table, and walk it:
+//!   every entry is read from a validated bucket snapshot, and after finding a child the
+//!   parent's bucket version is checked unchanged (`FINDCHILD`); a change restarts the
+//!   operation. A child the parent's bitmap announces but neither bucket shows is an entry
+//!   in the middle of a relocation: restart. Finally the table pointer is checked
+//!   unchanged (a reader of a replaced table restarts, so it never returns data older than
+//!   a write that completed in the new table).
+//! - Writers publish in an order that keeps every validated state a correct trie: an
+//!   insert places the new leaf (and, on a split, the new chain and both leaves) before
+//!   setting the parent's bitmap bit or converting the split leaf; a removal clears the
+//!   parent's bit before clearing the leaf; a collapse turns the parent into the leaf
+//!   before clearing the child.
+//! - Records are immutable; a replaced or removed record is retired through the epoch
+//!   collector, so a reader may read any record it reached under its guard.
+//! - Growth builds a table of twice the buckets from the current one (which no writer
+//!   changes meanwhile: writers are serialized) while readers keep using the old one, then
+//!   publishes it and retires the old table through the epoch collector.
+//!
+//! Linearization points: a lookup at the validated read of its leaf (or of the node whose
+//! bitmap lacks the next symbol); an insert at the bitmap or leaf-conversion store; a
+//! removal at the parent's bitmap store.
+//!
+//! # Not built yet
+//!
+//! The next-leaf and subtree-max locators (§4.4, Fig 3c) and dirty flags: the layouts exist
+//! (`bucket.rs`), the engine does not use them. Successor and predecessor searches walk
+//! the trie instead (up the searched path to the first sibling on the wanted side, then
+//! down its extreme edge), each step validated like a lookup.
+
+use std::ops::Bound;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use orrery_core::api::Error;
+use orrery_core::sync::{Backoff, Guard};
+
+use crate::Config;
+use crate::bucket::{Entry, JUMP_MAX, Kind, Locator};
+use crate::record::{self, Records};
+use crate::table::{Found, Full, Table};
+
+/// The most buckets a table may have (locator hashes are 40 bits).
+const MAX_BUCKETS: usize = 1 << 36;
+
+/// A key as a symbol string (module docs).
+#[derive(Clone, Copy)]
+pub(crate) struct Symbols<'k> {
+    key: &'k [u8],
+    bits: u32,
+    data: usize,
+}
+
+impl<'k> Symbols<'k> {
+    /// The symbol string of `key` with `bits`-bit symbols.
+    #[inline]
+    pub(crate) fn new(key: &'k [u8], bits: u32) -> Symbols<'k> {
+        Symbols {
+            key,
+            bits,
+            data: (key.len() * 8).div_ceil(bits as usize),
+        }
+    }
+
+    /// Number of symbols (data symbols and the end symbol).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.data + 1
+    }
+
+    /// Symbol `i` (`i < len()`).
+    #[inline]
+    pub(crate) fn at(&self, i: usize) -> u8 {
+        if i >= self.data {
+            return 0;
+        }
+        let bit = i * self.bits as usize;
+        let byte = bit / 8;
+        let hi = u16::from(self.key[byte]) << 8;
+        let lo = self.key.get(byte + 1).map_or(0, |&b| u16::from(b));
+        let w = hi | lo;
+        let shift = 16 - (bit % 8) as u32 - self.bits;
+        (((w >> shift) & ((1 << self.bits) - 1)) + 1) as u8
+    }
+}
+
+/// Why a read-only walk must start again (a concurrent writer changed what it read).
+#[derive(Debug)]
+pub(crate) struct Restart;
+
+/// One node on a searched path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Step {
+    /// The node as found.
+    pub(crate) found: Found,
+    /// Its hash.
+    pub(crate) hash: u64,
+    /// The length of its name in symbols.
+    pub(crate) depth: usize,
+}
+
+/// What an upsert does, decided from the current value.
+pub(crate) enum Decision {
+    /// Change nothing.
+    Keep,
+    /// Store this value.
+    Store(Vec<u8>),
+    /// Remove the key.
+    Remove,
+}
+
+/// The decision function of [`Raw::upsert`].
+pub(crate) type Make<'a> = dyn FnMut(Option<&[u8]>) -> Decision + 'a;
+
+/// How a descent ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// At a leaf (the last step).
+    Leaf,
+    /// At an internal node (the last step) without a child for this symbol.
+    Missing(u8),
+    /// At a jump node (the last step) whose symbol at this offset differs from the key's.
+    JumpMismatch(usize),
+}
+
+/// The raw engine: the current table, the records, the writer lock.
+pub(crate) struct Raw {
+    table: AtomicPtr<Table>,
+    records: Arc<Records>,
+    write: Mutex<()>,
+    len: AtomicUsize,
+    pub(crate) config: Config,
+}
+
+// SAFETY: the table behind the pointer is shared by readers through validated atomic
+// reads and changed only by the writer holding `write`; records are immutable once
+// published and freed through the epoch collector.
+unsafe impl Send for Raw {}
+// SAFETY: as above.
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    /// An empty trie (validated config).
+    pub(crate) fn new(config: Config) -> Result<Raw, Error> {
+        let t = Table::new(config.initial_buckets)?;
+        let root = Entry::new(Kind::Bitmap, 0, 0);
+        let placed = t.place(0, root).map_err(|Full| Error::OutOfMemory)?;
+        debug_assert_eq!(placed.1.color(), 0);
+        Ok(Raw {
+            table: AtomicPtr::new(Box::into_raw(Box::new(t))),
+            records: Records::new(),
+            write: Mutex::new(()),
+            len: AtomicUsize::new(0),
+            config,
+        })
+    }
+
+    /// The current table.
+    #[inline]
+    fn table<'g>(&self, _guard: &'g Guard) -> &'g Table {
+        // SAFETY: the pointer always refers to a live table; a replaced table is retired
+        // through the epoch collector, so it outlives every guard pinned before that.
+        unsafe { &*self.table.load(Ordering::Acquire) }
+    }
+
+    /// Number of keys.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// `(table bytes, record bytes)`.
+    pub(crate) fn bytes(&self) -> (usize, usize) {
+        let g = orrery_core::sync::pin();
+        (self.table(&g).bytes(), self.records.bytes())
+    }
+
+    /// The root node.
+    fn root(t: &Table) -> Result<Step, Restart> {
+        let found = t.find(Locator { hash: 0, color: 0 }).ok_or(Restart)?;
+        Ok(Step {
+            found,
+            hash: 0,
+            depth: 0,
+        })
+    }
+
+    /// The child of `node` by symbol `c` (which its bitmap has), validated: `FINDCHILD`.
+    fn child(t: &Table, node: &Step, c: u8) -> Result<Step, Restart> {
+        let h = t.hash().child(node.hash, c);
+        let found = t.search_by_parent(h, c, node.found.entry.color());
+        if !t
+            .bucket(node.found.slot.bucket)
+            .unchanged(node.found.version)
+        {
+            return Err(Restart);
+        }
+        // Absent while the parent still announces it: a relocation in flight.
+        let found = found.ok_or(Restart)?;
+        Ok(Step {
+            found,
+            hash: h,
+            depth: node.depth + 1,
+        })
+    }
+
+    /// The hash of the child of jump node `node` (its name extended by all its symbols).
+    fn jump_child_hash(t: &Table, node: &Step) -> u64 {
+        let e = node.found.entry;
+        (0..e.jump_len()).fold(node.hash, |h, k| t.hash().child(h, e.jump_symbol(k)))
+    }
+
+    /// The only child of jump node `node`, found by its colour (§4.3 `SEARCHBYCOLOR`),
+    /// validated like [`Raw::child`].
+    fn jump_child(t: &Table, node: &Step) -> Result<Step, Restart> {
+        let e = node.found.entry;
+        let len = e.jump_len();
+        let h = Self::jump_child_hash(t, node);
+        let found = t.search_by_color(h, e.jump_symbol(len - 1), e.child_color());
+        if !t
+            .bucket(node.found.slot.bucket)
+            .unchanged(node.found.version)
+        {
+            return Err(Restart);
+        }
+        let found = found.ok_or(Restart)?;
+        Ok(Step {
+            found,
+            hash: h,
+            depth: node.depth + len,
+        })
+    }
+
+    /// Walks `key`'s symbols from the root (Algorithm 1, prefetching the buckets of the
+    /// next `D` prefixes, also across jump nodes, §4.7); pushes every node onto `path`
+    /// (cleared first).
+    fn descend(&self, t: &Table, key: &Symbols<'_>, path: &mut Vec<Step>) -> Result<End, Restart> {
+        path.clear();
+        // The prefetch cursor runs `D` prefixes ahead of the walk.
+        let mut ahead = 0u64;
+        let mut ahead_i = 0;
+        let mut advance = |upto: usize| {
+            while ahead_i < upto.min(key.len()) {
+                ahead = t.hash().child(ahead, key.at(ahead_i));
+                ahead_i += 1;
+                t.prefetch(ahead);
+            }
+        };
+        let d = self.config.prefetch_depth;
+        advance(d);
+        let mut node = Self::root(t)?;
+        loop {
+            path.push(node);
+            let e = node.found.entry;
+            let i = node.depth;
+            match e.kind() {
+                Kind::Leaf => return Ok(End::Leaf),
+                Kind::Bitmap if i < key.len() => {
+                    advance(i + 1 + d);
+                    let c = key.at(i);
+                    if e.bitmap() & (1 << c) == 0 {
+                        return Ok(End::Missing(c));
+                    }
+                    node = Self::child(t, &node, c)?;
+                }
+                Kind::Jump if e.jump_len() > 0 => {
+                    let len = e.jump_len();
+                    advance(i + len + d);
+                    // Jump symbols are never the end symbol, so a key ending inside the
+                    // jump mismatches there.
+                    let n = len.min(key.len().saturating_sub(i));
+                    if let Some(k) = (0..n).find(|&k| key.at(i + k) != e.jump_symbol(k)) {
+                        return Ok(End::JumpMismatch(k));
+                    }
+                    if n < len {
+                        return Err(Restart);
+                    }
+                    node = Self::jump_child(t, &node)?;
+                }
+                // A torn walk (an entry reused under us); cannot happen on a validated
+                // path, but never trust it.
+                _ => return Err(Restart),
+            }
+        }
+    }
+
+    /// Whether `t` is still the current table.
+    #[inline]
+    fn still_current(&self, t: &Table) -> bool {
+        std::ptr::eq(self.table.load(Ordering::Acquire), t)
+    }
+
+    /// The record of `key`, if present, read under `g`.
+    pub(crate) fn lookup<'g>(&self, key: &[u8], g: &'g Guard) -> Option<(&'g [u8], &'g [u8])> {
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let mut path = Vec::with_capacity(16);
+        let backoff = Backoff::new();
+        loop {
+            let t = self.table(g);
+            let r = self.descend(t, &syms, &mut path);
+            let out = match r {
+                Ok(End::Leaf) => {
+                    let rec = path[path.len() - 1].found.entry.record();
+                    // SAFETY: the leaf was read validated under `g`; its record is retired
+                    // through the epoch collector only after it is unlinked, so it is live
+                    // while `g` is held.
+                    let (k, v) = unsafe { record::read(rec_ptr(rec)) };
+                    (k == key).then_some((k, v))
+                }
+                Ok(End::Missing(_) | End::JumpMismatch(_)) => None,
+                Err(Restart) => {
+                    backoff.snooze();
+                    continue;
+                }
+            };
+            if self.still_current(t) {
+                return out;
+            }
+        }
+    }
+
+    /// Prefetches the buckets of the first `D` prefixes of `key` (for batched lookups).
+    pub(crate) fn prefetch_key(&self, key: &[u8], g: &Guard) {
+        let t = self.table(g);
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let mut h = 0;
+        for i in 0..self.config.prefetch_depth.min(syms.len()) {
+            h = t.hash().child(h, syms.at(i));
+            t.prefetch(h);
+        }
+    }
+
+    /// The first record after (`forward`) or before `bound`, read under `g`.
+    pub(crate) fn seek<'g>(
+        &self,
+        bound: Bound<&[u8]>,
+        forward: bool,
+        g: &'g Guard,
+    ) -> Option<(&'g [u8], &'g [u8])> {
+        let mut path = Vec::with_capacity(16);
+        let backoff = Backoff::new();
+        loop {
+            let t = self.table(g);
+            match self.seek_in(t, bound, forward, &mut path) {
+                Ok(r) if self.still_current(t) => {
+                    // SAFETY: reached through validated reads under `g` (as in `lookup`).
+                    return r.map(|p| unsafe { record::read(p) });
+                }
+                _ => backoff.snooze(),
+            }
+        }
+    }
+
+    fn seek_in(
+        &self,
+        t: &Table,
+        bound: Bound<&[u8]>,
+        forward: bool,
+        path: &mut Vec<Step>,
+    ) -> Result<Option<NonNull<u8>>, Restart> {
+        let (key, inclusive) = match bound {
+            Bound::Unbounded => {
+                let root = Self::root(t)?;
+                return Self::extreme(t, root, forward);
+            }
+            Bound::Included(k) => (k, true),
+            Bound::Excluded(k) => (k, false),
+        };
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let (level, taken) = match self.descend(t, &syms, path)? {
+            End::Leaf => {
+                let leaf = path[path.len() - 1];
+                let p = rec_ptr(leaf.found.entry.record());
+                // SAFETY: reached through validated reads; the caller holds a guard.
+                let (k, _) = unsafe { record::read(p) };
+                let ok = match k.cmp(key) {
+                    std::cmp::Ordering::Equal => inclusive,
+                    std::cmp::Ordering::Greater => forward,
+                    std::cmp::Ordering::Less => !forward,
+                };
+                if ok {
+                    return Ok(Some(p));
+                }
+                (path.len() - 1, leaf.found.entry.last_symbol())
+            }
+            End::Missing(c) => (path.len(), c),
+            End::JumpMismatch(k) => {
+                let jump = path[path.len() - 1];
+                let ks = syms.at(jump.depth + k);
+                let js = jump.found.entry.jump_symbol(k);
+                if (ks < js) == forward {
+                    // The whole subtree below the jump lies on the wanted side.
+                    let child = Self::jump_child(t, &jump)?;
+                    return Self::extreme(t, child, forward);
+                }
+                (path.len() - 1, jump.found.entry.last_symbol())
+            }
+        };
+        Self::climb(t, path, level, taken, forward)
+    }
+
+    /// From the node `path[level - 1]`, whose child by `taken` is done, up: the first
+    /// sibling on the wanted side of an ancestor, then its extreme leaf.
+    fn climb(
+        t: &Table,
+        path: &[Step],
+        mut level: usize,
+        mut taken: u8,
+        forward: bool,
+    ) -> Result<Option<NonNull<u8>>, Restart> {
+        while level > 0 {
+            let node = path[level - 1];
+            if node.found.entry.kind() != Kind::Bitmap {
+                // A jump node has no sibling of its only child.
+                taken = node.found.entry.last_symbol();
+                level -= 1;
+                continue;
+            }
+            let bits = node.found.entry.bitmap();
+            let side = if forward {
+                bits & !((2u64 << taken) - 1)
+            } else {
+                bits & ((1u64 << taken) - 1)
+            };
+            if side != 0 {
+                let s = if forward {
+                    side.trailing_zeros()
+                } else {
+                    63 - side.leading_zeros()
+                } as u8;
+                let child = Self::child(t, &node, s)?;
+                return Self::extreme(t, child, forward);
+            }
+            taken = node.found.entry.last_symbol();
+            level -= 1;
+        }
+        Ok(None)
+    }
+
+    /// The smallest (`forward`) or largest leaf under `node`.
+    fn extreme(t: &Table, mut node: Step, forward: bool) -> Result<Option<NonNull<u8>>, Restart> {
+        loop {
+            let e = node.found.entry;
+            match e.kind() {
+                Kind::Leaf => return Ok(Some(rec_ptr(e.record()))),
+                Kind::Bitmap => {
+                    let bits = e.bitmap();
+                    if bits == 0 {
+                        // Only the root of an empty trie has no child.
+                        return Ok(None);
+                    }
+                    let s = if forward {
+                        bits.trailing_zeros()
+                    } else {
+                        63 - bits.leading_zeros()
+                    } as u8;
+                    node = Self::child(t, &node, s)?;
+                }
+                Kind::Jump => node = Self::jump_child(t, &node)?,
+                Kind::Empty => return Err(Restart),
+            }
+        }
+    }
+
+    /// Runs `f` with the writer lock held and the current table; grows the table and
+    /// retries when `f` reports [`Full`].
+    fn write<R>(
+        &self,
+        mut f: impl FnMut(&Table, &Guard) -> Result<Result<R, Error>, Full>,
+    ) -> Result<R, Error> {
+        let _w = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let g = orrery_core::sync::pin();
+        loop {
+            let t = self.table(&g);
+            match f(t, &g) {
+                Ok(r) => return r,
+                Err(Full) => self.grow(t, &g)?,
+            }
+        }
+    }
+
+    /// Upserts or removes `key` by `make(old)` ([`Decision`]), under the writer lock;
+    /// returns whether the key was present. `make` runs once.
+    pub(crate) fn upsert(&self, key: &[u8], make: &mut Make<'_>) -> Result<bool, Error> {
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let mut path = Vec::with_capacity(16);
+        // `make` runs once: its result is kept across growth retries.
+        let mut made: Option<Decision> = None;
+        self.write(|t, g| {
+            let Ok(end) = self.descend(t, &syms, &mut path) else {
+                unreachable_restart();
+                return Err(Full);
+            };
+            let last = path[path.len() - 1];
+            let existing = match last.found.entry.kind() {
+                Kind::Leaf => {
+                    let p = rec_ptr(last.found.entry.record());
+                    // SAFETY: live (the writer lock excludes its retirement).
+                    let (k, v) = unsafe { record::read(p) };
+                    (k == key).then_some((p, v))
+                }
+                _ => None,
+            };
+            let decision = made.get_or_insert_with(|| make(existing.map(|(_, v)| v)));
+            let value = match decision {
+                Decision::Keep => return Ok(Ok(existing.is_some())),
+                Decision::Remove => {
+                    return Ok(Ok(existing.is_some() && self.remove_in(t, g, key, &path)));
+                }
+                Decision::Store(v) => v.as_slice(),
+            };
+            if let Some((old, _)) = existing {
+                let new = match self.records.alloc(key, value) {
+                    Ok(p) => p,
+                    Err(e) => return Ok(Err(e)),
+                };
+                t.update(last.found.slot, |e| e.with_record(new.as_ptr() as usize));
+                // SAFETY: `old` was just unlinked (replaced) under the writer lock.
+                unsafe { Records::retire(&self.records, g, old) };
+                return Ok(Ok(true));
+            }
+            let rec = match self.records.alloc(key, value) {
+                Ok(p) => p,
+                Err(e) => return Ok(Err(e)),
+            };
+            match self.link_new(t, &syms, &path, end, rec) {
+                Ok(()) => {
+                    self.len.fetch_add(1, Ordering::Relaxed);
+                    Ok(Ok(false))
+                }
+                Err(Full) => {
+                    // SAFETY: never published (`link_new` undid its placements).
+                    unsafe { self.records.free(rec) };
+                    Err(Full)
+                }
+            }
+        })
+    }
+
+    /// Links a new leaf for `syms` (not present) with record `rec` below the end of
+    /// `path` (§4.5): under the internal node missing the symbol, by splitting the leaf
+    /// reached, or by splitting the jump node where the key leaves it. On [`Full`] every
+    /// placement is undone; nothing a reader can reach changed.
+    fn link_new(
+        &self,
+        t: &Table,
+        syms: &Symbols<'_>,
+        path: &[Step],
+        end: End,
+        rec: NonNull<u8>,
+    ) -> Result<(), Full> {
+        let last = path[path.len() - 1];
+        let d = last.depth;
+        let e = last.found.entry;
+        let me = Locator {
+            hash: last.hash,
+            color: e.color(),
+        };
+        let rec_addr = rec.as_ptr() as usize;
+        let mut placed = Placed {
+            t,
+            done: Vec::new(),
+        };
+        match end {
+            End::Missing(c) => {
+                let h = t.hash().child(last.hash, c);
+                placed.place(
+                    h,
+                    Entry::new(Kind::Leaf, c, e.color()).with_record(rec_addr),
+                )?;
+                let f = t.find(me).ok_or(Full)?;
+                placed.done.clear();
+                t.update(f.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
+                Ok(())
+            }
+            End::Leaf => {
+                // Split the leaf at depth d (§4.5): a path-compressed chain over the common
+                // prefix (the leaf itself becomes its first node), a bitmap node, two leaves.
+                let other = rec_ptr(e.record());
+                // SAFETY: live under the writer lock.
+                let (okey, _) = unsafe { record::read(other) };
+                let osyms = Symbols::new(okey, self.config.symbol_bits);
+                let mut j = d;
+                while syms.at(j) == osyms.at(j) {
+                    j += 1;
+                }
+                let two = (1u64 << syms.at(j)) | (1u64 << osyms.at(j));
+                // Segments of the chain below the converted leaf: jump nodes of up to
+                // JUMP_MAX symbols from d to j, then the bitmap node at j.
+                let first_len = (j - d).min(JUMP_MAX);
+                let (mut h, mut color, mut p) = (last.hash, e.color(), d + first_len);
+                // Jumps placed so far whose child colour is still to be set.
+                let mut pending: Option<Locator> = None;
+                if j > d {
+                    h = (d..p).fold(h, |h, q| t.hash().child(h, syms.at(q)));
+                    // The converted leaf's own child colour is set at conversion.
+                    let mut first_child = None;
+                    while p <= j {
+                        let c = syms.at(p - 1);
+                        let proto = if p == j {
+                            Entry::new(Kind::Bitmap, c, color).with_bitmap(two)
+                        } else {
+                            let len = (j - p).min(JUMP_MAX);
+                            let s: Vec<u8> = (p..p + len).map(|q| syms.at(q)).collect();
+                            Entry::new(Kind::Jump, c, color).with_jump(&s)
+                        };
+                        // Every node of the loop is the child of a jump node.
+                        let proto = proto.with_jump_child(true);
+                        let ne = placed.place(h, proto)?;
+                        if let Some(l) = pending.take() {
+                            let f = t.find(l).ok_or(Full)?;
+                            t.update(f.slot, |x| x.with_child_color(ne.color()));
+                        }
+                        first_child.get_or_insert(ne.color());
+                        color = ne.color();
+                        if p == j {
+                            break;
+                        }
+                        let len = (j - p).min(JUMP_MAX);
+                        pending = Some(Locator {
+                            hash: h,
+                            color: ne.color(),
+                        });
+                        h = (p..p + len).fold(h, |h, q| t.hash().child(h, syms.at(q)));
+                        p += len;
+                    }
+                    let (lh, lc) = (h, color);
+                    for (c, r) in [
+                        (syms.at(j), rec_addr),
+                        (osyms.at(j), other.as_ptr() as usize),
+                    ] {
+                        let hl = t.hash().child(lh, c);
+                        placed.place(hl, Entry::new(Kind::Leaf, c, lc).with_record(r))?;
+                    }
+                    let jump: Vec<u8> = (d..d + first_len).map(|q| syms.at(q)).collect();
+                    let cc = first_child.ok_or(Full)?;
+                    let f = t.find(me).ok_or(Full)?;
+                    placed.done.clear();
+                    t.update(f.slot, |x| {
+                        x.converted(Kind::Jump)
+                            .with_jump(&jump)
+                            .with_child_color(cc)
+                    });
+                } else {
+                    for (c, r) in [
+                        (syms.at(j), rec_addr),
+                        (osyms.at(j), other.as_ptr() as usize),
+                    ] {
+                        let hl = t.hash().child(h, c);
+                        placed.place(hl, Entry::new(Kind::Leaf, c, color).with_record(r))?;
+                    }
+                    let f = t.find(me).ok_or(Full)?;
+                    placed.done.clear();
+                    t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(two));
+                }
+                Ok(())
+            }
+            End::JumpMismatch(k) => {
+                // Split the jump node (§4.3/§4.5): [jump of k symbols] → bitmap node at the
+                // mismatch → {new leaf, [jump of the rest] → old child}.
+                let len = e.jump_len();
+                let js = e.jump_symbol(k);
+                let ks = syms.at(d + k);
+                let bits = (1u64 << js) | (1u64 << ks);
+                let h_b = (0..k).fold(last.hash, |h, q| t.hash().child(h, e.jump_symbol(q)));
+                let b_color = if k == 0 {
+                    e.color()
+                } else {
+                    let proto = Entry::new(Kind::Bitmap, e.jump_symbol(k - 1), e.color())
+                        .with_bitmap(bits)
+                        .with_jump_child(true);
+                    placed.place(h_b, proto)?.color()
+                };
+                let hl = t.hash().child(h_b, ks);
+                placed.place(
+                    hl,
+                    Entry::new(Kind::Leaf, ks, b_color).with_record(rec_addr),
+                )?;
+                let h_rest = t.hash().child(h_b, js);
+                // The old child: re-parent it under the bitmap node, or under a new jump of
+                // the remaining symbols.
+                let child_hash = Self::jump_child_hash(t, &last);
+                let child = t
+                    .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
+                    .ok_or(Full)?;
+                let reparent = if k + 1 < len {
+                    let rest: Vec<u8> = (k + 1..len).map(|q| e.jump_symbol(q)).collect();
+                    let proto = Entry::new(Kind::Jump, js, b_color)
+                        .with_jump(&rest)
+                        .with_child_color(e.child_color());
+                    placed.place(h_rest, proto)?;
+                    None
+                } else {
+                    Some(Locator {
+                        hash: child_hash,
+                        color: child.entry.color(),
+                    })
+                };
+                let f = t.find(me).ok_or(Full)?;
+                placed.done.clear();
+                if let Some(l) = reparent {
+                    // Still reachable through the jump by colour only: its parent colour is
+                    // not looked at until the conversion below.
+                    let c = t.find(l).ok_or(Full)?;
+                    t.update(c.slot, |x| {
+                        x.with_parent_color(b_color).with_jump_child(false)
+                    });
+                }
+                if k == 0 {
+                    t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(bits));
+                } else {
+                    let head: Vec<u8> = (0..k).map(|q| e.jump_symbol(q)).collect();
+                    t.update(f.slot, |x| {
+                        x.converted(Kind::Jump)
+                            .with_jump(&head)
+                            .with_child_color(b_color)
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub(crate) fn remove(&self, key: &[u8]) -> bool {
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let mut path = Vec::with_capacity(16);
+        self.write(|t, g| {
+            if self.descend(t, &syms, &mut path).is_err() {
+                unreachable_restart();
+            }
+            Ok(Ok(self.remove_in(t, g, key, &path)))
+        })
+        .unwrap_or(false)
+    }
+
+    /// Removes `key` given the path of its descent (writer lock held): §4.5 deletion.
+    fn remove_in(&self, t: &Table, g: &Guard, key: &[u8], path: &[Step]) -> bool {
+        let leaf = path[path.len() - 1];
+        if leaf.found.entry.kind() != Kind::Leaf {
+            return false;
+        }
+        let p = rec_ptr(leaf.found.entry.record());
+        // SAFETY: live under the writer lock.
+        let (k, _) = unsafe { record::read(p) };
+        if k != key {
+            return false;
+        }
+        let parent = path[path.len() - 2];
+        let c = leaf.found.entry.last_symbol();
+        t.update(parent.found.slot, |x| x.with_bitmap(x.bitmap() & !(1 << c)));
+        t.clear(leaf.found.slot);
+        // SAFETY: unlinked just above, under the writer lock; retired once.
+        unsafe { Records::retire(&self.records, g, p) };
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        // Collapse tails: a non-root internal node (bitmap or jump) whose only child is a
+        // leaf becomes that leaf, repeatedly up the path.
+        let mut level = path.len() - 2;
+        while level >= 1 {
+            let mut node = path[level];
+            let e = t.entry_at(node.found.slot);
+            node.found.entry = e;
+            let child = match e.kind() {
+                Kind::Bitmap => {
+                    let bits = e.bitmap();
+                    if bits.count_ones() != 1 {
+                        break;
+                    }
+                    let s = bits.trailing_zeros() as u8;
+                    let h = t.hash().child(node.hash, s);
+                    t.search_by_parent(h, s, e.color())
+                }
+                Kind::Jump => {
+                    let h = Self::jump_child_hash(t, &node);
+                    t.search_by_color(h, e.jump_symbol(e.jump_len() - 1), e.child_color())
+                }
+                _ => None,
+            };
+            let Some(child) = child.filter(|c| c.entry.kind() == Kind::Leaf) else {
+                break;
+            };
+            let r = child.entry.record();
+            t.update(node.found.slot, |x| x.converted(Kind::Leaf).with_record(r));
+            t.clear(child.slot);
+            level -= 1;
+        }
+        true
+    }
+
+    /// Replaces the table by one of at least twice the buckets holding the same trie
+    /// (writer lock held). Readers keep using the old table until the new one is
+    /// published; it is retired through the epoch collector.
+    fn grow(&self, old: &Table, g: &Guard) -> Result<(), Error> {
+        let mut n = old.hash().buckets() as usize * 2;
+        loop {
+            if n > MAX_BUCKETS {
+                return Err(Error::OutOfMemory);
+            }
+            let new = Table::new(n)?;
+            if Self::copy_into(old, &new).is_ok() {
+                let fresh = Box::into_raw(Box::new(new));
+                let prev = self.table.swap(fresh, Ordering::AcqRel);
+                let prev_addr = prev as usize;
+                let free = move || {
+                    // SAFETY: the replaced table, unreachable for guards pinned after the
+                    // swap; dropped once, after every earlier guard is gone.
+                    drop(unsafe { Box::from_raw(prev_addr as *mut Table) })
+                };
+                // SAFETY: `free` owns the table (no borrowed data); sound on any thread.
+                unsafe { g.defer_unchecked(free) };
+                return Ok(());
+            }
+            n *= 2;
+        }
+    }
+
+    /// Copies the trie of `old` into the empty `new`, top-down (new colours, new parent
+    /// colours, jump nodes' child colours patched once their child is placed). Writers are
+    /// excluded, so `old` does not change meanwhile.
+    fn copy_into(old: &Table, new: &Table) -> Result<(), Full> {
+        let root = old.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;
+        let (_, nroot) = new.place(0, root.entry.rebased(0))?;
+        debug_assert_eq!(nroot.color(), 0);
+        // (old hash, old entry, new hash, new colour)
+        let mut stack = vec![(0u64, root.entry, 0u64, 0u8)];
+        while let Some((oh, oe, nh, nc)) = stack.pop() {
+            match oe.kind() {
+                Kind::Bitmap => {
+                    let mut bits = oe.bitmap();
+                    while bits != 0 {
+                        let s = bits.trailing_zeros() as u8;
+                        bits &= bits - 1;
+                        let ohc = old.hash().child(oh, s);
+                        let child = old.search_by_parent(ohc, s, oe.color()).ok_or(Full)?;
+                        let nhc = new.hash().child(nh, s);
+                        let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
+                        stack.push((ohc, child.entry, nhc, ne.color()));
+                    }
+                }
+                Kind::Jump => {
+                    let len = oe.jump_len();
+                    let last = oe.jump_symbol(len - 1);
+                    let ohc = (0..len).fold(oh, |h, q| old.hash().child(h, oe.jump_symbol(q)));
+                    let nhc = (0..len).fold(nh, |h, q| new.hash().child(h, oe.jump_symbol(q)));
+                    let child = old
+                        .search_by_color(ohc, last, oe.child_color())
+                        .ok_or(Full)?;
+                    let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
+                    let me = new
+                        .find(Locator {
+                            hash: nh,
+                            color: nc,
+                        })
+                        .ok_or(Full)?;
+                    new.update(me.slot, |x| x.with_child_color(ne.color()));
+                    stack.push((ohc, child.entry, nhc, ne.color()));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let t = *self.table.get_mut();
+        // SAFETY: `&mut self`: no reader or writer remains; the table is the current one,
+        // owned by `self`.
+        let t = unsafe { Box::from_raw(t) };
+        t.for_each(|_, e| {
+            if e.kind() == Kind::Leaf {
+                // SAFETY: every live record is referenced by exactly one leaf of the current
+                // table, and no thread can read it any more.
+                unsafe { self.records.free(rec_ptr(e.record())) };
+            }
+        });
+    }
+}
+
+/// Entries placed by an unfinished insert, cleared again if it fails (dropped with
+/// `done` non-empty).
+struct Placed<'t> {
+    t: &'t Table,
+    done: Vec<Locator>,
+}
+
+impl Placed<'_> {
+    /// Places an entry and remembers it; the entry as written.
+    fn place(&mut self, h: u64, proto: Entry) -> Result<Entry, Full> {
+        let (_, e) = self.t.place(h, proto)?;
+        self.done.push(Locator {
+            hash: h,
+            color: e.color(),
+        });
+        Ok(e)
+    }
+}
+
+impl Drop for Placed<'_> {
+    fn drop(&mut self) {
+        for &l in self.done.iter().rev() {
+            if let Some(f) = self.t.find(l) {
+                self.t.clear(f.slot);
+            }
+        }
+    }
+}
+
+/// A record address from a leaf.
+#[inline]
+fn rec_ptr(addr: usize) -> NonNull<u8> {
+    NonNull::new(addr as *mut u8).unwrap_or(NonNull::dangling())
+}
+
+/// A writer's descent never restarts: no other writer runs.
+#[cold]
+fn unreachable_restart() {
+    unreachable!("a descent under the writer lock restarted")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+
+    /// Walks the whole trie (no concurrent writer) and checks its invariants: every key
+    /// reachable by its own symbols, keys in order, the tail rule (no non-root internal
+    /// node with a leaf as only child, none without children), entry count = nodes.
+    fn check(raw: &Raw, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        let g = orrery_core::sync::pin();
+        let t = raw.table(&g);
+        let mut entries = 0;
+        t.for_each(|_, _| entries += 1);
+        let root = Raw::root(t).unwrap();
+        let mut stack = vec![(root, true)];
+        let mut nodes = 0;
+        let mut keys = Vec::new();
+        let mut seen = std::collections::HashMap::new();
+        while let Some((n, is_root)) = stack.pop() {
+            nodes += 1;
+            if let Some(prev) = seen.insert(n.found.slot, n) {
+                panic!("node reached twice: {:?} / {:?}", prev, n);
+            }
+            let e = n.found.entry;
+            if e.kind() == Kind::Leaf {
+                // SAFETY: no writer runs; the guard protects the record.
+                let (k, _) = unsafe { record::read(rec_ptr(e.record())) };
+                keys.push(k.to_vec());
+                continue;
+            }
+            let mut kids = Vec::new();
+            if e.kind() == Kind::Jump {
+                let k = Raw::jump_child(t, &n).unwrap();
+                assert!(
+                    k.found.entry.is_jump_child(),
+                    "unflagged jump child {:?} of {:?}",
+                    k,
+                    n
+                );
+                kids.push(k);
+            } else {
+                let mut b = e.bitmap();
+                while b != 0 {
+                    let s = b.trailing_zeros() as u8;
+                    b &= b - 1;
+                    let k = Raw::child(t, &n, s).unwrap();
+                    assert!(!k.found.entry.is_jump_child());
+                    kids.push(k);
+                }
+            }
+            if !is_root {
+                assert!(!kids.is_empty(), "childless internal node");
+                assert!(
+                    !(kids.len() == 1 && kids[0].found.entry.kind() == Kind::Leaf),
+                    "uncollapsed tail"
+                );
+            }
+            for k in kids.into_iter().rev() {
+                stack.push((k, false));
+            }
+        }
+        assert_eq!(nodes, entries, "unreachable entries");
+        let want: Vec<Vec<u8>> = model.keys().cloned().collect();
+        assert_eq!(keys, want, "DFS order is key order");
+        assert_eq!(raw.len(), model.len());
+        for (k, v) in model {
+            assert_eq!(raw.lookup(k, &g).map(|(_, v)| v.to_vec()).as_ref(), Some(v));
+        }
+    }
+
+    #[test]
+    fn random_inserts_and_removes_keep_the_invariants() {
+        let ops = if cfg!(miri) { 200 } else { 5000 };
+        for bits in [1, 3, 5] {
+            let config = Config {
+                symbol_bits: bits,
+                prefetch_depth: 3,
+                initial_buckets: 4,
+            };
+            let raw = Raw::new(config).unwrap();
+            let mut model = BTreeMap::new();
+            let mut rng = SmallRng::seed_from_u64(u64::from(bits));
+            let grown_from = raw.bytes().0;
+            for i in 0..ops {
+                // Short keys, and long keys sharing long prefixes (jump chains, splits
+                // inside jumps).
+                let len = if rng.random_bool(0.2) {
+                    rng.random_range(10..40)
+                } else {
+                    rng.random_range(0..4)
+                };
+                let key: Vec<u8> = (0..len).map(|_| rng.random_range(0..4u8) * 85).collect();
+                let ins = rng.random_bool(0.6);
+                if ins {
+                    let v = vec![i as u8; i % 5];
+                    let new = !raw
+                        .upsert(&key, &mut |_| Decision::Store(v.clone()))
+                        .unwrap();
+                    assert_eq!(new, model.insert(key, v).is_none());
+                } else {
+                    assert_eq!(raw.remove(&key), model.remove(&key).is_some());
+                }
+                if i % 100 == 0 {
+                    check(&raw, &model);
+                }
+            }
+            check(&raw, &model);
+            assert!(raw.bytes().0 > grown_from, "the table grew");
+        }
+    }
+
+    #[test]
+    fn symbols_preserve_order_and_are_prefix_free() {
+        let keys: Vec<&[u8]> = vec![
+            b"",
+            b"\0",
+            b"\0\0",
+            b"\x01",
+            b"a",
+            b"a\0",
+            b"a\x01",
+            b"ab",
+            b"b",
+            b"\xff",
+            b"\xff\xff",
+        ];
+        for bits in 1..=5 {
+            let enc = |k: &[u8]| {
+                let s = Symbols::new(k, bits);
+                (0..s.len()).map(|i| s.at(i)).collect::<Vec<u8>>()
+            };
+            for w in keys.windows(2) {
+                let (a, b) = (enc(w[0]), enc(w[1]));
+                assert!(a < b, "bits {bits}: {:?} !< {:?}", w[0], w[1]);
+                assert!(!b.starts_with(&a));
+            }
+        }
+    }
+}
