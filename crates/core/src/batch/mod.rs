@@ -10,6 +10,10 @@
 //! are refilled in place ([`PairBatch::refill`]); otherwise a fresh batch is started and
 //! the old one lives on in the entries that hold it.
 
+mod cursor;
+
+pub use cursor::{BatchIter, BatchSource};
+
 use std::fmt;
 use std::sync::Arc;
 
