@@ -335,6 +335,12 @@ fn all_entries() -> Vec<Entry> {
             Caps::CONCURRENT,
             |s| Box::new(wormhole_with(s, true, true, true, false)),
         ),
+        Entry::ordered(
+            "cuckoo-trie",
+            "Cuckoo Trie (Zeitak & Morrison 2021): key-eliminating cuckoo table of trie nodes, MLP search",
+            Caps::CONCURRENT,
+            |_| Box::new(orrery::cuckoo_trie::CuckooTrie::new()),
+        ),
         Entry::point_probed(
             "mercury",
             "Mercury chained hash (cooperative expansion)",

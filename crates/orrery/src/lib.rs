@@ -22,6 +22,7 @@
 //! | `wormhole` | on | [`wormhole`]: the ordered index (`orrery-wormhole`) |
 //! | `mercury` | on | [`mercury`]: the hash table (`orrery-mercury`) |
 //! | `slb` | on | [`slb`]: the lookaside cache over any index (`orrery-slb`) |
+//! | `cuckoo-trie` | on | [`cuckoo_trie`]: the MLP ordered index (`orrery-cuckoo-trie`) |
 //! | `testing` | off | [`testing`]: the conformance suite |
 //!
 //! With `default-features = false` and only the features named, only those structures
@@ -33,6 +34,10 @@ pub use orrery_core::api::{
 pub use orrery_core::batch::{self, Entry};
 pub use orrery_core::{alloc, hash, prefetch, reference, sync};
 
+/// Cuckoo Trie: an ordered index laid out for memory-level parallelism (feature
+/// `cuckoo-trie`).
+#[cfg(feature = "cuckoo-trie")]
+pub use orrery_cuckoo_trie as cuckoo_trie;
 /// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion
 /// (feature `mercury`).
 #[cfg(feature = "mercury")]
@@ -56,6 +61,8 @@ pub mod prelude {
         ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt,
     };
     pub use orrery_core::batch::Entry;
+    #[cfg(feature = "cuckoo-trie")]
+    pub use orrery_cuckoo_trie::CuckooTrie;
     #[cfg(feature = "mercury")]
     pub use orrery_mercury::Mercury;
     #[cfg(feature = "slb")]

@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | `wormhole` (default) | [`Wormhole`](crate::wormhole::Wormhole) | ordered |
 //! | `mercury` | [`Mercury`](crate::mercury::Mercury) | unordered |
+//! | `cuckoo-trie` | [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie) | ordered |
 //! | `slb:<name>` | [`Slb`](crate::slb::Slb) (default configuration) over `<name>` | as `<name>` |
 //!
 //! ```
@@ -131,6 +132,9 @@ pub fn names() -> Vec<&'static str> {
     if cfg!(feature = "mercury") {
         out.push("mercury");
     }
+    if cfg!(feature = "cuckoo-trie") {
+        out.push("cuckoo-trie");
+    }
     out
 }
 
@@ -162,6 +166,10 @@ pub fn build(name: &str) -> Result<AnyIndex, RegistryError> {
         #[cfg(feature = "mercury")]
         "mercury" => Ok(AnyIndex::Unordered(Box::new(
             crate::mercury::Mercury::with_config(Default::default())?,
+        ))),
+        #[cfg(feature = "cuckoo-trie")]
+        "cuckoo-trie" => Ok(AnyIndex::Ordered(Box::new(
+            crate::cuckoo_trie::CuckooTrie::try_new().map_err(crate::ConfigError::from)?,
         ))),
         _ => Err(unknown()),
     }
