@@ -156,9 +156,10 @@ fn scan_returns_keys_in_order_once_under_concurrent_writes() {
     }
     // A writer churns other keys while the scan runs.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let writer = {
         let mut w = server.client();
-        let stop = stop.clone();
+        let (stop, writes) = (stop.clone(), writes.clone());
         std::thread::spawn(move || {
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -168,9 +169,19 @@ fn scan_returns_keys_in_order_once_under_concurrent_writes() {
                     let _: i64 = w.del(&k).unwrap();
                 }
                 i += 1;
+                writes.store(i, std::sync::atomic::Ordering::Relaxed);
             }
         })
     };
+    // The scan must overlap the writer: wait (bounded in time) until it is writing.
+    let start = std::time::Instant::now();
+    while writes.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(
+            start.elapsed() < common::DEADLINE,
+            "the writer never started"
+        );
+        std::thread::yield_now();
+    }
     let mut seen = Vec::new();
     let mut cursor = 0u64;
     loop {
