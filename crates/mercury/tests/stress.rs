@@ -59,6 +59,15 @@ fn tiny_config(expansion: Expansion) -> Config {
     }
 }
 
+/// Counts a finished writer when dropped (normal return or unwinding).
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
 /// Every key whose insert was acknowledged stays visible to every later lookup, through
 /// every expansion (the table starts with one bucket and doubles ~17 times).
 fn acknowledged_inserts_stay_visible(expansion: Expansion) {
@@ -69,10 +78,14 @@ fn acknowledged_inserts_stay_visible(expansion: Expansion) {
     let acked: Vec<AtomicUsize> = (0..WRITERS).map(|_| AtomicUsize::new(0)).collect();
     let done = AtomicBool::new(false);
     let checks = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for w in 0..WRITERS {
-            let (m, acked, checks) = (&m, &acked, &checks);
+            let (m, acked, checks, finished) = (&m, &acked, &checks, &finished);
             s.spawn(move || {
+                // Counted on the way out, also when an assertion unwinds, so the waiter
+                // below ends the run (and the scope re-raises the panic) instead of hanging.
+                let _finished = Finished(finished);
                 for i in 0..per_writer {
                     let k = key(w, i);
                     assert_eq!(m.insert(&k, &value(&k)), Ok(true));
@@ -124,12 +137,18 @@ fn acknowledged_inserts_stay_visible(expansion: Expansion) {
             });
         }
         s.spawn(|| {
-            while acked.iter().any(|a| a.load(Ordering::Acquire) < per_writer) {
+            // The writers' own waits are bounded by deadlines, so they all finish.
+            while finished.load(Ordering::Acquire) < WRITERS {
                 std::thread::yield_now();
             }
             done.store(true, Ordering::Release);
         });
     });
+    assert!(
+        acked
+            .iter()
+            .all(|a| a.load(Ordering::Acquire) == per_writer)
+    );
     assert_eq!(m.len(), WRITERS * per_writer);
     let (buckets, _) = m.buckets();
     assert!(buckets >= WRITERS * per_writer / 2);
