@@ -171,7 +171,7 @@ pub fn pending_deferred() -> usize {
 }
 
 /// The epochs of the records pinned right now (for test failure reports).
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) fn pinned_epochs() -> Vec<u64> {
     let mut epochs = Vec::new();
     GLOBAL.for_each_record(|record| {

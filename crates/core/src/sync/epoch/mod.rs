@@ -289,7 +289,7 @@ mod membarrier;
 mod participant;
 
 pub use grace::GracePeriod;
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use guard::pinned_epochs;
 pub use guard::{
     Guard, Handle, PinBarrier, flush_until, global_epoch, handle, is_pinned, pending_deferred, pin,
