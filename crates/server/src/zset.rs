@@ -272,6 +272,22 @@ impl ZSet {
         Ok(())
     }
 
+    /// Up to `n` members after `after` (from the first when `None`) in member order, with
+    /// their scores; the set's lock is held for this chunk only.
+    pub(crate) fn members_after(&self, after: Option<&[u8]>, n: usize) -> Vec<(Vec<u8>, f64)> {
+        let mut out = Vec::new();
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        self.lock().by_member.scan(start, &mut |k, v| {
+            out.push((k.to_vec(), key_score(v)));
+            if out.len() >= n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        out
+    }
+
     /// Removes the member; whether it was present.
     pub(crate) fn remove(&self, member: &[u8]) -> bool {
         let Some(old) = self.score(member) else {

@@ -109,7 +109,7 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             if skip {
                 continue;
             }
-            if let Err(e) = set.insert(member, new) {
+            if let Err(e) = t.zset_insert(key, &set, member, new) {
                 drop_if_empty(t, key, &set);
                 return Reply::err(crate::store::WriteError::from(e).message());
             }
@@ -155,7 +155,10 @@ pub(super) fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             Err(r) => r,
             Ok(None) => Reply::Int(0),
             Ok(Some(z)) => {
-                let n = args[2..].iter().filter(|m| z.remove(m)).count();
+                let n = args[2..]
+                    .iter()
+                    .filter(|m| t.zset_remove(key, &z, m))
+                    .count();
                 drop_if_empty(t, key, &z);
                 Reply::Int(n as i64)
             }
