@@ -74,9 +74,11 @@ for server in redis orrery; do
   python3 scripts/server_bench_load.py zset "$KEYS" \
     | taskset -c "$BENCH_CPU" redis-cli -p "$PORT" --pipe > "$OUT/$server-load-zset.txt"
   echo "zcard=$(redis-cli -p "$PORT" zcard zs)" >> "$OUT/$server-rss.txt"
-  B "${BASE[@]}" -r "$KEYS" ZADD zs 0 'm:__rand_int__' > "$OUT/$server-zadd.csv"
+  # ZRANGEBYLEX while every score is 0, then ZADD as redis-benchmark's own zadd test does
+  # with -r (a random score for a random member: real updates of the score order).
   B "${BASE[@]}" -r "$KEYS" ZRANGEBYLEX zs '[m:__rand_int__' + LIMIT 0 10 \
     > "$OUT/$server-zrangebylex.csv"
+  B "${BASE[@]}" -r "$KEYS" ZADD zs __rand_int__ 'm:__rand_int__' > "$OUT/$server-zadd.csv"
   for p in 1 4 16 64; do
     B -c 50 -P "$p" -n "$SWEEP_N" -r 1000000 -d 16 -t set,get > "$OUT/$server-sweep-P$p.csv"
   done

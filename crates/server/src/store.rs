@@ -539,16 +539,56 @@ impl Txn<'_> {
         if entry.payload.len() + 9 > MAX_VALUE_LEN {
             return Err(WriteError::ValueTooLong);
         }
+        self.put(key, entry.kind, entry.deadline, &encode(entry))
+    }
+
+    /// Writes the string `payload` under `key` with `deadline`, whatever the key held (the
+    /// plain `SET`: no copy of the old value, no [`Entry`]).
+    pub(crate) fn store_string(
+        &self,
+        key: &[u8],
+        deadline: Option<u64>,
+        payload: &[u8],
+    ) -> Result<(), WriteError> {
+        if key.len() > MAX_KEY {
+            return Err(WriteError::KeyTooLong);
+        }
+        if payload.len() + 9 > MAX_VALUE_LEN {
+            return Err(WriteError::ValueTooLong);
+        }
+        let mut raw = Vec::with_capacity(payload.len() + 9);
+        match deadline {
+            Some(d) => {
+                raw.push(HAS_DEADLINE);
+                raw.extend_from_slice(&d.to_be_bytes());
+            }
+            None => raw.push(0),
+        }
+        raw.extend_from_slice(payload);
+        self.put(key, Kind::String, deadline, &raw)
+    }
+
+    /// Stores the encoded value `raw` (of `kind`, with `deadline`) under `key`.
+    fn put(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        deadline: Option<u64>,
+        raw: &[u8],
+    ) -> Result<(), WriteError> {
+        if key.len() > MAX_KEY {
+            return Err(WriteError::KeyTooLong);
+        }
+        let new_zset = header(raw).and_then(|(k, _, at)| zset_id_of(k, &raw[at..]));
         let (old, old_zset) = self.old_header(key);
-        if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
+        if let Some(d) = deadline.filter(|&d| old != Some(d)) {
             self.store
                 .deadlines
                 .insert(&deadline_key(d, key), b"")
                 .map_err(|_| WriteError::OutOfMemory)?;
         }
-        let raw = encode(entry);
-        if let Err(e) = self.store.kv().insert(key, &raw) {
-            if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
+        if let Err(e) = self.store.kv().insert(key, raw) {
+            if let Some(d) = deadline.filter(|&d| old != Some(d)) {
                 self.store.deadlines.remove(&deadline_key(d, key));
             }
             return Err(match e {
@@ -557,14 +597,14 @@ impl Txn<'_> {
                 _ => WriteError::OutOfMemory,
             });
         }
-        if let Some(o) = old.filter(|&o| entry.deadline != Some(o)) {
+        if let Some(o) = old.filter(|&o| deadline != Some(o)) {
             self.store.deadlines.remove(&deadline_key(o, key));
         }
-        if let Some(id) = old_zset.filter(|&id| zset_id(entry) != Some(id)) {
+        if let Some(id) = old_zset.filter(|&id| new_zset != Some(id)) {
             self.store.zsets.shard(id).remove(&id);
         }
         if self.logging() {
-            self.log_store(key, entry, &raw, old_zset);
+            self.log_store(key, kind, deadline, raw, new_zset, old_zset);
         }
         Ok(())
     }
@@ -582,16 +622,24 @@ impl Txn<'_> {
     /// The records of a successful [`Txn::store`]: a string is logged whole (header
     /// included); a sorted set attached to a key (created, or moved by `RENAME`) as its
     /// members; a set that stays under its key as its new deadline.
-    fn log_store(&self, key: &[u8], entry: &Entry, raw: &[u8], old_zset: Option<u64>) {
-        match entry.kind {
+    fn log_store(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        deadline: Option<u64>,
+        raw: &[u8],
+        new_zset: Option<u64>,
+        old_zset: Option<u64>,
+    ) {
+        match kind {
             Kind::String => self.record(&[b"SET", key, raw]),
-            Kind::ZSet if zset_id(entry) == old_zset => match entry.deadline {
+            Kind::ZSet if new_zset == old_zset => match deadline {
                 Some(d) => self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]),
                 None => self.record(&[b"PERSIST", key]),
             },
             Kind::ZSet => {
                 self.record(&[b"DEL", key]);
-                if let Some(set) = self.zset(entry) {
+                if let Some(set) = new_zset.and_then(|id| self.store.zset_by_id(id)) {
                     let mut after: Option<Vec<u8>> = None;
                     loop {
                         let chunk = set.members_after(after.as_deref(), 1024);
@@ -604,7 +652,7 @@ impl Txn<'_> {
                         }
                     }
                 }
-                if let Some(d) = entry.deadline {
+                if let Some(d) = deadline {
                     self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]);
                 }
             }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::{Ctx, not_integer, parse_f64, parse_i64, syntax_error, wrong_type};
 use crate::resp::Reply;
 use crate::store::{Kind, Txn};
-use crate::zset::{Limit, MAX_MEMBER, ScoreBound, ZSet};
+use crate::zset::{Limit, MAX_MEMBER, ScoreBound, ZSet, score_key};
 
 fn not_float() -> Reply {
     Reply::err("ERR value is not a valid float")
@@ -107,6 +107,11 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
                 None => xx,
             };
             if skip {
+                continue;
+            }
+            if cur.is_some_and(|c| score_key(c) == score_key(new)) {
+                // Unchanged (as stored): nothing to write or log.
+                incr_result = Some(new);
                 continue;
             }
             if let Err(e) = t.zset_insert(key, &set, member, new) {
