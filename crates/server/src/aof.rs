@@ -713,7 +713,8 @@ fn apply(store: &Store, args: &[Vec<u8>], now: u64) -> Result<(), String> {
                     t.create_zset(key).map_err(|e| e.message())?
                 }
             };
-            t.zset_insert(key, &set, &args[2], score)
+            let old = set.score(&args[2]);
+            t.zset_insert(key, &set, &args[2], score, old)
                 .map_err(|e| crate::store::WriteError::from(e).message())
         }
         (b"ZREM", 3) => {

@@ -659,15 +659,17 @@ impl Txn<'_> {
         }
     }
 
-    /// Sets `member`'s score in `set`, the sorted set held by `key` (logged).
+    /// Sets `member`'s score in `set`, the sorted set held by `key` (logged); `old` is the
+    /// member's current score, read under this transaction's stripes.
     pub(crate) fn zset_insert(
         &self,
         key: &[u8],
         set: &ZSet,
         member: &[u8],
         score: f64,
+        old: Option<f64>,
     ) -> Result<(), orrery::Error> {
-        set.insert(member, score)?;
+        set.insert_known(member, score, old)?;
         if self.logging() {
             self.record(&[b"ZADD", key, member, &score.to_bits().to_be_bytes()]);
         }

@@ -252,8 +252,19 @@ impl ZSet {
     }
 
     /// Sets the member's score; `Err` when out of memory (the set is then unchanged).
+    #[cfg(test)]
     pub(crate) fn insert(&self, member: &[u8], score: f64) -> Result<(), orrery::Error> {
-        let old = self.score(member);
+        self.insert_known(member, score, self.score(member))
+    }
+
+    /// [`ZSet::insert`] for a caller that has just read the member's score `old` (under
+    /// the key's stripe, so it is still current): one lookup less.
+    pub(crate) fn insert_known(
+        &self,
+        member: &[u8],
+        score: f64,
+        old: Option<f64>,
+    ) -> Result<(), orrery::Error> {
         if old.is_some_and(|o| score_key(o) == score_key(score)) {
             return Ok(());
         }

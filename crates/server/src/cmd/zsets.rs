@@ -114,7 +114,7 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
                 incr_result = Some(new);
                 continue;
             }
-            if let Err(e) = t.zset_insert(key, &set, member, new) {
+            if let Err(e) = t.zset_insert(key, &set, member, new, cur) {
                 drop_if_empty(t, key, &set);
                 return Reply::err(crate::store::WriteError::from(e).message());
             }
