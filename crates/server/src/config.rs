@@ -23,6 +23,9 @@ pub struct Config {
     pub maxclients: usize,
     /// Most unparsed bytes one client may have buffered before it is disconnected.
     pub query_buffer_limit: usize,
+    /// Most reply bytes one client may have pending (0: no limit, Redis's default for
+    /// normal clients); a client over it is disconnected.
+    pub output_buffer_limit: usize,
     /// Directory of the append-only file.
     pub dir: PathBuf,
     /// Whether writes are logged to the append-only file (and replayed at start).
@@ -41,6 +44,7 @@ impl Default for Config {
             requirepass: None,
             maxclients: 10_000,
             query_buffer_limit: 1024 * 1024 * 1024,
+            output_buffer_limit: 0,
             dir: PathBuf::from("."),
             appendonly: false,
             appendfsync: Fsync::EverySec,
@@ -53,7 +57,8 @@ impl Default for Config {
 pub const USAGE: &str = "\
 usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS]
                      [--maxclients N] [--proto-max-bulk-len BYTES]
-                     [--client-query-buffer-limit BYTES] [--dir DIR]
+                     [--client-query-buffer-limit BYTES]
+                     [--client-output-buffer-limit BYTES] [--dir DIR]
                      [--appendonly yes|no] [--appendfsync always|everysec|no]
 
   --port N           TCP port (default 6379; 0 picks a free one and logs it)
@@ -65,6 +70,8 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
   --maxclients N     most connected clients (default 10000)
   --proto-max-bulk-len BYTES         longest bulk argument (default 512 MiB)
   --client-query-buffer-limit BYTES  most buffered request bytes (default 1 GiB)
+  --client-output-buffer-limit BYTES most pending reply bytes per client; a client
+                     over it is disconnected (default 0: no limit, as Redis)
   --dir DIR          directory of appendonly.aof (default: the working directory)
   --appendonly yes|no        log writes to DIR/appendonly.aof and replay it at
                              start (default no)
@@ -104,6 +111,7 @@ impl Config {
                 "--maxclients" => c.maxclients = num(&flag, value()?)?,
                 "--proto-max-bulk-len" => c.limits.max_bulk_len = num(&flag, value()?)?,
                 "--client-query-buffer-limit" => c.query_buffer_limit = num(&flag, value()?)?,
+                "--client-output-buffer-limit" => c.output_buffer_limit = num(&flag, value()?)?,
                 "--dir" => c.dir = PathBuf::from(value()?),
                 "--appendonly" => {
                     c.appendonly = match value()?.to_ascii_lowercase().as_str() {

@@ -5,7 +5,9 @@
 //! A connection reads whatever bytes arrived, runs every complete request in them in order,
 //! and writes all their replies with one write: that is pipelining, at no cost to a client
 //! that sends one request at a time. Limits are checked where bytes enter (the parser's
-//! length limits, the query buffer limit) rather than per command. A protocol error gets
+//! length limits, the query buffer limit) rather than per command; the output buffer limit
+//! is checked as replies are encoded (a batch's replies are all a client has pending, since
+//! they are written before the next read). A protocol error gets
 //! Redis's error reply and closes the connection, as Redis does.
 
 use std::collections::{HashMap, VecDeque};
@@ -417,6 +419,19 @@ async fn serve_client(
                     let reply = cmd::dispatch(&mut ctx, &args);
                     ran += 1;
                     reply.encode(client.proto, &mut out);
+                    let limit = shared.config.output_buffer_limit;
+                    if limit > 0 && out.len() > limit {
+                        // As Redis's hard limit: the client is closed, its replies dropped
+                        // (the commands ran: their writes are kept and logged).
+                        println!(
+                            "closing client id={}: output buffer over the limit ({} > {limit} bytes)",
+                            client.info.id,
+                            out.len()
+                        );
+                        out.clear();
+                        fatal = true;
+                        break;
+                    }
                     client.info.proto.store(client.proto, Ordering::Relaxed);
                     if client.close_after_reply {
                         break;

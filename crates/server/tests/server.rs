@@ -574,6 +574,20 @@ fn limits_on_bulks_query_buffer_clients_and_sizes() {
 }
 
 #[test]
+fn a_client_over_the_output_buffer_limit_is_disconnected() {
+    let server = Server::start(&["--client-output-buffer-limit", "10000"]);
+    let mut r = server.raw();
+    assert_eq!(r.cmd(&["SET", "big", &"x".repeat(4000)]), "+OK");
+    assert_eq!(r.cmd(&["GET", "big"]).len(), 4001);
+    // One reply of three 4 KB values passes 10,000 bytes.
+    r.send(&encode(&["MGET", "big", "big", "big"]));
+    assert!(r.closed());
+    // Others are unaffected, and the write stays.
+    let mut other = server.raw();
+    assert_eq!(other.cmd(&["STRLEN", "big"]), ":4000");
+}
+
+#[test]
 fn concurrent_increments_are_atomic() {
     let server = Server::start(&[]);
     let threads: Vec<_> = (0..4)

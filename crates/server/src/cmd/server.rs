@@ -165,6 +165,13 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             "client-query-buffer-limit",
             c.query_buffer_limit.to_string(),
         ),
+        (
+            "client-output-buffer-limit",
+            format!(
+                "normal {} {} 0",
+                c.output_buffer_limit, c.output_buffer_limit
+            ),
+        ),
     ];
     match &sub[..] {
         b"GET" if args.len() >= 3 => {
