@@ -2,6 +2,9 @@
 //! Redis's names: `--port 6379` or `--port=6379`).
 
 use std::net::IpAddr;
+use std::path::PathBuf;
+
+use crate::aof::Fsync;
 
 use crate::resp::Limits;
 
@@ -20,6 +23,15 @@ pub struct Config {
     pub maxclients: usize,
     /// Most unparsed bytes one client may have buffered before it is disconnected.
     pub query_buffer_limit: usize,
+    /// Most reply bytes one client may have pending (0: no limit, Redis's default for
+    /// normal clients); a client over it is disconnected.
+    pub output_buffer_limit: usize,
+    /// Directory of the append-only file.
+    pub dir: PathBuf,
+    /// Whether writes are logged to the append-only file (and replayed at start).
+    pub appendonly: bool,
+    /// When the append-only file is synced.
+    pub appendfsync: Fsync,
     pub(crate) limits: Limits,
 }
 
@@ -32,6 +44,10 @@ impl Default for Config {
             requirepass: None,
             maxclients: 10_000,
             query_buffer_limit: 1024 * 1024 * 1024,
+            output_buffer_limit: 0,
+            dir: PathBuf::from("."),
+            appendonly: false,
+            appendfsync: Fsync::EverySec,
             limits: Limits::default(),
         }
     }
@@ -42,6 +58,8 @@ pub const USAGE: &str = "\
 usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS]
                      [--maxclients N] [--proto-max-bulk-len BYTES]
                      [--client-query-buffer-limit BYTES]
+                     [--client-output-buffer-limit BYTES] [--dir DIR]
+                     [--appendonly yes|no] [--appendfsync always|everysec|no]
 
   --port N           TCP port (default 6379; 0 picks a free one and logs it)
   --bind ADDR        IP address to listen on (default 127.0.0.1); a non-loopback
@@ -52,6 +70,13 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
   --maxclients N     most connected clients (default 10000)
   --proto-max-bulk-len BYTES         longest bulk argument (default 512 MiB)
   --client-query-buffer-limit BYTES  most buffered request bytes (default 1 GiB)
+  --client-output-buffer-limit BYTES most pending reply bytes per client; a client
+                     over it is disconnected (default 0: no limit, as Redis)
+  --dir DIR          directory of appendonly.aof (default: the working directory)
+  --appendonly yes|no        log writes to DIR/appendonly.aof and replay it at
+                             start (default no)
+  --appendfsync always|everysec|no   sync the log before each reply to a write
+                             (group commit), once a second (default), or never
 ";
 
 impl Config {
@@ -86,6 +111,27 @@ impl Config {
                 "--maxclients" => c.maxclients = num(&flag, value()?)?,
                 "--proto-max-bulk-len" => c.limits.max_bulk_len = num(&flag, value()?)?,
                 "--client-query-buffer-limit" => c.query_buffer_limit = num(&flag, value()?)?,
+                "--client-output-buffer-limit" => c.output_buffer_limit = num(&flag, value()?)?,
+                "--dir" => c.dir = PathBuf::from(value()?),
+                "--appendonly" => {
+                    c.appendonly = match value()?.to_ascii_lowercase().as_str() {
+                        "yes" => true,
+                        "no" => false,
+                        v => return Err(format!("--appendonly: '{v}' is not yes or no")),
+                    }
+                }
+                "--appendfsync" => {
+                    c.appendfsync = match value()?.to_ascii_lowercase().as_str() {
+                        "always" => Fsync::Always,
+                        "everysec" => Fsync::EverySec,
+                        "no" => Fsync::No,
+                        v => {
+                            return Err(format!(
+                                "--appendfsync: '{v}' is not always, everysec or no"
+                            ));
+                        }
+                    }
+                }
                 _ => return Err(format!("unknown option '{arg}'\n\n{USAGE}")),
             }
         }
@@ -135,6 +181,20 @@ mod tests {
         assert!(parse(&["--port", "x"]).is_err());
         assert!(parse(&["--port"]).is_err());
         assert!(parse(&["--nope"]).is_err());
+        let c = parse(&[
+            "--appendonly",
+            "yes",
+            "--appendfsync=always",
+            "--dir",
+            "/tmp/x",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(c.appendonly);
+        assert_eq!(c.appendfsync, Fsync::Always);
+        assert_eq!(c.dir, PathBuf::from("/tmp/x"));
+        assert!(parse(&["--appendonly", "maybe"]).is_err());
+        assert!(parse(&["--appendfsync", "sometimes"]).is_err());
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //! | `store` | the keyspace: value header (type, deadline), striped writes, expiry |
 //! | `glob` | Redis's glob patterns |
 //! | `zset` | a sorted set as two ordered Orrery indexes |
+//! | `aof` | persistence: the append-only file, its replay, rewrite and group commit |
 //!
 //! # Consistency
 //!
@@ -36,6 +37,7 @@
 //! the index while others write, with the index's scan guarantees (a key present throughout
 //! is seen exactly once), not Redis's single-threaded snapshot.
 
+mod aof;
 mod cmd;
 mod config;
 #[doc(hidden)]
@@ -46,6 +48,7 @@ mod server;
 mod store;
 mod zset;
 
+pub use aof::Fsync;
 pub use config::{Config, USAGE};
 pub use server::run;
 

@@ -5,7 +5,9 @@
 //! A connection reads whatever bytes arrived, runs every complete request in them in order,
 //! and writes all their replies with one write: that is pipelining, at no cost to a client
 //! that sends one request at a time. Limits are checked where bytes enter (the parser's
-//! length limits, the query buffer limit) rather than per command. A protocol error gets
+//! length limits, the query buffer limit) rather than per command; the output buffer limit
+//! is checked as replies are encoded (a batch's replies are all a client has pending, since
+//! they are written before the next read). A protocol error gets
 //! Redis's error reply and closes the connection, as Redis does.
 
 use std::collections::{HashMap, VecDeque};
@@ -40,12 +42,13 @@ pub(crate) struct Stats {
 
 /// What every connection shares.
 pub(crate) struct Shared {
-    pub(crate) store: Store,
+    pub(crate) store: Arc<Store>,
     pub(crate) config: Config,
     /// The port actually bound.
     pub(crate) port: u16,
     pub(crate) clients: Clients,
     pub(crate) cursors: Cursors,
+    pub(crate) listed: ListedCursors,
     pub(crate) stats: Stats,
     pub(crate) started_ms: u64,
     /// Signalled by `SHUTDOWN`.
@@ -56,10 +59,11 @@ impl Shared {
     /// The state of a server listening on `port`.
     pub(crate) fn new(config: Config, store: Store, port: u16) -> Shared {
         Shared {
-            store,
+            store: Arc::new(store),
             port,
             clients: Clients::default(),
             cursors: Cursors::default(),
+            listed: ListedCursors::default(),
             stats: Stats::default(),
             started_ms: now_ms(),
             shutdown: Notify::new(),
@@ -206,7 +210,45 @@ struct CursorTable {
 /// Most cursors remembered at once.
 const MAX_CURSORS: usize = 100_000;
 
+/// Most `SCAN`s over an unordered backend in progress at once (each holds a list of keys).
+const MAX_LISTED: usize = 4;
+
+/// The keys an unordered `SCAN` listed when it started.
+pub(crate) type KeyList = Arc<Vec<Vec<u8>>>;
+
+/// The key lists of `SCAN`s over an unordered backend: cursor → (keys, next position).
+#[derive(Default)]
+pub(crate) struct ListedCursors {
+    inner: Mutex<VecDeque<(u64, KeyList, usize)>>,
+}
+
+impl ListedCursors {
+    /// Remembers position `at` in `keys` under a new cursor taken from `ids`.
+    pub(crate) fn put(&self, ids: &Cursors, keys: KeyList, at: usize) -> u64 {
+        let id = ids.next_id();
+        let mut t = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        t.push_back((id, keys, at));
+        while t.len() > MAX_LISTED {
+            t.pop_front();
+        }
+        id
+    }
+
+    /// The list and position of cursor `id` (forgotten: it is used once).
+    pub(crate) fn take(&self, id: u64) -> Option<(KeyList, usize)> {
+        let mut t = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let i = t.iter().position(|e| e.0 == id)?;
+        t.remove(i).map(|(_, keys, at)| (keys, at))
+    }
+}
+
 impl Cursors {
+    fn next_id(&self) -> u64 {
+        let mut t = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        t.next += 1;
+        t.next
+    }
+
     pub(crate) fn put(&self, key: Vec<u8>) -> u64 {
         let mut t = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         t.next += 1;
@@ -256,12 +298,16 @@ impl Client {
 /// Runs the server until `SIGTERM`, `SIGINT` or `SHUTDOWN`; see the crate docs.
 pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
-    let index = orrery::registry::build(&config.index).map_err(|e| e.to_string())?;
+    let mut store = Store::open(&config.index)?;
+    if config.appendonly {
+        let aof = crate::aof::Aof::open(&config.dir, config.appendfsync, &store)?;
+        store.set_aof(aof);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let res = runtime.block_on(serve(config, Store::new(index)));
+    let res = runtime.block_on(serve(config, store));
     runtime.shutdown_timeout(Duration::from_secs(1));
     res
 }
@@ -301,6 +347,9 @@ async fn serve(config: Config, store: Store) -> Result<(), String> {
                 break;
             }
         }
+    }
+    if let Some(aof) = shared.store.aof() {
+        aof.close();
     }
     println!("bye");
     Ok(())
@@ -352,6 +401,7 @@ async fn serve_client(
     loop {
         let mut used = 0;
         let mut ran = 0;
+        crate::store::take_pending();
         let mut fatal = false;
         loop {
             match resp::parse(&buf[used..], &limits) {
@@ -369,6 +419,19 @@ async fn serve_client(
                     let reply = cmd::dispatch(&mut ctx, &args);
                     ran += 1;
                     reply.encode(client.proto, &mut out);
+                    let limit = shared.config.output_buffer_limit;
+                    if limit > 0 && out.len() > limit {
+                        // As Redis's hard limit: the client is closed, its replies dropped
+                        // (the commands ran: their writes are kept and logged).
+                        println!(
+                            "closing client id={}: output buffer over the limit ({} > {limit} bytes)",
+                            client.info.id,
+                            out.len()
+                        );
+                        out.clear();
+                        fatal = true;
+                        break;
+                    }
                     client.info.proto.store(client.proto, Ordering::Relaxed);
                     if client.close_after_reply {
                         break;
@@ -386,6 +449,13 @@ async fn serve_client(
         if ran > 0 {
             shared.stats.commands.fetch_add(ran, Ordering::Relaxed);
             client.info.last_ms.store(now_ms(), Ordering::Relaxed);
+        }
+        let pending = crate::store::take_pending();
+        if pending > 0
+            && let Some(aof) = shared.store.aof()
+        {
+            // Replies to writes go out once their records are durable (group commit).
+            aof.wait(pending).await;
         }
         if !out.is_empty() {
             stream.write_all(&out).await?;

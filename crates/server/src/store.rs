@@ -31,6 +31,7 @@
 //! absent and removes it (lazy expiry); [`Store::expire_cycle`], run periodically by the
 //! server, walks the due prefix of `deadlines` and removes those keys (active expiry).
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::{Bound, ControlFlow};
@@ -38,10 +39,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use orrery::api::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use orrery::mercury::Mercury;
 use orrery::registry::AnyIndex;
 use orrery::wormhole::Wormhole;
 use orrery::{KvIndex, OrderedKvIndex};
 
+use crate::aof::{self, Aof};
 use crate::zset::ZSet;
 
 /// Number of write-lock stripes (a power of two).
@@ -136,6 +139,11 @@ fn decode(value: &[u8]) -> Option<Entry> {
     })
 }
 
+/// Decodes a raw stored value (as the append-only file's `SET` records carry it).
+pub(crate) fn decode_raw(value: &[u8]) -> Option<Entry> {
+    decode(value)
+}
+
 fn zset_id_of(kind: Kind, payload: &[u8]) -> Option<u64> {
     match kind {
         Kind::ZSet => Some(u64::from_be_bytes(payload.try_into().ok()?)),
@@ -197,6 +205,11 @@ impl From<orrery::Error> for WriteError {
 /// The shared keyspace; see the [module docs](self).
 pub(crate) struct Store {
     index: AnyIndex,
+    /// The hash table under an unordered backend (`mercury`, `slb:mercury`), kept for
+    /// its unordered iteration (the `KvIndex` trait object has none).
+    unordered: Option<Arc<Mercury>>,
+    /// The append-only file, when persistence is on.
+    aof: Option<Arc<Aof>>,
     deadlines: Wormhole,
     stripes: Box<[Mutex<()>]>,
     hasher: std::collections::hash_map::RandomState,
@@ -227,14 +240,65 @@ impl ZSets {
 pub(crate) struct Txn<'a> {
     store: &'a Store,
     now: u64,
+    /// The effect records of this command (empty unless persistence is on), appended to
+    /// the append-only file as one frame before the stripes are released.
+    log: RefCell<Vec<u8>>,
     _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+thread_local! {
+    /// The append-only-file position the last write on this thread must reach before its
+    /// reply may be sent. A connection clears it before a batch of requests and reads it
+    /// after (a batch runs without an `.await`, so on one thread).
+    static PENDING: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Clears and returns the append-only-file position the writes run on this thread since
+/// the last call must reach before their replies are sent (0: none).
+pub(crate) fn take_pending() -> u64 {
+    PENDING.with(|p| p.replace(0))
 }
 
 impl Store {
     /// A keyspace over `index`.
     pub(crate) fn new(index: AnyIndex) -> Store {
+        Store::with_parts(index, None)
+    }
+
+    /// The keyspace over the structure named `name` (`orrery::registry`'s names). Mercury,
+    /// alone or under an SLB, is built here so that the store keeps a handle to iterate it
+    /// (`KEYS`, `SCAN`, `FLUSHDB`, the append-only file's rewrite).
+    pub(crate) fn open(name: &str) -> Result<Store, String> {
+        let mercury = || {
+            Mercury::with_config(Default::default())
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        };
+        match name {
+            "mercury" => {
+                let m = mercury()?;
+                let index = AnyIndex::Unordered(Box::new(m.clone()));
+                Ok(Store::with_parts(index, Some(m)))
+            }
+            "slb:mercury" => {
+                let m = mercury()?;
+                let slb = orrery::slb::Slb::new(m.clone()).map_err(|e| e.to_string())?;
+                Ok(Store::with_parts(
+                    AnyIndex::Unordered(Box::new(slb)),
+                    Some(m),
+                ))
+            }
+            _ => Ok(Store::new(
+                orrery::registry::build(name).map_err(|e| e.to_string())?,
+            )),
+        }
+    }
+
+    fn with_parts(index: AnyIndex, unordered: Option<Arc<Mercury>>) -> Store {
         Store {
             index,
+            unordered,
+            aof: None,
             deadlines: Wormhole::new(),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             hasher: Default::default(),
@@ -256,6 +320,42 @@ impl Store {
     /// The ordered operations, when the backend has them.
     pub(crate) fn ordered(&self) -> Option<&dyn OrderedKvIndex> {
         self.index.as_ordered()
+    }
+
+    /// Attaches the append-only file: every write from now on is logged to it.
+    pub(crate) fn set_aof(&mut self, aof: Arc<Aof>) {
+        self.aof = Some(aof);
+    }
+
+    /// The append-only file, when persistence is on.
+    pub(crate) fn aof(&self) -> Option<&Arc<Aof>> {
+        self.aof.as_ref()
+    }
+
+    /// Whether the backend can list its keys (ordered, or Mercury's unordered iteration).
+    pub(crate) fn iterable(&self) -> bool {
+        self.ordered().is_some() || self.unordered.is_some()
+    }
+
+    /// Visits every stored pair (raw values, expired ones included) until `f` breaks: in
+    /// key order on an ordered backend, in no order on Mercury; `false` when the backend
+    /// cannot iterate. Not a snapshot: a key present throughout is visited exactly once,
+    /// one written meanwhile at most once.
+    pub(crate) fn walk(&self, f: &mut orrery::api::ScanVisitor<'_>) -> bool {
+        if let Some(o) = self.ordered() {
+            o.scan(Bound::Unbounded, f);
+            true
+        } else if let Some(m) = &self.unordered {
+            m.for_each(f);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The sorted set with table id `id`, if it still exists.
+    pub(crate) fn zset_by_id(&self, id: u64) -> Option<Arc<ZSet>> {
+        self.zsets.shard(id).get(&id).cloned()
     }
 
     /// Keys removed by expiry so far.
@@ -288,9 +388,20 @@ impl Store {
         let txn = Txn {
             store: self,
             now,
+            log: RefCell::new(Vec::new()),
             _guards: guards,
         };
-        f(&txn)
+        let r = f(&txn);
+        if let Some(aof) = &self.aof {
+            let log = txn.log.take();
+            if !log.is_empty() {
+                // Appended while the stripes are held: records of one key are in the
+                // order their writes were applied.
+                let seq = aof.append(&log);
+                PENDING.with(|p| p.set(p.get().max(seq)));
+            }
+        }
+        r
     }
 
     /// Runs `f` on the live value of `key` without locking (zero-copy); `None` when absent
@@ -376,15 +487,15 @@ impl Store {
         due.len()
     }
 
-    /// Removes every key (ordered backends only; `false` on an unordered one). Keys written
-    /// while the flush runs may survive it.
+    /// Removes every key; `false` when the backend cannot iterate. Keys written while the
+    /// flush runs may survive it.
     pub(crate) fn flush(&self, now: u64) -> bool {
-        let Some(ordered) = self.ordered() else {
+        if !self.iterable() {
             return false;
-        };
+        }
         loop {
             let mut batch = Vec::new();
-            ordered.scan(Bound::Unbounded, &mut |k, _| {
+            self.walk(&mut |k, _| {
                 batch.push(k.to_vec());
                 if batch.len() >= 1024 {
                     ControlFlow::Break(())
@@ -428,15 +539,56 @@ impl Txn<'_> {
         if entry.payload.len() + 9 > MAX_VALUE_LEN {
             return Err(WriteError::ValueTooLong);
         }
+        self.put(key, entry.kind, entry.deadline, &encode(entry))
+    }
+
+    /// Writes the string `payload` under `key` with `deadline`, whatever the key held (the
+    /// plain `SET`: no copy of the old value, no [`Entry`]).
+    pub(crate) fn store_string(
+        &self,
+        key: &[u8],
+        deadline: Option<u64>,
+        payload: &[u8],
+    ) -> Result<(), WriteError> {
+        if key.len() > MAX_KEY {
+            return Err(WriteError::KeyTooLong);
+        }
+        if payload.len() + 9 > MAX_VALUE_LEN {
+            return Err(WriteError::ValueTooLong);
+        }
+        let mut raw = Vec::with_capacity(payload.len() + 9);
+        match deadline {
+            Some(d) => {
+                raw.push(HAS_DEADLINE);
+                raw.extend_from_slice(&d.to_be_bytes());
+            }
+            None => raw.push(0),
+        }
+        raw.extend_from_slice(payload);
+        self.put(key, Kind::String, deadline, &raw)
+    }
+
+    /// Stores the encoded value `raw` (of `kind`, with `deadline`) under `key`.
+    fn put(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        deadline: Option<u64>,
+        raw: &[u8],
+    ) -> Result<(), WriteError> {
+        if key.len() > MAX_KEY {
+            return Err(WriteError::KeyTooLong);
+        }
+        let new_zset = header(raw).and_then(|(k, _, at)| zset_id_of(k, &raw[at..]));
         let (old, old_zset) = self.old_header(key);
-        if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
+        if let Some(d) = deadline.filter(|&d| old != Some(d)) {
             self.store
                 .deadlines
                 .insert(&deadline_key(d, key), b"")
                 .map_err(|_| WriteError::OutOfMemory)?;
         }
-        if let Err(e) = self.store.kv().insert(key, &encode(entry)) {
-            if let Some(d) = entry.deadline.filter(|&d| old != Some(d)) {
+        if let Err(e) = self.store.kv().insert(key, raw) {
+            if let Some(d) = deadline.filter(|&d| old != Some(d)) {
                 self.store.deadlines.remove(&deadline_key(d, key));
             }
             return Err(match e {
@@ -445,13 +597,93 @@ impl Txn<'_> {
                 _ => WriteError::OutOfMemory,
             });
         }
-        if let Some(o) = old.filter(|&o| entry.deadline != Some(o)) {
+        if let Some(o) = old.filter(|&o| deadline != Some(o)) {
             self.store.deadlines.remove(&deadline_key(o, key));
         }
-        if let Some(id) = old_zset.filter(|&id| zset_id(entry) != Some(id)) {
+        if let Some(id) = old_zset.filter(|&id| new_zset != Some(id)) {
             self.store.zsets.shard(id).remove(&id);
         }
+        if self.logging() {
+            self.log_store(key, kind, deadline, raw, new_zset, old_zset);
+        }
         Ok(())
+    }
+
+    /// Whether writes are being logged (persistence on).
+    fn logging(&self) -> bool {
+        self.store.aof.is_some()
+    }
+
+    /// Adds one effect record (see `crate::aof` for the records).
+    fn record(&self, parts: &[&[u8]]) {
+        aof::encode_op(&mut self.log.borrow_mut(), parts);
+    }
+
+    /// The records of a successful [`Txn::store`]: a string is logged whole (header
+    /// included); a sorted set attached to a key (created, or moved by `RENAME`) as its
+    /// members; a set that stays under its key as its new deadline.
+    fn log_store(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        deadline: Option<u64>,
+        raw: &[u8],
+        new_zset: Option<u64>,
+        old_zset: Option<u64>,
+    ) {
+        match kind {
+            Kind::String => self.record(&[b"SET", key, raw]),
+            Kind::ZSet if new_zset == old_zset => match deadline {
+                Some(d) => self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]),
+                None => self.record(&[b"PERSIST", key]),
+            },
+            Kind::ZSet => {
+                self.record(&[b"DEL", key]);
+                if let Some(set) = new_zset.and_then(|id| self.store.zset_by_id(id)) {
+                    let mut after: Option<Vec<u8>> = None;
+                    loop {
+                        let chunk = set.members_after(after.as_deref(), 1024);
+                        for (m, score) in &chunk {
+                            self.record(&[b"ZADD", key, m, &score.to_bits().to_be_bytes()]);
+                        }
+                        match chunk.into_iter().last() {
+                            Some((m, _)) => after = Some(m),
+                            None => break,
+                        }
+                    }
+                }
+                if let Some(d) = deadline {
+                    self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]);
+                }
+            }
+        }
+    }
+
+    /// Sets `member`'s score in `set`, the sorted set held by `key` (logged); `old` is the
+    /// member's current score, read under this transaction's stripes.
+    pub(crate) fn zset_insert(
+        &self,
+        key: &[u8],
+        set: &ZSet,
+        member: &[u8],
+        score: f64,
+        old: Option<f64>,
+    ) -> Result<(), orrery::Error> {
+        set.insert_known(member, score, old)?;
+        if self.logging() {
+            self.record(&[b"ZADD", key, member, &score.to_bits().to_be_bytes()]);
+        }
+        Ok(())
+    }
+
+    /// Removes `member` from `set`, the sorted set held by `key` (logged); whether it was
+    /// there.
+    pub(crate) fn zset_remove(&self, key: &[u8], set: &ZSet, member: &[u8]) -> bool {
+        let removed = set.remove(member);
+        if removed && self.logging() {
+            self.record(&[b"ZREM", key, member]);
+        }
+        removed
     }
 
     /// Removes `key` (live or expired) and drops its sorted set, if any; whether it was
@@ -473,6 +705,9 @@ impl Txn<'_> {
         }
         if let Some(id) = old_zset.filter(|_| drop_zset) {
             self.store.zsets.shard(id).remove(&id);
+        }
+        if removed && self.logging() {
+            self.record(&[b"DEL", key]);
         }
         removed
     }
@@ -591,7 +826,7 @@ mod tests {
     }
 
     #[test]
-    fn flush_empties_ordered_and_refuses_unordered() {
+    fn flush_empties_ordered_and_unordered_backends() {
         let s = store();
         for i in 0..3000u32 {
             let k = i.to_be_bytes();
@@ -600,6 +835,17 @@ mod tests {
         }
         assert!(s.flush(0));
         assert_eq!(s.kv().len(), 0);
+        for name in ["mercury", "slb:mercury"] {
+            let m = Store::open(name).unwrap();
+            for i in 0..3000u32 {
+                let k = i.to_be_bytes();
+                m.write(&[&k], 0, |t| t.store(&k, &Entry::string(vec![1])))
+                    .unwrap();
+            }
+            assert!(m.flush(0), "{name}");
+            assert_eq!(m.kv().len(), 0, "{name}");
+        }
+        // Without the handle to the table there is no iteration.
         let m = Store::new(orrery::registry::build("mercury").unwrap());
         assert!(!m.flush(0));
     }

@@ -252,8 +252,19 @@ impl ZSet {
     }
 
     /// Sets the member's score; `Err` when out of memory (the set is then unchanged).
+    #[cfg(test)]
     pub(crate) fn insert(&self, member: &[u8], score: f64) -> Result<(), orrery::Error> {
-        let old = self.score(member);
+        self.insert_known(member, score, self.score(member))
+    }
+
+    /// [`ZSet::insert`] for a caller that has just read the member's score `old` (under
+    /// the key's stripe, so it is still current): one lookup less.
+    pub(crate) fn insert_known(
+        &self,
+        member: &[u8],
+        score: f64,
+        old: Option<f64>,
+    ) -> Result<(), orrery::Error> {
         if old.is_some_and(|o| score_key(o) == score_key(score)) {
             return Ok(());
         }
@@ -270,6 +281,22 @@ impl ZSet {
             ix.by_score.remove(&Self::score_entry(o, member));
         }
         Ok(())
+    }
+
+    /// Up to `n` members after `after` (from the first when `None`) in member order, with
+    /// their scores; the set's lock is held for this chunk only.
+    pub(crate) fn members_after(&self, after: Option<&[u8]>, n: usize) -> Vec<(Vec<u8>, f64)> {
+        let mut out = Vec::new();
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        self.lock().by_member.scan(start, &mut |k, v| {
+            out.push((k.to_vec(), key_score(v)));
+            if out.len() >= n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        out
     }
 
     /// Removes the member; whether it was present.

@@ -1,11 +1,19 @@
 //! Keyspace commands: `DEL`/`UNLINK`, `EXISTS`, `TYPE`, `RENAME`, `KEYS`, `SCAN`,
 //! `DBSIZE`, `FLUSHDB`/`FLUSHALL`.
 //!
-//! `KEYS` and `SCAN` walk the backend in key order, so they need an ordered index; on an
-//! unordered one they answer a clear error. A `SCAN` cursor is a number, as every client
-//! expects, that names the last key returned (kept in the server's cursor table): the next
-//! call resumes strictly after that key, so a full iteration returns keys in ascending
-//! order, never twice, and never misses a key present throughout.
+//! On an ordered backend `KEYS` and `SCAN` walk the index in key order. A `SCAN` cursor is
+//! a number, as every client expects, that names the last key returned (kept in the
+//! server's cursor table): the next call resumes strictly after that key, so a full
+//! iteration returns keys in ascending order, never twice, and never misses a key present
+//! throughout.
+//!
+//! On Mercury (unordered, and its iteration cannot resume from a position) `KEYS` walks the
+//! table, and `SCAN 0` lists every key of the table in one walk, keeps the list under the
+//! cursor, and each call returns the next `COUNT` keys of it that are still live. Redis's
+//! guarantees hold: a key present from the first call to the last is returned, no key is
+//! returned twice, and a key added meanwhile may be missed. The cost is a copy of every
+//! key per `SCAN` in progress and a first call that walks the whole table; at most four
+//! such scans are kept (an older cursor is then `invalid cursor`).
 
 use std::ops::{Bound, ControlFlow};
 
@@ -74,38 +82,36 @@ pub(super) fn flush(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if ctx.shared.store.flush(ctx.now) {
         Reply::OK
     } else {
-        needs_order(ctx, "FLUSHDB")
+        cannot_iterate(ctx, "FLUSHDB")
     }
 }
 
-fn needs_order(ctx: &Ctx<'_>, cmd: &str) -> Reply {
+fn cannot_iterate(ctx: &Ctx<'_>, cmd: &str) -> Reply {
     Reply::err(format!(
-        "ERR {cmd} needs an ordered index; this server runs the unordered index '{}' (start it with --index wormhole)",
+        "ERR {cmd} needs an index that can list its keys; '{}' cannot (start the server with --index wormhole)",
         ctx.shared.config.index
     ))
 }
 
 pub(super) fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let Some(ordered) = ctx.shared.store.ordered() else {
-        return needs_order(ctx, "KEYS");
-    };
     let pattern = &args[1];
-    let prefix = glob::literal_prefix(pattern);
     let mut out = Vec::new();
     let now = ctx.now;
-    ordered.scan_prefix(&prefix, &mut |k, v| {
+    let mut visit = |k: &[u8], v: &[u8]| {
         if Store::live(v, now).is_some() && glob::matches(pattern, k) {
             out.push(Reply::bulk(k));
         }
         ControlFlow::Continue(())
-    });
+    };
+    if let Some(ordered) = ctx.shared.store.ordered() {
+        ordered.scan_prefix(&glob::literal_prefix(pattern), &mut visit);
+    } else if !ctx.shared.store.walk(&mut visit) {
+        return cannot_iterate(ctx, "KEYS");
+    }
     Reply::Array(out)
 }
 
 pub(super) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let Some(ordered) = ctx.shared.store.ordered() else {
-        return needs_order(ctx, "SCAN");
-    };
     let Some(cursor) = std::str::from_utf8(&args[1])
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -131,6 +137,9 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         }
         i += 2;
     }
+    let Some(ordered) = ctx.shared.store.ordered() else {
+        return scan_unordered(ctx, cursor, count, pattern.as_deref(), kind.as_deref());
+    };
     let start = if cursor == 0 {
         None
     } else {
@@ -161,6 +170,50 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let next = match last {
         Some(k) => ctx.shared.cursors.put(k),
         None => 0,
+    };
+    Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+}
+
+/// `SCAN` over an unordered backend (see the module docs).
+fn scan_unordered(
+    ctx: &Ctx<'_>,
+    cursor: u64,
+    count: usize,
+    pattern: Option<&[u8]>,
+    kind: Option<&[u8]>,
+) -> Reply {
+    let shared = ctx.shared;
+    let (keys, at) = if cursor == 0 {
+        let mut keys = Vec::new();
+        if !shared.store.walk(&mut |k, _| {
+            keys.push(k.to_vec());
+            ControlFlow::Continue(())
+        }) {
+            return cannot_iterate(ctx, "SCAN");
+        }
+        (std::sync::Arc::new(keys), 0)
+    } else {
+        match shared.listed.take(cursor) {
+            Some(x) => x,
+            None => return Reply::err("ERR invalid cursor"),
+        }
+    };
+    let end = keys.len().min(at.saturating_add(count));
+    let mut out = Vec::new();
+    for k in &keys[at..end] {
+        let Some(live) = shared.store.read(k, ctx.now, |kind, _, _| kind) else {
+            continue;
+        };
+        let type_ok = kind.is_none_or(|t| t == live.name().as_bytes());
+        let match_ok = pattern.is_none_or(|p| glob::matches(p, k));
+        if type_ok && match_ok {
+            out.push(Reply::bulk(&k[..]));
+        }
+    }
+    let next = if end < keys.len() {
+        shared.listed.put(&shared.cursors, keys, end)
+    } else {
+        0
     };
     Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
 }

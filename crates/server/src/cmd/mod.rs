@@ -108,6 +108,8 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::config;
     "shutdown", -1, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::shutdown;
     "time", 1, &["loading", "stale", "fast"], 0, 0, 0, server::time;
+    "save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, server::save;
+    "bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], 0, 0, 0, server::bgrewriteaof;
     "zadd", -4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::zadd;
     "zincrby", 4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::zincrby;
     "zrem", -3, &["write", "fast"], 1, 1, 1, zsets::zrem;

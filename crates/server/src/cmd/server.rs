@@ -1,5 +1,9 @@
 //! Server commands: `COMMAND` (`COUNT`, `INFO`, `DOCS`, `LIST`), `INFO`, `CONFIG GET/SET`,
-//! `SHUTDOWN`, `TIME`.
+//! `SAVE`, `BGREWRITEAOF`, `SHUTDOWN`, `TIME`.
+//!
+//! There is no RDB snapshot: `SAVE` rewrites the append-only file on the calling
+//! connection (the server keeps serving the others) and `BGREWRITEAOF` on a thread of its
+//! own; with `--appendonly no` both answer an error.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -92,9 +96,28 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         );
     }
     if want("persistence") {
-        out.push_str(
-            "# Persistence\r\nloading:0\r\naof_enabled:0\r\nrdb_changes_since_last_save:0\r\n\r\n",
-        );
+        out.push_str("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\n");
+        match sh.store.aof() {
+            None => out.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n"),
+            Some(aof) => {
+                let st = &aof.stats;
+                let _ = write!(
+                    out,
+                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\n\r\n",
+                    u8::from(st.rewrite_in_progress.load(Ordering::Relaxed)),
+                    if st.last_rewrite_ok.load(Ordering::Relaxed) {
+                        "ok"
+                    } else {
+                        "err"
+                    },
+                    st.rewrites.load(Ordering::Relaxed),
+                    st.current_size.load(Ordering::Relaxed),
+                    st.base_size.load(Ordering::Relaxed),
+                    aof.fsync().name(),
+                    st.loaded_frames.load(Ordering::Relaxed),
+                );
+            }
+        }
     }
     if want("stats") {
         let _ = write!(
@@ -132,12 +155,22 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         ("maxclients", c.maxclients.to_string()),
         ("requirepass", c.requirepass.clone().unwrap_or_default()),
         ("databases", "1".into()),
-        ("appendonly", "no".into()),
+        ("appendonly", if c.appendonly { "yes" } else { "no" }.into()),
+        ("appendfsync", c.appendfsync.name().into()),
+        ("appendfilename", crate::aof::FILE_NAME.into()),
+        ("dir", c.dir.display().to_string()),
         ("save", String::new()),
         ("proto-max-bulk-len", c.limits.max_bulk_len.to_string()),
         (
             "client-query-buffer-limit",
             c.query_buffer_limit.to_string(),
+        ),
+        (
+            "client-output-buffer-limit",
+            format!(
+                "normal {} {} 0",
+                c.output_buffer_limit, c.output_buffer_limit
+            ),
         ),
     ];
     match &sub[..] {
@@ -177,6 +210,40 @@ pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     ctx.shared.shutdown.notify_one();
     ctx.client.close_after_reply = true;
     Reply::Silence
+}
+
+fn persistence_off() -> Reply {
+    Reply::err("ERR persistence is off: start the server with --appendonly yes")
+}
+
+pub(super) fn save(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
+    let store = &ctx.shared.store;
+    let Some(aof) = store.aof() else {
+        return persistence_off();
+    };
+    let res = if tokio::runtime::Handle::try_current().is_ok() {
+        // The rewrite blocks this connection only: the runtime moves the worker's other
+        // tasks to another thread meanwhile.
+        tokio::task::block_in_place(|| aof.rewrite(store))
+    } else {
+        aof.rewrite(store)
+    };
+    match res {
+        Ok(()) => Reply::OK,
+        Err(e) => Reply::err(format!("ERR {e}")),
+    }
+}
+
+pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
+    let store = &ctx.shared.store;
+    let Some(aof) = store.aof() else {
+        return persistence_off();
+    };
+    if aof.rewrite_in_background(store.clone()) {
+        Reply::Simple("Background append only file rewriting started")
+    } else {
+        Reply::err("ERR Background append only file rewriting already in progress")
+    }
 }
 
 pub(super) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {

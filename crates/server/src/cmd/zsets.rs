@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::{Ctx, not_integer, parse_f64, parse_i64, syntax_error, wrong_type};
 use crate::resp::Reply;
 use crate::store::{Kind, Txn};
-use crate::zset::{Limit, MAX_MEMBER, ScoreBound, ZSet};
+use crate::zset::{Limit, MAX_MEMBER, ScoreBound, ZSet, score_key};
 
 fn not_float() -> Reply {
     Reply::err("ERR value is not a valid float")
@@ -109,7 +109,12 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             if skip {
                 continue;
             }
-            if let Err(e) = set.insert(member, new) {
+            if cur.is_some_and(|c| score_key(c) == score_key(new)) {
+                // Unchanged (as stored): nothing to write or log.
+                incr_result = Some(new);
+                continue;
+            }
+            if let Err(e) = t.zset_insert(key, &set, member, new, cur) {
                 drop_if_empty(t, key, &set);
                 return Reply::err(crate::store::WriteError::from(e).message());
             }
@@ -155,7 +160,10 @@ pub(super) fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             Err(r) => r,
             Ok(None) => Reply::Int(0),
             Ok(Some(z)) => {
-                let n = args[2..].iter().filter(|m| z.remove(m)).count();
+                let n = args[2..]
+                    .iter()
+                    .filter(|m| t.zset_remove(key, &z, m))
+                    .count();
                 drop_if_empty(t, key, &z);
                 Reply::Int(n as i64)
             }

@@ -18,6 +18,8 @@ pub struct Server {
     pub child: Child,
     pub port: u16,
     pub lines: mpsc::Receiver<String>,
+    /// The lines the server printed before its ready line.
+    pub early: Vec<String>,
 }
 
 impl Server {
@@ -44,6 +46,7 @@ impl Server {
             child,
             port: 0,
             lines: rx,
+            early: Vec::new(),
         };
         let start = Instant::now();
         loop {
@@ -58,6 +61,7 @@ impl Server {
                 server.port = addr.rsplit(':').next().unwrap().trim().parse().unwrap();
                 return server;
             }
+            server.early.push(line);
         }
     }
 
