@@ -107,6 +107,19 @@ fn unsupported(
             r.name
         ));
     }
+    if w.deletes() && !c.removes {
+        return Some(format!(
+            "{} cannot remove keys: workload {w} deletes",
+            r.name
+        ));
+    }
+    if c.nul_only_in_8_byte_keys && spec.may_contain_nul() && spec.fixed_len() != Some(8) {
+        return Some(format!(
+            "{} takes 0x00 only in 8-byte keys (JudySL keys are C strings); dataset \
+             {dataset}'s keys may contain it",
+            r.name
+        ));
+    }
     if w.scans() && !c.ordered {
         return Some(format!("{} is a point index: workload {w} scans", r.name));
     }
@@ -466,7 +479,9 @@ impl Plan {
         rss::trim_heap();
         let alloc0 = alloc_count::live_bytes();
         let rss0 = rss::resident_bytes();
-        let (index, probe) = r.make_probed(&m.settings);
+        // Every key of the run's pool may end up inserted: indexes that cannot grow are
+        // sized for all of them.
+        let (index, probe) = r.make_probed(&m.settings, keys.len() as u64)?;
         let bar = progress.bar(self.n(), label);
         // A load always completes: no time limit.
         let knobs = Knobs {
@@ -505,10 +520,10 @@ impl Plan {
                 self.n()
             ));
         }
-        let mem = r
-            .caps
-            .reports_memory
-            .then(|| index.memory_usage().total() as f64 / n);
+        let complete = !r.caps.memory_only_8_byte_keys
+            || (0..keys.len().min(self.n() as usize)).all(|i| keys.get(i).len() == 8);
+        let mem =
+            (r.caps.reports_memory && complete).then(|| index.memory_usage().total() as f64 / n);
         let load = Load {
             mops: phase.mops(),
             threads,

@@ -42,6 +42,17 @@ pub(crate) struct Caps {
     /// False for peers whose upsert is remove-then-insert (crossbeam-skiplist); their
     /// multi-threaded misses are reported as warnings instead of failing the run.
     pub(crate) atomic_upsert: bool,
+    /// Supports `remove` (false for the Cuckoo Trie authors' C code, which has no deletion:
+    /// workloads that delete are refused before the index is built).
+    pub(crate) removes: bool,
+    /// Keys may contain the byte 0x00 only when they are exactly 8 bytes long (Judy: 8-byte
+    /// keys go to JudyL as integers, others to JudySL, whose keys are NUL-terminated
+    /// strings): datasets whose keys may hold 0x00 and are not all 8 bytes are refused,
+    /// and the peer's `insert` of such a key is an error.
+    pub(crate) nul_only_in_8_byte_keys: bool,
+    /// `memory_usage()` is complete only when every key is 8 bytes long (Judy: JudyL has
+    /// `JudyLMemUsed`, JudySL has no count); with other keys memory shows as n/a.
+    pub(crate) memory_only_8_byte_keys: bool,
 }
 
 impl Caps {
@@ -53,6 +64,9 @@ impl Caps {
         value_len: None,
         reports_memory: true,
         atomic_upsert: true,
+        removes: true,
+        nul_only_in_8_byte_keys: false,
+        memory_only_8_byte_keys: false,
     };
 
     /// A thread-safe peer with no memory accounting of its own.
@@ -80,6 +94,15 @@ impl Caps {
         }
         if !self.reports_memory {
             parts.push("no memory_usage".into());
+        }
+        if !self.removes {
+            parts.push("no remove".into());
+        }
+        if self.nul_only_in_8_byte_keys {
+            parts.push("0x00 only in 8-byte keys".into());
+        }
+        if self.memory_only_8_byte_keys {
+            parts.push("memory_usage for 8-byte keys only".into());
         }
         parts.join(", ")
     }
@@ -176,6 +199,9 @@ pub(crate) struct Hooks {
 /// Shared [`Hooks`].
 pub(crate) type Probe = Arc<Hooks>;
 
+/// Builds an ordered index for the run's settings and a key capacity, or says why not.
+type SizedMaker = fn(&Settings, u64) -> std::result::Result<Box<dyn OrderedKvIndex>, String>;
+
 /// How an entry builds its index.
 #[derive(Clone, Copy)]
 enum Maker {
@@ -183,6 +209,9 @@ enum Maker {
     Point(fn(&Settings) -> Box<dyn KvIndex>),
     /// A point index with a [`Probe`].
     PointProbed(fn(&Settings) -> (Box<dyn KvIndex>, Probe)),
+    /// An ordered index that must be sized up front for the keys it will hold (a peer
+    /// whose table cannot grow), or that can fail to build (`Err` says why).
+    OrderedSized(SizedMaker),
 }
 
 /// One registered index.
@@ -262,6 +291,25 @@ impl Entry {
         }
     }
 
+    /// An ordered index built for a known number of keys (see [`Maker::OrderedSized`]).
+    fn ordered_sized(
+        name: &'static str,
+        about: &'static str,
+        caps: Caps,
+        make: SizedMaker,
+    ) -> Entry {
+        Entry {
+            name,
+            about,
+            caps: Caps {
+                ordered: true,
+                ..caps
+            },
+            make: Maker::OrderedSized(make),
+            check: None,
+        }
+    }
+
     /// The same entry, buildable only when `check` passes (opt-in peers).
     fn checked(self, check: fn() -> std::result::Result<(), String>) -> Entry {
         Entry {
@@ -301,7 +349,7 @@ pub(crate) fn entries() -> Vec<Entry> {
 
 /// Every registered index, buildable here or not, in listing order.
 fn all_entries() -> Vec<Entry> {
-    use peers::{btree, congee, hash, scc, skiplist, wormhole_c};
+    use peers::{btree, congee, cuckoo_trie_c, hash, judy, scc, skiplist, wormhole_c};
     vec![
         // Orrery's structures register here, one line each.
         Entry::ordered(
@@ -441,6 +489,20 @@ fn all_entries() -> Vec<Entry> {
             Caps::PEER,
             |_| Box::<hash::LockedHashbrown>::default(),
         ),
+        // Opt-in: the system's libJudy (apt-get install libjudy-dev), peers/judy.rs.
+        Entry::ordered(
+            "judy",
+            "Judy arrays (libJudy): JudyL for 8-byte keys, JudySL for strings; one writer \
+             behind a RwLock; 8-byte values",
+            Caps {
+                value_len: Some(judy::VALUE_LEN),
+                nul_only_in_8_byte_keys: true,
+                memory_only_8_byte_keys: true,
+                ..Caps::CONCURRENT
+            },
+            |_| Box::new(judy::Judy::new().expect("resolve() checked that libJudy loads")),
+        )
+        .checked(judy::available),
         // Opt-in: the authors' C code, loaded from $ORRERY_WORMHOLE_C (peers/wormhole_c.rs).
         Entry::ordered(
             "wormhole-c",
@@ -454,6 +516,22 @@ fn all_entries() -> Vec<Entry> {
             },
         )
         .checked(wormhole_c::available),
+        // Opt-in: the Cuckoo Trie authors' C code, from $ORRERY_CUCKOO_TRIE_C
+        // (peers/cuckoo_trie_c.rs). Its table cannot grow: sized for the run's keys.
+        Entry::ordered_sized(
+            "cuckoo-trie-c",
+            "the Cuckoo Trie authors' C code, fixed table sized for the run (opt-in: \
+             ORRERY_CUCKOO_TRIE_C=libcuckoo_trie.so)",
+            Caps {
+                removes: false,
+                ..Caps::CONCURRENT
+            },
+            |s, keys| {
+                cuckoo_trie_c::CuckooTrieC::for_keys(keys, s.cuckoo_trie_c_cells_percent)
+                    .map(|t| Box::new(t) as Box<dyn OrderedKvIndex>)
+            },
+        )
+        .checked(cuckoo_trie_c::available),
     ]
 }
 
@@ -491,16 +569,30 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
-    /// A fresh, empty index.
+    /// A fresh, empty index (sized for 100K keys where that matters).
     #[cfg(test)]
     pub(crate) fn make(&self) -> AnyIndex {
-        self.make_probed(&Settings::DEFAULT).0
+        self.make_probed(&Settings::DEFAULT, 100_000)
+            .expect("builds")
+            .0
     }
 
-    /// A fresh, empty index built with `settings` and its probe, if it has one (an SLB in front keeps the inner
-    /// index's probe).
-    pub(crate) fn make_probed(&self, settings: &Settings) -> (AnyIndex, Option<Probe>) {
+    /// A fresh, empty index built with `settings` and its probe, if it has one (an SLB in
+    /// front keeps the inner index's probe). `capacity`: how many distinct keys the run may
+    /// insert at most (for indexes that cannot grow). `Err` when the index cannot be built
+    /// here (e.g. missing huge pages).
+    pub(crate) fn make_probed(
+        &self,
+        settings: &Settings,
+        capacity: u64,
+    ) -> std::result::Result<(AnyIndex, Option<Probe>), String> {
         let (index, probe) = match self.inner.make {
+            Maker::OrderedSized(f) => (
+                AnyIndex::Ordered(
+                    f(settings, capacity).map_err(|e| format!("{}: {e}", self.name))?,
+                ),
+                None,
+            ),
             Maker::Ordered(f) => (AnyIndex::Ordered(f(settings)), None),
             Maker::Point(f) => (AnyIndex::Point(f(settings)), None),
             Maker::PointProbed(f) => {
@@ -512,7 +604,7 @@ impl Resolved {
             .slb_layers
             .iter()
             .fold(index, |i, &mib| slb::wrap(i, mib));
-        (index, probe)
+        Ok((index, probe))
     }
 }
 
@@ -615,7 +707,10 @@ mod tests {
     /// Mercury's probe sees an expansion while inserts run and none once it finished.
     #[test]
     fn mercury_probe_sees_expansions() {
-        let (index, probe) = resolve("mercury").unwrap().make_probed(&Settings::DEFAULT);
+        let (index, probe) = resolve("mercury")
+            .unwrap()
+            .make_probed(&Settings::DEFAULT, 0)
+            .unwrap();
         let probe = probe.expect("mercury has a probe");
         let mut seen = false;
         for i in 0..20_000u64 {
@@ -628,7 +723,8 @@ mod tests {
         assert!(
             resolve("dashmap")
                 .unwrap()
-                .make_probed(&Settings::DEFAULT)
+                .make_probed(&Settings::DEFAULT, 0)
+                .unwrap()
                 .1
                 .is_none()
         );
