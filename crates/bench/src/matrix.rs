@@ -178,17 +178,30 @@ impl Plan {
         if m.max_secs.is_some_and(|s| s.is_nan() || s <= 0.0) {
             return Err("--max-secs must be positive".into());
         }
-        let indexes = m
-            .indexes
-            .iter()
-            .map(|n| registry::resolve(n))
-            .collect::<Result<Vec<_>, _>>()?;
+        // An opt-in peer that cannot run here (its library is not built) is skipped with a
+        // note when unsupported combinations are skipped (suites); otherwise it is an error.
+        let mut problems = Vec::new();
+        let mut indexes = Vec::new();
+        for n in &m.indexes {
+            match registry::resolve(n) {
+                Ok(r) => indexes.push(r),
+                Err(e) if m.skip_unsupported && registry::is_unavailable_opt_in(n) => {
+                    problems.push(e)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if indexes.is_empty() {
+            return Err(format!(
+                "no index can run here:\n  {}",
+                problems.join("\n  ")
+            ));
+        }
         let datasets = m
             .datasets
             .iter()
             .map(|d| Spec::parse(d).map(|s| (d.clone(), s)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut problems = Vec::new();
         for r in &indexes {
             for (name, spec) in &datasets {
                 for &w in &m.workloads {

@@ -608,6 +608,18 @@ impl Resolved {
     }
 }
 
+/// Whether `name` (possibly behind `slb:` prefixes) is a registered opt-in index whose
+/// check fails here (e.g. `cuckoo-trie-c` without its library).
+pub(crate) fn is_unavailable_opt_in(name: &str) -> bool {
+    let mut base = name;
+    while let Ok(Some((_, inner))) = slb::parse_prefix(base) {
+        base = inner;
+    }
+    all_entries()
+        .iter()
+        .any(|e| e.name == base && e.check.is_some_and(|c| c().is_err()))
+}
+
 /// Looks `name` up; `slb:<name>` (or `slbN:<name>`, N MiB of Cache Table) wraps any
 /// registered index.
 pub(crate) fn resolve(name: &str) -> std::result::Result<Resolved, String> {
