@@ -1,12 +1,15 @@
 //! The index registry: names → constructors with capability flags.
 //!
 //! Everything the benchmark runs is an [`AnyIndex`]: a boxed [`orrery::OrderedKvIndex`] or
-//! [`orrery::KvIndex`] trait object. Orrery's structures implement those traits already, so
-//! adding one is ONE line in [`entries`]:
+//! [`orrery::KvIndex`] trait object. Orrery's own structures come from the facade's
+//! registry ([`orrery::registry`], which `orrery-server` uses too): every name it lists is
+//! an entry here, built by it, so a structure added to the facade needs nothing here
+//! (`own_entries`; only structures whose configuration the run's [`Settings`] change are
+//! built here with them). Bench-only configurations (the Wormhole ablation, Mercury
+//! variants) and peers are entries of this file, one each, e.g.
 //!
 //! ```ignore
-//! Entry::ordered("wormhole", "Wormhole (Wu et al. 2019)", Caps::CONCURRENT, |_| Box::new(Wormhole::new())),
-//! Entry::point("mercury", "Mercury chained hash", Caps::CONCURRENT, |_| Box::new(Mercury::new())),
+//! Entry::ordered("scc-tree", "scc TreeIndex", Caps::PEER, |_| Box::<scc::SccTree>::default()),
 //! ```
 //!
 //! after which the name works in `run --index`, in suites, in `indexes`, in reports, and
@@ -209,6 +212,9 @@ enum Maker {
     Point(fn(&Settings) -> Box<dyn KvIndex>),
     /// A point index with a [`Probe`].
     PointProbed(fn(&Settings) -> (Box<dyn KvIndex>, Probe)),
+    /// One of our structures in its default configuration, built by the facade's
+    /// registry ([`orrery::registry::build`]) under this name.
+    Facade(&'static str),
     /// An ordered index that must be sized up front for the keys it will hold (a peer
     /// whose table cannot grow), or that can fail to build (`Err` says why).
     OrderedSized(SizedMaker),
@@ -350,14 +356,9 @@ pub(crate) fn entries() -> Vec<Entry> {
 /// Every registered index, buildable here or not, in listing order.
 fn all_entries() -> Vec<Entry> {
     use peers::{btree, congee, cuckoo_trie_c, hash, judy, scc, skiplist, wormhole_c};
-    vec![
-        // Orrery's structures register here, one line each.
-        Entry::ordered(
-            "wormhole",
-            "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
-            Caps::CONCURRENT,
-            |s| Box::new(wormhole_with(s, true, true, true, true)),
-        ),
+    let mut all = own_entries();
+    all.extend([
+        // Bench-only configurations of our structures.
         // Fig 11 ablation: BaseWormhole, then one optimization added at a time.
         Entry::ordered(
             "wormhole-base",
@@ -382,18 +383,6 @@ fn all_entries() -> Vec<Entry> {
             "Wormhole +TagMatching +IncHashing +SortByTag",
             Caps::CONCURRENT,
             |s| Box::new(wormhole_with(s, true, true, true, false)),
-        ),
-        Entry::ordered(
-            "cuckoo-trie",
-            "Cuckoo Trie (Zeitak & Morrison 2021): key-eliminating cuckoo table of trie nodes, MLP search",
-            Caps::CONCURRENT,
-            |_| Box::new(orrery::cuckoo_trie::CuckooTrie::new()),
-        ),
-        Entry::point_probed(
-            "mercury",
-            "Mercury chained hash (cooperative expansion)",
-            Caps::CONCURRENT,
-            |s| mercury_probed(mercury_config(s, Default::default())),
         ),
         Entry::point_probed(
             "mercury-dedicated",
@@ -532,7 +521,72 @@ fn all_entries() -> Vec<Entry> {
             },
         )
         .checked(cuckoo_trie_c::available),
-    ]
+    ]);
+    all
+}
+
+/// Orrery's own structures, as the facade's registry ([`orrery::registry`]) names them, in
+/// its order: a structure added there is in the benchmark too. The facade builds each in
+/// its default configuration; the two whose configuration the run's [`Settings`] change
+/// (Wormhole's pre-fault and item prefetch, Mercury's load factor and pre-fault, plus
+/// Mercury's expansion probe) are built here with those settings.
+fn own_entries() -> Vec<Entry> {
+    own_capabilities()
+        .iter()
+        .map(|&(name, capability)| {
+            let make = match name {
+                "wormhole" => {
+                    Maker::Ordered(|s| Box::new(wormhole_with(s, true, true, true, true)))
+                }
+                "mercury" => {
+                    Maker::PointProbed(|s| mercury_probed(mercury_config(s, Default::default())))
+                }
+                _ => Maker::Facade(name),
+            };
+            Entry {
+                name,
+                about: own_about(name),
+                caps: Caps {
+                    ordered: capability == orrery::registry::Capability::Ordered,
+                    ..Caps::CONCURRENT
+                },
+                make,
+                check: None,
+            }
+        })
+        .collect()
+}
+
+/// The facade's names with their capability, learnt once per process by building each
+/// (the facade says what a structure can do only of a built one).
+fn own_capabilities() -> &'static [(&'static str, orrery::registry::Capability)] {
+    static CAPS: std::sync::OnceLock<Vec<(&'static str, orrery::registry::Capability)>> =
+        std::sync::OnceLock::new();
+    CAPS.get_or_init(|| {
+        orrery::registry::names()
+            .into_iter()
+            .filter_map(|name| match orrery::registry::build(name) {
+                Ok(i) => Some((name, i.capability())),
+                Err(e) => {
+                    eprintln!("warning: orrery::registry cannot build {name:?}: {e}");
+                    None
+                }
+            })
+            .collect()
+    })
+}
+
+/// One line about one of our structures, for listings.
+fn own_about(name: &str) -> &'static str {
+    match name {
+        "wormhole" => "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
+        "mercury" => "Mercury chained hash (cooperative expansion)",
+        "cuckoo-trie" => {
+            "Cuckoo Trie (Zeitak & Morrison 2021): key-eliminating cuckoo table of trie nodes, MLP search"
+        }
+        "hyperion" => "Hyperion (Mathis et al. 2022): memory-dense 16-bit-span trie",
+        _ => "an Orrery structure (orrery::registry)",
+    }
 }
 
 /// A Wormhole with the given Fig 11 switches and the run's Wormhole [`Settings`] (pre-fault
@@ -594,6 +648,12 @@ impl Resolved {
                 None,
             ),
             Maker::Ordered(f) => (AnyIndex::Ordered(f(settings)), None),
+            Maker::Facade(name) => {
+                match orrery::registry::build(name).map_err(|e| format!("{}: {e}", self.name))? {
+                    orrery::registry::AnyIndex::Ordered(i) => (AnyIndex::Ordered(i), None),
+                    orrery::registry::AnyIndex::Unordered(i) => (AnyIndex::Point(i), None),
+                }
+            }
             Maker::Point(f) => (AnyIndex::Point(f(settings)), None),
             Maker::PointProbed(f) => {
                 let (i, p) = f(settings);
@@ -700,6 +760,26 @@ mod slb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every structure of the facade's registry is an entry here with its capability, and
+    /// no entry of ours shadows a facade name with another kind.
+    #[test]
+    fn our_structures_come_from_the_facade_registry() {
+        let all = entries();
+        for name in orrery::registry::names() {
+            let e = all
+                .iter()
+                .find(|e| e.name == name)
+                .unwrap_or_else(|| panic!("{name} of orrery::registry is not in the bench"));
+            let ordered = orrery::registry::build(name).unwrap().capability()
+                == orrery::registry::Capability::Ordered;
+            assert_eq!(e.caps.ordered, ordered, "{name}");
+            assert_eq!(all.iter().filter(|e| e.name == name).count(), 1, "{name}");
+            let built = resolve(name).unwrap().make();
+            built.insert(b"k", b"v").unwrap();
+            assert_eq!(built.len(), 1, "{name}");
+        }
+    }
 
     #[test]
     fn every_entry_builds_an_empty_index_with_matching_kind() {
