@@ -738,3 +738,44 @@ struct Sample {
     phase: Phase,
     load: Load,
 }
+
+#[cfg(test)]
+mod caps_tests {
+    use super::*;
+
+    /// Judy refuses datasets whose keys may hold 0x00 unless all are 8 bytes (JudySL keys are
+    /// C strings), and takes the text sets and the 8-byte binary sets.
+    #[test]
+    fn judy_refuses_binary_keys_of_other_lengths() {
+        let Ok(r) = registry::resolve("judy") else {
+            eprintln!("libJudy missing (apt-get install libjudy-dev): skipping");
+            return;
+        };
+        let check = |d: &str| {
+            let spec = Spec::parse(d).unwrap();
+            unsupported(&r, &spec, d, Workload::Lookup, 1, 8)
+        };
+        let why = check("rand-16").expect("rand-16 keys may hold 0x00");
+        assert!(why.contains("0x00"), "{why}");
+        for ok in ["rand-8", "rand-int", "seq-int", "ngram", "url", "az"] {
+            assert_eq!(check(ok), None, "{ok}");
+        }
+        let spec = Spec::parse("rand-8").unwrap();
+        let why = unsupported(&r, &spec, "rand-8", Workload::Lookup, 1, 16).unwrap();
+        assert!(why.contains("8-byte values"), "{why}");
+    }
+
+    /// A peer that cannot remove is refused workloads that delete.
+    #[test]
+    fn no_remove_refuses_deleting_workloads() {
+        let mut r = registry::resolve("btreemap").unwrap();
+        r.caps.removes = false;
+        let spec = Spec::parse("rand-8").unwrap();
+        let why = unsupported(&r, &spec, "rand-8", Workload::Delete, 1, 8).unwrap();
+        assert!(why.contains("cannot remove"), "{why}");
+        assert_eq!(
+            unsupported(&r, &spec, "rand-8", Workload::Ycsb('a'), 1, 8),
+            None
+        );
+    }
+}

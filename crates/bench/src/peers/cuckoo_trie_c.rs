@@ -11,7 +11,7 @@
 //! cargo run --release -p orrery-bench -- run --index cuckoo-trie,cuckoo-trie-c \
 //!     --dataset rand-8 --keys 10M --workload load,c --threads 1,2
 //! GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 ORRERY_CUCKOO_TRIE_C=... \
-//!     cargo test -p orrery-bench --test cuckoo_trie_c
+//!     cargo test -p orrery-bench cuckoo_trie_c
 //! ```
 //!
 //! Without the variable the name is left out of "every index" listings and runs, and asking
@@ -55,7 +55,7 @@
 //! - **No deletion.** `remove` panics with a message; the registry marks the peer
 //!   `removes: false`, so the harness refuses workloads that delete before building it.
 //! - **Keys** of 0 to 256 bytes (`MAX_KEY_BYTES`), any bytes (0x00, keys that are prefixes
-//!   of others: checked by the integration test); longer keys get [`Error::KeyTooLong`].
+//!   of others: checked by the tests below); longer keys get [`Error::KeyTooLong`].
 //!
 //! # Loading
 //!
@@ -80,8 +80,8 @@
 
 use std::ffi::{CStr, c_int, c_void};
 use std::ops::{Bound, ControlFlow};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use libloading::os::unix::Library;
 use orrery::api::{MAX_VALUE_LEN, ScanVisitor};
@@ -293,7 +293,8 @@ pub(crate) struct CuckooTrieC {
     trie: *mut Trie,
     cells: u64,
     stripes: Box<[CachePadded<SpinLock<()>>]>,
-    counts: StripedCounter<2>,
+    /// Keys, and bytes the allocator holds for live records (shared with deferred frees).
+    counts: Arc<StripedCounter<2>>,
     full: AtomicBool,
 }
 
@@ -334,7 +335,7 @@ impl CuckooTrieC {
             stripes: (0..STRIPES)
                 .map(|_| CachePadded::new(SpinLock::new(())))
                 .collect(),
-            counts: StripedCounter::new(),
+            counts: Arc::new(StripedCounter::new()),
             full: AtomicBool::new(false),
         })
     }
@@ -459,16 +460,15 @@ impl KvIndex for CuckooTrieC {
                     self.free_now(kv);
                     return Err(Error::OutOfMemory);
                 }
-                // SAFETY: the old record was the one the trie held (stripe lock) and is now
+                // The old record was the one the trie held (stripe lock) and is now
                 // unreachable for readers that pin after the swap.
-                let n = unsafe { &*old }.key_size as usize + unsafe { &*old }.value_size as usize;
-                self.counts
-                    .add(RECORD_BYTES, -((n + size_of::<Kv>()) as isize));
                 let retired = Retired(old, self.lib);
+                let counts = Arc::clone(&self.counts);
                 guard.defer(move || {
                     let r = retired;
                     // SAFETY: no reader pinned before the swap remains; freed once.
-                    unsafe { (r.1.kv_free)(r.0) };
+                    let n = unsafe { (r.1.kv_free)(r.0) };
+                    counts.add(RECORD_BYTES, -(n as isize));
                 });
                 Ok(false)
             }
