@@ -874,6 +874,7 @@ mod tests {
             mercury_load_percent: 75,
             mercury_prefault: Switch::Off,
             epoch_pin: EpochPin::Fenced,
+            ..Settings::DEFAULT
         };
         for r in &recs {
             let s = r

@@ -42,6 +42,15 @@ use std::process::ExitCode;
 static ALLOC: metrics::alloc_count::CountingAlloc = metrics::alloc_count::CountingAlloc;
 
 fn main() -> ExitCode {
+    // `orrery-bench run ... | head`: when the reader of stdout goes away, end quietly as
+    // command-line tools do (killed by SIGPIPE), instead of panicking in `println!` on
+    // EPIPE (Rust ignores SIGPIPE by default).
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE at start-up, before any thread
+    // exists; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // Every index gets THP-backed malloc memory, as in the papers' setups (machine::malloc).
     machine::malloc::reexec_if_needed();
     cli::main(std::env::args_os())

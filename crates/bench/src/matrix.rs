@@ -107,6 +107,19 @@ fn unsupported(
             r.name
         ));
     }
+    if w.deletes() && !c.removes {
+        return Some(format!(
+            "{} cannot remove keys: workload {w} deletes",
+            r.name
+        ));
+    }
+    if c.nul_only_in_8_byte_keys && spec.may_contain_nul() && spec.fixed_len() != Some(8) {
+        return Some(format!(
+            "{} takes 0x00 only in 8-byte keys (JudySL keys are C strings); dataset \
+             {dataset}'s keys may contain it",
+            r.name
+        ));
+    }
     if w.scans() && !c.ordered {
         return Some(format!("{} is a point index: workload {w} scans", r.name));
     }
@@ -165,17 +178,30 @@ impl Plan {
         if m.max_secs.is_some_and(|s| s.is_nan() || s <= 0.0) {
             return Err("--max-secs must be positive".into());
         }
-        let indexes = m
-            .indexes
-            .iter()
-            .map(|n| registry::resolve(n))
-            .collect::<Result<Vec<_>, _>>()?;
+        // An opt-in peer that cannot run here (its library is not built) is skipped with a
+        // note when unsupported combinations are skipped (suites); otherwise it is an error.
+        let mut problems = Vec::new();
+        let mut indexes = Vec::new();
+        for n in &m.indexes {
+            match registry::resolve(n) {
+                Ok(r) => indexes.push(r),
+                Err(e) if m.skip_unsupported && registry::is_unavailable_opt_in(n) => {
+                    problems.push(e)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if indexes.is_empty() {
+            return Err(format!(
+                "no index can run here:\n  {}",
+                problems.join("\n  ")
+            ));
+        }
         let datasets = m
             .datasets
             .iter()
             .map(|d| Spec::parse(d).map(|s| (d.clone(), s)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut problems = Vec::new();
         for r in &indexes {
             for (name, spec) in &datasets {
                 for &w in &m.workloads {
@@ -466,7 +492,9 @@ impl Plan {
         rss::trim_heap();
         let alloc0 = alloc_count::live_bytes();
         let rss0 = rss::resident_bytes();
-        let (index, probe) = r.make_probed(&m.settings);
+        // Every key of the run's pool may end up inserted: indexes that cannot grow are
+        // sized for all of them.
+        let (index, probe) = r.make_probed(&m.settings, keys.len() as u64)?;
         let bar = progress.bar(self.n(), label);
         // A load always completes: no time limit.
         let knobs = Knobs {
@@ -505,10 +533,10 @@ impl Plan {
                 self.n()
             ));
         }
-        let mem = r
-            .caps
-            .reports_memory
-            .then(|| index.memory_usage().total() as f64 / n);
+        let complete = !r.caps.memory_only_8_byte_keys
+            || (0..keys.len().min(self.n() as usize)).all(|i| keys.get(i).len() == 8);
+        let mem =
+            (r.caps.reports_memory && complete).then(|| index.memory_usage().total() as f64 / n);
         let load = Load {
             mops: phase.mops(),
             threads,
@@ -709,4 +737,45 @@ struct Load {
 struct Sample {
     phase: Phase,
     load: Load,
+}
+
+#[cfg(test)]
+mod caps_tests {
+    use super::*;
+
+    /// Judy refuses datasets whose keys may hold 0x00 unless all are 8 bytes (JudySL keys are
+    /// C strings), and takes the text sets and the 8-byte binary sets.
+    #[test]
+    fn judy_refuses_binary_keys_of_other_lengths() {
+        let Ok(r) = registry::resolve("judy") else {
+            eprintln!("libJudy missing (apt-get install libjudy-dev): skipping");
+            return;
+        };
+        let check = |d: &str| {
+            let spec = Spec::parse(d).unwrap();
+            unsupported(&r, &spec, d, Workload::Lookup, 1, 8)
+        };
+        let why = check("rand-16").expect("rand-16 keys may hold 0x00");
+        assert!(why.contains("0x00"), "{why}");
+        for ok in ["rand-8", "rand-int", "seq-int", "ngram", "url", "az"] {
+            assert_eq!(check(ok), None, "{ok}");
+        }
+        let spec = Spec::parse("rand-8").unwrap();
+        let why = unsupported(&r, &spec, "rand-8", Workload::Lookup, 1, 16).unwrap();
+        assert!(why.contains("8-byte values"), "{why}");
+    }
+
+    /// A peer that cannot remove is refused workloads that delete.
+    #[test]
+    fn no_remove_refuses_deleting_workloads() {
+        let mut r = registry::resolve("btreemap").unwrap();
+        r.caps.removes = false;
+        let spec = Spec::parse("rand-8").unwrap();
+        let why = unsupported(&r, &spec, "rand-8", Workload::Delete, 1, 8).unwrap();
+        assert!(why.contains("cannot remove"), "{why}");
+        assert_eq!(
+            unsupported(&r, &spec, "rand-8", Workload::Ycsb('a'), 1, 8),
+            None
+        );
+    }
 }

@@ -1,12 +1,15 @@
 //! The index registry: names → constructors with capability flags.
 //!
 //! Everything the benchmark runs is an [`AnyIndex`]: a boxed [`orrery::OrderedKvIndex`] or
-//! [`orrery::KvIndex`] trait object. Orrery's structures implement those traits already, so
-//! adding one is ONE line in [`entries`]:
+//! [`orrery::KvIndex`] trait object. Orrery's own structures come from the facade's
+//! registry ([`orrery::registry`], which `orrery-server` uses too): every name it lists is
+//! an entry here, built by it, so a structure added to the facade needs nothing here
+//! (`own_entries`; only structures whose configuration the run's [`Settings`] change are
+//! built here with them). Bench-only configurations (the Wormhole ablation, Mercury
+//! variants) and peers are entries of this file, one each, e.g.
 //!
 //! ```ignore
-//! Entry::ordered("wormhole", "Wormhole (Wu et al. 2019)", Caps::CONCURRENT, |_| Box::new(Wormhole::new())),
-//! Entry::point("mercury", "Mercury chained hash", Caps::CONCURRENT, |_| Box::new(Mercury::new())),
+//! Entry::ordered("scc-tree", "scc TreeIndex", Caps::PEER, |_| Box::<scc::SccTree>::default()),
 //! ```
 //!
 //! after which the name works in `run --index`, in suites, in `indexes`, in reports, and
@@ -42,6 +45,17 @@ pub(crate) struct Caps {
     /// False for peers whose upsert is remove-then-insert (crossbeam-skiplist); their
     /// multi-threaded misses are reported as warnings instead of failing the run.
     pub(crate) atomic_upsert: bool,
+    /// Supports `remove` (false for the Cuckoo Trie authors' C code, which has no deletion:
+    /// workloads that delete are refused before the index is built).
+    pub(crate) removes: bool,
+    /// Keys may contain the byte 0x00 only when they are exactly 8 bytes long (Judy: 8-byte
+    /// keys go to JudyL as integers, others to JudySL, whose keys are NUL-terminated
+    /// strings): datasets whose keys may hold 0x00 and are not all 8 bytes are refused,
+    /// and the peer's `insert` of such a key is an error.
+    pub(crate) nul_only_in_8_byte_keys: bool,
+    /// `memory_usage()` is complete only when every key is 8 bytes long (Judy: JudyL has
+    /// `JudyLMemUsed`, JudySL has no count); with other keys memory shows as n/a.
+    pub(crate) memory_only_8_byte_keys: bool,
 }
 
 impl Caps {
@@ -53,6 +67,9 @@ impl Caps {
         value_len: None,
         reports_memory: true,
         atomic_upsert: true,
+        removes: true,
+        nul_only_in_8_byte_keys: false,
+        memory_only_8_byte_keys: false,
     };
 
     /// A thread-safe peer with no memory accounting of its own.
@@ -80,6 +97,15 @@ impl Caps {
         }
         if !self.reports_memory {
             parts.push("no memory_usage".into());
+        }
+        if !self.removes {
+            parts.push("no remove".into());
+        }
+        if self.nul_only_in_8_byte_keys {
+            parts.push("0x00 only in 8-byte keys".into());
+        }
+        if self.memory_only_8_byte_keys {
+            parts.push("memory_usage for 8-byte keys only".into());
         }
         parts.join(", ")
     }
@@ -176,6 +202,9 @@ pub(crate) struct Hooks {
 /// Shared [`Hooks`].
 pub(crate) type Probe = Arc<Hooks>;
 
+/// Builds an ordered index for the run's settings and a key capacity, or says why not.
+type SizedMaker = fn(&Settings, u64) -> std::result::Result<Box<dyn OrderedKvIndex>, String>;
+
 /// How an entry builds its index.
 #[derive(Clone, Copy)]
 enum Maker {
@@ -183,6 +212,12 @@ enum Maker {
     Point(fn(&Settings) -> Box<dyn KvIndex>),
     /// A point index with a [`Probe`].
     PointProbed(fn(&Settings) -> (Box<dyn KvIndex>, Probe)),
+    /// One of our structures in its default configuration, built by the facade's
+    /// registry ([`orrery::registry::build`]) under this name.
+    Facade(&'static str),
+    /// An ordered index that must be sized up front for the keys it will hold (a peer
+    /// whose table cannot grow), or that can fail to build (`Err` says why).
+    OrderedSized(SizedMaker),
 }
 
 /// One registered index.
@@ -262,6 +297,25 @@ impl Entry {
         }
     }
 
+    /// An ordered index built for a known number of keys (see [`Maker::OrderedSized`]).
+    fn ordered_sized(
+        name: &'static str,
+        about: &'static str,
+        caps: Caps,
+        make: SizedMaker,
+    ) -> Entry {
+        Entry {
+            name,
+            about,
+            caps: Caps {
+                ordered: true,
+                ..caps
+            },
+            make: Maker::OrderedSized(make),
+            check: None,
+        }
+    }
+
     /// The same entry, buildable only when `check` passes (opt-in peers).
     fn checked(self, check: fn() -> std::result::Result<(), String>) -> Entry {
         Entry {
@@ -301,15 +355,10 @@ pub(crate) fn entries() -> Vec<Entry> {
 
 /// Every registered index, buildable here or not, in listing order.
 fn all_entries() -> Vec<Entry> {
-    use peers::{btree, congee, hash, scc, skiplist, wormhole_c};
-    vec![
-        // Orrery's structures register here, one line each.
-        Entry::ordered(
-            "wormhole",
-            "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
-            Caps::CONCURRENT,
-            |s| Box::new(wormhole_with(s, true, true, true, true)),
-        ),
+    use peers::{btree, congee, cuckoo_trie_c, hash, judy, scc, skiplist, wormhole_c};
+    let mut all = own_entries();
+    all.extend([
+        // Bench-only configurations of our structures.
         // Fig 11 ablation: BaseWormhole, then one optimization added at a time.
         Entry::ordered(
             "wormhole-base",
@@ -334,18 +383,6 @@ fn all_entries() -> Vec<Entry> {
             "Wormhole +TagMatching +IncHashing +SortByTag",
             Caps::CONCURRENT,
             |s| Box::new(wormhole_with(s, true, true, true, false)),
-        ),
-        Entry::ordered(
-            "cuckoo-trie",
-            "Cuckoo Trie (Zeitak & Morrison 2021): key-eliminating cuckoo table of trie nodes, MLP search",
-            Caps::CONCURRENT,
-            |_| Box::new(orrery::cuckoo_trie::CuckooTrie::new()),
-        ),
-        Entry::point_probed(
-            "mercury",
-            "Mercury chained hash (cooperative expansion)",
-            Caps::CONCURRENT,
-            |s| mercury_probed(mercury_config(s, Default::default())),
         ),
         Entry::point_probed(
             "mercury-dedicated",
@@ -441,6 +478,20 @@ fn all_entries() -> Vec<Entry> {
             Caps::PEER,
             |_| Box::<hash::LockedHashbrown>::default(),
         ),
+        // Opt-in: the system's libJudy (apt-get install libjudy-dev), peers/judy.rs.
+        Entry::ordered(
+            "judy",
+            "Judy arrays (libJudy): JudyL for 8-byte keys, JudySL for strings; one writer \
+             behind a RwLock; 8-byte values",
+            Caps {
+                value_len: Some(judy::VALUE_LEN),
+                nul_only_in_8_byte_keys: true,
+                memory_only_8_byte_keys: true,
+                ..Caps::CONCURRENT
+            },
+            |_| Box::new(judy::Judy::new().expect("resolve() checked that libJudy loads")),
+        )
+        .checked(judy::available),
         // Opt-in: the authors' C code, loaded from $ORRERY_WORMHOLE_C (peers/wormhole_c.rs).
         Entry::ordered(
             "wormhole-c",
@@ -454,7 +505,88 @@ fn all_entries() -> Vec<Entry> {
             },
         )
         .checked(wormhole_c::available),
-    ]
+        // Opt-in: the Cuckoo Trie authors' C code, from $ORRERY_CUCKOO_TRIE_C
+        // (peers/cuckoo_trie_c.rs). Its table cannot grow: sized for the run's keys.
+        Entry::ordered_sized(
+            "cuckoo-trie-c",
+            "the Cuckoo Trie authors' C code, fixed table sized for the run (opt-in: \
+             ORRERY_CUCKOO_TRIE_C=libcuckoo_trie.so)",
+            Caps {
+                removes: false,
+                ..Caps::CONCURRENT
+            },
+            |s, keys| {
+                cuckoo_trie_c::CuckooTrieC::for_keys(keys, s.cuckoo_trie_c_cells_percent)
+                    .map(|t| Box::new(t) as Box<dyn OrderedKvIndex>)
+            },
+        )
+        .checked(cuckoo_trie_c::available),
+    ]);
+    all
+}
+
+/// Orrery's own structures, as the facade's registry ([`orrery::registry`]) names them, in
+/// its order: a structure added there is in the benchmark too. The facade builds each in
+/// its default configuration; the two whose configuration the run's [`Settings`] change
+/// (Wormhole's pre-fault and item prefetch, Mercury's load factor and pre-fault, plus
+/// Mercury's expansion probe) are built here with those settings.
+fn own_entries() -> Vec<Entry> {
+    own_capabilities()
+        .iter()
+        .map(|&(name, capability)| {
+            let make = match name {
+                "wormhole" => {
+                    Maker::Ordered(|s| Box::new(wormhole_with(s, true, true, true, true)))
+                }
+                "mercury" => {
+                    Maker::PointProbed(|s| mercury_probed(mercury_config(s, Default::default())))
+                }
+                _ => Maker::Facade(name),
+            };
+            Entry {
+                name,
+                about: own_about(name),
+                caps: Caps {
+                    ordered: capability == orrery::registry::Capability::Ordered,
+                    ..Caps::CONCURRENT
+                },
+                make,
+                check: None,
+            }
+        })
+        .collect()
+}
+
+/// The facade's names with their capability, learnt once per process by building each
+/// (the facade says what a structure can do only of a built one).
+fn own_capabilities() -> &'static [(&'static str, orrery::registry::Capability)] {
+    static CAPS: std::sync::OnceLock<Vec<(&'static str, orrery::registry::Capability)>> =
+        std::sync::OnceLock::new();
+    CAPS.get_or_init(|| {
+        orrery::registry::names()
+            .into_iter()
+            .filter_map(|name| match orrery::registry::build(name) {
+                Ok(i) => Some((name, i.capability())),
+                Err(e) => {
+                    eprintln!("warning: orrery::registry cannot build {name:?}: {e}");
+                    None
+                }
+            })
+            .collect()
+    })
+}
+
+/// One line about one of our structures, for listings.
+fn own_about(name: &str) -> &'static str {
+    match name {
+        "wormhole" => "Wormhole (Wu et al. 2019): hashed MetaTrie over sorted leaves",
+        "mercury" => "Mercury chained hash (cooperative expansion)",
+        "cuckoo-trie" => {
+            "Cuckoo Trie (Zeitak & Morrison 2021): key-eliminating cuckoo table of trie nodes, MLP search"
+        }
+        "hyperion" => "Hyperion (Mathis et al. 2022): memory-dense 16-bit-span trie",
+        _ => "an Orrery structure (orrery::registry)",
+    }
 }
 
 /// A Wormhole with the given Fig 11 switches and the run's Wormhole [`Settings`] (pre-fault
@@ -491,17 +623,37 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
-    /// A fresh, empty index.
+    /// A fresh, empty index (sized for 100K keys where that matters).
     #[cfg(test)]
     pub(crate) fn make(&self) -> AnyIndex {
-        self.make_probed(&Settings::DEFAULT).0
+        self.make_probed(&Settings::DEFAULT, 100_000)
+            .expect("builds")
+            .0
     }
 
-    /// A fresh, empty index built with `settings` and its probe, if it has one (an SLB in front keeps the inner
-    /// index's probe).
-    pub(crate) fn make_probed(&self, settings: &Settings) -> (AnyIndex, Option<Probe>) {
+    /// A fresh, empty index built with `settings` and its probe, if it has one (an SLB in
+    /// front keeps the inner index's probe). `capacity`: how many distinct keys the run may
+    /// insert at most (for indexes that cannot grow). `Err` when the index cannot be built
+    /// here (e.g. missing huge pages).
+    pub(crate) fn make_probed(
+        &self,
+        settings: &Settings,
+        capacity: u64,
+    ) -> std::result::Result<(AnyIndex, Option<Probe>), String> {
         let (index, probe) = match self.inner.make {
+            Maker::OrderedSized(f) => (
+                AnyIndex::Ordered(
+                    f(settings, capacity).map_err(|e| format!("{}: {e}", self.name))?,
+                ),
+                None,
+            ),
             Maker::Ordered(f) => (AnyIndex::Ordered(f(settings)), None),
+            Maker::Facade(name) => {
+                match orrery::registry::build(name).map_err(|e| format!("{}: {e}", self.name))? {
+                    orrery::registry::AnyIndex::Ordered(i) => (AnyIndex::Ordered(i), None),
+                    orrery::registry::AnyIndex::Unordered(i) => (AnyIndex::Point(i), None),
+                }
+            }
             Maker::Point(f) => (AnyIndex::Point(f(settings)), None),
             Maker::PointProbed(f) => {
                 let (i, p) = f(settings);
@@ -512,8 +664,20 @@ impl Resolved {
             .slb_layers
             .iter()
             .fold(index, |i, &mib| slb::wrap(i, mib));
-        (index, probe)
+        Ok((index, probe))
     }
+}
+
+/// Whether `name` (possibly behind `slb:` prefixes) is a registered opt-in index whose
+/// check fails here (e.g. `cuckoo-trie-c` without its library).
+pub(crate) fn is_unavailable_opt_in(name: &str) -> bool {
+    let mut base = name;
+    while let Ok(Some((_, inner))) = slb::parse_prefix(base) {
+        base = inner;
+    }
+    all_entries()
+        .iter()
+        .any(|e| e.name == base && e.check.is_some_and(|c| c().is_err()))
 }
 
 /// Looks `name` up; `slb:<name>` (or `slbN:<name>`, N MiB of Cache Table) wraps any
@@ -597,6 +761,26 @@ mod slb {
 mod tests {
     use super::*;
 
+    /// Every structure of the facade's registry is an entry here with its capability, and
+    /// no entry of ours shadows a facade name with another kind.
+    #[test]
+    fn our_structures_come_from_the_facade_registry() {
+        let all = entries();
+        for name in orrery::registry::names() {
+            let e = all
+                .iter()
+                .find(|e| e.name == name)
+                .unwrap_or_else(|| panic!("{name} of orrery::registry is not in the bench"));
+            let ordered = orrery::registry::build(name).unwrap().capability()
+                == orrery::registry::Capability::Ordered;
+            assert_eq!(e.caps.ordered, ordered, "{name}");
+            assert_eq!(all.iter().filter(|e| e.name == name).count(), 1, "{name}");
+            let built = resolve(name).unwrap().make();
+            built.insert(b"k", b"v").unwrap();
+            assert_eq!(built.len(), 1, "{name}");
+        }
+    }
+
     #[test]
     fn every_entry_builds_an_empty_index_with_matching_kind() {
         for e in entries() {
@@ -615,7 +799,10 @@ mod tests {
     /// Mercury's probe sees an expansion while inserts run and none once it finished.
     #[test]
     fn mercury_probe_sees_expansions() {
-        let (index, probe) = resolve("mercury").unwrap().make_probed(&Settings::DEFAULT);
+        let (index, probe) = resolve("mercury")
+            .unwrap()
+            .make_probed(&Settings::DEFAULT, 0)
+            .unwrap();
         let probe = probe.expect("mercury has a probe");
         let mut seen = false;
         for i in 0..20_000u64 {
@@ -628,7 +815,8 @@ mod tests {
         assert!(
             resolve("dashmap")
                 .unwrap()
-                .make_probed(&Settings::DEFAULT)
+                .make_probed(&Settings::DEFAULT, 0)
+                .unwrap()
                 .1
                 .is_none()
         );

@@ -129,6 +129,11 @@ pub(crate) struct Settings {
     /// the barrier the measuring process really used.
     #[arg(long, value_enum, default_value_t = Settings::DEFAULT.epoch_pin)]
     pub(crate) epoch_pin: EpochPin,
+    /// Table cells per 100 keys of the opt-in `cuckoo-trie-c` peer, whose table cannot
+    /// grow: it is built for every key the run may insert times this (16 bytes a cell).
+    #[arg(long, default_value_t = Settings::DEFAULT.cuckoo_trie_c_cells_percent,
+          value_parser = clap::value_parser!(u32).range(100..=10_000))]
+    pub(crate) cuckoo_trie_c_cells_percent: u32,
 }
 
 impl Settings {
@@ -139,6 +144,7 @@ impl Settings {
         mercury_load_percent: orrery::mercury::DEFAULT_LOAD_PERCENT as u32,
         mercury_prefault: Switch::On,
         epoch_pin: EpochPin::Fenced,
+        cuckoo_trie_c_cells_percent: 300,
     };
 
     /// Settings read from the extra keys of a suite matrix (every key not given keeps its
@@ -156,6 +162,7 @@ impl Settings {
             mercury_load_percent,
             mercury_prefault,
             epoch_pin,
+            cuckoo_trie_c_cells_percent,
         } = *cli;
         if given("wormhole_prefault") {
             self.wormhole_prefault = wormhole_prefault;
@@ -171,6 +178,9 @@ impl Settings {
         }
         if given("epoch_pin") {
             self.epoch_pin = epoch_pin;
+        }
+        if given("cuckoo_trie_c_cells_percent") {
+            self.cuckoo_trie_c_cells_percent = cuckoo_trie_c_cells_percent;
         }
     }
 
@@ -206,12 +216,13 @@ impl fmt::Display for Settings {
         write!(
             f,
             "--wormhole-prefault {} --wormhole-item-prefetch {} --mercury-load-percent {} \
-             --mercury-prefault {} --epoch-pin {}",
+             --mercury-prefault {} --epoch-pin {} --cuckoo-trie-c-cells-percent {}",
             self.wormhole_prefault,
             self.wormhole_item_prefetch,
             self.mercury_load_percent,
             self.mercury_prefault,
-            self.epoch_pin
+            self.epoch_pin,
+            self.cuckoo_trie_c_cells_percent
         )
     }
 }

@@ -146,6 +146,11 @@ impl Workload {
         }
     }
 
+    /// Whether the workload removes keys (`delete`, and the Facebook traces' DELETEs).
+    pub(crate) fn deletes(&self) -> bool {
+        matches!(self, Workload::Delete | Workload::Facebook(_))
+    }
+
     /// Whether the workload scans (needs an ordered index).
     pub(crate) fn scans(&self) -> bool {
         matches!(self, Workload::Ycsb('e') | Workload::Scan100)

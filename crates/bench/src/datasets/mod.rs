@@ -155,6 +155,19 @@ impl Spec {
         }
     }
 
+    /// Whether keys may contain the byte 0x00: binary keys do; the text sets (`az`, `url`,
+    /// `ngram`, the Facebook sizes, files of lines) do not.
+    pub(crate) fn may_contain_nul(&self) -> bool {
+        match self {
+            Spec::Random(_) | Spec::KShort(_) | Spec::KLong(_) | Spec::SeqInt | Spec::RandInt => {
+                true
+            }
+            Spec::Az | Spec::Az2 | Spec::Url | Spec::Ngram | Spec::File(_) | Spec::Facebook(_) => {
+                false
+            }
+        }
+    }
+
     /// A short description for listings.
     pub(crate) fn about(&self) -> String {
         match self {

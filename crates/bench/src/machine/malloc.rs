@@ -15,7 +15,8 @@
 //! re-executes again). The state is printed in the header of `run` and recorded in every
 //! JSON result (`malloc`).
 //!
-//! When the opt-in `wormhole-c` peer is configured (`ORRERY_WORMHOLE_C` set), the same
+//! When an opt-in C peer linked against jemalloc is configured (`ORRERY_WORMHOLE_C` or
+//! `ORRERY_CUCKOO_TRIE_C` set), the same
 //! re-execution also appends `glibc.rtld.optional_static_tls=16384`, which the jemalloc the
 //! C library is linked against needs to be `dlopen`ed (see `peers::wormhole_c`, "Loading"),
 //! unless `GLIBC_TUNABLES` already sets it; `--no-huge-malloc` does not turn that off.
@@ -58,7 +59,8 @@ fn reexec_value(args: &[OsString], tunables: Option<&str>, c_peer: bool) -> Opti
 pub(crate) fn reexec_if_needed() {
     let args: Vec<OsString> = std::env::args_os().collect();
     let tunables = std::env::var("GLIBC_TUNABLES").ok();
-    let c_peer = std::env::var_os(crate::peers::wormhole_c::ENV).is_some();
+    let c_peer = std::env::var_os(crate::peers::wormhole_c::ENV).is_some()
+        || std::env::var_os(crate::peers::cuckoo_trie_c::ENV).is_some();
     let Some(value) = reexec_value(&args, tunables.as_deref(), c_peer) else {
         return;
     };

@@ -12,15 +12,19 @@
 //! entry says `reports_memory: false`; the benchmark shows "n/a" there and relies on the
 //! counting allocator and RSS, which measure every structure the same way.
 //!
-//! `wormhole_c` is opt-in: the Wormhole authors' C library, opened at run time from
-//! `$ORRERY_WORMHOLE_C` (see its module docs for building and running it).
+//! `wormhole_c` and `cuckoo_trie_c` are opt-in: the Wormhole and Cuckoo Trie authors' C
+//! libraries, opened at run time from `$ORRERY_WORMHOLE_C` and `$ORRERY_CUCKOO_TRIE_C` (see
+//! their module docs for building and running them). `judy` opens the system's `libJudy`
+//! (Debian `libjudy-dev`) at run time.
 //!
 //! The `insert` of a peer must report whether the key was new, which not every peer's API
 //! tells in one call; each adapter's docs say what extra work that costs.
 
 pub(crate) mod btree;
 pub(crate) mod congee;
+pub(crate) mod cuckoo_trie_c;
 pub(crate) mod hash;
+pub(crate) mod judy;
 pub(crate) mod scc;
 pub(crate) mod skiplist;
 pub(crate) mod wormhole_c;
@@ -47,6 +51,26 @@ pub(crate) mod tests {
         key_len: usize,
         value_len: usize,
     ) {
+        differential_with(
+            index,
+            ordered,
+            key_len,
+            value_len,
+            &[0u8, 1, 0x7F, 0xFF],
+            true,
+        );
+    }
+
+    /// [`differential`] with keys drawn from `alphabet`, and without removals unless
+    /// `removes` (for peers that cannot remove; their removal steps become lookups).
+    pub(crate) fn differential_with(
+        index: &dyn KvIndex,
+        ordered: Option<&dyn OrderedKvIndex>,
+        key_len: usize,
+        value_len: usize,
+        alphabet: &[u8],
+        removes: bool,
+    ) {
         let mut model = BTreeMap::<Vec<u8>, Vec<u8>>::new();
         let mut rng = Rng::new(77);
         let key = |rng: &mut Rng| -> Vec<u8> {
@@ -58,7 +82,7 @@ pub(crate) mod tests {
             let mut k = vec![0u8; len];
             // A small alphabet so that keys collide and share prefixes.
             for b in &mut k {
-                *b = [0u8, 1, 0x7F, 0xFF][rng.below(4) as usize];
+                *b = alphabet[rng.below(alphabet.len() as u64) as usize];
             }
             k
         };
@@ -71,7 +95,7 @@ pub(crate) mod tests {
                     let new = index.insert(&k, &v).unwrap();
                     assert_eq!(new, model.insert(k, v).is_none(), "insert at step {step}");
                 }
-                4..=5 => assert_eq!(index.remove(&k), model.remove(&k).is_some()),
+                4..=5 if removes => assert_eq!(index.remove(&k), model.remove(&k).is_some()),
                 _ => assert_eq!(index.get(&k), model.get(&k).cloned(), "get at step {step}"),
             }
             assert_eq!(index.len(), model.len());
