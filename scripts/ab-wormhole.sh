@@ -24,7 +24,8 @@
 #   EXTRA      further `orrery-bench run` options (e.g. "--epoch-pin fenced")
 #
 # Every run writes JSON records (they carry the machine's load average, the git revision
-# and the run's settings) to $WORK/json/; the summary is recomputed from all of them.
+# and the run's settings) to $WORK/json/; the summary is recomputed from this sitting's.
+# SUMMARY=STAMP only prints the summary of an earlier sitting (its JSON file prefix).
 # Figures are only comparable within one sitting on a quiet machine: check `loadavg`.
 set -euo pipefail
 
@@ -56,12 +57,15 @@ build() {
     echo "$dir/target/release/orrery-bench"
 }
 
-base_bin=${BASE_BIN:-$(build "$base")}
-new_bin=${NEW_BIN:-$(build "$new")}
-echo "base $base: $base_bin" >&2
-echo "new  $new: $new_bin" >&2
+if [[ -z ${SUMMARY:-} ]]; then
+    base_bin=${BASE_BIN:-$(build "$base")}
+    new_bin=${NEW_BIN:-$(build "$new")}
+    echo "base $base: $base_bin" >&2
+    echo "new  $new: $new_bin" >&2
+fi
 
-stamp=$(date -u +%Y%m%dT%H%M%S)
+stamp=${SUMMARY:-$(date -u +%Y%m%dT%H%M%S)}
+[[ -n ${SUMMARY:-} ]] && repeats=0
 for r in $(seq 1 "$repeats"); do
     for d in $datasets; do
         for t in $threads; do
@@ -72,7 +76,7 @@ for r in $(seq 1 "$repeats"); do
                 echo "round $r/$repeats: $side $d threads $t" >&2
                 # shellcheck disable=SC2086
                 "$bin" run --index "$index" --dataset "$d" --keys "$keys" --workload "$workloads" \
-                    --threads "$t" --ops "$ops" --json "$out" $EXTRA >/dev/null
+                    --threads "$t" --ops "$ops" --json "$out" ${EXTRA:-} >/dev/null
             done
         done
     done
@@ -83,23 +87,29 @@ import glob, json, os, statistics, sys
 from collections import defaultdict
 
 root, stamp = sys.argv[1], sys.argv[2]
-runs = defaultdict(list)
+# Per cell and side: wall-clock Mops/s, and Mops/s over the measuring threads' CPU time
+# (less sensitive to other processes taking the cores, but blind to waits).
+runs = defaultdict(lambda: ([], []))
 loads = []
 for path in sorted(glob.glob(os.path.join(root, f"{stamp}-*.jsonl"))):
     side = os.path.basename(path).split("-")[1]
     for line in open(path):
         rec = json.loads(line)
-        key = (rec["dataset"], rec["threads"], rec["workload"])
-        runs[(side,) + key].append(rec["mops"])
+        wall, cpu = runs[(side, rec["dataset"], rec["threads"], rec["workload"])]
+        wall.append(rec["mops"])
+        cpu.append(rec.get("mops_cpu", float("nan")))
         loads.append(rec.get("loadavg", float("nan")))
 cells = sorted({k[1:] for k in runs})
-print(f"{'dataset':8} {'thr':>3} {'workload':8} {'base Mops/s':>12} {'new Mops/s':>11} {'new/base':>8}  runs")
+med = statistics.median
+print("medians; wall: Mops/s by wall clock; cpu: by the measuring threads' CPU time")
+print(f"{'dataset':8} {'thr':>3} {'workload':8} {'base wall':>9} {'new wall':>9} {'new/base':>8}"
+      f" {'base cpu':>9} {'new cpu':>9} {'new/base':>8}  runs")
 for d, t, w in cells:
-    b, n = runs[("base", d, t, w)], runs[("new", d, t, w)]
-    if not b or not n:
+    (bw, bc), (nw, nc) = runs[("base", d, t, w)], runs[("new", d, t, w)]
+    if not bw or not nw:
         continue
-    mb, mn = statistics.median(b), statistics.median(n)
-    print(f"{d:8} {t:>3} {w:8} {mb:12.3f} {mn:11.3f} {mn / mb:8.3f}  {len(b)}+{len(n)}")
+    print(f"{d:8} {t:>3} {w:8} {med(bw):9.3f} {med(nw):9.3f} {med(nw) / med(bw):8.3f}"
+          f" {med(bc):9.3f} {med(nc):9.3f} {med(nc) / med(bc):8.3f}  {len(bw)}+{len(nw)}")
 if loads:
     print(f"load average during the runs: min {min(loads):.2f}, max {max(loads):.2f}")
 EOF

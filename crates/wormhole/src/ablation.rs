@@ -2,10 +2,11 @@
 //!
 //! The paper measures Wormhole's optimizations by turning them on one at a time, starting
 //! from *BaseWormhole* (all off). Here each is a bit of the const parameter `OPTS` of
-//! [`WormholeWith`](crate::WormholeWith); the engine tests the bits with `if` on constants, so every variant
-//! is compiled separately and the default [`Wormhole`](crate::Wormhole) (all bits set) carries no check of
-//! a switch, and no code of the paths it turns off, on its lookup path. None of the
-//! switches changes a result, only speed.
+//! [`WormholeWith`](crate::WormholeWith); the engine tests the bits with `if` on
+//! constants, so every variant is compiled separately and the default
+//! [`Wormhole`](crate::Wormhole) (all bits set) carries no check of a switch, and no code
+//! of the paths it turns off, on its lookup path. None of the switches changes a result,
+//! only speed.
 //!
 //! | bit | paper | on | off |
 //! |---|---|---|---|
@@ -14,7 +15,8 @@
 //! | [`SORT_BY_TAG`] | §3.2 | point operations search the hash-ordered tag array | leaves are kept in key order and binary-searched with key comparisons |
 //! | [`DIRECT_POS`] | §3.2 | the tag search starts at the tag's home slot | binary search over the tags (only meaningful with `SORT_BY_TAG`) |
 //!
-//! The Fig 11 sequence, as the benchmark builds it:
+//! Variants are types (the benchmark registers the paper's sequence, `BASE`, `+TAG_MATCHING`,
+//! `+INC_HASHING`, `+SORT_BY_TAG`, `ALL`, as `wormhole-base` … `wormhole`):
 //!
 //! ```
 //! use orrery_wormhole::ablation::{BASE, INC_HASHING, TAG_MATCHING};

@@ -38,6 +38,8 @@
 //!
 //! The names and their meanings are the ones every Orrery index shares
 //! ([`orrery_core::api`], "Naming"); options come from [`Config::builder`].
+//! [`Wormhole`] has every optimization of the paper; [`WormholeWith`] with a bit set of
+//! [`ablation`] builds the variants of its Fig 11 (same results, different speed).
 //!
 //! # Parts (one module each)
 //!
@@ -232,8 +234,9 @@ impl<const OPTS: u32> WormholeWith<OPTS> {
     /// failed `Box::new` does ([`std::alloc::handle_alloc_error`]).
     /// [`WormholeWith::try_new`] returns the error instead.
     pub fn new() -> Self {
-        Self::try_new()
-            .unwrap_or_else(|_| std::alloc::handle_alloc_error(std::alloc::Layout::new::<Self>()))
+        Self::try_new().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<meta::MetaTable>())
+        })
     }
 
     /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`] when its

@@ -52,8 +52,8 @@
 //! without inline pairs (`WriteLeaf::split_into` converts them all before it moves any).
 //! If one of these fails, what was allocated is freed and the split returns
 //! `Error::OutOfMemory`: the full leaf stays full and the insert that needed the split
-//! reports the error. Catching up the shadow table (`Tables::lock_writer`) needs memory too when
-//! the pending change is an insertion; if it fails the change stays pending (the
+//! reports the error. Catching up the shadow table (`Tables::lock_writer`) needs memory
+//! too when the pending change is an insertion; if it fails the change stays pending (the
 //! published table has it) and the writer reports the error without doing anything. A
 //! merge that lacks memory is skipped: it is an optimization, and the removal that asked
 //! for it has already succeeded.
