@@ -9,11 +9,11 @@ use std::ops::Bound;
 
 use libfuzzer_sys::fuzz_target;
 use orrery_core::testing::fuzz::{ops_from_bytes, run_differential, tally};
-use orrery_wormhole::{Config, Wormhole};
+use orrery_wormhole::{Config, Wormhole, WormholeWith, ablation};
 
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
-fn check_iterators(wh: &Wormhole) {
+fn check_iterators<const OPTS: u32>(wh: &WormholeWith<OPTS>) {
     let mut scanned: Pairs = Vec::new();
     wh.scan(Bound::Unbounded, &mut |k, v| {
         scanned.push((k.to_vec(), v.to_vec()));
@@ -68,15 +68,8 @@ fuzz_target!(|data: &[u8]| {
     let small = Wormhole::with_config(Config::builder().leaf_capacity(8).build().unwrap()).unwrap();
     run_differential(&small, &ops);
     check_iterators(&small);
-    let base = Wormhole::with_config(
-        Config::builder()
-            .leaf_capacity(8)
-            .tag_matching(false)
-            .inc_hashing(false)
-            .sort_by_tag(false)
-            .direct_pos(false)
-            .build()
-            .unwrap(),
+    let base = WormholeWith::<{ ablation::BASE }>::with_config(
+        Config::builder().leaf_capacity(8).build().unwrap(),
     )
     .unwrap();
     run_differential(&base, &ops);

@@ -22,6 +22,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use orrery::api::ScanVisitor;
+use orrery::wormhole::ablation;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
 use crate::peers;
@@ -364,25 +365,33 @@ fn all_entries() -> Vec<Entry> {
             "wormhole-base",
             "BaseWormhole (no TagMatching, IncHashing, SortByTag, DirectPos)",
             Caps::CONCURRENT,
-            |s| Box::new(wormhole_with(s, false, false, false, false)),
+            |s| Box::new(wormhole_with::<{ ablation::BASE }>(s)),
         ),
         Entry::ordered(
             "wormhole+tm",
             "Wormhole +TagMatching",
             Caps::CONCURRENT,
-            |s| Box::new(wormhole_with(s, true, false, false, false)),
+            |s| Box::new(wormhole_with::<{ ablation::TAG_MATCHING }>(s)),
         ),
         Entry::ordered(
             "wormhole+ih",
             "Wormhole +TagMatching +IncHashing",
             Caps::CONCURRENT,
-            |s| Box::new(wormhole_with(s, true, true, false, false)),
+            |s| {
+                Box::new(wormhole_with::<
+                    { ablation::TAG_MATCHING | ablation::INC_HASHING },
+                >(s))
+            },
         ),
         Entry::ordered(
             "wormhole+sbt",
             "Wormhole +TagMatching +IncHashing +SortByTag",
             Caps::CONCURRENT,
-            |s| Box::new(wormhole_with(s, true, true, true, false)),
+            |s| {
+                Box::new(wormhole_with::<
+                    { ablation::TAG_MATCHING | ablation::INC_HASHING | ablation::SORT_BY_TAG },
+                >(s))
+            },
         ),
         Entry::point_probed(
             "mercury-dedicated",
@@ -535,9 +544,7 @@ fn own_entries() -> Vec<Entry> {
         .iter()
         .map(|&(name, capability)| {
             let make = match name {
-                "wormhole" => {
-                    Maker::Ordered(|s| Box::new(wormhole_with(s, true, true, true, true)))
-                }
+                "wormhole" => Maker::Ordered(|s| Box::new(wormhole_with::<{ ablation::ALL }>(s))),
                 "mercury" => {
                     Maker::PointProbed(|s| mercury_probed(mercury_config(s, Default::default())))
                 }
@@ -589,25 +596,11 @@ fn own_about(name: &str) -> &'static str {
     }
 }
 
-/// A Wormhole with the given Fig 11 switches and the run's Wormhole [`Settings`] (pre-fault
-/// thread, item prefetch).
-fn wormhole_with(
-    s: &Settings,
-    tm: bool,
-    ih: bool,
-    sbt: bool,
-    dp: bool,
-) -> orrery::wormhole::Wormhole {
-    orrery::wormhole::Wormhole::with_config(
-        s.wormhole()
-            .tag_matching(tm)
-            .inc_hashing(ih)
-            .sort_by_tag(sbt)
-            .direct_pos(dp)
-            .build()
-            .unwrap(),
-    )
-    .expect("the ablation configurations use the default leaf size, which is valid")
+/// A Wormhole with the Fig 11 optimizations `OPTS` (compiled in: `wormhole::ablation`) and
+/// the run's Wormhole [`Settings`] (pre-fault thread, item prefetch).
+fn wormhole_with<const OPTS: u32>(s: &Settings) -> orrery::wormhole::WormholeWith<OPTS> {
+    orrery::wormhole::WormholeWith::with_config(s.wormhole().build().unwrap())
+        .expect("the ablation configurations use the default leaf size, which is valid")
 }
 
 /// A resolved index name: capabilities and a constructor (possibly wrapped by the SLB).

@@ -11,20 +11,22 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::Wormhole;
-use crate::deps::sync;
+use orrery_core::api::check_key;
+use orrery_core::sync;
+
+use crate::ablation::{SORT_BY_TAG, TAG_MATCHING, has};
 use crate::leaf::{LeafAccess, leaf_tag};
+use crate::raw::{Pos, RawWormhole};
 use crate::search::{self, Lpm, Target};
-use crate::{Pos, check_key};
 
 /// Keys processed in lockstep.
 const GROUP: usize = 16;
 
-impl Wormhole {
+impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Looks up every key of `keys` and calls `f(i, value)` in order of `i` (`None` when
     /// absent), overlapping the memory accesses of up to 16 keys at a time.
-    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        if !self.cfg.tag_matching {
+    pub(crate) fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        if !has(OPTS, TAG_MATCHING) {
             for (i, k) in keys.iter().enumerate() {
                 if self.get_with(k, |v| f(i, Some(v))).is_none() {
                     f(i, None);
@@ -49,7 +51,7 @@ impl Wormhole {
                 let mut active = false;
                 for (s, k) in st.iter_mut().zip(group) {
                     if let Some(s) = s.as_mut().filter(|s| !s.done()) {
-                        s.prepare(t, k, &self.cfg, true);
+                        s.prepare::<OPTS>(t, k, true);
                         active = true;
                     }
                 }
@@ -71,10 +73,10 @@ impl Wormhole {
             let mut tg: [Option<Target>; GROUP] = [None; GROUP];
             for ((s, k), out) in st.iter().zip(group).zip(tg.iter_mut()) {
                 if let Some(s) = s {
-                    *out = search::finish(t, k, &self.cfg, *s, true);
+                    *out = search::finish::<OPTS>(t, k, &self.cfg, *s, true);
                     if let Some(x) = out {
                         x.leaf.prefetch();
-                        if self.cfg.sort_by_tag {
+                        if has(OPTS, SORT_BY_TAG) {
                             x.leaf
                                 .prefetch_tags(leaf_tag(x.hash), self.cfg.leaf_capacity, inline);
                         }

@@ -1,4 +1,5 @@
-//! Construction options: leaf capacity, the ablation switches of Fig 11, pre-faulting.
+//! Construction options: leaf capacity, pre-faulting, item prefetch. (The Fig 11
+//! optimizations are not options but the const parameter of the index type: `ablation`.)
 //!
 //! The pattern every Orrery structure shares: a `Config` with public fields and the
 //! paper's defaults, a builder whose `build` validates into a `Result`, and
@@ -6,31 +7,18 @@
 
 use orrery_core::api::ConfigError;
 
-use crate::Wormhole;
 use crate::leaf::{MAX_CAP, MIN_CAP};
 
-/// Options of a [`Wormhole`], built and validated by [`Config::builder`] (or written out
-/// and checked by [`Wormhole::with_config`]).
+/// Options of a [`Wormhole`](crate::Wormhole), built and validated by [`Config::builder`]
+/// (or written out and checked by [`WormholeWith::with_config`](crate::WormholeWith::with_config)).
 ///
-/// The four optimization switches are the ones the paper turns on one at a time in Fig 11;
-/// with all four off the index is the paper's *BaseWormhole*. They, and `prefault`, change
-/// speed only, never results.
+/// `prefault` and `prefetch_items` change speed only, never results. The optimizations the
+/// paper turns on one at a time in Fig 11 are compile-time parameters of the index type
+/// instead (`crate::ablation`), so that the default build does not test them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Keys per leaf before it splits (paper default 128; 8..=256).
     pub leaf_capacity: usize,
-    /// *TagMatching* (§3.1): MetaTrieHT probes trust 16-bit tags and compare one prefix
-    /// at the end; off: every probe compares the full prefix.
-    pub tag_matching: bool,
-    /// *IncHashing* (§3.1): prefix hashes extend the hash of the last matched prefix; off:
-    /// every probe hashes its prefix from scratch.
-    pub inc_hashing: bool,
-    /// *SortByTag* (§3.2): point lookups search the hash-ordered tag array; off: leaves
-    /// are kept in key order and searched by binary search with key comparisons.
-    pub sort_by_tag: bool,
-    /// *DirectPos* (§3.2): the tag search starts at `tag · nr / 2^16`; off: binary search
-    /// over the tags.
-    pub direct_pos: bool,
     /// Pre-faulting (not in the paper; measured in `docs/wormhole.md`): once the index
     /// holds 16 MiB of slab chunks, a background thread keeps one fresh 2 MiB chunk mapped
     /// and populated for the leaf and pair pools, so that inserts do not pay the
@@ -50,10 +38,6 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             leaf_capacity: 128,
-            tag_matching: true,
-            inc_hashing: true,
-            sort_by_tag: true,
-            direct_pos: true,
             prefault: true,
             prefetch_items: true,
         }
@@ -72,15 +56,9 @@ impl Config {
     ///
     /// ```
     /// use orrery_wormhole::{Config, Wormhole};
-    /// let base = Config::builder()
-    ///     .tag_matching(false)
-    ///     .inc_hashing(false)
-    ///     .sort_by_tag(false)
-    ///     .direct_pos(false)
-    ///     .build()
-    ///     .unwrap();
-    /// let wh = Wormhole::with_config(base).unwrap();
-    /// assert!(!wh.config().tag_matching);
+    /// let cfg = Config::builder().leaf_capacity(64).prefault(false).build().unwrap();
+    /// let wh = Wormhole::with_config(cfg).unwrap();
+    /// assert_eq!(wh.config().leaf_capacity, 64);
     /// assert!(Config::builder().leaf_capacity(1).build().is_err());
     /// ```
     pub fn builder() -> ConfigBuilder {
@@ -112,30 +90,6 @@ impl ConfigBuilder {
         self
     }
 
-    /// The *TagMatching* optimization (default on).
-    pub fn tag_matching(mut self, on: bool) -> Self {
-        self.config.tag_matching = on;
-        self
-    }
-
-    /// The *IncHashing* optimization (default on).
-    pub fn inc_hashing(mut self, on: bool) -> Self {
-        self.config.inc_hashing = on;
-        self
-    }
-
-    /// The *SortByTag* optimization (default on).
-    pub fn sort_by_tag(mut self, on: bool) -> Self {
-        self.config.sort_by_tag = on;
-        self
-    }
-
-    /// The *DirectPos* optimization (default on; only meaningful with *SortByTag*).
-    pub fn direct_pos(mut self, on: bool) -> Self {
-        self.config.direct_pos = on;
-        self
-    }
-
     /// Pre-faulting of new slab chunks by a background thread (default on; see
     /// [`Config::prefault`]).
     pub fn prefault(mut self, on: bool) -> Self {
@@ -153,15 +107,5 @@ impl ConfigBuilder {
     pub fn build(self) -> Result<Config, ConfigError> {
         self.config.validate()?;
         Ok(self.config)
-    }
-}
-
-impl Wormhole {
-    /// An empty index with the given options, validated first ([`Config::validate`]);
-    /// [`ConfigError::OutOfMemory`] when its first leaf and MetaTrieHTs cannot be
-    /// allocated.
-    pub fn with_config(config: Config) -> Result<Wormhole, ConfigError> {
-        config.validate()?;
-        Wormhole::from_valid_config(config).map_err(|_| ConfigError::OutOfMemory)
     }
 }

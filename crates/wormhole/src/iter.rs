@@ -9,13 +9,14 @@
 //! the walk never skips a leaf. Keys are strictly ascending across leaves by the ordering
 //! condition (`anchor`). The visitor runs under the leaf's shared lock.
 //!
-//! [`Iter`] (from [`Wormhole::iter`] and [`Wormhole::range`]) is a double-ended, seekable
+//! `Iter` (from `Wormhole::iter` and `Wormhole::range`, built on `copy_leaf` and
+//! `copy_leaf_rev`) is a double-ended, seekable
 //! cursor that holds no lock or guard between calls: each end copies one leaf's pairs at a
 //! time into an arena it reuses, and resumes at the next leaf's anchor (front) or below
 //! the copied leaf's anchor (back), so a user may keep it while writing to the index. Its
-//! items are [`Entry`] handles into the arena, so iteration allocates per leaf (and not
+//! items are `Entry` handles into the arena, so iteration allocates per leaf (and not
 //! even that once the arena has grown, unless entries are held), never per pair. A std
-//! `Iterator` cannot lend slices borrowed from itself; [`Iter::next_pair`] does, for
+//! `Iterator` cannot lend slices borrowed from itself; `Iter::next_pair` does, for
 //! callers that want no reference count either.
 //!
 //! # Memory-level parallelism in scans (not in the paper; measured)
@@ -32,7 +33,7 @@
 //!   order would make about `log2(nr)` dependent block reads. The anchor check the search
 //!   deferred is made after the leaf search, as in `get_with`, so the two reads overlap;
 //! * the blocks of the next [`SCAN_AHEAD`] pairs are kept in flight while a pair is
-//!   visited (or copied, for [`Iter`]);
+//!   visited (or copied, for `Iter`);
 //! * when that window reaches the end of a leaf, the next leaf's lines are prefetched, so
 //!   the hand-over-hand step does not wait for them.
 //!
@@ -40,19 +41,19 @@
 //!
 //! Going down, a refill finds the leaf of its bound like a lookup and copies the keys
 //! below the bound; when there are none it steps to the left neighbour the way
-//! [`Wormhole::last`] does (release, lock the neighbour, check that the two are still
+//! [`RawWormhole::last`] does (release, lock the neighbour, check that the two are still
 //! adjacent, restart otherwise), since locking right to left while holding a lock could
 //! deadlock against writers.
 
-use std::ops::{Bound, ControlFlow, RangeBounds};
+use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::Ordering;
 
 use orrery_core::ScanVisitor;
-use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
+use orrery_core::batch::PairBatch;
+use orrery_core::sync::{self, Guard};
 
-use crate::deps::sync::{self, Guard};
 use crate::leaf::{DEAD, LeafAccess, LeafPtr, ReadLeaf};
-use crate::{Pos, Wormhole};
+use crate::raw::{LEN, Pos, RawWormhole};
 
 /// Pairs whose blocks a scan keeps in flight ahead of the one it visits.
 const SCAN_AHEAD: usize = 8;
@@ -72,7 +73,7 @@ fn copy_sorted(r: &ReadLeaf<'_>, from: usize, to: usize, out: &mut PairBatch) {
     }
 }
 
-impl Wormhole {
+impl<const OPTS: u32> RawWormhole<OPTS> {
     /// The first leaf holding keys `>= start` (or `> start`) under its shared lock and
     /// sorted, with the key-order index of the first such key.
     fn scan_start<'g>(&self, start: Bound<&[u8]>, g: &'g Guard) -> (ReadLeaf<'g>, usize) {
@@ -121,7 +122,7 @@ impl Wormhole {
     }
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks.
-    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+    pub(crate) fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let g = sync::pin();
         let (mut cur, mut j) = self.scan_start(start, &g);
         let cap = self.cfg.leaf_capacity;
@@ -159,7 +160,7 @@ impl Wormhole {
     }
 
     /// Visits the pairs whose key starts with `prefix`, ascending.
-    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+    pub(crate) fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
         self.scan(Bound::Included(prefix), &mut |k, v| {
             if k.starts_with(prefix) {
                 visitor(k, v)
@@ -170,7 +171,7 @@ impl Wormhole {
     }
 
     /// The pair with the smallest key.
-    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut out = None;
         self.scan(Bound::Unbounded, &mut |k, v| {
             out = Some((k.to_vec(), v.to_vec()));
@@ -180,7 +181,7 @@ impl Wormhole {
     }
 
     /// The pair with the largest key.
-    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         let g = sync::pin();
         'restart: loop {
             let t = self.table(&g);
@@ -213,31 +214,9 @@ impl Wormhole {
         }
     }
 
-    /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
-    pub fn iter(&self) -> Iter<'_> {
-        BatchIter::new(self, Bound::Unbounded, Bound::Unbounded)
-    }
-
-    /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
-    /// `.rev()` for descending), as `BTreeMap::range`. Any [`RangeBounds`] over byte
-    /// strings works: `wh.range(&b"a"[..]..&b"m"[..])`, `wh.range(b"k".to_vec()..)`, or a
-    /// pair of [`Bound`]s (`wh.range::<[u8], _>((Bound::Excluded(k), Bound::Unbounded))`).
-    /// An empty or inverted range yields nothing (where `BTreeMap::range` panics).
-    pub fn range<K, R>(&self, range: R) -> Iter<'_>
-    where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
-    {
-        BatchIter::new(
-            self,
-            range.start_bound().map(AsRef::as_ref),
-            range.end_bound().map(AsRef::as_ref),
-        )
-    }
-
     /// Copies the pairs of the leaf where `start` falls, from `start` on, into `out`; returns
     /// the anchor of the next leaf (where to resume) or `None` at the end.
-    fn copy_leaf(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
+    pub(crate) fn copy_leaf(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
         let g = sync::pin();
         let (r, j) = self.scan_start(start, &g);
         copy_sorted(&r, j, r.len(), out);
@@ -254,8 +233,8 @@ impl Wormhole {
     /// Leaves are locked one at a time: right to left would deadlock against writers and
     /// scans (which lock left to right), so a step to the left neighbour releases the
     /// current leaf first and then checks, under the neighbour's lock, that the two are
-    /// still adjacent (restarting from `end` otherwise), as [`Wormhole::last`] does.
-    fn copy_leaf_rev(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
+    /// still adjacent (restarting from `end` otherwise), as [`RawWormhole::last`] does.
+    pub(crate) fn copy_leaf_rev(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Vec<u8>> {
         let g = sync::pin();
         'restart: loop {
             let (mut leaf, mut r) = match end {
@@ -304,7 +283,7 @@ impl Wormhole {
 
     /// Removes every key in `[start, end]` bounds; returns how many were removed. Each leaf
     /// is rewritten once under its exclusive lock; emptied leaves are merged.
-    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
+    pub(crate) fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
         let beyond = |k: &[u8]| match end {
             Bound::Included(e) => k > e,
             Bound::Excluded(e) => k >= e,
@@ -342,7 +321,7 @@ impl Wormhole {
                     // SAFETY: removed from the leaf under its exclusive lock, used no more.
                     unsafe { self.drop_pair(p) };
                 }
-                self.counts.add(crate::LEN, -((j1 - j0) as isize));
+                self.counts.add(LEN, -((j1 - j0) as isize));
                 removed += j1 - j0;
             }
             let done_here = j1 < pairs.len();
@@ -361,62 +340,5 @@ impl Wormhole {
                 _ => return removed,
             }
         }
-    }
-}
-
-/// An iterator over a key range of a [`Wormhole`], in key order from either end: a
-/// seekable cursor that copies one leaf at a time into a reusable arena.
-///
-/// Made by [`Wormhole::iter`] and [`Wormhole::range`]. It implements [`Iterator`] and
-/// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
-/// stop where they meet). Items are [`Entry`]s: handles into the arena (a reference count),
-/// so iterating allocates nothing per pair; the arena is refilled in place once per leaf
-/// when no entry of the previous leaf is still held. [`Iter::next_pair`] and
-/// [`Iter::next_back_pair`] lend the pair as slices instead.
-///
-/// No lock or guard is held between calls: each refill copies one leaf's pairs under its
-/// shared lock and records where to resume (the next leaf's anchor going up, the leaf's
-/// own anchor going down), so a user may keep an `Iter` while writing to the index. Under
-/// concurrent writers it is not a snapshot, as a scan is not ([`orrery_core::api`]): keys
-/// come strictly ascending from the front and strictly descending from the back, every
-/// pair yielded was present with that value at some moment, and every key present
-/// throughout (and in range) is yielded once.
-///
-/// ```
-/// use orrery_wormhole::Wormhole;
-/// use std::ops::Bound;
-/// let wh = Wormhole::new();
-/// for i in 0u32..1000 {
-///     wh.insert(&i.to_be_bytes(), b"v").unwrap();
-/// }
-/// let mut it = wh.iter();
-/// assert_eq!(it.next_pair().map(|(k, _)| k.to_vec()), Some(0u32.to_be_bytes().to_vec()));
-/// it.seek(Bound::Excluded(&500u32.to_be_bytes()));
-/// assert_eq!(it.next().unwrap().key(), 501u32.to_be_bytes());
-/// assert_eq!(it.next_back().unwrap().key(), 999u32.to_be_bytes());
-/// assert_eq!(it.count(), 497);
-/// let down: Vec<_> = wh.range(&10u32.to_be_bytes()[..]..&13u32.to_be_bytes()[..]).rev().collect();
-/// assert_eq!(down.len(), 3);
-/// assert_eq!(down[0].key(), 12u32.to_be_bytes());
-/// ```
-pub type Iter<'a> = BatchIter<&'a Wormhole>;
-
-/// [`Iter`]'s source: one leaf per batch.
-impl BatchSource for Wormhole {
-    fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        self.copy_leaf(start, out).map(Bound::Included)
-    }
-
-    fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        self.copy_leaf_rev(end, out).map(Bound::Excluded)
-    }
-}
-
-impl<'a> IntoIterator for &'a Wormhole {
-    type Item = Entry;
-    type IntoIter = Iter<'a>;
-
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
     }
 }

@@ -38,20 +38,36 @@
 //!
 //! The names and their meanings are the ones every Orrery index shares
 //! ([`orrery_core::api`], "Naming"); options come from [`Config::builder`].
+//! [`Wormhole`] has every optimization of the paper; [`WormholeWith`] with a bit set of
+//! [`ablation`] builds the variants of its Fig 11 (same results, different speed).
 //!
 //! # Parts (one module each)
 //!
+//! `lib.rs` is the public API over the engine `raw::RawWormhole` (as in Mercury): it
+//! documents and forwards; the engine's modules do the work.
+//!
 //! | module | paper | what |
 //! |---|---|---|
-//! | `anchor` | §2.2, §3.3 | anchor choice; proof that any bytes work without fat nodes |
-//! | `leaf` | §3.2, Fig 7 | leaf layout, tag array, direct positioning, lazy sorting |
+//! | `raw` | §2.5 | the engine: state, finding and locking a key's leaf, lookups, pair accounting |
+//! | `write` | Algorithm 2 | point writes: insert, remove, compute, update |
+//! | `smo` | Algorithm 4, §2.5 | split, merge, locking protocol |
+//! | `tables` | §2.5 | the RCU pair of MetaTrieHTs: published table, shadow, writer mutex |
+//! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
+//! | `plan` | — | the search plan: where Algorithm 1 probes |
 //! | `meta` | §2.3–2.4, §3.1, Fig 5–6 | MetaTrieHT items and 64-byte slot table |
 //! | `items` | — | a table's items, placed by hash so that searches can prefetch them |
-//! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
-//! | `smo` | Algorithm 4, §2.5 | split, merge, RCU pair of tables, locking protocol |
-//! | `iter` | Algorithm 2 | scans, double-ended seekable iterator, range delete, first/last |
-//! | `batch` | — | `get_many`: a prefetch pipeline across keys |
+//! | `leaf` | §3.2, Fig 7 | leaf layout, tag array, direct positioning, lazy sorting |
+//! | `anchor` | §2.2, §3.3 | anchor choice; proof that any bytes work without fat nodes |
 //! | `kv` | — | one block per pair |
+//! | `iter` | Algorithm 2 | scans, range delete, first/last (the `Iter` cursor's leaf copies) |
+//! | `batch` | — | `get_many`: a prefetch pipeline across keys |
+//! | [`ablation`] | Fig 11 | the optimizations as a const parameter of the index type |
+//! | `config` | — | [`Config`] and its builder |
+//! | `traits` | — | `KvIndex`, `OrderedKvIndex`, `Iter`'s source, `Extend`, `FromIterator` |
+//!
+//! Imports run one way: `lib` → `raw`, `write`/`smo`/`iter`/`batch` → `raw` → `tables`,
+//! `search` → `meta`/`plan` → `leaf`/`items` → `kv`/`anchor`; no two modules import
+//! each other (`scripts/module-deps.py` prints the graph).
 //!
 //! # Consistency and concurrency (§2.5)
 //!
@@ -145,6 +161,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod ablation;
 mod anchor;
 mod batch;
 mod config;
@@ -154,21 +171,25 @@ mod kv;
 mod leaf;
 mod meta;
 mod plan;
+mod raw;
 mod search;
 mod smo;
+mod tables;
 #[cfg(test)]
 mod tests_unit;
 mod traits;
+mod write;
 
-use std::sync::{Arc, Mutex};
+use std::ops::{Bound, RangeBounds};
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use orrery_core::ScanVisitor;
+use orrery_core::alloc::PopulatorStats;
+use orrery_core::api::{self, MemoryUsage};
+use orrery_core::batch::BatchIter;
 
-use orrery_core::alloc::Populator;
-use orrery_core::api::{self, MemoryUsage, check_entry, check_key};
+use crate::raw::RawWormhole;
 
 pub use config::{Config, ConfigBuilder};
-pub use iter::Iter;
 #[doc(hidden)]
 pub use meta::MetaStats;
 pub use orrery_core::api::ConfigError;
@@ -176,316 +197,68 @@ pub use orrery_core::batch::Entry;
 #[doc(hidden)]
 pub use search::SearchTrace;
 
-use crate::deps::sync::{Backoff, Guard, StripedCounter};
-use crate::kv::{InlinePair, Kv, Pair};
-use crate::leaf::{LeafAccess, LeafPools, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
-use crate::meta::MetaTable;
-use crate::smo::Writer;
-use orrery_core::alloc::SizeClassPool;
+/// A concurrent ordered key-value index over byte strings: Wormhole with every
+/// optimization of the paper (see the crate docs).
+pub type Wormhole = WormholeWith<{ ablation::ALL }>;
 
-/// The shared modules this crate uses.
-mod deps {
-    pub(crate) use orrery_core::{hash, sync};
+/// Wormhole with the Fig 11 optimizations `OPTS` compiled in (a bit set of
+/// [`ablation`]'s constants); [`Wormhole`] is `WormholeWith<{ ablation::ALL }>`, and
+/// the other values exist to reproduce the paper's ablation. Every variant gives the same
+/// results; only speed differs.
+pub struct WormholeWith<const OPTS: u32> {
+    raw: RawWormhole<OPTS>,
 }
 
-pub(crate) use orrery_core::prefetch;
-
-/// Counters of [`Wormhole::counts`]: keys.
-const LEN: usize = 0;
-/// Pair bytes: block slots, plus key and value bytes of inline pairs.
-const KV_BYTES: usize = 1;
-/// Key and value bytes of inline pairs (inside leaf blocks).
-const INLINE_BYTES: usize = 2;
-
-/// A concurrent ordered key-value index over byte strings: Wormhole (see the crate docs).
-pub struct Wormhole {
-    /// The published MetaTrieHT (from `Box::into_raw`).
-    current: AtomicPtr<MetaTable>,
-    /// The MetaTrieHT writer mutex and the shadow table.
-    writer: Mutex<Writer>,
-    /// The first leaf (anchor `""`; never removed).
-    head: LeafPtr,
-    /// Leaf blocks (shared with deferred frees, which may run after the index is dropped).
-    pool: Arc<LeafPools>,
-    cfg: Config,
-    /// [`LEN`], [`KV_BYTES`] and [`INLINE_BYTES`], striped per thread.
-    counts: StripedCounter<3>,
-    /// Size-class pools of the pair blocks (`classes`, `kv`).
-    kvp: SizeClassPool,
-    leaves: AtomicUsize,
-    anchor_bytes: AtomicUsize,
-    meta_bytes: AtomicUsize,
-    /// Restarts caused by stale tables (diagnostics).
-    restarts: AtomicU64,
-    /// Keeps a fresh chunk populated for the leaf and pair pools (`Config::prefault`;
-    /// disabled: no thread). Its drop joins its thread.
-    populator: Populator,
-}
-
-// SAFETY: all shared state is synchronized by leaf locks, the writer mutex and the epoch
-// scheme (see `smo`); raw pointers are owned by the index.
-unsafe impl Send for Wormhole {}
-// SAFETY: as above.
-unsafe impl Sync for Wormhole {}
-
-impl Default for Wormhole {
+impl<const OPTS: u32> Default for WormholeWith<OPTS> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl std::fmt::Debug for Wormhole {
+impl<const OPTS: u32> std::fmt::Debug for WormholeWith<OPTS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wormhole")
-            .field("config", &self.cfg)
-            .field("len", &self.counts.sum(LEN))
-            .field("leaves", &self.leaves.load(Ordering::Relaxed))
+            .field("opts", &OPTS)
+            .field("config", &self.raw.cfg)
+            .field("len", &self.raw.len())
+            .field("leaves", &self.raw.leaf_count())
             .finish()
     }
 }
 
-/// Where a key is, or would go, in a locked leaf.
-enum Pos {
-    Found(usize),
-    Absent { sorted_at: Option<usize> },
-}
-
-impl Wormhole {
+impl<const OPTS: u32> WormholeWith<OPTS> {
     /// An empty index with the default [`Config`].
     ///
     /// Allocates the first leaf (taking the first 2 MiB chunk of the leaf pool) and the
     /// two MetaTrieHTs; if even that memory cannot be had it reports the failure as a
-    /// failed `Box::new` does ([`std::alloc::handle_alloc_error`]). [`Wormhole::try_new`]
-    /// returns the error instead.
+    /// failed `Box::new` does ([`std::alloc::handle_alloc_error`]).
+    /// [`WormholeWith::try_new`] returns the error instead.
     pub fn new() -> Self {
         Self::try_new().unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(std::alloc::Layout::new::<MetaTable>())
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<meta::MetaTable>())
         })
     }
 
     /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`] when its
     /// first leaf and MetaTrieHTs cannot be allocated.
     pub fn try_new() -> api::Result<Self> {
-        Self::from_valid_config(Config::default())
+        Ok(WormholeWith {
+            raw: RawWormhole::new(Config::default())?,
+        })
+    }
+
+    /// An empty index with the given options, validated first ([`Config::validate`]);
+    /// [`ConfigError::OutOfMemory`] when its first leaf and MetaTrieHTs cannot be
+    /// allocated.
+    pub fn with_config(config: Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let raw = RawWormhole::new(config).map_err(|_| ConfigError::OutOfMemory)?;
+        Ok(WormholeWith { raw })
     }
 
     /// The options this index was built with.
     pub fn config(&self) -> &Config {
-        &self.cfg
-    }
-
-    /// An empty index with `cfg` (valid), or [`api::Error::OutOfMemory`].
-    pub(crate) fn from_valid_config(cfg: Config) -> api::Result<Self> {
-        let populator = if cfg.prefault {
-            Populator::new()
-        } else {
-            Populator::disabled()
-        };
-        let pool = Arc::new(LeafPools::new(cfg.leaf_capacity));
-        pool.attach(&populator);
-        let head = LeafPtr::alloc(&pool, cfg.leaf_capacity, Box::new([]), 0)?;
-        let tables = MetaTable::new(head).and_then(|t1| Ok((t1, MetaTable::new(head)?)));
-        let (t1, t2) = match tables {
-            Ok((t1, t2)) => (Box::new(t1), Box::new(t2)),
-            Err(e) => {
-                // SAFETY: the head was never published; nobody else has seen it.
-                unsafe { head.free(&pool) };
-                return Err(e);
-            }
-        };
-        let kvp = kv::kv_pools();
-        kvp.attach(&populator);
-        let meta = t1.bytes() * 2;
-        Ok(Wormhole {
-            current: AtomicPtr::new(Box::into_raw(t1)),
-            writer: Mutex::new(Writer::new(t2)),
-            head,
-            pool,
-            cfg,
-            counts: StripedCounter::new(),
-            kvp,
-            leaves: AtomicUsize::new(1),
-            anchor_bytes: AtomicUsize::new(0),
-            meta_bytes: AtomicUsize::new(meta),
-            restarts: AtomicU64::new(0),
-            populator,
-        })
-    }
-
-    /// The published table, alive for the guard's lifetime.
-    #[inline]
-    fn table<'g>(&self, _guard: &'g Guard) -> &'g MetaTable {
-        // SAFETY: the published pointer is always a live table; a table stops being
-        // published only by a swap, after which the writer writes it only once every
-        // guard pinned before the swap was dropped (`smo`), and tables are freed only when
-        // the index is dropped.
-        unsafe { &*self.current.load(Ordering::Acquire) }
-    }
-
-    /// Version of the published table (writer side, under the mutex).
-    fn published_version(&self) -> u64 {
-        // SAFETY: called under the writer mutex: the published table cannot change.
-        unsafe { &*self.current.load(Ordering::Acquire) }.version
-    }
-
-    /// Number of lookups that restarted because their table was stale (diagnostics).
-    #[doc(hidden)]
-    pub fn restarts(&self) -> u64 {
-        self.restarts.load(Ordering::Relaxed)
-    }
-
-    /// Item and slot counts of the published MetaTrieHT (diagnostics; takes the writer
-    /// mutex, so the table does not change while it is walked).
-    #[doc(hidden)]
-    pub fn meta_stats(&self) -> MetaStats {
-        let _w = self.lock_writer_for_validation();
-        // SAFETY: under the writer mutex the published table is neither swapped nor freed.
-        unsafe { &*self.current.load(Ordering::Acquire) }.stats()
-    }
-
-    /// What the chunk populator did (diagnostics; see [`Config::prefault`]).
-    #[doc(hidden)]
-    pub fn populator_stats(&self) -> orrery_core::alloc::PopulatorStats {
-        self.populator.stats()
-    }
-
-    /// What the search of `key` in the published table does: range, rounds, prefetch
-    /// batches, longest matching prefix (diagnostics, for `examples/wormhole_az.rs`).
-    #[doc(hidden)]
-    pub fn debug_search_trace(&self, key: &[u8]) -> SearchTrace {
-        let g = deps::sync::pin();
-        search::trace(self.table(&g), key, &self.cfg)
-    }
-
-    /// Anchor length → number of anchors, of the published table (diagnostics).
-    #[doc(hidden)]
-    pub fn debug_anchor_lens(&self) -> Vec<(usize, usize)> {
-        let g = deps::sync::pin();
-        self.table(&g).anchor_lens()
-    }
-
-    /// Number of leaves (diagnostics).
-    #[doc(hidden)]
-    pub fn leaf_count(&self) -> usize {
-        self.leaves.load(Ordering::Relaxed)
-    }
-
-    /// Prefetches the tag line the leaf search will read first, so that it arrives together
-    /// with the leaf header the lock acquisition fetches (see `leaf`).
-    #[inline]
-    fn prefetch_home(&self, tg: &search::Target) {
-        if self.cfg.sort_by_tag && self.cfg.direct_pos {
-            tg.leaf.prefetch_tags(
-                leaf_tag(tg.hash),
-                self.cfg.leaf_capacity,
-                self.pool.prefetch_cells(),
-            );
-        }
-    }
-
-    /// Searches `key` (with exact probes if `exact`) and read-locks its target leaf,
-    /// restarting on stale tables. The target's [`search::Target::check`] may still be
-    /// pending: the caller compares the leaf's anchor before trusting the leaf.
-    #[inline]
-    fn read_locate<'g>(
-        &self,
-        key: &[u8],
-        g: &'g Guard,
-        exact: bool,
-    ) -> (ReadLeaf<'g>, search::Target) {
-        let backoff = Backoff::new();
-        loop {
-            let t = self.table(g);
-            let v = t.version;
-            let tg = if exact {
-                search::locate_exact(t, key, &self.cfg)
-            } else {
-                search::locate_in(t, key, &self.cfg)
-            };
-            if let Some(tg) = tg {
-                self.prefetch_home(&tg);
-                // SAFETY: reached through the published table under `g`.
-                let r = unsafe { tg.leaf.read() };
-                if r.hdr().version.load(Ordering::Acquire) <= v {
-                    return (r, tg);
-                }
-            }
-            self.restarts.fetch_add(1, Ordering::Relaxed);
-            backoff.snooze();
-        }
-    }
-
-    /// Searches `key` and read-locks its target leaf, restarting on stale tables and on
-    /// tag false positives (the deferred check is made at once: scans use it).
-    #[inline]
-    fn read_target<'g>(&self, key: &[u8], g: &'g Guard) -> (ReadLeaf<'g>, u32) {
-        let mut exact = false;
-        loop {
-            let (r, tg) = self.read_locate(key, g, exact);
-            match tg.check {
-                Some(c) if !c.holds(r.hdr(), key) => exact = true,
-                _ => return (r, tg.hash),
-            }
-        }
-    }
-
-    /// Searches `key` and write-locks its target leaf, restarting on stale tables and on
-    /// tag matches that the leaf's anchor disproves (the pending
-    /// [`search::Target::check`], made under the lock before anything is written).
-    #[inline]
-    fn write_target<'g>(&self, key: &[u8], g: &'g Guard) -> (WriteLeaf<'g>, u32) {
-        let backoff = Backoff::new();
-        let mut exact = false;
-        loop {
-            let t = self.table(g);
-            let v = t.version;
-            let tg = if exact {
-                search::locate_exact(t, key, &self.cfg)
-            } else {
-                search::locate_in(t, key, &self.cfg)
-            };
-            if let Some(tg) = tg {
-                self.prefetch_home(&tg);
-                tg.leaf.prefetch_order(self.cfg.leaf_capacity);
-                if self.cfg.sort_by_tag && self.cfg.direct_pos {
-                    tg.leaf.prefetch_around(
-                        leaf_tag(tg.hash),
-                        self.cfg.leaf_capacity,
-                        self.pool.prefetch_cells(),
-                    );
-                }
-                // SAFETY: reached through the published table under `g`.
-                let w = unsafe { tg.leaf.write() };
-                if let Some(c) = tg.check
-                    && !c.holds(w.hdr(), key)
-                {
-                    exact = true;
-                    continue;
-                }
-                if w.hdr().version.load(Ordering::Acquire) <= v {
-                    return (w, tg.hash);
-                }
-            }
-            self.restarts.fetch_add(1, Ordering::Relaxed);
-            backoff.snooze();
-        }
-    }
-
-    /// Where `key` (full CRC32C `hash`) is or would go in a locked leaf.
-    #[inline]
-    fn position(&self, l: &impl LeafAccess, key: &[u8], hash: u32) -> Pos {
-        let tag = leaf_tag(hash);
-        if self.cfg.sort_by_tag {
-            match l.find_by_tag(key, tag, self.cfg.direct_pos) {
-                Ok(i) => Pos::Found(i),
-                Err(_) => Pos::Absent { sorted_at: None },
-            }
-        } else {
-            match l.find_sorted(key) {
-                Ok(j) => Pos::Found(l.order()[j] as usize),
-                Err(j) => Pos::Absent { sorted_at: Some(j) },
-            }
-        }
+        &self.raw.cfg
     }
 
     /// Calls `f` with the value of `key` (zero-copy, under the leaf's shared lock) and
@@ -494,204 +267,34 @@ impl Wormhole {
     /// `f` must be short and must not call back into the index.
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        if check_key(key).is_err() {
-            return None;
-        }
-        let g = deps::sync::pin();
-        let mut exact = false;
-        loop {
-            let (r, tg) = self.read_locate(key, &g, exact);
-            if let Some(c) = tg.check {
-                // The search trusted a tag match (a leaf entry, or an item over 7 bytes):
-                // fetch the anchor while the leaf is searched, and compare it before using
-                // the result (`search::finish`, deferred check). A mismatch restarts
-                // exactly.
-                r.hdr().prefetch_anchor(c.len());
-            }
-            let pos = self.position(&r, key, tg.hash);
-            if let Some(c) = tg.check
-                && !c.holds(r.hdr(), key)
-            {
-                exact = true;
-                continue;
-            }
-            return match pos {
-                Pos::Found(i) => Some(f(r.value(i))),
-                Pos::Absent { .. } => None,
-            };
-        }
+        self.raw.get_with(key, f)
     }
 
     /// A copy of the value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.get_with(key, <[u8]>::to_vec)
+        self.raw.get_with(key, <[u8]>::to_vec)
     }
 
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get_with(key, |_| ()).is_some()
+        self.raw.get_with(key, |_| ()).is_some()
+    }
+
+    /// Looks up every key of `keys` and calls `f(i, value)` in order of `i` (`None` when
+    /// absent), overlapping the memory accesses of up to 16 keys at a time.
+    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        self.raw.get_many(keys, f)
     }
 
     /// Inserts or replaces; `Ok(true)` if the key was new.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        check_entry(key, value)?;
-        loop {
-            let g = deps::sync::pin();
-            let (mut w, hash) = self.write_target(key, &g);
-            match self.position(&w, key, hash) {
-                Pos::Found(i) => {
-                    self.replace_value(&mut w, i, key, value)?;
-                    return Ok(false);
-                }
-                Pos::Absent { sorted_at } if !w.is_full() => {
-                    let p = self.new_pair(&w, key, value)?;
-                    w.insert(sorted_at, leaf_tag(hash), p);
-                    self.counts.add(LEN, 1);
-                    return Ok(true);
-                }
-                Pos::Absent { .. } => {
-                    drop(w);
-                    drop(g);
-                    self.split(key)?;
-                }
-            }
-        }
-    }
-
-    /// Replaces the value of real slot `i` (in place when the length is unchanged, else by
-    /// a new pair). On [`api::Error::OutOfMemory`] the old value stays.
-    fn replace_value(
-        &self,
-        w: &mut WriteLeaf<'_>,
-        i: usize,
-        key: &[u8],
-        value: &[u8],
-    ) -> api::Result<()> {
-        let ov = w.value_mut(i);
-        if ov.len() == value.len() {
-            ov.copy_from_slice(value);
-            return Ok(());
-        }
-        let p = self.new_pair(w, key, value)?;
-        let old = w.replace(i, p);
-        // SAFETY: unlinked from the leaf under the exclusive lock, not used again.
-        unsafe { self.drop_pair(old) };
-        Ok(())
-    }
-
-    /// A new pair for leaf `w`: inline when the leaf takes inline pairs and it fits, else a
-    /// block. Counted in the memory counters. Fails with [`api::Error::OutOfMemory`]
-    /// (counting nothing) when the block cannot be allocated.
-    fn new_pair(&self, w: &WriteLeaf<'_>, key: &[u8], value: &[u8]) -> api::Result<Pair> {
-        let p = match InlinePair::new(key, value).filter(|_| w.inline_on()) {
-            Some(ip) => Pair::Inline(ip),
-            None => Pair::Heap(Kv::new(&self.kvp, key, value)?),
-        };
-        // SAFETY: a fresh block is live.
-        self.counts
-            .add(KV_BYTES, unsafe { p.bytes(&self.kvp) } as isize);
-        self.counts.add(INLINE_BYTES, p.inline_bytes() as isize);
-        Ok(p)
-    }
-
-    /// Undoes [`Wormhole::convert_pair`] of an inline pair into the block `q`, whose inline
-    /// original stays in its leaf: frees `q` and counts the original's bytes again (the
-    /// conversion uncounted them).
-    ///
-    /// # Safety
-    /// `q` is such a block, referenced by no leaf, not used again.
-    unsafe fn unconvert_pair(&self, q: Pair) {
-        let Pair::Heap(kv) = q else {
-            unreachable!("only an inline pair made into a block is unconverted");
-        };
-        let n = kv.pair_len() as isize;
-        // SAFETY: unreachable and unused from now on (contract).
-        unsafe { self.drop_pair(q) };
-        self.counts.add(KV_BYTES, n);
-        self.counts.add(INLINE_BYTES, n);
-    }
-
-    /// Uncounts and frees a pair taken out of the index.
-    ///
-    /// # Safety
-    /// `p` was unlinked from its leaf under the exclusive lock (readers of pairs always
-    /// hold the leaf lock, so nobody can reach a block any more) and is not used again.
-    unsafe fn drop_pair(&self, p: Pair) {
-        // SAFETY: still live (contract).
-        self.counts
-            .add(KV_BYTES, -(unsafe { p.bytes(&self.kvp) } as isize));
-        self.counts.add(INLINE_BYTES, -(p.inline_bytes() as isize));
-        // SAFETY: unreachable and unused from now on (contract).
-        unsafe { p.free(&self.kvp) };
-    }
-
-    /// `p` in the form a leaf that takes inline pairs (`inline`) or does not should hold:
-    /// an inline pair becomes a block for a leaf without, a block that fits becomes an
-    /// inline pair for a leaf with (its block freed); anything else stays. Keeps the memory
-    /// counters right. For pairs moving between leaves of different kinds (splits and
-    /// merges, under the write locks of both leaves).
-    ///
-    /// Only an inline pair becoming a block needs memory: on [`api::Error::OutOfMemory`]
-    /// `p` is untouched (nothing to free: it was a copy).
-    fn convert_pair(&self, p: Pair, inline: bool) -> api::Result<Pair> {
-        let q = match p {
-            Pair::Inline(ip) if !inline => Pair::Heap(Kv::new(&self.kvp, ip.key(), ip.value())?),
-            Pair::Heap(kv) if inline => {
-                // SAFETY: the block is live: its leaf is write-locked by the caller.
-                let k = unsafe { kv.key() };
-                // SAFETY: as above.
-                let v = unsafe { kv.value() };
-                match InlinePair::new(k, v) {
-                    Some(ip) => Pair::Inline(ip),
-                    None => return Ok(p),
-                }
-            }
-            _ => return Ok(p),
-        };
-        // SAFETY: `q` is fresh (a new block, or a copy).
-        self.counts
-            .add(KV_BYTES, unsafe { q.bytes(&self.kvp) } as isize);
-        self.counts.add(INLINE_BYTES, q.inline_bytes() as isize);
-        // SAFETY: the old form is no longer referenced: the caller stores `q` in its place,
-        // under the leaf locks every reader of a pair holds.
-        unsafe { self.drop_pair(p) };
-        Ok(q)
+        self.raw.insert(key, value)
     }
 
     /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
     /// combined size falls to 3/4 of a leaf.
     pub fn remove(&self, key: &[u8]) -> bool {
-        if check_key(key).is_err() {
-            return false;
-        }
-        let g = deps::sync::pin();
-        let (mut w, hash) = self.write_target(key, &g);
-        let Pos::Found(i) = self.position(&w, key, hash) else {
-            return false;
-        };
-        let p = w.remove(i);
-        self.counts.add(LEN, -1);
-        // SAFETY: removed under the exclusive lock.
-        unsafe { self.drop_pair(p) };
-        let merge = self.wants_merge(&w);
-        drop(w);
-        drop(g);
-        if merge {
-            self.try_merge(key);
-        }
-        true
-    }
-
-    /// Whether a leaf (just shrunk) and one of its neighbours fit in one leaf.
-    fn wants_merge(&self, w: &WriteLeaf<'_>) -> bool {
-        let n = w.len();
-        let limit = self.cfg.merge_size();
-        if n > limit {
-            return false;
-        }
-        let h = w.hdr();
-        let small = |p: Option<LeafPtr>| p.is_some_and(|p| n + p.nr_hint() <= limit);
-        small(h.prev()) || small(h.next())
+        self.raw.remove(key)
     }
 
     /// Atomically computes the entry of `key` under its leaf's exclusive lock (upsert or
@@ -706,51 +309,7 @@ impl Wormhole {
     where
         F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
     {
-        check_key(key)?;
-        let mut f = Some(f);
-        loop {
-            let g = deps::sync::pin();
-            let (mut w, hash) = self.write_target(key, &g);
-            match self.position(&w, key, hash) {
-                Pos::Found(i) => {
-                    let old = w.value(i);
-                    let new = (f.take().expect("called once"))(Some(old));
-                    match new {
-                        Some(v) => {
-                            check_entry(key, &v)?;
-                            self.replace_value(&mut w, i, key, &v)?;
-                        }
-                        None => {
-                            let p = w.remove(i);
-                            self.counts.add(LEN, -1);
-                            // SAFETY: removed under the exclusive lock.
-                            unsafe { self.drop_pair(p) };
-                            let merge = self.wants_merge(&w);
-                            drop(w);
-                            drop(g);
-                            if merge {
-                                self.try_merge(key);
-                            }
-                        }
-                    }
-                    return Ok(true);
-                }
-                Pos::Absent { sorted_at } if !w.is_full() => {
-                    if let Some(v) = (f.take().expect("called once"))(None) {
-                        check_entry(key, &v)?;
-                        let p = self.new_pair(&w, key, &v)?;
-                        w.insert(sorted_at, leaf_tag(hash), p);
-                        self.counts.add(LEN, 1);
-                    }
-                    return Ok(false);
-                }
-                Pos::Absent { .. } => {
-                    drop(w);
-                    drop(g);
-                    self.split(key)?;
-                }
-            }
-        }
+        self.raw.compute(key, f)
     }
 
     /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
@@ -760,18 +319,7 @@ impl Wormhole {
     ///
     /// `f` must not call into the index.
     pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
-        check_key(key)?;
-        let g = deps::sync::pin();
-        let (mut w, hash) = self.write_target(key, &g);
-        match self.position(&w, key, hash) {
-            Pos::Found(i) => {
-                let v = f(w.value(i));
-                check_entry(key, &v)?;
-                self.replace_value(&mut w, i, key, &v)?;
-                Ok(true)
-            }
-            Pos::Absent { .. } => Ok(false),
-        }
+        self.raw.update(key, f)
     }
 
     /// Atomically applies `f` to the bytes of the value of an existing key (same length,
@@ -780,21 +328,75 @@ impl Wormhole {
     ///
     /// `f` must not call into the index.
     pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
-        check_key(key)?;
-        let g = deps::sync::pin();
-        let (mut w, hash) = self.write_target(key, &g);
-        match self.position(&w, key, hash) {
-            Pos::Found(i) => {
-                f(w.value_mut(i));
-                Ok(true)
-            }
-            Pos::Absent { .. } => Ok(false),
+        self.raw.update_in_place(key, f)
+    }
+
+    /// Inserts (upserts) every pair of `pairs`; returns how many keys were new. Stops at
+    /// the first pair over the limits and returns its error: the pairs before it stay
+    /// inserted, it and those after it are not.
+    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut new = 0;
+        for (k, v) in pairs {
+            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
         }
+        Ok(new)
+    }
+
+    /// Visits pairs in ascending key order from `start` until the visitor breaks.
+    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        self.raw.scan(start, visitor)
+    }
+
+    /// Visits the pairs whose key starts with `prefix`, ascending.
+    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.raw.scan_prefix(prefix, visitor)
+    }
+
+    /// The pair with the smallest key.
+    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.raw.first()
+    }
+
+    /// The pair with the largest key.
+    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.raw.last()
+    }
+
+    /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
+    pub fn iter(&self) -> Iter<'_, OPTS> {
+        BatchIter::new(self, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
+    /// `.rev()` for descending), as `BTreeMap::range`. Any [`RangeBounds`] over byte
+    /// strings works: `wh.range(&b"a"[..]..&b"m"[..])`, `wh.range(b"k".to_vec()..)`, or a
+    /// pair of [`Bound`]s (`wh.range::<[u8], _>((Bound::Excluded(k), Bound::Unbounded))`).
+    /// An empty or inverted range yields nothing (where `BTreeMap::range` panics).
+    pub fn range<K, R>(&self, range: R) -> Iter<'_, OPTS>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        BatchIter::new(
+            self,
+            range.start_bound().map(AsRef::as_ref),
+            range.end_bound().map(AsRef::as_ref),
+        )
+    }
+
+    /// Removes every key in `[start, end]` bounds; returns how many were removed. Each leaf
+    /// is rewritten once under its exclusive lock; emptied leaves are merged.
+    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
+        self.raw.remove_range(start, end)
     }
 
     /// Number of keys (exact when no writer runs concurrently).
     pub fn len(&self) -> usize {
-        self.counts.sum(LEN)
+        self.raw.len()
     }
 
     /// Whether the index holds no key.
@@ -804,115 +406,89 @@ impl Wormhole {
 
     /// Bytes held (see the crate docs for what is counted where).
     pub fn memory_usage(&self) -> MemoryUsage {
-        MemoryUsage {
-            // Inline pairs are inside leaf blocks and counted as key-value bytes.
-            structure_bytes: self
-                .pool
-                .reserved_bytes()
-                .saturating_sub(self.counts.sum(INLINE_BYTES))
-                + self.kvp.slack_bytes()
-                + self.anchor_bytes.load(Ordering::Relaxed)
-                + self.meta_bytes.load(Ordering::Relaxed)
-                + self.populator.spare_bytes(),
-            key_value_bytes: self.counts.sum(KV_BYTES),
-        }
+        self.raw.memory_usage()
     }
-}
 
-impl Wormhole {
+    /// Number of lookups that restarted because their table was stale (diagnostics).
+    #[doc(hidden)]
+    pub fn restarts(&self) -> u64 {
+        self.raw.restarts()
+    }
+
+    /// Item and slot counts of the published MetaTrieHT (diagnostics; takes the writer
+    /// mutex, so the table does not change while it is walked).
+    #[doc(hidden)]
+    pub fn meta_stats(&self) -> MetaStats {
+        self.raw.meta_stats()
+    }
+
+    /// What the chunk populator did (diagnostics; see [`Config::prefault`]).
+    #[doc(hidden)]
+    pub fn populator_stats(&self) -> PopulatorStats {
+        self.raw.populator_stats()
+    }
+
+    /// What the search of `key` in the published table does: range, rounds, prefetch
+    /// batches, longest matching prefix (diagnostics, for `examples/wormhole_az.rs`).
+    #[doc(hidden)]
+    pub fn debug_search_trace(&self, key: &[u8]) -> SearchTrace {
+        self.raw.debug_search_trace(key)
+    }
+
+    /// Anchor length → number of anchors, of the published table (diagnostics).
+    #[doc(hidden)]
+    pub fn debug_anchor_lens(&self) -> Vec<(usize, usize)> {
+        self.raw.debug_anchor_lens()
+    }
+
+    /// Number of leaves (diagnostics).
+    #[doc(hidden)]
+    pub fn leaf_count(&self) -> usize {
+        self.raw.leaf_count()
+    }
+
     /// Walks the whole structure and panics on any broken invariant: leaf order and anchor
     /// ranges, per-leaf arrays, both MetaTrieHTs against the LeafList. A test helper: it
     /// takes the writer mutex and must not run concurrently with writers.
     #[doc(hidden)]
     pub fn debug_validate(&self) {
-        let wr = self.lock_writer_for_validation();
-        let g = deps::sync::pin();
-        let mut leaves: Vec<(Vec<u8>, LeafPtr)> = Vec::new();
-        let mut p = Some(self.head);
-        let mut prev: Option<LeafPtr> = None;
-        let mut count = 0;
-        let mut last_key: Option<Vec<u8>> = None;
-        // Bytes of the pairs as they are stored (blocks' slots, inline key and value
-        // bytes), and live leaves with and without inline pairs.
-        let (mut kv_bytes, mut inline_bytes) = (0, 0);
-        let mut kinds = (0, 0);
-        while let Some(leaf) = p {
-            // SAFETY: linked leaves are live; pinned.
-            let mut w = unsafe { leaf.write() };
-            assert_eq!(
-                w.hdr().prev().map(LeafPtr::as_raw),
-                prev.map(LeafPtr::as_raw)
-            );
-            assert_ne!(w.hdr().version.load(Ordering::Relaxed), leaf::DEAD);
-            let anchor = w.hdr().anchor().to_vec();
-            if let Some((a, _)) = leaves.last() {
-                assert!(a < &anchor, "anchors ascend");
-            } else {
-                assert!(anchor.is_empty());
-            }
-            if w.inline_on() {
-                kinds.0 += 1;
-            } else {
-                kinds.1 += 1;
-            }
-            for (tag, kv) in w.sorted_pairs() {
-                // SAFETY: live under the lock.
-                kv_bytes += unsafe { kv.bytes(&self.kvp) };
-                inline_bytes += kv.inline_bytes();
-                // SAFETY: live under the lock.
-                let k = unsafe { kv.key() };
-                assert!(k >= anchor.as_slice(), "key below its leaf's anchor");
-                assert_eq!(leaf_tag(deps::hash::crc32c(k)), tag);
-                if let Some(l) = &last_key {
-                    assert!(l.as_slice() < k, "keys ascend across the list");
-                }
-                last_key = Some(k.to_vec());
-                count += 1;
-            }
-            leaves.push((anchor, leaf));
-            prev = Some(leaf);
-            p = w.hdr().next();
-        }
-        assert_eq!(count, self.len());
-        assert_eq!(leaves.len(), self.leaf_count());
-        assert_eq!(
-            kv_bytes,
-            self.counts.sum(KV_BYTES),
-            "key_value_bytes counter"
-        );
-        assert_eq!(
-            inline_bytes,
-            self.counts.sum(INLINE_BYTES),
-            "inline bytes counter"
-        );
-        assert_eq!(kinds, self.pool.live(), "leaves of each kind");
-        self.table(&g).check(&leaves);
-        wr.shadow_ref().check(&leaves);
+        self.raw.debug_validate()
     }
 }
 
-impl Drop for Wormhole {
-    fn drop(&mut self) {
-        let mut p = Some(self.head);
-        while let Some(leaf) = p {
-            {
-                // SAFETY: `&mut self`: no other thread uses the index; leaves in the list
-                // are live.
-                let w = unsafe { leaf.write() };
-                p = w.hdr().next();
-                w.for_each_block(|kv| {
-                    // SAFETY: the index owns its pairs and is being dropped; each block is
-                    // referenced by exactly one slot of one leaf.
-                    unsafe { kv.free(&self.kvp) }
-                });
-            }
-            // SAFETY: unreachable from now on; from this index's pool.
-            unsafe { leaf.free(&self.pool) };
-        }
-        let w = self.writer.get_mut().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: no reader exists (`&mut self`).
-        unsafe { w.free_shadow() };
-        // SAFETY: the published table came from `Box::into_raw` and has no readers.
-        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
-    }
-}
+/// An iterator over a key range of a [`WormholeWith`], in key order from either end: a
+/// seekable cursor that copies one leaf at a time into a reusable arena.
+///
+/// Made by [`WormholeWith::iter`] and [`WormholeWith::range`]. It implements [`Iterator`] and
+/// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
+/// stop where they meet). Items are [`Entry`]s: handles into the arena (a reference count),
+/// so iterating allocates nothing per pair; the arena is refilled in place once per leaf
+/// when no entry of the previous leaf is still held. [`Iter::next_pair`] and
+/// [`Iter::next_back_pair`] lend the pair as slices instead.
+///
+/// No lock or guard is held between calls: each refill copies one leaf's pairs under its
+/// shared lock and records where to resume (the next leaf's anchor going up, the leaf's
+/// own anchor going down), so a user may keep an `Iter` while writing to the index. Under
+/// concurrent writers it is not a snapshot, as a scan is not ([`orrery_core::api`]): keys
+/// come strictly ascending from the front and strictly descending from the back, every
+/// pair yielded was present with that value at some moment, and every key present
+/// throughout (and in range) is yielded once.
+///
+/// ```
+/// use orrery_wormhole::Wormhole;
+/// use std::ops::Bound;
+/// let wh = Wormhole::new();
+/// for i in 0u32..1000 {
+///     wh.insert(&i.to_be_bytes(), b"v").unwrap();
+/// }
+/// let mut it = wh.iter();
+/// assert_eq!(it.next_pair().map(|(k, _)| k.to_vec()), Some(0u32.to_be_bytes().to_vec()));
+/// it.seek(Bound::Excluded(&500u32.to_be_bytes()));
+/// assert_eq!(it.next().unwrap().key(), 501u32.to_be_bytes());
+/// assert_eq!(it.next_back().unwrap().key(), 999u32.to_be_bytes());
+/// assert_eq!(it.count(), 497);
+/// let down: Vec<_> = wh.range(&10u32.to_be_bytes()[..]..&13u32.to_be_bytes()[..]).rev().collect();
+/// assert_eq!(down.len(), 3);
+/// assert_eq!(down[0].key(), 12u32.to_be_bytes());
+/// ```
+pub type Iter<'a, const OPTS: u32 = { ablation::ALL }> = BatchIter<&'a WormholeWith<OPTS>>;

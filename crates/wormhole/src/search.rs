@@ -63,8 +63,10 @@
 //! This module only reads a [`MetaTable`]; the caller keeps the table alive (epoch guard)
 //! and validates the leaf it gets against the table's version (§2.5, see `smo`).
 
+use orrery_core::hash::{crc32c, crc32c_extend};
+
+use crate::ablation::{INC_HASHING, TAG_MATCHING, has};
 use crate::config::Config;
-use crate::deps::hash::{crc32c, crc32c_extend};
 use crate::leaf::{Leaf, LeafPtr};
 use crate::meta::{INLINE, MetaTable, Ref};
 use crate::plan::{PRE, top_levels};
@@ -180,7 +182,12 @@ impl Lpm {
     /// that those rounds' slot reads overlap instead of each waiting for the previous
     /// probe's outcome. The search itself is unchanged; [`Lpm::prepare`] reuses the hashes.
     #[inline]
-    pub(crate) fn prefetch_levels(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
+    pub(crate) fn prefetch_levels<const OPTS: u32>(
+        &mut self,
+        t: &MetaTable,
+        key: &[u8],
+        cfg: &Config,
+    ) {
         let mut pre = Pre::default();
         let plan = t.plan();
         match plan.top(self.lo, self.hi) {
@@ -203,7 +210,7 @@ impl Lpm {
         let (mut plen, mut pcrc) = (self.lo, self.crc);
         for i in 0..pre.n {
             let m = pre.lens[i];
-            let c = if cfg.inc_hashing {
+            let c = if has(OPTS, INC_HASHING) {
                 crc32c_extend(pcrc, &key[plen..m])
             } else {
                 crc32c(&key[..m])
@@ -226,12 +233,12 @@ impl Lpm {
 
     /// Hashes the next prefix to probe; with `prefetch`, prefetches its slot.
     #[inline]
-    pub(crate) fn prepare(&mut self, t: &MetaTable, key: &[u8], cfg: &Config, prefetch: bool) {
+    pub(crate) fn prepare<const OPTS: u32>(&mut self, t: &MetaTable, key: &[u8], prefetch: bool) {
         let mid = t.plan().split(self.lo, self.hi);
         self.mid = mid;
         self.probe = if let Some(c) = self.pre.get(mid) {
             c
-        } else if cfg.inc_hashing {
+        } else if has(OPTS, INC_HASHING) {
             crc32c_extend(self.crc, &key[self.lo..mid])
         } else {
             crc32c(&key[..mid])
@@ -248,7 +255,7 @@ impl Lpm {
     /// instead of every round. Measured on `az` (about 40-byte keys, 5–6 rounds); see
     /// `docs/wormhole.md`.
     #[inline]
-    pub(crate) fn prepare_ahead(&mut self, t: &MetaTable, key: &[u8], cfg: &Config) {
+    pub(crate) fn prepare_ahead<const OPTS: u32>(&mut self, t: &MetaTable, key: &[u8]) {
         let (lo, hi) = (self.lo, self.hi);
         let plan = t.plan();
         let mid = plan.split(lo, hi);
@@ -257,19 +264,19 @@ impl Lpm {
             self.probe = c;
             return;
         }
-        let c = hash_range(key, cfg, lo, self.crc, mid);
+        let c = hash_range::<OPTS>(key, lo, self.crc, mid);
         t.prefetch(c);
         self.probe = c;
         let mut pre = Pre::default();
         if lo + 1 < mid {
             let m = plan.split(lo, mid);
-            let cm = hash_range(key, cfg, lo, self.crc, m);
+            let cm = hash_range::<OPTS>(key, lo, self.crc, m);
             t.prefetch(cm);
             pre.push(m, cm);
         }
         if mid + 1 < hi {
             let m = plan.split(mid, hi);
-            let cm = hash_range(key, cfg, mid, c, m);
+            let cm = hash_range::<OPTS>(key, mid, c, m);
             t.prefetch(cm);
             pre.push(m, cm);
         }
@@ -304,13 +311,13 @@ impl Lpm {
         self.item
     }
 
-    fn run(t: &MetaTable, key: &[u8], cfg: &Config, exact: bool) -> Lpm {
-        Lpm::run_traced(t, key, cfg, exact, &mut ())
+    fn run<const OPTS: u32>(t: &MetaTable, key: &[u8], cfg: &Config, exact: bool) -> Lpm {
+        Lpm::run_traced::<OPTS>(t, key, cfg, exact, &mut ())
     }
 
     /// [`Lpm::run`], reporting each round to `tr` (a no-op for `()`).
     #[inline]
-    fn run_traced(
+    fn run_traced<const OPTS: u32>(
         t: &MetaTable,
         key: &[u8],
         cfg: &Config,
@@ -319,11 +326,11 @@ impl Lpm {
     ) -> Lpm {
         let mut s = Lpm::new(t, key, exact);
         tr.start(s.hi);
-        s.prefetch_levels(t, key, cfg);
+        s.prefetch_levels::<OPTS>(t, key, cfg);
         let mut batch = 0;
         while !s.done() {
             let fresh = s.pre.get(t.plan().split(s.lo, s.hi)).is_none();
-            s.prepare_ahead(t, key, cfg);
+            s.prepare_ahead::<OPTS>(t, key);
             if fresh {
                 batch += 1;
             }
@@ -387,9 +394,9 @@ impl Tracer for SearchTrace {
 }
 
 /// Traces the (exact-probe) search of `key`.
-pub(crate) fn trace(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
+pub(crate) fn trace<const OPTS: u32>(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
     let mut tr = SearchTrace::default();
-    let s = Lpm::run_traced(t, key, cfg, true, &mut tr);
+    let s = Lpm::run_traced::<OPTS>(t, key, cfg, true, &mut tr);
     tr.step = match s.item {
         Ref::Leaf(_) => 0,
         Ref::Item(item) => {
@@ -415,8 +422,8 @@ pub(crate) fn trace(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
 /// The CRC32C of `key[..to]` given that of `key[..from]` (`crc`): extended with
 /// *IncHashing*, else hashed from scratch.
 #[inline]
-fn hash_range(key: &[u8], cfg: &Config, from: usize, crc: u32, to: usize) -> u32 {
-    if cfg.inc_hashing {
+fn hash_range<const OPTS: u32>(key: &[u8], from: usize, crc: u32, to: usize) -> u32 {
+    if has(OPTS, INC_HASHING) {
         crc32c_extend(crc, &key[from..to])
     } else {
         crc32c(&key[..to])
@@ -443,10 +450,10 @@ enum Step {
 /// another read: a matched item's length and inline bytes. `None`: the table and the
 /// LeafList disagree (a stale table; the caller restarts).
 #[inline]
-fn sibling(t: &MetaTable, key: &[u8], cfg: &Config, s: &Lpm) -> Option<Step> {
+fn sibling<const OPTS: u32>(t: &MetaTable, key: &[u8], s: &Lpm) -> Option<Step> {
     let (plen, crc) = (s.lo, s.crc);
     let found = |leaf: LeafPtr, check: Option<Check>| {
-        let mut tg = target(key, cfg, leaf, plen, crc);
+        let mut tg = target::<OPTS>(key, leaf, plen, crc);
         tg.check = check;
         Some(Step::Found(tg))
     };
@@ -550,7 +557,7 @@ fn sibling(t: &MetaTable, key: &[u8], cfg: &Config, s: &Lpm) -> Option<Step> {
 /// is safe: it was reached through the published table under the caller's epoch guard, so
 /// it is live, and it is read only under its lock.
 #[inline]
-pub(crate) fn finish(
+pub(crate) fn finish<const OPTS: u32>(
     t: &MetaTable,
     key: &[u8],
     cfg: &Config,
@@ -559,12 +566,12 @@ pub(crate) fn finish(
 ) -> Option<Target> {
     let mut s = s;
     loop {
-        match sibling(t, key, cfg, &s)? {
+        match sibling::<OPTS>(t, key, &s)? {
             Step::Found(mut tg) => {
                 if !defer && let Some(c) = tg.check {
                     // SAFETY: reached through the table under the caller's guard.
                     if !c.holds(unsafe { tg.leaf.hdr() }, key) {
-                        s = Lpm::run(t, key, cfg, true);
+                        s = Lpm::run::<OPTS>(t, key, cfg, true);
                         continue;
                     }
                     tg.check = None;
@@ -572,7 +579,7 @@ pub(crate) fn finish(
                 return Some(tg);
             }
             // A tag false positive led the search astray: start over comparing prefixes.
-            Step::Wrong => s = Lpm::run(t, key, cfg, true),
+            Step::Wrong => s = Lpm::run::<OPTS>(t, key, cfg, true),
         }
     }
 }
@@ -580,8 +587,8 @@ pub(crate) fn finish(
 /// The target `leaf` of `key` with the CRC32C of the whole key, extended from the matched
 /// prefix's (`plen` bytes, CRC32C `crc`) with *IncHashing*.
 #[inline]
-fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Target {
-    let hash = if cfg.inc_hashing {
+fn target<const OPTS: u32>(key: &[u8], leaf: LeafPtr, plen: usize, crc: u32) -> Target {
+    let hash = if has(OPTS, INC_HASHING) {
         crc32c_extend(crc, &key[plen..])
     } else {
         crc32c(key)
@@ -596,26 +603,34 @@ fn target(key: &[u8], cfg: &Config, leaf: LeafPtr, plen: usize, crc: u32) -> Tar
 /// Finds the target leaf of `key` in `t` (Algorithm 3 `searchTrieHT`), verified. `None`
 /// means the table and the LeafList disagreed (possible only with a stale table): restart.
 #[inline]
-pub(crate) fn locate(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
-    let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
-    finish(t, key, cfg, s, false)
+pub(crate) fn locate<const OPTS: u32>(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
+    let s = Lpm::run::<OPTS>(t, key, cfg, !has(OPTS, TAG_MATCHING));
+    finish::<OPTS>(t, key, cfg, s, false)
 }
 
 /// [`locate`] for a lookup or a point write: the target may come with a pending
 /// [`Target::check`] (see [`finish`]), which the caller makes under the leaf lock before
 /// trusting the leaf.
 #[inline]
-pub(crate) fn locate_in(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
-    let s = Lpm::run(t, key, cfg, !cfg.tag_matching);
-    finish(t, key, cfg, s, true)
+pub(crate) fn locate_in<const OPTS: u32>(
+    t: &MetaTable,
+    key: &[u8],
+    cfg: &Config,
+) -> Option<Target> {
+    let s = Lpm::run::<OPTS>(t, key, cfg, !has(OPTS, TAG_MATCHING));
+    finish::<OPTS>(t, key, cfg, s, true)
 }
 
 /// [`locate_in`] with exact probes (every probe compares the prefix): the restart of a
 /// search whose deferred check failed. Its target needs no check.
 #[inline]
-pub(crate) fn locate_exact(t: &MetaTable, key: &[u8], cfg: &Config) -> Option<Target> {
-    let s = Lpm::run(t, key, cfg, true);
-    finish(t, key, cfg, s, false)
+pub(crate) fn locate_exact<const OPTS: u32>(
+    t: &MetaTable,
+    key: &[u8],
+    cfg: &Config,
+) -> Option<Target> {
+    let s = Lpm::run::<OPTS>(t, key, cfg, true);
+    finish::<OPTS>(t, key, cfg, s, false)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Structural modifications: split (Algorithm 4 `split`), merge (Algorithm 4 `merge`) and
-//! the RCU-swapped pair of MetaTrieHTs (§2.5).
+//! Structural modifications: split (Algorithm 4 `split`) and merge (Algorithm 4 `merge`),
+//! published through the RCU-swapped pair of MetaTrieHTs (§2.5, `tables`).
 //!
 //! # Locking protocol (§2.5)
 //!
@@ -15,7 +15,7 @@
 //!   leaf and its guard first, then retries). Under the mutex they:
 //!   1. *catch up* the shadow table `T2`: wait until every reader that could still see it
 //!      (it was published before the previous swap) has unpinned — the
-//!      [`GracePeriod`] started right after that swap — and replay on it the one change
+//!      `GracePeriod` started right after that swap — and replay on it the one change
 //!      made since (the paper applies that change right after its grace period; we apply it
 //!      lazily at the start of the next writer, so no writer ever waits a grace period while
 //!      it holds leaf locks or a pinned guard, and the grace period is usually over by then:
@@ -52,183 +52,42 @@
 //! without inline pairs (`WriteLeaf::split_into` converts them all before it moves any).
 //! If one of these fails, what was allocated is freed and the split returns
 //! `Error::OutOfMemory`: the full leaf stays full and the insert that needed the split
-//! reports the error. Catching up the shadow table (`lock_writer`) needs memory too when
-//! the pending change is an insertion; if it fails the change stays pending (the
+//! reports the error. Catching up the shadow table (`Tables::lock_writer`) needs memory
+//! too when the pending change is an insertion; if it fails the change stays pending (the
 //! published table has it) and the writer reports the error without doing anything. A
 //! merge that lacks memory is skipped: it is an optimization, and the removal that asked
 //! for it has already succeeded.
 
 use std::sync::atomic::Ordering;
 
-use crate::Wormhole;
+use orrery_core::Error;
+use orrery_core::sync::{self, Guard};
+
 use crate::anchor::{choose_split, split_anchor};
-use crate::deps::sync::epoch::GracePeriod;
-use crate::deps::sync::{self, Guard};
 use crate::kv::Pair;
 use crate::leaf::{DEAD, LeafAccess, LeafPtr, WriteLeaf};
-use crate::meta::MetaTable;
+use crate::raw::RawWormhole;
 use crate::search;
-use orrery_core::Error;
+use crate::tables::{Change, Writer};
 
-/// A structural change, kept to replay on the shadow table once its readers drained.
-pub(crate) enum Change {
-    Insert {
-        anchor: Box<[u8]>,
-        leaf: LeafPtr,
-        prev: LeafPtr,
-        next: Option<LeafPtr>,
-    },
-    Remove {
-        anchor: Box<[u8]>,
-        leaf: LeafPtr,
-        prev: LeafPtr,
-        next: Option<LeafPtr>,
-    },
-}
-
-impl Change {
-    /// Applies the change to `t`: all of it, or (on [`Error::OutOfMemory`], when an
-    /// insertion cannot make room) nothing.
-    fn apply(&self, t: &mut MetaTable) -> Result<(), Error> {
-        match self {
-            Change::Insert {
-                anchor,
-                leaf,
-                prev,
-                next,
-            } => {
-                t.reserve(anchor.len() + 1)?;
-                t.insert_anchor(anchor, *leaf, *prev, *next);
-            }
-            Change::Remove {
-                anchor,
-                leaf,
-                prev,
-                next,
-            } => t.remove_anchor(anchor, *leaf, *prev, *next),
-        }
-        Ok(())
-    }
-}
-
-/// State owned by the MetaTrieHT writer mutex.
-pub(crate) struct Writer {
-    /// The unpublished table (`T2`), owned (from `Box::into_raw`).
-    shadow: *mut MetaTable,
-    /// The change the shadow still lacks.
-    pending: Option<Change>,
-    /// Started when the shadow was unpublished: over once no reader can still see it.
-    grace: GracePeriod,
-}
-
-// SAFETY: the shadow table is owned by the writer state, which the mutex serializes.
-unsafe impl Send for Writer {}
-
-impl Writer {
-    pub(crate) fn new(shadow: Box<MetaTable>) -> Writer {
-        Writer {
-            shadow: Box::into_raw(shadow),
-            pending: None,
-            grace: GracePeriod::new(),
-        }
-    }
-
-    /// The shadow table, writable: only called once `grace` was observed over (or before
-    /// the first publish), when no reader can see it.
-    fn shadow_mut(&mut self) -> &mut MetaTable {
-        // SAFETY: owned pointer; exclusive through `&mut self` (mutex) and unreadable by
-        // readers per the protocol in the module docs.
-        unsafe { &mut *self.shadow }
-    }
-
-    /// The shadow table (validation only).
-    pub(crate) fn shadow_ref(&self) -> &MetaTable {
-        // SAFETY: owned pointer, read-only use.
-        unsafe { &*self.shadow }
-    }
-
-    /// Frees the shadow table (the index is being dropped).
-    ///
-    /// # Safety
-    /// No reader can see the shadow table any more.
-    pub(crate) unsafe fn free_shadow(&mut self) {
-        // SAFETY: owned pointer from `Box::into_raw`; the caller guarantees no readers.
-        drop(unsafe { Box::from_raw(self.shadow) });
-    }
-}
-
-impl Wormhole {
-    /// The writer mutex, caught up as far as memory allows (validation checks the shadow
-    /// only when it is caught up).
-    pub(crate) fn lock_writer_for_validation(&self) -> std::sync::MutexGuard<'_, Writer> {
-        self.lock_writer()
-            .unwrap_or_else(|_| self.writer.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Takes the writer mutex (the caller is unpinned and holds no leaf lock) and catches
-    /// up the shadow table.
-    ///
-    /// Fails with [`Error::OutOfMemory`] when catching up needs memory that cannot be had
-    /// (the replayed insertion must make room, or the shadow must be copied): the mutex is
-    /// released and the change stays pending, to be replayed by the next writer. The
-    /// published table is complete either way, so readers are unaffected.
-    fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Writer>, Error> {
-        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(change) = w.pending.take() {
-            if !w.grace.is_over() && sync::epoch::is_pinned() {
-                // The caller holds a guard of the shared epoch scheme (e.g. a wrapper that
-                // pins around index calls): waiting for the shadow's readers could wait on
-                // our own pin forever. Replace the shadow by a fresh copy of the published
-                // table (which already has `change`) and retire the old one through the
-                // epoch scheme instead.
-                // SAFETY: the published table is stable while we hold the mutex, and alive
-                // (tables are freed only through this path or when the index drops).
-                let fresh = match unsafe { &*self.current.load(Ordering::Acquire) }.duplicate() {
-                    Ok(t) => t,
-                    Err(e) => {
-                        w.pending = Some(change);
-                        return Err(e);
-                    }
-                };
-                let old = std::mem::replace(&mut w.shadow, Box::into_raw(Box::new(fresh)));
-                let g = sync::pin();
-                // SAFETY: `old` came from `Box::into_raw` and is unreachable: it is neither
-                // published nor the shadow any more; readers that still see it were pinned
-                // before this call. Dropping a table on another thread is sound (`Send`).
-                unsafe { g.defer_destroy(old) };
-                g.flush();
-                w.grace = GracePeriod::new();
-                drop(change);
-            } else {
-                // Usually over already (the readers of the previous table left while the
-                // leaves were written since the last publish): a few loads, no barrier.
-                w.grace.wait();
-                let sh = w.shadow_mut();
-                if let Err(e) = change.apply(sh) {
-                    w.pending = Some(change);
-                    return Err(e);
-                }
-            }
-            let v = self.published_version();
-            w.shadow_mut().version = v;
-        }
-        Ok(w)
-    }
-
-    /// Publishes the shadow table with version `v` and makes the old table the shadow;
-    /// `change` is what the old table lacks.
+impl<const OPTS: u32> RawWormhole<OPTS> {
+    /// Publishes the shadow table of `w` with version `v` (`Tables::publish`) and records
+    /// the new table's size.
     fn publish(&self, w: &mut Writer, v: u64, change: Change) {
-        w.shadow_mut().version = v;
-        let new_bytes = w.shadow_mut().bytes();
-        let old = self.current.swap(w.shadow, Ordering::AcqRel);
-        // The old table becomes the shadow: readers may still read it; the writer only
-        // writes it again once the grace period started here is over (the next writer
-        // checks it). The caller's own guard is one of the critical sections it waits for:
-        // it ends when the split or merge returns.
-        w.shadow = old;
-        w.pending = Some(change);
-        w.grace.start();
+        let new_bytes = self.tables.publish(w, v, change);
         self.meta_bytes.store(new_bytes * 2, Ordering::Relaxed);
+    }
+
+    /// Whether a leaf (just shrunk) and one of its neighbours fit in one leaf.
+    pub(crate) fn wants_merge(&self, w: &WriteLeaf<'_>) -> bool {
+        let n = w.len();
+        let limit = self.cfg.merge_size();
+        if n > limit {
+            return false;
+        }
+        let h = w.hdr();
+        let small = |p: Option<LeafPtr>| p.is_some_and(|p| n + p.nr_hint() <= limit);
+        small(h.prev()) || small(h.next())
     }
 
     /// Splits the leaf that `key` targets if it is still full (Algorithm 4 `split`).
@@ -238,10 +97,10 @@ impl Wormhole {
     /// allocation happens before anything visible is written (see "Out of memory" in the
     /// module docs), so a failed split leaves the index as it was.
     pub(crate) fn split(&self, key: &[u8]) -> Result<(), Error> {
-        let mut w = self.lock_writer()?;
+        let mut w = self.tables.lock_writer()?;
         let guard = sync::pin();
         let t = self.table(&guard);
-        let Some(target) = search::locate(t, key, &self.cfg) else {
+        let Some(target) = search::locate::<OPTS>(t, key, &self.cfg) else {
             return Ok(());
         };
         let leaf = target.leaf;
@@ -325,12 +184,12 @@ impl Wormhole {
     /// table, or blocks for pairs changing form) it is skipped, and the leaves stay as
     /// they are.
     pub(crate) fn try_merge(&self, key: &[u8]) {
-        let Ok(mut w) = self.lock_writer() else {
+        let Ok(mut w) = self.tables.lock_writer() else {
             return;
         };
         let guard = sync::pin();
         let t = self.table(&guard);
-        let Some(target) = search::locate(t, key, &self.cfg) else {
+        let Some(target) = search::locate::<OPTS>(t, key, &self.cfg) else {
             return;
         };
         let leaf = target.leaf;

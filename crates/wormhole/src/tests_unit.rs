@@ -8,8 +8,10 @@ use std::ops::{Bound, ControlFlow};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Config, Entry, Wormhole};
+use crate::ablation::{ALL, BASE, SORT_BY_TAG, TAG_MATCHING};
+use crate::{Config, Entry, Wormhole, WormholeWith};
 
+/// Leaf capacities the differential test runs with, each with every optimization.
 fn configs() -> Vec<Config> {
     let base = Config {
         leaf_capacity: 8,
@@ -21,22 +23,13 @@ fn configs() -> Vec<Config> {
             leaf_capacity: 16,
             ..Config::default()
         },
-        Config {
-            tag_matching: false,
-            inc_hashing: false,
-            sort_by_tag: false,
-            direct_pos: false,
-            ..base
-        },
-        Config {
-            direct_pos: false,
-            inc_hashing: false,
-            ..base
-        },
     ]
 }
 
-fn collect(wh: &Wormhole, start: Bound<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn collect<const OPTS: u32>(
+    wh: &WormholeWith<OPTS>,
+    start: Bound<&[u8]>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     wh.scan(start, &mut |k, v| {
         out.push((k.to_vec(), v.to_vec()));
@@ -62,8 +55,8 @@ fn random_key(rng: &mut SmallRng) -> Vec<u8> {
     }
 }
 
-fn differential(cfg: Config, seed: u64, ops: usize) {
-    let wh = Wormhole::with_config(cfg).unwrap();
+fn differential<const OPTS: u32>(cfg: Config, seed: u64, ops: usize) {
+    let wh = WormholeWith::<OPTS>::with_config(cfg).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(seed);
     for step in 0..ops {
@@ -136,8 +129,13 @@ fn differential(cfg: Config, seed: u64, ops: usize) {
 fn differential_small_leaves() {
     let ops = if cfg!(miri) { 300 } else { 20_000 };
     for (i, cfg) in configs().into_iter().enumerate() {
-        differential(cfg, 7 + i as u64, ops);
+        differential::<ALL>(cfg, 7 + i as u64, ops);
     }
+    let small = configs()[0];
+    // BaseWormhole (Fig 11), and TagMatching with SortByTag but without IncHashing and
+    // DirectPos.
+    differential::<BASE>(small, 9, ops);
+    differential::<{ TAG_MATCHING | SORT_BY_TAG }>(small, 10, ops);
 }
 
 #[test]
@@ -258,7 +256,7 @@ fn drop_frees_all_pairs() {
         wh.remove(&i.wrapping_mul(2_654_435_761).to_be_bytes());
     }
     wh.debug_validate();
-    let live = wh.kvp.live_bytes();
+    let live = wh.raw.kvp.live_bytes();
     assert!(live > 0, "pool blocks in use before the drop");
     drop(wh);
 }
@@ -276,7 +274,7 @@ fn memory_usage_counts() {
     // The inline bytes are inside the leaf chunks, so the structure part may shrink; the
     // total may not.
     assert!(m.structure_bytes + m.key_value_bytes > empty.structure_bytes);
-    assert!(m.structure_bytes + m.key_value_bytes >= wh.pool.reserved_bytes());
+    assert!(m.structure_bytes + m.key_value_bytes >= wh.raw.pool.reserved_bytes());
     // One byte more: blocks (2-byte header, 8-byte size classes: 2 + 4 + 13 -> 24).
     let wh = Wormhole::new();
     for i in 0..1000u32 {
@@ -318,9 +316,9 @@ fn inline_pairs_grow_shrink_split_merge() {
         }
         *v = new;
     }
-    let (inl, plain) = wh.pool.live();
+    let (inl, plain) = wh.raw.pool.live();
     assert!(
-        inl > plain && wh.pool.prefetch_cells(),
+        inl > plain && wh.raw.pool.prefetch_cells(),
         "small pairs: inline leaves"
     );
     wh.debug_validate();
@@ -357,9 +355,9 @@ fn inline_pairs_grow_shrink_split_merge() {
             model.insert(i.to_be_bytes().to_vec(), b"s".to_vec());
         }
     }
-    let (inl, plain) = wh.pool.live();
+    let (inl, plain) = wh.raw.pool.live();
     assert!(
-        inl < plain && !wh.pool.prefetch_cells(),
+        inl < plain && !wh.raw.pool.prefetch_cells(),
         "long keys: plain leaves"
     );
     wh.debug_validate();
@@ -427,7 +425,7 @@ fn leaf_kinds_follow_the_pairs() {
             wh.insert(&k, b"v").unwrap();
             model.insert(k, b"v".to_vec());
         }
-        let before = wh.pool.live();
+        let before = wh.raw.pool.live();
         // The second kind of pairs, 3x as many, over the same key space: splits of leaves
         // of the first kind make leaves of the second kind.
         for i in 0..n {
@@ -436,7 +434,7 @@ fn leaf_kinds_follow_the_pairs() {
             model.insert(k, b"w".to_vec());
         }
         wh.debug_validate();
-        let after = wh.pool.live();
+        let after = wh.raw.pool.live();
         if small_first {
             assert!(before.0 > before.1, "{before:?}");
             assert!(
@@ -629,7 +627,7 @@ fn insert_until(wh: &Wormhole, mut from: u64, done: impl Fn(&Wormhole) -> bool) 
 /// Waits (at most a minute) until the populator holds a spare chunk.
 fn wait_spare(wh: &Wormhole) -> bool {
     orrery_core::sync::wait_until(orrery_core::testing::wait::DEADLINE, || {
-        wh.populator.spare_bytes() > 0
+        wh.raw.populator.spare_bytes() > 0
     })
 }
 
@@ -641,12 +639,12 @@ fn wait_spare(wh: &Wormhole) -> bool {
 fn prefault_serves_the_pools_spare_chunks() {
     let wh = Wormhole::new();
     assert!(wh.config().prefault);
-    let chunks = |wh: &Wormhole| wh.pool.reserved_bytes() + wh.kvp.reserved_bytes();
+    let chunks = |wh: &Wormhole| wh.raw.pool.reserved_bytes() + wh.raw.kvp.reserved_bytes();
     let n = insert_until(&wh, 0, |wh| wh.populator_stats().started);
     let s = wh.populator_stats();
     assert_eq!(s.served + s.missed, 8, "started at 16 MiB: {s:?}");
     assert!(wait_spare(&wh), "the thread populates a spare chunk");
-    let spare = wh.populator.spare_bytes();
+    let spare = wh.raw.populator.spare_bytes();
     let m = wh.memory_usage();
     let before = chunks(&wh);
     // The spare is in `memory_usage()`, not in any pool.
@@ -668,6 +666,6 @@ fn prefault_serves_the_pools_spare_chunks() {
     // Switched off: no thread however large the index, nothing in reserve.
     insert_until(&without, n, |w| w.len() == n as usize);
     assert_eq!(without.populator_stats(), Default::default());
-    assert_eq!(without.populator.spare_bytes(), 0);
+    assert_eq!(without.raw.populator.spare_bytes(), 0);
     assert_eq!(without.len(), n as usize);
 }

@@ -5,13 +5,17 @@
 use std::ops::Bound;
 
 use orrery_core::testing::{Cursor, CursorUnderTest};
-use orrery_wormhole::{Iter, Wormhole};
+use orrery_wormhole::{Iter, WormholeWith};
 
 /// The concrete iterator over `[lo, hi]`, for the iterator parts.
-fn open<'a>(wh: &'a Wormhole, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Box<dyn CursorUnderTest + 'a> {
+fn open<'a, const OPTS: u32>(
+    wh: &'a WormholeWith<OPTS>,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+) -> Box<dyn CursorUnderTest + 'a> {
     Box::new(Cursor::new(
         wh.range::<[u8], _>((lo, hi)),
-        |it: &mut Iter<'_>, b| it.seek(b),
+        |it: &mut Iter<'_, OPTS>, b| it.seek(b),
     ))
 }
 
@@ -30,20 +34,12 @@ mod small_leaves {
 }
 
 mod base_wormhole {
-    use orrery_wormhole::{Config, Wormhole};
+    use orrery_wormhole::ablation::BASE;
+    use orrery_wormhole::{Config, WormholeWith};
     orrery_core::conformance_tests!(
         ordered,
-        || Wormhole::with_config(
-            Config::builder()
-                .leaf_capacity(8)
-                .tag_matching(false)
-                .inc_hashing(false)
-                .sort_by_tag(false)
-                .direct_pos(false)
-                .build()
-                .unwrap()
-        )
-        .unwrap(),
+        || WormholeWith::<BASE>::with_config(Config::builder().leaf_capacity(8).build().unwrap())
+            .unwrap(),
         iter = super::open
     );
 }

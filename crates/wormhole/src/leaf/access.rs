@@ -128,8 +128,8 @@ pub(crate) trait LeafAccess {
         let e = self.tags()[i];
         if !is_inline(e) {
             let p = (e & ADDR_MASK) as usize as *const u8;
-            crate::prefetch(p);
-            crate::prefetch(p.wrapping_add(64));
+            orrery_core::prefetch(p);
+            orrery_core::prefetch(p.wrapping_add(64));
         }
     }
 

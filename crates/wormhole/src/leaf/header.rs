@@ -105,9 +105,9 @@ impl Leaf {
     pub(crate) fn prefetch_anchor(&self, len: usize) {
         if self.anchor_len as usize >= len && !self.anchor_heap.is_null() {
             let p = self.anchor_heap.cast_const();
-            crate::prefetch(p);
+            orrery_core::prefetch(p);
             if len > 64 {
-                crate::prefetch(p.wrapping_add(64));
+                orrery_core::prefetch(p.wrapping_add(64));
             }
         }
     }

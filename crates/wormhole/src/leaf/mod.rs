@@ -153,9 +153,9 @@ use std::sync::atomic::{
 };
 
 use crate::anchor::lcp;
-use crate::deps::sync::{Backoff, RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 use crate::kv::{INLINE_MAX, InlinePair, Kv, Pair};
 use orrery_core::Error;
+use orrery_core::sync::{Backoff, RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 
 #[allow(unused_imports)]
 pub(crate) use self::access::*;

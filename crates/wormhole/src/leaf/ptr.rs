@@ -129,7 +129,7 @@ impl LeafPtr {
     /// Prefetches the header line.
     #[inline]
     pub(crate) fn prefetch(self) {
-        crate::prefetch(self.base());
+        orrery_core::prefetch(self.base());
     }
 
     /// Prefetches the tag line a lookup of `tag` reads first (its home slot) and, with
@@ -139,15 +139,15 @@ impl LeafPtr {
     #[inline]
     pub(crate) fn prefetch_tags(self, tag: u16, cap: usize, inline: bool) {
         let i = home(tag, cap);
-        crate::prefetch(
+        orrery_core::prefetch(
             self.base()
                 .wrapping_add(size_of::<Leaf>() + i * 8)
                 .cast_const(),
         );
         if inline {
             let c = self.base().wrapping_add(inline_off(cap) + i * INLINE_MAX);
-            crate::prefetch(c.cast_const());
-            crate::prefetch(c.wrapping_add(2 * INLINE_MAX).cast_const());
+            orrery_core::prefetch(c.cast_const());
+            orrery_core::prefetch(c.wrapping_add(2 * INLINE_MAX).cast_const());
         }
     }
 
@@ -161,18 +161,18 @@ impl LeafPtr {
         let i = home(tag, cap);
         let tags = self.base().wrapping_add(size_of::<Leaf>());
         if i >= 8 {
-            crate::prefetch(tags.wrapping_add((i - 8) * 8).cast_const());
+            orrery_core::prefetch(tags.wrapping_add((i - 8) * 8).cast_const());
         }
         if i + 8 < cap {
-            crate::prefetch(tags.wrapping_add((i + 8) * 8).cast_const());
+            orrery_core::prefetch(tags.wrapping_add((i + 8) * 8).cast_const());
         }
         if inline {
             let c = self.base().wrapping_add(inline_off(cap));
             if i >= 4 {
-                crate::prefetch(c.wrapping_add((i - 4) * INLINE_MAX).cast_const());
+                orrery_core::prefetch(c.wrapping_add((i - 4) * INLINE_MAX).cast_const());
             }
             if i + 6 < cap {
-                crate::prefetch(c.wrapping_add((i + 6) * INLINE_MAX).cast_const());
+                orrery_core::prefetch(c.wrapping_add((i + 6) * INLINE_MAX).cast_const());
             }
         }
     }
@@ -181,8 +181,8 @@ impl LeafPtr {
     #[inline]
     pub(crate) fn prefetch_order(self, cap: usize) {
         let o = self.base().wrapping_add(size_of::<Leaf>() + cap * 8);
-        crate::prefetch(o.cast_const());
-        crate::prefetch(o.wrapping_add(cap - 1).cast_const());
+        orrery_core::prefetch(o.cast_const());
+        orrery_core::prefetch(o.wrapping_add(cap - 1).cast_const());
     }
 
     /// Prefetches what a scan of the leaf reads: the header line, the whole tag array and
@@ -192,9 +192,9 @@ impl LeafPtr {
     #[inline]
     pub(crate) fn prefetch_for_scan(self, cap: usize) {
         let b = self.base().cast_const();
-        crate::prefetch(b);
+        orrery_core::prefetch(b);
         for off in (size_of::<Leaf>()..size_of::<Leaf>() + cap * 9).step_by(64) {
-            crate::prefetch(b.wrapping_add(off));
+            orrery_core::prefetch(b.wrapping_add(off));
         }
     }
 

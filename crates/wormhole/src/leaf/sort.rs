@@ -39,14 +39,14 @@ pub(super) unsafe fn sort_order(p: LeafPtr) {
     let order = unsafe { std::slice::from_raw_parts_mut(order_p, n) };
     // The tag array is read below in key order (random lines): fetch it whole first.
     for off in (0..cap * 8).step_by(64) {
-        crate::prefetch(tags_p.cast::<u8>().wrapping_add(off));
+        orrery_core::prefetch(tags_p.cast::<u8>().wrapping_add(off));
     }
     // The comparisons below chase one pointer per block key; issue all the pair fetches up
     // front so that they overlap instead of missing one after the other.
     for &i in order.iter() {
         let e = tags[i as usize];
         if !is_inline(e) {
-            crate::prefetch(ekv(e).as_ptr());
+            orrery_core::prefetch(ekv(e).as_ptr());
         }
     }
     // The keys of inline pairs are in the cells, read below in key order (random lines of
@@ -55,7 +55,7 @@ pub(super) unsafe fn sort_order(p: LeafPtr) {
     if h.kind.load(Ordering::Relaxed) & KIND_INLINE_AREA != 0 {
         let cells = p.base().wrapping_add(inline_off(cap));
         for off in (0..cap * INLINE_MAX).step_by(64) {
-            crate::prefetch(cells.wrapping_add(off).cast_const());
+            orrery_core::prefetch(cells.wrapping_add(off).cast_const());
         }
     }
     let key = |i: u8| {

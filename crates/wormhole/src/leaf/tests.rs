@@ -1,8 +1,8 @@
 //! Unit tests of the leaf: entries, sorting, inserts, splits and merges against a model.
 
 use super::*;
-use crate::deps::hash::crc32c;
 use orrery_core::alloc::SizeClassPool;
+use orrery_core::hash::crc32c;
 use std::collections::BTreeMap;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

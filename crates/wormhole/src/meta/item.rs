@@ -93,7 +93,7 @@ impl ItemPtr {
     /// Prefetches the item's line.
     #[inline]
     pub(crate) fn prefetch(self) {
-        crate::prefetch(self.0.as_ptr().cast::<u8>());
+        orrery_core::prefetch(self.0.as_ptr().cast::<u8>());
     }
 }
 

@@ -107,10 +107,10 @@ use std::ptr::NonNull;
 use orrery_core::Error;
 use orrery_core::alloc::{Zeroable, ZeroedArray};
 
-use crate::deps::hash::{crc32c, crc32c_extend, tag16};
 use crate::items::{ItemArray, MIN_CAP};
 use crate::leaf::LeafPtr;
 use crate::plan::Plan;
+use orrery_core::hash::{crc32c, crc32c_extend, tag16};
 
 #[allow(unused_imports)]
 pub(crate) use self::item::*;
@@ -228,7 +228,7 @@ impl MetaTable {
     /// most likely is, if it exists; see `items`).
     #[inline]
     pub(crate) fn prefetch_item(&self, hash: u32) {
-        crate::prefetch(self.arr.home(hash));
+        orrery_core::prefetch(self.arr.home(hash));
     }
 
     /// Makes room for `n` more items and `n` more slot entries, doubling the item array
@@ -313,7 +313,7 @@ impl MetaTable {
     /// Prefetches the home slot of `hash`.
     #[inline]
     pub(crate) fn prefetch(&self, hash: u32) {
-        crate::prefetch::<Slot>(&self.slots[self.slot_of(hash)]);
+        orrery_core::prefetch::<Slot>(&self.slots[self.slot_of(hash)]);
     }
 
     /// Optimistic probe (§3.1): the first item whose 16-bit tag matches, without comparing

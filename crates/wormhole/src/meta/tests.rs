@@ -1,6 +1,7 @@
 //! Unit tests of the MetaTrieHT.
 
 use super::*;
+use crate::ablation::{ALL, DIRECT_POS, SORT_BY_TAG};
 use crate::config::Config;
 use crate::leaf::leaf_pool;
 use crate::search::{locate, locate_exact, locate_in};
@@ -90,29 +91,28 @@ impl Harness {
     fn verify(&self, keys: &[&[u8]]) {
         self.t1.check(&self.leaves);
         self.t2.check(&self.leaves);
-        for cfg in [
-            Config::default(),
-            Config {
-                tag_matching: false,
-                inc_hashing: false,
-                ..Config::default()
-            },
-        ] {
-            for k in keys {
-                let i = self.leaves.partition_point(|(a, _)| a.as_slice() <= *k);
-                let want = self.leaves[i - 1].1;
-                for t in [&self.t1, &self.t2] {
-                    assert_eq!(locate(t, k, &cfg).unwrap().leaf, want, "key {k:?}");
-                    let tg = locate_in(t, k, &cfg).unwrap();
-                    let leaf = match tg.check {
-                        // SAFETY: the harness's leaves live until it is dropped.
-                        Some(c) if !c.holds(unsafe { tg.leaf.hdr() }, k) => {
-                            locate_exact(t, k, &cfg).unwrap().leaf
-                        }
-                        _ => tg.leaf,
-                    };
-                    assert_eq!(leaf, want, "key {k:?}");
-                }
+        self.verify_targets::<ALL>(keys);
+        // Without TagMatching and IncHashing.
+        self.verify_targets::<{ SORT_BY_TAG | DIRECT_POS }>(keys);
+    }
+
+    /// The target leaf of `keys` against the definition, searched with `OPTS`.
+    fn verify_targets<const OPTS: u32>(&self, keys: &[&[u8]]) {
+        let cfg = Config::default();
+        for k in keys {
+            let i = self.leaves.partition_point(|(a, _)| a.as_slice() <= *k);
+            let want = self.leaves[i - 1].1;
+            for t in [&self.t1, &self.t2] {
+                assert_eq!(locate::<OPTS>(t, k, &cfg).unwrap().leaf, want, "key {k:?}");
+                let tg = locate_in::<OPTS>(t, k, &cfg).unwrap();
+                let leaf = match tg.check {
+                    // SAFETY: the harness's leaves live until it is dropped.
+                    Some(c) if !c.holds(unsafe { tg.leaf.hdr() }, k) => {
+                        locate_exact::<OPTS>(t, k, &cfg).unwrap().leaf
+                    }
+                    _ => tg.leaf,
+                };
+                assert_eq!(leaf, want, "key {k:?}");
             }
         }
     }
@@ -188,12 +188,15 @@ fn tag_false_positive_on_a_leaf_entry() {
     assert_eq!(h.t1.slots.len(), 8);
     assert_eq!(h.t1.probe_tag(crc32c(k)), Some(Ref::Leaf(lb)));
     h.verify(&[k, b"xy", b"xyr", b"u", b"u\xaa=\0"]);
-    assert_eq!(locate(&h.t1, k, &Config::default()).unwrap().leaf, lx);
+    assert_eq!(
+        locate::<ALL>(&h.t1, k, &Config::default()).unwrap().leaf,
+        lx
+    );
     // A lookup defers the comparison: it gets the wrong leaf with the check pending,
     // the check fails, and the exact restart finds the right leaf with nothing left
     // to check.
     let cfg = Config::default();
-    let tg = locate_in(&h.t1, k, &cfg).unwrap();
+    let tg = locate_in::<ALL>(&h.t1, k, &cfg).unwrap();
     let c = crate::search::Check {
         plen: 3,
         byte: None,
@@ -202,10 +205,10 @@ fn tag_false_positive_on_a_leaf_entry() {
     assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
     // SAFETY: the harness's leaves live until it is dropped.
     assert!(!c.holds(unsafe { lb.hdr() }, k));
-    let tg = locate_exact(&h.t1, k, &cfg).unwrap();
+    let tg = locate_exact::<ALL>(&h.t1, k, &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (lx, None));
     // A true leaf-entry match defers too, and its check passes.
-    let tg = locate_in(&h.t1, b, &cfg).unwrap();
+    let tg = locate_in::<ALL>(&h.t1, b, &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (lb, Some(c)));
     // SAFETY: as above.
     assert!(c.holds(unsafe { lb.hdr() }, b));
@@ -227,8 +230,8 @@ fn deferred_child_check() {
     let cfg = Config::default();
     // `xyr` falls between the children `q` and `s` of `xy`: its target is `xyq`'s leaf.
     let key = b"xyr!";
-    assert_eq!(locate(&h.t1, key, &cfg).unwrap().leaf, lq);
-    let tg = locate_in(&h.t1, key, &cfg).unwrap();
+    assert_eq!(locate::<ALL>(&h.t1, key, &cfg).unwrap().leaf, lq);
+    let tg = locate_in::<ALL>(&h.t1, key, &cfg).unwrap();
     let c = crate::search::Check {
         plen: 2,
         byte: Some(b'q'),
@@ -239,10 +242,10 @@ fn deferred_child_check() {
     assert!(!c.holds(unsafe { lb.hdr() }, key));
     // SAFETY: as above.
     assert!(c.holds(unsafe { lq.hdr() }, key));
-    let tg = locate_exact(&h.t1, key, &cfg).unwrap();
+    let tg = locate_exact::<ALL>(&h.t1, key, &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (lq, None));
     // Above the last child: the rightmost leaf below `xy`, no child probe, no check.
-    let tg = locate_in(&h.t1, b"xyz", &cfg).unwrap();
+    let tg = locate_in::<ALL>(&h.t1, b"xyz", &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (ls, None));
 }
 
@@ -275,9 +278,9 @@ fn long_item_false_positive_is_caught() {
     // match it would be the rightmost leaf below `P`.
     let key = [Q, b"~"].concat();
     let cfg = Config::default();
-    assert_eq!(locate(&h.t1, &key, &cfg).unwrap().leaf, lc);
+    assert_eq!(locate::<ALL>(&h.t1, &key, &cfg).unwrap().leaf, lc);
     assert_eq!(h.t1.plan().split(0, 14), 12);
-    let tg = locate_in(&h.t1, &key, &cfg).unwrap();
+    let tg = locate_in::<ALL>(&h.t1, &key, &cfg).unwrap();
     let c = crate::search::Check {
         plen: 12,
         byte: None,
@@ -286,7 +289,7 @@ fn long_item_false_positive_is_caught() {
     assert_eq!((tg.leaf, tg.check), (lp, Some(c)));
     // SAFETY: the harness's leaves live until it is dropped.
     assert!(!c.holds(unsafe { lp.hdr() }, &key));
-    let tg = locate_exact(&h.t1, &key, &cfg).unwrap();
+    let tg = locate_exact::<ALL>(&h.t1, &key, &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (lc, None));
     h.verify(&[&key, P, Q, &[P, b"!"].concat(), b"collide", b"collidf"]);
 }
@@ -312,8 +315,8 @@ fn long_child_false_positive_is_caught() {
     let key = [x, &[a + 1], b"tail"].concat();
     let cfg = Config::default();
     assert_eq!(h.want(&key), lp1);
-    assert_eq!(locate(&h.t1, &key, &cfg).unwrap().leaf, lp1);
-    let tg = locate_in(&h.t1, &key, &cfg).unwrap();
+    assert_eq!(locate::<ALL>(&h.t1, &key, &cfg).unwrap().leaf, lp1);
+    let tg = locate_in::<ALL>(&h.t1, &key, &cfg).unwrap();
     let chk = crate::search::Check {
         plen: 11,
         byte: Some(a),
@@ -325,7 +328,7 @@ fn long_child_false_positive_is_caught() {
     assert!(!chk.holds(unsafe { tg.leaf.hdr() }, &key));
     // SAFETY: as above.
     assert!(chk.holds(unsafe { lpa.hdr() }, &key));
-    let tg = locate_exact(&h.t1, &key, &cfg).unwrap();
+    let tg = locate_exact::<ALL>(&h.t1, &key, &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (lp1, None));
     assert_ne!(lq, lp1);
     h.verify(&[&key, x, P, Q, &xc]);
@@ -348,7 +351,7 @@ fn long_item_before_leftmost_is_checked() {
     let key = [x, &[P[11] + 1], b"tail"].concat();
     let cfg = Config::default();
     assert_eq!(h.want(&key), lp1);
-    let tg = locate_in(&h.t1, &key, &cfg).unwrap();
+    let tg = locate_in::<ALL>(&h.t1, &key, &cfg).unwrap();
     assert_eq!((tg.leaf, tg.check), (lp1, None));
     h.verify(&[&key, x, P, Q]);
 }
