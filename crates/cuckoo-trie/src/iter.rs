@@ -1,10 +1,10 @@
 //! Ordered iteration: a double-ended, seekable [`Iter`] (the house pattern of Wormhole's
 //! `iter.rs`), fed by batches of successor or predecessor searches.
 //!
-//! Range iteration in the paper is "a sequence of successor searches from the range start
-//! key" (§5); a refill here runs up to [`BATCH`] of them under one epoch guard, each
-//! validated and restarted on its own (`trie.rs`), and copies the pairs into a
-//! [`PairBatch`] it reuses. No guard is held between refills, so a user may keep an `Iter`
+//! Ascending, a refill is one successor search for its start bound and then a walk along
+//! the leaves' next-leaf locators (§4.4), each step validated and resynchronised by a
+//! successor search when a locator is stale (`trie.rs`, `Raw::scan_batch`); it copies up
+//! to [`BATCH`] pairs into a [`PairBatch`] it reuses. No guard is held between refills, so a user may keep an `Iter`
 //! while writing to the index. Going down, a refill runs predecessor searches from the
 //! back bound and stores the pairs ascending, as the front does.
 
@@ -13,6 +13,7 @@ use std::ops::{Bound, RangeBounds};
 use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
 use crate::CuckooTrie;
+use crate::trie::ScanEnd;
 
 /// Pairs copied per refill.
 pub const BATCH: usize = 32;
@@ -44,13 +45,14 @@ impl CuckooTrie {
     /// the next batch starts, or `None` when the keys ran out.
     fn copy_batch(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         let g = orrery_core::sync::pin();
-        let mut from = start;
-        for _ in 0..BATCH {
-            let (k, v) = self.raw.seek(from, true, &g)?;
+        let end = self.raw.scan_batch(start, &g, BATCH, &mut |k, v| {
             out.push(k, v);
-            from = Bound::Excluded(k);
+            std::ops::ControlFlow::Continue(())
+        });
+        match end {
+            ScanEnd::More(k) => Some(Bound::Excluded(k.to_vec())),
+            ScanEnd::Done | ScanEnd::Stopped => None,
         }
-        Some(from.map(<[u8]>::to_vec))
     }
 
     /// Copies up to [`BATCH`] pairs below `end` (the largest ones), in ascending order, into

@@ -287,23 +287,20 @@ impl CuckooTrie {
         }
     }
 
-    /// Visits pairs in ascending key order from `start` until the visitor breaks: a
-    /// sequence of successor searches (§5 "Range iteration").
+    /// Visits pairs in ascending key order from `start` until the visitor breaks: one
+    /// successor search, then a walk along the leaves' next-leaf locators (§4.4), in
+    /// batches of [`BATCH`] pairs under one epoch guard each.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut last: Vec<u8> = Vec::new();
-        let mut from = start.map(<[u8]>::to_vec);
+        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
         loop {
             let g = orrery_core::sync::pin();
-            for _ in 0..BATCH {
-                let Some((k, v)) = self.raw.seek(from.as_ref().map(Vec::as_slice), true, &g) else {
-                    return;
-                };
-                if visitor(k, v).is_break() {
-                    return;
-                }
-                last.clear();
-                last.extend_from_slice(k);
-                from = Bound::Excluded(std::mem::take(&mut last));
+            let bound = from.as_ref().map(Vec::as_slice);
+            match self
+                .raw
+                .scan_batch(bound, &g, BATCH, &mut |k, v| visitor(k, v))
+            {
+                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
             }
         }
     }

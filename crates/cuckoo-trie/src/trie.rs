@@ -63,7 +63,7 @@
 //! the trie instead (up the searched path to the first sibling on the wanted side, then
 //! down its extreme edge), each step validated like a lookup.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -134,6 +134,27 @@ pub(crate) struct Step {
     pub(crate) hash: u64,
     /// The length of its name in symbols.
     pub(crate) depth: usize,
+}
+
+impl Step {
+    /// The node's locator (§4.4).
+    #[inline]
+    pub(crate) fn locator(&self) -> Locator {
+        Locator {
+            hash: self.hash,
+            color: self.found.entry.color(),
+        }
+    }
+}
+
+/// How a [`Raw::scan_batch`] ended.
+pub(crate) enum ScanEnd<'g> {
+    /// No key is left.
+    Done,
+    /// The visitor stopped.
+    Stopped,
+    /// `max` pairs were visited; the last key visited.
+    More(&'g [u8]),
 }
 
 /// What an upsert does, decided from the current value.
@@ -380,20 +401,144 @@ impl Raw {
             match self.seek_in(t, bound, forward, &mut path) {
                 Ok(r) if self.still_current(t) => {
                     // SAFETY: reached through validated reads under `g` (as in `lookup`).
-                    return r.map(|p| unsafe { record::read(p) });
+                    return r.map(|s| unsafe { record::read(rec_ptr(s.found.entry.record())) });
                 }
                 _ => backoff.snooze(),
             }
         }
     }
 
+    /// Visits, ascending from `start`, up to `max` pairs under `g` (§4.4 "Range
+    /// iteration"): one successor search finds the first leaf, then the walk follows the
+    /// leaves' next-leaf locators. A step is taken only if the leaf it leaves is unchanged
+    /// (its bucket version) after the next leaf was read, and the next leaf is a clean
+    /// (not dirty) leaf whose key is above the last one yielded; otherwise the walk
+    /// resynchronises by a successor search from the root past the last key yielded.
+    pub(crate) fn scan_batch<'g>(
+        &self,
+        start: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        let mut path = Vec::with_capacity(16);
+        let backoff = Backoff::new();
+        let Some((mut t, mut cur)) = self.seek_leaf(start, &mut path, g) else {
+            return ScanEnd::Done;
+        };
+        let mut n = 0;
+        loop {
+            // SAFETY: `cur` was read validated under `g`; records are retired through the
+            // epoch collector only after they are unlinked, so it is live while `g` is held.
+            let (k, v) = unsafe { record::read(rec_ptr(cur.found.entry.record())) };
+            if f(k, v).is_break() {
+                return ScanEnd::Stopped;
+            }
+            n += 1;
+            if n >= max {
+                return ScanEnd::More(k);
+            }
+            match Self::next_leaf(t, &cur, k, g) {
+                Ok(Some(next)) => cur = next,
+                Ok(None) => return ScanEnd::Done,
+                Err(Restart) => {
+                    backoff.snooze();
+                    match self.seek_leaf(Bound::Excluded(k), &mut path, g) {
+                        Some((nt, next)) => (t, cur) = (nt, next),
+                        None => return ScanEnd::Done,
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first leaf after `bound` in the current table (validated, retried until the
+    /// table did not change under the search), with that table.
+    fn seek_leaf<'g>(
+        &self,
+        bound: Bound<&[u8]>,
+        path: &mut Vec<Step>,
+        g: &'g Guard,
+    ) -> Option<(&'g Table, Step)> {
+        let backoff = Backoff::new();
+        loop {
+            let t = self.table(g);
+            match self.seek_in(t, bound, true, path) {
+                Ok(r) if self.still_current(t) => return r.map(|s| (t, s)),
+                _ => backoff.snooze(),
+            }
+        }
+    }
+
+    /// The leaf after `cur` (whose key is `key`) by its next-leaf locator, or `None` if
+    /// `cur` is the last leaf. [`Restart`] if `cur` changed since it was read, or the
+    /// locator names no clean leaf with a key above `key` (a stale locator, §5).
+    fn next_leaf(t: &Table, cur: &Step, key: &[u8], _g: &Guard) -> Result<Option<Step>, Restart> {
+        let next = cur.found.entry.next();
+        let found = next.and_then(|l| t.find(l));
+        if !t.bucket(cur.found.slot.bucket).unchanged(cur.found.version) {
+            return Err(Restart);
+        }
+        let Some(l) = next else {
+            return Ok(None);
+        };
+        let found = found.ok_or(Restart)?;
+        if found.entry.kind() != Kind::Leaf || found.entry.dirty() {
+            return Err(Restart);
+        }
+        // SAFETY: read validated under `_g` (the caller's guard); see `scan_batch`.
+        let (k, _) = unsafe { record::read(rec_ptr(found.entry.record())) };
+        if k <= key {
+            return Err(Restart);
+        }
+        Ok(Some(Step {
+            found,
+            hash: l.hash,
+            depth: 0,
+        }))
+    }
+
+    /// The locator of the last leaf before `key` (writer lock held, `key` absent or
+    /// present).
+    fn leaf_before(&self, t: &Table, key: &[u8]) -> Option<Locator> {
+        self.writer_seek(t, Bound::Excluded(key), false)
+    }
+
+    /// The locator of the first leaf at or after `key` (writer lock held).
+    fn leaf_from(&self, t: &Table, key: &[u8]) -> Option<Locator> {
+        self.writer_seek(t, Bound::Included(key), true)
+    }
+
+    fn writer_seek(&self, t: &Table, bound: Bound<&[u8]>, forward: bool) -> Option<Locator> {
+        let mut path = Vec::with_capacity(16);
+        match self.seek_in(t, bound, forward, &mut path) {
+            Ok(s) => s.map(|s| s.locator()),
+            Err(Restart) => {
+                unreachable_restart();
+                None
+            }
+        }
+    }
+
+    /// Points the next-leaf locator of the leaf `of` (if any) at `to` (writer lock held).
+    fn set_next(t: &Table, of: Option<Locator>, to: Option<Locator>) {
+        if let Some(f) = of.and_then(|l| t.find(l)) {
+            debug_assert_eq!(f.entry.kind(), Kind::Leaf);
+            t.update(f.slot, |x| x.with_next(to));
+        } else {
+            debug_assert!(of.is_none(), "a leaf named by a locator is missing");
+        }
+    }
+
+    /// The leaf of the first key after (`forward`) or before `bound` in `t`: a successor
+    /// (predecessor) search, each step validated.
     fn seek_in(
         &self,
         t: &Table,
         bound: Bound<&[u8]>,
         forward: bool,
         path: &mut Vec<Step>,
-    ) -> Result<Option<NonNull<u8>>, Restart> {
+    ) -> Result<Option<Step>, Restart> {
         let (key, inclusive) = match bound {
             Bound::Unbounded => {
                 let root = Self::root(t)?;
@@ -415,7 +560,7 @@ impl Raw {
                     std::cmp::Ordering::Less => !forward,
                 };
                 if ok {
-                    return Ok(Some(p));
+                    return Ok(Some(leaf));
                 }
                 (path.len() - 1, leaf.found.entry.last_symbol())
             }
@@ -443,7 +588,7 @@ impl Raw {
         mut level: usize,
         mut taken: u8,
         forward: bool,
-    ) -> Result<Option<NonNull<u8>>, Restart> {
+    ) -> Result<Option<Step>, Restart> {
         while level > 0 {
             let node = path[level - 1];
             if node.found.entry.kind() != Kind::Bitmap {
@@ -474,11 +619,11 @@ impl Raw {
     }
 
     /// The smallest (`forward`) or largest leaf under `node`.
-    fn extreme(t: &Table, mut node: Step, forward: bool) -> Result<Option<NonNull<u8>>, Restart> {
+    fn extreme(t: &Table, mut node: Step, forward: bool) -> Result<Option<Step>, Restart> {
         loop {
             let e = node.found.entry;
             match e.kind() {
-                Kind::Leaf => return Ok(Some(rec_ptr(e.record()))),
+                Kind::Leaf => return Ok(Some(node)),
                 Kind::Bitmap => {
                     let bits = e.bitmap();
                     if bits == 0 {
@@ -559,7 +704,7 @@ impl Raw {
                 Ok(p) => p,
                 Err(e) => return Ok(Err(e)),
             };
-            match self.link_new(t, &syms, &path, end, rec) {
+            match self.link_new(t, key, &syms, &path, end, rec) {
                 Ok(()) => {
                     self.len.fetch_add(1, Ordering::Relaxed);
                     Ok(Ok(false))
@@ -580,6 +725,7 @@ impl Raw {
     fn link_new(
         &self,
         t: &Table,
+        key: &[u8],
         syms: &Symbols<'_>,
         path: &[Step],
         end: End,
@@ -597,16 +743,34 @@ impl Raw {
             t,
             done: Vec::new(),
         };
+        // The new leaf's neighbours in the leaf list (§4.4), found before any change. A
+        // split moves the split leaf's record to a new leaf: its neighbours are then those of
+        // the split leaf.
+        let (before, after) = match end {
+            End::Leaf => (None, None),
+            _ => (self.leaf_before(t, key), self.leaf_from(t, key)),
+        };
         match end {
             End::Missing(c) => {
                 let h = t.hash().child(last.hash, c);
-                placed.place(
+                let n = placed.place(
                     h,
-                    Entry::new(Kind::Leaf, c, e.color()).with_record(rec_addr),
+                    Entry::new(Kind::Leaf, c, e.color())
+                        .with_record(rec_addr)
+                        .with_next(after),
                 )?;
                 let f = t.find(me).ok_or(Full)?;
                 placed.done.clear();
                 t.update(f.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
+                // Linked in the trie (the linearization point); now in the list.
+                Self::set_next(
+                    t,
+                    before,
+                    Some(Locator {
+                        hash: h,
+                        color: n.color(),
+                    }),
+                );
                 Ok(())
             }
             End::Leaf => {
@@ -621,6 +785,13 @@ impl Raw {
                     j += 1;
                 }
                 let two = (1u64 << syms.at(j)) | (1u64 << osyms.at(j));
+                let pair = [
+                    (syms.at(j), rec_addr),
+                    (osyms.at(j), other.as_ptr() as usize),
+                ];
+                // The split leaf's place in the leaf list passes to the lower of the two new
+                // leaves, once the split leaf has become an internal node.
+                let before_split = self.leaf_before(t, okey);
                 // Segments of the chain below the converted leaf: jump nodes of up to
                 // JUMP_MAX symbols from d to j, then the bitmap node at j.
                 let first_len = (j - d).min(JUMP_MAX);
@@ -660,14 +831,7 @@ impl Raw {
                         h = (p..p + len).fold(h, |h, q| t.hash().child(h, syms.at(q)));
                         p += len;
                     }
-                    let (lh, lc) = (h, color);
-                    for (c, r) in [
-                        (syms.at(j), rec_addr),
-                        (osyms.at(j), other.as_ptr() as usize),
-                    ] {
-                        let hl = t.hash().child(lh, c);
-                        placed.place(hl, Entry::new(Kind::Leaf, c, lc).with_record(r))?;
-                    }
+                    let lo = Self::place_pair(&mut placed, h, color, pair, e.next())?;
                     let jump: Vec<u8> = (d..d + first_len).map(|q| syms.at(q)).collect();
                     let cc = first_child.ok_or(Full)?;
                     let f = t.find(me).ok_or(Full)?;
@@ -677,17 +841,13 @@ impl Raw {
                             .with_jump(&jump)
                             .with_child_color(cc)
                     });
+                    Self::set_next(t, before_split, Some(lo));
                 } else {
-                    for (c, r) in [
-                        (syms.at(j), rec_addr),
-                        (osyms.at(j), other.as_ptr() as usize),
-                    ] {
-                        let hl = t.hash().child(h, c);
-                        placed.place(hl, Entry::new(Kind::Leaf, c, color).with_record(r))?;
-                    }
+                    let lo = Self::place_pair(&mut placed, h, color, pair, e.next())?;
                     let f = t.find(me).ok_or(Full)?;
                     placed.done.clear();
                     t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(two));
+                    Self::set_next(t, before_split, Some(lo));
                 }
                 Ok(())
             }
@@ -708,10 +868,16 @@ impl Raw {
                     placed.place(h_b, proto)?.color()
                 };
                 let hl = t.hash().child(h_b, ks);
-                placed.place(
+                let n = placed.place(
                     hl,
-                    Entry::new(Kind::Leaf, ks, b_color).with_record(rec_addr),
+                    Entry::new(Kind::Leaf, ks, b_color)
+                        .with_record(rec_addr)
+                        .with_next(after),
                 )?;
+                let new_leaf = Locator {
+                    hash: hl,
+                    color: n.color(),
+                };
                 let h_rest = t.hash().child(h_b, js);
                 // The old child: re-parent it under the bitmap node, or under a new jump of
                 // the remaining symbols.
@@ -752,9 +918,39 @@ impl Raw {
                             .with_child_color(b_color)
                     });
                 }
+                Self::set_next(t, before, Some(new_leaf));
                 Ok(())
             }
         }
+    }
+
+    /// Places the two leaves of a split below the node of hash `h` and colour `color`:
+    /// `pair` holds (last symbol, record) of each. The higher leaf takes over `next` (the
+    /// split leaf's next-leaf locator), the lower one points at the higher one. Returns the
+    /// lower leaf's locator.
+    fn place_pair(
+        placed: &mut Placed<'_>,
+        h: u64,
+        color: u8,
+        mut pair: [(u8, usize); 2],
+        next: Option<Locator>,
+    ) -> Result<Locator, Full> {
+        if pair[0].0 < pair[1].0 {
+            pair.swap(0, 1);
+        }
+        let mut next = next;
+        for (c, r) in pair {
+            let hl = placed.t.hash().child(h, c);
+            let e = Entry::new(Kind::Leaf, c, color)
+                .with_record(r)
+                .with_next(next);
+            let e = placed.place(hl, e)?;
+            next = Some(Locator {
+                hash: hl,
+                color: e.color(),
+            });
+        }
+        next.ok_or(Full)
     }
 
     /// Removes `key`; returns whether it was present.
@@ -784,7 +980,14 @@ impl Raw {
         }
         let parent = path[path.len() - 2];
         let c = leaf.found.entry.last_symbol();
+        let before = self.leaf_before(t, key);
+        // §5: the leaf is marked dirty first, so a scan that reaches it through a next-leaf
+        // locator after the removal resynchronises instead of yielding a removed key.
+        t.update(leaf.found.slot, |x| x.with_dirty(true));
+        // The linearization point: unmarked in the parent's bitmap.
         t.update(parent.found.slot, |x| x.with_bitmap(x.bitmap() & !(1 << c)));
+        // Unlinked from the leaf list, then cleared.
+        Self::set_next(t, before, leaf.found.entry.next());
         t.clear(leaf.found.slot);
         // SAFETY: unlinked just above, under the writer lock; retired once.
         unsafe { Records::retire(&self.records, g, p) };
@@ -815,8 +1018,18 @@ impl Raw {
             let Some(child) = child.filter(|c| c.entry.kind() == Kind::Leaf) else {
                 break;
             };
+            // The node takes over the leaf's record and its place in the leaf list; the
+            // leaf stays valid (same record, same next) until its predecessor points past
+            // it.
             let r = child.entry.record();
-            t.update(node.found.slot, |x| x.converted(Kind::Leaf).with_record(r));
+            // SAFETY: live under the writer lock (reachable from the trie).
+            let (ck, _) = unsafe { record::read(rec_ptr(r)) };
+            let before = self.leaf_before(t, ck);
+            let next = child.entry.next();
+            t.update(node.found.slot, |x| {
+                x.converted(Kind::Leaf).with_record(r).with_next(next)
+            });
+            Self::set_next(t, before, Some(node.locator()));
             t.clear(child.slot);
             level -= 1;
         }
@@ -833,7 +1046,7 @@ impl Raw {
                 return Err(Error::OutOfMemory);
             }
             let new = Table::new(n)?;
-            if Self::copy_into(old, &new).is_ok() {
+            if Self::copy_into(old, &new).is_ok() && Self::link_leaves(&new).is_ok() {
                 let fresh = Box::into_raw(Box::new(new));
                 let prev = self.table.swap(fresh, Ordering::AcqRel);
                 let prev_addr = prev as usize;
@@ -848,6 +1061,60 @@ impl Raw {
             }
             n *= 2;
         }
+    }
+
+    /// Sets the next-leaf locators of every leaf of the unpublished table `t` (after
+    /// [`Raw::copy_into`], which copied the old table's locators): a depth-first walk in
+    /// key order.
+    fn link_leaves(t: &Table) -> Result<(), Full> {
+        let root = t.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;
+        // (hash, entry) of nodes still to visit, the smallest on top.
+        let mut stack = vec![(0u64, root.entry)];
+        let mut prev: Option<crate::table::Slot> = None;
+        while let Some((h, e)) = stack.pop() {
+            match e.kind() {
+                Kind::Leaf => {
+                    let me = t
+                        .find(Locator {
+                            hash: h,
+                            color: e.color(),
+                        })
+                        .ok_or(Full)?;
+                    if let Some(p) = prev {
+                        t.update(p, |x| {
+                            x.with_next(Some(Locator {
+                                hash: h,
+                                color: e.color(),
+                            }))
+                        });
+                    }
+                    prev = Some(me.slot);
+                }
+                Kind::Bitmap => {
+                    let mut bits = e.bitmap();
+                    while bits != 0 {
+                        let s = 63 - bits.leading_zeros() as u8;
+                        bits &= !(1u64 << s);
+                        let hc = t.hash().child(h, s);
+                        let child = t.search_by_parent(hc, s, e.color()).ok_or(Full)?;
+                        stack.push((hc, child.entry));
+                    }
+                }
+                Kind::Jump => {
+                    let len = e.jump_len();
+                    let hc = (0..len).fold(h, |h, q| t.hash().child(h, e.jump_symbol(q)));
+                    let child = t
+                        .search_by_color(hc, e.jump_symbol(len - 1), e.child_color())
+                        .ok_or(Full)?;
+                    stack.push((hc, child.entry));
+                }
+                Kind::Empty => return Err(Full),
+            }
+        }
+        if let Some(p) = prev {
+            t.update(p, |x| x.with_next(None));
+        }
+        Ok(())
     }
 
     /// Copies the trie of `old` into the empty `new`, top-down (new colours, new parent
@@ -974,6 +1241,7 @@ mod tests {
         let mut stack = vec![(root, true)];
         let mut nodes = 0;
         let mut keys = Vec::new();
+        let mut leaves: Vec<Locator> = Vec::new();
         let mut seen = std::collections::HashMap::new();
         while let Some((n, is_root)) = stack.pop() {
             nodes += 1;
@@ -985,6 +1253,8 @@ mod tests {
                 // SAFETY: no writer runs; the guard protects the record.
                 let (k, _) = unsafe { record::read(rec_ptr(e.record())) };
                 keys.push(k.to_vec());
+                assert!(!e.dirty(), "dirty leaf left behind");
+                leaves.push(n.locator());
                 continue;
             }
             let mut kids = Vec::new();
@@ -1019,6 +1289,15 @@ mod tests {
             }
         }
         assert_eq!(nodes, entries, "unreachable entries");
+        // The leaf list (next-leaf locators) is the leaves in key order.
+        for (i, l) in leaves.iter().enumerate() {
+            let f = t.find(*l).expect("leaf by locator");
+            assert_eq!(
+                f.entry.next(),
+                leaves.get(i + 1).copied(),
+                "next-leaf locator"
+            );
+        }
         let want: Vec<Vec<u8>> = model.keys().cloned().collect();
         assert_eq!(keys, want, "DFS order is key order");
         assert_eq!(raw.len(), model.len());
