@@ -5,8 +5,9 @@
 //! the leaves' next-leaf locators (§4.4), each step validated and resynchronised by a
 //! successor search when a locator is stale (`trie.rs`, `Raw::scan_batch`); it copies up
 //! to [`BATCH`] pairs into a [`PairBatch`] it reuses. No guard is held between refills, so a user may keep an `Iter`
-//! while writing to the index. Going down, a refill runs predecessor searches from the
-//! back bound and stores the pairs ascending, as the front does.
+//! while writing to the index. Going down, a refill runs one predecessor search from the
+//! back bound and a validated reverse walk of the trie from its path (`Raw::scan_batch_rev`),
+//! and stores the pairs ascending, as the front does.
 
 use std::ops::{Bound, RangeBounds};
 
@@ -60,25 +61,18 @@ impl CuckooTrie {
     /// ran out.
     fn copy_batch_rev(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         let g = orrery_core::sync::pin();
-        let mut from = end;
         let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(BATCH);
-        let mut more = true;
-        for _ in 0..BATCH {
-            match self.raw.seek(from, false, &g) {
-                Some((k, v)) => {
-                    pairs.push((k, v));
-                    from = Bound::Excluded(k);
-                }
-                None => {
-                    more = false;
-                    break;
-                }
-            }
-        }
+        let end = self.raw.scan_batch_rev(end, &g, BATCH, &mut |k, v| {
+            pairs.push((k, v));
+            std::ops::ControlFlow::Continue(())
+        });
         for &(k, v) in pairs.iter().rev() {
             out.push(k, v);
         }
-        more.then(|| from.map(<[u8]>::to_vec))
+        match end {
+            ScanEnd::More(k) => Some(Bound::Excluded(k.to_vec())),
+            ScanEnd::Done | ScanEnd::Stopped => None,
+        }
     }
 }
 

@@ -305,21 +305,20 @@ impl CuckooTrie {
         }
     }
 
-    /// Visits, in descending key order, the pairs below `end` until the visitor breaks: a
-    /// sequence of predecessor searches.
+    /// Visits, in descending key order, the pairs below `end` until the visitor breaks:
+    /// one predecessor search, then a validated reverse walk of the trie from its path, in
+    /// batches of [`BATCH`] pairs under one epoch guard each.
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from = end.map(<[u8]>::to_vec);
+        let mut from: Bound<Vec<u8>> = end.map(<[u8]>::to_vec);
         loop {
             let g = orrery_core::sync::pin();
-            for _ in 0..BATCH {
-                let Some((k, v)) = self.raw.seek(from.as_ref().map(Vec::as_slice), false, &g)
-                else {
-                    return;
-                };
-                if visitor(k, v).is_break() {
-                    return;
-                }
-                from = Bound::Excluded(k.to_vec());
+            let bound = from.as_ref().map(Vec::as_slice);
+            match self
+                .raw
+                .scan_batch_rev(bound, &g, BATCH, &mut |k, v| visitor(k, v))
+            {
+                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
             }
         }
     }

@@ -452,6 +452,76 @@ impl Raw {
         }
     }
 
+    /// Visits, descending from below `end`, up to `max` pairs under `g`: one predecessor
+    /// search, then a reverse depth-first walk from its path (up to the first ancestor
+    /// with a child on the left, down that child's rightmost edge), every child step
+    /// validated like a lookup's (`FINDCHILD`). Leaves have no previous-leaf locator (the
+    /// paper's list is singly linked); the walk reads `O(1)` nodes per leaf amortized
+    /// instead of a predecessor search from the root per key. A failed validation, or a
+    /// key not below the last one yielded, resynchronises by a predecessor search.
+    pub(crate) fn scan_batch_rev<'g>(
+        &self,
+        end: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        let mut path = Vec::with_capacity(16);
+        let backoff = Backoff::new();
+        let Some(mut t) = self.seek_path(end, &mut path, g) else {
+            return ScanEnd::Done;
+        };
+        let mut n = 0;
+        let mut last: Option<&'g [u8]> = None;
+        loop {
+            let leaf = path[path.len() - 1];
+            // SAFETY: `leaf` was read validated under `g` (see `scan_batch`).
+            let (k, v) = unsafe { record::read(rec_ptr(leaf.found.entry.record())) };
+            let in_order = last.is_none_or(|l| k < l);
+            if in_order {
+                if f(k, v).is_break() {
+                    return ScanEnd::Stopped;
+                }
+                n += 1;
+                if n >= max {
+                    return ScanEnd::More(k);
+                }
+                last = Some(k);
+                let level = path.len() - 1;
+                match Self::climb(t, &mut path, level, leaf.found.entry.last_symbol(), false) {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return ScanEnd::Done,
+                    Err(Restart) => backoff.snooze(),
+                }
+            }
+            let Some(l) = last else {
+                return ScanEnd::Done;
+            };
+            match self.seek_path(Bound::Excluded(l), &mut path, g) {
+                Some(nt) => t = nt,
+                None => return ScanEnd::Done,
+            }
+        }
+    }
+
+    /// A predecessor search for `end` in the current table, retried until valid; `path`
+    /// ends at the leaf found. `None` when no key is below `end`.
+    fn seek_path<'g>(
+        &self,
+        end: Bound<&[u8]>,
+        path: &mut Vec<Step>,
+        g: &'g Guard,
+    ) -> Option<&'g Table> {
+        let backoff = Backoff::new();
+        loop {
+            let t = self.table(g);
+            match self.seek_in(t, end, false, path) {
+                Ok(r) if self.still_current(t) => return r.map(|_| t),
+                _ => backoff.snooze(),
+            }
+        }
+    }
+
     /// The first leaf after `bound` in the current table (validated, retried until the
     /// table did not change under the search), with that table.
     fn seek_leaf<'g>(
@@ -531,7 +601,8 @@ impl Raw {
     }
 
     /// The leaf of the first key after (`forward`) or before `bound` in `t`: a successor
-    /// (predecessor) search, each step validated.
+    /// (predecessor) search, each step validated. `path` ends with the nodes from the root
+    /// to that leaf, so that [`Raw::climb`] can go on from it.
     fn seek_in(
         &self,
         t: &Table,
@@ -541,8 +612,9 @@ impl Raw {
     ) -> Result<Option<Step>, Restart> {
         let (key, inclusive) = match bound {
             Bound::Unbounded => {
+                path.clear();
                 let root = Self::root(t)?;
-                return Self::extreme(t, root, forward);
+                return Self::extreme(t, path, root, forward);
             }
             Bound::Included(k) => (k, true),
             Bound::Excluded(k) => (k, false),
@@ -572,7 +644,7 @@ impl Raw {
                 if (ks < js) == forward {
                     // The whole subtree below the jump lies on the wanted side.
                     let child = Self::jump_child(t, &jump)?;
-                    return Self::extreme(t, child, forward);
+                    return Self::extreme(t, path, child, forward);
                 }
                 (path.len() - 1, jump.found.entry.last_symbol())
             }
@@ -584,7 +656,7 @@ impl Raw {
     /// sibling on the wanted side of an ancestor, then its extreme leaf.
     fn climb(
         t: &Table,
-        path: &[Step],
+        path: &mut Vec<Step>,
         mut level: usize,
         mut taken: u8,
         forward: bool,
@@ -610,7 +682,8 @@ impl Raw {
                     63 - side.leading_zeros()
                 } as u8;
                 let child = Self::child(t, &node, s)?;
-                return Self::extreme(t, child, forward);
+                path.truncate(level);
+                return Self::extreme(t, path, child, forward);
             }
             taken = node.found.entry.last_symbol();
             level -= 1;
@@ -618,9 +691,16 @@ impl Raw {
         Ok(None)
     }
 
-    /// The smallest (`forward`) or largest leaf under `node`.
-    fn extreme(t: &Table, mut node: Step, forward: bool) -> Result<Option<Step>, Restart> {
+    /// The smallest (`forward`) or largest leaf under `node`, pushing the nodes of the way
+    /// down (`node` included) onto `path`.
+    fn extreme(
+        t: &Table,
+        path: &mut Vec<Step>,
+        mut node: Step,
+        forward: bool,
+    ) -> Result<Option<Step>, Restart> {
         loop {
+            path.push(node);
             let e = node.found.entry;
             match e.kind() {
                 Kind::Leaf => return Ok(Some(node)),
