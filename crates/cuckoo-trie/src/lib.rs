@@ -58,8 +58,8 @@
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
-// Locators and dirty flags are laid out and unit-tested but not yet used by the
-// trie (see `trie.rs`, "Not built yet"): their codec items are otherwise dead.
+// Subtree-max locators are laid out and unit-tested but not used by the trie (see
+// `trie.rs`, "The leaf list"): their codec items are otherwise dead.
 #[cfg_attr(not(test), allow(dead_code))]
 mod bucket;
 mod config;
@@ -152,21 +152,40 @@ impl CuckooTrie {
         self.get_with(key, |_| ()).is_some()
     }
 
-    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. While one key
-    /// is searched, the buckets of the first `D` prefixes of the next key are already being
-    /// fetched, so consecutive searches overlap their first DRAM round trips.
+    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. Keys are
+    /// walked in groups of 16 whose searches advance together, one trie node per key per
+    /// round, each with its own prefetch cursor, so the DRAM reads of different keys'
+    /// walks overlap (memory-level parallelism across operations; `trie.rs`,
+    /// `Raw::lookup_group`). Each lookup is linearizable on its own.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let g = orrery_core::sync::pin();
-        for (i, key) in keys.iter().enumerate() {
-            if let Some(next) = keys.get(i + 1).filter(|n| n.len() <= api::MAX_KEY_LEN) {
-                self.raw.prefetch_key(next, &g);
+        let mut out = [None; trie::GROUP];
+        let mut group: [&[u8]; trie::GROUP] = [&[]; trie::GROUP];
+        let mut base = 0;
+        while base < keys.len() {
+            // Over-long keys are absent: they are answered without a walk.
+            let mut n = 0;
+            let mut idx = [0usize; trie::GROUP];
+            let mut end = base;
+            while end < keys.len() && n < trie::GROUP {
+                if keys[end].len() <= api::MAX_KEY_LEN {
+                    group[n] = keys[end];
+                    idx[n] = end;
+                    n += 1;
+                }
+                end += 1;
             }
-            let v = if key.len() > api::MAX_KEY_LEN {
-                None
-            } else {
-                self.raw.lookup(key, &g).map(|(_, v)| v)
-            };
-            f(i, v);
+            self.raw.lookup_group(&group[..n], &g, &mut out[..n]);
+            let mut m = 0;
+            for (i, _) in keys.iter().enumerate().take(end).skip(base) {
+                if m < n && idx[m] == i {
+                    f(i, out[m].map(|(_, v)| v));
+                    m += 1;
+                } else {
+                    f(i, None);
+                }
+            }
+            base = end;
         }
     }
 

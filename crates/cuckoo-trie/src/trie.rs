@@ -1,6 +1,6 @@
 //! The raw trie engine over the hashed representation: search (Algorithm 1 with `FINDCHILD`
-//! of Algorithm 2), insert and remove (§4.5), successor and predecessor search (§4.4),
-//! growth (§5 "Resizing").
+//! of Algorithm 2), insert and remove (§4.5), successor and predecessor search and range
+//! iteration along the leaf list (§4.4), growth (§5 "Resizing").
 //!
 //! # Keys as symbol strings
 //!
@@ -28,6 +28,40 @@
 //! rule of §4.5), repeatedly up the path. Chains are not re-merged after removals (a
 //! single-child bitmap node may remain): memory only.
 //!
+//! # The leaf list (§4.4, Fig 3c)
+//!
+//! Every leaf holds a *next-leaf locator* — the hash and colour of the leaf with the next
+//! larger key (`has-next` clear on the last leaf) — so the leaves form a singly linked list
+//! in key order. Invariant (checked by the unit test's full walk): at rest, following the
+//! locators from the smallest leaf visits every leaf once, in key order, and no leaf is
+//! dirty. Writers keep it, under the writer lock, in this order:
+//!
+//! - insert under an internal node or at a jump split: the new leaf is placed with its next
+//!   locator set to its successor, the trie link is published (bitmap bit or jump
+//!   conversion: the linearization point), then the predecessor leaf's locator is pointed
+//!   at it. Between the two a scan may pass over the new key (it was inserted during the
+//!   scan).
+//! - insert by splitting leaf `A`: the two new leaves are placed (the higher one takes
+//!   `A`'s next locator, the lower one points at the higher one), `A` is converted into an
+//!   internal node, then `A`'s predecessor is pointed at the lower leaf. In between, the
+//!   predecessor's locator names an internal node: stale, detected by readers.
+//! - remove of leaf `A`: `A` is marked *dirty* (§5), its parent's bit is cleared (the
+//!   linearization point), `A`'s predecessor is pointed at `A`'s successor, `A` is cleared.
+//!   A reader that reaches `A` through a locator after the dirty mark resynchronises, so a
+//!   removed key is never yielded after its removal.
+//! - tail collapse (node `X` whose only child is leaf `C`): `X` becomes a leaf with `C`'s
+//!   record and next locator, `C`'s predecessor is pointed at `X`, then `C` is cleared.
+//!   Until then `C` is still a correct leaf (same record, same next).
+//! - growth: the new table gets fresh locators from one ordered walk before it is
+//!   published.
+//!
+//! There are no subtree-max locators: predecessor search climbs the searched path to the
+//! first ancestor with a child on the left and descends that child's rightmost edge, each
+//! step validated (the paper reads the subtree-max locator of that child instead; the
+//! difference is one validated bucket pair per level of the descent). Descending scans go on
+//! from the path of one predecessor search by the same climb-and-descend walk (the list is
+//! singly linked, as the paper's).
+//!
 //! # Concurrency protocol (§5), as built in this version
 //!
 //! - Writers (insert, remove, growth) are serialized by one writer lock (`Raw::write`).
@@ -52,16 +86,24 @@
 //!   changes meanwhile: writers are serialized) while readers keep using the old one, then
 //!   publishes it and retires the old table through the epoch collector.
 //!
+//! - Scans (§4.4 "Range iteration", §5): one validated successor search finds the first
+//!   leaf; each step to the next leaf reads the leaf its locator names, then checks the
+//!   current leaf's bucket version unchanged (so the locator was current when the next
+//!   leaf was read) and that the next leaf is a clean leaf whose key is above the last key
+//!   yielded; otherwise the scan resynchronises with a successor search from the root past
+//!   the last key yielded. So keys come strictly ascending, every key yielded was present
+//!   when it was read, and a key present throughout is not skipped (a locator only ever
+//!   skips a leaf inserted after the scan read its predecessor).
+//!
 //! Linearization points: a lookup at the validated read of its leaf (or of the node whose
 //! bitmap lacks the next symbol); an insert at the bitmap or leaf-conversion store; a
 //! removal at the parent's bitmap store.
 //!
 //! # Not built yet
 //!
-//! The next-leaf and subtree-max locators (§4.4, Fig 3c) and dirty flags: the layouts exist
-//! (`bucket.rs`), the engine does not use them. Successor and predecessor searches walk
-//! the trie instead (up the searched path to the first sibling on the wanted side, then
-//! down its extreme edge), each step validated like a lookup.
+//! Per-bucket writer locking (writers are serialized, above), cooperative migration during
+//! growth (the single writer migrates), subtree-max locators (above), re-merging jump
+//! chains after removals.
 
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
@@ -155,6 +197,41 @@ pub(crate) enum ScanEnd<'g> {
     Stopped,
     /// `max` pairs were visited; the last key visited.
     More(&'g [u8]),
+}
+
+/// A key and its value, borrowed from a record under an epoch guard.
+pub(crate) type Pair<'g> = (&'g [u8], &'g [u8]);
+
+/// Keys a [`Raw::lookup_group`] walks at once.
+pub(crate) const GROUP: usize = 16;
+
+/// Where one walk of a [`Raw::lookup_group`] is.
+#[derive(Clone, Copy)]
+enum WalkState {
+    /// Not started: at the root next.
+    Start,
+    /// At this node (validated), to be stepped from.
+    At(Step),
+    /// At a leaf whose record (this address) is being prefetched.
+    Record(usize),
+    /// Finished.
+    Done,
+}
+
+/// One walk of a [`Raw::lookup_group`]: its state and its prefetch cursor.
+#[derive(Clone, Copy)]
+struct Walk {
+    state: WalkState,
+    ahead: u64,
+    ahead_i: usize,
+}
+
+impl Walk {
+    const DONE: Walk = Walk {
+        state: WalkState::Done,
+        ahead: 0,
+        ahead_i: 0,
+    };
 }
 
 /// What an upsert does, decided from the current value.
@@ -376,15 +453,129 @@ impl Raw {
         }
     }
 
-    /// Prefetches the buckets of the first `D` prefixes of `key` (for batched lookups).
-    pub(crate) fn prefetch_key(&self, key: &[u8], g: &Guard) {
-        let t = self.table(g);
-        let syms = Symbols::new(key, self.config.symbol_bits);
-        let mut h = 0;
-        for i in 0..self.config.prefetch_depth.min(syms.len()) {
-            h = t.hash().child(h, syms.at(i));
-            t.prefetch(h);
+    /// Looks up up to [`GROUP`] keys at once (MLP across operations, beyond the paper):
+    /// the walks advance in rounds, one trie node per key per round, each keeping its own
+    /// prefetch cursor `D` prefixes ahead, and a walk that reached its leaf prefetches the
+    /// record and compares it in the next round. So the DRAM reads of the group's walks
+    /// overlap instead of following each other. A walk that must restart (a concurrent
+    /// writer) finishes as a plain [`Raw::lookup`]; if the table was replaced meanwhile the
+    /// whole group is looked up again. Results go to `out[i]` for `keys[i]`.
+    pub(crate) fn lookup_group<'g>(
+        &self,
+        keys: &[&[u8]],
+        g: &'g Guard,
+        out: &mut [Option<Pair<'g>>],
+    ) {
+        debug_assert!(keys.len() <= GROUP && out.len() == keys.len());
+        let d = self.config.prefetch_depth;
+        let bits = self.config.symbol_bits;
+        loop {
+            let t = self.table(g);
+            let mut walks: [Walk; GROUP] = [Walk::DONE; GROUP];
+            for (w, key) in walks.iter_mut().zip(keys) {
+                let syms = Symbols::new(key, bits);
+                let mut ahead = 0;
+                let n = d.min(syms.len());
+                for q in 0..n {
+                    ahead = t.hash().child(ahead, syms.at(q));
+                    t.prefetch(ahead);
+                }
+                *w = Walk {
+                    state: WalkState::Start,
+                    ahead,
+                    ahead_i: n,
+                };
+            }
+            let mut active = keys.len();
+            while active > 0 {
+                for (i, key) in keys.iter().enumerate() {
+                    let w = &mut walks[i];
+                    if matches!(w.state, WalkState::Done) {
+                        continue;
+                    }
+                    match self.walk_step(t, key, w, g) {
+                        Ok(Some(r)) => {
+                            out[i] = r;
+                            w.state = WalkState::Done;
+                            active -= 1;
+                        }
+                        Ok(None) => {}
+                        Err(Restart) => {
+                            out[i] = self.lookup(key, g);
+                            w.state = WalkState::Done;
+                            active -= 1;
+                        }
+                    }
+                }
+            }
+            if self.still_current(t) {
+                return;
+            }
         }
+    }
+
+    /// One step of a [`Raw::lookup_group`] walk: `Some(result)` when it ended.
+    #[inline]
+    fn walk_step<'g>(
+        &self,
+        t: &Table,
+        key: &[u8],
+        w: &mut Walk,
+        _g: &'g Guard,
+    ) -> Result<Option<Option<Pair<'g>>>, Restart> {
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let d = self.config.prefetch_depth;
+        let advance = |w: &mut Walk, upto: usize| {
+            while w.ahead_i < upto.min(syms.len()) {
+                w.ahead = t.hash().child(w.ahead, syms.at(w.ahead_i));
+                w.ahead_i += 1;
+                t.prefetch(w.ahead);
+            }
+        };
+        let node = match w.state {
+            WalkState::Start => Self::root(t)?,
+            WalkState::At(node) => node,
+            WalkState::Record(rec) => {
+                // SAFETY: the leaf was read validated under `_g` (the caller's guard); its
+                // record is retired only after it is unlinked (see `lookup`).
+                let (k, v) = unsafe { record::read(rec_ptr(rec)) };
+                return Ok(Some((k == key).then_some((k, v))));
+            }
+            WalkState::Done => return Err(Restart),
+        };
+        let e = node.found.entry;
+        let i = node.depth;
+        let next = match e.kind() {
+            Kind::Leaf => {
+                let rec = e.record();
+                orrery_core::prefetch(rec as *const u8);
+                w.state = WalkState::Record(rec);
+                return Ok(None);
+            }
+            Kind::Bitmap if i < syms.len() => {
+                advance(w, i + 1 + d);
+                let c = syms.at(i);
+                if e.bitmap() & (1 << c) == 0 {
+                    return Ok(Some(None));
+                }
+                Self::child(t, &node, c)?
+            }
+            Kind::Jump if e.jump_len() > 0 => {
+                let len = e.jump_len();
+                advance(w, i + len + d);
+                let n = len.min(syms.len().saturating_sub(i));
+                if (0..n).any(|k| syms.at(i + k) != e.jump_symbol(k)) {
+                    return Ok(Some(None));
+                }
+                if n < len {
+                    return Err(Restart);
+                }
+                Self::jump_child(t, &node)?
+            }
+            _ => return Err(Restart),
+        };
+        w.state = WalkState::At(next);
+        Ok(None)
     }
 
     /// The first record after (`forward`) or before `bound`, read under `g`.
