@@ -1618,6 +1618,56 @@ mod tests {
         }
     }
 
+    /// Counts entries, and the non-root bitmap nodes with a single child and the jump nodes
+    /// shorter than [`JUMP_MAX`] whose child is internal: what re-merging jump chains after
+    /// removals could save. Not a speed test: it prints a memory ratio, for the design
+    /// note (`cargo test -p orrery-cuckoo-trie --lib remerge_potential -- --ignored
+    /// --nocapture`).
+    #[test]
+    #[ignore = "measurement for docs/cuckoo-trie.md; prints, asserts only consistency"]
+    fn remerge_potential() {
+        for (label, len) in [("rand-8", 8usize), ("rand-16", 16)] {
+            let raw = Raw::new(Config::default()).unwrap();
+            let mut rng = SmallRng::seed_from_u64(7);
+            let keys: Vec<Vec<u8>> = (0..200_000)
+                .map(|_| (0..len).map(|_| rng.random()).collect())
+                .collect();
+            for k in &keys {
+                raw.upsert(k, &mut |_| Decision::Store(Vec::new())).unwrap();
+            }
+            let census = |raw: &Raw| {
+                let g = orrery_core::sync::pin();
+                let t = raw.table(&g);
+                let (mut entries, mut single, mut short_jumps) = (0, 0, 0);
+                t.for_each(|_, e| {
+                    entries += 1;
+                    match e.kind() {
+                        Kind::Bitmap if e.bitmap().count_ones() == 1 => single += 1,
+                        Kind::Jump if e.jump_len() < JUMP_MAX => short_jumps += 1,
+                        _ => {}
+                    }
+                });
+                (entries, single, short_jumps)
+            };
+            let before = census(&raw);
+            for k in keys.iter().step_by(2) {
+                assert!(raw.remove(k));
+            }
+            let after = census(&raw);
+            println!(
+                "{label}: 200k keys: entries {} single-child bitmap {} short jumps {}; \
+                 after removing half: entries {} single-child bitmap {} ({:.2}%) short jumps {}",
+                before.0,
+                before.1,
+                before.2,
+                after.0,
+                after.1,
+                100.0 * after.1 as f64 / after.0 as f64,
+                after.2
+            );
+        }
+    }
+
     #[test]
     fn symbols_preserve_order_and_are_prefix_free() {
         let keys: Vec<&[u8]> = vec![
