@@ -1,5 +1,5 @@
 //! Ordered iteration: a double-ended, seekable [`Iter`] (the house pattern of Wormhole's
-//! `iter.rs`), fed by batches of successor or predecessor searches.
+//! `iter.rs`), fed by batches walked along the leaf list (ascending) or the trie (descending).
 //!
 //! Ascending, a refill is one successor search for its start bound and then a walk along
 //! the leaves' next-leaf locators (§4.4), each step validated and resynchronised by a
@@ -86,10 +86,11 @@ impl CuckooTrie {
 /// when no entry of the previous batch is still held. [`Iter::next_pair`] and
 /// [`Iter::next_back_pair`] lend the pair as slices instead.
 ///
-/// No lock or guard is held between calls: each refill runs up to [`BATCH`] successor (or
-/// predecessor) searches under an epoch guard and records where to resume (after the last
-/// key copied going up, below the smallest going down), so a user may keep an `Iter` while
-/// writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
+/// No lock or guard is held between calls: each refill copies up to [`BATCH`] pairs under
+/// an epoch guard (one successor search and a walk along the next-leaf locators going up,
+/// one predecessor search and a reverse trie walk going down) and records where to resume
+/// (after the last key copied going up, below the smallest going down), so a user may keep
+/// an `Iter` while writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
 /// ([`orrery_core::api`]): keys come strictly ascending from the front and strictly
 /// descending from the back, every pair yielded was present with that value at some
 /// moment, and every key present throughout (and in range) is yielded once.
@@ -113,7 +114,7 @@ impl CuckooTrie {
 /// ```
 pub type Iter<'a> = BatchIter<&'a CuckooTrie>;
 
-/// [`Iter`]'s source: up to [`BATCH`] successor (or predecessor) searches per batch.
+/// [`Iter`]'s source: up to [`BATCH`] pairs per batch, from the leaf list or a reverse walk.
 impl BatchSource for CuckooTrie {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_batch(start, out)

@@ -54,7 +54,7 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, insert, remove, successor/predecessor, growth; the protocol |
+//! | `trie` | search, `get_many` groups, insert, remove, the leaf list, successor/predecessor and scans, growth; the protocol |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
