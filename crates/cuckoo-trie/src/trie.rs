@@ -617,24 +617,35 @@ impl Raw {
         let Some((mut t, mut cur)) = self.seek_leaf(start, &mut path, g) else {
             return ScanEnd::Done;
         };
+        Self::prefetch_next(t, &cur);
         let mut n = 0;
+        let mut last: Option<&'g [u8]> = None;
         loop {
             // SAFETY: `cur` was read validated under `g`; records are retired through the
             // epoch collector only after they are unlinked, so it is live while `g` is held.
             let (k, v) = unsafe { record::read(rec_ptr(cur.found.entry.record())) };
-            if f(k, v).is_break() {
-                return ScanEnd::Stopped;
-            }
-            n += 1;
-            if n >= max {
-                return ScanEnd::More(k);
-            }
-            match Self::next_leaf(t, &cur, k, g) {
+            let step = if last.is_some_and(|l| k <= l) {
+                // Not above the last key: a stale locator (never expected; see the
+                // protocol), resynchronise.
+                Err(Restart)
+            } else {
+                if f(k, v).is_break() {
+                    return ScanEnd::Stopped;
+                }
+                n += 1;
+                if n >= max {
+                    return ScanEnd::More(k);
+                }
+                last = Some(k);
+                Self::next_leaf(t, &cur, g)
+            };
+            match step {
                 Ok(Some(next)) => cur = next,
                 Ok(None) => return ScanEnd::Done,
                 Err(Restart) => {
                     backoff.snooze();
-                    match self.seek_leaf(Bound::Excluded(k), &mut path, g) {
+                    let from = last.map_or(start, Bound::Excluded);
+                    match self.seek_leaf(from, &mut path, g) {
                         Some((nt, next)) => (t, cur) = (nt, next),
                         None => return ScanEnd::Done,
                     }
@@ -731,10 +742,22 @@ impl Raw {
         }
     }
 
-    /// The leaf after `cur` (whose key is `key`) by its next-leaf locator, or `None` if
-    /// `cur` is the last leaf. [`Restart`] if `cur` changed since it was read, or the
-    /// locator names no clean leaf with a key above `key` (a stale locator, §5).
-    fn next_leaf(t: &Table, cur: &Step, key: &[u8], _g: &Guard) -> Result<Option<Step>, Restart> {
+    /// Prefetches what the step after leaf `cur` reads: its record and the buckets of the
+    /// leaf its locator names. The leaf walk is a chain of dependent reads (locator →
+    /// buckets → next locator); issuing the next leaf's bucket reads as soon as its
+    /// locator is known overlaps them with the current record's read and the visitor.
+    #[inline]
+    fn prefetch_next(t: &Table, cur: &Step) {
+        orrery_core::prefetch(cur.found.entry.record() as *const u8);
+        if let Some(l) = cur.found.entry.next() {
+            t.prefetch(l.hash);
+        }
+    }
+
+    /// The leaf after `cur` by its next-leaf locator, or `None` if `cur` is the last leaf.
+    /// [`Restart`] if `cur` changed since it was read, or the locator names no clean leaf
+    /// (a stale locator, §5). The caller checks that its key is above `cur`'s.
+    fn next_leaf(t: &Table, cur: &Step, _g: &Guard) -> Result<Option<Step>, Restart> {
         let next = cur.found.entry.next();
         let found = next.and_then(|l| t.find(l));
         if !t.bucket(cur.found.slot.bucket).unchanged(cur.found.version) {
@@ -747,16 +770,13 @@ impl Raw {
         if found.entry.kind() != Kind::Leaf || found.entry.dirty() {
             return Err(Restart);
         }
-        // SAFETY: read validated under `_g` (the caller's guard); see `scan_batch`.
-        let (k, _) = unsafe { record::read(rec_ptr(found.entry.record())) };
-        if k <= key {
-            return Err(Restart);
-        }
-        Ok(Some(Step {
+        let next = Step {
             found,
             hash: l.hash,
             depth: 0,
-        }))
+        };
+        Self::prefetch_next(t, &next);
+        Ok(Some(next))
     }
 
     /// The locator of the last leaf before `key` (writer lock held, `key` absent or
