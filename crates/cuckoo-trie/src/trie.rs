@@ -1599,7 +1599,7 @@ mod tests {
 
     #[test]
     fn random_inserts_and_removes_keep_the_invariants() {
-        let ops = if cfg!(miri) { 200 } else { 5000 };
+        let ops = if cfg!(miri) { 40 } else { 5000 };
         for bits in [1, 3, 5] {
             let config = Config {
                 symbol_bits: bits,
@@ -1643,7 +1643,7 @@ mod tests {
     /// collapses (small: also run under Miri).
     #[test]
     fn scans_walk_the_leaf_list_in_order() {
-        let n = if cfg!(miri) { 40 } else { 600 };
+        let n = if cfg!(miri) { 20 } else { 600 };
         for bits in [1, 5] {
             let config = Config {
                 symbol_bits: bits,
