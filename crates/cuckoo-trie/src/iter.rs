@@ -1,18 +1,20 @@
 //! Ordered iteration: a double-ended, seekable [`Iter`] (the house pattern of Wormhole's
-//! `iter.rs`), fed by batches of successor or predecessor searches.
+//! `iter.rs`), fed by batches walked along the leaf list (ascending) or the trie (descending).
 //!
-//! Range iteration in the paper is "a sequence of successor searches from the range start
-//! key" (§5); a refill here runs up to [`BATCH`] of them under one epoch guard, each
-//! validated and restarted on its own (`trie.rs`), and copies the pairs into a
-//! [`PairBatch`] it reuses. No guard is held between refills, so a user may keep an `Iter`
-//! while writing to the index. Going down, a refill runs predecessor searches from the
-//! back bound and stores the pairs ascending, as the front does.
+//! Ascending, a refill is one successor search for its start bound and then a walk along
+//! the leaves' next-leaf locators (§4.4), each step validated and resynchronised by a
+//! successor search when a locator is stale (`trie.rs`, `Raw::scan_batch`); it copies up
+//! to [`BATCH`] pairs into a [`PairBatch`] it reuses. No guard is held between refills, so a user may keep an `Iter`
+//! while writing to the index. Going down, a refill runs one predecessor search from the
+//! back bound and a validated reverse walk of the trie from its path (`Raw::scan_batch_rev`),
+//! and stores the pairs ascending, as the front does.
 
 use std::ops::{Bound, RangeBounds};
 
 use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
 use crate::CuckooTrie;
+use crate::trie::ScanEnd;
 
 /// Pairs copied per refill.
 pub const BATCH: usize = 32;
@@ -44,13 +46,14 @@ impl CuckooTrie {
     /// the next batch starts, or `None` when the keys ran out.
     fn copy_batch(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         let g = orrery_core::sync::pin();
-        let mut from = start;
-        for _ in 0..BATCH {
-            let (k, v) = self.raw.seek(from, true, &g)?;
+        let end = self.raw.scan_batch(start, &g, BATCH, &mut |k, v| {
             out.push(k, v);
-            from = Bound::Excluded(k);
+            std::ops::ControlFlow::Continue(())
+        });
+        match end {
+            ScanEnd::More(k) => Some(Bound::Excluded(k.to_vec())),
+            ScanEnd::Done | ScanEnd::Stopped => None,
         }
-        Some(from.map(<[u8]>::to_vec))
     }
 
     /// Copies up to [`BATCH`] pairs below `end` (the largest ones), in ascending order, into
@@ -58,25 +61,18 @@ impl CuckooTrie {
     /// ran out.
     fn copy_batch_rev(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         let g = orrery_core::sync::pin();
-        let mut from = end;
         let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(BATCH);
-        let mut more = true;
-        for _ in 0..BATCH {
-            match self.raw.seek(from, false, &g) {
-                Some((k, v)) => {
-                    pairs.push((k, v));
-                    from = Bound::Excluded(k);
-                }
-                None => {
-                    more = false;
-                    break;
-                }
-            }
-        }
+        let end = self.raw.scan_batch_rev(end, &g, BATCH, &mut |k, v| {
+            pairs.push((k, v));
+            std::ops::ControlFlow::Continue(())
+        });
         for &(k, v) in pairs.iter().rev() {
             out.push(k, v);
         }
-        more.then(|| from.map(<[u8]>::to_vec))
+        match end {
+            ScanEnd::More(k) => Some(Bound::Excluded(k.to_vec())),
+            ScanEnd::Done | ScanEnd::Stopped => None,
+        }
     }
 }
 
@@ -90,10 +86,11 @@ impl CuckooTrie {
 /// when no entry of the previous batch is still held. [`Iter::next_pair`] and
 /// [`Iter::next_back_pair`] lend the pair as slices instead.
 ///
-/// No lock or guard is held between calls: each refill runs up to [`BATCH`] successor (or
-/// predecessor) searches under an epoch guard and records where to resume (after the last
-/// key copied going up, below the smallest going down), so a user may keep an `Iter` while
-/// writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
+/// No lock or guard is held between calls: each refill copies up to [`BATCH`] pairs under
+/// an epoch guard (one successor search and a walk along the next-leaf locators going up,
+/// one predecessor search and a reverse trie walk going down) and records where to resume
+/// (after the last key copied going up, below the smallest going down), so a user may keep
+/// an `Iter` while writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
 /// ([`orrery_core::api`]): keys come strictly ascending from the front and strictly
 /// descending from the back, every pair yielded was present with that value at some
 /// moment, and every key present throughout (and in range) is yielded once.
@@ -117,7 +114,7 @@ impl CuckooTrie {
 /// ```
 pub type Iter<'a> = BatchIter<&'a CuckooTrie>;
 
-/// [`Iter`]'s source: up to [`BATCH`] successor (or predecessor) searches per batch.
+/// [`Iter`]'s source: up to [`BATCH`] pairs per batch, from the leaf list or a reverse walk.
 impl BatchSource for CuckooTrie {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_batch(start, out)

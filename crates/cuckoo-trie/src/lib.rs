@@ -54,12 +54,12 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, insert, remove, successor/predecessor, growth; the protocol |
+//! | `trie` | search, `get_many` groups, insert, remove, the leaf list, successor/predecessor and scans, growth; the protocol |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
-// Locators and dirty flags are laid out and unit-tested but not yet used by the
-// trie (see `trie.rs`, "Not built yet"): their codec items are otherwise dead.
+// Subtree-max locators are laid out and unit-tested but not used by the trie (see
+// `trie.rs`, "The leaf list"): their codec items are otherwise dead.
 #[cfg_attr(not(test), allow(dead_code))]
 mod bucket;
 mod config;
@@ -152,21 +152,40 @@ impl CuckooTrie {
         self.get_with(key, |_| ()).is_some()
     }
 
-    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. While one key
-    /// is searched, the buckets of the first `D` prefixes of the next key are already being
-    /// fetched, so consecutive searches overlap their first DRAM round trips.
+    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. Keys are
+    /// walked in groups of 16 whose searches advance together, one trie node per key per
+    /// round, each with its own prefetch cursor, so the DRAM reads of different keys'
+    /// walks overlap (memory-level parallelism across operations; `trie.rs`,
+    /// `Raw::lookup_group`). Each lookup is linearizable on its own.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let g = orrery_core::sync::pin();
-        for (i, key) in keys.iter().enumerate() {
-            if let Some(next) = keys.get(i + 1).filter(|n| n.len() <= api::MAX_KEY_LEN) {
-                self.raw.prefetch_key(next, &g);
+        let mut out = [None; trie::GROUP];
+        let mut group: [&[u8]; trie::GROUP] = [&[]; trie::GROUP];
+        let mut base = 0;
+        while base < keys.len() {
+            // Over-long keys are absent: they are answered without a walk.
+            let mut n = 0;
+            let mut idx = [0usize; trie::GROUP];
+            let mut end = base;
+            while end < keys.len() && n < trie::GROUP {
+                if keys[end].len() <= api::MAX_KEY_LEN {
+                    group[n] = keys[end];
+                    idx[n] = end;
+                    n += 1;
+                }
+                end += 1;
             }
-            let v = if key.len() > api::MAX_KEY_LEN {
-                None
-            } else {
-                self.raw.lookup(key, &g).map(|(_, v)| v)
-            };
-            f(i, v);
+            self.raw.lookup_group(&group[..n], &g, &mut out[..n]);
+            let mut m = 0;
+            for (i, _) in keys.iter().enumerate().take(end).skip(base) {
+                if m < n && idx[m] == i {
+                    f(i, out[m].map(|(_, v)| v));
+                    m += 1;
+                } else {
+                    f(i, None);
+                }
+            }
+            base = end;
         }
     }
 
@@ -287,42 +306,38 @@ impl CuckooTrie {
         }
     }
 
-    /// Visits pairs in ascending key order from `start` until the visitor breaks: a
-    /// sequence of successor searches (§5 "Range iteration").
+    /// Visits pairs in ascending key order from `start` until the visitor breaks: one
+    /// successor search, then a walk along the leaves' next-leaf locators (§4.4), in
+    /// batches of [`BATCH`] pairs under one epoch guard each.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut last: Vec<u8> = Vec::new();
-        let mut from = start.map(<[u8]>::to_vec);
+        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
         loop {
             let g = orrery_core::sync::pin();
-            for _ in 0..BATCH {
-                let Some((k, v)) = self.raw.seek(from.as_ref().map(Vec::as_slice), true, &g) else {
-                    return;
-                };
-                if visitor(k, v).is_break() {
-                    return;
-                }
-                last.clear();
-                last.extend_from_slice(k);
-                from = Bound::Excluded(std::mem::take(&mut last));
+            let bound = from.as_ref().map(Vec::as_slice);
+            match self
+                .raw
+                .scan_batch(bound, &g, BATCH, &mut |k, v| visitor(k, v))
+            {
+                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
             }
         }
     }
 
-    /// Visits, in descending key order, the pairs below `end` until the visitor breaks: a
-    /// sequence of predecessor searches.
+    /// Visits, in descending key order, the pairs below `end` until the visitor breaks:
+    /// one predecessor search, then a validated reverse walk of the trie from its path, in
+    /// batches of [`BATCH`] pairs under one epoch guard each.
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from = end.map(<[u8]>::to_vec);
+        let mut from: Bound<Vec<u8>> = end.map(<[u8]>::to_vec);
         loop {
             let g = orrery_core::sync::pin();
-            for _ in 0..BATCH {
-                let Some((k, v)) = self.raw.seek(from.as_ref().map(Vec::as_slice), false, &g)
-                else {
-                    return;
-                };
-                if visitor(k, v).is_break() {
-                    return;
-                }
-                from = Bound::Excluded(k.to_vec());
+            let bound = from.as_ref().map(Vec::as_slice);
+            match self
+                .raw
+                .scan_batch_rev(bound, &g, BATCH, &mut |k, v| visitor(k, v))
+            {
+                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
             }
         }
     }
