@@ -299,7 +299,7 @@ impl ArenaInner {
         bound: Bound<&[u8]>,
         desc: bool,
         buf: &mut Vec<u8>,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut node::Visit<'_>,
     ) -> ControlFlow<()> {
         let root = &self.roots[b as usize];
         let key = [b];
@@ -310,24 +310,22 @@ impl ArenaInner {
             (Bound::Included(x), true) => k <= x,
             (Bound::Excluded(x), true) => k < x,
         };
-        if !desc {
-            if let Some(v) = &root.val {
-                if ok(&key) {
-                    visit(&key, v)?;
-                }
-            }
+        if !desc
+            && let Some(v) = &root.val
+            && ok(&key)
+        {
+            visit(&key, v)?;
         }
         if let Some(hp) = root.hp {
             buf.clear();
             buf.push(b);
             node::walk(&self.mm, hp, buf, bound, desc, visit)?;
         }
-        if desc {
-            if let Some(v) = &root.val {
-                if ok(&key) {
-                    visit(&key, v)?;
-                }
-            }
+        if desc
+            && let Some(v) = &root.val
+            && ok(&key)
+        {
+            visit(&key, v)?;
         }
         ControlFlow::Continue(())
     }
@@ -335,11 +333,5 @@ impl ArenaInner {
     /// The empty key's value (arena 0 only).
     pub(crate) fn empty(&self) -> Option<&[u8]> {
         self.empty.as_deref()
-    }
-
-    /// Whether the container of `hp` is well formed (debug checks in tests).
-    #[cfg(test)]
-    pub(crate) fn root_hp(&self, b: u8) -> Option<Hp> {
-        self.roots[b as usize].hp
     }
 }

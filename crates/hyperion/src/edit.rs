@@ -306,7 +306,7 @@ impl Ctx<'_> {
                     Child::Emb(sub) => {
                         let mut inner = Vec::new();
                         self.encode(sub, &mut inner, None)?;
-                        if inner.len() + 1 <= EMBED_MAX && eject != Some((t.key, s.key)) {
+                        if inner.len() < EMBED_MAX && eject != Some((t.key, s.key)) {
                             out.push((inner.len() + 1) as u8);
                             out.extend_from_slice(&inner);
                             C_EMB
@@ -471,12 +471,12 @@ impl Ctx<'_> {
         self.insert(&mut bottom, &b[2 * m..], vb)?;
         let mut child = Child::Emb(Box::new(bottom));
         for level in (0..m).rev() {
-            if (m - level) % CHAIN_LEVELS == 0 {
-                if let Child::Emb(c) = &child {
-                    let mut payload = Vec::new();
-                    self.encode(c, &mut payload, None)?;
-                    child = Child::Hp(self.new_container(&payload)?);
-                }
+            if (m - level) % CHAIN_LEVELS == 0
+                && let Child::Emb(c) = &child
+            {
+                let mut payload = Vec::new();
+                self.encode(c, &mut payload, None)?;
+                child = Child::Hp(self.new_container(&payload)?);
             }
             let c = Cont {
                 t: vec![TNode {

@@ -121,10 +121,11 @@ impl Hyperion {
             }
         }
         let empty_ok = !matches!(bound, Bound::Excluded([]));
-        if !full && empty_ok {
-            if let Some(v) = self.arenas[0].read().empty() {
-                pairs.push((Vec::new(), v.to_vec()));
-            }
+        if !full
+            && empty_ok
+            && let Some(v) = self.arenas[0].read().empty()
+        {
+            pairs.push((Vec::new(), v.to_vec()));
         }
         let mut scratch = Vec::new();
         for (k, v) in pairs.iter().rev() {

@@ -147,8 +147,10 @@ impl BinMem {
 impl Drop for BinMem {
     fn drop(&mut self) {
         if let BinMem::Heap(p, n) = self {
-            // SAFETY: allocated in `new` with this layout (which was valid then), freed once.
-            unsafe { std::alloc::dealloc(p.as_ptr(), Layout::from_size_align_unchecked(*n, 64)) };
+            // The layout was valid when the block was allocated with it.
+            let layout = Layout::from_size_align(*n, 64).unwrap_or_else(|_| Layout::new::<u8>());
+            // SAFETY: allocated in `new` with this layout, freed once.
+            unsafe { std::alloc::dealloc(p.as_ptr(), layout) };
         }
     }
 }
@@ -457,7 +459,7 @@ impl MemoryManager {
         // SAFETY: chunk `c` lies inside the bin's mapping (`c < 4096`, mapping of 4096
         // chunks), which lives as long as `&self` (bins are unmapped only through
         // `&mut self`); chunk memory is only written through `&mut self`.
-        unsafe { std::slice::from_raw_parts(bin.mem.ptr().add(c * s.chunk_size), len) }
+        unsafe { std::slice::from_raw_parts(bin.mem.ptr().wrapping_add(c * s.chunk_size), len) }
     }
 
     fn chunk_mut_raw(&mut self, hp: Hp, len: usize) -> &mut [u8] {
@@ -467,7 +469,7 @@ impl MemoryManager {
         debug_assert!(len <= s.chunk_size);
         // SAFETY: as in `chunk_raw`; `&mut self` makes this the only reference into the
         // manager's memory.
-        unsafe { std::slice::from_raw_parts_mut(bin.mem.ptr().add(c * s.chunk_size), len) }
+        unsafe { std::slice::from_raw_parts_mut(bin.mem.ptr().wrapping_add(c * s.chunk_size), len) }
     }
 
     /// The bytes of a block (its whole capacity).

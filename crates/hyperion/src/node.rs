@@ -374,6 +374,9 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<PathEntry
     }
 }
 
+/// The visitor of an ordered walk.
+pub(crate) type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
 /// What an ordered walk does with a subtree, given its prefix and the bound.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fit {
@@ -509,7 +512,7 @@ pub(crate) fn walk(
     prefix: &mut Vec<u8>,
     bound: Bound<&[u8]>,
     desc: bool,
-    visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    visit: &mut Visit<'_>,
 ) -> ControlFlow<()> {
     let base = prefix.len();
     let b = match bound {
