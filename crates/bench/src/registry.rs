@@ -341,6 +341,12 @@ fn all_entries() -> Vec<Entry> {
             Caps::CONCURRENT,
             |_| Box::new(orrery::cuckoo_trie::CuckooTrie::new()),
         ),
+        Entry::ordered(
+            "hyperion",
+            "Hyperion (Mäsker et al. 2019): 65,536-ary trie of exact-fit containers, own memory manager, arenas",
+            Caps::CONCURRENT,
+            |_| Box::new(orrery::hyperion::Hyperion::new()),
+        ),
         Entry::point_probed(
             "mercury",
             "Mercury chained hash (cooperative expansion)",
