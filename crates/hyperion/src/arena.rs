@@ -335,3 +335,89 @@ impl ArenaInner {
         self.empty.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(a: &mut ArenaInner, k: &[u8], v: &[u8]) {
+        a.write(k, &mut |_| Decision::Store(v.to_vec())).unwrap();
+    }
+
+    fn payload(a: &ArenaInner, b: u8) -> Vec<u8> {
+        let hp = a.roots[b as usize].hp.unwrap();
+        let c = a.mm.get(hp);
+        c[HEADER..used(c)].to_vec()
+    }
+
+    /// The byte layout of Fig 5/6/10: T-Node, S-Nodes, delta encoding, values.
+    #[test]
+    fn container_bytes_delta_and_values() {
+        let mut a = ArenaInner::new(16 * 1024);
+        put(&mut a, b"xab", b"");
+        assert_eq!(payload(&a, b'x'), [0x40, b'a', 0xA0, b'b']);
+        put(&mut a, b"xac", b"1");
+        // 'c' is 'b' + 1: delta-encoded (d = 1), no key byte; type 11 and an inline value.
+        assert_eq!(payload(&a, b'x'), [0x40, b'a', 0xA0, b'b', 0xE4, 1, b'1']);
+        put(&mut a, b"xa", b"");
+        // The T-Node now ends a key (type 10).
+        assert_eq!(payload(&a, b'x')[0], 0x80);
+        // A unique suffix is path compressed (c = 11): [len][suffix][value tag 0].
+        put(&mut a, b"xbcdef", b"");
+        assert_eq!(
+            payload(&a, b'x')[7..],
+            [0x44, 0x63, b'c', 3, b'd', b'e', b'f', 0]
+        );
+        assert_eq!(a.get(b"xbcdef"), Some(&b""[..]));
+        assert_eq!(a.get(b"xac"), Some(&b"1"[..]));
+        assert_eq!(a.get(b"xa"), Some(&b""[..]));
+        assert_eq!(a.get(b"xad"), None);
+    }
+
+    /// Embedded containers, their ejection past 255 bytes, long suffixes, out-of-line
+    /// values; removal prunes everything and returns every chunk.
+    #[test]
+    fn container_embed_eject_and_return_memory() {
+        let mut a = ArenaInner::new(16 * 1024);
+        let base = a.mm.bytes();
+        let n = if cfg!(miri) { 60 } else { 400 };
+        let keys: Vec<Vec<u8>> = (0..n)
+            .map(|i: u32| {
+                let mut k = b"pfx-".to_vec();
+                k.extend_from_slice(&(i * 7919).to_be_bytes());
+                if i % 5 == 0 {
+                    k.extend(std::iter::repeat_n(b'z', 200));
+                }
+                k
+            })
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            let v = vec![i as u8; i % 20];
+            put(&mut a, k, &v);
+        }
+        assert!(
+            a.mm.stats().chunks > 1,
+            "children were ejected into their own chunks"
+        );
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(a.get(k), Some(&vec![i as u8; i % 20][..]), "key {i}");
+        }
+        let mut seen = Vec::new();
+        let mut buf = Vec::new();
+        let _ = a.walk(b'p', Bound::Unbounded, false, &mut buf, &mut |k, _| {
+            seen.push(k.to_vec());
+            ControlFlow::Continue(())
+        });
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(seen, sorted);
+        for k in &keys {
+            a.write(k, &mut |_| Decision::Remove).unwrap();
+        }
+        assert!(a.roots[b'p' as usize].hp.is_none());
+        assert_eq!(a.mm.stats().chunks, 0);
+        assert_eq!(a.mm.stats().extended, 0);
+        assert!(a.mm.bytes() >= base);
+        assert_eq!(a.mm.bytes(), a.mm.stats().metadata_bytes);
+    }
+}
