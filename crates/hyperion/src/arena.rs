@@ -385,7 +385,7 @@ mod tests {
             .map(|i: u32| {
                 let mut k = b"pfx-".to_vec();
                 k.extend_from_slice(&(i * 7919).to_be_bytes());
-                if i % 5 == 0 {
+                if i.is_multiple_of(5) {
                     k.extend(std::iter::repeat_n(b'z', 200));
                 }
                 k
