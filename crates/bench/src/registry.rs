@@ -591,7 +591,9 @@ fn own_about(name: &str) -> &'static str {
         "cuckoo-trie" => {
             "Cuckoo Trie (Zeitak & Morrison 2021): key-eliminating cuckoo table of trie nodes, MLP search"
         }
-        "hyperion" => "Hyperion (Mathis et al. 2022): memory-dense 16-bit-span trie",
+        "hyperion" => {
+            "Hyperion (Mäsker et al. 2019): 65,536-ary trie of exact-fit containers, own memory manager, arenas"
+        }
         _ => "an Orrery structure (orrery::registry)",
     }
 }

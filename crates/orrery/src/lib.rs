@@ -23,6 +23,7 @@
 //! | `mercury` | on | [`mercury`]: the hash table (`orrery-mercury`) |
 //! | `slb` | on | [`slb`]: the lookaside cache over any index (`orrery-slb`) |
 //! | `cuckoo-trie` | on | [`cuckoo_trie`]: the MLP ordered index (`orrery-cuckoo-trie`) |
+//! | `hyperion` | on | [`hyperion`]: the memory-dense trie (`orrery-hyperion`) |
 //! | `testing` | off | [`testing`]: the conformance suite |
 //!
 //! With `default-features = false` and only the features named, only those structures
@@ -38,6 +39,10 @@ pub use orrery_core::{alloc, hash, prefetch, reference, sync};
 /// `cuckoo-trie`).
 #[cfg(feature = "cuckoo-trie")]
 pub use orrery_cuckoo_trie as cuckoo_trie;
+/// Hyperion: a memory-dense 65,536-ary trie of exact-fit containers with its own memory
+/// manager (feature `hyperion`).
+#[cfg(feature = "hyperion")]
+pub use orrery_hyperion as hyperion;
 /// Mercury: a concurrent chained hash table with in-bucket locks and incremental expansion
 /// (feature `mercury`).
 #[cfg(feature = "mercury")]
@@ -63,6 +68,8 @@ pub mod prelude {
     pub use orrery_core::batch::Entry;
     #[cfg(feature = "cuckoo-trie")]
     pub use orrery_cuckoo_trie::CuckooTrie;
+    #[cfg(feature = "hyperion")]
+    pub use orrery_hyperion::Hyperion;
     #[cfg(feature = "mercury")]
     pub use orrery_mercury::Mercury;
     #[cfg(feature = "slb")]

@@ -12,6 +12,7 @@
 //! | `wormhole` (default) | [`Wormhole`](crate::wormhole::Wormhole) | ordered |
 //! | `mercury` | [`Mercury`](crate::mercury::Mercury) | unordered |
 //! | `cuckoo-trie` | [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie) | ordered |
+//! | `hyperion` | [`Hyperion`](crate::hyperion::Hyperion) | ordered |
 //! | `slb:<name>` | [`Slb`](crate::slb::Slb) (default configuration) over `<name>` | as `<name>` |
 //!
 //! ```
@@ -135,6 +136,9 @@ pub fn names() -> Vec<&'static str> {
     if cfg!(feature = "cuckoo-trie") {
         out.push("cuckoo-trie");
     }
+    if cfg!(feature = "hyperion") {
+        out.push("hyperion");
+    }
     out
 }
 
@@ -171,6 +175,10 @@ pub fn build(name: &str) -> Result<AnyIndex, RegistryError> {
         "cuckoo-trie" => Ok(AnyIndex::Ordered(Box::new(
             crate::cuckoo_trie::CuckooTrie::try_new().map_err(crate::ConfigError::from)?,
         ))),
+        #[cfg(feature = "hyperion")]
+        "hyperion" => Ok(AnyIndex::Ordered(
+            Box::new(crate::hyperion::Hyperion::new()),
+        )),
         _ => Err(unknown()),
     }
 }

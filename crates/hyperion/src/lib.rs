@@ -1,0 +1,494 @@
+//! Hyperion: a memory-dense ordered key-value index — a 65,536-ary trie of exact-fit
+//! containers with its own memory manager (Mäsker et al., SIGMOD '19;
+//! `shared/papers/hyperion.md`).
+//!
+//! Every trie node is a *container* holding 16-bit partial keys as a two-level internal
+//! trie of T-Nodes and S-Nodes, laid out in pre-order in a byte array that grows in 32-byte
+//! steps (§3.1). Sibling keys are delta encoded, small child containers are *embedded* in
+//! their parent's bytes (and ejected when they outgrow 255 bytes), unique suffixes are
+//! *path compressed*, and containers are addressed by 5-byte *Hyperion Pointers* into a
+//! memory manager of superbins, metabins, bins and chunks (§3.2). Searches scan containers
+//! linearly; range scans read containers front to back.
+//!
+//! # Usage
+//!
+//! ```
+//! use orrery_hyperion::Hyperion;
+//! use std::ops::{Bound, ControlFlow};
+//!
+//! let h = Hyperion::new();
+//! h.insert(b"that", b"1").unwrap();
+//! h.insert(b"the", b"2").unwrap();
+//! h.insert(b"to", b"3").unwrap();
+//! assert_eq!(h.get(b"the").as_deref(), Some(&b"2"[..]));
+//! let mut keys = Vec::new();
+//! h.scan(Bound::Included(&b"th"[..]), &mut |k, _| {
+//!     keys.push(k.to_vec());
+//!     ControlFlow::Continue(())
+//! });
+//! assert_eq!(keys, [b"that".to_vec(), b"the".to_vec(), b"to".to_vec()]);
+//! let down: Vec<_> = h.range(&b"th"[..]..).rev().map(|e| e.key().to_vec()).collect();
+//! assert_eq!(down, [b"to".to_vec(), b"the".to_vec(), b"that".to_vec()]);
+//! assert_eq!(h.update(b"to", |v| [v, b"!"].concat()), Ok(true));
+//! assert_eq!(h.get(b"to").as_deref(), Some(&b"3!"[..]));
+//! ```
+//!
+//! The names and their meanings are the ones every Orrery index shares
+//! ([`orrery_core::api`], "Naming"); options come from [`Config::builder`].
+//!
+//! # Consistency guarantees
+//!
+//! Those of [`orrery_core::api`]. Concurrency is the paper's arenas: the tries of the 256
+//! first key bytes are spread over [`Config::arenas`] arenas, each with its own memory
+//! manager and a reader-writer spin lock. Point operations take their arena's lock, so
+//! they are linearizable; lookups and scans take it shared and never wait for writers of
+//! other arenas, but **do wait for writers of their own arena** (locked reads: optimistic
+//! reads are not built in this version; see `arena.rs` and `docs/hyperion.md`).
+//!
+//! # Memory usage
+//!
+//! Keys and values are stored inside the containers (values longer than 8 bytes in blocks
+//! of the same memory manager), so [`Hyperion::memory_usage`] reports everything as
+//! `structure_bytes` (and `key_value_bytes = 0`): the exact bytes of the arenas' memory
+//! managers (every bin mapping at its reserved size, extended heap blocks at capacity,
+//! metadata) and of the root values.
+//!
+//! # Modules
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
+//! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
+//! | `edit` | decoding a container, changing it, encoding it (ejection, path compression) |
+//! | `arena` | arenas, tries, roots; the locking protocol |
+//! | `prep` | key pre-processing (§3.4) |
+//! | `iter` | [`Iter`] |
+//! | `config` | [`Config`] and its builder |
+
+mod arena;
+mod config;
+mod edit;
+mod iter;
+mod mm;
+mod node;
+mod prep;
+
+use std::ops::{Bound, ControlFlow};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use orrery_core::api::{self, KvIndex, MemoryUsage, OrderedKvIndex, ScanVisitor};
+use orrery_core::sync::{CachePadded, RwSpinLock};
+
+use arena::{ArenaInner, Decision};
+pub use config::{Config, ConfigBuilder};
+pub use iter::{BATCH, Iter};
+pub use mm::MemStats;
+
+/// A concurrent ordered key-value index over byte strings: Hyperion.
+///
+/// See the [crate docs](crate) for an example and the guarantees.
+pub struct Hyperion {
+    arenas: Box<[CachePadded<RwSpinLock<ArenaInner>>]>,
+    len: CachePadded<AtomicIsize>,
+    config: Config,
+}
+
+impl Default for Hyperion {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Hyperion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hyperion")
+            .field("len", &self.len())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A key in the trie's key space: the user's key, or its pre-processed form.
+enum TrieKey<'a> {
+    User(&'a [u8]),
+    Prep(Vec<u8>),
+}
+
+impl std::ops::Deref for TrieKey<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            TrieKey::User(k) => k,
+            TrieKey::Prep(k) => k,
+        }
+    }
+}
+
+impl Hyperion {
+    /// An empty index with the default [`Config`]. Maps nothing until the first insert.
+    pub fn new() -> Self {
+        Self::build(Config::default())
+    }
+
+    /// An empty index with the given options, validated first ([`Config::validate`]).
+    pub fn with_config(config: Config) -> Result<Self, api::ConfigError> {
+        config.validate()?;
+        Ok(Self::build(config))
+    }
+
+    fn build(config: Config) -> Self {
+        let arenas = (0..config.arenas)
+            .map(|_| CachePadded::new(RwSpinLock::new(ArenaInner::new(config.eject_threshold))))
+            .collect();
+        Hyperion {
+            arenas,
+            len: CachePadded::new(AtomicIsize::new(0)),
+            config,
+        }
+    }
+
+    /// The options the index was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    #[inline]
+    fn arena_of(&self, key: &[u8]) -> &RwSpinLock<ArenaInner> {
+        let b = key.first().copied().unwrap_or(0) as usize;
+        &self.arenas[b % self.arenas.len()]
+    }
+
+    #[inline]
+    fn trie_key<'a>(&self, key: &'a [u8]) -> TrieKey<'a> {
+        if self.config.preprocess {
+            let mut out = Vec::with_capacity(key.len() + 1);
+            prep::encode(key, &mut out);
+            TrieKey::Prep(out)
+        } else {
+            TrieKey::User(key)
+        }
+    }
+
+    /// Zero-copy lookup: `f`'s result on the value of `key`, `None` when absent. `f` runs
+    /// under the arena's read lock: it must be short and must not call back into the index.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if key.len() > api::MAX_KEY_LEN {
+            return None;
+        }
+        let key = self.trie_key(key);
+        let a = self.arena_of(&key).read();
+        a.get(&key).map(f)
+    }
+
+    /// A copy of the value of `key`.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.get_with(key, <[u8]>::to_vec)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_with(key, |_| ()).is_some()
+    }
+
+    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. Consecutive
+    /// keys of the same arena are looked up under one read lock.
+    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        let mut i = 0;
+        while i < keys.len() {
+            if keys[i].len() > api::MAX_KEY_LEN {
+                f(i, None);
+                i += 1;
+                continue;
+            }
+            let k = self.trie_key(keys[i]);
+            let lock = self.arena_of(&k);
+            let a = lock.read();
+            f(i, a.get(&k));
+            i += 1;
+            while i < keys.len() && keys[i].len() <= api::MAX_KEY_LEN {
+                let k = self.trie_key(keys[i]);
+                if !std::ptr::eq(self.arena_of(&k), lock) {
+                    break;
+                }
+                f(i, a.get(&k));
+                i += 1;
+            }
+        }
+    }
+
+    fn write(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>) -> Decision) -> api::Result<bool> {
+        let key = self.trie_key(key);
+        let mut a = self.arena_of(&key).write();
+        let (present, delta) = a.write(&key, f)?;
+        if delta != 0 {
+            self.len.fetch_add(delta, Ordering::Relaxed);
+        }
+        Ok(present)
+    }
+
+    /// Inserts or replaces the value of `key`; `Ok(true)` if the key was new.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
+        api::check_entry(key, value)?;
+        let mut v = Some(value);
+        let present = self.write(key, &mut |_| match v.take() {
+            Some(v) => Decision::Store(v.to_vec()),
+            None => Decision::Keep,
+        })?;
+        Ok(!present)
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&self, key: &[u8]) -> bool {
+        key.len() <= api::MAX_KEY_LEN && self.write(key, &mut |_| Decision::Remove).unwrap_or(false)
+    }
+
+    /// Upsert or remove by `f(current)`: `Some(v)` stores `v`, `None` removes the key (or
+    /// leaves it absent). Returns `Ok(was present)`. Atomic: `f` runs under the arena's
+    /// write lock.
+    pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
+    where
+        F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
+    {
+        api::check_key(key)?;
+        let mut f = Some(f);
+        let mut bad = None;
+        let present = self.write(key, &mut |old| {
+            let Some(f) = f.take() else {
+                return Decision::Keep;
+            };
+            match f(old) {
+                Some(v) if v.len() > api::MAX_VALUE_LEN => {
+                    bad = Some(v.len());
+                    Decision::Keep
+                }
+                Some(v) => Decision::Store(v),
+                None => Decision::Remove,
+            }
+        })?;
+        match bad {
+            Some(len) => Err(api::Error::ValueTooLong {
+                len,
+                max: api::MAX_VALUE_LEN,
+            }),
+            None => Ok(present),
+        }
+    }
+
+    /// Replaces the value of an existing key by `f(old)`; `Ok(false)` without calling `f`
+    /// when absent; never inserts.
+    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
+        if key.len() > api::MAX_KEY_LEN {
+            return Ok(false);
+        }
+        let mut f = Some(f);
+        let mut bad = None;
+        let present = self.write(key, &mut |old| {
+            let (Some(old), Some(f)) = (old, f.take()) else {
+                return Decision::Keep;
+            };
+            let new = f(old);
+            if new.len() > api::MAX_VALUE_LEN {
+                bad = Some(new.len());
+                return Decision::Keep;
+            }
+            Decision::Store(new)
+        })?;
+        match bad {
+            Some(len) => Err(api::Error::ValueTooLong {
+                len,
+                max: api::MAX_VALUE_LEN,
+            }),
+            None => Ok(present),
+        }
+    }
+
+    /// Rewrites the value of an existing key through `f` (same length): the value is
+    /// copied, changed and stored again (values are encoded inside containers).
+    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
+        self.update(key, |old| {
+            let mut v = old.to_vec();
+            f(&mut v);
+            v
+        })
+    }
+
+    /// Upserts every pair, stopping at the first error; returns how many keys were new.
+    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut new = 0;
+        for (k, v) in pairs {
+            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
+        }
+        Ok(new)
+    }
+
+    /// Removes every key in `[start, end]` bounds; returns how many were removed. Not
+    /// atomic: keys inserted into the range concurrently may survive.
+    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
+        let mut removed = 0;
+        let mut it = self.range::<[u8], _>((start, end));
+        while let Some((k, _)) = it.next_pair() {
+            let k = k.to_vec();
+            removed += usize::from(self.remove(&k));
+        }
+        removed
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed).max(0) as usize
+    }
+
+    /// Whether the index is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held (see the crate docs, "Memory usage").
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let arenas: usize = self.arenas.iter().map(|a| a.read().bytes()).sum();
+        MemoryUsage {
+            structure_bytes: arenas
+                + std::mem::size_of::<Self>()
+                + self.arenas.len() * std::mem::size_of::<CachePadded<RwSpinLock<ArenaInner>>>(),
+            key_value_bytes: 0,
+        }
+    }
+
+    /// The memory managers' chunk and fragmentation breakdown, summed over arenas.
+    pub fn mem_stats(&self) -> MemStats {
+        let mut s = MemStats::default();
+        for a in self.arenas.iter() {
+            let t = a.read().mm.stats();
+            s.chunks += t.chunks;
+            s.chunk_bytes += t.chunk_bytes;
+            s.free_chunk_bytes += t.free_chunk_bytes;
+            s.extended += t.extended;
+            s.extended_bytes += t.extended_bytes;
+            s.metadata_bytes += t.metadata_bytes;
+        }
+        s
+    }
+
+    /// Visits pairs in ascending key order from `start` until the visitor breaks. The
+    /// visitor runs without any lock held (pairs are copied a batch at a time).
+    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut it = self.range::<[u8], _>((start, Bound::Unbounded));
+        while let Some((k, v)) = it.next_pair() {
+            if visitor(k, v).is_break() {
+                return;
+            }
+        }
+    }
+
+    /// Visits, in descending key order, the pairs below `end` until the visitor breaks.
+    pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut it = self.range::<[u8], _>((Bound::Unbounded, end));
+        while let Some((k, v)) = it.next_back_pair() {
+            if visitor(k, v).is_break() {
+                return;
+            }
+        }
+    }
+
+    /// Visits the pairs whose key starts with `prefix`, ascending.
+    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.scan(Bound::Included(prefix), &mut |k, v| {
+            if k.starts_with(prefix) {
+                visitor(k, v)
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+    }
+
+    /// The pair with the smallest key.
+    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.iter().next().map(|e| e.into_pair())
+    }
+
+    /// The pair with the largest key.
+    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.iter().next_back().map(|e| e.into_pair())
+    }
+}
+
+impl KvIndex for Hyperion {
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+        Hyperion::get_with(self, key, f).is_some()
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        Hyperion::get(self, key)
+    }
+
+    fn contains_key(&self, key: &[u8]) -> bool {
+        Hyperion::contains_key(self, key)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
+        Hyperion::insert(self, key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        Hyperion::remove(self, key)
+    }
+
+    fn len(&self) -> usize {
+        Hyperion::len(self)
+    }
+
+    fn memory_usage(&self) -> MemoryUsage {
+        Hyperion::memory_usage(self)
+    }
+
+    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        Hyperion::get_many(self, keys, f)
+    }
+}
+
+impl OrderedKvIndex for Hyperion {
+    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        Hyperion::scan(self, start, visitor)
+    }
+
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        Hyperion::last(self)
+    }
+
+    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        Hyperion::first(self)
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        Hyperion::scan_prefix(self, prefix, visitor)
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Hyperion {
+    /// Upserts every pair.
+    ///
+    /// # Panics
+    /// On a key or value over the limits, or out of memory ([`Hyperion::insert_all`]
+    /// returns the error instead).
+    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, iter: T) {
+        if let Err(e) = self.insert_all(iter) {
+            panic!("Hyperion::extend: {e}");
+        }
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Hyperion {
+    /// An index holding the pairs (later duplicates win).
+    ///
+    /// # Panics
+    /// As [`Extend::extend`].
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
+        let mut h = Hyperion::new();
+        h.extend(iter);
+        h
+    }
+}

@@ -1,0 +1,613 @@
+//! Hyperion's memory manager (§3.2, Fig 9): superbins by 32-byte size class, metabins, bins
+//! and chunks in large mappings, addressed by 5-byte Hyperion Pointers.
+//!
+//! # Hierarchy
+//!
+//! 64 *superbins*: superbin `i ∈ [1, 63]` serves chunks of `32·i` bytes; superbin 0 serves
+//! *extended bins*, 16-byte chunks holding an extended Hyperion Pointer (eHP) for blocks
+//! larger than 2,016 bytes. Every superbin has up to 2^14 *metabins* of 256 *bins* of 4,096
+//! *chunks*. A bin's chunks live in one block: on the heap while it is under 2 MiB, else an
+//! `orrery_core::alloc::HugeRegion`. The block is made for 8 chunks when the bin gets its
+//! first chunk, doubles (moving the chunks: HPs name chunks by index) up to 4,096 chunks,
+//! and is freed — memory returned — when its last chunk is freed (see [`Bin`] for why
+//! bins grow instead of mapping all 4,096 chunks at once as the paper does). A
+//! bin keeps a 4,096-bit occupancy map; a metabin a 256-bit map of its non-full bins; a
+//! superbin the ordered set of its non-full bins (the paper keeps a list of 16 non-full
+//! metabins; an ordered set gives the same "lowest non-full bin first" policy, which keeps
+//! memory compact, without its refill logic).
+//!
+//! # Hyperion Pointer (5 bytes, little-endian 40-bit integer)
+//!
+//! ```text
+//! bits 0..12  chunk    (0..4096)
+//! bits 12..20 bin      (0..256)
+//! bits 20..34 metabin  (0..2^14)
+//! bits 34..40 superbin (0..64)
+//! ```
+//!
+//! The trie stores only HPs, so it is independent of where the mappings are. An HP of
+//! superbin 0 names an extended-bin chunk, whose 16 bytes are the eHP:
+//! `[heap pointer u64][requested size u32][over-allocation u16][flags u16]`. The heap block
+//! grows in steps of 256 bytes up to 8 KiB, 1 KiB up to 16 KiB and 4 KiB beyond (the
+//! paper's increments), and comes from `orrery_core::alloc::SizeClassPool`'s large-block
+//! path (the global allocator, behind the fail point tests use).
+//!
+//! # Accounting and failure
+//!
+//! [`MemoryManager::bytes`] is exact: the reserved bytes of every bin mapping, the heap
+//! blocks of extended bins at their capacity, and the manager's own metadata. Every mapping
+//! and heap block is fallible: out of memory is [`Error::OutOfMemory`] and changes nothing.
+//! Chunks of existing bins never fail.
+//!
+//! # Chained extended bins and container splits
+//!
+//! Not built (see `docs/hyperion.md`): containers are never split, so no chained pointers.
+
+use std::collections::BTreeSet;
+use std::ptr::NonNull;
+
+use std::alloc::Layout;
+
+use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeRegion, SizeClassPool};
+use orrery_core::api::{Error, Result};
+
+/// Size step of the superbins.
+pub(crate) const STEP: usize = 32;
+/// Largest chunk served from bins; larger blocks use extended bins.
+pub(crate) const MAX_SMALL: usize = 2016;
+/// Chunks per bin.
+const CHUNKS_PER_BIN: usize = 4096;
+/// Bins per metabin.
+const BINS_PER_METABIN: usize = 256;
+/// Metabins per superbin.
+const METABINS: usize = 1 << 14;
+/// Chunks a new bin has room for (it doubles up to [`CHUNKS_PER_BIN`]).
+const FIRST_CHUNKS: usize = 8;
+/// Bytes of an extended-bin chunk (one eHP).
+const EXT_CHUNK: usize = 16;
+/// Superbins.
+const SUPERBINS: usize = 64;
+
+/// A 5-byte Hyperion Pointer (see the [module docs](self)).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+pub(crate) struct Hp(u64);
+
+impl Hp {
+    /// Bytes an HP takes in a container.
+    pub(crate) const BYTES: usize = 5;
+
+    fn new(superbin: usize, bin_id: usize, chunk: usize) -> Hp {
+        debug_assert!(superbin < SUPERBINS && bin_id < METABINS * BINS_PER_METABIN);
+        Hp(((superbin as u64) << 34) | ((bin_id as u64) << 12) | chunk as u64)
+    }
+
+    fn superbin(self) -> usize {
+        (self.0 >> 34) as usize & (SUPERBINS - 1)
+    }
+
+    /// `metabin · 256 + bin`.
+    fn bin_id(self) -> usize {
+        (self.0 >> 12) as usize & (METABINS * BINS_PER_METABIN - 1)
+    }
+
+    fn chunk(self) -> usize {
+        self.0 as usize & (CHUNKS_PER_BIN - 1)
+    }
+
+    /// The 5 stored bytes.
+    pub(crate) fn to_bytes(self) -> [u8; 5] {
+        let b = self.0.to_le_bytes();
+        [b[0], b[1], b[2], b[3], b[4]]
+    }
+
+    /// Reads an HP from the first 5 bytes of `b`.
+    #[inline]
+    pub(crate) fn from_bytes(b: &[u8]) -> Hp {
+        Hp(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], 0, 0, 0]))
+    }
+}
+
+/// Where a bin's chunks live: the heap while the bin is small, a huge-page region from
+/// 2 MiB.
+enum BinMem {
+    Heap(NonNull<u8>, usize),
+    Region(HugeRegion),
+}
+
+impl BinMem {
+    fn new(bytes: usize) -> Result<BinMem> {
+        if bytes >= HUGE_PAGE_SIZE {
+            return Ok(BinMem::Region(HugeRegion::new(bytes)?));
+        }
+        let layout = Layout::from_size_align(bytes, 64).map_err(|_| Error::OutOfMemory)?;
+        // SAFETY: `bytes` is positive (at least one chunk).
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        Ok(BinMem::Heap(
+            NonNull::new(p).ok_or(Error::OutOfMemory)?,
+            bytes,
+        ))
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        match self {
+            BinMem::Heap(p, _) => p.as_ptr(),
+            BinMem::Region(r) => r.as_ptr(),
+        }
+    }
+
+    /// Bytes held.
+    fn bytes(&self) -> usize {
+        match self {
+            BinMem::Heap(_, n) => *n,
+            BinMem::Region(r) => r.reserved_len(),
+        }
+    }
+}
+
+impl Drop for BinMem {
+    fn drop(&mut self) {
+        if let BinMem::Heap(p, n) = self {
+            // The layout was valid when the block was allocated with it.
+            let layout = Layout::from_size_align(*n, 64).unwrap_or_else(|_| Layout::new::<u8>());
+            // SAFETY: allocated in `new` with this layout, freed once.
+            unsafe { std::alloc::dealloc(p.as_ptr(), layout) };
+        }
+    }
+}
+
+/// One bin: up to 4,096 chunks in one block of memory, which grows (doubling, by moving:
+/// Hyperion Pointers name chunks by index, not address) as chunks are taken. Deviation
+/// from the paper, which maps all 4,096 chunks at once: at the scale of this machine's
+/// benchmarks (millions, not billions, of keys) a full bin per size class and arena
+/// (64 · 16 bins of 128 KiB–8 MiB, each at least a 2 MiB huge page) cost more than the
+/// whole trie; `conformance_memory_usage` measured 354 MB for 1 MB of keys.
+struct Bin {
+    mem: BinMem,
+    /// Chunks the memory holds.
+    cap: usize,
+    used: u32,
+    /// Bit `i` set: chunk `i` is allocated.
+    map: Box<[u64; CHUNKS_PER_BIN / 64]>,
+}
+
+/// One metabin: 256 bins and the map of the non-full ones.
+#[derive(Default)]
+struct Metabin {
+    bins: Vec<Option<Bin>>,
+    nonfull: [u64; BINS_PER_METABIN / 64],
+}
+
+/// One superbin: the metabins of one chunk size.
+struct Superbin {
+    chunk_size: usize,
+    metabins: Vec<Option<Box<Metabin>>>,
+    /// Bins with a free chunk, by id.
+    nonfull: BTreeSet<u32>,
+    /// Ids of unmapped bins below `next_id`.
+    free_ids: BTreeSet<u32>,
+    next_id: u32,
+}
+
+impl Superbin {
+    fn bin(&self, id: usize) -> &Bin {
+        self.metabins[id / BINS_PER_METABIN]
+            .as_ref()
+            .and_then(|m| m.bins[id % BINS_PER_METABIN].as_ref())
+            .expect("a Hyperion Pointer names a mapped bin")
+    }
+
+    fn bin_mut(&mut self, id: usize) -> (&mut Bin, &mut [u64; 4]) {
+        let m = self.metabins[id / BINS_PER_METABIN]
+            .as_mut()
+            .expect("a Hyperion Pointer names a mapped metabin");
+        let bin = m.bins[id % BINS_PER_METABIN]
+            .as_mut()
+            .expect("a Hyperion Pointer names a mapped bin");
+        (bin, &mut m.nonfull)
+    }
+}
+
+/// Statistics of the manager, for the memory breakdown (Fig 14/16).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MemStats {
+    /// Allocated chunks, over all superbins 1..63.
+    pub chunks: usize,
+    /// Bytes of allocated chunks (at their chunk size).
+    pub chunk_bytes: usize,
+    /// Free chunks inside mapped bins (external fragmentation), in bytes.
+    pub free_chunk_bytes: usize,
+    /// Extended blocks and their bytes at capacity.
+    pub extended: usize,
+    /// Bytes of extended blocks at capacity.
+    pub extended_bytes: usize,
+    /// Bytes of metadata (bin maps, metabins, superbins).
+    pub metadata_bytes: usize,
+}
+
+/// The memory manager of one arena.
+pub(crate) struct MemoryManager {
+    superbins: Vec<Superbin>,
+    /// Heap blocks of extended bins (large-block path only).
+    heap: SizeClassPool,
+    /// Exact bytes held (see the module docs).
+    bytes: usize,
+}
+
+// SAFETY: the manager owns its mappings and heap blocks exclusively (raw pointers inside
+// are only reached through `&self`/`&mut self`); moving it to another thread moves that
+// ownership.
+unsafe impl Send for MemoryManager {}
+// SAFETY: `&MemoryManager` only reads chunks (shared slices); writes need `&mut`.
+unsafe impl Sync for MemoryManager {}
+
+/// Capacity of an extended block holding `size` bytes: the paper's increments.
+pub(crate) fn extended_capacity(size: usize) -> usize {
+    let step = if size <= 8 * 1024 {
+        256
+    } else if size <= 16 * 1024 {
+        1024
+    } else {
+        4096
+    };
+    size.div_ceil(step) * step
+}
+
+/// Capacity a block of `size` bytes gets: the next multiple of 32 up to 2,016 bytes, the
+/// extended increments beyond.
+pub(crate) fn capacity_for(size: usize) -> usize {
+    if size <= MAX_SMALL {
+        size.max(1).div_ceil(STEP) * STEP
+    } else {
+        extended_capacity(size)
+    }
+}
+
+impl MemoryManager {
+    /// An empty manager: maps nothing.
+    pub(crate) fn new() -> MemoryManager {
+        let superbins = (0..SUPERBINS)
+            .map(|i| Superbin {
+                chunk_size: if i == 0 { EXT_CHUNK } else { i * STEP },
+                metabins: Vec::new(),
+                nonfull: BTreeSet::new(),
+                free_ids: BTreeSet::new(),
+                next_id: 0,
+            })
+            .collect();
+        MemoryManager {
+            superbins,
+            heap: SizeClassPool::new(&[STEP], 8).expect("a valid one-class pool"),
+            bytes: SUPERBINS * std::mem::size_of::<Superbin>(),
+        }
+    }
+
+    /// Exact bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// A chunk of superbin `sb`.
+    fn alloc_chunk(&mut self, sb: usize) -> Result<Hp> {
+        let s = &mut self.superbins[sb];
+        let id = match s.nonfull.first() {
+            Some(&id) => id as usize,
+            None => {
+                let id = match s.free_ids.first() {
+                    Some(&id) => id,
+                    None if (s.next_id as usize) < METABINS * BINS_PER_METABIN => s.next_id,
+                    None => return Err(Error::OutOfMemory),
+                } as usize;
+                let mem = BinMem::new(FIRST_CHUNKS * s.chunk_size)?;
+                let mut added = mem.bytes() + std::mem::size_of::<[u64; 64]>();
+                let (mi, bi) = (id / BINS_PER_METABIN, id % BINS_PER_METABIN);
+                if s.metabins.len() <= mi {
+                    s.metabins.resize_with(mi + 1, || None);
+                }
+                let m = s.metabins[mi].get_or_insert_with(|| {
+                    added += std::mem::size_of::<Metabin>()
+                        + BINS_PER_METABIN * std::mem::size_of::<Option<Bin>>();
+                    let mut m = Box::<Metabin>::default();
+                    m.bins.resize_with(BINS_PER_METABIN, || None);
+                    m
+                });
+                m.bins[bi] = Some(Bin {
+                    mem,
+                    cap: FIRST_CHUNKS,
+                    used: 0,
+                    map: Box::new([0; 64]),
+                });
+                m.nonfull[bi / 64] |= 1 << (bi % 64);
+                if id as u32 == s.next_id {
+                    s.next_id += 1;
+                } else {
+                    s.free_ids.remove(&(id as u32));
+                }
+                s.nonfull.insert(id as u32);
+                self.bytes += added;
+                id
+            }
+        };
+        let s = &mut self.superbins[sb];
+        let csize = s.chunk_size;
+        let (bin, nonfull) = s.bin_mut(id);
+        let word = bin
+            .map
+            .iter()
+            .position(|w| *w != u64::MAX)
+            .expect("a non-full bin has a free chunk");
+        let bit = bin.map[word].trailing_ones() as usize;
+        let index = word * 64 + bit;
+        if index >= bin.cap {
+            let cap = (bin.cap * 2).min(CHUNKS_PER_BIN);
+            let mem = BinMem::new(cap * csize)?;
+            // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks.
+            unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
+            self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
+            bin.mem = mem;
+            bin.cap = cap;
+        }
+        bin.map[word] |= 1 << bit;
+        bin.used += 1;
+        if bin.used as usize == CHUNKS_PER_BIN {
+            let bi = id % BINS_PER_METABIN;
+            nonfull[bi / 64] &= !(1 << (bi % 64));
+            s.nonfull.remove(&(id as u32));
+        }
+        Ok(Hp::new(sb, id, word * 64 + bit))
+    }
+
+    fn free_chunk(&mut self, hp: Hp) {
+        let sb = hp.superbin();
+        let s = &mut self.superbins[sb];
+        let id = hp.bin_id();
+        let (bin, nonfull) = s.bin_mut(id);
+        let c = hp.chunk();
+        debug_assert!(
+            bin.map[c / 64] & (1 << (c % 64)) != 0,
+            "double free of {hp:?}"
+        );
+        bin.map[c / 64] &= !(1 << (c % 64));
+        bin.used -= 1;
+        let bi = id % BINS_PER_METABIN;
+        nonfull[bi / 64] |= 1 << (bi % 64);
+        if bin.used == 0 {
+            nonfull[bi / 64] &= !(1 << (bi % 64));
+            let m = s.metabins[id / BINS_PER_METABIN].as_mut().expect("mapped");
+            let bin = m.bins[bi].take().expect("mapped");
+            self.bytes -= bin.mem.bytes() + std::mem::size_of::<[u64; 64]>();
+            drop(bin);
+            s.nonfull.remove(&(id as u32));
+            if id as u32 + 1 == s.next_id {
+                s.next_id -= 1;
+            } else {
+                s.free_ids.insert(id as u32);
+            }
+        } else {
+            s.nonfull.insert(id as u32);
+        }
+    }
+
+    /// A block of at least `size` bytes ([`capacity_for`]`(size)` usable), zeroed only if
+    /// fresh: callers write every byte they later read.
+    pub(crate) fn alloc(&mut self, size: usize) -> Result<Hp> {
+        if size <= MAX_SMALL {
+            return self.alloc_chunk(size.max(1).div_ceil(STEP));
+        }
+        let cap = extended_capacity(size);
+        let block = self.heap.try_alloc(cap)?;
+        let hp = match self.alloc_chunk(0) {
+            Ok(hp) => hp,
+            Err(e) => {
+                // SAFETY: `block` came from `self.heap` with capacity `cap` just now and is
+                // not used after this free.
+                unsafe { self.heap.free(block, cap) };
+                return Err(e);
+            }
+        };
+        let e = self.chunk_mut_raw(hp, EXT_CHUNK);
+        e[..8].copy_from_slice(&(block.as_ptr() as u64).to_le_bytes());
+        e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
+        e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
+        e[14..16].copy_from_slice(&0u16.to_le_bytes());
+        self.bytes += cap;
+        Ok(hp)
+    }
+
+    /// Frees a block.
+    pub(crate) fn free(&mut self, hp: Hp) {
+        if hp.superbin() == 0 {
+            let (ptr, cap) = self.extended(hp);
+            // SAFETY: the eHP names a live block of `cap` bytes from `self.heap` (it is
+            // only written by `alloc`), freed once here as its chunk is freed below.
+            unsafe { self.heap.free(ptr, cap) };
+            self.bytes -= cap;
+        }
+        self.free_chunk(hp);
+    }
+
+    /// The heap block and capacity of an extended HP.
+    fn extended(&self, hp: Hp) -> (NonNull<u8>, usize) {
+        let e = self.chunk_raw(hp, EXT_CHUNK);
+        let ptr = u64::from_le_bytes(e[..8].try_into().expect("8 bytes")) as usize as *mut u8;
+        let size = u32::from_le_bytes(e[8..12].try_into().expect("4 bytes")) as usize;
+        let over = u16::from_le_bytes(e[12..14].try_into().expect("2 bytes")) as usize;
+        (
+            NonNull::new(ptr).expect("an eHP holds a block"),
+            size + over,
+        )
+    }
+
+    /// Usable bytes of a block.
+    #[inline]
+    pub(crate) fn capacity(&self, hp: Hp) -> usize {
+        match hp.superbin() {
+            0 => self.extended(hp).1,
+            sb => sb * STEP,
+        }
+    }
+
+    #[inline]
+    fn chunk_raw(&self, hp: Hp, len: usize) -> &[u8] {
+        let s = &self.superbins[hp.superbin()];
+        let bin = s.bin(hp.bin_id());
+        let c = hp.chunk();
+        debug_assert!(
+            bin.map[c / 64] & (1 << (c % 64)) != 0,
+            "{hp:?} is not allocated"
+        );
+        debug_assert!(len <= s.chunk_size);
+        // SAFETY: chunk `c` lies inside the bin's mapping (`c < 4096`, mapping of 4096
+        // chunks), which lives as long as `&self` (bins are unmapped only through
+        // `&mut self`); chunk memory is only written through `&mut self`.
+        unsafe { std::slice::from_raw_parts(bin.mem.ptr().wrapping_add(c * s.chunk_size), len) }
+    }
+
+    fn chunk_mut_raw(&mut self, hp: Hp, len: usize) -> &mut [u8] {
+        let s = &self.superbins[hp.superbin()];
+        let bin = s.bin(hp.bin_id());
+        let c = hp.chunk();
+        debug_assert!(len <= s.chunk_size);
+        // SAFETY: as in `chunk_raw`; `&mut self` makes this the only reference into the
+        // manager's memory.
+        unsafe { std::slice::from_raw_parts_mut(bin.mem.ptr().wrapping_add(c * s.chunk_size), len) }
+    }
+
+    /// The bytes of a block (its whole capacity).
+    #[inline]
+    pub(crate) fn get(&self, hp: Hp) -> &[u8] {
+        match hp.superbin() {
+            0 => {
+                let (p, cap) = self.extended(hp);
+                // SAFETY: the eHP names a live heap block of `cap` bytes owned by this
+                // manager, freed only through `&mut self`.
+                unsafe { std::slice::from_raw_parts(p.as_ptr(), cap) }
+            }
+            sb => self.chunk_raw(hp, sb * STEP),
+        }
+    }
+
+    /// The bytes of a block (its whole capacity), writable.
+    pub(crate) fn get_mut(&mut self, hp: Hp) -> &mut [u8] {
+        match hp.superbin() {
+            0 => {
+                let (p, cap) = self.extended(hp);
+                // SAFETY: as in `get`; `&mut self` makes this the only reference to it.
+                unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), cap) }
+            }
+            sb => self.chunk_mut_raw(hp, sb * STEP),
+        }
+    }
+
+    /// The chunk and fragmentation breakdown.
+    pub(crate) fn stats(&self) -> MemStats {
+        let mut st = MemStats {
+            metadata_bytes: SUPERBINS * std::mem::size_of::<Superbin>(),
+            ..MemStats::default()
+        };
+        for (i, s) in self.superbins.iter().enumerate() {
+            for m in s.metabins.iter().flatten() {
+                st.metadata_bytes += std::mem::size_of::<Metabin>()
+                    + BINS_PER_METABIN * std::mem::size_of::<Option<Bin>>();
+                for b in m.bins.iter().flatten() {
+                    st.metadata_bytes += std::mem::size_of::<[u64; 64]>();
+                    if i == 0 {
+                        st.extended += b.used as usize;
+                    } else {
+                        st.chunks += b.used as usize;
+                        st.chunk_bytes += b.used as usize * s.chunk_size;
+                        st.free_chunk_bytes += b.mem.bytes() - b.used as usize * s.chunk_size;
+                    }
+                }
+            }
+        }
+        st.extended_bytes = self.heap.large_bytes();
+        st
+    }
+}
+
+impl Drop for MemoryManager {
+    fn drop(&mut self) {
+        // Extended blocks live on the heap: free them (bin mappings unmap themselves).
+        let mut ext = Vec::new();
+        if let Some(s) = self.superbins.first() {
+            for (mi, m) in s.metabins.iter().enumerate() {
+                let Some(m) = m else { continue };
+                for (bi, b) in m.bins.iter().enumerate() {
+                    let Some(b) = b else { continue };
+                    for (w, word) in b.map.iter().enumerate() {
+                        let mut word = *word;
+                        while word != 0 {
+                            let bit = word.trailing_zeros() as usize;
+                            word &= word - 1;
+                            ext.push(Hp::new(0, mi * BINS_PER_METABIN + bi, w * 64 + bit));
+                        }
+                    }
+                }
+            }
+        }
+        for hp in ext {
+            self.free(hp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mm_hp_round_trip() {
+        let hp = Hp::new(63, (1 << 22) - 1, 4095);
+        assert_eq!(Hp::from_bytes(&hp.to_bytes()), hp);
+        assert_eq!(
+            (hp.superbin(), hp.bin_id(), hp.chunk()),
+            (63, (1 << 22) - 1, 4095)
+        );
+        let hp = Hp::new(1, 300, 7);
+        assert_eq!(Hp::from_bytes(&hp.to_bytes()), hp);
+    }
+
+    #[test]
+    fn mm_alloc_write_free_returns_memory() {
+        let mut mm = MemoryManager::new();
+        let base = mm.bytes();
+        let mut hps = Vec::new();
+        for (i, size) in [1usize, 32, 33, 100, 2016, 2017, 9000, 20_000]
+            .iter()
+            .enumerate()
+        {
+            let hp = mm.alloc(*size).unwrap();
+            assert!(mm.capacity(hp) >= *size);
+            assert_eq!(mm.capacity(hp), capacity_for(*size));
+            mm.get_mut(hp)[..*size].fill(i as u8);
+            hps.push((hp, *size, i as u8));
+        }
+        for &(hp, size, b) in &hps {
+            assert!(mm.get(hp)[..size].iter().all(|&x| x == b));
+        }
+        assert!(mm.bytes() > base);
+        for (hp, _, _) in hps {
+            mm.free(hp);
+        }
+        assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
+        assert_eq!(mm.stats().chunks, 0);
+        assert_eq!(mm.stats().extended_bytes, 0);
+    }
+
+    #[test]
+    fn mm_fills_a_bin_and_opens_the_next() {
+        let mut mm = MemoryManager::new();
+        let n = if cfg!(miri) { 300 } else { CHUNKS_PER_BIN + 10 };
+        let hps: Vec<Hp> = (0..n).map(|_| mm.alloc(32).unwrap()).collect();
+        let mut sorted = hps.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), n, "every chunk is distinct");
+        assert_eq!(mm.stats().chunks, n);
+        for hp in &hps {
+            mm.free(*hp);
+        }
+        assert_eq!(mm.stats().chunks, 0);
+        assert_eq!(mm.stats().free_chunk_bytes, 0, "empty bins are unmapped");
+    }
+}

@@ -1,0 +1,617 @@
+//! The container byte format (§3.1, Fig 3–8) and its read paths: lookup, the descent a
+//! writer makes, and ordered walks.
+//!
+//! # Container
+//!
+//! A container is a block of the memory manager: a 4-byte header, then the payload.
+//!
+//! ```text
+//! header (u32 LE): bits 0..24 size (bytes used, header included) | 24..27 J | 27..29 S | 29..32 0
+//! payload:         T-Node [S-Node …] T-Node [S-Node …] …   (pre-order, keys ascending)
+//! ```
+//!
+//! A container holds 16-bit partial keys as a two-level internal trie: a T-Node for the
+//! first byte, its S-Node children for the second. The paper's header has 19 size bits and
+//! an 8-bit `free` count; here the capacity is known from the Hyperion Pointer (its
+//! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (our
+//! containers hold variable-length values inline and are never split, so they can exceed
+//! the paper's 512 KiB). `J` and `S` (jump-table entries, split delay) are always 0: jump
+//! tables and splits are not built (`docs/hyperion.md`).
+//!
+//! # Nodes
+//!
+//! ```text
+//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [value if t = 11]
+//! S-Node: [t:2 k=1 d:3 c:2]       [key byte if d = 0] [value if t = 11] [child]
+//! ```
+//!
+//! `t`: `01` inner (no key ends here), `10` a key ends here with the empty value, `11` a
+//! key ends here and its value follows (the paper's "leaf without / with value"; a T-Node
+//! may both end a key and have S-Node children). `d`: delta encoding — `1..=7` is the key
+//! byte's distance from the previous sibling's (from 0 for the first sibling), `0` means
+//! the key byte follows. `js`/`jt`: jump successor / jump table present (never set here).
+//! `c`: `00` no child, `01` a 5-byte Hyperion Pointer to a child container follows, `10` an
+//! embedded container follows (`[size u8 = 1 + payload length][payload]`, at most 255
+//! bytes, same format as a container's payload), `11` a path-compressed suffix follows.
+//!
+//! # Values
+//!
+//! `[tag u8]`: `1..=8` that many bytes inline follow (the paper's 8-byte values);
+//! `0xFF` a Hyperion Pointer follows, to a block `[len u32 LE][bytes]` (out of line);
+//! `0` the empty value (only inside a path-compressed node; nodes use `t = 10` for it).
+//!
+//! # Path-compressed suffix (c = 11)
+//!
+//! `[h u8][suffix][value]`: `h & 0x7F` is the suffix length (1..=127) and the suffix bytes
+//! follow. Deviation: the paper's bit 7 says whether a value follows; every key here has a
+//! value (possibly empty, tag 0), so bit 7 instead marks a *long* suffix (> 127 bytes, which
+//! the paper does not support): then a Hyperion Pointer to a block `[len u32][bytes]`
+//! replaces the inline bytes.
+
+use std::ops::{Bound, ControlFlow};
+
+use crate::mm::{Hp, MemoryManager};
+
+/// Largest value stored inline.
+pub(crate) const INLINE_MAX: usize = 8;
+/// Value tag: out of line.
+pub(crate) const TAG_OUT: u8 = 0xFF;
+/// Longest suffix stored inline in a path-compressed node.
+pub(crate) const PC_MAX: usize = 127;
+/// Largest embedded container (size byte included).
+pub(crate) const EMBED_MAX: usize = 255;
+/// Container header bytes.
+pub(crate) const HEADER: usize = 4;
+
+/// Node type: no key ends here.
+pub(crate) const T_INNER: u8 = 1;
+/// Node type: a key with the empty value ends here.
+pub(crate) const T_EMPTY: u8 = 2;
+/// Node type: a key ends here, its value follows.
+pub(crate) const T_VALUE: u8 = 3;
+
+/// Child kinds of an S-Node.
+pub(crate) const C_NONE: u8 = 0;
+pub(crate) const C_HP: u8 = 1;
+pub(crate) const C_EMB: u8 = 2;
+pub(crate) const C_PC: u8 = 3;
+
+/// Bytes used by a container (header included).
+#[inline]
+pub(crate) fn used(chunk: &[u8]) -> usize {
+    (u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) & 0x00FF_FFFF) as usize
+}
+
+/// Writes a container header for `size` used bytes.
+pub(crate) fn write_header(chunk: &mut [u8], size: usize) {
+    debug_assert!(size < 1 << 24);
+    chunk[..4].copy_from_slice(&(size as u32).to_le_bytes());
+}
+
+/// A value as found in a payload.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ValRef {
+    /// The empty value.
+    Empty,
+    /// Inline bytes (a range of the payload buffer).
+    Inline(usize, usize),
+    /// Out of line.
+    Out(Hp),
+}
+
+/// Reads an encoded value at `pos`; returns it and the offset after it.
+#[inline]
+pub(crate) fn parse_val(buf: &[u8], pos: usize) -> (ValRef, usize) {
+    match buf[pos] {
+        0 => (ValRef::Empty, pos + 1),
+        TAG_OUT => (
+            ValRef::Out(Hp::from_bytes(&buf[pos + 1..])),
+            pos + 1 + Hp::BYTES,
+        ),
+        n => (
+            ValRef::Inline(pos + 1, pos + 1 + n as usize),
+            pos + 1 + n as usize,
+        ),
+    }
+}
+
+/// The bytes of a value.
+#[inline]
+pub(crate) fn val_bytes<'a>(mm: &'a MemoryManager, buf: &'a [u8], v: ValRef) -> &'a [u8] {
+    match v {
+        ValRef::Empty => &[],
+        ValRef::Inline(a, b) => &buf[a..b],
+        ValRef::Out(hp) => blob(mm, hp),
+    }
+}
+
+/// The bytes of an out-of-line block `[len u32][bytes]`.
+#[inline]
+pub(crate) fn blob(mm: &MemoryManager, hp: Hp) -> &[u8] {
+    let b = mm.get(hp);
+    let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    &b[4..4 + len]
+}
+
+/// A child of an S-Node, as found in a payload.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ChildRef {
+    None,
+    /// A child container, and the offset of its pointer in the buffer.
+    Hp(Hp, usize),
+    /// An embedded container's payload range.
+    Emb(usize, usize),
+    /// A path-compressed suffix (inline range, or a long suffix's block) and its value.
+    Pc(Suffix, ValRef),
+}
+
+/// A path-compressed suffix as found in a payload.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Suffix {
+    Inline(usize, usize),
+    Long(Hp),
+}
+
+/// The bytes of a suffix.
+#[inline]
+pub(crate) fn suffix_bytes<'a>(mm: &'a MemoryManager, buf: &'a [u8], s: Suffix) -> &'a [u8] {
+    match s {
+        Suffix::Inline(a, b) => &buf[a..b],
+        Suffix::Long(hp) => blob(mm, hp),
+    }
+}
+
+/// One parsed node.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    /// S-Node (`k = 1`) or T-Node.
+    pub(crate) is_s: bool,
+    pub(crate) key: u8,
+    /// `None` when no key ends here.
+    pub(crate) val: Option<ValRef>,
+    pub(crate) child: ChildRef,
+    /// Offset after the node (its child included).
+    pub(crate) next: usize,
+}
+
+/// Parses the node at `pos`, whose previous sibling had key `prev` (0 for the first).
+#[inline]
+pub(crate) fn parse(buf: &[u8], mut pos: usize, prev: u8) -> Node {
+    let b = buf[pos];
+    pos += 1;
+    let t = b >> 6;
+    let is_s = b & 0x20 != 0;
+    let d = (b >> 2) & 7;
+    let key = if d == 0 {
+        pos += 1;
+        buf[pos - 1]
+    } else {
+        prev.wrapping_add(d)
+    };
+    if !is_s {
+        pos += 2 * usize::from(b & 2 != 0) + 30 * usize::from(b & 1 != 0);
+    }
+    let val = match t {
+        T_VALUE => {
+            let (v, p) = parse_val(buf, pos);
+            pos = p;
+            Some(v)
+        }
+        T_EMPTY => Some(ValRef::Empty),
+        _ => None,
+    };
+    let mut child = ChildRef::None;
+    if is_s {
+        match b & 3 {
+            C_HP => {
+                child = ChildRef::Hp(Hp::from_bytes(&buf[pos..]), pos);
+                pos += Hp::BYTES;
+            }
+            C_EMB => {
+                let size = buf[pos] as usize;
+                child = ChildRef::Emb(pos + 1, pos + size);
+                pos += size;
+            }
+            C_PC => {
+                let h = buf[pos];
+                pos += 1;
+                let suffix = if h & 0x80 != 0 {
+                    pos += Hp::BYTES;
+                    Suffix::Long(Hp::from_bytes(&buf[pos - Hp::BYTES..]))
+                } else {
+                    let n = (h & 0x7F) as usize;
+                    pos += n;
+                    Suffix::Inline(pos - n, pos)
+                };
+                let (v, p) = parse_val(buf, pos);
+                pos = p;
+                child = ChildRef::Pc(suffix, v);
+            }
+            _ => {}
+        }
+    }
+    Node {
+        is_s,
+        key,
+        val,
+        child,
+        next: pos,
+    }
+}
+
+/// Where a key's search leaves a payload.
+enum Step {
+    /// The key ends at a node with this value.
+    Found(ValRef),
+    /// Absent.
+    Missing,
+    /// Continue in an embedded payload with the key advanced by 2.
+    Embedded(usize, usize),
+    /// Continue in a child container with the key advanced by 2 (pointer at offset).
+    Child(Hp, usize),
+    /// The key continues in a path-compressed suffix.
+    Pc(Suffix, ValRef),
+}
+
+/// Searches a payload `buf[start..end]` for `key` (non-empty).
+#[inline]
+fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
+    let (k0, k1) = (key[0], key.get(1).copied());
+    let mut pos = start;
+    let mut prev_t = 0u8;
+    // Find the T-Node.
+    loop {
+        if pos >= end {
+            return Step::Missing;
+        }
+        let n = parse(buf, pos, prev_t);
+        pos = n.next;
+        if n.is_s {
+            continue;
+        }
+        prev_t = n.key;
+        if n.key < k0 {
+            continue;
+        }
+        if n.key > k0 {
+            return Step::Missing;
+        }
+        let Some(k1) = k1 else {
+            return n.val.map_or(Step::Missing, Step::Found);
+        };
+        // Its S-Nodes.
+        let mut prev_s = 0u8;
+        while pos < end {
+            let s = parse(buf, pos, prev_s);
+            if !s.is_s || s.key > k1 {
+                return Step::Missing;
+            }
+            pos = s.next;
+            prev_s = s.key;
+            if s.key < k1 {
+                continue;
+            }
+            if key.len() == 2 {
+                return s.val.map_or(Step::Missing, Step::Found);
+            }
+            return match s.child {
+                ChildRef::None => Step::Missing,
+                ChildRef::Hp(hp, at) => Step::Child(hp, at),
+                ChildRef::Emb(a, b) => Step::Embedded(a, b),
+                ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
+            };
+        }
+        return Step::Missing;
+    }
+}
+
+/// Looks `key` (non-empty, the first key byte already consumed by the arena) up below the
+/// root container `root`.
+pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Option<&'a [u8]> {
+    let mut chunk = mm.get(root);
+    let (mut start, mut end) = (HEADER, used(chunk));
+    loop {
+        match search(chunk, start, end, key) {
+            Step::Found(v) => return Some(val_bytes(mm, chunk, v)),
+            Step::Missing => return None,
+            Step::Embedded(a, b) => {
+                key = &key[2..];
+                (start, end) = (a, b);
+            }
+            Step::Child(hp, _) => {
+                key = &key[2..];
+                chunk = mm.get(hp);
+                (start, end) = (HEADER, used(chunk));
+            }
+            Step::Pc(sfx, v) => {
+                return (suffix_bytes(mm, chunk, sfx) == &key[2..])
+                    .then(|| val_bytes(mm, chunk, v));
+            }
+        }
+    }
+}
+
+/// One container on a writer's path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathEntry {
+    pub(crate) hp: Hp,
+    /// Key bytes consumed above this container.
+    pub(crate) consumed: usize,
+    /// Offset of this container's pointer in its parent's block (`None` for the root).
+    pub(crate) at: Option<usize>,
+}
+
+/// The containers a write of `key` passes through, root first: the last one is where the
+/// key's path ends (the key ends in it, or leaves it at a missing node, a path-compressed
+/// suffix, or a node that ends the key and has a child container).
+pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<PathEntry> {
+    let mut path = vec![PathEntry {
+        hp: root,
+        consumed: 0,
+        at: None,
+    }];
+    let mut chunk = mm.get(root);
+    let (mut start, mut end) = (HEADER, used(chunk));
+    let mut off = 0;
+    loop {
+        match search(chunk, start, end, &key[off..]) {
+            Step::Embedded(a, b) => {
+                off += 2;
+                (start, end) = (a, b);
+            }
+            Step::Child(hp, at) => {
+                off += 2;
+                path.push(PathEntry {
+                    hp,
+                    consumed: off,
+                    at: Some(at),
+                });
+                chunk = mm.get(hp);
+                (start, end) = (HEADER, used(chunk));
+            }
+            _ => return path,
+        }
+    }
+}
+
+/// The visitor of an ordered walk.
+pub(crate) type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
+/// What an ordered walk does with a subtree, given its prefix and the bound.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    /// Every key of the subtree is outside the bound.
+    Skip,
+    /// Every key of the subtree is inside.
+    All,
+    /// The prefix is a prefix of the bound: look inside.
+    Partial,
+}
+
+/// How a subtree with prefix `q` relates to the walk's bound `b` (a lower bound going up,
+/// an upper bound going down).
+fn fit(q: &[u8], b: &[u8], desc: bool) -> Fit {
+    if b.starts_with(q) {
+        return Fit::Partial;
+    }
+    let n = q.len().min(b.len());
+    // `q` is not a prefix of `b`: either they differ within `n`, or `b` is a proper prefix
+    // of `q` (then `q > b`).
+    let greater = q[..n] > b[..n] || (q[..n] == b[..n] && q.len() > b.len());
+    match (greater, desc) {
+        (true, false) | (false, true) => Fit::All,
+        _ => Fit::Skip,
+    }
+}
+
+/// Whether the single key `k` passes bound `b`.
+fn key_ok(k: &[u8], b: Bound<&[u8]>, desc: bool) -> bool {
+    match (b, desc) {
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(b), false) => k >= b,
+        (Bound::Excluded(b), false) => k > b,
+        (Bound::Included(b), true) => k <= b,
+        (Bound::Excluded(b), true) => k < b,
+    }
+}
+
+/// One step of an ordered walk at one level.
+#[derive(Clone, Copy)]
+enum Ev {
+    /// A key ends: the bytes appended to the level's prefix (1 or 2 key bytes, or 2 plus a
+    /// suffix), and its value.
+    Key {
+        t: u8,
+        s: Option<u8>,
+        sfx: Option<Suffix>,
+        val: ValRef,
+    },
+    /// A child payload to enter (prefix + `t`, `s`).
+    Enter {
+        t: u8,
+        s: u8,
+        chunk: Option<Hp>,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// One level of an ordered walk's explicit stack.
+struct Frame<'a> {
+    buf: &'a [u8],
+    evs: Vec<Ev>,
+    i: usize,
+    plen: usize,
+    bounded: bool,
+}
+
+/// Lists the events of payload `buf[start..end]` in ascending order.
+fn events(buf: &[u8], start: usize, end: usize, out: &mut Vec<Ev>) {
+    let mut pos = start;
+    let (mut prev_t, mut prev_s, mut t) = (0u8, 0u8, 0u8);
+    while pos < end {
+        let n = parse(buf, pos, if buf[pos] & 0x20 != 0 { prev_s } else { prev_t });
+        pos = n.next;
+        if !n.is_s {
+            prev_t = n.key;
+            prev_s = 0;
+            t = n.key;
+            if let Some(val) = n.val {
+                out.push(Ev::Key {
+                    t,
+                    s: None,
+                    sfx: None,
+                    val,
+                });
+            }
+            continue;
+        }
+        prev_s = n.key;
+        if let Some(val) = n.val {
+            out.push(Ev::Key {
+                t,
+                s: Some(n.key),
+                sfx: None,
+                val,
+            });
+        }
+        match n.child {
+            ChildRef::None => {}
+            ChildRef::Hp(hp, _) => out.push(Ev::Enter {
+                t,
+                s: n.key,
+                chunk: Some(hp),
+                start: 0,
+                end: 0,
+            }),
+            ChildRef::Emb(a, b) => out.push(Ev::Enter {
+                t,
+                s: n.key,
+                chunk: None,
+                start: a,
+                end: b,
+            }),
+            ChildRef::Pc(sfx, val) => out.push(Ev::Key {
+                t,
+                s: Some(n.key),
+                sfx: Some(sfx),
+                val,
+            }),
+        }
+    }
+}
+
+/// Visits, in ascending (or, `desc`, descending) order, the keys below root container
+/// `root` that pass `bound` (a lower bound going up, an upper bound going down). `prefix`
+/// holds the key bytes above the root (the arena's first byte); it is used as the key
+/// buffer and restored on return. Iterative (an explicit stack), so a trie as deep as the
+/// longest key (32,768 containers for a 64 KiB key) needs no deep recursion.
+pub(crate) fn walk(
+    mm: &MemoryManager,
+    root: Hp,
+    prefix: &mut Vec<u8>,
+    bound: Bound<&[u8]>,
+    desc: bool,
+    visit: &mut Visit<'_>,
+) -> ControlFlow<()> {
+    let base = prefix.len();
+    let b = match bound {
+        Bound::Included(b) | Bound::Excluded(b) => Some(b),
+        Bound::Unbounded => None,
+    };
+    let root_fit = b.map_or(Fit::All, |b| fit(prefix, b, desc));
+    if root_fit == Fit::Skip {
+        return ControlFlow::Continue(());
+    }
+    let mut stack: Vec<Frame<'_>> = Vec::new();
+    fn push<'a>(
+        stack: &mut Vec<Frame<'a>>,
+        buf: &'a [u8],
+        (start, end): (usize, usize),
+        plen: usize,
+        bounded: bool,
+        desc: bool,
+    ) {
+        let mut evs = Vec::new();
+        events(buf, start, end, &mut evs);
+        if desc {
+            evs.reverse();
+        }
+        stack.push(Frame {
+            buf,
+            evs,
+            i: 0,
+            plen,
+            bounded,
+        });
+    }
+    let chunk = mm.get(root);
+    push(
+        &mut stack,
+        chunk,
+        (HEADER, used(chunk)),
+        base,
+        root_fit == Fit::Partial,
+        desc,
+    );
+    let result = 'outer: loop {
+        let Some(f) = stack.last_mut() else {
+            break ControlFlow::Continue(());
+        };
+        let Some(&ev) = f.evs.get(f.i) else {
+            stack.pop();
+            continue;
+        };
+        f.i += 1;
+        let (buf, plen, bounded) = (f.buf, f.plen, f.bounded);
+        prefix.truncate(plen);
+        match ev {
+            Ev::Key { t, s, sfx, val } => {
+                prefix.push(t);
+                prefix.extend(s);
+                if let Some(sfx) = sfx {
+                    prefix.extend_from_slice(suffix_bytes(mm, buf, sfx));
+                }
+                if (!bounded || key_ok(prefix, bound, desc))
+                    && visit(prefix, val_bytes(mm, buf, val)).is_break()
+                {
+                    break 'outer ControlFlow::Break(());
+                }
+            }
+            Ev::Enter {
+                t,
+                s,
+                chunk,
+                start,
+                end,
+            } => {
+                prefix.push(t);
+                prefix.push(s);
+                let f = match (bounded, b) {
+                    (true, Some(b)) => fit(prefix, b, desc),
+                    _ => Fit::All,
+                };
+                if f == Fit::Skip {
+                    continue;
+                }
+                let plen = prefix.len();
+                match chunk {
+                    Some(hp) => {
+                        let c = mm.get(hp);
+                        push(
+                            &mut stack,
+                            c,
+                            (HEADER, used(c)),
+                            plen,
+                            f == Fit::Partial,
+                            desc,
+                        );
+                    }
+                    None => push(&mut stack, buf, (start, end), plen, f == Fit::Partial, desc),
+                }
+            }
+        }
+    };
+    prefix.truncate(base);
+    result
+}

@@ -1,0 +1,112 @@
+//! Key pre-processing (§3.4): an injective, invertible, order-preserving transform that
+//! lowers the entropy of the first key bytes of uniformly distributed keys.
+//!
+//! The paper injects zero bits into the two least significant bits of the bytes after the
+//! first, so that the third-level containers of random 64-bit keys become fewer and larger
+//! (its Fig 12; the figure is not in our copy of the paper, so the exact bit placement
+//! here is ours). Here: the first byte is kept; the next 24 bits of the key (bytes 1..4)
+//! are spread over four bytes, 6 bits each, in the high bits, with the two low bits zero
+//! (8 zero bits, the key grows by one byte); the rest of the key follows unchanged.
+//!
+//! Keys shorter than 4 bytes are spread the same way over `ceil(8·(len−1)/6)` bytes (the
+//! last one zero-padded). The output length `1 + ceil(8·(len−1)/6)` for `len ≤ 4` and
+//! `len + 1` beyond is strictly increasing in `len`, so outputs of keys of different
+//! lengths differ, and a spread of a fixed number of bits is injective: the transform is
+//! injective. It preserves order: where two keys first differ, their bit streams first
+//! differ at a bit both have, which lands in the same output byte with the same bits
+//! before it; and a proper prefix's output is a prefix of the longer key's output except
+//! for its zero-padded last byte, which is no larger. Scans decode keys back
+//! ([`decode`]), so users see only their own keys.
+
+/// Transforms `key` into `out` (cleared first).
+pub(crate) fn encode(key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let Some((&first, rest)) = key.split_first() else {
+        return;
+    };
+    out.push(first);
+    let head = rest.len().min(3);
+    let mut bits: u32 = 0;
+    for &b in &rest[..head] {
+        bits = bits << 8 | u32::from(b);
+    }
+    let nbits = 8 * head;
+    let nout = nbits.div_ceil(6);
+    // Left-align the bits in a 24-bit field.
+    let aligned = bits << (24 - nbits);
+    for i in 0..nout {
+        let six = (aligned >> (18 - 6 * i)) & 0x3F;
+        out.push((six as u8) << 2);
+    }
+    out.extend_from_slice(&rest[head..]);
+}
+
+/// Inverts [`encode`]; `None` if `enc` is not an output of it.
+pub(crate) fn decode(enc: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    out.clear();
+    let Some((&first, rest)) = enc.split_first() else {
+        return Some(());
+    };
+    out.push(first);
+    let (head, nout) = match rest.len() {
+        0 => (0, 0),
+        2 => (1, 2),
+        3 => (2, 3),
+        n if n >= 4 => (3, 4),
+        _ => return None,
+    };
+    let mut aligned: u32 = 0;
+    for (i, &b) in rest[..nout].iter().enumerate() {
+        if b & 3 != 0 {
+            return None;
+        }
+        aligned |= u32::from(b >> 2) << (18 - 6 * i);
+    }
+    let bits = aligned >> (24 - 8 * head);
+    for i in (0..head).rev() {
+        out.push((bits >> (8 * i)) as u8);
+    }
+    out.extend_from_slice(&rest[nout..]);
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prep_round_trip_and_order() {
+        let mut keys: Vec<Vec<u8>> = vec![vec![]];
+        for a in [0u8, 1, 0x7F, 0xFF] {
+            keys.push(vec![a]);
+            for b in [0u8, 3, 4, 0xFC, 0xFF] {
+                keys.push(vec![a, b]);
+                for c in [0u8, 0x0F, 0x10, 0xFF] {
+                    keys.push(vec![a, b, c]);
+                    for d in [0u8, 1, 0xFF] {
+                        keys.push(vec![a, b, c, d]);
+                        keys.push(vec![a, b, c, d, 0]);
+                        keys.push(vec![a, b, c, d, 9, 9]);
+                    }
+                }
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let mut enc = Vec::new();
+        let mut dec = Vec::new();
+        let mut outs = Vec::new();
+        for k in &keys {
+            encode(k, &mut enc);
+            decode(&enc, &mut dec).unwrap();
+            assert_eq!(&dec, k, "round trip of {k:?} via {enc:?}");
+            outs.push(enc.clone());
+        }
+        for w in outs.windows(2) {
+            assert!(w[0] < w[1], "order: {:?} !< {:?}", w[0], w[1]);
+        }
+        encode(&[1, 2, 3, 4, 5, 6, 7, 8], &mut enc);
+        assert_eq!(enc.len(), 9);
+        assert!(enc[1..5].iter().all(|b| b & 3 == 0));
+    }
+}
