@@ -792,12 +792,36 @@ mod tests {
         (data, starts)
     }
 
-    fn file(name: &str, bytes: &[u8]) -> PathBuf {
+    /// A log file in its own temporary directory, removed with it when dropped.
+    struct TempLog(PathBuf);
+
+    impl std::ops::Deref for TempLog {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl AsRef<Path> for TempLog {
+        fn as_ref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempLog {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    fn file(name: &str, bytes: &[u8]) -> TempLog {
         let dir = std::env::temp_dir().join(format!("orrery-aof-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(FILE_NAME);
         std::fs::write(&path, bytes).unwrap();
-        path
+        TempLog(path)
     }
 
     fn store() -> Store {
