@@ -10,6 +10,7 @@ use std::ops::Bound;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::api::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, check_entry};
+use crate::batch::{BatchSource, PairBatch};
 
 /// Estimated heap bytes of one `BTreeMap<Vec<u8>, Vec<u8>>` entry beyond its key and value
 /// bytes: the two `Vec` headers (24 B each) in a node that is on average about 2/3 full
@@ -116,6 +117,33 @@ impl OrderedKvIndex for LockedBTreeMap {
             .map
             .last_key_value()
             .map(|(k, v)| (k.clone(), v.clone()))
+    }
+}
+
+/// Pairs per [`BatchSource`] group: small, so that iterators over a few dozen keys refill
+/// many times.
+const GROUP: usize = 4;
+
+/// The reference iterates as the structures do (`orrery_core::batch::BatchIter` over it),
+/// in groups of [`GROUP`] pairs, so the iterator checks can be run on it.
+impl BatchSource for LockedBTreeMap {
+    fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
+        let inner = self.read();
+        let mut it = inner.map.range::<[u8], _>((start, Bound::Unbounded));
+        for (k, v) in it.by_ref().take(GROUP) {
+            out.push(k, v);
+        }
+        it.next().map(|(k, _)| Bound::Included(k.clone()))
+    }
+
+    fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
+        let inner = self.read();
+        let mut it = inner.map.range::<[u8], _>((Bound::Unbounded, end)).rev();
+        let group: Vec<_> = it.by_ref().take(GROUP).collect();
+        for (k, v) in group.iter().rev() {
+            out.push(k, v);
+        }
+        it.next().map(|(k, _)| Bound::Included(k.clone()))
     }
 }
 

@@ -22,7 +22,7 @@ pub const BATCH: usize = 32;
 impl CuckooTrie {
     /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
     pub fn iter(&self) -> Iter<'_> {
-        BatchIter::new(self, Bound::Unbounded, Bound::Unbounded)
+        BatchIter::all(self)
     }
 
     /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
@@ -35,11 +35,7 @@ impl CuckooTrie {
         K: AsRef<[u8]> + ?Sized,
         R: RangeBounds<K>,
     {
-        BatchIter::new(
-            self,
-            range.start_bound().map(AsRef::as_ref),
-            range.end_bound().map(AsRef::as_ref),
-        )
+        BatchIter::range(self, range)
     }
 
     /// Copies up to [`BATCH`] pairs from `start` on, ascending, into `out`; returns where

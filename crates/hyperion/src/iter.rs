@@ -19,7 +19,7 @@ pub const BATCH: usize = 64;
 impl Hyperion {
     /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
     pub fn iter(&self) -> Iter<'_> {
-        BatchIter::new(self, Bound::Unbounded, Bound::Unbounded)
+        BatchIter::all(self)
     }
 
     /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
@@ -30,11 +30,7 @@ impl Hyperion {
         K: AsRef<[u8]> + ?Sized,
         R: RangeBounds<K>,
     {
-        BatchIter::new(
-            self,
-            range.start_bound().map(AsRef::as_ref),
-            range.end_bound().map(AsRef::as_ref),
-        )
+        BatchIter::range(self, range)
     }
 
     fn to_trie(&self, b: Bound<&[u8]>) -> Bound<Vec<u8>> {

@@ -368,7 +368,7 @@ impl<const OPTS: u32> WormholeWith<OPTS> {
 
     /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
     pub fn iter(&self) -> Iter<'_, OPTS> {
-        BatchIter::new(self, Bound::Unbounded, Bound::Unbounded)
+        BatchIter::all(self)
     }
 
     /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
@@ -381,11 +381,7 @@ impl<const OPTS: u32> WormholeWith<OPTS> {
         K: AsRef<[u8]> + ?Sized,
         R: RangeBounds<K>,
     {
-        BatchIter::new(
-            self,
-            range.start_bound().map(AsRef::as_ref),
-            range.end_bound().map(AsRef::as_ref),
-        )
+        BatchIter::range(self, range)
     }
 
     /// Removes every key in `[start, end]` bounds; returns how many were removed. Each leaf

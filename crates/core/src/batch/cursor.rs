@@ -13,7 +13,7 @@
 //! descending from the back, every pair yielded was present with that value at some moment,
 //! and every key present throughout (and in range) is yielded once.
 
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::{Entry, PairBatch};
@@ -104,6 +104,27 @@ impl<S: BatchSource> BatchIter<S> {
             front: End::new(lo),
             back: End::new(hi),
         }
+    }
+
+    /// An iterator over every key of `src`: what a structure's `iter()` returns.
+    pub fn all(src: S) -> Self {
+        Self::new(src, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// An iterator over the keys of `src` in `range`, any [`RangeBounds`] over byte strings
+    /// (`&b"a"[..]..&b"m"[..]`, `b"k".to_vec()..`, or a pair of [`Bound`]s): what a
+    /// structure's `range(r)` returns. An empty or inverted range yields nothing (where
+    /// `BTreeMap::range` panics).
+    pub fn range<K, R>(src: S, range: R) -> Self
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        Self::new(
+            src,
+            range.start_bound().map(AsRef::as_ref),
+            range.end_bound().map(AsRef::as_ref),
+        )
     }
 
     /// Repositions the front at the first key `>= key` (`Included`), `> key` (`Excluded`),

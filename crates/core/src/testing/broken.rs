@@ -251,6 +251,26 @@ impl<I: KvIndex> KvIndex for Broken<I> {
     }
 }
 
+/// Iteration is forwarded without a fault, so a scan fault shows as a difference between
+/// the scan and the iterator.
+impl<I: crate::batch::BatchSource> crate::batch::BatchSource for Broken<I> {
+    fn fill_front(
+        &self,
+        start: Bound<&[u8]>,
+        out: &mut crate::batch::PairBatch,
+    ) -> Option<Bound<Vec<u8>>> {
+        self.inner.fill_front(start, out)
+    }
+
+    fn fill_back(
+        &self,
+        end: Bound<&[u8]>,
+        out: &mut crate::batch::PairBatch,
+    ) -> Option<Bound<Vec<u8>>> {
+        self.inner.fill_back(end, out)
+    }
+}
+
 impl<I: OrderedKvIndex> OrderedKvIndex for Broken<I> {
     fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let start = match (self.fault, start) {

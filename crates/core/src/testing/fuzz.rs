@@ -32,6 +32,7 @@ use super::rng::over_long_value;
 use crate::api::{
     Error, KvIndex, MAX_KEY_LEN, MAX_VALUE_LEN, OrderedKvIndex, OrderedKvIndexExt, u64_key,
 };
+use crate::batch::{BatchIter, BatchSource};
 
 /// The alphabet of short fuzz keys.
 pub const KEY_ALPHABET: [u8; 8] = [0x00, 0x01, 0x02, b'a', b'b', 0x7F, 0xFE, 0xFF];
@@ -512,6 +513,58 @@ pub fn run_differential<I: OrderedKvIndex + ?Sized>(index: &I, ops: &[Op]) {
     run(index, ops, Some(&ordered), Some(&full), &[]);
 }
 
+/// Checks the concrete iterator ([`BatchIter`]) of an ordered index that is a
+/// [`BatchSource`] against its own full scan (which [`run_differential`] has just
+/// confirmed): all pairs ascending, `.rev()`, both ends alternately until they meet, and at
+/// a sample of present keys `k`: `range(k..)`, `range(..k).rev()` and
+/// `seek(Excluded(k))`. Panics with what differs. Every structure whose `iter()` is a
+/// `BatchIter` over itself uses this after its differential run in its fuzz target.
+pub fn check_batch_iterators<I: OrderedKvIndex + BatchSource + ?Sized>(index: &I) {
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+    let pairs = |it: BatchIter<&I>| -> Pairs { it.map(|e| e.into_pair()).collect() };
+    let mut scanned: Pairs = Vec::new();
+    index.scan(Bound::Unbounded, &mut |k, v| {
+        scanned.push((k.to_vec(), v.to_vec()));
+        ControlFlow::Continue(())
+    });
+    let fwd = pairs(BatchIter::all(index));
+    assert_eq!(fwd, scanned, "iter() differs from the full scan");
+    let mut back: Pairs = BatchIter::all(index).rev().map(|e| e.into_pair()).collect();
+    back.reverse();
+    assert_eq!(back, fwd, "iter().rev() is not the reverse of iter()");
+    // Both ends at once: every pair exactly once, in order from each side.
+    let mut it = BatchIter::all(index);
+    let (mut front, mut tail) = (Vec::new(), Vec::new());
+    while let Some(e) = it.next() {
+        front.push(e.into_pair());
+        match it.next_back() {
+            Some(e) => tail.push(e.into_pair()),
+            None => break,
+        }
+    }
+    tail.reverse();
+    front.extend(tail);
+    assert_eq!(
+        front, fwd,
+        "alternating next/next_back lost or repeated a pair"
+    );
+    // Bounds at (a sample of) the present keys.
+    let step = fwd.len() / 8 + 1;
+    for i in (0..fwd.len()).step_by(step) {
+        let k = fwd[i].0.as_slice();
+        assert_eq!(pairs(BatchIter::range(index, k..)), fwd[i..], "range(k..)");
+        let mut below: Pairs = BatchIter::range(index, ..k)
+            .rev()
+            .map(|e| e.into_pair())
+            .collect();
+        below.reverse();
+        assert_eq!(below, fwd[..i], "range(..k).rev()");
+        let mut seeking = BatchIter::all(index);
+        seeking.seek(Bound::Excluded(k));
+        assert_eq!(pairs(seeking), fwd[i + 1..], "seek(Excluded(k))");
+    }
+}
+
 #[cfg(any(test, feature = "failpoints"))]
 /// [`run_differential`] with injected allocation failures (feature `failpoints`): before
 /// operation `i`, if it is an
@@ -591,6 +644,31 @@ mod tests {
     use crate::reference::LockedBTreeMap;
     use crate::testing::rng::{derive, random_bytes, rng, seed, sized};
     use rand::Rng;
+
+    fn filled(n: u32) -> LockedBTreeMap {
+        let m = LockedBTreeMap::new();
+        for i in 0..n {
+            m.insert(&(i * 7).to_be_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        m
+    }
+
+    #[test]
+    fn batch_iterator_checks_pass_on_the_reference() {
+        for n in [0, 1, 2, 4, 5, 9, 50] {
+            check_batch_iterators(&filled(n));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "iter() differs from the full scan")]
+    fn batch_iterator_checks_catch_a_lossy_scan() {
+        let broken = crate::testing::broken::Broken::new(
+            filled(20),
+            crate::testing::broken::Fault::DropEveryNthScanPair(3),
+        );
+        check_batch_iterators(&broken);
+    }
 
     /// The fuzz logic itself runs in the default test run: thousands of random byte strings
     /// decoded into operation sequences, through both runners, on the reference.
