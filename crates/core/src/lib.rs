@@ -18,6 +18,7 @@ pub mod api;
 pub mod batch;
 pub mod hash;
 mod hint;
+pub mod impls;
 pub mod reference;
 pub mod sync;
 #[cfg(any(test, feature = "testing"))]

@@ -125,7 +125,7 @@ impl OrderedKvIndex for LockedBTreeMap {
 const GROUP: usize = 4;
 
 /// The reference iterates as the structures do (`orrery_core::batch::BatchIter` over it),
-/// in groups of [`GROUP`] pairs, so the iterator checks can be run on it.
+/// in groups of four pairs, so the iterator checks can be run on it.
 impl BatchSource for LockedBTreeMap {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         let inner = self.read();

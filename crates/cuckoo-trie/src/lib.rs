@@ -73,7 +73,7 @@ mod trie;
 
 use std::ops::{Bound, ControlFlow};
 
-use orrery_core::api::{self, KvIndex, MemoryUsage, OrderedKvIndex, ScanVisitor};
+use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 
 pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter};
@@ -370,79 +370,4 @@ impl CuckooTrie {
     }
 }
 
-impl KvIndex for CuckooTrie {
-    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        CuckooTrie::get_with(self, key, f).is_some()
-    }
-
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        CuckooTrie::get(self, key)
-    }
-
-    fn contains_key(&self, key: &[u8]) -> bool {
-        CuckooTrie::contains_key(self, key)
-    }
-
-    fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        CuckooTrie::insert(self, key, value)
-    }
-
-    fn remove(&self, key: &[u8]) -> bool {
-        CuckooTrie::remove(self, key)
-    }
-
-    fn len(&self) -> usize {
-        CuckooTrie::len(self)
-    }
-
-    fn memory_usage(&self) -> MemoryUsage {
-        CuckooTrie::memory_usage(self)
-    }
-
-    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        CuckooTrie::get_many(self, keys, f)
-    }
-}
-
-impl OrderedKvIndex for CuckooTrie {
-    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        CuckooTrie::scan(self, start, visitor)
-    }
-
-    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        CuckooTrie::last(self)
-    }
-
-    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        CuckooTrie::first(self)
-    }
-
-    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        CuckooTrie::scan_prefix(self, prefix, visitor)
-    }
-}
-
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for CuckooTrie {
-    /// Upserts every pair.
-    ///
-    /// # Panics
-    /// On a key or value over the limits, or out of memory ([`CuckooTrie::insert_all`]
-    /// returns the error instead).
-    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, iter: T) {
-        if let Err(e) = self.insert_all(iter) {
-            panic!("CuckooTrie::extend: {e}");
-        }
-    }
-}
-
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for CuckooTrie {
-    /// An index holding the pairs (later duplicates win).
-    ///
-    /// # Panics
-    /// As [`Extend::extend`].
-    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
-        let mut ct = CuckooTrie::new();
-        ct.extend(iter);
-        ct
-    }
-}
+orrery_core::index_traits!(impl[] CuckooTrie as "CuckooTrie"; ordered + scan_prefix);

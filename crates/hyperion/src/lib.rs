@@ -76,7 +76,7 @@ mod prep;
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use orrery_core::api::{self, KvIndex, MemoryUsage, OrderedKvIndex, ScanVisitor};
+use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 use orrery_core::sync::{CachePadded, RwSpinLock};
 
 use arena::{ArenaInner, Decision};
@@ -416,79 +416,4 @@ impl Hyperion {
     }
 }
 
-impl KvIndex for Hyperion {
-    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        Hyperion::get_with(self, key, f).is_some()
-    }
-
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        Hyperion::get(self, key)
-    }
-
-    fn contains_key(&self, key: &[u8]) -> bool {
-        Hyperion::contains_key(self, key)
-    }
-
-    fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        Hyperion::insert(self, key, value)
-    }
-
-    fn remove(&self, key: &[u8]) -> bool {
-        Hyperion::remove(self, key)
-    }
-
-    fn len(&self) -> usize {
-        Hyperion::len(self)
-    }
-
-    fn memory_usage(&self) -> MemoryUsage {
-        Hyperion::memory_usage(self)
-    }
-
-    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        Hyperion::get_many(self, keys, f)
-    }
-}
-
-impl OrderedKvIndex for Hyperion {
-    fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        Hyperion::scan(self, start, visitor)
-    }
-
-    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        Hyperion::last(self)
-    }
-
-    fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        Hyperion::first(self)
-    }
-
-    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        Hyperion::scan_prefix(self, prefix, visitor)
-    }
-}
-
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Hyperion {
-    /// Upserts every pair.
-    ///
-    /// # Panics
-    /// On a key or value over the limits, or out of memory ([`Hyperion::insert_all`]
-    /// returns the error instead).
-    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, iter: T) {
-        if let Err(e) = self.insert_all(iter) {
-            panic!("Hyperion::extend: {e}");
-        }
-    }
-}
-
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Hyperion {
-    /// An index holding the pairs (later duplicates win).
-    ///
-    /// # Panics
-    /// As [`Extend::extend`].
-    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
-        let mut h = Hyperion::new();
-        h.extend(iter);
-        h
-    }
-}
+orrery_core::index_traits!(impl[] Hyperion as "Hyperion"; ordered + scan_prefix);

@@ -656,30 +656,7 @@ impl<'a> IntoIterator for &'a Mercury {
     }
 }
 
-/// Bulk loading, as for `HashMap`: later pairs replace earlier ones with the same key.
-///
-/// # Panics
-///
-/// On a key or value over the limits ([`MAX_KEY_LEN`](orrery_core::api::MAX_KEY_LEN),
-/// [`MAX_VALUE_LEN`](orrery_core::api::MAX_VALUE_LEN)); [`Mercury::insert_all`] returns
-/// the error instead.
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Mercury {
-    fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, pairs: T) {
-        if let Err(e) = self.insert_all(pairs) {
-            panic!("Mercury::extend: {e}");
-        }
-    }
-}
-
-/// Builds a table with the default [`Config`] from pairs (see [`Extend`] for the panic on
-/// over-long input).
-impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Mercury {
-    fn from_iter<T: IntoIterator<Item = (K, V)>>(pairs: T) -> Self {
-        let mut m = Mercury::new();
-        m.extend(pairs);
-        m
-    }
-}
+orrery_core::index_traits!(extend impl[] Mercury as "Mercury");
 
 impl KvIndex for Mercury {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
