@@ -26,10 +26,7 @@ pub fn requests(data: &[u8]) {
         max_multibulk_len: 16,
         max_inline_len: 128,
     };
-    let mut client = Client::new(
-        shared.clients.detached(),
-        shared.config.requirepass.is_none(),
-    );
+    let mut client = Client::new(shared.clients.detached(), !shared.live.needs_auth());
     let mut ctx = Ctx {
         shared,
         client: &mut client,

@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
 use crate::cmd::{self, Ctx};
-use crate::config::Config;
+use crate::config::{Config, Live};
 use crate::resp::{self, Reply};
 use crate::store::Store;
 
@@ -44,6 +44,8 @@ pub(crate) struct Stats {
 pub(crate) struct Shared {
     pub(crate) store: Arc<Store>,
     pub(crate) config: Config,
+    /// The settings `CONFIG SET` changes.
+    pub(crate) live: Live,
     /// The port actually bound.
     pub(crate) port: u16,
     pub(crate) clients: Clients,
@@ -59,6 +61,7 @@ impl Shared {
     /// The state of a server listening on `port`.
     pub(crate) fn new(config: Config, store: Store, port: u16) -> Shared {
         Shared {
+            live: Live::new(&config, store.aof().map(|a| a.settings.clone())),
             store: Arc::new(store),
             port,
             clients: Clients::default(),
@@ -300,7 +303,13 @@ pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
     let mut store = Store::open(&config.index)?;
     if config.appendonly {
-        let aof = crate::aof::Aof::open(&config.dir, config.appendfsync, &store)?;
+        let settings = Arc::new(crate::aof::AofSettings::new(
+            config.appendfsync,
+            config.auto_aof_rewrite_percentage,
+            config.auto_aof_rewrite_min_size,
+            config.aof_rewrite_key_delay,
+        ));
+        let aof = crate::aof::Aof::open(&config.dir, settings, &store)?;
         store.set_aof(aof);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -324,7 +333,7 @@ async fn serve(config: Config, store: Store) -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
         shared.config.index
     );
-    tokio::spawn(active_expiry(shared.clone()));
+    tokio::spawn(cron(shared.clone()));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
     loop {
@@ -355,8 +364,10 @@ async fn serve(config: Config, store: Store) -> Result<(), String> {
     Ok(())
 }
 
-/// Removes due keys every 100 ms, up to 25 ms of work per round.
-async fn active_expiry(shared: Arc<Shared>) {
+/// Every 100 ms: removes due keys (up to 25 ms of work) and starts an automatic rewrite of
+/// the append-only file when it grew enough (`auto-aof-rewrite-percentage`), as Redis's
+/// `serverCron` does.
+async fn cron(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tick.tick().await;
@@ -364,6 +375,13 @@ async fn active_expiry(shared: Arc<Shared>) {
         while shared.store.expire_cycle(now_ms(), 256) == 256
             && start.elapsed() < Duration::from_millis(25)
         {}
+        if let Some(aof) = shared.store.aof()
+            && let Some(growth) = aof.wants_auto_rewrite()
+            && aof.rewrite_in_background(shared.store.clone())
+        {
+            aof.stats.auto_rewrites.fetch_add(1, Ordering::Relaxed);
+            println!("starting automatic rewriting of the append-only file on {growth}% growth");
+        }
     }
 }
 
@@ -374,9 +392,10 @@ async fn connection(
     local: SocketAddr,
 ) {
     let _ = stream.set_nodelay(true);
-    let Some(info) = shared
-        .clients
-        .register(shared.config.maxclients, peer, local)
+    let Some(info) =
+        shared
+            .clients
+            .register(shared.live.maxclients.load(Ordering::Relaxed), peer, local)
     else {
         shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
         let _ = stream
@@ -385,7 +404,7 @@ async fn connection(
         return;
     };
     let id = info.id;
-    let mut client = Client::new(info, shared.config.requirepass.is_none());
+    let mut client = Client::new(info, !shared.live.needs_auth());
     let _ = serve_client(&shared, &mut client, &mut stream).await;
     shared.clients.unregister(id);
 }
@@ -395,10 +414,11 @@ async fn serve_client(
     client: &mut Client,
     stream: &mut TcpStream,
 ) -> std::io::Result<()> {
-    let limits = shared.config.limits;
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     loop {
+        let limits = shared.live.limits(shared.config.limits);
+        let out_limit = shared.live.output_buffer_limit.load(Ordering::Relaxed);
         let mut used = 0;
         let mut ran = 0;
         crate::store::take_pending();
@@ -419,7 +439,7 @@ async fn serve_client(
                     let reply = cmd::dispatch(&mut ctx, &args);
                     ran += 1;
                     reply.encode(client.proto, &mut out);
-                    let limit = shared.config.output_buffer_limit;
+                    let limit = out_limit;
                     if limit > 0 && out.len() > limit {
                         // As Redis's hard limit: the client is closed, its replies dropped
                         // (the commands ran: their writes are kept and logged).
@@ -467,7 +487,7 @@ async fn serve_client(
         if fatal || client.close_after_reply {
             return Ok(());
         }
-        if buf.len() > shared.config.query_buffer_limit {
+        if buf.len() > shared.live.query_buffer_limit.load(Ordering::Relaxed) {
             println!(
                 "closing client id={}: query buffer over the limit",
                 client.info.id

@@ -38,6 +38,36 @@ fn aof_args<'a>(dir: &'a Path, fsync: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// A numeric field of `INFO persistence`.
+fn info_u64(c: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The append-only files in `d` (base and increments), sorted by name.
+fn aof_files(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("appendonly.aof"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Bytes in the append-only files of `d`.
+fn chain_size(d: &Path) -> u64 {
+    aof_files(d)
+        .iter()
+        .map(|n| std::fs::metadata(d.join(n)).unwrap().len())
+        .sum()
+}
+
 fn kill_9(server: &mut Server) {
     server.child.kill().unwrap();
     server.child.wait().unwrap();
@@ -355,10 +385,18 @@ fn rewrite_under_concurrent_writes_keeps_every_key() {
     );
     load.wait_for(load.acked.load(Ordering::Relaxed) + 100);
     let acked = load.finish();
-    let before = std::fs::metadata(d.join("appendonly.aof")).unwrap().len();
+    let before = info_u64(&mut c, "aof_current_size");
+    assert_eq!(before, chain_size(&d), "INFO's size is the files' size");
     let r: String = redis::cmd("SAVE").query(&mut c).unwrap();
     assert_eq!(r, "OK");
-    let after = std::fs::metadata(d.join("appendonly.aof")).unwrap().len();
+    let after = info_u64(&mut c, "aof_current_size");
+    assert_eq!(after, chain_size(&d));
+    // The chain is now the new base and the increment the second rewrite started.
+    assert_eq!(
+        aof_files(&d),
+        ["appendonly.aof", "appendonly.aof.incr.2"],
+        "older increments are deleted"
+    );
     // The INCR counters and overwritten keys compact to one record each.
     assert!(after < before, "SAVE compacts: {before} -> {after} bytes");
     let expect = dump(&mut c);
