@@ -576,9 +576,13 @@ impl Aof {
     }
 
     /// Starts [`Aof::rewrite`] on its own thread unless one runs; `false` if one does.
-    pub(crate) fn rewrite_in_background(self: &Arc<Self>, store: Arc<Store>) -> bool {
+    /// `auto`: started by growth (counted in `aof_auto_rewrites`).
+    pub(crate) fn rewrite_in_background(self: &Arc<Self>, store: Arc<Store>, auto: bool) -> bool {
         if self.stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
             return false;
+        }
+        if auto {
+            self.stats.auto_rewrites.fetch_add(1, Ordering::Relaxed);
         }
         let aof = self.clone();
         let spawned = std::thread::Builder::new()

@@ -377,9 +377,8 @@ async fn cron(shared: Arc<Shared>) {
         {}
         if let Some(aof) = shared.store.aof()
             && let Some(growth) = aof.wants_auto_rewrite()
-            && aof.rewrite_in_background(shared.store.clone())
+            && aof.rewrite_in_background(shared.store.clone(), true)
         {
-            aof.stats.auto_rewrites.fetch_add(1, Ordering::Relaxed);
             println!("starting automatic rewriting of the append-only file on {growth}% growth");
         }
     }

@@ -176,6 +176,9 @@ impl Load {
     }
 }
 
+/// What each writer of a [`Load`] acknowledged: its keys and its counter's increments.
+type Acked = Vec<(Vec<String>, u64)>;
+
 /// Counts the acknowledged writes missing after a restart (and checks values).
 fn lost(server: &Server, acked: &[(Vec<String>, u64)]) -> (usize, usize) {
     lost_with(server, acked, "")
@@ -238,7 +241,7 @@ fn kill_9_during_automatic_rewrites_loses_no_acknowledged_write() {
         "20",
     ]);
     let prefixes = ["a", "b", "c", "d"];
-    let mut rounds: Vec<(&str, Vec<(Vec<String>, u64)>)> = Vec::new();
+    let mut rounds: Vec<(&str, Acked)> = Vec::new();
     for (round, prefix) in prefixes.into_iter().enumerate() {
         let mut server = Server::start(&args);
         for (p, acked) in &rounds {

@@ -270,7 +270,7 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
     let Some(aof) = store.aof() else {
         return persistence_off();
     };
-    if aof.rewrite_in_background(store.clone()) {
+    if aof.rewrite_in_background(store.clone(), false) {
         Reply::Simple("Background append only file rewriting started")
     } else {
         Reply::err("ERR Background append only file rewriting already in progress")
