@@ -189,11 +189,14 @@ fn lost_with(server: &Server, acked: &[(Vec<String>, u64)], prefix: &str) -> (us
     let mut c = server.client();
     let (mut total, mut missing) = (0, 0);
     for (t, (keys, incrs)) in acked.iter().enumerate() {
-        for k in keys {
-            total += 1;
-            match c.get::<_, Option<String>>(k).unwrap() {
-                Some(v) => assert_eq!(v, format!("v{k}")),
-                None => missing += 1,
+        for chunk in keys.chunks(1000) {
+            let got: Vec<Option<String>> = redis::cmd("MGET").arg(chunk).query(&mut c).unwrap();
+            for (k, v) in chunk.iter().zip(got) {
+                total += 1;
+                match v {
+                    Some(v) => assert_eq!(v, format!("v{k}")),
+                    None => missing += 1,
+                }
             }
         }
         if *incrs > 0 {
@@ -243,6 +246,7 @@ fn kill_9_during_automatic_rewrites_loses_no_acknowledged_write() {
     let prefixes = ["a", "b", "c", "d"];
     let mut rounds: Vec<(&str, Acked)> = Vec::new();
     for (round, prefix) in prefixes.into_iter().enumerate() {
+        let t0 = Instant::now();
         let mut server = Server::start(&args);
         for (p, acked) in &rounds {
             let (total, missing) = lost_with(&server, acked, p);
@@ -273,6 +277,14 @@ fn kill_9_during_automatic_rewrites_loses_no_acknowledged_write() {
         assert!(info_u64(&mut c, "aof_auto_rewrites") >= 1 || round > 0);
         kill_9(&mut server);
         rounds.push((prefix, load.finish()));
+        println!(
+            "round {round}: {:?}, {} keys",
+            t0.elapsed(),
+            rounds
+                .iter()
+                .map(|r| r.1.iter().map(|w| w.0.len()).sum::<usize>())
+                .sum::<usize>()
+        );
     }
     let server = Server::start(&args);
     let mut total = 0;
