@@ -337,7 +337,7 @@ impl Live {
             match &res {
                 Err(Refused::Unknown) => return Err((name.to_string(), Refused::Unknown)),
                 Err(Refused::Bad(_)) if IMMUTABLE.contains(&lower.as_str()) => {
-                    return Err((lower, res.err().expect("an error")));
+                    return Err((name.to_string(), res.err().expect("an error")));
                 }
                 _ => {}
             }

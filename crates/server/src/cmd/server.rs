@@ -192,12 +192,24 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     match &sub[..] {
         b"GET" if args.len() >= 3 => {
             let mut out = Vec::new();
-            for (name, value) in &settings {
-                if args[2..]
-                    .iter()
-                    .any(|p| crate::glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
-                {
-                    out.push((Reply::bulk(name), Reply::bulk(value)));
+            let mut seen = Vec::new();
+            for p in &args[2..] {
+                let lower = p.to_ascii_lowercase();
+                if !lower.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+                    // A plain name is answered under the name as given (as Redis does).
+                    if let Some((name, value)) = settings.iter().find(|s| s.0.as_bytes() == lower)
+                        && !seen.contains(name)
+                    {
+                        seen.push(*name);
+                        out.push((Reply::bulk(p), Reply::bulk(value)));
+                    }
+                    continue;
+                }
+                for (name, value) in &settings {
+                    if !seen.contains(name) && crate::glob::matches(&lower, name.as_bytes()) {
+                        seen.push(*name);
+                        out.push((Reply::bulk(name), Reply::bulk(value)));
+                    }
                 }
             }
             Reply::Map(out)
@@ -222,6 +234,7 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
                 )),
             }
         }
+        b"SET" if args.len() >= 4 => syntax_error(),
         b"SET" => arity_error("config|set"),
         b"RESETSTAT" => Reply::OK,
         _ => Reply::err(format!(
