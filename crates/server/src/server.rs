@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::cmd::{self, Ctx};
+use crate::cmd::{self, Ctx, Spec};
 use crate::config::{Config, Live};
 use crate::resp::{self, Reply};
 use crate::store::Store;
@@ -84,8 +84,20 @@ pub(crate) struct ClientInfo {
     last_ms: AtomicU64,
     pub(crate) proto: AtomicU8,
     name: Mutex<Option<Vec<u8>>>,
-    last_cmd: Mutex<&'static str>,
+    /// The last command: its index in the command table, or past it an index in
+    /// [`SUBCOMMANDS`] (`usize::MAX`: none yet). An atomic, not a lock: it is set on
+    /// every command.
+    last_cmd: AtomicUsize,
 }
+
+/// Subcommand names `CLIENT LIST` may show as a client's last command.
+const SUBCOMMANDS: [&str; 5] = [
+    "client|setname",
+    "client|getname",
+    "client|id",
+    "client|info",
+    "client|list",
+];
 
 impl ClientInfo {
     pub(crate) fn set_name(&self, name: Vec<u8>) {
@@ -100,8 +112,20 @@ impl ClientInfo {
         self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn set_last_command(&self, name: &'static str) {
-        *self.last_cmd.lock().unwrap_or_else(|p| p.into_inner()) = name;
+    /// Records `spec` (an entry of the command table) as the last command run.
+    pub(crate) fn set_last_command(&self, spec: &'static Spec) {
+        let at = (std::ptr::from_ref(spec) as usize - cmd::TABLE.as_ptr() as usize)
+            / std::mem::size_of::<Spec>();
+        if self.last_cmd.load(Ordering::Relaxed) != at {
+            self.last_cmd.store(at, Ordering::Relaxed);
+        }
+    }
+
+    /// Records subcommand `name` (one of [`SUBCOMMANDS`]) as the last command run.
+    pub(crate) fn set_last_subcommand(&self, name: &'static str) {
+        let at = SUBCOMMANDS.iter().position(|&s| s == name).unwrap_or(4);
+        self.last_cmd
+            .store(cmd::TABLE.len() + at, Ordering::Relaxed);
     }
 
     /// One `CLIENT LIST` line (Redis's field names, the subset that applies).
@@ -110,7 +134,13 @@ impl ClientInfo {
             .name()
             .map(|n| String::from_utf8_lossy(&n).into_owned())
             .unwrap_or_default();
-        let cmd = *self.last_cmd.lock().unwrap_or_else(|p| p.into_inner());
+        let at = self.last_cmd.load(Ordering::Relaxed);
+        let cmd = cmd::TABLE.get(at).map(|s| s.name).unwrap_or_else(|| {
+            at.checked_sub(cmd::TABLE.len())
+                .and_then(|i| SUBCOMMANDS.get(i))
+                .copied()
+                .unwrap_or("NULL")
+        });
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd={} user=default resp={}",
             self.id,
@@ -165,7 +195,7 @@ impl Clients {
             last_ms: AtomicU64::new(now),
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
-            last_cmd: Mutex::new("NULL"),
+            last_cmd: AtomicUsize::new(usize::MAX),
         });
         map.insert(info.id, info.clone());
         self.count.store(map.len(), Ordering::Relaxed);
@@ -185,7 +215,7 @@ impl Clients {
             last_ms: AtomicU64::new(now),
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
-            last_cmd: Mutex::new("NULL"),
+            last_cmd: AtomicUsize::new(usize::MAX),
         })
     }
 
@@ -415,6 +445,7 @@ async fn serve_client(
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut args = resp::Args::default();
     loop {
         let limits = shared.live.limits(shared.config.limits);
         let out_limit = shared.live.output_buffer_limit.load(Ordering::Relaxed);
@@ -422,20 +453,23 @@ async fn serve_client(
         let mut ran = 0;
         crate::store::take_pending();
         let mut fatal = false;
+        // One clock reading per batch: the commands of one read run at one time (Redis,
+        // too, reads the clock once per event-loop round for expiry checks).
+        let now = now_ms();
         loop {
-            match resp::parse(&buf[used..], &limits) {
-                Ok(Some((args, n))) => {
+            match resp::parse_into(&buf[used..], &limits, &mut args) {
+                Ok(Some(n)) => {
                     used += n;
+                    let args = args.as_slice();
                     if args.is_empty() {
                         continue;
                     }
-                    let now = now_ms();
                     let mut ctx = Ctx {
                         shared,
                         client,
                         now,
                     };
-                    let reply = cmd::dispatch(&mut ctx, &args);
+                    let reply = cmd::dispatch(&mut ctx, args);
                     ran += 1;
                     reply.encode(client.proto, &mut out);
                     let limit = out_limit;
@@ -467,7 +501,7 @@ async fn serve_client(
         buf.drain(..used);
         if ran > 0 {
             shared.stats.commands.fetch_add(ran, Ordering::Relaxed);
-            client.info.last_ms.store(now_ms(), Ordering::Relaxed);
+            client.info.last_ms.store(now, Ordering::Relaxed);
         }
         let pending = crate::store::take_pending();
         if pending > 0

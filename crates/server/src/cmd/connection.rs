@@ -142,7 +142,7 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if let Some(e) = check {
         return e;
     }
-    ctx.client.info.set_last_command(match sub.as_str() {
+    ctx.client.info.set_last_subcommand(match sub.as_str() {
         "setname" => "client|setname",
         "getname" => "client|getname",
         "id" => "client|id",
