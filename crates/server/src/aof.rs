@@ -1,5 +1,6 @@
 //! Persistence: the append-only file (`--appendonly yes`), its replay at start, its rewrite
-//! while the server runs (`BGREWRITEAOF`, `SAVE`), and group commit.
+//! while the server runs (`BGREWRITEAOF`, `SAVE`, or automatically on growth), and group
+//! commit.
 //!
 //! # What is logged
 //!
@@ -19,7 +20,19 @@
 //! the rewrite below correct. A record is a RESP array, so the file can be read with a hex
 //! dump and a little patience.
 //!
-//! # File format
+//! # Files
+//!
+//! The log is a chain of files in `--dir`, replayed in order: the *base* `appendonly.aof`,
+//! then the *increments* `appendonly.aof.incr.N`, `N+1`, … (consecutive numbers). New
+//! frames go to the last file of the chain (the *live* one). A server that never
+//! rewrote has the base alone; each rewrite starts a new increment. The layout follows
+//! Redis 7's multi-part AOF, without its manifest: a rewritten base names, in its first
+//! frame (the record `BASE n`), the first increment that follows it, and so the rename
+//! that installs a new base also drops the increments it contains (a base without the
+//! record is followed by the increments from 1). Increments older than the base's `n`
+//! and temporary files of an interrupted rewrite are deleted at start.
+//!
+//! Each file:
 //!
 //! ```text
 //! "ORRERYAOF1\n"                        11-byte magic
@@ -33,14 +46,16 @@
 //!
 //! # Loading
 //!
-//! At start the frames are read in order and applied. The end of the file may hold a
-//! frame torn by a crash: fewer than 12 header bytes, a payload shorter than its length, a
+//! At start the files' frames are read in order and applied. The end of the live (last)
+//! file may hold a frame torn by a crash: fewer than 12 header bytes, a payload shorter than its length, a
 //! last frame whose payload does not match its checksum, or a tail of zero bytes (blocks
 //! the file system allocated but never wrote). Such a tail is cut off (the file is
 //! truncated to the last whole frame) and a log line says how many bytes went, as Redis
 //! does with `aof-load-truncated yes`. Anything else — a wrong magic, a header or payload
-//! checksum mismatch before the last frame, a record that does not parse or is unknown —
-//! refuses to start, naming the file and the offset.
+//! checksum mismatch before the last frame, a record that does not parse or is unknown, a
+//! torn end in a file that is not the last (each was synced whole before the next was
+//! started), a missing increment, increments without a base — refuses to start, naming
+//! the file and the offset.
 //!
 //! # Durability and group commit
 //!
@@ -60,14 +75,35 @@
 //!
 //! # Rewrite
 //!
-//! [`Aof::rewrite`] compacts the file without stopping the server: it starts copying every
-//! record appended from then on into a side buffer, walks the keyspace writing each key's
-//! state to a temporary file, then — holding the file and the buffer, so briefly blocking
-//! writers — appends the side buffer, `fdatasync`s, renames it over the old file and
-//! syncs the directory. The walk is not a snapshot (other writers keep going), but every
-//! change made during it is in the side buffer, and records are assignments to parts of
-//! the keyspace (a key's whole value, one member's score, a deadline), so replaying them
-//! after any state the walk saw for a key yields that key's final state.
+//! [`Aof::rewrite`] compacts the log without stopping the server, in three steps, each of
+//! which leaves a chain that replays to every acknowledged write if the process dies
+//! right after it:
+//!
+//! 1. *New increment*: holding the file, the buffered frames are written to the live file
+//!    and synced, and a new empty increment `N` is created, synced (with the directory)
+//!    and made live. Chain: old base, older increments, `N`: complete.
+//! 2. *Walk*: every live key's state is written to a temporary file (after the record
+//!    `BASE N`), which is then synced. Writers keep going, and their frames go to
+//!    increment `N` on disk: nothing is held in memory for the rewrite, however long it
+//!    takes (Redis before 7 kept such a buffer). The walk copies batches of keys out of
+//!    the index and writes them outside its scan, so a writer never waits for the file.
+//!    The crash chain is unchanged (the temporary file is ignored and deleted).
+//! 3. *Commit*: the temporary file is renamed over the base and the directory synced:
+//!    that one `rename` switches the chain to new base + `N`. The older increments are
+//!    deleted after it (left over by a crash, they are older than `BASE N` and ignored).
+//!
+//! Correctness of the new chain: the walk is not a snapshot, but every frame appended
+//! after step 1 is in increment `N`, every frame before it was applied to the index
+//! before the walk started, and records are assignments to parts of the keyspace (a
+//! key's whole value, one member's score, a deadline), so replaying `N` after any state
+//! the walk saw for a key yields that key's final state.
+//!
+//! **Automatic rewrite**: the server's cron (every 100 ms) starts a background rewrite
+//! when the chain is at least `auto-aof-rewrite-min-size` bytes (default 64 MiB) and has
+//! grown by `auto-aof-rewrite-percentage` percent (default 100; 0: off) since the last
+//! rewrite, or since start, as Redis does. Both, the fsync policy and a testing delay per
+//! key written by a rewrite (`aof-rewrite-key-delay`, like Redis's `rdb-key-save-delay`)
+//! are [`AofSettings`], changed by `CONFIG SET` while the server runs.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
