@@ -3,8 +3,10 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
-use crate::aof::Fsync;
+use crate::aof::{AofSettings, Fsync};
 
 use crate::resp::Limits;
 
@@ -32,6 +34,14 @@ pub struct Config {
     pub appendonly: bool,
     /// When the append-only file is synced.
     pub appendfsync: Fsync,
+    /// Rewrite the append-only file automatically when it grew by this many percent since
+    /// the last rewrite (or start), 0: never (Redis's `auto-aof-rewrite-percentage`).
+    pub auto_aof_rewrite_percentage: u64,
+    /// ... and is at least this many bytes (Redis's `auto-aof-rewrite-min-size`).
+    pub auto_aof_rewrite_min_size: u64,
+    /// Microseconds a rewrite sleeps after each key: a testing knob that makes rewrites
+    /// long (as Redis's `rdb-key-save-delay`); 0 by default.
+    pub aof_rewrite_key_delay: u64,
     pub(crate) limits: Limits,
 }
 
@@ -48,6 +58,9 @@ impl Default for Config {
             dir: PathBuf::from("."),
             appendonly: false,
             appendfsync: Fsync::EverySec,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            aof_rewrite_key_delay: 0,
             limits: Limits::default(),
         }
     }
@@ -60,6 +73,8 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                      [--client-query-buffer-limit BYTES]
                      [--client-output-buffer-limit BYTES] [--dir DIR]
                      [--appendonly yes|no] [--appendfsync always|everysec|no]
+                     [--auto-aof-rewrite-percentage N]
+                     [--auto-aof-rewrite-min-size SIZE] [--aof-rewrite-key-delay MICROS]
 
   --port N           TCP port (default 6379; 0 picks a free one and logs it)
   --bind ADDR        IP address to listen on (default 127.0.0.1); a non-loopback
@@ -77,7 +92,325 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                              start (default no)
   --appendfsync always|everysec|no   sync the log before each reply to a write
                              (group commit), once a second (default), or never
+  --auto-aof-rewrite-percentage N    rewrite the log in the background when it grew
+                             N% since the last rewrite (default 100; 0: never)
+  --auto-aof-rewrite-min-size SIZE   ... and is at least SIZE (default 64mb)
+  --aof-rewrite-key-delay MICROS     testing: sleep after each key a rewrite writes
+
+Sizes take Redis's units: 100, 64kb, 64mb, 1gb (1024-based), 1k, 1m, 1g (1000-based).
 ";
+
+/// Parses a size as Redis's configuration does: a number of bytes, optionally followed by
+/// `k`/`m`/`g` (powers of 1000) or `kb`/`mb`/`gb` (powers of 1024), any case.
+pub(crate) fn parse_memory(s: &str) -> Option<u64> {
+    let lower = s.to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let mul: u64 = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// One class's `client-output-buffer-limit`: hard limit, soft limit, soft seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BufferLimit {
+    pub(crate) hard: u64,
+    pub(crate) soft: u64,
+    pub(crate) soft_seconds: u64,
+}
+
+/// The client classes of `client-output-buffer-limit`, in Redis's order.
+const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// The settings `CONFIG SET` changes while the server runs (read by connections as they
+/// need them; atomics, so the request path takes no lock for them).
+pub(crate) struct Live {
+    pub(crate) maxclients: AtomicUsize,
+    pub(crate) query_buffer_limit: AtomicUsize,
+    pub(crate) max_bulk_len: AtomicUsize,
+    /// The `normal` class's hard limit (0: none), the one enforced.
+    pub(crate) output_buffer_limit: AtomicUsize,
+    /// Every class's limits, as `CONFIG GET` reports them.
+    output_limits: Mutex<[BufferLimit; 3]>,
+    requirepass: RwLock<Option<String>>,
+    /// The append-only file's settings (shared with it when persistence is on).
+    pub(crate) aof: Arc<AofSettings>,
+    /// Whether the server listens on a loopback address (a password may then be cleared).
+    loopback: bool,
+}
+
+/// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
+/// `bind`, `dir`, `save` and `appendonly` at run time; this server cannot).
+const IMMUTABLE: [&str; 7] = [
+    "port",
+    "bind",
+    "databases",
+    "appendonly",
+    "appendfilename",
+    "dir",
+    "save",
+];
+
+/// Why `CONFIG SET` refused a value (the text after Redis's `- `).
+type SetError = String;
+
+fn int_in(v: &str, lo: u64, hi: u64) -> Result<u64, SetError> {
+    let n: i128 = v
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < i128::from(lo) || n > i128::from(hi) {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(n as u64)
+}
+
+fn memory_in(v: &str, lo: u64, hi: u64) -> Result<u64, SetError> {
+    let n = parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())?;
+    if n < lo || n > hi {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(n)
+}
+
+/// One parsed `CONFIG SET` assignment, applied only once all of a command's parse.
+enum Assign {
+    MaxClients(usize),
+    QueryBuffer(usize),
+    MaxBulk(usize),
+    Output(Vec<(usize, BufferLimit)>),
+    RequirePass(Option<String>),
+    Fsync(Fsync),
+    AutoPercentage(u64),
+    AutoMinSize(u64),
+    KeyDelay(u64),
+}
+
+/// What `CONFIG SET` answers for a parameter it cannot set.
+pub(crate) enum Refused {
+    /// Not a parameter this server knows (Redis's "Unknown option" reply).
+    Unknown,
+    /// Known, refused with this reason.
+    Bad(SetError),
+}
+
+impl Live {
+    /// The live settings starting from `c`; `aof` is the append-only file's, if open.
+    pub(crate) fn new(c: &Config, aof: Option<Arc<AofSettings>>) -> Live {
+        let normal = BufferLimit {
+            hard: c.output_buffer_limit as u64,
+            soft: c.output_buffer_limit as u64,
+            soft_seconds: 0,
+        };
+        // Redis's defaults for the classes this server has no clients of.
+        let slave = BufferLimit {
+            hard: 256 << 20,
+            soft: 64 << 20,
+            soft_seconds: 60,
+        };
+        let pubsub = BufferLimit {
+            hard: 32 << 20,
+            soft: 8 << 20,
+            soft_seconds: 60,
+        };
+        Live {
+            maxclients: AtomicUsize::new(c.maxclients),
+            query_buffer_limit: AtomicUsize::new(c.query_buffer_limit),
+            max_bulk_len: AtomicUsize::new(c.limits.max_bulk_len),
+            output_buffer_limit: AtomicUsize::new(c.output_buffer_limit),
+            output_limits: Mutex::new([normal, slave, pubsub]),
+            requirepass: RwLock::new(c.requirepass.clone()),
+            aof: aof.unwrap_or_else(|| {
+                Arc::new(AofSettings::new(
+                    c.appendfsync,
+                    c.auto_aof_rewrite_percentage,
+                    c.auto_aof_rewrite_min_size,
+                    c.aof_rewrite_key_delay,
+                ))
+            }),
+            loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+        }
+    }
+
+    /// The password clients must give, if any.
+    pub(crate) fn requirepass(&self) -> Option<String> {
+        self.requirepass
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether a new connection must authenticate.
+    pub(crate) fn needs_auth(&self) -> bool {
+        self.requirepass
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// The parser's limits now.
+    pub(crate) fn limits(&self, base: Limits) -> Limits {
+        Limits {
+            max_bulk_len: self.max_bulk_len.load(Ordering::Relaxed),
+            ..base
+        }
+    }
+
+    /// `client-output-buffer-limit` as Redis prints it.
+    pub(crate) fn output_limits(&self) -> String {
+        let l = self.output_limits.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = String::new();
+        for (i, class) in CLASSES.iter().enumerate() {
+            if i > 0 {
+                s.push(' ');
+            }
+            s.push_str(&format!(
+                "{class} {} {} {}",
+                l[i].hard, l[i].soft, l[i].soft_seconds
+            ));
+        }
+        s
+    }
+
+    fn parse(&self, name: &str, v: &str) -> Result<Assign, Refused> {
+        let bad = |e: SetError| Refused::Bad(e);
+        let max = i64::MAX as u64;
+        Ok(match name {
+            "maxclients" => {
+                Assign::MaxClients(int_in(v, 1, u64::from(u32::MAX)).map_err(bad)? as usize)
+            }
+            "client-query-buffer-limit" => {
+                Assign::QueryBuffer(memory_in(v, 1 << 20, max).map_err(bad)? as usize)
+            }
+            "proto-max-bulk-len" => {
+                Assign::MaxBulk(memory_in(v, 1 << 20, max).map_err(bad)? as usize)
+            }
+            "client-output-buffer-limit" => Assign::Output(parse_output_limits(v).map_err(bad)?),
+            "requirepass" => {
+                if v.is_empty() && !self.loopback {
+                    return Err(bad(
+                        "refusing to clear the password of a server listening on a                          non-loopback address"
+                            .into(),
+                    ));
+                }
+                Assign::RequirePass(Some(v.to_string()).filter(|p| !p.is_empty()))
+            }
+            "appendfsync" => Assign::Fsync(match v.to_ascii_lowercase().as_str() {
+                "always" => Fsync::Always,
+                "everysec" => Fsync::EverySec,
+                "no" => Fsync::No,
+                _ => {
+                    return Err(bad(
+                        "argument(s) must be one of the following: everysec, always, no".into(),
+                    ));
+                }
+            }),
+            "auto-aof-rewrite-percentage" => {
+                Assign::AutoPercentage(int_in(v, 0, i32::MAX as u64).map_err(bad)?)
+            }
+            "auto-aof-rewrite-min-size" => Assign::AutoMinSize(memory_in(v, 0, max).map_err(bad)?),
+            "aof-rewrite-key-delay" => Assign::KeyDelay(int_in(v, 0, 10_000_000).map_err(bad)?),
+            n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
+            _ => return Err(Refused::Unknown),
+        })
+    }
+
+    /// `CONFIG SET name value …`: every pair is checked first, then all are applied (as
+    /// Redis 7, a refused pair changes nothing). `Err` is (the parameter, why).
+    pub(crate) fn set(&self, pairs: &[(&str, &str)]) -> Result<(), (String, Refused)> {
+        // As Redis: names are checked first (unknown, immutable, duplicate), in order,
+        // then values.
+        let mut seen: Vec<String> = Vec::new();
+        let mut parsed = Vec::new();
+        for &(name, value) in pairs {
+            let lower = name.to_ascii_lowercase();
+            let res = self.parse(&lower, value);
+            match &res {
+                Err(Refused::Unknown) => return Err((name.to_string(), Refused::Unknown)),
+                Err(Refused::Bad(_)) if IMMUTABLE.contains(&lower.as_str()) => {
+                    return Err((name.to_string(), res.err().expect("an error")));
+                }
+                _ => {}
+            }
+            if seen.contains(&lower) {
+                return Err((name.to_string(), Refused::Bad("duplicate parameter".into())));
+            }
+            parsed.push((lower.clone(), res));
+            seen.push(lower);
+        }
+        let mut todo = Vec::new();
+        for (name, res) in parsed {
+            todo.push(res.map_err(|e| (name, e))?);
+        }
+        for a in todo {
+            match a {
+                Assign::MaxClients(n) => self.maxclients.store(n, Ordering::Relaxed),
+                Assign::QueryBuffer(n) => self.query_buffer_limit.store(n, Ordering::Relaxed),
+                Assign::MaxBulk(n) => self.max_bulk_len.store(n, Ordering::Relaxed),
+                Assign::Output(classes) => {
+                    let mut l = self.output_limits.lock().unwrap_or_else(|p| p.into_inner());
+                    for (i, limit) in classes {
+                        l[i] = limit;
+                    }
+                    self.output_buffer_limit
+                        .store(l[0].hard as usize, Ordering::Relaxed);
+                }
+                Assign::RequirePass(p) => {
+                    *self.requirepass.write().unwrap_or_else(|p| p.into_inner()) = p
+                }
+                Assign::Fsync(f) => self.aof.set_fsync(f),
+                Assign::AutoPercentage(n) => self.aof.auto_percentage.store(n, Ordering::Relaxed),
+                Assign::AutoMinSize(n) => self.aof.auto_min_size.store(n, Ordering::Relaxed),
+                Assign::KeyDelay(n) => self.aof.key_delay_us.store(n, Ordering::Relaxed),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `class hard soft seconds …` (Redis's `client-output-buffer-limit`).
+fn parse_output_limits(v: &str) -> Result<Vec<(usize, BufferLimit)>, SetError> {
+    let words: Vec<&str> = v.split_ascii_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut out = Vec::new();
+    for w in words.chunks(4) {
+        let class = match w[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into());
+            }
+        };
+        let (Some(hard), Some(soft), Ok(soft_seconds)) =
+            (parse_memory(w[1]), parse_memory(w[2]), w[3].parse::<u64>())
+        else {
+            return Err(
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.".into(),
+            );
+        };
+        out.push((
+            class,
+            BufferLimit {
+                hard,
+                soft,
+                soft_seconds,
+            },
+        ));
+    }
+    Ok(out)
+}
 
 impl Config {
     /// Parses command-line arguments (without the program name). `Err` is a message for
@@ -103,15 +436,27 @@ impl Config {
                 v.parse()
                     .map_err(|_| format!("{flag}: '{v}' is not a valid number"))
             }
+            fn mem(flag: &str, v: String) -> Result<usize, String> {
+                parse_memory(&v)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| format!("{flag}: '{v}' is not a valid size"))
+            }
             match flag.as_str() {
                 "--port" => c.port = num(&flag, value()?)?,
                 "--bind" => c.bind = value()?,
                 "--index" => c.index = value()?,
                 "--requirepass" => c.requirepass = Some(value()?).filter(|p| !p.is_empty()),
                 "--maxclients" => c.maxclients = num(&flag, value()?)?,
-                "--proto-max-bulk-len" => c.limits.max_bulk_len = num(&flag, value()?)?,
-                "--client-query-buffer-limit" => c.query_buffer_limit = num(&flag, value()?)?,
-                "--client-output-buffer-limit" => c.output_buffer_limit = num(&flag, value()?)?,
+                "--proto-max-bulk-len" => c.limits.max_bulk_len = mem(&flag, value()?)?,
+                "--client-query-buffer-limit" => c.query_buffer_limit = mem(&flag, value()?)?,
+                "--client-output-buffer-limit" => c.output_buffer_limit = mem(&flag, value()?)?,
+                "--auto-aof-rewrite-percentage" => {
+                    c.auto_aof_rewrite_percentage = num(&flag, value()?)?
+                }
+                "--auto-aof-rewrite-min-size" => {
+                    c.auto_aof_rewrite_min_size = mem(&flag, value()?)? as u64
+                }
+                "--aof-rewrite-key-delay" => c.aof_rewrite_key_delay = num(&flag, value()?)?,
                 "--dir" => c.dir = PathBuf::from(value()?),
                 "--appendonly" => {
                     c.appendonly = match value()?.to_ascii_lowercase().as_str() {
@@ -194,7 +539,44 @@ mod tests {
         assert_eq!(c.appendfsync, Fsync::Always);
         assert_eq!(c.dir, PathBuf::from("/tmp/x"));
         assert!(parse(&["--appendonly", "maybe"]).is_err());
+        let c = parse(&[
+            "--auto-aof-rewrite-min-size",
+            "1mb",
+            "--auto-aof-rewrite-percentage=50",
+            "--client-query-buffer-limit",
+            "2k",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.auto_aof_rewrite_min_size, 1 << 20);
+        assert_eq!(c.auto_aof_rewrite_percentage, 50);
+        assert_eq!(c.query_buffer_limit, 2000);
+        assert!(parse(&["--auto-aof-rewrite-min-size", "1tb"]).is_err());
         assert!(parse(&["--appendfsync", "sometimes"]).is_err());
+    }
+
+    #[test]
+    fn sizes_parse_like_redis() {
+        for (s, v) in [
+            ("0", Some(0)),
+            ("100", Some(100)),
+            ("64mb", Some(64 << 20)),
+            ("64MB", Some(64 << 20)),
+            ("1gb", Some(1 << 30)),
+            ("1g", Some(1_000_000_000)),
+            ("3k", Some(3000)),
+            ("5b", Some(5)),
+            ("", None),
+            ("mb", None),
+            ("-1", None),
+            ("1.5mb", None),
+            ("1 mb", None),
+            ("1xb", None),
+            ("99999999999999999999", None),
+            ("99999999999gb", None),
+        ] {
+            assert_eq!(parse_memory(s), v, "{s:?}");
+        }
     }
 
     #[test]

@@ -26,10 +26,10 @@ pub fn requests(data: &[u8]) {
         max_multibulk_len: 16,
         max_inline_len: 128,
     };
-    let mut client = Client::new(
-        shared.clients.detached(),
-        shared.config.requirepass.is_none(),
-    );
+    // An earlier input may have set a password (`CONFIG SET requirepass`): clear it, so
+    // that every input starts from the same settings and reaches every command.
+    let _ = shared.live.set(&[("requirepass", "")]);
+    let mut client = Client::new(shared.clients.detached(), !shared.live.needs_auth());
     let mut ctx = Ctx {
         shared,
         client: &mut client,

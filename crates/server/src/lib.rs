@@ -20,14 +20,14 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `config` | settings and the command line |
+//! | `config` | settings, the command line, and the run-time settings `CONFIG SET` changes |
 //! | `resp` | request parser (with limits) and reply encoder (RESP2/RESP3) |
-//! | `server` | accept loop, connections, client registry, `SCAN` cursors, expiry task |
+//! | `server` | accept loop, connections, client registry, `SCAN` cursors, cron (active expiry, automatic rewrite) |
 //! | `cmd` | the command table and one file per command family |
 //! | `store` | the keyspace: value header (type, deadline), striped writes, expiry |
 //! | `glob` | Redis's glob patterns |
 //! | `zset` | a sorted set as two ordered Orrery indexes |
-//! | `aof` | persistence: the append-only file, its replay, rewrite and group commit |
+//! | `aof` | persistence: the append-only file chain (base + increments), its replay, rewrite and group commit |
 //!
 //! # Consistency
 //!

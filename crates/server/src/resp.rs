@@ -10,8 +10,6 @@
 //! kinds), which is why a framing crate would not buy much here: the replies are where the
 //! RESP2/RESP3 differences live, and [`Reply::encode`] handles both.
 
-use std::fmt::Write as _;
-
 /// Bounds on what one request may claim, Redis's settings of the same names.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -43,10 +41,67 @@ pub(crate) type Parsed = (Vec<Vec<u8>>, usize);
 
 /// Parses one request from the front of `buf`; see the [module docs](self).
 pub(crate) fn parse(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
+    let mut args = Args::default();
+    Ok(parse_into(buf, limits, &mut args)?.map(|n| (args.into_vec(), n)))
+}
+
+/// A connection's argument vectors, reused from one request to the next so that parsing
+/// a request allocates nothing once the connection has seen requests of its shape.
+#[derive(Default)]
+pub(crate) struct Args {
+    bufs: Vec<Vec<u8>>,
+    len: usize,
+}
+
+/// An argument buffer grown past this is freed after use rather than kept.
+const KEEP_ARG: usize = 64 * 1024;
+
+impl Args {
+    /// The arguments of the last request parsed.
+    pub(crate) fn as_slice(&self) -> &[Vec<u8>] {
+        &self.bufs[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn push(&mut self, arg: &[u8]) {
+        if let Some(b) = self.bufs.get_mut(self.len) {
+            if b.capacity() > KEEP_ARG {
+                *b = arg.to_vec();
+            } else {
+                b.clear();
+                b.extend_from_slice(arg);
+            }
+        } else {
+            self.bufs.push(arg.to_vec());
+        }
+        self.len += 1;
+    }
+
+    fn into_vec(mut self) -> Vec<Vec<u8>> {
+        self.bufs.truncate(self.len);
+        self.bufs
+    }
+}
+
+/// [`parse`] into reused buffers: `Ok(Some(used))` with the arguments in `args`.
+pub(crate) fn parse_into(
+    buf: &[u8],
+    limits: &Limits,
+    args: &mut Args,
+) -> Result<Option<usize>, ProtocolError> {
+    args.clear();
     match buf.first() {
         None => Ok(None),
-        Some(b'*') => parse_multibulk(buf, limits),
-        Some(_) => parse_inline(buf, limits),
+        Some(b'*') => parse_multibulk(buf, limits, args),
+        Some(_) => Ok(parse_inline(buf, limits)?.map(|(v, n)| {
+            for a in &v {
+                args.push(a);
+            }
+            n
+        })),
     }
 }
 
@@ -85,7 +140,11 @@ fn parse_len(digits: &[u8]) -> Option<i64> {
     Some(if neg { -n } else { n })
 }
 
-fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
+fn parse_multibulk(
+    buf: &[u8],
+    limits: &Limits,
+    args: &mut Args,
+) -> Result<Option<usize>, ProtocolError> {
     let Some(end) = line_end(buf, 1, limits, "mbulk count")? else {
         return Ok(None);
     };
@@ -104,11 +163,10 @@ fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, Protoc
     };
     let mut pos = end + 2;
     if count <= 0 {
-        return Ok(Some((Vec::new(), pos)));
+        return Ok(Some(pos));
     }
-    // Reserve for at most what the buffered bytes could hold (4 bytes per empty bulk), so
-    // a large claimed count costs nothing until its arguments arrive.
-    let mut args = Vec::with_capacity((count as usize).min(buf.len() / 4 + 1));
+    // Argument vectors are added only as arguments arrive, so a large claimed count
+    // costs nothing until then.
     for _ in 0..count {
         let Some(&first) = buf.get(pos) else {
             return Ok(None);
@@ -133,10 +191,10 @@ fn parse_multibulk(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, Protoc
         if &buf[start + len..start + len + 2] != b"\r\n" {
             return Err(ProtocolError("Protocol error: invalid bulk length".into()));
         }
-        args.push(buf[start..start + len].to_vec());
+        args.push(&buf[start..start + len]);
         pos = start + len + 2;
     }
-    Ok(Some((args, pos)))
+    Ok(Some(pos))
 }
 
 fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtocolError> {
@@ -335,16 +393,40 @@ fn line(out: &mut Vec<u8>, kind: u8, text: &str) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// `kind`, `n` in decimal, CRLF: written digit by digit (no formatter, no allocation:
+/// this runs for every bulk reply).
 fn header(out: &mut Vec<u8>, kind: u8, n: i64) {
-    let mut s = String::with_capacity(24);
-    s.push(char::from(kind));
-    let _ = write!(s, "{n}\r\n");
-    out.extend_from_slice(s.as_bytes());
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_print_every_integer() {
+        for n in [0, 1, -1, 9, 10, 99, 100, 12345, -98765, i64::MAX, i64::MIN] {
+            let mut out = Vec::new();
+            header(&mut out, b':', n);
+            assert_eq!(out, format!(":{n}\r\n").into_bytes(), "{n}");
+        }
+    }
 
     fn lim() -> Limits {
         Limits {

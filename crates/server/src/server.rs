@@ -20,8 +20,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::cmd::{self, Ctx};
-use crate::config::Config;
+use crate::cmd::{self, Ctx, Spec};
+use crate::config::{Config, Live};
 use crate::resp::{self, Reply};
 use crate::store::Store;
 
@@ -44,6 +44,8 @@ pub(crate) struct Stats {
 pub(crate) struct Shared {
     pub(crate) store: Arc<Store>,
     pub(crate) config: Config,
+    /// The settings `CONFIG SET` changes.
+    pub(crate) live: Live,
     /// The port actually bound.
     pub(crate) port: u16,
     pub(crate) clients: Clients,
@@ -59,6 +61,7 @@ impl Shared {
     /// The state of a server listening on `port`.
     pub(crate) fn new(config: Config, store: Store, port: u16) -> Shared {
         Shared {
+            live: Live::new(&config, store.aof().map(|a| a.settings.clone())),
             store: Arc::new(store),
             port,
             clients: Clients::default(),
@@ -81,8 +84,20 @@ pub(crate) struct ClientInfo {
     last_ms: AtomicU64,
     pub(crate) proto: AtomicU8,
     name: Mutex<Option<Vec<u8>>>,
-    last_cmd: Mutex<&'static str>,
+    /// The last command: its index in the command table, or past it an index in
+    /// [`SUBCOMMANDS`] (`usize::MAX`: none yet). An atomic, not a lock: it is set on
+    /// every command.
+    last_cmd: AtomicUsize,
 }
+
+/// Subcommand names `CLIENT LIST` may show as a client's last command.
+const SUBCOMMANDS: [&str; 5] = [
+    "client|setname",
+    "client|getname",
+    "client|id",
+    "client|info",
+    "client|list",
+];
 
 impl ClientInfo {
     pub(crate) fn set_name(&self, name: Vec<u8>) {
@@ -97,8 +112,20 @@ impl ClientInfo {
         self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn set_last_command(&self, name: &'static str) {
-        *self.last_cmd.lock().unwrap_or_else(|p| p.into_inner()) = name;
+    /// Records `spec` (an entry of the command table) as the last command run.
+    pub(crate) fn set_last_command(&self, spec: &'static Spec) {
+        let at = (std::ptr::from_ref(spec) as usize - cmd::TABLE.as_ptr() as usize)
+            / std::mem::size_of::<Spec>();
+        if self.last_cmd.load(Ordering::Relaxed) != at {
+            self.last_cmd.store(at, Ordering::Relaxed);
+        }
+    }
+
+    /// Records subcommand `name` (one of [`SUBCOMMANDS`]) as the last command run.
+    pub(crate) fn set_last_subcommand(&self, name: &'static str) {
+        let at = SUBCOMMANDS.iter().position(|&s| s == name).unwrap_or(4);
+        self.last_cmd
+            .store(cmd::TABLE.len() + at, Ordering::Relaxed);
     }
 
     /// One `CLIENT LIST` line (Redis's field names, the subset that applies).
@@ -107,7 +134,13 @@ impl ClientInfo {
             .name()
             .map(|n| String::from_utf8_lossy(&n).into_owned())
             .unwrap_or_default();
-        let cmd = *self.last_cmd.lock().unwrap_or_else(|p| p.into_inner());
+        let at = self.last_cmd.load(Ordering::Relaxed);
+        let cmd = cmd::TABLE.get(at).map(|s| s.name).unwrap_or_else(|| {
+            at.checked_sub(cmd::TABLE.len())
+                .and_then(|i| SUBCOMMANDS.get(i))
+                .copied()
+                .unwrap_or("NULL")
+        });
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd={} user=default resp={}",
             self.id,
@@ -162,7 +195,7 @@ impl Clients {
             last_ms: AtomicU64::new(now),
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
-            last_cmd: Mutex::new("NULL"),
+            last_cmd: AtomicUsize::new(usize::MAX),
         });
         map.insert(info.id, info.clone());
         self.count.store(map.len(), Ordering::Relaxed);
@@ -182,7 +215,7 @@ impl Clients {
             last_ms: AtomicU64::new(now),
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
-            last_cmd: Mutex::new("NULL"),
+            last_cmd: AtomicUsize::new(usize::MAX),
         })
     }
 
@@ -300,7 +333,13 @@ pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
     let mut store = Store::open(&config.index)?;
     if config.appendonly {
-        let aof = crate::aof::Aof::open(&config.dir, config.appendfsync, &store)?;
+        let settings = Arc::new(crate::aof::AofSettings::new(
+            config.appendfsync,
+            config.auto_aof_rewrite_percentage,
+            config.auto_aof_rewrite_min_size,
+            config.aof_rewrite_key_delay,
+        ));
+        let aof = crate::aof::Aof::open(&config.dir, settings, &store)?;
         store.set_aof(aof);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -324,7 +363,7 @@ async fn serve(config: Config, store: Store) -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
         shared.config.index
     );
-    tokio::spawn(active_expiry(shared.clone()));
+    tokio::spawn(cron(shared.clone()));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.to_string())?;
     loop {
@@ -355,8 +394,10 @@ async fn serve(config: Config, store: Store) -> Result<(), String> {
     Ok(())
 }
 
-/// Removes due keys every 100 ms, up to 25 ms of work per round.
-async fn active_expiry(shared: Arc<Shared>) {
+/// Every 100 ms: removes due keys (up to 25 ms of work) and starts an automatic rewrite of
+/// the append-only file when it grew enough (`auto-aof-rewrite-percentage`), as Redis's
+/// `serverCron` does.
+async fn cron(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tick.tick().await;
@@ -364,6 +405,12 @@ async fn active_expiry(shared: Arc<Shared>) {
         while shared.store.expire_cycle(now_ms(), 256) == 256
             && start.elapsed() < Duration::from_millis(25)
         {}
+        if let Some(aof) = shared.store.aof()
+            && let Some(growth) = aof.wants_auto_rewrite()
+            && aof.rewrite_in_background(shared.store.clone(), true)
+        {
+            println!("starting automatic rewriting of the append-only file on {growth}% growth");
+        }
     }
 }
 
@@ -374,9 +421,10 @@ async fn connection(
     local: SocketAddr,
 ) {
     let _ = stream.set_nodelay(true);
-    let Some(info) = shared
-        .clients
-        .register(shared.config.maxclients, peer, local)
+    let Some(info) =
+        shared
+            .clients
+            .register(shared.live.maxclients.load(Ordering::Relaxed), peer, local)
     else {
         shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
         let _ = stream
@@ -385,7 +433,7 @@ async fn connection(
         return;
     };
     let id = info.id;
-    let mut client = Client::new(info, shared.config.requirepass.is_none());
+    let mut client = Client::new(info, !shared.live.needs_auth());
     let _ = serve_client(&shared, &mut client, &mut stream).await;
     shared.clients.unregister(id);
 }
@@ -395,31 +443,36 @@ async fn serve_client(
     client: &mut Client,
     stream: &mut TcpStream,
 ) -> std::io::Result<()> {
-    let limits = shared.config.limits;
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut args = resp::Args::default();
     loop {
+        let limits = shared.live.limits(shared.config.limits);
+        let out_limit = shared.live.output_buffer_limit.load(Ordering::Relaxed);
         let mut used = 0;
         let mut ran = 0;
         crate::store::take_pending();
         let mut fatal = false;
+        // One clock reading per batch: the commands of one read run at one time (Redis,
+        // too, reads the clock once per event-loop round for expiry checks).
+        let now = now_ms();
         loop {
-            match resp::parse(&buf[used..], &limits) {
-                Ok(Some((args, n))) => {
+            match resp::parse_into(&buf[used..], &limits, &mut args) {
+                Ok(Some(n)) => {
                     used += n;
+                    let args = args.as_slice();
                     if args.is_empty() {
                         continue;
                     }
-                    let now = now_ms();
                     let mut ctx = Ctx {
                         shared,
                         client,
                         now,
                     };
-                    let reply = cmd::dispatch(&mut ctx, &args);
+                    let reply = cmd::dispatch(&mut ctx, args);
                     ran += 1;
                     reply.encode(client.proto, &mut out);
-                    let limit = shared.config.output_buffer_limit;
+                    let limit = out_limit;
                     if limit > 0 && out.len() > limit {
                         // As Redis's hard limit: the client is closed, its replies dropped
                         // (the commands ran: their writes are kept and logged).
@@ -448,7 +501,7 @@ async fn serve_client(
         buf.drain(..used);
         if ran > 0 {
             shared.stats.commands.fetch_add(ran, Ordering::Relaxed);
-            client.info.last_ms.store(now_ms(), Ordering::Relaxed);
+            client.info.last_ms.store(now, Ordering::Relaxed);
         }
         let pending = crate::store::take_pending();
         if pending > 0
@@ -467,7 +520,7 @@ async fn serve_client(
         if fatal || client.close_after_reply {
             return Ok(());
         }
-        if buf.len() > shared.config.query_buffer_limit {
+        if buf.len() > shared.live.query_buffer_limit.load(Ordering::Relaxed) {
             println!(
                 "closing client id={}: query buffer over the limit",
                 client.info.id

@@ -243,7 +243,13 @@ pub(crate) struct Txn<'a> {
     /// The effect records of this command (empty unless persistence is on), appended to
     /// the append-only file as one frame before the stripes are released.
     log: RefCell<Vec<u8>>,
-    _guards: Vec<MutexGuard<'a, ()>>,
+    _guards: Guards<'a>,
+}
+
+/// The stripes a [`Txn`] holds (released when it is dropped).
+enum Guards<'a> {
+    One(#[allow(dead_code)] MutexGuard<'a, ()>),
+    Many(#[allow(dead_code)] Vec<MutexGuard<'a, ()>>),
 }
 
 thread_local! {
@@ -376,15 +382,18 @@ impl Store {
 
     /// Locks the stripes of `keys` (in ascending order) and runs `f` with the write access.
     pub(crate) fn write<R>(&self, keys: &[&[u8]], now: u64, f: impl FnOnce(&Txn<'_>) -> R) -> R {
-        let mut ids: Vec<usize> = keys.iter().map(|k| self.stripe(k)).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let guards = ids
-            .into_iter()
-            // A panic while a stripe was held cannot leave a half-written value (every
-            // write is one index call), so a poisoned stripe is still usable.
-            .map(|i| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner()))
-            .collect();
+        // A panic while a stripe was held cannot leave a half-written value (every write
+        // is one index call), so a poisoned stripe is still usable.
+        let lock = |i: usize| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner());
+        let guards = if let [key] = keys {
+            // The common case, without allocating.
+            Guards::One(lock(self.stripe(key)))
+        } else {
+            let mut ids: Vec<usize> = keys.iter().map(|k| self.stripe(k)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            Guards::Many(ids.into_iter().map(lock).collect())
+        };
         let txn = Txn {
             store: self,
             now,

@@ -38,6 +38,36 @@ fn aof_args<'a>(dir: &'a Path, fsync: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// A numeric field of `INFO persistence`.
+fn info_u64(c: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The append-only files in `d` (base and increments), sorted by name.
+fn aof_files(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("appendonly.aof"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Bytes in the append-only files of `d`.
+fn chain_size(d: &Path) -> u64 {
+    aof_files(d)
+        .iter()
+        .map(|n| std::fs::metadata(d.join(n)).unwrap().len())
+        .sum()
+}
+
 fn kill_9(server: &mut Server) {
     server.child.kill().unwrap();
     server.child.wait().unwrap();
@@ -70,6 +100,11 @@ struct Load {
 
 impl Load {
     fn start(port: u16, threads: usize) -> Load {
+        Load::start_with(port, threads, "")
+    }
+
+    /// [`Load::start`] with keys and counters named after `prefix`.
+    fn start_with(port: u16, threads: usize, prefix: &'static str) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(AtomicU64::new(0));
         let handles = (0..threads)
@@ -88,7 +123,7 @@ impl Load {
                             // A pipeline of 16: each acknowledged reply counts.
                             let mut p = redis::pipe();
                             let keys: Vec<String> =
-                                (0..16).map(|j| format!("t{t}:{}", i + j)).collect();
+                                (0..16).map(|j| format!("{prefix}t{t}:{}", i + j)).collect();
                             for k in &keys {
                                 p.set(k, format!("v{k}"));
                             }
@@ -98,14 +133,14 @@ impl Load {
                             done.extend(keys);
                             i += 16;
                         } else {
-                            let k = format!("t{t}:{i}");
+                            let k = format!("{prefix}t{t}:{i}");
                             let r: redis::RedisResult<()> = c.set(&k, format!("v{k}"));
                             if r.is_err() {
                                 break;
                             }
                             done.push(k);
                             i += 1;
-                            let r: redis::RedisResult<u64> = c.incr(format!("count{t}"), 1);
+                            let r: redis::RedisResult<u64> = c.incr(format!("{prefix}count{t}"), 1);
                             match r {
                                 Ok(n) => {
                                     incrs += 1;
@@ -141,22 +176,33 @@ impl Load {
     }
 }
 
+/// What each writer of a [`Load`] acknowledged: its keys and its counter's increments.
+type Acked = Vec<(Vec<String>, u64)>;
+
 /// Counts the acknowledged writes missing after a restart (and checks values).
 fn lost(server: &Server, acked: &[(Vec<String>, u64)]) -> (usize, usize) {
+    lost_with(server, acked, "")
+}
+
+/// [`lost`] for a load started with `prefix`.
+fn lost_with(server: &Server, acked: &[(Vec<String>, u64)], prefix: &str) -> (usize, usize) {
     let mut c = server.client();
     let (mut total, mut missing) = (0, 0);
     for (t, (keys, incrs)) in acked.iter().enumerate() {
-        for k in keys {
-            total += 1;
-            match c.get::<_, Option<String>>(k).unwrap() {
-                Some(v) => assert_eq!(v, format!("v{k}")),
-                None => missing += 1,
+        for chunk in keys.chunks(1000) {
+            let got: Vec<Option<String>> = redis::cmd("MGET").arg(chunk).query(&mut c).unwrap();
+            for (k, v) in chunk.iter().zip(got) {
+                total += 1;
+                match v {
+                    Some(v) => assert_eq!(v, format!("v{k}")),
+                    None => missing += 1,
+                }
             }
         }
         if *incrs > 0 {
             total += *incrs as usize;
             let n: u64 = c
-                .get::<_, Option<u64>>(format!("count{t}"))
+                .get::<_, Option<u64>>(format!("{prefix}count{t}"))
                 .unwrap()
                 .unwrap_or(0);
             missing += incrs.saturating_sub(n) as usize;
@@ -178,6 +224,144 @@ fn kill_9_loses_no_acknowledged_write_with_appendfsync_always() {
     println!("appendfsync always: {total} acknowledged writes, {missing} lost after kill -9");
     assert!(total >= 300);
     assert_eq!(missing, 0, "acknowledged writes were lost");
+}
+
+/// The crash test again while automatic rewrites run one after the other (a small
+/// `auto-aof-rewrite-min-size`, and a per-key delay that makes each rewrite last): each
+/// round kills the server at a different point — during a rewrite, just after one, at an
+/// arbitrary moment — restarts it on the files left, and checks every acknowledged write
+/// of every round so far.
+#[test]
+fn kill_9_during_automatic_rewrites_loses_no_acknowledged_write() {
+    let d = dir("auto-rewrite");
+    let mut args = aof_args(&d, "always");
+    args.extend([
+        "--auto-aof-rewrite-min-size",
+        "16kb",
+        "--auto-aof-rewrite-percentage",
+        "20",
+        "--aof-rewrite-key-delay",
+        "20",
+    ]);
+    let prefixes = ["a", "b", "c", "d"];
+    let mut rounds: Vec<(&str, Acked)> = Vec::new();
+    for (round, prefix) in prefixes.into_iter().enumerate() {
+        let t0 = Instant::now();
+        let mut server = Server::start(&args);
+        for (p, acked) in &rounds {
+            let (total, missing) = lost_with(&server, acked, p);
+            assert_eq!(missing, 0, "round {p}: {missing} of {total} lost");
+        }
+        let load = Load::start_with(server.port, 4, prefix);
+        load.wait_for(200);
+        let mut c = server.client();
+        let rewrites = info_u64(&mut c, "aof_rewrites");
+        match round {
+            0 => eventually(
+                || info_u64(&mut c, "aof_rewrite_in_progress") == 1,
+                "an automatic rewrite to start",
+            ),
+            1 => eventually(
+                || info_u64(&mut c, "aof_rewrites") > rewrites,
+                "an automatic rewrite to finish",
+            ),
+            2 => eventually(
+                || {
+                    info_u64(&mut c, "aof_rewrite_in_progress") == 1
+                        && info_u64(&mut c, "aof_rewrites") > rewrites
+                },
+                "a second automatic rewrite to start",
+            ),
+            _ => load.wait_for(load.acked.load(Ordering::Relaxed) + 500),
+        }
+        assert!(info_u64(&mut c, "aof_auto_rewrites") >= 1 || round > 0);
+        kill_9(&mut server);
+        rounds.push((prefix, load.finish()));
+        println!(
+            "round {round}: {:?}, {} keys",
+            t0.elapsed(),
+            rounds
+                .iter()
+                .map(|r| r.1.iter().map(|w| w.0.len()).sum::<usize>())
+                .sum::<usize>()
+        );
+    }
+    let server = Server::start(&args);
+    let mut total = 0;
+    for (p, acked) in &rounds {
+        let (t, missing) = lost_with(&server, acked, p);
+        assert_eq!(missing, 0, "round {p}: {missing} of {t} lost");
+        total += t;
+    }
+    println!("automatic rewrites, 4 kills: {total} acknowledged writes, none lost");
+}
+
+/// An automatic rewrite starts on growth; what is written while it runs goes to the new
+/// increment file on disk (not to memory), and the result loads back whole.
+#[test]
+fn automatic_rewrite_on_growth_writes_meanwhile_go_to_disk() {
+    let d = dir("auto-growth");
+    let mut args = aof_args(&d, "everysec");
+    args.extend(["--auto-aof-rewrite-percentage", "0"]);
+    let mut server = Server::start(&args);
+    let mut c = server.client();
+    for i in 0..1000 {
+        let _: () = c.set(format!("k{i}"), "x".repeat(100)).unwrap();
+    }
+    assert_eq!(info_u64(&mut c, "aof_rewrites"), 0, "percentage 0 is off");
+    // 100 ms per key: the rewrite lasts until the delay is lifted below.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("aof-rewrite-key-delay")
+        .arg("100000")
+        .arg("auto-aof-rewrite-min-size")
+        .arg("50kb")
+        .arg("auto-aof-rewrite-percentage")
+        .arg("100")
+        .query(&mut c)
+        .unwrap();
+    let incr = d.join("appendonly.aof.incr.1");
+    eventually(
+        || info_u64(&mut c, "aof_rewrite_in_progress") == 1 && incr.exists(),
+        "an automatic rewrite",
+    );
+    assert_eq!(info_u64(&mut c, "aof_auto_rewrites"), 1);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("auto-aof-rewrite-percentage")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    let before = std::fs::metadata(&incr).unwrap().len();
+    for i in 0..200 {
+        let _: () = c.set(format!("during{i}"), "y".repeat(1000)).unwrap();
+    }
+    let grown = std::fs::metadata(&incr).unwrap().len();
+    assert_eq!(info_u64(&mut c, "aof_rewrite_in_progress"), 1);
+    assert_eq!(
+        info_u64(&mut c, "aof_rewrites"),
+        0,
+        "still the first rewrite"
+    );
+    assert!(
+        grown >= before + 200_000,
+        "writes during the rewrite are on disk: {before} -> {grown} bytes"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("aof-rewrite-key-delay")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    eventually(
+        || info_u64(&mut c, "aof_rewrites") == 1,
+        "the rewrite to finish",
+    );
+    let expect = dump(&mut c);
+    assert_eq!(expect.len(), 1200);
+    kill_9(&mut server);
+    let server = Server::start(&args);
+    assert_eq!(dump(&mut server.client()), expect);
 }
 
 #[test]
@@ -355,10 +539,18 @@ fn rewrite_under_concurrent_writes_keeps_every_key() {
     );
     load.wait_for(load.acked.load(Ordering::Relaxed) + 100);
     let acked = load.finish();
-    let before = std::fs::metadata(d.join("appendonly.aof")).unwrap().len();
+    let before = info_u64(&mut c, "aof_current_size");
+    assert_eq!(before, chain_size(&d), "INFO's size is the files' size");
     let r: String = redis::cmd("SAVE").query(&mut c).unwrap();
     assert_eq!(r, "OK");
-    let after = std::fs::metadata(d.join("appendonly.aof")).unwrap().len();
+    let after = info_u64(&mut c, "aof_current_size");
+    assert_eq!(after, chain_size(&d));
+    // The chain is now the new base and the increment the second rewrite started.
+    assert_eq!(
+        aof_files(&d),
+        ["appendonly.aof", "appendonly.aof.incr.2"],
+        "older increments are deleted"
+    );
     // The INCR counters and overwritten keys compact to one record each.
     assert!(after < before, "SAVE compacts: {before} -> {after} bytes");
     let expect = dump(&mut c);

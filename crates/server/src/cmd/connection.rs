@@ -27,7 +27,7 @@ fn check_password(ctx: &mut Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result
     if user.is_some_and(|u| u != b"default") {
         return Err(wrong());
     }
-    match &ctx.shared.config.requirepass {
+    match &ctx.shared.live.requirepass() {
         Some(p) if p.as_bytes() == pass => {
             ctx.client.authenticated = true;
             Ok(())
@@ -142,7 +142,7 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if let Some(e) = check {
         return e;
     }
-    ctx.client.info.set_last_command(match sub.as_str() {
+    ctx.client.info.set_last_subcommand(match sub.as_str() {
         "setname" => "client|setname",
         "getname" => "client|getname",
         "id" => "client|id",
@@ -187,6 +187,6 @@ pub(super) fn quit(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
 pub(super) fn reset(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
     ctx.client.proto = 2;
     ctx.client.info.clear_name();
-    ctx.client.authenticated = ctx.shared.config.requirepass.is_none();
+    ctx.client.authenticated = !ctx.shared.live.needs_auth();
     Reply::Simple("RESET")
 }

@@ -130,10 +130,15 @@ pub(crate) static TABLE: &[Spec] = specs! {
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Spec>> =
     LazyLock::new(|| TABLE.iter().map(|s| (s.name, s)).collect());
 
-/// Looks a command up by name, ignoring ASCII case.
+/// Looks a command up by name, ignoring ASCII case (lower-cased on the stack: no
+/// allocation on the request path).
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let lower = name.to_ascii_lowercase();
-    BY_NAME.get(std::str::from_utf8(&lower).ok()?).copied()
+    let mut lower = [0u8; 32];
+    let lower = lower.get_mut(..name.len())?;
+    for (l, &c) in lower.iter_mut().zip(name) {
+        *l = c.to_ascii_lowercase();
+    }
+    BY_NAME.get(std::str::from_utf8(lower).ok()?).copied()
 }
 
 /// Redis's reply to a wrong argument count for `name` (lower case; `client|setname` for a
@@ -163,7 +168,7 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if !ctx.client.authenticated && !spec.flags.contains(&"no_auth") {
         return Reply::err("NOAUTH Authentication required.");
     }
-    ctx.client.info.set_last_command(spec.name);
+    ctx.client.info.set_last_command(spec);
     (spec.handler)(ctx, args)
 }
 

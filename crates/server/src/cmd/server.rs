@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use super::{Ctx, Spec, TABLE, arity_error, lookup, syntax_error};
+use crate::config::Refused;
 use crate::resp::Reply;
 
 fn describe(spec: &Spec) -> Reply {
@@ -82,7 +83,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             out,
             "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
             sh.clients.len(),
-            sh.config.maxclients
+            sh.live.maxclients.load(Ordering::Relaxed)
         );
     }
     if want("memory") {
@@ -103,7 +104,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
                 let st = &aof.stats;
                 let _ = write!(
                     out,
-                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\n\r\n",
+                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_auto_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\n\r\n",
                     u8::from(st.rewrite_in_progress.load(Ordering::Relaxed)),
                     if st.last_rewrite_ok.load(Ordering::Relaxed) {
                         "ok"
@@ -111,6 +112,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
                         "err"
                     },
                     st.rewrites.load(Ordering::Relaxed),
+                    st.auto_rewrites.load(Ordering::Relaxed),
                     st.current_size.load(Ordering::Relaxed),
                     st.base_size.load(Ordering::Relaxed),
                     aof.fsync().name(),
@@ -149,48 +151,90 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let sub = args[1].to_ascii_uppercase();
     let c = &ctx.shared.config;
+    let live = &ctx.shared.live;
+    let aof = &live.aof;
     let settings = [
         ("port", ctx.shared.port.to_string()),
         ("bind", c.bind.clone()),
-        ("maxclients", c.maxclients.to_string()),
-        ("requirepass", c.requirepass.clone().unwrap_or_default()),
+        (
+            "maxclients",
+            live.maxclients.load(Ordering::Relaxed).to_string(),
+        ),
+        ("requirepass", live.requirepass().unwrap_or_default()),
         ("databases", "1".into()),
         ("appendonly", if c.appendonly { "yes" } else { "no" }.into()),
-        ("appendfsync", c.appendfsync.name().into()),
+        ("appendfsync", aof.fsync().name().into()),
         ("appendfilename", crate::aof::FILE_NAME.into()),
+        (
+            "auto-aof-rewrite-percentage",
+            aof.auto_percentage.load(Ordering::Relaxed).to_string(),
+        ),
+        (
+            "auto-aof-rewrite-min-size",
+            aof.auto_min_size.load(Ordering::Relaxed).to_string(),
+        ),
+        (
+            "aof-rewrite-key-delay",
+            aof.key_delay_us.load(Ordering::Relaxed).to_string(),
+        ),
         ("dir", c.dir.display().to_string()),
         ("save", String::new()),
-        ("proto-max-bulk-len", c.limits.max_bulk_len.to_string()),
+        (
+            "proto-max-bulk-len",
+            live.max_bulk_len.load(Ordering::Relaxed).to_string(),
+        ),
         (
             "client-query-buffer-limit",
-            c.query_buffer_limit.to_string(),
+            live.query_buffer_limit.load(Ordering::Relaxed).to_string(),
         ),
-        (
-            "client-output-buffer-limit",
-            format!(
-                "normal {} {} 0",
-                c.output_buffer_limit, c.output_buffer_limit
-            ),
-        ),
+        ("client-output-buffer-limit", live.output_limits()),
     ];
     match &sub[..] {
         b"GET" if args.len() >= 3 => {
             let mut out = Vec::new();
-            for (name, value) in &settings {
-                if args[2..]
-                    .iter()
-                    .any(|p| crate::glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
-                {
-                    out.push((Reply::bulk(name), Reply::bulk(value)));
+            let mut seen = Vec::new();
+            for p in &args[2..] {
+                let lower = p.to_ascii_lowercase();
+                if !lower.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+                    // A plain name is answered under the name as given (as Redis does).
+                    if let Some((name, value)) = settings.iter().find(|s| s.0.as_bytes() == lower)
+                        && !seen.contains(name)
+                    {
+                        seen.push(*name);
+                        out.push((Reply::bulk(p), Reply::bulk(value)));
+                    }
+                    continue;
+                }
+                for (name, value) in &settings {
+                    if !seen.contains(name) && crate::glob::matches(&lower, name.as_bytes()) {
+                        seen.push(*name);
+                        out.push((Reply::bulk(name), Reply::bulk(value)));
+                    }
                 }
             }
             Reply::Map(out)
         }
         b"GET" => arity_error("config|get"),
-        b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => Reply::err(format!(
-            "ERR CONFIG SET failed (possibly related to argument '{}') - this server's settings are fixed at start",
-            String::from_utf8_lossy(&args[2])
-        )),
+        b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => {
+            let text: Vec<String> = args[2..]
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let pairs: Vec<(&str, &str)> = text
+                .chunks(2)
+                .map(|p| (p[0].as_str(), p[1].as_str()))
+                .collect();
+            match live.set(&pairs) {
+                Ok(()) => Reply::OK,
+                Err((name, Refused::Unknown)) => Reply::err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                )),
+                Err((name, Refused::Bad(why))) => Reply::err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                )),
+            }
+        }
+        b"SET" if args.len() >= 4 => syntax_error(),
         b"SET" => arity_error("config|set"),
         b"RESETSTAT" => Reply::OK,
         _ => Reply::err(format!(
@@ -239,7 +283,7 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
     let Some(aof) = store.aof() else {
         return persistence_off();
     };
-    if aof.rewrite_in_background(store.clone()) {
+    if aof.rewrite_in_background(store.clone(), false) {
         Reply::Simple("Background append only file rewriting started")
     } else {
         Reply::err("ERR Background append only file rewriting already in progress")
