@@ -368,6 +368,7 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
     plots += memory_sections(&mut md, &dir, &recs, &indexes)?;
     plots += sweeps(&mut md, &dir, &recs, &indexes)?;
     plots += expansions(&mut md, &dir, &recs)?;
+    index_stats_section(&mut md, &recs, &indexes);
     if let Some(r) = recs.first() {
         let _ = writeln!(
             md,
@@ -638,6 +639,90 @@ fn memory_sections(
         md.push('\n');
     }
     Ok(mem.len())
+}
+
+/// The indexes' own statistics after loading (`Record::index_stats`: Hyperion's memory
+/// manager, the paper's Fig 14/16), one table per index: a row per dataset and key count
+/// (from its `load` cell when there is one), counts with their per-key rate, bytes per key,
+/// and what of `memory_usage()` the byte figures do not cover.
+fn index_stats_section(md: &mut String, recs: &[&Record], indexes: &[String]) {
+    for index in indexes {
+        let mut rows: BTreeMap<(String, u64), &Record> = BTreeMap::new();
+        for r in recs
+            .iter()
+            .filter(|r| &r.index == index && r.index_stats.is_some())
+        {
+            let k = (r.dataset.clone(), r.keys);
+            let better = |old: &Record| (r.workload == "load") && old.workload != "load";
+            match rows.get(&k) {
+                Some(old) if !better(old) => {}
+                _ => {
+                    rows.insert(k, r);
+                }
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let mut names: Vec<&String> = rows
+            .values()
+            .flat_map(|r| r.index_stats.iter().flat_map(|s| s.keys()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let _ = writeln!(
+            md,
+            "## {index}: statistics after loading
+"
+        );
+        let head: Vec<String> = names
+            .iter()
+            .map(|n| {
+                if n.ends_with("_bytes") {
+                    format!("{n} B/key")
+                } else {
+                    format!("{n} (per key)")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            md,
+            "| dataset | keys | {} | memory_usage() B/key | rest of memory_usage() B/key | RSS B/key |",
+            head.join(" | ")
+        );
+        let _ = writeln!(
+            md,
+            "|---|---:|{}---:|---:|---:|",
+            "---:|".repeat(names.len())
+        );
+        for ((ds, keys), r) in &rows {
+            let stats = r.index_stats.as_ref().expect("filtered on index_stats");
+            let per_key = |v: f64| v / (*keys).max(1) as f64;
+            let cells: Vec<String> = names
+                .iter()
+                .map(|n| match stats.get(*n) {
+                    None => "n/a".into(),
+                    Some(&v) if n.ends_with("_bytes") => format!("{:.2}", per_key(v)),
+                    Some(&v) => format!("{v:.0} ({:.4})", per_key(v)),
+                })
+                .collect();
+            let covered: f64 = stats
+                .iter()
+                .filter(|(n, _)| n.ends_with("_bytes"))
+                .map(|(_, v)| per_key(*v))
+                .sum();
+            let _ = writeln!(
+                md,
+                "| {ds} | {} | {} | {} | {} | {} |",
+                keys_label(*keys),
+                cells.join(" | "),
+                opt(r.mem_usage_bytes_per_key, 2),
+                opt(r.mem_usage_bytes_per_key.map(|m| m - covered), 2),
+                opt(r.rss_bytes_per_key, 2),
+            );
+        }
+        md.push('\n');
+    }
 }
 
 /// The settings the results ran with (`Record::settings`), one line per distinct set.
