@@ -5,6 +5,8 @@
 //! the plots `<dataset>-<workload>[-<dist>].{svg,png}` (with `-<keys>-v<value size>`
 //! appended when one run holds several key counts or value sizes of that cell),
 //! `<dataset>-memory.{svg,png}`.
+//! Indexes that report their own statistics (`Record::index_stats`: Hyperion's memory
+//! manager) get a table each, "statistics after loading".
 //! When a cell appears in several result lines (files appended over several runs), the
 //! most recent line wins. Plots are drawn with `plotters` using a TrueType font found on the
 //! system (DejaVu Sans or Liberation Sans; `ORRERY_BENCH_FONT=path.ttf` overrides).
