@@ -358,7 +358,10 @@ fn list_datasets(a: DatasetArgs) -> Result<(), String> {
             write_keys(&set, path)?;
         }
     }
-    println!("\nalso: rand-N, kshort-L, klong-L for any length; file:PATH (one key per line)");
+    println!(
+        "\nalso: rand-N, kshort-L, klong-L for any length; file:PATH (one key per line); \
+         sorted:NAME (NAME's loaded keys in ascending order)"
+    );
     Ok(())
 }
 
@@ -521,10 +524,18 @@ fn run_parent(
     print_header(a, plans, machine.as_ref());
     let mut out = std::io::stdout();
     let mut latency = String::new();
+    let mut stats_shown = std::collections::HashSet::new();
     let mut emit = |mut r: Record| {
         r.isolated = Some(!a.in_process);
         println!("{}", table::row(&r));
         if let Some(l) = table::split_line(&r) {
+            println!("{l}");
+        }
+        // With every `load` cell, and with the first other cell of an index on a dataset.
+        let load_threads = (r.workload == "load").then_some(r.threads);
+        if let Some(l) = table::stats_line(&r)
+            && stats_shown.insert((r.index.clone(), r.dataset.clone(), r.keys, load_threads))
+        {
             println!("{l}");
         }
         let _ = out.flush();

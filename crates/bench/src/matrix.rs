@@ -494,7 +494,11 @@ impl Plan {
         let rss0 = rss::resident_bytes();
         // Every key of the run's pool may end up inserted: indexes that cannot grow are
         // sized for all of them.
-        let (index, probe) = r.make_probed(&m.settings, keys.len() as u64)?;
+        let registry::Built {
+            index,
+            probe,
+            stats,
+        } = r.make_probed(&m.settings, keys.len() as u64)?;
         let bar = progress.bar(self.n(), label);
         // A load always completes: no time limit.
         let knobs = Knobs {
@@ -543,6 +547,7 @@ impl Plan {
             alloc_bpk: (alloc1 - alloc0) as f64 / n,
             rss_bpk: rss0.zip(rss1).map(|(a, b)| (b as f64 - a as f64) / n),
             mem_bpk: mem,
+            index_stats: stats.map(|f| f()),
         };
         Ok((Loaded { index, probe }, phase, load))
     }
@@ -615,6 +620,15 @@ impl Plan {
                 phase.probes
             ));
         }
+        // A full-range scan of the shared index (which holds exactly the loaded keys: no
+        // shared cell inserts or removes) must visit every key, once per thread.
+        if w == Workload::ScanAll && phase.ops != self.n() * threads as u64 {
+            return Err(format!(
+                "workload {w}: {threads} full scans visited {} pairs; {} keys are loaded",
+                phase.ops,
+                self.n()
+            ));
+        }
         if w == Workload::LookupNeg && phase.found != 0 {
             return Err(format!(
                 "workload {w}: {} lookups of absent keys found something",
@@ -671,6 +685,7 @@ impl Plan {
             bytes_per_key: med.load.alloc_bpk,
             rss_bytes_per_key: med.load.rss_bpk,
             mem_usage_bytes_per_key: med.load.mem_bpk,
+            index_stats: med.load.index_stats.clone(),
             p50_ns: pct.map(|p| p.0),
             p99_ns: pct.map(|p| p.1),
             p999_ns: pct.map(|p| p.2),
@@ -731,6 +746,8 @@ struct Load {
     alloc_bpk: f64,
     rss_bpk: Option<f64>,
     mem_bpk: Option<f64>,
+    /// The index's own statistics right after the load (`registry::IndexStats`).
+    index_stats: Option<registry::IndexStats>,
 }
 
 /// One repeat of one cell.

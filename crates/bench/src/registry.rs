@@ -18,6 +18,7 @@
 //! Table); `slb16:`, `slb32:`, `slb64:<name>` choose the Cache Table size in MiB (the
 //! paper's Table 2; any power of two from 1 to 1024 is accepted).
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -203,6 +204,25 @@ pub(crate) struct Hooks {
 /// Shared [`Hooks`].
 pub(crate) type Probe = Arc<Hooks>;
 
+/// Figures an index reports about its own internals (name → value), recorded after each
+/// load as `Record::index_stats` and shown by `report`: Hyperion's memory-manager
+/// breakdown (`Hyperion::mem_stats`, the paper's Fig 14/16). Names ending in `_bytes` are
+/// bytes (`report` shows them per key); the others are counts.
+pub(crate) type IndexStats = BTreeMap<String, f64>;
+
+/// Reads an index's [`IndexStats`] (it shares the index with the harness).
+pub(crate) type StatsFn = Arc<dyn Fn() -> IndexStats + Send + Sync>;
+
+/// A freshly built index with its hooks.
+pub(crate) struct Built {
+    /// The index.
+    pub(crate) index: AnyIndex,
+    /// Its probe, if it has one.
+    pub(crate) probe: Option<Probe>,
+    /// Its statistics, if it reports any.
+    pub(crate) stats: Option<StatsFn>,
+}
+
 /// Builds an ordered index for the run's settings and a key capacity, or says why not.
 type SizedMaker = fn(&Settings, u64) -> std::result::Result<Box<dyn OrderedKvIndex>, String>;
 
@@ -219,6 +239,8 @@ enum Maker {
     /// An ordered index that must be sized up front for the keys it will hold (a peer
     /// whose table cannot grow), or that can fail to build (`Err` says why).
     OrderedSized(SizedMaker),
+    /// An ordered index that reports [`IndexStats`].
+    OrderedStats(fn(&Settings) -> (Box<dyn OrderedKvIndex>, StatsFn)),
 }
 
 /// One registered index.
@@ -337,6 +359,40 @@ fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
     (Box::new(m), Arc::new(hooks))
 }
 
+/// A Hyperion index with `config`, shared with a reader of its memory manager's breakdown
+/// (`Hyperion::mem_stats`: chunks, their bytes, free chunks in mapped bins — external
+/// fragmentation —, extended blocks and metadata, summed over arenas).
+fn hyperion_with_stats(config: orrery::hyperion::Config) -> (Box<dyn OrderedKvIndex>, StatsFn) {
+    let h = Arc::new(
+        orrery::hyperion::Hyperion::with_config(config)
+            .expect("a Hyperion configuration built by its validating builder"),
+    );
+    let reader = Arc::clone(&h);
+    let stats = move || {
+        let m = reader.mem_stats();
+        [
+            ("chunks", m.chunks),
+            ("chunk_bytes", m.chunk_bytes),
+            ("free_chunk_bytes", m.free_chunk_bytes),
+            ("extended", m.extended),
+            ("extended_bytes", m.extended_bytes),
+            ("metadata_bytes", m.metadata_bytes),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v as f64))
+        .collect()
+    };
+    (Box::new(h), Arc::new(stats))
+}
+
+/// Hyperion's configuration: the defaults, with key pre-processing (§3.4) on or off.
+fn hyperion_config(preprocess: bool) -> orrery::hyperion::Config {
+    orrery::hyperion::Config::builder()
+        .preprocess(preprocess)
+        .build()
+        .expect("the default Hyperion configuration is valid")
+}
+
 /// A Mercury table with `config` and the run's Mercury [`Settings`] (load factor,
 /// pre-fault thread).
 fn mercury_config(s: &Settings, config: orrery::mercury::Config) -> orrery::mercury::Mercury {
@@ -393,6 +449,14 @@ fn all_entries() -> Vec<Entry> {
                 >(s))
             },
         ),
+        // Hyperion with the paper's key pre-processing (§3.4, Hyperion_p of Table 2).
+        Entry {
+            name: "hyperion-prep",
+            about: "Hyperion with key pre-processing (§3.4: Hyperion_p, for integer-like keys)",
+            caps: Caps::CONCURRENT,
+            make: Maker::OrderedStats(|_| hyperion_with_stats(hyperion_config(true))),
+            check: None,
+        },
         Entry::point_probed(
             "mercury-dedicated",
             "Mercury with the paper's dedicated expand-thread",
@@ -548,6 +612,8 @@ fn own_entries() -> Vec<Entry> {
                 "mercury" => {
                     Maker::PointProbed(|s| mercury_probed(mercury_config(s, Default::default())))
                 }
+                // The facade's default configuration, plus its memory-manager statistics.
+                "hyperion" => Maker::OrderedStats(|_| hyperion_with_stats(hyperion_config(false))),
                 _ => Maker::Facade(name),
             };
             Entry {
@@ -623,18 +689,19 @@ impl Resolved {
     pub(crate) fn make(&self) -> AnyIndex {
         self.make_probed(&Settings::DEFAULT, 100_000)
             .expect("builds")
-            .0
+            .index
     }
 
-    /// A fresh, empty index built with `settings` and its probe, if it has one (an SLB in
-    /// front keeps the inner index's probe). `capacity`: how many distinct keys the run may
-    /// insert at most (for indexes that cannot grow). `Err` when the index cannot be built
-    /// here (e.g. missing huge pages).
+    /// A fresh, empty index built with `settings`, with its probe and statistics if it has
+    /// them (an SLB in front keeps the inner index's). `capacity`: how many distinct keys
+    /// the run may insert at most (for indexes that cannot grow). `Err` when the index
+    /// cannot be built here (e.g. missing huge pages).
     pub(crate) fn make_probed(
         &self,
         settings: &Settings,
         capacity: u64,
-    ) -> std::result::Result<(AnyIndex, Option<Probe>), String> {
+    ) -> std::result::Result<Built, String> {
+        let mut stats = None;
         let (index, probe) = match self.inner.make {
             Maker::OrderedSized(f) => (
                 AnyIndex::Ordered(
@@ -643,6 +710,11 @@ impl Resolved {
                 None,
             ),
             Maker::Ordered(f) => (AnyIndex::Ordered(f(settings)), None),
+            Maker::OrderedStats(f) => {
+                let (i, s) = f(settings);
+                stats = Some(s);
+                (AnyIndex::Ordered(i), None)
+            }
             Maker::Facade(name) => {
                 match orrery::registry::build(name).map_err(|e| format!("{}: {e}", self.name))? {
                     orrery::registry::AnyIndex::Ordered(i) => (AnyIndex::Ordered(i), None),
@@ -659,7 +731,11 @@ impl Resolved {
             .slb_layers
             .iter()
             .fold(index, |i, &mib| slb::wrap(i, mib));
-        Ok((index, probe))
+        Ok(Built {
+            index,
+            probe,
+            stats,
+        })
     }
 }
 
@@ -794,7 +870,7 @@ mod tests {
     /// Mercury's probe sees an expansion while inserts run and none once it finished.
     #[test]
     fn mercury_probe_sees_expansions() {
-        let (index, probe) = resolve("mercury")
+        let Built { index, probe, .. } = resolve("mercury")
             .unwrap()
             .make_probed(&Settings::DEFAULT, 0)
             .unwrap();
@@ -812,7 +888,50 @@ mod tests {
                 .unwrap()
                 .make_probed(&Settings::DEFAULT, 0)
                 .unwrap()
-                .1
+                .probe
+                .is_none()
+        );
+    }
+
+    /// `hyperion` and `hyperion-prep` report their memory manager's breakdown, which grows
+    /// with the keys; pre-processing keeps the keys and their order.
+    #[test]
+    fn hyperion_reports_mem_stats_and_prep_keeps_keys() {
+        for name in ["hyperion", "hyperion-prep", "slb:hyperion"] {
+            let b = resolve(name)
+                .unwrap()
+                .make_probed(&Settings::DEFAULT, 0)
+                .unwrap();
+            let stats = b.stats.expect("hyperion reports statistics");
+            let empty = stats();
+            for i in 0..5_000u64 {
+                b.index
+                    .insert(&orrery::api::u64_key(i * 7919), &i.to_le_bytes())
+                    .unwrap();
+            }
+            let full = stats();
+            assert!(full["chunks"] > empty["chunks"], "{name}: {full:?}");
+            assert!(full["chunk_bytes"] > 0.0, "{name}: {full:?}");
+            assert!(full.contains_key("free_chunk_bytes"), "{name}");
+            let mut seen = Vec::new();
+            b.index.scan(Bound::Unbounded, &mut |k, _| {
+                seen.push(k.to_vec());
+                std::ops::ControlFlow::Continue(())
+            });
+            let want: Vec<Vec<u8>> = (0..5_000u64)
+                .map(|i| orrery::api::u64_key(i * 7919).to_vec())
+                .collect();
+            assert_eq!(
+                seen, want,
+                "{name}: scans return the original keys in order"
+            );
+        }
+        assert!(
+            resolve("btreemap")
+                .unwrap()
+                .make_probed(&Settings::DEFAULT, 0)
+                .unwrap()
+                .stats
                 .is_none()
         );
     }

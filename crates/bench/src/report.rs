@@ -5,6 +5,8 @@
 //! the plots `<dataset>-<workload>[-<dist>].{svg,png}` (with `-<keys>-v<value size>`
 //! appended when one run holds several key counts or value sizes of that cell),
 //! `<dataset>-memory.{svg,png}`.
+//! Indexes that report their own statistics (`Record::index_stats`: Hyperion's memory
+//! manager) get a table each, "statistics after loading".
 //! When a cell appears in several result lines (files appended over several runs), the
 //! most recent line wins. Plots are drawn with `plotters` using a TrueType font found on the
 //! system (DejaVu Sans or Liberation Sans; `ORRERY_BENCH_FONT=path.ttf` overrides).
@@ -368,6 +370,7 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
     plots += memory_sections(&mut md, &dir, &recs, &indexes)?;
     plots += sweeps(&mut md, &dir, &recs, &indexes)?;
     plots += expansions(&mut md, &dir, &recs)?;
+    index_stats_section(&mut md, &recs, &indexes);
     if let Some(r) = recs.first() {
         let _ = writeln!(
             md,
@@ -640,6 +643,90 @@ fn memory_sections(
     Ok(mem.len())
 }
 
+/// The indexes' own statistics after loading (`Record::index_stats`: Hyperion's memory
+/// manager, the paper's Fig 14/16), one table per index: a row per dataset and key count
+/// (from its `load` cell when there is one), counts with their per-key rate, bytes per key,
+/// and what of `memory_usage()` the byte figures do not cover.
+fn index_stats_section(md: &mut String, recs: &[&Record], indexes: &[String]) {
+    for index in indexes {
+        let mut rows: BTreeMap<(String, u64), &Record> = BTreeMap::new();
+        for r in recs
+            .iter()
+            .filter(|r| &r.index == index && r.index_stats.is_some())
+        {
+            let k = (r.dataset.clone(), r.keys);
+            let better = |old: &Record| (r.workload == "load") && old.workload != "load";
+            match rows.get(&k) {
+                Some(old) if !better(old) => {}
+                _ => {
+                    rows.insert(k, r);
+                }
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let mut names: Vec<&String> = rows
+            .values()
+            .flat_map(|r| r.index_stats.iter().flat_map(|s| s.keys()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let _ = writeln!(
+            md,
+            "## {index}: statistics after loading
+"
+        );
+        let head: Vec<String> = names
+            .iter()
+            .map(|n| {
+                if n.ends_with("_bytes") {
+                    format!("{n} B/key")
+                } else {
+                    format!("{n} (per key)")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            md,
+            "| dataset | keys | {} | memory_usage() B/key | rest of memory_usage() B/key | RSS B/key |",
+            head.join(" | ")
+        );
+        let _ = writeln!(
+            md,
+            "|---|---:|{}---:|---:|---:|",
+            "---:|".repeat(names.len())
+        );
+        for ((ds, keys), r) in &rows {
+            let stats = r.index_stats.as_ref().expect("filtered on index_stats");
+            let per_key = |v: f64| v / (*keys).max(1) as f64;
+            let cells: Vec<String> = names
+                .iter()
+                .map(|n| match stats.get(*n) {
+                    None => "n/a".into(),
+                    Some(&v) if n.ends_with("_bytes") => format!("{:.2}", per_key(v)),
+                    Some(&v) => format!("{v:.0} ({:.4})", per_key(v)),
+                })
+                .collect();
+            let covered: f64 = stats
+                .iter()
+                .filter(|(n, _)| n.ends_with("_bytes"))
+                .map(|(_, v)| per_key(*v))
+                .sum();
+            let _ = writeln!(
+                md,
+                "| {ds} | {} | {} | {} | {} | {} |",
+                keys_label(*keys),
+                cells.join(" | "),
+                opt(r.mem_usage_bytes_per_key, 2),
+                opt(r.mem_usage_bytes_per_key.map(|m| m - covered), 2),
+                opt(r.rss_bytes_per_key, 2),
+            );
+        }
+        md.push('\n');
+    }
+}
+
 /// The settings the results ran with (`Record::settings`), one line per distinct set.
 fn settings_section(md: &mut String, recs: &[&Record]) {
     let mut seen: Vec<String> = Vec::new();
@@ -891,6 +978,39 @@ fn machine_section(md: &mut String, recs: &[&Record]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record of `index` on `dataset` at 1000 keys, with `stats` as its index statistics.
+    fn record(index: &str, workload: &str, stats: Option<&[(&str, f64)]>) -> Record {
+        let json = format!(
+            r#"{{"index":"{index}","dataset":"rand-int","keys":1000,"value_size":8,"workload":"{workload}","dist":"-","threads":1,"ops":1000,"secs":0.001,"mops":1.0,"mops_repeats":[1.0],"mops_cpu":1.0,"mops_cpu_repeats":[1.0],"bytes_per_key":60.0,"rss_bytes_per_key":40.0,"mem_usage_bytes_per_key":30.0,"p50_ns":100,"p99_ns":200,"p999_ns":300,"latency":"l","dram_rt_per_op":null,"ns_per_op":1000.0,"cpu_ns_per_op":1000.0,"load_mops":1.0,"load_threads":1,"repeats":1,"seed":42,"loadavg":1.0,"git_rev":"abc","machine":null,"suite":null,"unix_time":1}}"#
+        );
+        let mut r: Record = serde_json::from_str(&json).unwrap();
+        r.index_stats = stats.map(|s| s.iter().map(|(k, v)| (k.to_string(), *v)).collect());
+        r
+    }
+
+    /// Index statistics become one table per index, bytes per key, counts with their rate,
+    /// and the part of memory_usage() they do not cover; indexes without any get none.
+    #[test]
+    fn index_stats_table() {
+        let stats: &[(&str, f64)] = &[("chunks", 500.0), ("chunk_bytes", 16_000.0)];
+        let recs = [
+            record("hyperion", "lookup", Some(&[("chunks", 1.0)])),
+            record("hyperion", "load", Some(stats)),
+            record("btreemap", "load", None),
+        ];
+        let refs: Vec<&Record> = recs.iter().collect();
+        let mut md = String::new();
+        index_stats_section(&mut md, &refs, &["hyperion".into(), "btreemap".into()]);
+        assert!(md.contains("## hyperion: statistics after loading"), "{md}");
+        assert!(!md.contains("btreemap"), "{md}");
+        // From the load cell: 16 B/key of chunks, 500 chunks (0.5 per key), 30 - 16 = 14
+        // B/key of memory_usage() not covered, RSS 40.
+        assert!(
+            md.contains("| rand-int | 1K | 16.00 | 500 (0.5000) | 30.00 | 14.00 | 40.00 |"),
+            "{md}"
+        );
+    }
 
     /// Charts whose values are all zero or negative (e.g. a tiny load whose RSS did not
     /// grow), or not finite, still draw: the y range must stay sane.

@@ -11,6 +11,7 @@
 //! | `f` | 50% lookups, 50% read-modify-writes | 〃 |
 //! | `lookup` / `lookup-neg` | positive / negative lookups | Wormhole §4.1 |
 //! | `scan100` | scans of 100 keys from a random existing key | Wormhole Fig. 18 |
+//! | `scan-all` | one scan over every key from the first, per thread (throughput: keys visited per second) | Hyperion Table 3 |
 //! | `mix-5` `mix-50` `mix-95` | that % inserts of new keys, the rest lookups | Wormhole Fig. 17 |
 //! | `put-5` `put-50` `put-95` | that % PUTs (updates of loaded keys), the rest GETs | Mercury Fig. 5 |
 //! | `delete` | removals of distinct loaded keys | |
@@ -47,6 +48,8 @@ pub(crate) enum Workload {
     LookupNeg,
     /// Scans of 100.
     Scan100,
+    /// One scan over every key, from the first (Hyperion's Table 3 range query).
+    ScanAll,
     /// Insert percentage, rest lookups.
     Mix(u8),
     /// Update (PUT) percentage, rest lookups.
@@ -71,6 +74,7 @@ pub(crate) const NAMES: &[&str] = &[
     "lookup",
     "lookup-neg",
     "scan100",
+    "scan-all",
     "mix-5",
     "mix-50",
     "mix-95",
@@ -96,6 +100,7 @@ impl Workload {
             "lookup" => Workload::Lookup,
             "lookup-neg" => Workload::LookupNeg,
             "scan100" => Workload::Scan100,
+            "scan-all" => Workload::ScanAll,
             "mix-5" => Workload::Mix(5),
             "mix-50" => Workload::Mix(50),
             "mix-95" => Workload::Mix(95),
@@ -134,6 +139,9 @@ impl Workload {
             Workload::Lookup => "positive lookups",
             Workload::LookupNeg => "negative lookups (absent keys)",
             Workload::Scan100 => "scans of 100 keys from a random key",
+            Workload::ScanAll => {
+                "one full-range scan over every key per thread (Mops/s = keys visited)"
+            }
             Workload::Mix(5) => "5% inserts, 95% lookups",
             Workload::Mix(50) => "50% inserts, 50% lookups",
             Workload::Mix(_) => "95% inserts, 5% lookups",
@@ -153,7 +161,10 @@ impl Workload {
 
     /// Whether the workload scans (needs an ordered index).
     pub(crate) fn scans(&self) -> bool {
-        matches!(self, Workload::Ycsb('e') | Workload::Scan100)
+        matches!(
+            self,
+            Workload::Ycsb('e') | Workload::Scan100 | Workload::ScanAll
+        )
     }
 
     /// Whether each repeat needs a freshly built index: `load` (it is the load), `delete`
@@ -202,10 +213,12 @@ impl Workload {
     }
 
     /// Operations one thread performs: all keys split over threads for `load`, at most its
-    /// share of the loaded keys for `delete`, `ops` otherwise.
+    /// share of the loaded keys for `delete`, one (full-range) scan for `scan-all`, `ops`
+    /// otherwise.
     pub(crate) fn ops_per_thread(&self, n: u64, ops: u64, threads: u64) -> u64 {
         match self {
             Workload::Load => n.div_ceil(threads),
+            Workload::ScanAll => 1,
             Workload::Delete => ops.min(n / threads),
             _ => ops,
         }
@@ -220,6 +233,7 @@ impl fmt::Display for Workload {
             Workload::Lookup => f.write_str("lookup"),
             Workload::LookupNeg => f.write_str("lookup-neg"),
             Workload::Scan100 => f.write_str("scan100"),
+            Workload::ScanAll => f.write_str("scan-all"),
             Workload::Mix(p) => write!(f, "mix-{p}"),
             Workload::Put(p) => write!(f, "put-{p}"),
             Workload::Delete => f.write_str("delete"),
@@ -245,6 +259,8 @@ pub(crate) enum Kind {
     Rmw = 4,
     /// Remove the key.
     Delete = 5,
+    /// Scan every key from the first (the key index is unused).
+    ScanAll = 6,
 }
 
 /// One pre-generated operation: kind (4 bits), scan length (8 bits), key index (52 bits).
@@ -266,7 +282,8 @@ impl Op {
             2 => Kind::Insert,
             3 => Kind::Scan,
             4 => Kind::Rmw,
-            _ => Kind::Delete,
+            5 => Kind::Delete,
+            _ => Kind::ScanAll,
         }
     }
 
@@ -346,6 +363,10 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
             return out;
         }
         Workload::Facebook(t) => return crate::facebook::stream(t, s, &mut rng),
+        Workload::ScanAll => {
+            out.extend((0..s.ops).map(|_| Op::new(Kind::ScanAll, 0, 0)));
+            return out;
+        }
         _ => {}
     }
     let mut chooser = match s.dist {
@@ -418,8 +439,8 @@ mod tests {
         }
     }
 
-    fn mix(ops: &[Op]) -> [usize; 6] {
-        let mut c = [0; 6];
+    fn mix(ops: &[Op]) -> [usize; 7] {
+        let mut c = [0; 7];
         for o in ops {
             c[o.kind() as usize] += 1;
         }
@@ -536,6 +557,25 @@ mod tests {
         del.dedup();
         assert_eq!(del.len(), len);
         assert_eq!(len, 10_000);
+    }
+
+    /// `scan-all` is one full-range scan per thread, whatever `ops` says, on an ordered
+    /// index, on the shared loaded index.
+    #[test]
+    fn scan_all_is_one_full_scan_per_thread() {
+        let w = Workload::parse("scan-all").unwrap();
+        assert_eq!(w, Workload::ScanAll);
+        assert_eq!(w.to_string(), "scan-all");
+        assert!(w.scans());
+        assert!(!w.needs_fresh_index());
+        assert_eq!(w.ops_per_thread(10_000, 20_000, 2), 1);
+        let s = stream(&StreamSpec {
+            ops: w.ops_per_thread(10_000, 20_000, 2),
+            ..spec("scan-all", Dist::Uniform, 1)
+        });
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].kind(), Kind::ScanAll);
+        assert_eq!(mix(&s)[Kind::ScanAll as usize], 1);
     }
 
     #[test]

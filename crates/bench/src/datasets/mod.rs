@@ -11,11 +11,19 @@
 //! | `ngram` | word 2- and 3-grams with a year, ~23 B | Hyperion §4.3 |
 //! | `fb-usr` … `fb-sys` | key sizes of Facebook's Memcached pools | Atikoglu et al. (see `facebook`) |
 //! | `file:PATH` | one key per line, deduplicated, shuffled with the seed | real key sets |
+//! | `sorted:NAME` | NAME's keys, the loaded ones in ascending byte order | Hyperion Table 1 |
 //!
 //! Every set is a pure function of (name, seed, scale), where the scale is the number of
 //! keys to load: key `i` does not depend on how many keys are generated, so the first `N` keys (the loaded ones) are the same whatever extra keys a
 //! workload needs for inserts or negative lookups. Keys are distinct (duplicates are dropped
 //! as they are generated) and in random order, except `seq-int`, whose order is the point.
+//!
+//! `sorted:NAME` loads the same keys as `NAME` in ascending byte order (Hyperion's sorted
+//! insertion order, §4.3): the first `scale` keys (the loaded ones) are sorted, the keys
+//! after them (absent keys for `lookup-neg`, fresh keys for inserts) stay as `NAME` has
+//! them. Key `i` then depends on the scale, but still not on how many extra keys are
+//! generated; workloads pick keys by position with their distribution, so uniform reads
+//! stay uniform over the same loaded set.
 
 mod az;
 mod file;
@@ -66,6 +74,8 @@ pub(crate) enum Spec {
     File(PathBuf),
     /// Keys sized like a Facebook Memcached pool's.
     Facebook(crate::facebook::Trace),
+    /// Another dataset's keys with the loaded ones in ascending order (`sorted:NAME`).
+    Sorted(Box<Spec>),
 }
 
 /// The names `datasets` lists (besides the parameterised `rand-N`, `kshort-L`, `klong-L`
@@ -106,6 +116,12 @@ fn parse_len(s: &str, name: &str, min: usize) -> Result<usize, String> {
 impl Spec {
     /// Parses a dataset name.
     pub(crate) fn parse(name: &str) -> Result<Spec, String> {
+        if let Some(inner) = name.strip_prefix("sorted:") {
+            return match Spec::parse(inner)? {
+                Spec::Sorted(_) => Err(format!("{name:?}: sorted: twice")),
+                s => Ok(Spec::Sorted(Box::new(s))),
+            };
+        }
         if let Some(path) = name.strip_prefix("file:") {
             if path.is_empty() {
                 return Err("file: needs a path, as in file:keys.txt".into());
@@ -151,6 +167,7 @@ impl Spec {
         match self {
             Spec::Random(l) | Spec::KShort(l) | Spec::KLong(l) => Some(*l),
             Spec::SeqInt | Spec::RandInt => Some(8),
+            Spec::Sorted(s) => s.fixed_len(),
             _ => None,
         }
     }
@@ -165,6 +182,7 @@ impl Spec {
             Spec::Az | Spec::Az2 | Spec::Url | Spec::Ngram | Spec::File(_) | Spec::Facebook(_) => {
                 false
             }
+            Spec::Sorted(s) => s.may_contain_nul(),
         }
     }
 
@@ -188,6 +206,7 @@ impl Spec {
                 t.params().paper_table_gb,
                 t.params().median_value
             ),
+            Spec::Sorted(s) => format!("{}, loaded in ascending order", s.about()),
         }
     }
 
@@ -203,6 +222,14 @@ impl Spec {
         if let Spec::File(path) = self {
             return file::load(path, n, seed);
         }
+        if let Spec::Sorted(inner) = self {
+            let keys = inner.generate(n, scale, seed, progress)?;
+            let loaded = scale.min(keys.len());
+            let mut order: Vec<usize> = (0..loaded).collect();
+            order.sort_unstable_by(|&a, &b| keys.get(a).cmp(keys.get(b)));
+            order.extend(loaded..keys.len());
+            return Ok(keys.permuted(&order));
+        }
         let label = match self {
             // K_short and K_long share their random stream: the same keys, masked.
             Spec::KShort(l) | Spec::KLong(l) => format!("kshort-{l}"),
@@ -214,7 +241,7 @@ impl Spec {
             Spec::Url => "url".into(),
             Spec::Ngram => "ngram".into(),
             Spec::Facebook(t) => t.to_string(),
-            Spec::File(_) => unreachable!("handled above"),
+            Spec::File(_) | Spec::Sorted(_) => unreachable!("handled above"),
         };
         let mut rng = Rng::fork(seed, &label, 0);
         let bar = progress.bar(n as u64, &format!("generating {n} keys"));
@@ -238,7 +265,7 @@ impl Spec {
             Spec::Url => url::generator(scale, &mut rng),
             Spec::Ngram => ngram::generator(&mut rng),
             Spec::Facebook(t) => Box::new(crate::facebook::key_generator(*t)),
-            Spec::File(_) => unreachable!("handled above"),
+            Spec::File(_) | Spec::Sorted(_) => unreachable!("handled above"),
         };
         while b.len() < n {
             if b.offer(|out| next_key(&mut rng, out))? && b.len().is_multiple_of(65536) {
@@ -322,6 +349,34 @@ mod tests {
         for i in 0..300 {
             assert_eq!(s.get(i), orrery::api::u64_key(i as u64));
         }
+    }
+
+    /// `sorted:NAME` holds NAME's loaded keys in ascending order, and the extra keys after
+    /// them unchanged.
+    #[test]
+    fn sorted_loads_the_same_keys_in_order() {
+        let make = |name: &str| {
+            Spec::parse(name)
+                .unwrap()
+                .generate(3000, 1000, 7, &Progress::hidden())
+                .unwrap()
+        };
+        let (plain, sorted) = (keys(&make("ngram")), keys(&make("sorted:ngram")));
+        let mut want = plain[..1000].to_vec();
+        want.sort();
+        assert_ne!(plain[..1000], want[..], "ngram is not generated in order");
+        assert_eq!(sorted[..1000], want[..]);
+        assert_eq!(sorted[1000..], plain[1000..]);
+        let spec = Spec::parse("sorted:rand-int").unwrap();
+        assert_eq!(spec.fixed_len(), Some(8));
+        assert!(spec.may_contain_nul());
+        assert!(!Spec::parse("sorted:url").unwrap().may_contain_nul());
+        assert!(Spec::parse("sorted:sorted:url").is_err());
+        assert!(
+            Spec::parse("sorted:nope")
+                .unwrap_err()
+                .contains("unknown dataset")
+        );
     }
 
     #[test]

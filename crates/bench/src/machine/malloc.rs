@@ -41,7 +41,7 @@ fn reexec_value(args: &[OsString], tunables: Option<&str>, c_peer: bool) -> Opti
         add.push(TUNABLE);
     }
     if c_peer && !t.contains("glibc.rtld.optional_static_tls") {
-        add.push(crate::peers::wormhole_c::TLS_TUNABLE);
+        add.push(crate::peers::clib::TLS_TUNABLE);
     }
     if add.is_empty() {
         return None;
@@ -135,7 +135,7 @@ mod tests {
         opt_out.push(OPT_OUT.into());
         assert_eq!(reexec_value(&opt_out, None, false), None);
         // The C peer's static TLS room, added once, also with --no-huge-malloc.
-        let tls = crate::peers::wormhole_c::TLS_TUNABLE;
+        let tls = crate::peers::clib::TLS_TUNABLE;
         assert_eq!(
             reexec_value(&run, None, true),
             Some(format!("{TUNABLE}:{tls}"))

@@ -63,6 +63,7 @@ mod tests {
         let recs = super::read(&path).unwrap();
         assert_eq!(recs.len(), 1);
         assert!(recs[0].settings.is_none());
+        assert!(recs[0].index_stats.is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

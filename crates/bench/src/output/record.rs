@@ -41,6 +41,10 @@ pub(crate) struct Record {
     pub(crate) rss_bytes_per_key: Option<f64>,
     /// `memory_usage().total()` after loading, per key (None: the index does not report).
     pub(crate) mem_usage_bytes_per_key: Option<f64>,
+    /// The index's own statistics right after loading (`registry::IndexStats`: Hyperion's
+    /// memory-manager breakdown); absent for indexes that report none and in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) index_stats: Option<std::collections::BTreeMap<String, f64>>,
     /// Sampled single-operation latency percentiles, ns (see `latency`).
     pub(crate) p50_ns: Option<u64>,
     /// 99th percentile, ns.

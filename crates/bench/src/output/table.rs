@@ -126,3 +126,30 @@ pub(crate) fn split_line(r: &Record) -> Option<String> {
         f(s.steady_cpu_mops),
     ))
 }
+
+/// One stat of `Record::index_stats` for people: a count with its per-key rate, or bytes
+/// (names ending in `_bytes`) per key and in MiB.
+pub(crate) fn stat(name: &str, v: f64, keys: u64) -> String {
+    let per_key = v / keys.max(1) as f64;
+    if name.ends_with("_bytes") {
+        format!("{per_key:.2} B/key ({:.1} MiB)", v / (1 << 20) as f64)
+    } else {
+        format!("{v:.0} ({per_key:.4}/key)")
+    }
+}
+
+/// The index's own statistics after its load (`Record::index_stats`), as one indented line.
+pub(crate) fn stats_line(r: &Record) -> Option<String> {
+    let s = r.index_stats.as_ref()?;
+    let parts: Vec<String> = s
+        .iter()
+        .map(|(k, v)| format!("{k} {}", stat(k, *v, r.keys)))
+        .collect();
+    Some(format!(
+        "    {} after loading {} {}: {}",
+        r.index,
+        r.keys,
+        r.dataset,
+        parts.join(", ")
+    ))
+}

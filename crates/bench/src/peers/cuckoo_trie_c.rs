@@ -59,7 +59,7 @@
 //!
 //! # Loading
 //!
-//! Like `wormhole_c`: `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)` once per process,
+//! Like `wormhole_c`, through [`super::clib`]: `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)` once per process,
 //! never closed; the jemalloc the library links needs
 //! `GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384`, which `orrery-bench` adds at
 //! start-up when [`ENV`] is set. Only the functions called are declared, with their C
@@ -78,12 +78,12 @@
 //!   via `malloc_usable_size`); `structure_bytes` is the table as `ct_alloc` mapped it
 //!   (whole 2 MiB pages).
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::c_int;
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use libloading::os::unix::Library;
+use super::clib::Opened;
 use orrery::api::{MAX_VALUE_LEN, ScanVisitor};
 use orrery::hash::crc32c;
 use orrery::sync::{CachePadded, SpinLock, StripedCounter};
@@ -144,98 +144,48 @@ struct Lib {
     table_bytes: unsafe extern "C" fn(*mut Trie) -> u64,
 }
 
-/// A loader error with the system's message.
-fn dl_error(e: &libloading::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(why) => format!("{e}: {why}"),
-        None => e.to_string(),
-    }
-}
-
-/// Looks `name` up in `lib` as the function pointer type `T`.
-///
-/// # Safety
-///
-/// `T` is an `extern "C"` function pointer type matching the symbol's real signature, and
-/// `lib` is never unloaded.
-unsafe fn sym<T: Copy>(lib: &Library, name: &CStr) -> std::result::Result<T, String> {
-    let missing = |why: String| format!("symbol {} missing: {why}", name.to_string_lossy());
-    // SAFETY: the caller guarantees that `T` is the symbol's type.
-    let s = unsafe { lib.get::<T>(name) }.map_err(|e| missing(dl_error(&e)))?;
-    let p = s.into_raw();
-    if p.is_null() {
-        return Err(missing("its address is null".into()));
-    }
-    // SAFETY: a non-null symbol address as the function pointer type the caller
-    // guarantees; both are one pointer wide (libloading checked).
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
-}
-
 impl Lib {
     /// Opens the library named by [`ENV`].
     fn open() -> std::result::Result<Lib, String> {
-        let path = std::env::var_os(ENV).ok_or_else(|| {
-            format!(
-                "{ENV} is not set: build the Cuckoo Trie authors' C code with \
-                 scripts/build-cuckoo-trie-c.sh and export {ENV}=/path/to/libcuckoo_trie.so"
-            )
-        })?;
-        Lib::open_path(&path)
+        let h = Opened::from_env(
+            ENV,
+            &format!(
+                "build the Cuckoo Trie authors' C code with scripts/build-cuckoo-trie-c.sh \
+                 and export {ENV}=/path/to/libcuckoo_trie.so"
+            ),
+        )?;
+        Lib::from(&h)
     }
 
-    /// Opens the library at `path`.
-    fn open_path(path: &std::ffi::OsStr) -> std::result::Result<Lib, String> {
-        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND;
-        // SAFETY: loading runs the library's constructors, which only initialise its own
-        // statics; it is never unloaded (leaked below).
-        let opened = unsafe { Library::open(Some(path), flags) };
-        let h: &'static Library = match opened {
-            Ok(lib) => Box::leak(Box::new(lib)),
-            Err(e) => {
-                let e = dl_error(&e);
-                let hint = if e.contains("static TLS") {
-                    format!(
-                        " (jemalloc uses initial-exec TLS: start the process with \
-                         GLIBC_TUNABLES={})",
-                        super::wormhole_c::TLS_TUNABLE
-                    )
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "{ENV}={}: cannot open: {e}{hint}",
-                    path.to_string_lossy()
-                ));
-            }
-        };
-        let named = |e: String| format!("{ENV}={}: {e}", path.to_string_lossy());
-        // SAFETY (every `sym` below): `h` is never unloaded, and each type is the C
+    /// The entry points of the opened library.
+    fn from(h: &Opened) -> std::result::Result<Lib, String> {
+        // SAFETY (every `sym` below): `h`'s library is never unloaded, and each type is the C
         // declaration of the symbol in cuckoo_trie.h or the build script's glue.
         Ok(Lib {
             // SAFETY: see above.
-            alloc: unsafe { sym(h, c"ct_alloc") }.map_err(named)?,
+            alloc: unsafe { h.sym(c"ct_alloc") }?,
             // SAFETY: see above.
-            free: unsafe { sym(h, c"ct_free") }.map_err(named)?,
+            free: unsafe { h.sym(c"ct_free") }?,
             // SAFETY: see above.
-            insert: unsafe { sym(h, c"ct_insert") }.map_err(named)?,
+            insert: unsafe { h.sym(c"ct_insert") }?,
             // SAFETY: see above.
-            update: unsafe { sym(h, c"ct_update") }.map_err(named)?,
+            update: unsafe { h.sym(c"ct_update") }?,
             // SAFETY: see above.
-            lookup: unsafe { sym(h, c"ct_lookup") }.map_err(named)?,
+            lookup: unsafe { h.sym(c"ct_lookup") }?,
             // SAFETY: see above.
-            iter_alloc: unsafe { sym(h, c"ct_iter_alloc") }.map_err(named)?,
+            iter_alloc: unsafe { h.sym(c"ct_iter_alloc") }?,
             // SAFETY: see above.
-            iter_goto: unsafe { sym(h, c"ct_iter_goto") }.map_err(named)?,
+            iter_goto: unsafe { h.sym(c"ct_iter_goto") }?,
             // SAFETY: see above.
-            iter_next: unsafe { sym(h, c"ct_iter_next") }.map_err(named)?,
+            iter_next: unsafe { h.sym(c"ct_iter_next") }?,
             // SAFETY: see above.
-            kv_new: unsafe { sym(h, c"orrery_ctc_kv_new") }.map_err(named)?,
+            kv_new: unsafe { h.sym(c"orrery_ctc_kv_new") }?,
             // SAFETY: see above.
-            kv_free: unsafe { sym(h, c"orrery_ctc_kv_free") }.map_err(named)?,
+            kv_free: unsafe { h.sym(c"orrery_ctc_kv_free") }?,
             // SAFETY: see above.
-            iter_free: unsafe { sym(h, c"orrery_ctc_iter_free") }.map_err(named)?,
+            iter_free: unsafe { h.sym(c"orrery_ctc_iter_free") }?,
             // SAFETY: see above.
-            table_bytes: unsafe { sym(h, c"orrery_ctc_table_bytes") }.map_err(named)?,
+            table_bytes: unsafe { h.sym(c"orrery_ctc_table_bytes") }?,
         })
     }
 }
@@ -593,11 +543,15 @@ mod tests {
 
     #[test]
     fn unset_or_bad_path_is_a_clear_error() {
-        let e = Lib::open_path("/nonexistent/libcuckoo_trie.so".as_ref())
+        let e = Opened::from_path(ENV, "/nonexistent/libcuckoo_trie.so".as_ref())
+            .and_then(|h| Lib::from(&h))
             .err()
             .unwrap();
         assert!(e.contains(ENV) && e.contains("/nonexistent"), "{e}");
-        let e = Lib::open_path("libm.so.6".as_ref()).err().unwrap();
+        let e = Opened::from_path(ENV, "libm.so.6".as_ref())
+            .and_then(|h| Lib::from(&h))
+            .err()
+            .unwrap();
         assert!(e.contains("ct_alloc"), "{e}");
         if std::env::var_os(ENV).is_some() {
             return;

@@ -50,6 +50,8 @@ use std::ops::{Bound, ControlFlow};
 use std::sync::{OnceLock, RwLock};
 
 use libloading::os::unix::Library;
+
+use super::clib;
 use orrery::api::ScanVisitor;
 use orrery::{Error, KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
@@ -82,26 +84,14 @@ struct Lib {
     sl_free: unsafe extern "C" fn(*mut *mut c_void, *mut c_void) -> Word,
 }
 
-/// Looks `name` up in `lib` as the function pointer type `T`.
+/// [`clib::sym`], its error naming libJudy.
 ///
 /// # Safety
 ///
-/// `T` is an `extern "C"` function pointer type matching the symbol's real signature, and
-/// `lib` is never unloaded.
+/// As [`clib::sym`]'s.
 unsafe fn sym<T: Copy>(lib: &Library, name: &CStr) -> std::result::Result<T, String> {
-    // SAFETY: the caller guarantees that `T` is the symbol's type.
-    let s = unsafe { lib.get::<T>(name) }
-        .map_err(|e| format!("libJudy: symbol {} missing: {e}", name.to_string_lossy()))?;
-    let p = s.into_raw();
-    if p.is_null() {
-        return Err(format!(
-            "libJudy: symbol {} is null",
-            name.to_string_lossy()
-        ));
-    }
-    // SAFETY: a non-null symbol address as the function pointer type the caller
-    // guarantees; both are one pointer wide (libloading checked).
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
+    // SAFETY: the caller's guarantee.
+    unsafe { clib::sym(lib, name) }.map_err(|e| format!("libJudy: {e}"))
 }
 
 impl Lib {

@@ -14,13 +14,14 @@
 //!
 //! `wormhole_c` and `cuckoo_trie_c` are opt-in: the Wormhole and Cuckoo Trie authors' C
 //! libraries, opened at run time from `$ORRERY_WORMHOLE_C` and `$ORRERY_CUCKOO_TRIE_C` (see
-//! their module docs for building and running them). `judy` opens the system's `libJudy`
+//! their module docs for building and running them), through the shared loader `clib`. `judy` opens the system's `libJudy`
 //! (Debian `libjudy-dev`) at run time.
 //!
 //! The `insert` of a peer must report whether the key was new, which not every peer's API
 //! tells in one call; each adapter's docs say what extra work that costs.
 
 pub(crate) mod btree;
+pub(crate) mod clib;
 pub(crate) mod congee;
 pub(crate) mod cuckoo_trie_c;
 pub(crate) mod hash;

@@ -21,7 +21,7 @@
 //! Nothing of the C project is part of this repository. `scripts/build-wormhole-c.sh SRC OUT`
 //! builds `libwh.so` from a checkout (clang `-O3 -march=native`, linked against jemalloc),
 //! and the environment variable [`ENV`] (`ORRERY_WORMHOLE_C`) names it. The library is
-//! opened once per process with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)` (libloading's
+//! opened by the C peers' shared loader ([`super::clib`]) once per process with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)` (libloading's
 //! `os::unix::Library::open`, which takes the flags as they are) and never closed (the
 //! handle is leaked): `RTLD_DEEPBIND` makes the C code's own `malloc`/`free`/`posix_memalign` resolve to
 //! the jemalloc it is linked against, while the Rust harness keeps its allocator. The build
@@ -39,7 +39,7 @@
 //! Debian's `libjemalloc.so.2` uses the initial-exec TLS model (`STATIC_TLS`, a 2.6 KiB
 //! block), and glibc leaves only 512 bytes of static TLS for libraries opened after
 //! start-up, so `dlopen` fails with "cannot allocate memory in static TLS block" unless the
-//! process starts with `GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384` ([`TLS_TUNABLE`];
+//! process starts with `GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384` ([`TLS_TUNABLE`](super::clib::TLS_TUNABLE);
 //! the error message says so). `orrery-bench` adds it itself when `ORRERY_WORMHOLE_C` is
 //! set (its start-up re-execution, `machine::malloc`); test binaries do not re-execute, so
 //! `cargo test` needs it exported (the command above). That tunable only reserves per-thread TLS room; it changes
@@ -96,22 +96,18 @@
 //!   harness calls it after a load).
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use libloading::os::unix::Library;
+use super::clib::Opened;
 use orrery::api::{MAX_VALUE_LEN, ScanVisitor};
 use orrery::hash::crc32c_extend;
 use orrery::{Error, KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
 /// The environment variable naming the built `libwh.so`.
 pub(crate) const ENV: &str = "ORRERY_WORMHOLE_C";
-
-/// The glibc tunable that leaves room for jemalloc's initial-exec TLS block (2.6 KiB) when
-/// the library is opened after start-up (glibc reserves 512 bytes by default).
-pub(crate) const TLS_TUNABLE: &str = "glibc.rtld.optional_static_tls=16384";
 
 /// Longest key the C code handles (anchor and prefix lengths are 16-bit).
 const MAX_KEY: usize = u16::MAX as usize;
@@ -188,102 +184,51 @@ unsafe impl Send for Lib {}
 // SAFETY: as above; the functions are called per the C library's own thread-safety rules.
 unsafe impl Sync for Lib {}
 
-/// A loader error with the system's message (`dlerror()`), which libloading keeps as the
-/// error's source.
-fn dl_error(e: &libloading::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(why) => format!("{e}: {why}"),
-        None => e.to_string(),
-    }
-}
-
-/// Looks `name` up in `lib` and returns it as the function pointer type `T`.
-///
-/// # Safety
-///
-/// `T` is an `extern "C"` function pointer type matching the symbol's real signature, and
-/// `lib` is never unloaded while the pointer is in use (the library is leaked: never).
-unsafe fn sym<T: Copy>(lib: &Library, name: &CStr) -> std::result::Result<T, String> {
-    let missing = |why: String| format!("symbol {} missing: {why}", name.to_string_lossy());
-    // SAFETY: the caller guarantees that `T` is the symbol's type; libloading checks that it
-    // is one pointer wide.
-    let s = unsafe { lib.get::<T>(name) }.map_err(|e| missing(dl_error(&e)))?;
-    let p = s.into_raw();
-    if p.is_null() {
-        return Err(missing("its address is null".into()));
-    }
-    // SAFETY: a non-null symbol address reinterpreted as the function pointer type the
-    // caller guarantees it has; both are one pointer wide (libloading checked).
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
-}
-
 impl Lib {
     /// Opens the library named by [`ENV`].
     fn open() -> std::result::Result<Lib, String> {
-        let path = std::env::var_os(ENV).ok_or_else(|| {
-            format!(
-                "{ENV} is not set: build the authors' C Wormhole with \
-                 scripts/build-wormhole-c.sh and export {ENV}=/path/to/libwh.so"
-            )
-        })?;
-        Lib::open_path(&path)
+        let h = Opened::from_env(
+            ENV,
+            &format!(
+                "build the authors' C Wormhole with scripts/build-wormhole-c.sh and export \
+                 {ENV}=/path/to/libwh.so"
+            ),
+        )?;
+        Lib::from(&h)
     }
 
-    /// Opens the library at `path` (the value of [`ENV`]).
-    fn open_path(path: &std::ffi::OsStr) -> std::result::Result<Lib, String> {
-        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND;
-        // SAFETY: loading runs the library's constructors, which only initialise its own
-        // statics; it is never unloaded (leaked below), so its destructors never run.
-        let opened = unsafe { Library::open(Some(path), flags) };
-        let h: &'static Library = match opened {
-            Ok(lib) => Box::leak(Box::new(lib)),
-            Err(e) => {
-                let e = dl_error(&e);
-                let hint = if e.contains("static TLS") {
-                    format!(
-                        " (jemalloc uses initial-exec TLS: start the process with \
-                         GLIBC_TUNABLES={TLS_TUNABLE})"
-                    )
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "{ENV}={}: cannot open: {e}{hint}",
-                    path.to_string_lossy()
-                ));
-            }
-        };
-        let named = |e: String| format!("{ENV}={}: {e}", path.to_string_lossy());
-        // SAFETY: `h` is never unloaded; the type is wormhole_create's C declaration.
-        let create = unsafe { sym(h, c"wormhole_create") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is wormhole_destroy's C declaration.
-        let destroy = unsafe { sym(h, c"wormhole_destroy") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is whsafe_ref's C declaration.
-        let safe_ref = unsafe { sym(h, c"whsafe_ref") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is wormhole_unref's C declaration.
-        let unref = unsafe { sym(h, c"wormhole_unref") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is whsafe_inpr's C declaration.
-        let inpr = unsafe { sym(h, c"whsafe_inpr") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is whsafe_merge's C declaration.
-        let merge = unsafe { sym(h, c"whsafe_merge") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is whsafe_del's C declaration.
-        let del = unsafe { sym(h, c"whsafe_del") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is wormhole_iter_create's C declaration.
-        let iter_create = unsafe { sym(h, c"wormhole_iter_create") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is whsafe_iter_seek's C declaration.
-        let iter_seek = unsafe { sym(h, c"whsafe_iter_seek") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is wormhole_iter_inp's C declaration.
-        let iter_inp = unsafe { sym(h, c"wormhole_iter_inp") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is wormhole_iter_skip's C declaration.
-        let iter_skip = unsafe { sym(h, c"wormhole_iter_skip") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is whsafe_iter_destroy's C declaration.
-        let iter_destroy = unsafe { sym(h, c"whsafe_iter_destroy") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is wormhole_fprint's C declaration.
-        let fprint = unsafe { sym(h, c"wormhole_fprint") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is kref_ref_hash32's C declaration.
-        let kref_hash32 = unsafe { sym(h, c"kref_ref_hash32") }.map_err(named)?;
-        // SAFETY: `h` is never unloaded; the type is mallctl's C declaration.
-        let mallctl = unsafe { sym(h, c"mallctl") }.ok();
+    /// The entry points of the opened library, checked against the adapter's key hash.
+    fn from(h: &Opened) -> std::result::Result<Lib, String> {
+        // SAFETY: the type is wormhole_create's C declaration (`Opened` is never unloaded).
+        let create = unsafe { h.sym(c"wormhole_create") }?;
+        // SAFETY: the type is wormhole_destroy's C declaration (`Opened` is never unloaded).
+        let destroy = unsafe { h.sym(c"wormhole_destroy") }?;
+        // SAFETY: the type is whsafe_ref's C declaration (`Opened` is never unloaded).
+        let safe_ref = unsafe { h.sym(c"whsafe_ref") }?;
+        // SAFETY: the type is wormhole_unref's C declaration (`Opened` is never unloaded).
+        let unref = unsafe { h.sym(c"wormhole_unref") }?;
+        // SAFETY: the type is whsafe_inpr's C declaration (`Opened` is never unloaded).
+        let inpr = unsafe { h.sym(c"whsafe_inpr") }?;
+        // SAFETY: the type is whsafe_merge's C declaration (`Opened` is never unloaded).
+        let merge = unsafe { h.sym(c"whsafe_merge") }?;
+        // SAFETY: the type is whsafe_del's C declaration (`Opened` is never unloaded).
+        let del = unsafe { h.sym(c"whsafe_del") }?;
+        // SAFETY: the type is wormhole_iter_create's C declaration (`Opened` is never unloaded).
+        let iter_create = unsafe { h.sym(c"wormhole_iter_create") }?;
+        // SAFETY: the type is whsafe_iter_seek's C declaration (`Opened` is never unloaded).
+        let iter_seek = unsafe { h.sym(c"whsafe_iter_seek") }?;
+        // SAFETY: the type is wormhole_iter_inp's C declaration (`Opened` is never unloaded).
+        let iter_inp = unsafe { h.sym(c"wormhole_iter_inp") }?;
+        // SAFETY: the type is wormhole_iter_skip's C declaration (`Opened` is never unloaded).
+        let iter_skip = unsafe { h.sym(c"wormhole_iter_skip") }?;
+        // SAFETY: the type is whsafe_iter_destroy's C declaration (`Opened` is never unloaded).
+        let iter_destroy = unsafe { h.sym(c"whsafe_iter_destroy") }?;
+        // SAFETY: the type is wormhole_fprint's C declaration (`Opened` is never unloaded).
+        let fprint = unsafe { h.sym(c"wormhole_fprint") }?;
+        // SAFETY: the type is kref_ref_hash32's C declaration (`Opened` is never unloaded).
+        let kref_hash32 = unsafe { h.sym(c"kref_ref_hash32") }?;
+        // SAFETY: the type is mallctl's C declaration (`Opened` is never unloaded).
+        let mallctl = unsafe { h.sym(c"mallctl") }.ok();
         let lib = Lib {
             create,
             destroy,
@@ -306,7 +251,7 @@ impl Lib {
         for key in [&b""[..], b"k", b"0123456789abc"] {
             let theirs = lib.c_hash32(key);
             if theirs != hash32(key) {
-                return Err(named(format!(
+                return Err(h.named(format!(
                     "its key hash differs from kv_crc32c's (got {theirs:#x} for {key:?})"
                 )));
             }
@@ -860,7 +805,8 @@ mod tests {
 
     #[test]
     fn unloadable_library_is_a_clear_error() {
-        let e = Lib::open_path("/nonexistent/libwh.so".as_ref())
+        let e = Opened::from_path(ENV, "/nonexistent/libwh.so".as_ref())
+            .and_then(|h| Lib::from(&h))
             .err()
             .unwrap();
         assert!(
@@ -868,7 +814,10 @@ mod tests {
             "{e}"
         );
         // A real shared library without the Wormhole symbols.
-        let e = Lib::open_path("libm.so.6".as_ref()).err().unwrap();
+        let e = Opened::from_path(ENV, "libm.so.6".as_ref())
+            .and_then(|h| Lib::from(&h))
+            .err()
+            .unwrap();
         assert!(e.contains("wormhole_create"), "{e}");
     }
 
