@@ -72,6 +72,7 @@ mod iter;
 mod mm;
 mod node;
 mod prep;
+mod write;
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicIsize, Ordering};

@@ -413,6 +413,46 @@ impl MemoryManager {
         Ok(hp)
     }
 
+    /// Moves the extended block `hp` to a new heap block for `size` bytes (capacity
+    /// [`extended_capacity`]`(size)`), keeping its Hyperion Pointer: the eHP is rewritten
+    /// (the paper's realloc path; the trie is not touched). `fill(old, new)` writes the new
+    /// block from the old one; bytes of the new block it does not write are zero. Fails,
+    /// changing nothing, when the new block cannot be had.
+    pub(crate) fn regrow(
+        &mut self,
+        hp: Hp,
+        size: usize,
+        fill: impl FnOnce(&[u8], &mut [u8]),
+    ) -> Result<()> {
+        debug_assert_eq!(hp.superbin(), 0, "only extended blocks regrow");
+        let cap = extended_capacity(size);
+        let block = self.heap.try_alloc(cap)?;
+        let (old, old_cap) = self.extended(hp);
+        // SAFETY: `block` is a fresh block of `cap` bytes; zeroing makes it initialized.
+        unsafe { std::ptr::write_bytes(block.as_ptr(), 0, cap) };
+        // SAFETY: `old` is the live block of `old_cap` bytes the eHP names; `&mut self`
+        // makes this the only reference to it.
+        let src = unsafe { std::slice::from_raw_parts(old.as_ptr(), old_cap) };
+        // SAFETY: `block` is initialized (above), `cap` bytes, and distinct from `old`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), cap) };
+        fill(src, dst);
+        // SAFETY: `old` came from `self.heap` with capacity `old_cap`; the eHP is
+        // rewritten below, so it is not used again.
+        unsafe { self.heap.free(old, old_cap) };
+        let e = self.chunk_mut_raw(hp, EXT_CHUNK);
+        e[..8].copy_from_slice(&(block.as_ptr() as u64).to_le_bytes());
+        e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
+        e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
+        self.bytes = self.bytes + cap - old_cap;
+        Ok(())
+    }
+
+    /// Whether `hp` names an extended block (superbin 0).
+    #[inline]
+    pub(crate) fn is_extended(hp: Hp) -> bool {
+        hp.superbin() == 0
+    }
+
     /// Frees a block.
     pub(crate) fn free(&mut self, hp: Hp) {
         if hp.superbin() == 0 {

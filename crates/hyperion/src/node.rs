@@ -82,6 +82,14 @@ pub(crate) fn used(chunk: &[u8]) -> usize {
     (u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) & 0x00FF_FFFF) as usize
 }
 
+/// Sets the used size in a container header, keeping its `J` and `S` bits.
+#[inline]
+pub(crate) fn set_used(chunk: &mut [u8], size: usize) {
+    debug_assert!(size < 1 << 24);
+    let h = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+    chunk[..4].copy_from_slice(&((h & 0xFF00_0000) | size as u32).to_le_bytes());
+}
+
 /// Writes a container header for `size` used bytes.
 pub(crate) fn write_header(chunk: &mut [u8], size: usize) {
     debug_assert!(size < 1 << 24);
@@ -248,7 +256,7 @@ enum Step {
     /// Continue in an embedded payload with the key advanced by 2.
     Embedded(usize, usize),
     /// Continue in a child container with the key advanced by 2 (pointer at offset).
-    Child(Hp, usize),
+    Child(Hp),
     /// The key continues in a path-compressed suffix.
     Pc(Suffix, ValRef),
 }
@@ -296,7 +304,7 @@ fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
             }
             return match s.child {
                 ChildRef::None => Step::Missing,
-                ChildRef::Hp(hp, at) => Step::Child(hp, at),
+                ChildRef::Hp(hp, _) => Step::Child(hp),
                 ChildRef::Emb(a, b) => Step::Embedded(a, b),
                 ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
             };
@@ -318,7 +326,7 @@ pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Opt
                 key = &key[2..];
                 (start, end) = (a, b);
             }
-            Step::Child(hp, _) => {
+            Step::Child(hp) => {
                 key = &key[2..];
                 chunk = mm.get(hp);
                 (start, end) = (HEADER, used(chunk));
@@ -327,49 +335,6 @@ pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Opt
                 return (suffix_bytes(mm, chunk, sfx) == &key[2..])
                     .then(|| val_bytes(mm, chunk, v));
             }
-        }
-    }
-}
-
-/// One container on a writer's path.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PathEntry {
-    pub(crate) hp: Hp,
-    /// Key bytes consumed above this container.
-    pub(crate) consumed: usize,
-    /// Offset of this container's pointer in its parent's block (`None` for the root).
-    pub(crate) at: Option<usize>,
-}
-
-/// The containers a write of `key` passes through, root first: the last one is where the
-/// key's path ends (the key ends in it, or leaves it at a missing node, a path-compressed
-/// suffix, or a node that ends the key and has a child container).
-pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<PathEntry> {
-    let mut path = vec![PathEntry {
-        hp: root,
-        consumed: 0,
-        at: None,
-    }];
-    let mut chunk = mm.get(root);
-    let (mut start, mut end) = (HEADER, used(chunk));
-    let mut off = 0;
-    loop {
-        match search(chunk, start, end, &key[off..]) {
-            Step::Embedded(a, b) => {
-                off += 2;
-                (start, end) = (a, b);
-            }
-            Step::Child(hp, at) => {
-                off += 2;
-                path.push(PathEntry {
-                    hp,
-                    consumed: off,
-                    at: Some(at),
-                });
-                chunk = mm.get(hp);
-                (start, end) = (HEADER, used(chunk));
-            }
-            _ => return path,
         }
     }
 }
