@@ -47,6 +47,14 @@ const CHAIN_LEVELS: usize = 24;
 pub(crate) struct Txn {
     new: Vec<Hp>,
     old: Vec<Hp>,
+    /// Chain slots filled by the operation (made void again on abort).
+    new_slots: Vec<Hp>,
+    /// Chains allocated by the operation.
+    new_chains: Vec<Hp>,
+    /// Chain slots to make void at commit.
+    old_slots: Vec<Hp>,
+    /// Chains to free at commit.
+    old_chains: Vec<Hp>,
 }
 
 impl Txn {
@@ -61,10 +69,45 @@ impl Txn {
         self.old.push(hp);
     }
 
+    /// A new chained extended bin (all slots void).
+    pub(crate) fn alloc_chain(&mut self, mm: &mut MemoryManager) -> Result<Hp> {
+        let hp = mm.alloc_chain()?;
+        self.new_chains.push(hp);
+        Ok(hp)
+    }
+
+    /// Gives the void chain slot `slot` a block for `size` bytes.
+    pub(crate) fn fill_slot(
+        &mut self,
+        mm: &mut MemoryManager,
+        slot: Hp,
+        size: usize,
+    ) -> Result<()> {
+        mm.fill_slot(slot, size)?;
+        self.new_slots.push(slot);
+        Ok(())
+    }
+
+    /// Makes chain slot `slot` void at commit.
+    pub(crate) fn retire_slot(&mut self, slot: Hp) {
+        self.old_slots.push(slot);
+    }
+
+    /// Frees the chain `base` at commit.
+    pub(crate) fn retire_chain(&mut self, base: Hp) {
+        self.old_chains.push(base);
+    }
+
     /// Undoes the allocations.
     pub(crate) fn abort(self, mm: &mut MemoryManager) {
         for hp in self.new {
             mm.free(hp);
+        }
+        for hp in self.new_slots {
+            mm.void_slot(hp);
+        }
+        for hp in self.new_chains {
+            mm.free_chain(hp);
         }
     }
 
@@ -72,6 +115,12 @@ impl Txn {
     pub(crate) fn commit(self, mm: &mut MemoryManager) {
         for hp in self.old {
             mm.free(hp);
+        }
+        for hp in self.old_slots {
+            mm.void_slot(hp);
+        }
+        for hp in self.old_chains {
+            mm.free_chain(hp);
         }
     }
 }

@@ -72,6 +72,7 @@ mod iter;
 mod mm;
 mod node;
 mod prep;
+mod split;
 mod write;
 
 use std::ops::{Bound, ControlFlow};

@@ -316,7 +316,7 @@ fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
 /// Looks `key` (non-empty, the first key byte already consumed by the arena) up below the
 /// root container `root`.
 pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Option<&'a [u8]> {
-    let mut chunk = mm.get(root);
+    let mut chunk = mm.get(mm.resolve(root, key[0]));
     let (mut start, mut end) = (HEADER, used(chunk));
     loop {
         match search(chunk, start, end, key) {
@@ -328,7 +328,7 @@ pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Opt
             }
             Step::Child(hp) => {
                 key = &key[2..];
-                chunk = mm.get(hp);
+                chunk = mm.get(mm.resolve(hp, key[0]));
                 (start, end) = (HEADER, used(chunk));
             }
             Step::Pc(sfx, v) => {
@@ -471,8 +471,8 @@ fn events(buf: &[u8], start: usize, end: usize, out: &mut Vec<Ev>) {
 /// holds the key bytes above the root (the arena's first byte); it is used as the key
 /// buffer and restored on return. Iterative (an explicit stack), so a trie as deep as the
 /// longest key (32,768 containers for a 64 KiB key) needs no deep recursion.
-pub(crate) fn walk(
-    mm: &MemoryManager,
+pub(crate) fn walk<'a>(
+    mm: &'a MemoryManager,
     root: Hp,
     prefix: &mut Vec<u8>,
     bound: Bound<&[u8]>,
@@ -510,15 +510,31 @@ pub(crate) fn walk(
             bounded,
         });
     }
-    let chunk = mm.get(root);
-    push(
-        &mut stack,
-        chunk,
-        (HEADER, used(chunk)),
-        base,
-        root_fit == Fit::Partial,
-        desc,
-    );
+    // Pushes the frames of the container `hp` (of every part of a split container, the
+    // first on top when ascending).
+    let push_container = |stack: &mut Vec<Frame<'a>>, hp: Hp, plen: usize, bounded: bool| {
+        let mut parts = [hp; 8];
+        let mut n = 1;
+        if mm.is_chain(hp) {
+            n = 0;
+            for i in 0..8 {
+                if !mm.is_void(hp.slot(i)) {
+                    parts[n] = hp.slot(i);
+                    n += 1;
+                }
+            }
+        }
+        let mut push_one = |p: Hp| {
+            let c = mm.get(p);
+            push(stack, c, (HEADER, used(c)), plen, bounded, desc);
+        };
+        if desc {
+            parts[..n].iter().for_each(|&p| push_one(p));
+        } else {
+            parts[..n].iter().rev().for_each(|&p| push_one(p));
+        }
+    };
+    push_container(&mut stack, root, base, root_fit == Fit::Partial);
     let result = 'outer: loop {
         let Some(f) = stack.last_mut() else {
             break ControlFlow::Continue(());
@@ -561,17 +577,7 @@ pub(crate) fn walk(
                 }
                 let plen = prefix.len();
                 match chunk {
-                    Some(hp) => {
-                        let c = mm.get(hp);
-                        push(
-                            &mut stack,
-                            c,
-                            (HEADER, used(c)),
-                            plen,
-                            f == Fit::Partial,
-                            desc,
-                        );
-                    }
+                    Some(hp) => push_container(&mut stack, hp, plen, f == Fit::Partial),
                     None => push(&mut stack, buf, (start, end), plen, f == Fit::Partial, desc),
                 }
             }

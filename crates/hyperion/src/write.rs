@@ -54,7 +54,10 @@ pub(crate) struct Level {
 /// One container on a writer's path.
 #[derive(Clone, Debug)]
 pub(crate) struct CPath {
+    /// The container (for a split container: the part the key is in).
     pub(crate) hp: Hp,
+    /// What its parent's pointer holds: `hp`, or the chain of a split container.
+    pub(crate) link: Hp,
     /// Offset of this container's pointer in its parent's block (`None` for the root).
     pub(crate) at: Option<usize>,
     /// Its payload levels on the path, outermost first.
@@ -189,8 +192,9 @@ fn locate(buf: &[u8], start: usize, end: usize, k0: u8, k1: Option<u8>) -> Loc {
 /// ends (the key ends in it, or leaves it at a missing node or a path-compressed suffix).
 pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
     let mut path = Vec::new();
-    let (mut hp, mut at, mut off) = (root, None, 0usize);
+    let (mut link, mut at, mut off) = (root, None, 0usize);
     'containers: loop {
+        let hp = mm.resolve(link, key[off]);
         let buf = mm.get(hp);
         let mut levels = vec![Level {
             start: HEADER,
@@ -224,16 +228,36 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
                 }
                 ChildRef::Hp(child, p) => {
                     off += 2;
-                    path.push(CPath { hp, at, levels });
-                    (hp, at) = (child, Some(p));
+                    path.push(CPath {
+                        hp,
+                        link,
+                        at,
+                        levels,
+                    });
+                    (link, at) = (child, Some(p));
                     continue 'containers;
                 }
                 _ => break,
             }
         }
-        path.push(CPath { hp, at, levels });
+        path.push(CPath {
+            hp,
+            link,
+            at,
+            levels,
+        });
         return path;
     }
+}
+
+/// What happens to a container a removal empties.
+enum Retire {
+    /// Freed: its parent's pointer goes.
+    Gone,
+    /// A split container's part whose slot is made void.
+    Voided,
+    /// A split container's first part, kept empty.
+    Keep,
 }
 
 /// What a removal clears at the node its key bytes name.
@@ -251,8 +275,11 @@ impl ArenaInner {
         let mut txn = Txn::default();
         let r = self.store_txn(b, key, v, &mut txn);
         match r {
-            Ok(()) => {
+            Ok(path) => {
                 txn.commit(&mut self.mm);
+                if let Some(path) = path {
+                    self.maybe_split(&path, path.len() - 1);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -262,7 +289,14 @@ impl ArenaInner {
         }
     }
 
-    fn store_txn(&mut self, b: usize, key: &[u8], v: &[u8], txn: &mut Txn) -> Result<()> {
+    /// The insert, recorded in `txn`; returns the path it took (`None` for a new root).
+    fn store_txn(
+        &mut self,
+        b: usize,
+        key: &[u8],
+        v: &[u8],
+        txn: &mut Txn,
+    ) -> Result<Option<Vec<CPath>>> {
         let Some(root) = self.roots[b].hp else {
             let mut ctx = Ctx {
                 old: &[],
@@ -276,7 +310,7 @@ impl ArenaInner {
             ctx.encode(&c, &mut payload)?;
             let hp = ctx.new_container(&payload)?;
             self.roots[b].hp = Some(hp);
-            return Ok(());
+            return Ok(None);
         };
         let path = descend(&self.mm, root, key);
         let ci = path.len() - 1;
@@ -364,7 +398,8 @@ impl ArenaInner {
             }
         }
         let n = path[ci].levels.len();
-        self.apply(txn, &path, ci, n, Splice { a, b: b_end, bytes }, true)
+        self.apply(txn, &path, ci, n, Splice { a, b: b_end, bytes }, true)?;
+        Ok(Some(path))
     }
 
     /// Removes `key` (the trie key below root `b`, non-empty; present). Never fails.
@@ -398,8 +433,16 @@ impl ArenaInner {
                 n -= 1;
                 continue;
             }
-            // The container is empty: free it and clear its parent's pointer.
-            txn.retire(path[ci].hp);
+            // The container is empty: free it and clear its parent's pointer (a part of a
+            // split container only when the whole chain is then empty).
+            match self.retire_container(&mut txn, &path[ci]) {
+                Retire::Gone => {}
+                Retire::Voided => break,
+                Retire::Keep => {
+                    let _ = self.apply(&mut txn, &path, ci, n, sp, false);
+                    break;
+                }
+            }
             if ci == 0 {
                 self.roots[b].hp = None;
                 break;
@@ -408,6 +451,28 @@ impl ArenaInner {
             n = path[ci].levels.len();
         }
         txn.commit(&mut self.mm);
+    }
+
+    /// Retires the container of `c`, which a removal empties; returns whether its parent's
+    /// pointer must go. A part of a split container: a part other than the first is freed
+    /// and its slot made void (its key range falls to the part below); the first part
+    /// stays (empty) while other parts exist; when none remains the whole chain goes.
+    fn retire_container(&mut self, txn: &mut Txn, c: &CPath) -> Retire {
+        if c.hp == c.link && !self.mm.is_chain(c.link) {
+            txn.retire(c.hp);
+            return Retire::Gone;
+        }
+        let (base, slot) = c.hp.chain_of();
+        let others = (1..8).any(|i| i != slot && !self.mm.is_void(base.slot(i)));
+        if others && slot == 0 {
+            return Retire::Keep;
+        }
+        if others || (slot != 0 && used(self.mm.get(base)) > HEADER) {
+            txn.retire_slot(c.hp);
+            return Retire::Voided;
+        }
+        txn.retire_chain(base);
+        Retire::Gone
     }
 
     /// The splice that clears `what` at `sub` in level `l` of container `hp`, pruning the
@@ -635,12 +700,12 @@ impl ArenaInner {
     }
 
     /// Points the parent of `path[i]` (or the trie root) at `to`.
-    fn relink(&mut self, path: &[CPath], i: usize, to: Hp) {
+    pub(crate) fn relink(&mut self, path: &[CPath], i: usize, to: Hp) {
         if i == 0 {
             let r = self
                 .roots
                 .iter_mut()
-                .find(|r| r.hp == Some(path[0].hp))
+                .find(|r| r.hp == Some(path[0].link))
                 .expect("the path starts at a root");
             r.hp = Some(to);
             return;
