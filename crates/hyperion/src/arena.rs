@@ -209,20 +209,35 @@ mod tests {
         assert_eq!(payload(&a, b'x'), [0x40, b'a', 0xA0, b'b']);
         put(&mut a, b"xac", b"1");
         // 'c' is 'b' + 1: delta-encoded (d = 1), no key byte; type 11 and an inline value.
-        assert_eq!(payload(&a, b'x'), [0x40, b'a', 0xA0, b'b', 0xE4, 1, b'1']);
+        // The T-Node now has two S-Nodes: it gets a jump successor (js, bit 1), the
+        // distance to the next T-Node (here the end: 9 bytes), after its key byte.
+        assert_eq!(
+            payload(&a, b'x'),
+            [0x42, b'a', 9, 0, 0xA0, b'b', 0xE4, 1, b'1']
+        );
         put(&mut a, b"xa", b"");
-        // The T-Node now ends a key (type 10).
-        assert_eq!(payload(&a, b'x')[0], 0x80);
+        // The T-Node now ends a key (type 10); its jump is unchanged.
+        assert_eq!(payload(&a, b'x')[..4], [0x82, b'a', 9, 0]);
         // A unique suffix is path compressed (c = 11): [len][suffix][value tag 0].
         put(&mut a, b"xbcdef", b"");
         assert_eq!(
-            payload(&a, b'x')[7..],
+            payload(&a, b'x')[9..],
             [0x44, 0x63, b'c', 3, b'd', b'e', b'f', 0]
         );
+        // Inserting between T-Nodes keeps the jump exact: 'a' gets a third S-Node.
+        put(&mut a, b"xaz", b"");
+        assert_eq!(payload(&a, b'x')[..4], [0x82, b'a', 11, 0]);
+        assert_eq!(payload(&a, b'x')[11], 0x44);
         assert_eq!(a.get(b"xbcdef"), Some(&b""[..]));
         assert_eq!(a.get(b"xac"), Some(&b"1"[..]));
         assert_eq!(a.get(b"xa"), Some(&b""[..]));
         assert_eq!(a.get(b"xad"), None);
+        assert_eq!(a.get(b"xaz"), Some(&b""[..]));
+        // Removing an S-Node updates the jump: 'b' (2 bytes) goes, 'c' is no longer
+        // delta encoded (explicit key byte, +1).
+        a.write(b"xab", &mut |_| Decision::Remove).unwrap();
+        assert_eq!(payload(&a, b'x')[..7], [0x82, b'a', 10, 0, 0xE0, b'c', 1]);
+        assert_eq!(a.get(b"xbcdef"), Some(&b""[..]));
     }
 
     /// Embedded containers, their ejection past 255 bytes, long suffixes, out-of-line

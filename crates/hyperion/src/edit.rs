@@ -1,25 +1,17 @@
-//! Writing containers: a container on a writer's path is decoded into a small tree
-//! ([`Cont`]), changed, and encoded again into an exact-fit block.
+//! Encoding nodes: the S-Node or T-Node a write changes is decoded from a copy of its
+//! bytes ([`decode_snode`], [`decode_tval`]), changed, and encoded again
+//! ([`Ctx::encode_snode`], [`Ctx::encode_tnode`]); new subtrees (a key's first container,
+//! the containers a path-compressed suffix turns into when a second key arrives) are built
+//! as small trees ([`Cont`]) and encoded. `write.rs` splices the result into the
+//! container; no write decodes or encodes a whole container.
 //!
-//! # Why decode and re-encode
+//! # Path-compressed splits
 //!
-//! The paper inserts by shifting the byte array in place (Fig 8). A write here decodes the
-//! one container where the key's path ends — lazily: embedded containers off the key's
-//! path, values and suffixes stay as byte ranges of a copy of the old payload and are
-//! copied back verbatim — applies the change to the tree, and encodes it. Both cost
-//! O(container size) per write; decoding keeps the delta encoding of the following
-//! sibling, the sizes of every enclosing embedded container, ejection and path-compression
-//! splits correct by construction. This is a deviation of method for correctness within
-//! the time this version had; it is not measured against in-place shifting
-//! (`docs/hyperion.md`, "Not built").
-//!
-//! # Ejection (§3.1, Fig 8)
-//!
-//! An embedded container that no longer fits in 255 bytes is ejected when its parent is
-//! encoded: it gets its own block and the S-Node's child becomes a Hyperion Pointer. The
-//! embedded container on an insert's path is also ejected once the top-level container
-//! exceeds the ejection threshold ([`crate::Config::eject_threshold`], the paper's 8 KiB /
-//! 16 KiB).
+//! When a second key arrives under a path-compressed node, the two keys' shared 2-byte
+//! levels become a chain of embedded containers (built bottom-up, every
+//! [`CHAIN_LEVELS`] levels in its own block so that nesting stays bounded), ending in a
+//! container where they part. An embedded container that would not fit in 255 bytes is
+//! given its own block as it is encoded.
 //!
 //! # Failure
 //!

@@ -59,7 +59,9 @@
 //! |---|---|
 //! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
 //! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
-//! | `edit` | decoding a container, changing it, encoding it (ejection, path compression) |
+//! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
+//! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
+//! | `split` | container splits and their chains |
 //! | `arena` | arenas, tries, roots; the locking protocol |
 //! | `prep` | key pre-processing (§3.4) |
 //! | `iter` | [`Iter`] |

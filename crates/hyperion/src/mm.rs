@@ -39,9 +39,17 @@
 //! and heap block is fallible: out of memory is [`Error::OutOfMemory`] and changes nothing.
 //! Chunks of existing bins never fail.
 //!
-//! # Chained extended bins and container splits
+//! # Chained extended bins (§3.2)
 //!
-//! Not built (see `docs/hyperion.md`): containers are never split, so no chained pointers.
+//! Eight consecutive extended-bin chunks, the first at a chunk index that is a multiple of
+//! 8, allocated and freed together ([`MemoryManager::alloc_chain`],
+//! [`MemoryManager::free_chain`]); every slot's eHP carries flag [`FLAG_CHAIN`] (flags bit
+//! 0) and a slot without a block is *void* (heap pointer 0). One Hyperion Pointer (the
+//! first slot's) names the chain; the slots hold the parts of a split container
+//! (`split.rs`), and [`MemoryManager::resolve`] picks the part for a key byte.
+//! An extended block grows and shrinks behind its Hyperion Pointer
+//! ([`MemoryManager::regrow`]: a new heap block, the eHP rewritten), so neither a part nor
+//! any container over 2,016 bytes moves in the trie when its size changes.
 
 use std::collections::BTreeSet;
 use std::ptr::NonNull;
@@ -317,12 +325,15 @@ impl MemoryManager {
             s.metabins.resize_with(mi + 1, || None);
         }
         let m = s.metabins[mi].get_or_insert_with(|| {
-            added += std::mem::size_of::<Metabin>()
-                + BINS_PER_METABIN * std::mem::size_of::<Option<Bin>>();
-            let mut m = Box::<Metabin>::default();
-            m.bins.resize_with(BINS_PER_METABIN, || None);
-            m
+            added += std::mem::size_of::<Metabin>();
+            Box::<Metabin>::default()
         });
+        if m.bins.len() <= bi {
+            // Bin slots are made as bins are opened (lowest ids first), not 256 at once.
+            let before = m.bins.capacity();
+            m.bins.resize_with(bi + 1, || None);
+            added += (m.bins.capacity() - before) * std::mem::size_of::<Option<Bin>>();
+        }
         m.bins[bi] = Some(Bin {
             mem,
             cap: FIRST_CHUNKS,
@@ -425,10 +436,17 @@ impl MemoryManager {
         nonfull[bi / 64] |= 1 << (bi % 64);
         if bin.used == 0 {
             nonfull[bi / 64] &= !(1 << (bi % 64));
-            let m = s.metabins[id / BINS_PER_METABIN].as_mut().expect("mapped");
+            let mi = id / BINS_PER_METABIN;
+            let m = s.metabins[mi].as_mut().expect("mapped");
             let bin = m.bins[bi].take().expect("mapped");
             self.bytes -= bin.mem.bytes() + std::mem::size_of::<[u64; 64]>();
             drop(bin);
+            if m.bins.iter().all(Option::is_none) {
+                // The metabin's last bin: free the metabin too.
+                self.bytes -= std::mem::size_of::<Metabin>()
+                    + m.bins.capacity() * std::mem::size_of::<Option<Bin>>();
+                s.metabins[mi] = None;
+            }
             s.nonfull.remove(&(id as u32));
             if id as u32 + 1 == s.next_id {
                 s.next_id -= 1;
@@ -675,10 +693,12 @@ impl MemoryManager {
         for (i, s) in self.superbins.iter().enumerate() {
             for m in s.metabins.iter().flatten() {
                 st.metadata_bytes += std::mem::size_of::<Metabin>()
-                    + BINS_PER_METABIN * std::mem::size_of::<Option<Bin>>();
+                    + m.bins.capacity() * std::mem::size_of::<Option<Bin>>();
                 for b in m.bins.iter().flatten() {
                     st.metadata_bytes += std::mem::size_of::<[u64; 64]>();
                     if i == 0 {
+                        // Extended-bin chunks (eHPs) count as metadata.
+                        st.metadata_bytes += b.mem.bytes();
                         st.extended += b.used as usize;
                     } else {
                         st.chunks += b.used as usize;

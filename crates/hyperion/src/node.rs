@@ -13,10 +13,15 @@
 //! A container holds 16-bit partial keys as a two-level internal trie: a T-Node for the
 //! first byte, its S-Node children for the second. The paper's header has 19 size bits and
 //! an 8-bit `free` count; here the capacity is known from the Hyperion Pointer (its
-//! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (our
-//! containers hold variable-length values inline and are never split, so they can exceed
-//! the paper's 512 KiB). `J` and `S` (jump-table entries, split delay) are always 0: jump
-//! tables and splits are not built (`docs/hyperion.md`).
+//! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (values
+//! of any length are inline or out of line, and a container that cannot be split — all
+//! its T-Nodes in one 32-key range — may pass the paper's 512 KiB). `S` is the split delay
+//! (`split.rs`); `J` (container jump-table entries / 7) is always 0: jump tables are not
+//! built (`docs/hyperion.md`).
+//!
+//! A container referenced through a chained extended bin is *split* (`split.rs`): the
+//! Hyperion Pointer names up to eight parts, each an ordinary container; a reader picks
+//! the part by the next key byte ([`MemoryManager::resolve`]).
 //!
 //! # Nodes
 //!
@@ -247,6 +252,28 @@ pub(crate) fn parse(buf: &[u8], mut pos: usize, prev: u8) -> Node {
     }
 }
 
+/// The key of the node at `pos` whose previous sibling has key `prev`.
+#[inline]
+pub(crate) fn t_key(buf: &[u8], pos: usize, prev: u8) -> u8 {
+    match (buf[pos] >> 2) & 7 {
+        0 => buf[pos + 1],
+        d => prev.wrapping_add(d),
+    }
+}
+
+/// The jump successor of the T-Node at `pos` (flag bit `js`): the distance in bytes from
+/// its first byte to the next T-Node's (0 stored: none).
+#[inline]
+pub(crate) fn jump_successor(buf: &[u8], pos: usize) -> Option<usize> {
+    let f = buf[pos];
+    if f & 0x20 != 0 || f & 2 == 0 {
+        return None;
+    }
+    let at = pos + 1 + usize::from((f >> 2) & 7 == 0);
+    let d = u16::from_le_bytes([buf[at], buf[at + 1]]) as usize;
+    (d != 0).then_some(d)
+}
+
 /// Where a key's search leaves a payload.
 enum Step {
     /// The key ends at a node with this value.
@@ -271,6 +298,18 @@ fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
     loop {
         if pos >= end {
             return Step::Missing;
+        }
+        let f = buf[pos];
+        if f & 0x20 == 0 && f & 2 != 0 {
+            // A T-Node with a jump successor: skip its S-Nodes if the key is further on.
+            let key = t_key(buf, pos, prev_t);
+            if key < k0
+                && let Some(d) = jump_successor(buf, pos)
+            {
+                prev_t = key;
+                pos += d;
+                continue;
+            }
         }
         let n = parse(buf, pos, prev_t);
         pos = n.next;

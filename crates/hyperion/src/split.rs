@@ -107,6 +107,8 @@ impl ArenaInner {
         upper.extend_from_slice(&buf[pos + 1 + usize::from(explicit_old)..size]);
         let upper_len = upper.len();
         write_header(&mut upper, upper_len);
+        // The first T-Node's header may have changed length: its jump successor too.
+        crate::write::fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
         let chained = self.mm.is_chain(c.link);
         let lower: Option<Vec<u8>> = (!chained).then(|| {
             let mut l = buf[..pos].to_vec();
@@ -273,5 +275,50 @@ mod tests {
         set_used(&mut h, 0x100);
         assert_eq!(split_delay(&h), 2);
         assert_eq!(used(&h), 0x100);
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use crate::arena::{ArenaInner, Decision};
+    use crate::node::{HEADER, jump_successor, parse, used};
+
+    #[test]
+    #[ignore]
+    fn debug_js_count() {
+        let mut a = ArenaInner::new(16 * 1024);
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..4000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut k = x.to_be_bytes();
+            k[0] = b'q';
+            a.write(&k, &mut |_| Decision::Store(k.to_vec())).unwrap();
+        }
+        let root = a.roots[b'q' as usize].hp.unwrap();
+        for i in 0..8 {
+            let hp = if a.mm.is_chain(root) { root.slot(i) } else { root };
+            if a.mm.is_chain(root) && a.mm.is_void(hp) {
+                continue;
+            }
+            let c = a.mm.get(hp);
+            let (mut t, mut js, mut s) = (0, 0, 0);
+            let mut pos = HEADER;
+            while pos < used(c) {
+                let n = parse(c, pos, 0);
+                if n.is_s {
+                    s += 1;
+                } else {
+                    t += 1;
+                    js += usize::from(jump_successor(c, pos).is_some());
+                }
+                pos = n.next;
+            }
+            println!("part {i}: {} bytes, T {t} (js {js}), S {s}", used(c));
+            if !a.mm.is_chain(root) {
+                break;
+            }
+        }
     }
 }

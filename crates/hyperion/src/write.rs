@@ -36,7 +36,9 @@ use orrery_core::api::Result;
 use crate::arena::ArenaInner;
 use crate::edit::{Ctx, SNode, Txn, decode_snode, decode_tval};
 use crate::mm::{Hp, MemoryManager, capacity_for};
-use crate::node::{C_EMB, C_HP, ChildRef, EMBED_MAX, HEADER, parse, set_used, used};
+use crate::node::{
+    C_EMB, C_HP, ChildRef, EMBED_MAX, HEADER, jump_successor, parse, set_used, used,
+};
 
 /// One payload level of a container on a writer's path.
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +51,9 @@ pub(crate) struct Level {
     pub(crate) emb: Option<(usize, usize)>,
     /// Key bytes (of the trie key below the root) consumed above this level.
     pub(crate) off: usize,
+    /// Offset of the T-Node through which the path leaves this level (for the last level
+    /// of a container: 0).
+    pub(crate) t_at: usize,
 }
 
 /// One container on a writer's path.
@@ -70,6 +75,9 @@ pub(crate) struct Splice {
     a: usize,
     b: usize,
     bytes: Vec<u8>,
+    /// Offset of the T-Node (at the splice's level) whose group holds the splice, or
+    /// where the splice starts (a T-Node is inserted or deleted there).
+    t: usize,
 }
 
 /// Header length (flag and key byte) of the node with flag `f`.
@@ -113,6 +121,27 @@ fn rehdr(buf: &[u8], pos: usize, key: u8, prev: u8, out: &mut Vec<u8>) -> usize 
     hdr_len(f)
 }
 
+/// Recomputes the jump successors of the T-Nodes of a container's payload that start in
+/// `[from, until)` (`from` is a T-Node's offset, or the payload's end), in `buf` of
+/// `used` bytes. A distance over 65,535 bytes is stored as 0 (no jump).
+pub(crate) fn fix_jumps(buf: &mut [u8], from: usize, until: usize, used: usize) {
+    let mut pos = from;
+    while pos < used && pos < until {
+        let f = buf[pos];
+        debug_assert!(!is_s(f), "jump fix-ups start at a T-Node");
+        let mut p = parse(buf, pos, 0).next;
+        while p < used && is_s(buf[p]) {
+            p = parse(buf, p, 0).next;
+        }
+        if f & 2 != 0 {
+            let at = pos + hdr_len(f);
+            let d = u16::try_from(p - pos).unwrap_or(0);
+            buf[at..at + 2].copy_from_slice(&d.to_le_bytes());
+        }
+        pos = p;
+    }
+}
+
 /// Where a key's first two bytes are in a payload level.
 struct Loc {
     /// Key of the previous T-Node (0 if none).
@@ -146,7 +175,10 @@ fn locate(buf: &[u8], start: usize, end: usize, k0: u8, k1: Option<u8>) -> Loc {
         let key = key_at(buf, pos, prev_t);
         if key < k0 {
             prev_t = key;
-            pos = parse(buf, pos, 0).next;
+            pos = match jump_successor(buf, pos) {
+                Some(d) => pos + d,
+                None => parse(buf, pos, 0).next,
+            };
             continue;
         }
         if key > k0 {
@@ -201,6 +233,7 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
             end: used(buf),
             emb: None,
             off,
+            t_at: 0,
         }];
         loop {
             let l = *levels.last().expect("a level");
@@ -216,6 +249,9 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
                 break;
             };
             let n = parse(buf, ss, 0);
+            if matches!(n.child, ChildRef::Emb(..) | ChildRef::Hp(..)) {
+                levels.last_mut().expect("a level").t_at = loc.ts;
+            }
             match n.child {
                 ChildRef::Emb(a, b) => {
                     off += 2;
@@ -224,6 +260,7 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
                         end: b,
                         emb: Some((ss, a - 1)),
                         off,
+                        t_at: 0,
                     });
                 }
                 ChildRef::Hp(child, p) => {
@@ -318,12 +355,30 @@ impl ArenaInner {
         let sub = &key[l.off..];
         let buf = self.mm.get(path[ci].hp);
         let loc = locate(buf, l.start, l.end, sub[0], sub.get(1).copied());
+        let n = path[ci].levels.len();
+        // Jump successors (§3.3) are kept on the T-Nodes of a container's own payload
+        // (embedded containers are at most 255 bytes): a T-Node gets one when its second
+        // S-Node arrives (the paper's default threshold, 2).
+        let add_js = n == 1
+            && matches!((&loc.t_end, &loc.s), (Some(te), Some(SLoc { se: None, .. }))
+                if buf[loc.ts] & 2 == 0 && *te < l.end && is_s(buf[*te]));
         // Copy what the plan reads of the block, so the block is not borrowed while the
         // context allocates.
         let (a, b_end, scratch, next) = match (&loc.t_end, &loc.s) {
             (Some(te), _) if sub.len() == 1 => (loc.ts, *te, buf[loc.ts..*te].to_vec(), None),
             (Some(_), Some(s)) => match s.se {
                 Some(se) => (s.ss, se, buf[s.ss..se].to_vec(), None),
+                None if add_js => {
+                    // The T-Node gets its second S-Node: re-encode it with a jump
+                    // successor (set after the splice), its S-Nodes before `ss` follow.
+                    let next = (s.ss < l.end && is_s(buf[s.ss])).then(|| {
+                        let k = key_at(buf, s.ss, s.prev_s);
+                        let mut h = Vec::new();
+                        let n = rehdr(buf, s.ss, k, sub[1], &mut h);
+                        (n, h)
+                    });
+                    (loc.ts, s.ss, buf[loc.ts..s.ss].to_vec(), next)
+                }
                 None => {
                     let next = (s.ss < l.end && is_s(buf[s.ss])).then(|| {
                         let k = key_at(buf, s.ss, s.prev_s);
@@ -370,6 +425,15 @@ impl ArenaInner {
                 );
             }
             (Some(_), Some(s)) => {
+                if add_js {
+                    let f = scratch[0];
+                    let h = hdr_len(f);
+                    bytes.extend_from_slice(&scratch[..h]);
+                    bytes[0] |= 2;
+                    bytes.extend_from_slice(&[0, 0]);
+                    bytes.extend_from_slice(&scratch[h..]);
+                    debug_assert_eq!(bytes.len(), scratch.len() + 2);
+                }
                 let mut sn = match s.se {
                     Some(_) => decode_snode(&scratch, s.prev_s),
                     None => SNode::empty(sub[1]),
@@ -397,8 +461,20 @@ impl ArenaInner {
                 }
             }
         }
-        let n = path[ci].levels.len();
-        self.apply(txn, &path, ci, n, Splice { a, b: b_end, bytes }, true)?;
+        let t = loc.ts;
+        self.apply(
+            txn,
+            &path,
+            ci,
+            n,
+            Splice {
+                a,
+                b: b_end,
+                bytes,
+                t,
+            },
+            true,
+        )?;
         Ok(Some(path))
     }
 
@@ -500,6 +576,7 @@ impl ArenaInner {
                 a: loc.ts,
                 b,
                 bytes: std::mem::take(bytes),
+                t: loc.ts,
             }
         };
         let scratch_t = buf[loc.ts..t_end].to_vec();
@@ -535,7 +612,12 @@ impl ArenaInner {
                 &None,
                 &mut bytes,
             );
-            return Some(Splice { a, b, bytes });
+            return Some(Splice {
+                a,
+                b,
+                bytes,
+                t: loc.ts,
+            });
         }
         let s = loc.s?;
         let se = s.se?;
@@ -572,6 +654,7 @@ impl ArenaInner {
                 a: s.ss,
                 b: se,
                 bytes,
+                t: loc.ts,
             });
         }
         if let Some(sp) = t_sp {
@@ -582,7 +665,12 @@ impl ArenaInner {
             b += n;
             bytes = h;
         }
-        Some(Splice { a: s.ss, b, bytes })
+        Some(Splice {
+            a: s.ss,
+            b,
+            bytes,
+            t: loc.ts,
+        })
     }
 
     /// Applies splice `sp` to level `n - 1` of container `path[ci]`: ejects embedded
@@ -640,6 +728,7 @@ impl ArenaInner {
                 a: flag_at,
                 b: l.end,
                 bytes,
+                t: levels[j - 1].t_at,
             };
             n = j;
         }
@@ -666,6 +755,14 @@ impl ArenaInner {
                 dst[size_at] = ((l.end - l.start) as isize + delta + 1) as u8;
             }
             set_used(dst, new_used);
+            // The jump successors of the T-Nodes whose groups the splice changed.
+            let top_t = if n == 1 { sp.t } else { levels[0].t_at };
+            let until = if n == 1 {
+                sp.a + sp.bytes.len()
+            } else {
+                top_t + 1
+            };
+            fix_jumps(dst, top_t, until, new_used);
         };
         if fits {
             write(&[], self.mm.get_mut(hp), true);
@@ -712,5 +809,67 @@ impl ArenaInner {
         }
         let at = path[i].at.expect("a child container has a parent pointer");
         self.mm.get_mut(path[i - 1].hp)[at..at + Hp::BYTES].copy_from_slice(&to.to_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::Decision;
+
+    /// Every jump successor in the payload `buf[HEADER..used]` is the exact distance to
+    /// the next T-Node.
+    fn jumps_exact(buf: &[u8]) -> bool {
+        let used = used(buf);
+        let mut pos = HEADER;
+        while pos < used {
+            let f = buf[pos];
+            let mut p = parse(buf, pos, 0).next;
+            while p < used && is_s(buf[p]) {
+                p = parse(buf, p, 0).next;
+            }
+            if let Some(d) = jump_successor(buf, pos)
+                && d != p - pos
+            {
+                return false;
+            }
+            assert!(!is_s(f));
+            pos = p;
+        }
+        true
+    }
+
+    /// Random inserts, upserts and removes in one trie: after every write every jump
+    /// successor of every container on the key's path is exact, and every key reads back.
+    #[test]
+    fn write_jump_successors_stay_exact() {
+        let mut a = ArenaInner::new(16 * 1024);
+        let mut model = std::collections::BTreeMap::new();
+        let mut x = 0x1234_5678u32;
+        let ops = if cfg!(miri) { 300 } else { 5000 };
+        for i in 0..ops {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let len = 2 + (x % 4) as usize;
+            let mut k = vec![b'j'];
+            k.extend((0..len).map(|j| ((x >> (j * 3)) & 0x1F) as u8 * 3));
+            if x.is_multiple_of(5) {
+                a.write(&k, &mut |_| Decision::Remove).unwrap();
+                model.remove(&k);
+            } else {
+                let v = (i as u32).to_le_bytes()[..(x % 5) as usize].to_vec();
+                a.write(&k, &mut |_| Decision::Store(v.clone())).unwrap();
+                model.insert(k.clone(), v);
+            }
+            if let Some(root) = a.roots[b'j' as usize].hp {
+                for c in descend(&a.mm, root, &k[1..]) {
+                    assert!(jumps_exact(a.mm.get(c.hp)), "op {i}");
+                }
+            }
+        }
+        for (k, v) in &model {
+            assert_eq!(a.get(k), Some(&v[..]));
+        }
     }
 }
