@@ -62,12 +62,14 @@
 //! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
 //! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
 //! | `split` | container splits and their chains |
+//! | `cjt` | container jump tables |
 //! | `arena` | arenas, tries, roots; the locking protocol |
 //! | `prep` | key pre-processing (§3.4) |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
 mod arena;
+mod cjt;
 mod config;
 mod edit;
 mod iter;

@@ -55,6 +55,7 @@
 
 use std::ops::{Bound, ControlFlow};
 
+use crate::cjt;
 use crate::mm::{Hp, MemoryManager};
 
 /// Largest value stored inline.
@@ -288,12 +289,13 @@ enum Step {
     Pc(Suffix, ValRef),
 }
 
-/// Searches a payload `buf[start..end]` for `key` (non-empty).
+/// Searches a payload `buf[start..end]` for `key` (non-empty), from the T-Node at `start`
+/// whose previous sibling's key is `prev_t`.
 #[inline]
-fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
+fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step {
     let (k0, k1) = (key[0], key.get(1).copied());
     let mut pos = start;
-    let mut prev_t = 0u8;
+    let mut prev_t = prev_t;
     // Find the T-Node.
     loop {
         if pos >= end {
@@ -356,19 +358,21 @@ fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
 /// root container `root`.
 pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Option<&'a [u8]> {
     let mut chunk = mm.get(mm.resolve(root, key[0]));
-    let (mut start, mut end) = (HEADER, used(chunk));
+    let (mut start, mut prev) = cjt::seek(chunk, key[0]);
+    let mut end = used(chunk);
     loop {
-        match search(chunk, start, end, key) {
+        match search(chunk, start, prev, end, key) {
             Step::Found(v) => return Some(val_bytes(mm, chunk, v)),
             Step::Missing => return None,
             Step::Embedded(a, b) => {
                 key = &key[2..];
-                (start, end) = (a, b);
+                (start, prev, end) = (a, 0, b);
             }
             Step::Child(hp) => {
                 key = &key[2..];
                 chunk = mm.get(mm.resolve(hp, key[0]));
-                (start, end) = (HEADER, used(chunk));
+                (start, prev) = cjt::seek(chunk, key[0]);
+                end = used(chunk);
             }
             Step::Pc(sfx, v) => {
                 return (suffix_bytes(mm, chunk, sfx) == &key[2..])
@@ -565,7 +569,14 @@ pub(crate) fn walk<'a>(
         }
         let mut push_one = |p: Hp| {
             let c = mm.get(p);
-            push(stack, c, (HEADER, used(c)), plen, bounded, desc);
+            push(
+                stack,
+                c,
+                (cjt::payload_start(c), used(c)),
+                plen,
+                bounded,
+                desc,
+            );
         };
         if desc {
             parts[..n].iter().for_each(|&p| push_one(p));

@@ -26,6 +26,7 @@
 //! the cut; a part of a chain is cut in two, the upper half going to the cut's slot.
 
 use crate::arena::ArenaInner;
+use crate::cjt::payload_start;
 use crate::edit::Txn;
 use crate::mm::{Hp, MemoryManager};
 use crate::node::{HEADER, parse, set_used, used, write_header};
@@ -52,10 +53,11 @@ pub(crate) fn set_split_delay(chunk: &mut [u8], s: usize) {
 /// 32-key range whose start balances the parts best, and that range's slot; `None` when
 /// all T-Nodes are in one range.
 pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
-    let mut pos = HEADER;
+    let ps = payload_start(buf);
+    let mut pos = ps;
     let (mut prev, mut prev_slot) = (0u8, None);
     let mut best: Option<(usize, usize, u8)> = None;
-    let score = |p: usize| (p - HEADER).abs_diff(used - p);
+    let score = |p: usize| (p - ps).abs_diff(used - p);
     while pos < used {
         let f = buf[pos];
         let n = parse(buf, pos, prev);
@@ -88,8 +90,8 @@ impl ArenaInner {
             return;
         }
         let cut = best_cut(buf, size);
-        let Some((pos, slot, key)) =
-            cut.filter(|&(p, _, _)| (p - HEADER).min(size - p) >= SPLIT_MIN)
+        let ps = payload_start(buf);
+        let Some((pos, slot, key)) = cut.filter(|&(p, _, _)| (p - ps).min(size - p) >= SPLIT_MIN)
         else {
             set_split_delay(self.mm.get_mut(c.hp), delay + 1);
             return;
@@ -110,9 +112,13 @@ impl ArenaInner {
         // The first T-Node's header may have changed length: its jump successor too.
         crate::write::fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
         let chained = self.mm.is_chain(c.link);
+        // The lower part: the payload before the cut, without the jump table (both parts
+        // start without one; writers rebuild them as needed).
+        let lower_len = HEADER + pos - ps;
         let lower: Option<Vec<u8>> = (!chained).then(|| {
-            let mut l = buf[..pos].to_vec();
-            write_header(&mut l, pos);
+            let mut l = vec![0u8; HEADER];
+            l.extend_from_slice(&buf[ps..pos]);
+            write_header(&mut l, lower_len);
             l
         });
         let mut txn = Txn::default();
@@ -136,12 +142,18 @@ impl ArenaInner {
         };
         if chained {
             // The part keeps its lower half: shrink it to its exact fit if possible.
-            let r = self.mm.regrow(c.hp, pos, |src, dst| {
-                dst[..pos].copy_from_slice(&src[..pos]);
-                set_used(dst, pos);
+            // Its jump table goes (its entries may name T-Nodes of the upper part).
+            let r = self.mm.regrow(c.hp, lower_len, |src, dst| {
+                dst[..HEADER].copy_from_slice(&src[..HEADER]);
+                dst[3] &= !7;
+                dst[HEADER..lower_len].copy_from_slice(&src[ps..pos]);
+                set_used(dst, lower_len);
             });
             if r.is_err() {
-                set_used(self.mm.get_mut(c.hp), pos);
+                let blk = self.mm.get_mut(c.hp);
+                blk.copy_within(ps..pos, HEADER);
+                blk[3] &= !7;
+                set_used(blk, lower_len);
             }
         } else {
             txn.retire(c.hp);
@@ -209,9 +221,9 @@ mod tests {
             assert!(size < SPLIT_A + SPLIT_B, "part {i} holds {size} bytes");
             // Every T-Node of part i is in its key range, the first delta encoded from 0.
             let next = parts.iter().find(|&&j| j > i).copied().unwrap_or(8);
-            let first = parse(c, HEADER, 0);
+            let first = parse(c, payload_start(c), 0);
             assert!(!first.is_s);
-            let mut pos = HEADER;
+            let mut pos = payload_start(c);
             let mut prev = 0;
             while pos < size {
                 let n = parse(c, pos, prev);
@@ -281,7 +293,8 @@ mod tests {
 #[cfg(test)]
 mod debug_tests {
     use crate::arena::{ArenaInner, Decision};
-    use crate::node::{HEADER, jump_successor, parse, used};
+    use crate::cjt::payload_start;
+    use crate::node::{jump_successor, parse, used};
 
     #[test]
     #[ignore]
@@ -298,13 +311,17 @@ mod debug_tests {
         }
         let root = a.roots[b'q' as usize].hp.unwrap();
         for i in 0..8 {
-            let hp = if a.mm.is_chain(root) { root.slot(i) } else { root };
+            let hp = if a.mm.is_chain(root) {
+                root.slot(i)
+            } else {
+                root
+            };
             if a.mm.is_chain(root) && a.mm.is_void(hp) {
                 continue;
             }
             let c = a.mm.get(hp);
             let (mut t, mut js, mut s) = (0, 0, 0);
-            let mut pos = HEADER;
+            let mut pos = payload_start(c);
             while pos < used(c) {
                 let n = parse(c, pos, 0);
                 if n.is_s {

@@ -34,11 +34,10 @@
 use orrery_core::api::Result;
 
 use crate::arena::ArenaInner;
+use crate::cjt::{self, TMove};
 use crate::edit::{Ctx, SNode, Txn, decode_snode, decode_tval};
 use crate::mm::{Hp, MemoryManager, capacity_for};
-use crate::node::{
-    C_EMB, C_HP, ChildRef, EMBED_MAX, HEADER, jump_successor, parse, set_used, used,
-};
+use crate::node::{C_EMB, C_HP, ChildRef, EMBED_MAX, jump_successor, parse, set_used, used};
 
 /// One payload level of a container on a writer's path.
 #[derive(Clone, Copy, Debug)]
@@ -78,6 +77,8 @@ pub(crate) struct Splice {
     /// Offset of the T-Node (at the splice's level) whose group holds the splice, or
     /// where the splice starts (a T-Node is inserted or deleted there).
     t: usize,
+    /// What became of the T-Node at `a` (for the container jump table).
+    tmove: TMove,
 }
 
 /// Header length (flag and key byte) of the node with flag `f`.
@@ -152,6 +153,8 @@ struct Loc {
     t_end: Option<usize>,
     /// The S-Node (if the key has a second byte and the T-Node exists).
     s: Option<SLoc>,
+    /// T-Nodes passed (after the jump table's entry).
+    hops: usize,
 }
 
 struct SLoc {
@@ -162,10 +165,15 @@ struct SLoc {
     se: Option<usize>,
 }
 
-/// Finds `k0` (and `k1`) in the payload `buf[start..end]`.
-fn locate(buf: &[u8], start: usize, end: usize, k0: u8, k1: Option<u8>) -> Loc {
-    let mut pos = start;
-    let mut prev_t = 0u8;
+/// Finds `k0` (and `k1`) in the payload level `l` of `buf` (a container's own payload
+/// is entered through its jump table).
+fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
+    let (start, end) = (l.start, l.end);
+    let (mut pos, mut prev_t) = match l.emb {
+        None => cjt::seek_before(buf, k0),
+        Some(_) => (start, 0),
+    };
+    let mut hops = 0;
     while pos < end {
         let f = buf[pos];
         if is_s(f) {
@@ -175,6 +183,7 @@ fn locate(buf: &[u8], start: usize, end: usize, k0: u8, k1: Option<u8>) -> Loc {
         let key = key_at(buf, pos, prev_t);
         if key < k0 {
             prev_t = key;
+            hops += 1;
             pos = match jump_successor(buf, pos) {
                 Some(d) => pos + d,
                 None => parse(buf, pos, 0).next,
@@ -209,6 +218,7 @@ fn locate(buf: &[u8], start: usize, end: usize, k0: u8, k1: Option<u8>) -> Loc {
             ts,
             t_end: Some(t_end),
             s,
+            hops,
         };
     }
     Loc {
@@ -216,6 +226,7 @@ fn locate(buf: &[u8], start: usize, end: usize, k0: u8, k1: Option<u8>) -> Loc {
         ts: pos,
         t_end: None,
         s: None,
+        hops,
     }
 }
 
@@ -229,7 +240,7 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
         let hp = mm.resolve(link, key[off]);
         let buf = mm.get(hp);
         let mut levels = vec![Level {
-            start: HEADER,
+            start: cjt::payload_start(buf),
             end: used(buf),
             emb: None,
             off,
@@ -241,7 +252,7 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
             if sub.len() < 3 {
                 break;
             }
-            let loc = locate(buf, l.start, l.end, sub[0], Some(sub[1]));
+            let loc = locate(buf, &l, sub[0], Some(sub[1]));
             let Some(SLoc {
                 ss, se: Some(_), ..
             }) = loc.s
@@ -354,7 +365,7 @@ impl ArenaInner {
         let l = *path[ci].levels.last().expect("a level");
         let sub = &key[l.off..];
         let buf = self.mm.get(path[ci].hp);
-        let loc = locate(buf, l.start, l.end, sub[0], sub.get(1).copied());
+        let loc = locate(buf, &l, sub[0], sub.get(1).copied());
         let n = path[ci].levels.len();
         // Jump successors (§3.3) are kept on the T-Nodes of a container's own payload
         // (embedded containers are at most 255 bytes): a T-Node gets one when its second
@@ -462,6 +473,15 @@ impl ArenaInner {
             }
         }
         let t = loc.ts;
+        let tmove = match (&loc.t_end, &loc.s) {
+            (Some(_), _) if sub.len() == 1 => TMove::Keep,
+            (Some(_), Some(_)) if add_js => TMove::Keep,
+            (Some(_), Some(_)) => TMove::Before,
+            _ => match &next {
+                Some((_, h)) => TMove::Insert(bytes.len() - h.len()),
+                None => TMove::Before,
+            },
+        };
         self.apply(
             txn,
             &path,
@@ -472,9 +492,13 @@ impl ArenaInner {
                 b: b_end,
                 bytes,
                 t,
+                tmove,
             },
             true,
         )?;
+        if loc.hops >= cjt::REBUILD_HOPS {
+            self.rebuild_cjt(path[ci].hp);
+        }
         Ok(Some(path))
     }
 
@@ -543,7 +567,8 @@ impl ArenaInner {
         if others && slot == 0 {
             return Retire::Keep;
         }
-        if others || (slot != 0 && used(self.mm.get(base)) > HEADER) {
+        let first = self.mm.get(base);
+        if others || (slot != 0 && used(first) > cjt::payload_start(first)) {
             txn.retire_slot(c.hp);
             return Retire::Voided;
         }
@@ -562,21 +587,24 @@ impl ArenaInner {
         what: Clear,
     ) -> Option<Splice> {
         let buf = self.mm.get(hp);
-        let loc = locate(buf, l.start, l.end, sub[0], sub.get(1).copied());
+        let loc = locate(buf, &l, sub[0], sub.get(1).copied());
         let t_end = loc.t_end?;
         let mut bytes = Vec::new();
         // Deleting the whole T-Node `[ts, end)`: the next T-Node's header is re-encoded.
         let drop_t = |end: usize, bytes: &mut Vec<u8>| {
             let mut b = end;
+            let mut next = None;
             if end < l.end {
                 let k = key_at(buf, end, key_at(buf, loc.ts, loc.prev_t));
                 b += rehdr(buf, end, k, loc.prev_t, bytes);
+                next = Some(k);
             }
             Splice {
                 a: loc.ts,
                 b,
                 bytes: std::mem::take(bytes),
                 t: loc.ts,
+                tmove: TMove::Delete(next),
             }
         };
         let scratch_t = buf[loc.ts..t_end].to_vec();
@@ -617,6 +645,7 @@ impl ArenaInner {
                 b,
                 bytes,
                 t: loc.ts,
+                tmove: TMove::Keep,
             });
         }
         let s = loc.s?;
@@ -655,6 +684,7 @@ impl ArenaInner {
                 b: se,
                 bytes,
                 t: loc.ts,
+                tmove: TMove::Before,
             });
         }
         if let Some(sp) = t_sp {
@@ -670,6 +700,7 @@ impl ArenaInner {
             b,
             bytes,
             t: loc.ts,
+            tmove: TMove::Before,
         })
     }
 
@@ -729,6 +760,7 @@ impl ArenaInner {
                 b: l.end,
                 bytes,
                 t: levels[j - 1].t_at,
+                tmove: TMove::Before,
             };
             n = j;
         }
@@ -755,6 +787,8 @@ impl ArenaInner {
                 dst[size_at] = ((l.end - l.start) as isize + delta + 1) as u8;
             }
             set_used(dst, new_used);
+            let tmove = if n == 1 { sp.tmove } else { TMove::Before };
+            cjt::shift(dst, sp.a, sp.b, delta, tmove);
             // The jump successors of the T-Nodes whose groups the splice changed.
             let top_t = if n == 1 { sp.t } else { levels[0].t_at };
             let until = if n == 1 {
@@ -821,9 +855,13 @@ mod tests {
     /// the next T-Node.
     fn jumps_exact(buf: &[u8]) -> bool {
         let used = used(buf);
-        let mut pos = HEADER;
+        let mut pos = cjt::payload_start(buf);
+        let mut prev = 0;
+        let mut ts = Vec::new();
         while pos < used {
             let f = buf[pos];
+            ts.push((crate::node::t_key(buf, pos, prev), pos));
+            prev = ts.last().unwrap().0;
             let mut p = parse(buf, pos, 0).next;
             while p < used && is_s(buf[p]) {
                 p = parse(buf, p, 0).next;
@@ -836,7 +874,10 @@ mod tests {
             assert!(!is_s(f));
             pos = p;
         }
-        true
+        // Every container jump-table entry names a T-Node with its key, ascending.
+        let entries = cjt::entries(buf);
+        assert!(entries.is_sorted(), "{entries:?}");
+        entries.iter().all(|e| ts.contains(e))
     }
 
     /// Random inserts, upserts and removes in one trie: after every write every jump
@@ -846,6 +887,7 @@ mod tests {
         let mut a = ArenaInner::new(16 * 1024);
         let mut model = std::collections::BTreeMap::new();
         let mut x = 0x1234_5678u32;
+        let mut tables = 0;
         let ops = if cfg!(miri) { 300 } else { 5000 };
         for i in 0..ops {
             x ^= x << 13;
@@ -865,11 +907,15 @@ mod tests {
             if let Some(root) = a.roots[b'j' as usize].hp {
                 for c in descend(&a.mm, root, &k[1..]) {
                     assert!(jumps_exact(a.mm.get(c.hp)), "op {i}");
+                    tables += usize::from(cjt::groups(a.mm.get(c.hp)) > 0);
                 }
             }
         }
         for (k, v) in &model {
             assert_eq!(a.get(k), Some(&v[..]));
         }
+        let root = a.roots[b'j' as usize].hp.unwrap();
+        assert!(tables > 0, "some container had a jump table");
+        let _ = root;
     }
 }
