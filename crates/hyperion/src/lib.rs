@@ -7,8 +7,10 @@
 //! steps (§3.1). Sibling keys are delta encoded, small child containers are *embedded* in
 //! their parent's bytes (and ejected when they outgrow 255 bytes), unique suffixes are
 //! *path compressed*, and containers are addressed by 5-byte *Hyperion Pointers* into a
-//! memory manager of superbins, metabins, bins and chunks (§3.2). Searches scan containers
-//! linearly; range scans read containers front to back.
+//! memory manager of superbins, metabins, bins and chunks (§3.2). Writes shift a
+//! container's bytes in place; large containers are split vertically into up to eight parts
+//! behind a chained pointer; searches enter a container through its jump table and skip
+//! T-Node groups by their jump successors (§3.3); range scans read containers front to back.
 //!
 //! # Usage
 //!

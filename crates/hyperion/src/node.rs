@@ -16,8 +16,8 @@
 //! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (values
 //! of any length are inline or out of line, and a container that cannot be split — all
 //! its T-Nodes in one 32-key range — may pass the paper's 512 KiB). `S` is the split delay
-//! (`split.rs`); `J` (container jump-table entries / 7) is always 0: jump tables are not
-//! built (`docs/hyperion.md`).
+//! (`split.rs`); `J` the number of 7-entry groups of the container jump table that follows
+//! the header (`cjt.rs`), the payload starting after it.
 //!
 //! A container referenced through a chained extended bin is *split* (`split.rs`): the
 //! Hyperion Pointer names up to eight parts, each an ordinary container; a reader picks
@@ -26,7 +26,7 @@
 //! # Nodes
 //!
 //! ```text
-//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [value if t = 11]
+//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [u16 jump if js] [value if t = 11]
 //! S-Node: [t:2 k=1 d:3 c:2]       [key byte if d = 0] [value if t = 11] [child]
 //! ```
 //!
@@ -34,7 +34,10 @@
 //! key ends here and its value follows (the paper's "leaf without / with value"; a T-Node
 //! may both end a key and have S-Node children). `d`: delta encoding — `1..=7` is the key
 //! byte's distance from the previous sibling's (from 0 for the first sibling), `0` means
-//! the key byte follows. `js`/`jt`: jump successor / jump table present (never set here).
+//! the key byte follows. `js`: a jump successor follows, the u16 LE distance from this
+//! T-Node's first byte to the next T-Node's (0: none), kept on the T-Nodes of a
+//! container's own payload (`write.rs`); `jt`: T-Node jump table present (30 bytes; never
+//! set: not built).
 //! `c`: `00` no child, `01` a 5-byte Hyperion Pointer to a child container follows, `10` an
 //! embedded container follows (`[size u8 = 1 + payload length][payload]`, at most 255
 //! bytes, same format as a container's payload), `11` a path-compressed suffix follows.

@@ -1,10 +1,16 @@
 //! Opt-in measurement (not a test of speed or size): where `memory_usage()` goes for random
 //! 64-bit keys with 8-byte values, per configuration. Run with
-//! `HYP_KEYS=1000000 cargo test -p orrery-hyperion --release --test mem_breakdown -- --ignored --nocapture`.
+//! `HYP_KEYS=1000000 cargo test -p orrery-hyperion --release --test mem_breakdown -- --ignored --nocapture`
+//! (random keys; `HYP_SEQ=1` for sequential keys `0, 1, 2, …` big-endian). The load and
+//! lookup times it prints are one run's wall time, for orientation only; comparisons
+//! belong to orrery-bench.
 
 use orrery_hyperion::{Config, Hyperion};
 
 fn keys(n: usize) -> Vec<[u8; 8]> {
+    if std::env::var("HYP_SEQ").is_ok() {
+        return (0..n as u64).map(u64::to_be_bytes).collect();
+    }
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     (0..n)
         .map(|_| {
