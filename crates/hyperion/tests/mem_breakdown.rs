@@ -1,7 +1,8 @@
 //! Opt-in measurement (not a test of speed or size): where `memory_usage()` goes for random
 //! 64-bit keys with 8-byte values, per configuration. Run with
 //! `HYP_KEYS=1000000 cargo test -p orrery-hyperion --release --test mem_breakdown -- --ignored --nocapture`
-//! (random keys; `HYP_SEQ=1` for sequential keys `0, 1, 2, …` big-endian). The load and
+//! (random keys; `HYP_SEQ=1` for sequential keys `0, 1, 2, …` big-endian; `HYP_EJECT`
+//! sets the ejection threshold). The load and
 //! lookup times it prints are one run's wall time, for orientation only; comparisons
 //! belong to orrery-bench.
 
@@ -30,10 +31,15 @@ fn mem_breakdown_random_u64() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let ks = keys(n);
+    let eject: usize = std::env::var("HYP_EJECT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(16 * 1024);
     for (arenas, prep) in [(16, false), (1, false), (16, true), (1, true)] {
         let h = Hyperion::with_config(
             Config::builder()
                 .arenas(arenas)
+                .eject_threshold(eject)
                 .preprocess(prep)
                 .build()
                 .unwrap(),
