@@ -785,6 +785,48 @@ mod tests {
         assert_eq!(mm.stats().extended_bytes, 0);
     }
 
+    /// An extended block regrows behind the same Hyperion Pointer (content kept, new
+    /// capacity); a chained extended bin resolves keys to the nearest non-void slot at or
+    /// below `k / 32`, and frees everything.
+    #[test]
+    fn mm_regrow_and_chains() {
+        let mut mm = MemoryManager::new();
+        let base_bytes = mm.bytes();
+        let hp = mm.alloc(3000).unwrap();
+        mm.get_mut(hp)[..3000].fill(7);
+        mm.regrow(hp, 9000, |src, dst| {
+            dst[..3000].copy_from_slice(&src[..3000])
+        })
+        .unwrap();
+        assert_eq!(mm.capacity(hp), extended_capacity(9000));
+        assert!(mm.get(hp)[..3000].iter().all(|&b| b == 7));
+        assert!(mm.get(hp)[3000..9000].iter().all(|&b| b == 0));
+        mm.regrow(hp, 2100, |src, dst| {
+            dst[..2100].copy_from_slice(&src[..2100])
+        })
+        .unwrap();
+        assert_eq!(mm.capacity(hp), extended_capacity(2100));
+        let chain = mm.alloc_chain().unwrap();
+        assert!(mm.is_chain(chain) && !mm.is_chain(hp));
+        assert_eq!(chain.chain_of(), (chain, 0));
+        mm.fill_slot(chain.slot(0), 2500).unwrap();
+        mm.fill_slot(chain.slot(5), 3000).unwrap();
+        mm.get_mut(chain.slot(5))[0] = 5;
+        assert_eq!(mm.resolve(chain, 0), chain.slot(0));
+        assert_eq!(mm.resolve(chain, 159), chain.slot(0));
+        assert_eq!(mm.resolve(chain, 160), chain.slot(5));
+        assert_eq!(mm.resolve(chain, 255), chain.slot(5));
+        assert_eq!(mm.get(mm.resolve(chain, 200))[0], 5);
+        assert_eq!(chain.slot(5).chain_of(), (chain, 5));
+        mm.void_slot(chain.slot(5));
+        assert!(mm.is_void(chain.slot(5)));
+        assert_eq!(mm.resolve(chain, 255), chain.slot(0));
+        mm.free_chain(chain);
+        mm.free(hp);
+        assert_eq!(mm.bytes(), base_bytes);
+        assert_eq!(mm.stats().extended, 0);
+    }
+
     #[test]
     fn mm_fills_a_bin_and_opens_the_next() {
         let mut mm = MemoryManager::new();

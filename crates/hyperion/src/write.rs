@@ -914,8 +914,7 @@ mod tests {
         for (k, v) in &model {
             assert_eq!(a.get(k), Some(&v[..]));
         }
-        let root = a.roots[b'j' as usize].hp.unwrap();
-        assert!(tables > 0, "some container had a jump table");
-        let _ = root;
+        // Miri runs too few writes for a container to pass 2,016 bytes.
+        assert!(cfg!(miri) || tables > 0, "some container had a jump table");
     }
 }
