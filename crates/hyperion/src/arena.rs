@@ -22,9 +22,10 @@ use std::ops::{Bound, ControlFlow};
 
 use orrery_core::api::Result;
 
-use crate::edit::{Ctx, Txn, decode, exact_fit, new_val};
 use crate::mm::{Hp, MemoryManager};
-use crate::node::{self, HEADER, PathEntry, used, write_header};
+use crate::node::{self};
+#[cfg(test)]
+use crate::node::{HEADER, used};
 
 /// A writer's decision on the current value (read-modify-write).
 pub(crate) enum Decision {
@@ -39,18 +40,18 @@ pub(crate) enum Decision {
 /// One trie's root.
 #[derive(Default)]
 pub(crate) struct Root {
-    hp: Option<Hp>,
+    pub(crate) hp: Option<Hp>,
     val: Option<Vec<u8>>,
 }
 
 /// The tries and memory manager of one arena.
 pub(crate) struct ArenaInner {
     pub(crate) mm: MemoryManager,
-    roots: Vec<Root>,
+    pub(crate) roots: Vec<Root>,
     empty: Option<Vec<u8>>,
     /// Bytes of root values on the heap.
     heap_bytes: usize,
-    eject_threshold: usize,
+    pub(crate) eject_threshold: usize,
 }
 
 impl ArenaInner {
@@ -128,106 +129,7 @@ impl ArenaInner {
             self.set_small(key, Some(v));
             return Ok(());
         }
-        let b = key[0] as usize;
-        let rest = &key[1..];
-        let mut txn = Txn::default();
-        let Some(root) = self.roots[b].hp else {
-            let r = (|| {
-                let mut ctx = Ctx {
-                    old: &[],
-                    mm: &mut self.mm,
-                    txn: &mut txn,
-                };
-                let val = new_val(ctx.mm, ctx.txn, v)?;
-                let mut c = crate::edit::Cont::default();
-                ctx.insert(&mut c, rest, val)?;
-                let mut payload = Vec::new();
-                ctx.encode(&c, &mut payload, None)?;
-                ctx.new_container(&payload)
-            })();
-            return match r {
-                Ok(hp) => {
-                    txn.commit(&mut self.mm);
-                    self.roots[b].hp = Some(hp);
-                    Ok(())
-                }
-                Err(e) => {
-                    txn.abort(&mut self.mm);
-                    Err(e)
-                }
-            };
-        };
-        let path = node::descend(&self.mm, root, rest);
-        let last = *path.last().expect("the root is on the path");
-        let chunk = self.mm.get(last.hp);
-        let size = used(chunk);
-        let old = chunk[..size].to_vec();
-        let sub = &rest[last.consumed..];
-        let threshold = self.eject_threshold;
-        let r = (|| {
-            let mut ctx = Ctx {
-                old: &old,
-                mm: &mut self.mm,
-                txn: &mut txn,
-            };
-            let val = new_val(ctx.mm, ctx.txn, v)?;
-            let mut c = decode(&old, HEADER..size);
-            ctx.insert(&mut c, sub, val)?;
-            let eject = (size > threshold && sub.len() > 2).then(|| (sub[0], sub[1]));
-            let mut payload = Vec::with_capacity(size + 16);
-            ctx.encode(&c, &mut payload, eject)?;
-            let total = HEADER + payload.len();
-            let target = if exact_fit(ctx.mm.capacity(last.hp), total) {
-                last.hp
-            } else {
-                ctx.txn.alloc(ctx.mm, total)?
-            };
-            Ok((payload, target))
-        })();
-        match r {
-            Err(e) => {
-                txn.abort(&mut self.mm);
-                Err(e)
-            }
-            Ok((payload, target)) => {
-                self.place(&path, target, &payload, &mut txn);
-                txn.commit(&mut self.mm);
-                Ok(())
-            }
-        }
-    }
-
-    /// Writes `payload` into `target` (the last container's block or its replacement) and
-    /// links the replacement in.
-    fn place(&mut self, path: &[PathEntry], target: Hp, payload: &[u8], txn: &mut Txn) {
-        let last = path[path.len() - 1];
-        let total = HEADER + payload.len();
-        let blk = self.mm.get_mut(target);
-        write_header(blk, total);
-        blk[HEADER..total].copy_from_slice(payload);
-        if target != last.hp {
-            txn.retire(last.hp);
-            self.relink(path, path.len() - 1, Some(target));
-        }
-    }
-
-    /// Points the parent of `path[i]` (or the trie root) at `to`.
-    fn relink(&mut self, path: &[PathEntry], i: usize, to: Option<Hp>) {
-        match (i, to) {
-            (0, to) => {
-                let b = self
-                    .roots
-                    .iter()
-                    .position(|r| r.hp == Some(path[0].hp))
-                    .expect("the path starts at a root");
-                self.roots[b].hp = to;
-            }
-            (i, Some(to)) => {
-                let at = path[i].at.expect("a child container has a parent pointer");
-                self.mm.get_mut(path[i - 1].hp)[at..at + Hp::BYTES].copy_from_slice(&to.to_bytes());
-            }
-            (_, None) => unreachable!("emptied children are dropped by re-encoding the parent"),
-        }
+        self.store_in(key[0] as usize, &key[1..], v)
     }
 
     /// Removes `key` (present). Never fails: a container that shrinks keeps its block when
@@ -237,58 +139,7 @@ impl ArenaInner {
             self.set_small(key, None);
             return;
         }
-        let b = key[0] as usize;
-        let rest = &key[1..];
-        let Some(root) = self.roots[b].hp else {
-            return;
-        };
-        let path = node::descend(&self.mm, root, rest);
-        let mut txn = Txn::default();
-        let mut i = path.len() - 1;
-        let mut first = true;
-        loop {
-            let e = path[i];
-            let chunk = self.mm.get(e.hp);
-            let size = used(chunk);
-            let old = chunk[..size].to_vec();
-            let mut ctx = Ctx {
-                old: &old,
-                mm: &mut self.mm,
-                txn: &mut txn,
-            };
-            let mut c = decode(&old, HEADER..size);
-            if first {
-                ctx.remove(&mut c, &rest[e.consumed..]);
-                first = false;
-            } else {
-                ctx.drop_child(&mut c, &rest[e.consumed..path[i + 1].consumed]);
-            }
-            if c.t.is_empty() {
-                txn.retire(e.hp);
-                if i == 0 {
-                    self.roots[b].hp = None;
-                    break;
-                }
-                i -= 1;
-                continue;
-            }
-            let mut payload = Vec::with_capacity(size);
-            if ctx.encode(&c, &mut payload, None).is_err() {
-                // Unreachable: a shrinking container ejects nothing. Keep it unchanged.
-                txn.abort(&mut self.mm);
-                return;
-            }
-            let total = HEADER + payload.len();
-            let cap = self.mm.capacity(e.hp);
-            let target = if exact_fit(cap, total) {
-                e.hp
-            } else {
-                txn.alloc(&mut self.mm, total).unwrap_or(e.hp)
-            };
-            self.place(&path[..=i], target, &payload, &mut txn);
-            break;
-        }
-        txn.commit(&mut self.mm);
+        self.delete_in(key[0] as usize, &key[1..]);
     }
 
     /// Visits the keys of trie `b` (its root value included) that pass `bound`, ascending
@@ -358,20 +209,35 @@ mod tests {
         assert_eq!(payload(&a, b'x'), [0x40, b'a', 0xA0, b'b']);
         put(&mut a, b"xac", b"1");
         // 'c' is 'b' + 1: delta-encoded (d = 1), no key byte; type 11 and an inline value.
-        assert_eq!(payload(&a, b'x'), [0x40, b'a', 0xA0, b'b', 0xE4, 1, b'1']);
+        // The T-Node now has two S-Nodes: it gets a jump successor (js, bit 1), the
+        // distance to the next T-Node (here the end: 9 bytes), after its key byte.
+        assert_eq!(
+            payload(&a, b'x'),
+            [0x42, b'a', 9, 0, 0xA0, b'b', 0xE4, 1, b'1']
+        );
         put(&mut a, b"xa", b"");
-        // The T-Node now ends a key (type 10).
-        assert_eq!(payload(&a, b'x')[0], 0x80);
+        // The T-Node now ends a key (type 10); its jump is unchanged.
+        assert_eq!(payload(&a, b'x')[..4], [0x82, b'a', 9, 0]);
         // A unique suffix is path compressed (c = 11): [len][suffix][value tag 0].
         put(&mut a, b"xbcdef", b"");
         assert_eq!(
-            payload(&a, b'x')[7..],
+            payload(&a, b'x')[9..],
             [0x44, 0x63, b'c', 3, b'd', b'e', b'f', 0]
         );
+        // Inserting between T-Nodes keeps the jump exact: 'a' gets a third S-Node.
+        put(&mut a, b"xaz", b"");
+        assert_eq!(payload(&a, b'x')[..4], [0x82, b'a', 11, 0]);
+        assert_eq!(payload(&a, b'x')[11], 0x44);
         assert_eq!(a.get(b"xbcdef"), Some(&b""[..]));
         assert_eq!(a.get(b"xac"), Some(&b"1"[..]));
         assert_eq!(a.get(b"xa"), Some(&b""[..]));
         assert_eq!(a.get(b"xad"), None);
+        assert_eq!(a.get(b"xaz"), Some(&b""[..]));
+        // Removing an S-Node updates the jump: 'b' (2 bytes) goes, 'c' is no longer
+        // delta encoded (explicit key byte, +1).
+        a.write(b"xab", &mut |_| Decision::Remove).unwrap();
+        assert_eq!(payload(&a, b'x')[..7], [0x82, b'a', 10, 0, 0xE0, b'c', 1]);
+        assert_eq!(a.get(b"xbcdef"), Some(&b""[..]));
     }
 
     /// Embedded containers, their ejection past 255 bytes, long suffixes, out-of-line

@@ -1,25 +1,17 @@
-//! Writing containers: a container on a writer's path is decoded into a small tree
-//! ([`Cont`]), changed, and encoded again into an exact-fit block.
+//! Encoding nodes: the S-Node or T-Node a write changes is decoded from a copy of its
+//! bytes ([`decode_snode`], [`decode_tval`]), changed, and encoded again
+//! ([`Ctx::encode_snode`], [`Ctx::encode_tnode`]); new subtrees (a key's first container,
+//! the containers a path-compressed suffix turns into when a second key arrives) are built
+//! as small trees ([`Cont`]) and encoded. `write.rs` splices the result into the
+//! container; no write decodes or encodes a whole container.
 //!
-//! # Why decode and re-encode
+//! # Path-compressed splits
 //!
-//! The paper inserts by shifting the byte array in place (Fig 8). A write here decodes the
-//! one container where the key's path ends — lazily: embedded containers off the key's
-//! path, values and suffixes stay as byte ranges of a copy of the old payload and are
-//! copied back verbatim — applies the change to the tree, and encodes it. Both cost
-//! O(container size) per write; decoding keeps the delta encoding of the following
-//! sibling, the sizes of every enclosing embedded container, ejection and path-compression
-//! splits correct by construction. This is a deviation of method for correctness within
-//! the time this version had; it is not measured against in-place shifting
-//! (`docs/hyperion.md`, "Not built").
-//!
-//! # Ejection (§3.1, Fig 8)
-//!
-//! An embedded container that no longer fits in 255 bytes is ejected when its parent is
-//! encoded: it gets its own block and the S-Node's child becomes a Hyperion Pointer. The
-//! embedded container on an insert's path is also ejected once the top-level container
-//! exceeds the ejection threshold ([`crate::Config::eject_threshold`], the paper's 8 KiB /
-//! 16 KiB).
+//! When a second key arrives under a path-compressed node, the two keys' shared 2-byte
+//! levels become a chain of embedded containers (built bottom-up, every
+//! [`CHAIN_LEVELS`] levels in its own block so that nesting stays bounded), ending in a
+//! container where they part. An embedded container that would not fit in 255 bytes is
+//! given its own block as it is encoded.
 //!
 //! # Failure
 //!
@@ -32,7 +24,7 @@ use std::ops::Range;
 
 use orrery_core::api::Result;
 
-use crate::mm::{Hp, MemoryManager, capacity_for};
+use crate::mm::{Hp, MemoryManager};
 use crate::node::{
     C_EMB, C_HP, C_NONE, C_PC, ChildRef, EMBED_MAX, HEADER, INLINE_MAX, PC_MAX, Suffix, T_EMPTY,
     T_INNER, T_VALUE, TAG_OUT, ValRef, parse, parse_val, write_header,
@@ -47,6 +39,14 @@ const CHAIN_LEVELS: usize = 24;
 pub(crate) struct Txn {
     new: Vec<Hp>,
     old: Vec<Hp>,
+    /// Chain slots filled by the operation (made void again on abort).
+    new_slots: Vec<Hp>,
+    /// Chains allocated by the operation.
+    new_chains: Vec<Hp>,
+    /// Chain slots to make void at commit.
+    old_slots: Vec<Hp>,
+    /// Chains to free at commit.
+    old_chains: Vec<Hp>,
 }
 
 impl Txn {
@@ -61,10 +61,45 @@ impl Txn {
         self.old.push(hp);
     }
 
+    /// A new chained extended bin (all slots void).
+    pub(crate) fn alloc_chain(&mut self, mm: &mut MemoryManager) -> Result<Hp> {
+        let hp = mm.alloc_chain()?;
+        self.new_chains.push(hp);
+        Ok(hp)
+    }
+
+    /// Gives the void chain slot `slot` a block for `size` bytes.
+    pub(crate) fn fill_slot(
+        &mut self,
+        mm: &mut MemoryManager,
+        slot: Hp,
+        size: usize,
+    ) -> Result<()> {
+        mm.fill_slot(slot, size)?;
+        self.new_slots.push(slot);
+        Ok(())
+    }
+
+    /// Makes chain slot `slot` void at commit.
+    pub(crate) fn retire_slot(&mut self, slot: Hp) {
+        self.old_slots.push(slot);
+    }
+
+    /// Frees the chain `base` at commit.
+    pub(crate) fn retire_chain(&mut self, base: Hp) {
+        self.old_chains.push(base);
+    }
+
     /// Undoes the allocations.
     pub(crate) fn abort(self, mm: &mut MemoryManager) {
         for hp in self.new {
             mm.free(hp);
+        }
+        for hp in self.new_slots {
+            mm.void_slot(hp);
+        }
+        for hp in self.new_chains {
+            mm.free_chain(hp);
         }
     }
 
@@ -72,6 +107,12 @@ impl Txn {
     pub(crate) fn commit(self, mm: &mut MemoryManager) {
         for hp in self.old {
             mm.free(hp);
+        }
+        for hp in self.old_slots {
+            mm.void_slot(hp);
+        }
+        for hp in self.old_chains {
+            mm.free_chain(hp);
         }
     }
 }
@@ -99,15 +140,33 @@ pub(crate) struct TNode {
     s: Vec<SNode>,
 }
 
+/// An S-Node being edited.
 #[derive(Debug)]
 pub(crate) struct SNode {
-    key: u8,
-    val: Option<Val>,
-    child: Child,
+    pub(crate) key: u8,
+    pub(crate) val: Option<Val>,
+    pub(crate) child: Child,
 }
 
+impl SNode {
+    /// A new S-Node without value or child.
+    pub(crate) fn empty(key: u8) -> SNode {
+        SNode {
+            key,
+            val: None,
+            child: Child::None,
+        }
+    }
+
+    /// Whether it holds nothing (it is then removed).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.val.is_none() && matches!(self.child, Child::None)
+    }
+}
+
+/// The child of an S-Node being edited.
 #[derive(Debug)]
-enum Child {
+pub(crate) enum Child {
     None,
     Hp(Hp),
     /// Not decoded: the payload range in the old buffer.
@@ -116,8 +175,9 @@ enum Child {
     Pc(Sfx, Val),
 }
 
+/// A path-compressed suffix being edited.
 #[derive(Debug)]
-enum Sfx {
+pub(crate) enum Sfx {
     Raw(Range<usize>),
     Short(Vec<u8>),
     Long(Hp),
@@ -130,54 +190,42 @@ fn val_from(buf: &[u8], v: ValRef, at: usize) -> Val {
     }
 }
 
-/// Decodes the payload `buf[range]` one level deep (embedded children stay raw).
-pub(crate) fn decode(buf: &[u8], range: Range<usize>) -> Cont {
-    let mut c = Cont::default();
-    let mut pos = range.start;
-    let (mut prev_t, mut prev_s) = (0u8, 0u8);
-    while pos < range.end {
-        let is_s = buf[pos] & 0x20 != 0;
-        let n = parse(buf, pos, if is_s { prev_s } else { prev_t });
-        // Offset of the node's value: after the flag, key byte and (T) jump fields.
-        let b = buf[pos];
-        let mut vat = pos + 1 + usize::from((b >> 2) & 7 == 0);
-        if !is_s {
-            vat += 2 * usize::from(b & 2 != 0) + 30 * usize::from(b & 1 != 0);
+/// Decodes the S-Node at `buf[0..]` (a copy of its bytes), whose previous sibling has key
+/// `prev`. Values, suffixes and an embedded child stay byte ranges of `buf`.
+pub(crate) fn decode_snode(buf: &[u8], prev: u8) -> SNode {
+    let n = parse(buf, 0, prev);
+    let vat = 1 + usize::from((buf[0] >> 2) & 7 == 0);
+    let val = n.val.map(|v| val_from(buf, v, vat));
+    let child = match n.child {
+        ChildRef::None => Child::None,
+        ChildRef::Hp(hp, _) => Child::Hp(hp),
+        ChildRef::Emb(a, b) => Child::EmbRaw(a..b),
+        ChildRef::Pc(sfx, v) => {
+            let vat = pos_of_pc_val(n.next, v);
+            let sfx = match sfx {
+                Suffix::Inline(a, b) => Sfx::Raw(a..b),
+                Suffix::Long(hp) => Sfx::Long(hp),
+            };
+            Child::Pc(sfx, pc_val(buf, v, vat))
         }
-        let val = n.val.map(|v| val_from(buf, v, vat));
-        pos = n.next;
-        if !is_s {
-            prev_t = n.key;
-            prev_s = 0;
-            c.t.push(TNode {
-                key: n.key,
-                val,
-                s: Vec::new(),
-            });
-            continue;
-        }
-        prev_s = n.key;
-        let child = match n.child {
-            ChildRef::None => Child::None,
-            ChildRef::Hp(hp, _) => Child::Hp(hp),
-            ChildRef::Emb(a, b) => Child::EmbRaw(a..b),
-            ChildRef::Pc(sfx, v) => {
-                let vat = pos_of_pc_val(n.next, v);
-                let sfx = match sfx {
-                    Suffix::Inline(a, b) => Sfx::Raw(a..b),
-                    Suffix::Long(hp) => Sfx::Long(hp),
-                };
-                Child::Pc(sfx, pc_val(buf, v, vat))
-            }
-        };
-        let t = c.t.last_mut().expect("an S-Node follows a T-Node");
-        t.s.push(SNode {
-            key: n.key,
-            val,
-            child,
-        });
+    };
+    SNode {
+        key: n.key,
+        val,
+        child,
     }
-    c
+}
+
+/// The value of the T-Node at `buf[0..]` (a copy of its bytes): `None`, or a range of
+/// `buf` (the flag and key byte and jump fields come first).
+pub(crate) fn decode_tval(buf: &[u8]) -> Option<Val> {
+    let n = parse(buf, 0, 0);
+    let b = buf[0];
+    let vat = 1
+        + usize::from((b >> 2) & 7 == 0)
+        + 2 * usize::from(b & 2 != 0)
+        + 30 * usize::from(b & 1 != 0);
+    n.val.map(|v| val_from(buf, v, vat))
 }
 
 /// Offset of a path-compressed node's value, given the offset after the node.
@@ -257,94 +305,103 @@ impl Ctx<'_> {
         }
     }
 
-    /// Encodes `c` as a payload into `out`. Embedded children that do not fit in 255 bytes
-    /// (or `eject`, the child on an insert's path in an over-threshold container) are
-    /// ejected into their own blocks.
-    pub(crate) fn encode(
-        &mut self,
-        c: &Cont,
-        out: &mut Vec<u8>,
-        eject: Option<(u8, u8)>,
-    ) -> Result<()> {
+    /// Encodes a fresh `c` as a payload into `out`. Embedded children that do not fit in
+    /// 255 bytes are ejected into their own blocks.
+    pub(crate) fn encode(&mut self, c: &Cont, out: &mut Vec<u8>) -> Result<()> {
         let mut prev_t = 0u8;
         for t in &c.t {
-            let (d, explicit) = delta(prev_t, t.key);
+            self.encode_tnode(prev_t, t.key, 0, &[], &t.val, out);
             prev_t = t.key;
-            let ty = node_type(&t.val);
-            out.push(ty << 6 | d << 2);
-            if explicit {
-                out.push(t.key);
-            }
-            self.put_val(&t.val, out);
             let mut prev_s = 0u8;
             for s in &t.s {
-                let (d, explicit) = delta(prev_s, s.key);
+                self.encode_snode(prev_s, s, out)?;
                 prev_s = s.key;
-                let flag_at = out.len();
-                out.push(node_type(&s.val) << 6 | 0x20 | d << 2);
-                if explicit {
-                    out.push(s.key);
-                }
-                self.put_val(&s.val, out);
-                let c = match &s.child {
-                    Child::None => C_NONE,
-                    Child::Hp(hp) => {
-                        out.extend_from_slice(&hp.to_bytes());
-                        C_HP
-                    }
-                    Child::EmbRaw(r) if eject != Some((t.key, s.key)) => {
-                        out.push((r.len() + 1) as u8);
-                        out.extend_from_slice(&self.old[r.clone()]);
-                        C_EMB
-                    }
-                    Child::EmbRaw(r) => {
-                        let payload = self.old[r.clone()].to_vec();
-                        let hp = self.new_container(&payload)?;
-                        out.extend_from_slice(&hp.to_bytes());
-                        C_HP
-                    }
-                    Child::Emb(sub) => {
-                        let mut inner = Vec::new();
-                        self.encode(sub, &mut inner, None)?;
-                        if inner.len() < EMBED_MAX && eject != Some((t.key, s.key)) {
-                            out.push((inner.len() + 1) as u8);
-                            out.extend_from_slice(&inner);
-                            C_EMB
-                        } else {
-                            let hp = self.new_container(&inner)?;
-                            out.extend_from_slice(&hp.to_bytes());
-                            C_HP
-                        }
-                    }
-                    Child::Pc(sfx, v) => {
-                        match sfx {
-                            Sfx::Raw(r) => {
-                                out.push(r.len() as u8);
-                                out.extend_from_slice(&self.old[r.clone()]);
-                            }
-                            Sfx::Short(b) => {
-                                out.push(b.len() as u8);
-                                out.extend_from_slice(b);
-                            }
-                            Sfx::Long(hp) => {
-                                out.push(0x80);
-                                out.extend_from_slice(&hp.to_bytes());
-                            }
-                        }
-                        match v {
-                            Val::Empty => out.push(0),
-                            v => self.put_val(&Some(v.clone()), out),
-                        }
-                        C_PC
-                    }
-                };
-                out[flag_at] |= c;
             }
         }
         Ok(())
     }
 
-    fn put_val(&self, v: &Option<Val>, out: &mut Vec<u8>) {
+    /// Appends a T-Node (its S-Nodes not included): flag with the type of `val`, the delta
+    /// after sibling key `prev` and the jump bits `jbits` (`js`, `jt`), the key byte if not
+    /// delta encoded, its jump fields `jumps` verbatim, and its value.
+    pub(crate) fn encode_tnode(
+        &self,
+        prev: u8,
+        key: u8,
+        jbits: u8,
+        jumps: &[u8],
+        val: &Option<Val>,
+        out: &mut Vec<u8>,
+    ) {
+        let (d, explicit) = delta(prev, key);
+        out.push(node_type(val) << 6 | d << 2 | (jbits & 3));
+        if explicit {
+            out.push(key);
+        }
+        out.extend_from_slice(jumps);
+        self.put_val(val, out);
+    }
+
+    /// Appends S-Node `s` (whose previous sibling has key `prev`; 0 for the first).
+    pub(crate) fn encode_snode(&mut self, prev: u8, s: &SNode, out: &mut Vec<u8>) -> Result<()> {
+        let (d, explicit) = delta(prev, s.key);
+        let flag_at = out.len();
+        out.push(node_type(&s.val) << 6 | 0x20 | d << 2);
+        if explicit {
+            out.push(s.key);
+        }
+        self.put_val(&s.val, out);
+        let c = match &s.child {
+            Child::None => C_NONE,
+            Child::Hp(hp) => {
+                out.extend_from_slice(&hp.to_bytes());
+                C_HP
+            }
+            Child::EmbRaw(r) => {
+                out.push((r.len() + 1) as u8);
+                out.extend_from_slice(&self.old[r.clone()]);
+                C_EMB
+            }
+            Child::Emb(sub) => {
+                let mut inner = Vec::new();
+                self.encode(sub, &mut inner)?;
+                if inner.len() < EMBED_MAX {
+                    out.push((inner.len() + 1) as u8);
+                    out.extend_from_slice(&inner);
+                    C_EMB
+                } else {
+                    let hp = self.new_container(&inner)?;
+                    out.extend_from_slice(&hp.to_bytes());
+                    C_HP
+                }
+            }
+            Child::Pc(sfx, v) => {
+                match sfx {
+                    Sfx::Raw(r) => {
+                        out.push(r.len() as u8);
+                        out.extend_from_slice(&self.old[r.clone()]);
+                    }
+                    Sfx::Short(b) => {
+                        out.push(b.len() as u8);
+                        out.extend_from_slice(b);
+                    }
+                    Sfx::Long(hp) => {
+                        out.push(0x80);
+                        out.extend_from_slice(&hp.to_bytes());
+                    }
+                }
+                match v {
+                    Val::Empty => out.push(0),
+                    v => self.put_val(&Some(v.clone()), out),
+                }
+                C_PC
+            }
+        };
+        out[flag_at] |= c;
+        Ok(())
+    }
+
+    pub(crate) fn put_val(&self, v: &Option<Val>, out: &mut Vec<u8>) {
         match v {
             Some(Val::Raw(r)) => out.extend_from_slice(&self.old[r.clone()]),
             Some(Val::New(e)) => out.extend_from_slice(e),
@@ -362,96 +419,116 @@ impl Ctx<'_> {
         Ok(hp)
     }
 
-    /// Decodes an embedded child in place so it can be changed.
-    fn open<'c>(&self, child: &'c mut Child) -> &'c mut Cont {
-        if let Child::EmbRaw(r) = child {
-            *child = Child::Emb(Box::new(decode(self.old, r.clone())));
+    /// Sets the value of `key` (non-empty) in the fresh tree `c` to `val`.
+    pub(crate) fn insert(&mut self, c: &mut Cont, key: &[u8], val: Val) -> Result<()> {
+        let ti = match c.t.binary_search_by_key(&key[0], |t| t.key) {
+            Ok(i) => i,
+            Err(i) => {
+                c.t.insert(
+                    i,
+                    TNode {
+                        key: key[0],
+                        val: None,
+                        s: Vec::new(),
+                    },
+                );
+                i
+            }
+        };
+        let t = &mut c.t[ti];
+        if key.len() == 1 {
+            self.replace(&mut t.val, val);
+            return Ok(());
         }
-        match child {
-            Child::Emb(c) => c,
-            _ => unreachable!("open is called on embedded children"),
+        let si = match t.s.binary_search_by_key(&key[1], |s| s.key) {
+            Ok(i) => i,
+            Err(i) => {
+                t.s.insert(i, SNode::empty(key[1]));
+                i
+            }
+        };
+        self.set_in_snode(&mut t.s[si], &key[2..], val)
+    }
+
+    /// Sets the value of the key that continues with `rest` below S-Node `s` (`rest`
+    /// empty: the S-Node's own value). The key's path must end at `s` or in its
+    /// path-compressed child (an embedded child is entered by the caller instead).
+    pub(crate) fn set_in_snode(&mut self, s: &mut SNode, rest: &[u8], val: Val) -> Result<()> {
+        if rest.is_empty() {
+            self.replace(&mut s.val, val);
+            return Ok(());
+        }
+        match &mut s.child {
+            Child::None => {
+                s.child = Child::Pc(new_sfx(self.mm, self.txn, rest)?, val);
+                Ok(())
+            }
+            Child::Hp(_) | Child::EmbRaw(_) => {
+                unreachable!("a writer enters child containers before editing a node")
+            }
+            Child::Emb(c) => self.insert(c, rest, val),
+            Child::Pc(sfx, v) => {
+                let old_sfx = self.sfx_bytes(sfx);
+                if old_sfx == rest {
+                    let mut slot = Some(std::mem::replace(v, Val::Empty));
+                    self.replace(&mut slot, val);
+                    *v = slot.expect("just set");
+                    return Ok(());
+                }
+                let old_val = std::mem::replace(v, Val::Empty);
+                if let Sfx::Long(hp) = sfx {
+                    self.txn.retire(*hp);
+                }
+                s.child = self.pair(&old_sfx, old_val, rest, val)?;
+                Ok(())
+            }
         }
     }
 
-    /// Sets the value of `key` (non-empty) in `c` to `val`. The key's path must end in
-    /// `c` (it never continues into a child container). Returns the replaced value's
-    /// out-of-line block through the transaction.
-    pub(crate) fn insert(&mut self, mut c: &mut Cont, mut key: &[u8], val: Val) -> Result<()> {
-        loop {
-            let ti = match c.t.binary_search_by_key(&key[0], |t| t.key) {
-                Ok(i) => i,
-                Err(i) => {
-                    c.t.insert(
-                        i,
-                        TNode {
-                            key: key[0],
-                            val: None,
-                            s: Vec::new(),
-                        },
-                    );
-                    i
-                }
-            };
-            let t = &mut c.t[ti];
-            if key.len() == 1 {
-                self.replace(&mut t.val, val);
-                return Ok(());
-            }
-            let si = match t.s.binary_search_by_key(&key[1], |s| s.key) {
-                Ok(i) => i,
-                Err(i) => {
-                    t.s.insert(
-                        i,
-                        SNode {
-                            key: key[1],
-                            val: None,
-                            child: Child::None,
-                        },
-                    );
-                    i
-                }
-            };
-            let s = &mut t.s[si];
-            if key.len() == 2 {
-                self.replace(&mut s.val, val);
-                return Ok(());
-            }
-            let rest = &key[2..];
-            match &mut s.child {
-                Child::None => {
-                    s.child = Child::Pc(new_sfx(self.mm, self.txn, rest)?, val);
-                    return Ok(());
-                }
-                Child::Hp(_) => unreachable!("a writer's path ends in its last container"),
-                Child::EmbRaw(_) | Child::Emb(_) => {
-                    c = self.open(&mut s.child);
-                    key = rest;
-                }
-                Child::Pc(sfx, v) => {
-                    let old_sfx = self.sfx_bytes(sfx);
-                    if old_sfx == rest {
-                        let mut slot = Some(std::mem::replace(v, Val::Empty));
-                        self.replace(&mut slot, val);
-                        *v = slot.expect("just set");
-                        return Ok(());
+    /// Removes the key that continues with `rest` below S-Node `s` (`rest` empty: its own
+    /// value; else its path-compressed child, which must hold exactly `rest`), retiring its
+    /// blocks. Returns whether it was there.
+    pub(crate) fn clear_in_snode(&mut self, s: &mut SNode, rest: &[u8]) -> bool {
+        if rest.is_empty() {
+            return match s.val.take() {
+                Some(v) => {
+                    if let Some(hp) = val_block(self.old, &v) {
+                        self.txn.retire(hp);
                     }
-                    let old_val = std::mem::replace(v, Val::Empty);
-                    if let Sfx::Long(hp) = sfx {
-                        self.txn.retire(*hp);
-                    }
-                    s.child = self.pair(&old_sfx, old_val, rest, val)?;
-                    return Ok(());
+                    true
                 }
-            }
+                None => false,
+            };
         }
+        let Child::Pc(sfx, v) = &s.child else {
+            return false;
+        };
+        if self.sfx_bytes(sfx) != rest {
+            return false;
+        }
+        if let Some(hp) = val_block(self.old, v) {
+            self.txn.retire(hp);
+        }
+        if let Sfx::Long(hp) = sfx {
+            self.txn.retire(*hp);
+        }
+        s.child = Child::None;
+        true
     }
 
     /// Sets a node's value slot, retiring the old value's block.
-    fn replace(&mut self, slot: &mut Option<Val>, val: Val) {
+    pub(crate) fn replace(&mut self, slot: &mut Option<Val>, val: Val) {
         if let Some(old) = slot.as_ref().and_then(|v| val_block(self.old, v)) {
             self.txn.retire(old);
         }
         *slot = Some(val);
+    }
+
+    /// Retires the out-of-line block of a value slot.
+    pub(crate) fn drop_val(&mut self, slot: &mut Option<Val>) {
+        if let Some(old) = slot.take().and_then(|v| val_block(self.old, &v)) {
+            self.txn.retire(old);
+        }
     }
 
     /// The child holding two keys `a` ≠ `b` (both non-empty): a chain of containers for
@@ -475,7 +552,7 @@ impl Ctx<'_> {
                 && let Child::Emb(c) = &child
             {
                 let mut payload = Vec::new();
-                self.encode(c, &mut payload, None)?;
+                self.encode(c, &mut payload)?;
                 child = Child::Hp(self.new_container(&payload)?);
             }
             let c = Cont {
@@ -493,107 +570,6 @@ impl Ctx<'_> {
         }
         Ok(child)
     }
-
-    /// Removes `key` (non-empty) from `c`, pruning nodes and embedded containers left
-    /// empty; retires its blocks. Returns whether it was present. The key's path must end
-    /// in `c`, except that an emptied child container is reported by `emptied`: the
-    /// caller removes the pointer at the key's first `2·depth` bytes.
-    pub(crate) fn remove(&mut self, c: &mut Cont, key: &[u8]) -> bool {
-        // Recursion depth is bounded by the nesting of embedded containers in one block.
-        let Ok(ti) = c.t.binary_search_by_key(&key[0], |t| t.key) else {
-            return false;
-        };
-        let t = &mut c.t[ti];
-        let found = if key.len() == 1 {
-            match t.val.take() {
-                Some(v) => {
-                    if let Some(hp) = val_block(self.old, &v) {
-                        self.txn.retire(hp);
-                    }
-                    true
-                }
-                None => false,
-            }
-        } else {
-            let Ok(si) = t.s.binary_search_by_key(&key[1], |s| s.key) else {
-                return false;
-            };
-            let s = &mut t.s[si];
-            let found = if key.len() == 2 {
-                match s.val.take() {
-                    Some(v) => {
-                        if let Some(hp) = val_block(self.old, &v) {
-                            self.txn.retire(hp);
-                        }
-                        true
-                    }
-                    None => false,
-                }
-            } else {
-                match &mut s.child {
-                    Child::None | Child::Hp(_) => false,
-                    Child::EmbRaw(_) | Child::Emb(_) => {
-                        let sub = self.open(&mut s.child);
-                        let found = self.remove(sub, &key[2..]);
-                        if sub.t.is_empty() {
-                            s.child = Child::None;
-                        }
-                        found
-                    }
-                    Child::Pc(sfx, v) => {
-                        if self.sfx_bytes(sfx) != key[2..] {
-                            false
-                        } else {
-                            if let Some(hp) = val_block(self.old, v) {
-                                self.txn.retire(hp);
-                            }
-                            if let Sfx::Long(hp) = sfx {
-                                self.txn.retire(*hp);
-                            }
-                            s.child = Child::None;
-                            true
-                        }
-                    }
-                }
-            };
-            if s.val.is_none() && matches!(s.child, Child::None) {
-                t.s.remove(si);
-            }
-            found
-        };
-        if t.val.is_none() && t.s.is_empty() {
-            c.t.remove(ti);
-        }
-        found
-    }
-
-    /// Drops the child container pointer at `key` (the S-Node its first two bytes, through
-    /// embedded containers for the rest) and prunes what is left empty.
-    pub(crate) fn drop_child(&mut self, c: &mut Cont, key: &[u8]) {
-        let Ok(ti) = c.t.binary_search_by_key(&key[0], |t| t.key) else {
-            return;
-        };
-        let t = &mut c.t[ti];
-        let Ok(si) = t.s.binary_search_by_key(&key[1], |s| s.key) else {
-            return;
-        };
-        let s = &mut t.s[si];
-        if key.len() == 2 {
-            s.child = Child::None;
-        } else if matches!(s.child, Child::EmbRaw(_) | Child::Emb(_)) {
-            let sub = self.open(&mut s.child);
-            self.drop_child(sub, &key[2..]);
-            if sub.t.is_empty() {
-                s.child = Child::None;
-            }
-        }
-        if s.val.is_none() && matches!(s.child, Child::None) {
-            t.s.remove(si);
-        }
-        if t.val.is_none() && t.s.is_empty() {
-            c.t.remove(ti);
-        }
-    }
 }
 
 /// `(d, explicit)`: the delta field for `key` after sibling key `prev`.
@@ -610,9 +586,4 @@ fn node_type(v: &Option<Val>) -> u8 {
         Some(Val::Empty) => T_EMPTY,
         Some(_) => T_VALUE,
     }
-}
-
-/// Whether a block of capacity `cap` is the exact fit for `size` bytes.
-pub(crate) fn exact_fit(cap: usize, size: usize) -> bool {
-    capacity_for(size) == cap
 }

@@ -7,8 +7,10 @@
 //! steps (§3.1). Sibling keys are delta encoded, small child containers are *embedded* in
 //! their parent's bytes (and ejected when they outgrow 255 bytes), unique suffixes are
 //! *path compressed*, and containers are addressed by 5-byte *Hyperion Pointers* into a
-//! memory manager of superbins, metabins, bins and chunks (§3.2). Searches scan containers
-//! linearly; range scans read containers front to back.
+//! memory manager of superbins, metabins, bins and chunks (§3.2). Writes shift a
+//! container's bytes in place; large containers are split vertically into up to eight parts
+//! behind a chained pointer; searches enter a container through its jump table and skip
+//! T-Node groups by their jump successors (§3.3); range scans read containers front to back.
 //!
 //! # Usage
 //!
@@ -59,19 +61,25 @@
 //! |---|---|
 //! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
 //! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
-//! | `edit` | decoding a container, changing it, encoding it (ejection, path compression) |
+//! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
+//! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
+//! | `split` | container splits and their chains |
+//! | `cjt` | container jump tables |
 //! | `arena` | arenas, tries, roots; the locking protocol |
 //! | `prep` | key pre-processing (§3.4) |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
 mod arena;
+mod cjt;
 mod config;
 mod edit;
 mod iter;
 mod mm;
 mod node;
 mod prep;
+mod split;
+mod write;
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicIsize, Ordering};

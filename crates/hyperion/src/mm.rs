@@ -14,7 +14,10 @@
 //! bin keeps a 4,096-bit occupancy map; a metabin a 256-bit map of its non-full bins; a
 //! superbin the ordered set of its non-full bins (the paper keeps a list of 16 non-full
 //! metabins; an ordered set gives the same "lowest non-full bin first" policy, which keeps
-//! memory compact, without its refill logic).
+//! memory compact, without its refill logic). A metabin makes its bin slots as bins are
+//! opened and is freed with its last bin (deviation, measured: 256 slots made eagerly in
+//! each of the 63 size classes a growing container passes through cost 0.9 MB per arena,
+//! 14.8 B/key of 32.7 at 1M random keys with 16 arenas; `docs/results/hyperion.md`).
 //!
 //! # Hyperion Pointer (5 bytes, little-endian 40-bit integer)
 //!
@@ -39,9 +42,17 @@
 //! and heap block is fallible: out of memory is [`Error::OutOfMemory`] and changes nothing.
 //! Chunks of existing bins never fail.
 //!
-//! # Chained extended bins and container splits
+//! # Chained extended bins (§3.2)
 //!
-//! Not built (see `docs/hyperion.md`): containers are never split, so no chained pointers.
+//! Eight consecutive extended-bin chunks, the first at a chunk index that is a multiple of
+//! 8, allocated and freed together ([`MemoryManager::alloc_chain`],
+//! [`MemoryManager::free_chain`]); every slot's eHP carries flag [`FLAG_CHAIN`] (flags bit
+//! 0) and a slot without a block is *void* (heap pointer 0). One Hyperion Pointer (the
+//! first slot's) names the chain; the slots hold the parts of a split container
+//! (`split.rs`), and [`MemoryManager::resolve`] picks the part for a key byte.
+//! An extended block grows and shrinks behind its Hyperion Pointer
+//! ([`MemoryManager::regrow`]: a new heap block, the eHP rewritten), so neither a part nor
+//! any container over 2,016 bytes moves in the trie when its size changes.
 
 use std::collections::BTreeSet;
 use std::ptr::NonNull;
@@ -67,6 +78,8 @@ const FIRST_CHUNKS: usize = 8;
 const EXT_CHUNK: usize = 16;
 /// Superbins.
 const SUPERBINS: usize = 64;
+/// eHP flag: the chunk is a slot of a chained extended bin.
+pub(crate) const FLAG_CHAIN: u16 = 1;
 
 /// A 5-byte Hyperion Pointer (see the [module docs](self)).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
@@ -92,6 +105,20 @@ impl Hp {
 
     fn chunk(self) -> usize {
         self.0 as usize & (CHUNKS_PER_BIN - 1)
+    }
+
+    /// Slot `i` of a chained extended bin whose first chunk is `self`.
+    #[inline]
+    pub(crate) fn slot(self, i: usize) -> Hp {
+        debug_assert!(i < 8 && self.chunk().is_multiple_of(8));
+        Hp(self.0 + i as u64)
+    }
+
+    /// The slot index of a chain slot (its chunk index mod 8) and the chain's first slot.
+    #[inline]
+    pub(crate) fn chain_of(self) -> (Hp, usize) {
+        let i = self.chunk() % 8;
+        (Hp(self.0 - i as u64), i)
     }
 
     /// The 5 stored bytes.
@@ -286,59 +313,92 @@ impl MemoryManager {
         self.bytes
     }
 
+    /// Opens a new (empty) bin in superbin `sb`; returns its id.
+    fn open_bin(&mut self, sb: usize) -> Result<usize> {
+        let s = &mut self.superbins[sb];
+        let id = match s.free_ids.first() {
+            Some(&id) => id,
+            None if (s.next_id as usize) < METABINS * BINS_PER_METABIN => s.next_id,
+            None => return Err(Error::OutOfMemory),
+        } as usize;
+        let mem = BinMem::new(FIRST_CHUNKS * s.chunk_size)?;
+        let mut added = mem.bytes() + std::mem::size_of::<[u64; 64]>();
+        let (mi, bi) = (id / BINS_PER_METABIN, id % BINS_PER_METABIN);
+        if s.metabins.len() <= mi {
+            s.metabins.resize_with(mi + 1, || None);
+        }
+        let m = s.metabins[mi].get_or_insert_with(|| {
+            added += std::mem::size_of::<Metabin>();
+            Box::<Metabin>::default()
+        });
+        if m.bins.len() <= bi {
+            // Bin slots are made as bins are opened (lowest ids first), not 256 at once.
+            let before = m.bins.capacity();
+            m.bins.resize_with(bi + 1, || None);
+            added += (m.bins.capacity() - before) * std::mem::size_of::<Option<Bin>>();
+        }
+        m.bins[bi] = Some(Bin {
+            mem,
+            cap: FIRST_CHUNKS,
+            used: 0,
+            map: Box::new([0; 64]),
+        });
+        m.nonfull[bi / 64] |= 1 << (bi % 64);
+        if id as u32 == s.next_id {
+            s.next_id += 1;
+        } else {
+            s.free_ids.remove(&(id as u32));
+        }
+        s.nonfull.insert(id as u32);
+        self.bytes += added;
+        Ok(id)
+    }
+
     /// A chunk of superbin `sb`.
     fn alloc_chunk(&mut self, sb: usize) -> Result<Hp> {
-        let s = &mut self.superbins[sb];
-        let id = match s.nonfull.first() {
+        let id = match self.superbins[sb].nonfull.first() {
             Some(&id) => id as usize,
-            None => {
-                let id = match s.free_ids.first() {
-                    Some(&id) => id,
-                    None if (s.next_id as usize) < METABINS * BINS_PER_METABIN => s.next_id,
-                    None => return Err(Error::OutOfMemory),
-                } as usize;
-                let mem = BinMem::new(FIRST_CHUNKS * s.chunk_size)?;
-                let mut added = mem.bytes() + std::mem::size_of::<[u64; 64]>();
-                let (mi, bi) = (id / BINS_PER_METABIN, id % BINS_PER_METABIN);
-                if s.metabins.len() <= mi {
-                    s.metabins.resize_with(mi + 1, || None);
-                }
-                let m = s.metabins[mi].get_or_insert_with(|| {
-                    added += std::mem::size_of::<Metabin>()
-                        + BINS_PER_METABIN * std::mem::size_of::<Option<Bin>>();
-                    let mut m = Box::<Metabin>::default();
-                    m.bins.resize_with(BINS_PER_METABIN, || None);
-                    m
-                });
-                m.bins[bi] = Some(Bin {
-                    mem,
-                    cap: FIRST_CHUNKS,
-                    used: 0,
-                    map: Box::new([0; 64]),
-                });
-                m.nonfull[bi / 64] |= 1 << (bi % 64);
-                if id as u32 == s.next_id {
-                    s.next_id += 1;
-                } else {
-                    s.free_ids.remove(&(id as u32));
-                }
-                s.nonfull.insert(id as u32);
-                self.bytes += added;
-                id
-            }
+            None => self.open_bin(sb)?,
         };
-        let s = &mut self.superbins[sb];
-        let csize = s.chunk_size;
-        let (bin, nonfull) = s.bin_mut(id);
+        let bin = self.superbins[sb].bin(id);
         let word = bin
             .map
             .iter()
             .position(|w| *w != u64::MAX)
             .expect("a non-full bin has a free chunk");
-        let bit = bin.map[word].trailing_ones() as usize;
-        let index = word * 64 + bit;
-        if index >= bin.cap {
-            let cap = (bin.cap * 2).min(CHUNKS_PER_BIN);
+        let index = word * 64 + bin.map[word].trailing_ones() as usize;
+        self.take(sb, id, index, 1)
+    }
+
+    /// Eight consecutive chunks of superbin `sb`, the first at an index that is a multiple
+    /// of 8 (a chained extended bin, §3.2); returns the first.
+    fn alloc_run8(&mut self, sb: usize) -> Result<Hp> {
+        let s = &self.superbins[sb];
+        let found = s.nonfull.iter().find_map(|&id| {
+            let bin = s.bin(id as usize);
+            (0..CHUNKS_PER_BIN / 8)
+                .find(|&r| (bin.map[r / 8] >> ((r % 8) * 8)) & 0xFF == 0)
+                .map(|r| (id as usize, r * 8))
+        });
+        let (id, index) = match found {
+            Some(f) => f,
+            None => (self.open_bin(sb)?, 0),
+        };
+        self.take(sb, id, index, 8)
+    }
+
+    /// Marks chunks `index..index + n` of bin `id` (free, within one map word) allocated,
+    /// growing the bin's memory to hold them first.
+    fn take(&mut self, sb: usize, id: usize, index: usize, n: usize) -> Result<Hp> {
+        let s = &mut self.superbins[sb];
+        let csize = s.chunk_size;
+        let (bin, nonfull) = s.bin_mut(id);
+        if index + n > bin.cap {
+            let mut cap = bin.cap * 2;
+            while cap < index + n {
+                cap *= 2;
+            }
+            let cap = cap.min(CHUNKS_PER_BIN);
             let mem = BinMem::new(cap * csize)?;
             // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks.
             unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
@@ -346,14 +406,21 @@ impl MemoryManager {
             bin.mem = mem;
             bin.cap = cap;
         }
-        bin.map[word] |= 1 << bit;
-        bin.used += 1;
+        let (word, bit) = (index / 64, index % 64);
+        let mask = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << bit
+        };
+        debug_assert_eq!(bin.map[word] & mask, 0, "chunks are free");
+        bin.map[word] |= mask;
+        bin.used += n as u32;
         if bin.used as usize == CHUNKS_PER_BIN {
             let bi = id % BINS_PER_METABIN;
             nonfull[bi / 64] &= !(1 << (bi % 64));
             s.nonfull.remove(&(id as u32));
         }
-        Ok(Hp::new(sb, id, word * 64 + bit))
+        Ok(Hp::new(sb, id, index))
     }
 
     fn free_chunk(&mut self, hp: Hp) {
@@ -372,10 +439,17 @@ impl MemoryManager {
         nonfull[bi / 64] |= 1 << (bi % 64);
         if bin.used == 0 {
             nonfull[bi / 64] &= !(1 << (bi % 64));
-            let m = s.metabins[id / BINS_PER_METABIN].as_mut().expect("mapped");
+            let mi = id / BINS_PER_METABIN;
+            let m = s.metabins[mi].as_mut().expect("mapped");
             let bin = m.bins[bi].take().expect("mapped");
             self.bytes -= bin.mem.bytes() + std::mem::size_of::<[u64; 64]>();
             drop(bin);
+            if m.bins.iter().all(Option::is_none) {
+                // The metabin's last bin: free the metabin too.
+                self.bytes -= std::mem::size_of::<Metabin>()
+                    + m.bins.capacity() * std::mem::size_of::<Option<Bin>>();
+                s.metabins[mi] = None;
+            }
             s.nonfull.remove(&(id as u32));
             if id as u32 + 1 == s.next_id {
                 s.next_id -= 1;
@@ -413,16 +487,131 @@ impl MemoryManager {
         Ok(hp)
     }
 
+    /// Moves the extended block `hp` to a new heap block for `size` bytes (capacity
+    /// [`extended_capacity`]`(size)`), keeping its Hyperion Pointer: the eHP is rewritten
+    /// (the paper's realloc path; the trie is not touched). `fill(old, new)` writes the new
+    /// block from the old one; bytes of the new block it does not write are zero. Fails,
+    /// changing nothing, when the new block cannot be had.
+    pub(crate) fn regrow(
+        &mut self,
+        hp: Hp,
+        size: usize,
+        fill: impl FnOnce(&[u8], &mut [u8]),
+    ) -> Result<()> {
+        debug_assert_eq!(hp.superbin(), 0, "only extended blocks regrow");
+        let cap = extended_capacity(size);
+        let block = self.heap.try_alloc(cap)?;
+        let (old, old_cap) = self.extended(hp);
+        // SAFETY: `block` is a fresh block of `cap` bytes; zeroing makes it initialized.
+        unsafe { std::ptr::write_bytes(block.as_ptr(), 0, cap) };
+        // SAFETY: `old` is the live block of `old_cap` bytes the eHP names; `&mut self`
+        // makes this the only reference to it.
+        let src = unsafe { std::slice::from_raw_parts(old.as_ptr(), old_cap) };
+        // SAFETY: `block` is initialized (above), `cap` bytes, and distinct from `old`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), cap) };
+        fill(src, dst);
+        // SAFETY: `old` came from `self.heap` with capacity `old_cap`; the eHP is
+        // rewritten below, so it is not used again.
+        unsafe { self.heap.free(old, old_cap) };
+        let e = self.chunk_mut_raw(hp, EXT_CHUNK);
+        e[..8].copy_from_slice(&(block.as_ptr() as u64).to_le_bytes());
+        e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
+        e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
+        self.bytes = self.bytes + cap - old_cap;
+        Ok(())
+    }
+
+    /// Whether `hp` names an extended block (superbin 0).
+    #[inline]
+    pub(crate) fn is_extended(hp: Hp) -> bool {
+        hp.superbin() == 0
+    }
+
     /// Frees a block.
     pub(crate) fn free(&mut self, hp: Hp) {
-        if hp.superbin() == 0 {
+        if hp.superbin() == 0 && !self.is_void(hp) {
             let (ptr, cap) = self.extended(hp);
             // SAFETY: the eHP names a live block of `cap` bytes from `self.heap` (it is
-            // only written by `alloc`), freed once here as its chunk is freed below.
+            // only written by `alloc`, `regrow` and `fill_slot`), freed once here as its
+            // chunk is freed below.
             unsafe { self.heap.free(ptr, cap) };
             self.bytes -= cap;
         }
         self.free_chunk(hp);
+    }
+
+    /// A chained extended bin (§3.2): eight consecutive extended-bin chunks, allocated and
+    /// freed together, every slot void (heap pointer 0) and flagged [`FLAG_CHAIN`].
+    /// Returns the Hyperion Pointer of the first; slot `i` is `hp.slot(i)`.
+    pub(crate) fn alloc_chain(&mut self) -> Result<Hp> {
+        let base = self.alloc_run8(0)?;
+        for i in 0..8 {
+            let e = self.chunk_mut_raw(base.slot(i), EXT_CHUNK);
+            e.fill(0);
+            e[14..16].copy_from_slice(&FLAG_CHAIN.to_le_bytes());
+        }
+        Ok(base)
+    }
+
+    /// Frees a chained extended bin: the blocks of its slots and its eight chunks.
+    pub(crate) fn free_chain(&mut self, base: Hp) {
+        for i in 0..8 {
+            self.free(base.slot(i));
+        }
+    }
+
+    /// Whether the eHP chunk `hp` (superbin 0) is void (a chain slot without a block).
+    #[inline]
+    pub(crate) fn is_void(&self, hp: Hp) -> bool {
+        self.chunk_raw(hp, EXT_CHUNK)[..8] == [0; 8]
+    }
+
+    /// Whether `hp` names a chained extended bin (its first slot).
+    #[inline]
+    pub(crate) fn is_chain(&self, hp: Hp) -> bool {
+        hp.superbin() == 0 && self.chunk_raw(hp, EXT_CHUNK)[14] & FLAG_CHAIN as u8 != 0
+    }
+
+    /// The container a key whose next byte is `k0` is in: `hp` itself, or for a chain
+    /// the slot `k0 / 32`, or the nearest non-void slot below it (§3.3, Fig 11).
+    #[inline]
+    pub(crate) fn resolve(&self, hp: Hp, k0: u8) -> Hp {
+        if hp.superbin() != 0 || !self.is_chain(hp) {
+            return hp;
+        }
+        let mut i = usize::from(k0 / 32);
+        while i > 0 && self.is_void(hp.slot(i)) {
+            i -= 1;
+        }
+        hp.slot(i)
+    }
+
+    /// Gives the void chain slot `slot` a zeroed block for `size` bytes.
+    pub(crate) fn fill_slot(&mut self, slot: Hp, size: usize) -> Result<()> {
+        debug_assert!(self.is_void(slot));
+        let cap = extended_capacity(size);
+        let block = self.heap.try_alloc(cap)?;
+        // SAFETY: `block` is a fresh block of `cap` bytes; zeroing makes it initialized.
+        unsafe { std::ptr::write_bytes(block.as_ptr(), 0, cap) };
+        let e = self.chunk_mut_raw(slot, EXT_CHUNK);
+        e[..8].copy_from_slice(&(block.as_ptr() as u64).to_le_bytes());
+        e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
+        e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
+        self.bytes += cap;
+        Ok(())
+    }
+
+    /// Frees the block of chain slot `slot`, leaving it void.
+    pub(crate) fn void_slot(&mut self, slot: Hp) {
+        if self.is_void(slot) {
+            return;
+        }
+        let (ptr, cap) = self.extended(slot);
+        // SAFETY: the eHP names a live block of `cap` bytes from `self.heap`; the eHP is
+        // voided below, so it is freed once.
+        unsafe { self.heap.free(ptr, cap) };
+        self.bytes -= cap;
+        self.chunk_mut_raw(slot, EXT_CHUNK)[..14].fill(0);
     }
 
     /// The heap block and capacity of an extended HP.
@@ -507,10 +696,12 @@ impl MemoryManager {
         for (i, s) in self.superbins.iter().enumerate() {
             for m in s.metabins.iter().flatten() {
                 st.metadata_bytes += std::mem::size_of::<Metabin>()
-                    + BINS_PER_METABIN * std::mem::size_of::<Option<Bin>>();
+                    + m.bins.capacity() * std::mem::size_of::<Option<Bin>>();
                 for b in m.bins.iter().flatten() {
                     st.metadata_bytes += std::mem::size_of::<[u64; 64]>();
                     if i == 0 {
+                        // Extended-bin chunks (eHPs) count as metadata.
+                        st.metadata_bytes += b.mem.bytes();
                         st.extended += b.used as usize;
                     } else {
                         st.chunks += b.used as usize;
@@ -592,6 +783,48 @@ mod tests {
         assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
         assert_eq!(mm.stats().chunks, 0);
         assert_eq!(mm.stats().extended_bytes, 0);
+    }
+
+    /// An extended block regrows behind the same Hyperion Pointer (content kept, new
+    /// capacity); a chained extended bin resolves keys to the nearest non-void slot at or
+    /// below `k / 32`, and frees everything.
+    #[test]
+    fn mm_regrow_and_chains() {
+        let mut mm = MemoryManager::new();
+        let base_bytes = mm.bytes();
+        let hp = mm.alloc(3000).unwrap();
+        mm.get_mut(hp)[..3000].fill(7);
+        mm.regrow(hp, 9000, |src, dst| {
+            dst[..3000].copy_from_slice(&src[..3000])
+        })
+        .unwrap();
+        assert_eq!(mm.capacity(hp), extended_capacity(9000));
+        assert!(mm.get(hp)[..3000].iter().all(|&b| b == 7));
+        assert!(mm.get(hp)[3000..9000].iter().all(|&b| b == 0));
+        mm.regrow(hp, 2100, |src, dst| {
+            dst[..2100].copy_from_slice(&src[..2100])
+        })
+        .unwrap();
+        assert_eq!(mm.capacity(hp), extended_capacity(2100));
+        let chain = mm.alloc_chain().unwrap();
+        assert!(mm.is_chain(chain) && !mm.is_chain(hp));
+        assert_eq!(chain.chain_of(), (chain, 0));
+        mm.fill_slot(chain.slot(0), 2500).unwrap();
+        mm.fill_slot(chain.slot(5), 3000).unwrap();
+        mm.get_mut(chain.slot(5))[0] = 5;
+        assert_eq!(mm.resolve(chain, 0), chain.slot(0));
+        assert_eq!(mm.resolve(chain, 159), chain.slot(0));
+        assert_eq!(mm.resolve(chain, 160), chain.slot(5));
+        assert_eq!(mm.resolve(chain, 255), chain.slot(5));
+        assert_eq!(mm.get(mm.resolve(chain, 200))[0], 5);
+        assert_eq!(chain.slot(5).chain_of(), (chain, 5));
+        mm.void_slot(chain.slot(5));
+        assert!(mm.is_void(chain.slot(5)));
+        assert_eq!(mm.resolve(chain, 255), chain.slot(0));
+        mm.free_chain(chain);
+        mm.free(hp);
+        assert_eq!(mm.bytes(), base_bytes);
+        assert_eq!(mm.stats().extended, 0);
     }
 
     #[test]

@@ -13,15 +13,20 @@
 //! A container holds 16-bit partial keys as a two-level internal trie: a T-Node for the
 //! first byte, its S-Node children for the second. The paper's header has 19 size bits and
 //! an 8-bit `free` count; here the capacity is known from the Hyperion Pointer (its
-//! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (our
-//! containers hold variable-length values inline and are never split, so they can exceed
-//! the paper's 512 KiB). `J` and `S` (jump-table entries, split delay) are always 0: jump
-//! tables and splits are not built (`docs/hyperion.md`).
+//! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (values
+//! of any length are inline or out of line, and a container that cannot be split — all
+//! its T-Nodes in one 32-key range — may pass the paper's 512 KiB). `S` is the split delay
+//! (`split.rs`); `J` the number of 7-entry groups of the container jump table that follows
+//! the header (`cjt.rs`), the payload starting after it.
+//!
+//! A container referenced through a chained extended bin is *split* (`split.rs`): the
+//! Hyperion Pointer names up to eight parts, each an ordinary container; a reader picks
+//! the part by the next key byte ([`MemoryManager::resolve`]).
 //!
 //! # Nodes
 //!
 //! ```text
-//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [value if t = 11]
+//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [u16 jump if js] [value if t = 11]
 //! S-Node: [t:2 k=1 d:3 c:2]       [key byte if d = 0] [value if t = 11] [child]
 //! ```
 //!
@@ -29,7 +34,10 @@
 //! key ends here and its value follows (the paper's "leaf without / with value"; a T-Node
 //! may both end a key and have S-Node children). `d`: delta encoding — `1..=7` is the key
 //! byte's distance from the previous sibling's (from 0 for the first sibling), `0` means
-//! the key byte follows. `js`/`jt`: jump successor / jump table present (never set here).
+//! the key byte follows. `js`: a jump successor follows, the u16 LE distance from this
+//! T-Node's first byte to the next T-Node's (0: none), kept on the T-Nodes of a
+//! container's own payload (`write.rs`); `jt`: T-Node jump table present (30 bytes; never
+//! set: not built).
 //! `c`: `00` no child, `01` a 5-byte Hyperion Pointer to a child container follows, `10` an
 //! embedded container follows (`[size u8 = 1 + payload length][payload]`, at most 255
 //! bytes, same format as a container's payload), `11` a path-compressed suffix follows.
@@ -50,6 +58,7 @@
 
 use std::ops::{Bound, ControlFlow};
 
+use crate::cjt;
 use crate::mm::{Hp, MemoryManager};
 
 /// Largest value stored inline.
@@ -80,6 +89,14 @@ pub(crate) const C_PC: u8 = 3;
 #[inline]
 pub(crate) fn used(chunk: &[u8]) -> usize {
     (u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) & 0x00FF_FFFF) as usize
+}
+
+/// Sets the used size in a container header, keeping its `J` and `S` bits.
+#[inline]
+pub(crate) fn set_used(chunk: &mut [u8], size: usize) {
+    debug_assert!(size < 1 << 24);
+    let h = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+    chunk[..4].copy_from_slice(&((h & 0xFF00_0000) | size as u32).to_le_bytes());
 }
 
 /// Writes a container header for `size` used bytes.
@@ -239,6 +256,28 @@ pub(crate) fn parse(buf: &[u8], mut pos: usize, prev: u8) -> Node {
     }
 }
 
+/// The key of the node at `pos` whose previous sibling has key `prev`.
+#[inline]
+pub(crate) fn t_key(buf: &[u8], pos: usize, prev: u8) -> u8 {
+    match (buf[pos] >> 2) & 7 {
+        0 => buf[pos + 1],
+        d => prev.wrapping_add(d),
+    }
+}
+
+/// The jump successor of the T-Node at `pos` (flag bit `js`): the distance in bytes from
+/// its first byte to the next T-Node's (0 stored: none).
+#[inline]
+pub(crate) fn jump_successor(buf: &[u8], pos: usize) -> Option<usize> {
+    let f = buf[pos];
+    if f & 0x20 != 0 || f & 2 == 0 {
+        return None;
+    }
+    let at = pos + 1 + usize::from((f >> 2) & 7 == 0);
+    let d = u16::from_le_bytes([buf[at], buf[at + 1]]) as usize;
+    (d != 0).then_some(d)
+}
+
 /// Where a key's search leaves a payload.
 enum Step {
     /// The key ends at a node with this value.
@@ -248,21 +287,34 @@ enum Step {
     /// Continue in an embedded payload with the key advanced by 2.
     Embedded(usize, usize),
     /// Continue in a child container with the key advanced by 2 (pointer at offset).
-    Child(Hp, usize),
+    Child(Hp),
     /// The key continues in a path-compressed suffix.
     Pc(Suffix, ValRef),
 }
 
-/// Searches a payload `buf[start..end]` for `key` (non-empty).
+/// Searches a payload `buf[start..end]` for `key` (non-empty), from the T-Node at `start`
+/// whose previous sibling's key is `prev_t`.
 #[inline]
-fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
+fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step {
     let (k0, k1) = (key[0], key.get(1).copied());
     let mut pos = start;
-    let mut prev_t = 0u8;
+    let mut prev_t = prev_t;
     // Find the T-Node.
     loop {
         if pos >= end {
             return Step::Missing;
+        }
+        let f = buf[pos];
+        if f & 0x20 == 0 && f & 2 != 0 {
+            // A T-Node with a jump successor: skip its S-Nodes if the key is further on.
+            let key = t_key(buf, pos, prev_t);
+            if key < k0
+                && let Some(d) = jump_successor(buf, pos)
+            {
+                prev_t = key;
+                pos += d;
+                continue;
+            }
         }
         let n = parse(buf, pos, prev_t);
         pos = n.next;
@@ -296,7 +348,7 @@ fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
             }
             return match s.child {
                 ChildRef::None => Step::Missing,
-                ChildRef::Hp(hp, at) => Step::Child(hp, at),
+                ChildRef::Hp(hp, _) => Step::Child(hp),
                 ChildRef::Emb(a, b) => Step::Embedded(a, b),
                 ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
             };
@@ -308,68 +360,27 @@ fn search(buf: &[u8], start: usize, end: usize, key: &[u8]) -> Step {
 /// Looks `key` (non-empty, the first key byte already consumed by the arena) up below the
 /// root container `root`.
 pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Option<&'a [u8]> {
-    let mut chunk = mm.get(root);
-    let (mut start, mut end) = (HEADER, used(chunk));
+    let mut chunk = mm.get(mm.resolve(root, key[0]));
+    let (mut start, mut prev) = cjt::seek(chunk, key[0]);
+    let mut end = used(chunk);
     loop {
-        match search(chunk, start, end, key) {
+        match search(chunk, start, prev, end, key) {
             Step::Found(v) => return Some(val_bytes(mm, chunk, v)),
             Step::Missing => return None,
             Step::Embedded(a, b) => {
                 key = &key[2..];
-                (start, end) = (a, b);
+                (start, prev, end) = (a, 0, b);
             }
-            Step::Child(hp, _) => {
+            Step::Child(hp) => {
                 key = &key[2..];
-                chunk = mm.get(hp);
-                (start, end) = (HEADER, used(chunk));
+                chunk = mm.get(mm.resolve(hp, key[0]));
+                (start, prev) = cjt::seek(chunk, key[0]);
+                end = used(chunk);
             }
             Step::Pc(sfx, v) => {
                 return (suffix_bytes(mm, chunk, sfx) == &key[2..])
                     .then(|| val_bytes(mm, chunk, v));
             }
-        }
-    }
-}
-
-/// One container on a writer's path.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PathEntry {
-    pub(crate) hp: Hp,
-    /// Key bytes consumed above this container.
-    pub(crate) consumed: usize,
-    /// Offset of this container's pointer in its parent's block (`None` for the root).
-    pub(crate) at: Option<usize>,
-}
-
-/// The containers a write of `key` passes through, root first: the last one is where the
-/// key's path ends (the key ends in it, or leaves it at a missing node, a path-compressed
-/// suffix, or a node that ends the key and has a child container).
-pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<PathEntry> {
-    let mut path = vec![PathEntry {
-        hp: root,
-        consumed: 0,
-        at: None,
-    }];
-    let mut chunk = mm.get(root);
-    let (mut start, mut end) = (HEADER, used(chunk));
-    let mut off = 0;
-    loop {
-        match search(chunk, start, end, &key[off..]) {
-            Step::Embedded(a, b) => {
-                off += 2;
-                (start, end) = (a, b);
-            }
-            Step::Child(hp, at) => {
-                off += 2;
-                path.push(PathEntry {
-                    hp,
-                    consumed: off,
-                    at: Some(at),
-                });
-                chunk = mm.get(hp);
-                (start, end) = (HEADER, used(chunk));
-            }
-            _ => return path,
         }
     }
 }
@@ -506,8 +517,8 @@ fn events(buf: &[u8], start: usize, end: usize, out: &mut Vec<Ev>) {
 /// holds the key bytes above the root (the arena's first byte); it is used as the key
 /// buffer and restored on return. Iterative (an explicit stack), so a trie as deep as the
 /// longest key (32,768 containers for a 64 KiB key) needs no deep recursion.
-pub(crate) fn walk(
-    mm: &MemoryManager,
+pub(crate) fn walk<'a>(
+    mm: &'a MemoryManager,
     root: Hp,
     prefix: &mut Vec<u8>,
     bound: Bound<&[u8]>,
@@ -545,15 +556,38 @@ pub(crate) fn walk(
             bounded,
         });
     }
-    let chunk = mm.get(root);
-    push(
-        &mut stack,
-        chunk,
-        (HEADER, used(chunk)),
-        base,
-        root_fit == Fit::Partial,
-        desc,
-    );
+    // Pushes the frames of the container `hp` (of every part of a split container, the
+    // first on top when ascending).
+    let push_container = |stack: &mut Vec<Frame<'a>>, hp: Hp, plen: usize, bounded: bool| {
+        let mut parts = [hp; 8];
+        let mut n = 1;
+        if mm.is_chain(hp) {
+            n = 0;
+            for i in 0..8 {
+                if !mm.is_void(hp.slot(i)) {
+                    parts[n] = hp.slot(i);
+                    n += 1;
+                }
+            }
+        }
+        let mut push_one = |p: Hp| {
+            let c = mm.get(p);
+            push(
+                stack,
+                c,
+                (cjt::payload_start(c), used(c)),
+                plen,
+                bounded,
+                desc,
+            );
+        };
+        if desc {
+            parts[..n].iter().for_each(|&p| push_one(p));
+        } else {
+            parts[..n].iter().rev().for_each(|&p| push_one(p));
+        }
+    };
+    push_container(&mut stack, root, base, root_fit == Fit::Partial);
     let result = 'outer: loop {
         let Some(f) = stack.last_mut() else {
             break ControlFlow::Continue(());
@@ -596,17 +630,7 @@ pub(crate) fn walk(
                 }
                 let plen = prefix.len();
                 match chunk {
-                    Some(hp) => {
-                        let c = mm.get(hp);
-                        push(
-                            &mut stack,
-                            c,
-                            (HEADER, used(c)),
-                            plen,
-                            f == Fit::Partial,
-                            desc,
-                        );
-                    }
+                    Some(hp) => push_container(&mut stack, hp, plen, f == Fit::Partial),
                     None => push(&mut stack, buf, (start, end), plen, f == Fit::Partial, desc),
                 }
             }

@@ -4,8 +4,7 @@
 //!
 //! Only the default configuration runs by default: the other two are opt-in with the
 //! crate's feature `long-tests` (`cargo test -p orrery-hyperion --features long-tests`),
-//! because writes re-encode whole containers and the three together take
-//! minutes on the shared 2-core machine.
+//! because the three together take minutes on the shared 2-core machine.
 
 use std::ops::Bound;
 
