@@ -3,7 +3,8 @@
 //! # Bucket layout (bytes, little-endian bit numbering over the 512-bit line)
 //!
 //! ```text
-//! bits   0..32   version/lock: bit 0 = lock (writer in progress), bits 1..32 = counter
+//! bits   0..32   version/lock: bit 0 = lock (writer in progress), bits 1..31 = counter,
+//!                bit 31 = frozen (a growth is copying the table; writers may not lock)
 //! bits  32..152  entry 0 (120 bits = 15 bytes)
 //! bits 152..272  entry 1
 //! bits 272..392  entry 2
@@ -19,9 +20,11 @@
 //! compares the whole word, so a change to entry 0's bits also fails validation — a
 //! conservative retry, never a torn read).
 //!
-//! A writer locks the version (compare-and-swap), edits a private [`Line`], stores the
-//! changed words 1..8 with relaxed stores, and publishes word 0 (new entry-0 bits, lock
-//! clear, counter advanced) with the release store of `write_end`.
+//! A writer locks the version (compare-and-swap, refused on a frozen bucket), edits a
+//! private [`Line`] (or abandons it: [`BucketGuard::abandon`] restores word 0 without
+//! storing anything), stores the changed words 1..8 with relaxed stores, and publishes
+//! word 0 (new entry-0 bits, lock clear, counter advanced) with the release store of
+//! `write_end`.
 //!
 //! # Entry layout (120 bits)
 //!
