@@ -1227,6 +1227,30 @@ mod tests {
         }
     }
 
+    /// Every pair, by scans (ascending if `forward`, else descending) in batches of 3,
+    /// each resuming after the last key of the one before.
+    fn batches(raw: &Raw, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut got = Vec::new();
+        let mut from: Bound<Vec<u8>> = Bound::Unbounded;
+        loop {
+            let g = orrery_core::sync::pin();
+            let b = from.as_ref().map(Vec::as_slice);
+            let mut f = |k: &[u8], v: &[u8]| {
+                got.push((k.to_vec(), v.to_vec()));
+                ControlFlow::Continue(())
+            };
+            let end = if forward {
+                raw.scan_batch(b, &g, 3, &mut f)
+            } else {
+                raw.scan_batch_rev(b, &g, 3, &mut f)
+            };
+            match end {
+                ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                _ => return got,
+            }
+        }
+    }
+
     /// Ascending scans along the leaf list and descending reverse walks, in batches that
     /// resume from a bound, agree with the model after inserts, splits, removals and
     /// collapses (small: also run under Miri).
@@ -1258,37 +1282,8 @@ mod tests {
                 }
                 let want: Vec<(Vec<u8>, Vec<u8>)> =
                     model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                // Ascending, in batches of 3.
-                let mut got = Vec::new();
-                let mut from: Bound<Vec<u8>> = Bound::Unbounded;
-                loop {
-                    let g = orrery_core::sync::pin();
-                    let b = from.as_ref().map(Vec::as_slice);
-                    let end = raw.scan_batch(b, &g, 3, &mut |k, v| {
-                        got.push((k.to_vec(), v.to_vec()));
-                        ControlFlow::Continue(())
-                    });
-                    match end {
-                        ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                        _ => break,
-                    }
-                }
-                assert_eq!(got, want, "ascending");
-                // Descending, in batches of 3.
-                let mut got = Vec::new();
-                let mut from: Bound<Vec<u8>> = Bound::Unbounded;
-                loop {
-                    let g = orrery_core::sync::pin();
-                    let b = from.as_ref().map(Vec::as_slice);
-                    let end = raw.scan_batch_rev(b, &g, 3, &mut |k, v| {
-                        got.push((k.to_vec(), v.to_vec()));
-                        ControlFlow::Continue(())
-                    });
-                    match end {
-                        ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                        _ => break,
-                    }
-                }
+                assert_eq!(batches(&raw, true), want, "ascending");
+                let mut got = batches(&raw, false);
                 got.reverse();
                 assert_eq!(got, want, "descending");
                 // get_many over present and absent keys.

@@ -308,6 +308,22 @@ impl Raw {
         Ok(Seek { leaf, root })
     }
 
+    /// The searches an insert of the absent `key` needs for the leaf list: its predecessor,
+    /// and the first leaf when there is none.
+    fn seek_neighbours(
+        &self,
+        t: &Table,
+        key: &[u8],
+        aux: &mut Vec<Step>,
+    ) -> Result<(Seek, Option<Seek>), Fail> {
+        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        let first = match pred.leaf {
+            None => Some(self.writer_seek(t, Bound::Unbounded, true, aux)?),
+            Some(_) => None,
+        };
+        Ok((pred, first))
+    }
+
     /// Locks the list anchor before a new key `key` (module docs) and returns the
     /// next-leaf locator the new leaf takes. `pred` is the predecessor search; `first`,
     /// when there is no predecessor, the first-leaf search; `root` the descent's root.
@@ -389,11 +405,7 @@ impl Raw {
             End::Missing(c) => {
                 let h = t.hash().child(last.hash, c);
                 room(t, &[h])?;
-                let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
-                let first = match pred.leaf {
-                    None => Some(self.writer_seek(t, Bound::Unbounded, true, aux)?),
-                    Some(_) => None,
-                };
+                let (pred, first) = self.seek_neighbours(t, key, aux)?;
                 ls.lock_node(&last.found)?;
                 let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
                 let (slot, n) =
@@ -543,11 +555,7 @@ impl Raw {
         let child = t
             .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
             .ok_or(Fail::Restart)?;
-        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
-        let first = match pred.leaf {
-            None => Some(self.writer_seek(t, Bound::Unbounded, true, aux)?),
-            Some(_) => None,
-        };
+        let (pred, first) = self.seek_neighbours(t, key, aux)?;
         ls.lock_node(&last.found)?;
         if k + 1 == len {
             ls.lock_node(&child)?;
