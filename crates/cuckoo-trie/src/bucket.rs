@@ -686,4 +686,26 @@ mod tests {
         assert_eq!(VERSION.counter(line.version()), 1);
         assert!(b.try_lock_at(v0).is_none(), "stale version");
     }
+
+    /// An abandoned lock stores nothing and leaves the version as it was; a frozen bucket
+    /// refuses every lock but stays readable, until unfrozen.
+    #[test]
+    fn abandon_and_freeze() {
+        let b = Bucket {
+            words: Default::default(),
+        };
+        let v0 = b.version();
+        let mut g = b.try_lock_at(v0).expect("unlocked");
+        g.line.set_entry(1, sample(2));
+        assert!(b.try_lock().is_none(), "held");
+        g.abandon();
+        assert!(b.unchanged(v0), "abandon restores the version");
+        assert_eq!(b.read().entry(1), Entry(0), "nothing stored");
+        b.freeze();
+        assert!(b.try_lock().is_none() && b.lock().is_none(), "frozen");
+        assert!(b.try_lock_at(b.version()).is_none(), "frozen");
+        assert_eq!(b.read().entry(1), Entry(0), "readable while frozen");
+        b.unfreeze();
+        assert!(b.try_lock().is_some(), "unfrozen");
+    }
 }
