@@ -55,7 +55,9 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, insert, remove, the leaf list, successor/predecessor and scans, growth; the protocol |
+//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor and scans, growth; the protocol |
+//! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
+//! | `lockset` | the buckets one update locks, its private edits and its commit |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
