@@ -3,7 +3,8 @@
 //! # Bucket layout (bytes, little-endian bit numbering over the 512-bit line)
 //!
 //! ```text
-//! bits   0..32   version/lock: bit 0 = lock (writer in progress), bits 1..32 = counter
+//! bits   0..32   version/lock: bit 0 = lock (writer in progress), bits 1..31 = counter,
+//!                bit 31 = frozen (a growth is copying the table; writers may not lock)
 //! bits  32..152  entry 0 (120 bits = 15 bytes)
 //! bits 152..272  entry 1
 //! bits 272..392  entry 2
@@ -19,9 +20,11 @@
 //! compares the whole word, so a change to entry 0's bits also fails validation — a
 //! conservative retry, never a torn read).
 //!
-//! A writer locks the version (compare-and-swap), edits a private [`Line`], stores the
-//! changed words 1..8 with relaxed stores, and publishes word 0 (new entry-0 bits, lock
-//! clear, counter advanced) with the release store of `write_end`.
+//! A writer locks the version (compare-and-swap, refused on a frozen bucket), edits a
+//! private [`Line`] (or abandons it: [`BucketGuard::abandon`] restores word 0 without
+//! storing anything), stores the changed words 1..8 with relaxed stores, and publishes
+//! word 0 (new entry-0 bits, lock clear, counter advanced) with the release store of
+//! `write_end`.
 //!
 //! # Entry layout (120 bits)
 //!
@@ -63,8 +66,12 @@ const HEADER_BITS: u32 = 32;
 /// Symbols a jump node holds.
 pub(crate) const JUMP_MAX: usize = 8;
 
-/// The bucket's version/lock field: lock bit 0, a 31-bit counter at bits 1..32 of word 0.
-pub(crate) const VERSION: VersionField = VersionField::new(64, 0, 1, 31);
+/// The bucket's version/lock field: lock bit 0, a 30-bit counter at bits 1..31 of word 0.
+pub(crate) const VERSION: VersionField = VersionField::new(64, 0, 1, 30);
+/// Bit 31 of word 0: the bucket is *frozen* — a growth is copying its table, and no
+/// writer may lock it any more (§5 "Resizing": buckets are marked before they are copied).
+/// Readers ignore it (it is not the lock bit), so they keep reading a frozen table.
+pub(crate) const FROZEN: u64 = 1 << 31;
 /// The bits of word 0 that belong to the version field.
 const VERSION_MASK: u64 = 0xFFFF_FFFF;
 
@@ -164,22 +171,28 @@ impl Bucket {
         (self as *const Bucket).cast()
     }
 
-    /// Locks the bucket (spinning with backoff while another writer holds it).
-    pub(crate) fn lock(&self) -> BucketGuard<'_> {
+    /// Locks the bucket (spinning with backoff while another writer holds it); `None` if
+    /// it is frozen. A caller may block here only while it holds no other bucket, or
+    /// holds buckets of lower index that it locked the same way (lock order), so that
+    /// two writers never wait for each other.
+    pub(crate) fn lock(&self) -> Option<BucketGuard<'_>> {
         let backoff = Backoff::new();
         loop {
             let seen = VERSION.read_begin(&self.words[0]);
+            if seen & FROZEN != 0 {
+                return None;
+            }
             if let Some(g) = self.try_lock_at(seen) {
-                return g;
+                return Some(g);
             }
             backoff.spin();
         }
     }
 
-    /// Locks the bucket if its word 0 is still `seen` (the §5 "lock and verify unchanged"
-    /// compare-and-swap).
+    /// Locks the bucket if its word 0 is still `seen` and not frozen (the §5 "lock and
+    /// verify unchanged" compare-and-swap). Never waits.
     pub(crate) fn try_lock_at(&self, seen: u64) -> Option<BucketGuard<'_>> {
-        if !VERSION.try_lock(&self.words[0], seen) {
+        if seen & FROZEN != 0 || !VERSION.try_lock(&self.words[0], seen) {
             return None;
         }
         let mut line = Line::default();
@@ -190,9 +203,36 @@ impl Bucket {
         }
         Some(BucketGuard {
             bucket: self,
+            seen,
             old: line,
             line,
         })
+    }
+
+    /// Locks the bucket if no writer holds it and it is not frozen. Never waits.
+    pub(crate) fn try_lock(&self) -> Option<BucketGuard<'_>> {
+        let seen = VERSION.try_read(&self.words[0])?;
+        self.try_lock_at(seen)
+    }
+
+    /// Marks the bucket frozen (waiting while a writer holds it): from then on no writer
+    /// can lock it. Changes word 0, so a reader straddling the mark retries its snapshot.
+    pub(crate) fn freeze(&self) {
+        loop {
+            let seen = VERSION.read_begin(&self.words[0]);
+            if seen & FROZEN != 0
+                || self.words[0]
+                    .compare_exchange(seen, seen | FROZEN, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Clears the frozen mark (a growth that failed gives the table back to writers).
+    pub(crate) fn unfreeze(&self) {
+        self.words[0].fetch_and(!FROZEN, Ordering::Release);
     }
 }
 
@@ -208,9 +248,28 @@ impl Line {
 /// unlocks (advancing the version, which invalidates concurrent readers' snapshots).
 pub(crate) struct BucketGuard<'a> {
     bucket: &'a Bucket,
+    /// Word 0 before the lock.
+    seen: u64,
     old: Line,
     /// The bucket's contents, edited in place by the lock holder.
     pub(crate) line: Line,
+}
+
+impl BucketGuard<'_> {
+    /// Word 0 as it was when the bucket was locked (unlocked, not frozen).
+    #[inline]
+    pub(crate) fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Unlocks without publishing the edits of [`BucketGuard::line`]: word 0 goes back to
+    /// exactly what it was before the lock. Sound because nothing was stored (edits are
+    /// only stored by `drop`) and readers do not read a locked bucket, so a snapshot
+    /// validated against the old word is still true.
+    pub(crate) fn abandon(self) {
+        self.bucket.words[0].store(self.seen, Ordering::Release);
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for BucketGuard<'_> {
@@ -613,7 +672,7 @@ mod tests {
         };
         let v0 = b.version();
         {
-            let mut g = b.lock();
+            let mut g = b.lock().unwrap();
             g.line.set_entry(0, sample(1));
             g.line.set_entry(3, sample(3));
             assert!(b.try_lock_at(v0).is_none(), "locked");
@@ -626,5 +685,27 @@ mod tests {
         assert!(!VERSION.is_locked(line.version()));
         assert_eq!(VERSION.counter(line.version()), 1);
         assert!(b.try_lock_at(v0).is_none(), "stale version");
+    }
+
+    /// An abandoned lock stores nothing and leaves the version as it was; a frozen bucket
+    /// refuses every lock but stays readable, until unfrozen.
+    #[test]
+    fn abandon_and_freeze() {
+        let b = Bucket {
+            words: Default::default(),
+        };
+        let v0 = b.version();
+        let mut g = b.try_lock_at(v0).expect("unlocked");
+        g.line.set_entry(1, sample(2));
+        assert!(b.try_lock().is_none(), "held");
+        g.abandon();
+        assert!(b.unchanged(v0), "abandon restores the version");
+        assert_eq!(b.read().entry(1), Entry(0), "nothing stored");
+        b.freeze();
+        assert!(b.try_lock().is_none() && b.lock().is_none(), "frozen");
+        assert!(b.try_lock_at(b.version()).is_none(), "frozen");
+        assert_eq!(b.read().entry(1), Entry(0), "readable while frozen");
+        b.unfreeze();
+        assert!(b.try_lock().is_some(), "unfrozen");
     }
 }

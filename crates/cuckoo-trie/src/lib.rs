@@ -37,9 +37,10 @@
 //!
 //! # Consistency guarantees
 //!
-//! Those of [`orrery_core::api`]. Lookups and scans take no lock; writers are serialized by
-//! one writer lock in this version (see `trie.rs` for the protocol and what is not built
-//! yet, and `docs/cuckoo-trie.md`).
+//! Those of [`orrery_core::api`]. Lookups and scans take no lock; writers lock only the
+//! buckets they change, by compare-and-swap on the buckets' version/lock words (§5), so
+//! writers to different parts of the trie run in parallel (protocol in `trie.rs` and
+//! `trie/update.rs`, and `docs/cuckoo-trie.md`).
 //!
 //! # Memory usage
 //!
@@ -54,7 +55,9 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, insert, remove, the leaf list, successor/predecessor and scans, growth; the protocol |
+//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor and scans, growth; the protocol |
+//! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
+//! | `lockset` | the buckets one update locks, its private edits and its commit |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
@@ -66,6 +69,7 @@ mod config;
 #[cfg_attr(not(test), allow(dead_code))]
 mod hash;
 mod iter;
+mod lockset;
 mod record;
 #[cfg_attr(not(test), allow(dead_code))]
 mod table;
@@ -77,7 +81,7 @@ use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 
 pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter};
-use trie::Decision;
+use trie::{Decision, Mode};
 
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
 ///
@@ -192,9 +196,9 @@ impl CuckooTrie {
     /// Inserts or replaces the value of `key`; `Ok(true)` if the key was new.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
         api::check_entry(key, value)?;
-        let present = self
-            .raw
-            .upsert(key, &mut |_| Decision::Store(value.to_vec()))?;
+        let present =
+            self.raw
+                .upsert(key, &mut |_| Decision::Store(value.to_vec()), Mode::INSERT)?;
         Ok(!present)
     }
 
@@ -204,8 +208,9 @@ impl CuckooTrie {
     }
 
     /// Upsert or remove by `f(current)`: `Some(v)` stores `v`, `None` removes the key (or
-    /// leaves it absent). Returns `Ok(was present)`. Atomic: `f` runs under the writer
-    /// lock, and its result is applied before any other write.
+    /// leaves it absent). Returns `Ok(was present)`. Atomic: `f` runs while the buckets
+    /// the change writes are locked (the key's leaf, or every bucket an insert of the key
+    /// writes), and its result is applied before any other writer can change the key.
     pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
     where
         F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
@@ -213,19 +218,23 @@ impl CuckooTrie {
         api::check_key(key)?;
         let mut f = Some(f);
         let mut bad = None;
-        let present = self.raw.upsert(key, &mut |old| {
-            let Some(f) = f.take() else {
-                return Decision::Keep;
-            };
-            match f(old) {
-                Some(v) if v.len() > api::MAX_VALUE_LEN => {
-                    bad = Some(v.len());
-                    Decision::Keep
+        let present = self.raw.upsert(
+            key,
+            &mut |old| {
+                let Some(f) = f.take() else {
+                    return Decision::Keep;
+                };
+                match f(old) {
+                    Some(v) if v.len() > api::MAX_VALUE_LEN => {
+                        bad = Some(v.len());
+                        Decision::Keep
+                    }
+                    Some(v) => Decision::Store(v),
+                    None => Decision::Remove,
                 }
-                Some(v) => Decision::Store(v),
-                None => Decision::Remove,
-            }
-        })?;
+            },
+            Mode::COMPUTE,
+        )?;
         match bad {
             Some(len) => Err(api::Error::ValueTooLong {
                 len,
@@ -243,17 +252,21 @@ impl CuckooTrie {
         }
         let mut f = Some(f);
         let mut bad = None;
-        let present = self.raw.upsert(key, &mut |old| {
-            let (Some(old), Some(f)) = (old, f.take()) else {
-                return Decision::Keep;
-            };
-            let new = f(old);
-            if new.len() > api::MAX_VALUE_LEN {
-                bad = Some(new.len());
-                return Decision::Keep;
-            }
-            Decision::Store(new)
-        })?;
+        let present = self.raw.upsert(
+            key,
+            &mut |old| {
+                let (Some(old), Some(f)) = (old, f.take()) else {
+                    return Decision::Keep;
+                };
+                let new = f(old);
+                if new.len() > api::MAX_VALUE_LEN {
+                    bad = Some(new.len());
+                    return Decision::Keep;
+                }
+                Decision::Store(new)
+            },
+            Mode::UPDATE,
+        )?;
         match bad {
             Some(len) => Err(api::Error::ValueTooLong {
                 len,

@@ -26,8 +26,10 @@
 //! `goto restart`). A failed search (no path) reports [`Full`]: the trie then grows the
 //! table.
 //!
-//! Writers to the table are serialized by the trie's writer lock (see `lib.rs`); bucket
-//! locks are still taken for every change, so that readers validate against them.
+//! Writers of a shared table lock the buckets they change through the trie's lock sets
+//! (`lockset.rs`): relocation here is a separate step (each move under the locks of its two
+//! buckets) run before a writer locks anything else. [`Table::place`] and [`Table::update`]
+//! are for tables no other thread writes (a table being filled by growth).
 
 use orrery_core::alloc::ZeroedArray;
 use orrery_core::api::Error;
@@ -43,6 +45,15 @@ pub(crate) const MAX_PATH: usize = 5;
 /// No slot for a new entry: the table must grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Full;
+
+/// Why [`Table::make_room_for`] made no room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// No cuckoo path within the bounds: the table must grow.
+    Full,
+    /// A concurrent writer changed a bucket of the path, or it is frozen: retry.
+    Busy,
+}
 
 /// A node found by a search: where it sits, what it holds, and the version of its bucket
 /// at the (validated) read.
@@ -108,15 +119,23 @@ impl Table {
     /// Calls `f(slot, entry)` for each entry of hash `h` (Algorithm 2 `ENTRIESFOR`); stops
     /// at the first `Some`. Each bucket is read as a validated snapshot.
     #[inline]
-    fn entries_for<R>(
+    fn entries_for<R>(&self, h: u64, f: impl FnMut(Slot, Entry, u64) -> Option<R>) -> Option<R> {
+        self.entries_with(h, &|b| self.buckets[b].read(), f)
+    }
+
+    /// [`Table::entries_for`] with the lines given by `read` (a writer reads the buckets it
+    /// holds from its private copies: reading them from the table would wait for itself).
+    #[inline]
+    pub(crate) fn entries_with<R>(
         &self,
         h: u64,
+        read: &dyn Fn(usize) -> Line,
         mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
     ) -> Option<R> {
         let (b1, b2) = self.hash.buckets_of(h);
         let tag = PrefixHash::tag(h);
         for (b, primary) in [(b1, true), (b2, false)] {
-            let line = self.buckets[b].read();
+            let line = read(b);
             for i in 0..SLOTS {
                 let e = line.entry(i);
                 if e.is_empty() || e.tag() != tag || e.primary() != primary {
@@ -169,19 +188,19 @@ impl Table {
     /// The node a locator names.
     #[inline]
     pub(crate) fn find(&self, l: Locator) -> Option<Found> {
-        self.entries_for(l.hash, |slot, entry, version| {
+        self.find_with(l, &|b| self.buckets[b].read())
+    }
+
+    /// [`Table::find`] over the lines given by `read`.
+    #[inline]
+    pub(crate) fn find_with(&self, l: Locator, read: &dyn Fn(usize) -> Line) -> Option<Found> {
+        self.entries_with(l.hash, read, |slot, entry, version| {
             (entry.color() == l.color).then_some(Found {
                 slot,
                 entry,
                 version,
             })
         })
-    }
-
-    /// The entry currently at `slot` (a validated snapshot of its bucket).
-    #[inline]
-    pub(crate) fn entry_at(&self, slot: Slot) -> Entry {
-        self.buckets[slot.bucket].read().entry(slot.index)
     }
 
     /// The hash of the entry at `slot` (from its bucket, tag and primary bit).
@@ -202,23 +221,39 @@ impl Table {
 
     /// Places `proto` (kind, last symbol, parent colour and payload set) as a node of hash
     /// `h`: picks a free colour, a free slot in `B1` or `B2` or a cuckoo path to one, and
-    /// writes it. Returns where it went and the entry as written (with its colour).
+    /// writes it. Returns where it went and the entry as written (with its colour). Only
+    /// for a table no other writer changes (a new table being filled by growth, or the
+    /// first entry); shared tables place through the trie's lock sets.
     pub(crate) fn place(&self, h: u64, proto: Entry) -> Result<(Slot, Entry), Full> {
         let color = self.free_color(h).ok_or(Full)?;
         let (b1, b2) = self.hash.buckets_of(h);
         let tag = PrefixHash::tag(h);
-        let target = self.make_room(b1, b2)?;
+        let target = self.make_room(b1, b2).map_err(|_| Full)?;
         let primary = target.bucket == b1;
         let e = proto.placed(tag, primary).with_color(color);
-        let mut g = self.buckets[target.bucket].lock();
+        let mut g = self.buckets[target.bucket].lock().ok_or(Full)?;
         debug_assert!(g.line.entry(target.index).is_empty());
         g.line.set_entry(target.index, e);
         Ok((target, e))
     }
 
+    /// Makes a free slot in one of the two buckets of `h` (relocating entries along a
+    /// cuckoo path if both are full), for a writer that holds no bucket. The slot may be
+    /// taken again before the caller locks the buckets; it then retries. Returns whether
+    /// entries were moved.
+    pub(crate) fn make_room_for(&self, h: u64) -> Result<bool, Room> {
+        let (b1, b2) = self.hash.buckets_of(h);
+        let line1 = self.buckets[b1].read();
+        let line2 = self.buckets[b2].read();
+        if line1.free_slot().is_some() || line2.free_slot().is_some() {
+            return Ok(false);
+        }
+        self.make_room(b1, b2).map(|_| true)
+    }
+
     /// A free slot in `b1` or `b2`, relocating entries along a cuckoo path if both are
     /// full (breadth-first, bounded).
-    fn make_room(&self, b1: usize, b2: usize) -> Result<Slot, Full> {
+    fn make_room(&self, b1: usize, b2: usize) -> Result<Slot, Room> {
         // BFS nodes: (bucket, parent node, slot of the parent's bucket moved into this one).
         let mut queue: Vec<(usize, usize, usize, usize)> = Vec::with_capacity(32);
         queue.push((b1, usize::MAX, 0, 0));
@@ -237,12 +272,17 @@ impl Table {
                     }
                     let e = line.entry(i);
                     let alt = self.hash.alternate(b, e.tag(), e.primary());
+                    // A bucket already on some path is not visited again: a path through
+                    // one bucket twice would go stale as it is executed.
+                    if queue.iter().any(|q| q.0 == alt) {
+                        continue;
+                    }
                     queue.push((alt, qi, i, depth + 1));
                 }
             }
             qi += 1;
         }
-        Err(Full)
+        Err(Room::Full)
     }
 
     /// Executes the path ending at BFS node `end`, whose bucket has `free` slot: moves each
@@ -253,7 +293,7 @@ impl Table {
         queue: &[(usize, usize, usize, usize)],
         end: usize,
         free: usize,
-    ) -> Result<Slot, Full> {
+    ) -> Result<Slot, Room> {
         let mut node = end;
         let mut free = free;
         loop {
@@ -281,23 +321,32 @@ impl Table {
     }
 
     /// Moves the entry at `from` to the free slot `to` of its alternate bucket (copy, then
-    /// clear, under both bucket locks taken in index order).
-    fn move_entry(&self, from: Slot, to: Slot) -> Result<(), Full> {
+    /// clear, under both bucket locks taken in index order; the mover holds no other
+    /// bucket, so waiting for them cannot deadlock). Whatever entry sits at `from` now is
+    /// moved if `to` is its alternate and still free; otherwise the path went stale under
+    /// a concurrent writer ([`Room::Busy`]), as it does when a bucket is frozen.
+    fn move_entry(&self, from: Slot, to: Slot) -> Result<(), Room> {
         debug_assert_ne!(from.bucket, to.bucket);
-        let (mut gf, mut gt): (BucketGuard<'_>, BucketGuard<'_>) = if from.bucket < to.bucket {
-            let a = self.buckets[from.bucket].lock();
-            (a, self.buckets[to.bucket].lock())
+        let (lo, hi) = if from.bucket < to.bucket {
+            (from.bucket, to.bucket)
         } else {
-            let b = self.buckets[to.bucket].lock();
-            (self.buckets[from.bucket].lock(), b)
+            (to.bucket, from.bucket)
+        };
+        let a = self.buckets[lo].lock().ok_or(Room::Busy)?;
+        let b = self.buckets[hi].lock().ok_or(Room::Busy)?;
+        let (mut gf, mut gt): (BucketGuard<'_>, BucketGuard<'_>) = if from.bucket < to.bucket {
+            (a, b)
+        } else {
+            (b, a)
         };
         let e = gf.line.entry(from.index);
         if e.is_empty()
             || !gt.line.entry(to.index).is_empty()
             || self.hash.alternate(from.bucket, e.tag(), e.primary()) != to.bucket
         {
-            // The path went stale (cannot happen with serialized writers).
-            return Err(Full);
+            gt.abandon();
+            gf.abandon();
+            return Err(Room::Busy);
         }
         gt.line.set_entry(to.index, e.placed(e.tag(), !e.primary()));
         gf.line.set_entry(from.index, Entry(0));
@@ -306,19 +355,32 @@ impl Table {
         Ok(())
     }
 
-    /// Rewrites the entry at `slot` with `f(old)` under its bucket lock.
+    /// Rewrites the entry at `slot` with `f(old)` under its bucket lock. Only for a table
+    /// no other writer changes (a new table being filled by growth).
     pub(crate) fn update(&self, slot: Slot, f: impl FnOnce(Entry) -> Entry) {
-        let mut g = self.buckets[slot.bucket].lock();
+        let Some(mut g) = self.buckets[slot.bucket].lock() else {
+            unreachable!("a table being filled is never frozen")
+        };
         let e = g.line.entry(slot.index);
         g.line.set_entry(slot.index, f(e));
     }
 
-    /// Clears the entry at `slot`.
-    pub(crate) fn clear(&self, slot: Slot) {
-        self.update(slot, |_| Entry(0));
+    /// Freezes every bucket (growth, §5 "Resizing"): waits for each writer holding one to
+    /// finish, after which no writer changes the table.
+    pub(crate) fn freeze_all(&self) {
+        for b in 0..self.buckets.len() {
+            self.buckets[b].freeze();
+        }
     }
 
-    /// Every non-empty entry with its slot (for growth and checks; writers serialized).
+    /// Undoes [`Table::freeze_all`] (a growth that could not allocate its new table).
+    pub(crate) fn unfreeze_all(&self) {
+        for b in 0..self.buckets.len() {
+            self.buckets[b].unfreeze();
+        }
+    }
+
+    /// Every non-empty entry with its slot (for growth and checks; no concurrent writer).
     pub(crate) fn for_each(&self, mut f: impl FnMut(Slot, Entry)) {
         for b in 0..self.buckets.len() {
             let line: Line = self.buckets[b].read();

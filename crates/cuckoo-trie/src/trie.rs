@@ -34,24 +34,22 @@
 //! larger key (`has-next` clear on the last leaf) — so the leaves form a singly linked list
 //! in key order. Invariant (checked by the unit test's full walk): at rest, following the
 //! locators from the smallest leaf visits every leaf once, in key order, and no leaf is
-//! dirty. Writers keep it, under the writer lock, in this order:
+//! dirty. Each update changes it within one commit of its lock set (`trie/update.rs`), in
+//! the order of the paper (§4.5), which is also the order in which the intermediate states
+//! would be correct tries if they were visible:
 //!
 //! - insert under an internal node or at a jump split: the new leaf is placed with its next
-//!   locator set to its successor, the trie link is published (bitmap bit or jump
-//!   conversion: the linearization point), then the predecessor leaf's locator is pointed
-//!   at it. Between the two a scan may pass over the new key (it was inserted during the
-//!   scan).
+//!   locator set to its successor (the predecessor's next locator, read under the
+//!   predecessor's lock), the trie link is set (bitmap bit or jump conversion), and the
+//!   predecessor leaf's locator is pointed at it.
 //! - insert by splitting leaf `A`: the two new leaves are placed (the higher one takes
 //!   `A`'s next locator, the lower one points at the higher one), `A` is converted into an
-//!   internal node, then `A`'s predecessor is pointed at the lower leaf. In between, the
-//!   predecessor's locator names an internal node: stale, detected by readers.
-//! - remove of leaf `A`: `A` is marked *dirty* (§5), its parent's bit is cleared (the
-//!   linearization point), `A`'s predecessor is pointed at `A`'s successor, `A` is cleared.
-//!   A reader that reaches `A` through a locator after the dirty mark resynchronises, so a
-//!   removed key is never yielded after its removal.
-//! - tail collapse (node `X` whose only child is leaf `C`): `X` becomes a leaf with `C`'s
-//!   record and next locator, `C`'s predecessor is pointed at `X`, then `C` is cleared.
-//!   Until then `C` is still a correct leaf (same record, same next).
+//!   internal node, and `A`'s predecessor is pointed at the lower leaf.
+//! - remove of leaf `A`: its parent's bit is cleared, `A`'s predecessor is pointed at
+//!   `A`'s successor, `A` is cleared.
+//! - tail collapse (node `X` whose only child is leaf `C`, and ancestors left with only
+//!   `X`): the topmost such node becomes a leaf with `C`'s record and the right next
+//!   locator, the list predecessor is pointed at it, and the nodes below it are cleared.
 //! - growth: the new table gets fresh locators from one ordered walk before it is
 //!   published.
 //!
@@ -62,12 +60,16 @@
 //! from the path of one predecessor search by the same climb-and-descend walk (the list is
 //! singly linked, as the paper's).
 //!
-//! # Concurrency protocol (§5), as built in this version
+//! # Concurrency protocol (§5)
 //!
-//! - Writers (insert, remove, growth) are serialized by one writer lock (`Raw::write`).
-//!   This is the intermediate design the issue allows: per-bucket writer locking (§5
-//!   "Updates") is not built yet. Writers still lock every bucket they change through its
-//!   version/lock word, so readers validate against them.
+//! - Writers lock only the buckets they change (§5 "Updates"; `trie/update.rs` has the
+//!   table of what each update locks and why it suffices, `lockset.rs` the locking
+//!   rules): read-only validated searches find every node the update writes, the buckets
+//!   are locked by compare-and-swap on their version/lock words at the versions those
+//!   searches saw (so a lock also verifies its node unchanged), the edits are made in
+//!   private copies and stored at one commit. A writer never waits for a lock while it
+//!   holds one (a failed CAS abandons the attempt, which starts again), so writers cannot
+//!   deadlock, and writers to different parts of the trie run in parallel.
 //! - Readers take no lock. They pin an epoch guard, load the current table, and walk it:
 //!   every entry is read from a validated bucket snapshot, and after finding a child the
 //!   parent's bucket version is checked unchanged (`FINDCHILD`); a change restarts the
@@ -82,9 +84,11 @@
 //!   before clearing the child.
 //! - Records are immutable; a replaced or removed record is retired through the epoch
 //!   collector, so a reader may read any record it reached under its guard.
-//! - Growth builds a table of twice the buckets from the current one (which no writer
-//!   changes meanwhile: writers are serialized) while readers keep using the old one, then
-//!   publishes it and retires the old table through the epoch collector.
+//! - Growth freezes every bucket of the current table (a bit of the version word that
+//!   makes every writer's lock fail; readers ignore it), builds a table of twice the
+//!   buckets from it while readers keep using it, then publishes the new table and retires
+//!   the old one through the epoch collector. Writers that meet a frozen bucket wait for
+//!   the new table.
 //!
 //! - Scans (§4.4 "Range iteration", §5): one validated successor search finds the first
 //!   leaf; each step to the next leaf reads the leaf its locator names, then checks the
@@ -101,23 +105,26 @@
 //!
 //! # Not built yet
 //!
-//! Per-bucket writer locking (writers are serialized, above), cooperative migration during
-//! growth (the single writer migrates), subtree-max locators (above), re-merging jump
-//! chains after removals.
+//! Cooperative migration during growth (one writer copies the frozen table while other
+//! writers wait for it), subtree-max locators (above), re-merging jump chains after
+//! removals.
 
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use orrery_core::api::Error;
 use orrery_core::sync::{Backoff, Guard};
 
 use crate::Config;
-use crate::bucket::{Entry, JUMP_MAX, Kind, Locator};
+use crate::bucket::{Entry, Kind, Locator};
 use crate::record::{self, Records};
 use crate::table::{Found, Full, Table};
+
+mod update;
+pub(crate) use update::Mode;
 
 /// The most buckets a table may have (locator hashes are 40 bits).
 const MAX_BUCKETS: usize = 1 << 36;
@@ -258,18 +265,22 @@ pub(crate) enum End {
     JumpMismatch(usize),
 }
 
-/// The raw engine: the current table, the records, the writer lock.
+/// The raw engine: the current table, the records, the growth lock.
 pub(crate) struct Raw {
     table: AtomicPtr<Table>,
     records: Arc<Records>,
-    write: Mutex<()>,
+    /// Held by the writer that grows the table (one growth at a time); writers that
+    /// find the table frozen wait on it.
+    grow_lock: Mutex<()>,
+    /// A growth is freezing or copying the current table.
+    resizing: AtomicBool,
     len: AtomicUsize,
     pub(crate) config: Config,
 }
 
-// SAFETY: the table behind the pointer is shared by readers through validated atomic
-// reads and changed only by the writer holding `write`; records are immutable once
-// published and freed through the epoch collector.
+// SAFETY: the table behind the pointer is shared through atomic words only (validated
+// reads, bucket locks); records are immutable once published and freed through the epoch
+// collector.
 unsafe impl Send for Raw {}
 // SAFETY: as above.
 unsafe impl Sync for Raw {}
@@ -284,7 +295,8 @@ impl Raw {
         Ok(Raw {
             table: AtomicPtr::new(Box::into_raw(Box::new(t))),
             records: Records::new(),
-            write: Mutex::new(()),
+            grow_lock: Mutex::new(()),
+            resizing: AtomicBool::new(false),
             len: AtomicUsize::new(0),
             config,
         })
@@ -779,38 +791,6 @@ impl Raw {
         Ok(Some(next))
     }
 
-    /// The locator of the last leaf before `key` (writer lock held, `key` absent or
-    /// present).
-    fn leaf_before(&self, t: &Table, key: &[u8]) -> Option<Locator> {
-        self.writer_seek(t, Bound::Excluded(key), false)
-    }
-
-    /// The locator of the first leaf at or after `key` (writer lock held).
-    fn leaf_from(&self, t: &Table, key: &[u8]) -> Option<Locator> {
-        self.writer_seek(t, Bound::Included(key), true)
-    }
-
-    fn writer_seek(&self, t: &Table, bound: Bound<&[u8]>, forward: bool) -> Option<Locator> {
-        let mut path = Vec::with_capacity(16);
-        match self.seek_in(t, bound, forward, &mut path) {
-            Ok(s) => s.map(|s| s.locator()),
-            Err(Restart) => {
-                unreachable_restart();
-                None
-            }
-        }
-    }
-
-    /// Points the next-leaf locator of the leaf `of` (if any) at `to` (writer lock held).
-    fn set_next(t: &Table, of: Option<Locator>, to: Option<Locator>) {
-        if let Some(f) = of.and_then(|l| t.find(l)) {
-            debug_assert_eq!(f.entry.kind(), Kind::Leaf);
-            t.update(f.slot, |x| x.with_next(to));
-        } else {
-            debug_assert!(of.is_none(), "a leaf named by a locator is missing");
-        }
-    }
-
     /// The leaf of the first key after (`forward`) or before `bound` in `t`: a successor
     /// (predecessor) search, each step validated. `path` ends with the nodes from the root
     /// to that leaf, so that [`Raw::climb`] can go on from it.
@@ -934,403 +914,30 @@ impl Raw {
         }
     }
 
-    /// Runs `f` with the writer lock held and the current table; grows the table and
-    /// retries when `f` reports [`Full`].
-    fn write<R>(
-        &self,
-        mut f: impl FnMut(&Table, &Guard) -> Result<Result<R, Error>, Full>,
-    ) -> Result<R, Error> {
-        let _w = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        let g = orrery_core::sync::pin();
-        loop {
-            let t = self.table(&g);
-            match f(t, &g) {
-                Ok(r) => return r,
-                Err(Full) => self.grow(t, &g)?,
-            }
-        }
-    }
-
-    /// Upserts or removes `key` by `make(old)` ([`Decision`]), under the writer lock;
-    /// returns whether the key was present. `make` runs once.
-    pub(crate) fn upsert(&self, key: &[u8], make: &mut Make<'_>) -> Result<bool, Error> {
-        let syms = Symbols::new(key, self.config.symbol_bits);
-        let mut path = Vec::with_capacity(16);
-        // `make` runs once: its result is kept across growth retries.
-        let mut made: Option<Decision> = None;
-        self.write(|t, g| {
-            let Ok(end) = self.descend(t, &syms, &mut path) else {
-                unreachable_restart();
-                return Err(Full);
-            };
-            let last = path[path.len() - 1];
-            let existing = match last.found.entry.kind() {
-                Kind::Leaf => {
-                    let p = rec_ptr(last.found.entry.record());
-                    // SAFETY: live (the writer lock excludes its retirement).
-                    let (k, v) = unsafe { record::read(p) };
-                    (k == key).then_some((p, v))
-                }
-                _ => None,
-            };
-            let decision = made.get_or_insert_with(|| make(existing.map(|(_, v)| v)));
-            let value = match decision {
-                Decision::Keep => return Ok(Ok(existing.is_some())),
-                Decision::Remove => {
-                    return Ok(Ok(existing.is_some() && self.remove_in(t, g, key, &path)));
-                }
-                Decision::Store(v) => v.as_slice(),
-            };
-            if let Some((old, _)) = existing {
-                let new = match self.records.alloc(key, value) {
-                    Ok(p) => p,
-                    Err(e) => return Ok(Err(e)),
-                };
-                t.update(last.found.slot, |e| e.with_record(new.as_ptr() as usize));
-                // SAFETY: `old` was just unlinked (replaced) under the writer lock.
-                unsafe { Records::retire(&self.records, g, old) };
-                return Ok(Ok(true));
-            }
-            let rec = match self.records.alloc(key, value) {
-                Ok(p) => p,
-                Err(e) => return Ok(Err(e)),
-            };
-            match self.link_new(t, key, &syms, &path, end, rec) {
-                Ok(()) => {
-                    self.len.fetch_add(1, Ordering::Relaxed);
-                    Ok(Ok(false))
-                }
-                Err(Full) => {
-                    // SAFETY: never published (`link_new` undid its placements).
-                    unsafe { self.records.free(rec) };
-                    Err(Full)
-                }
-            }
-        })
-    }
-
-    /// Links a new leaf for `syms` (not present) with record `rec` below the end of
-    /// `path` (§4.5): under the internal node missing the symbol, by splitting the leaf
-    /// reached, or by splitting the jump node where the key leaves it. On [`Full`] every
-    /// placement is undone; nothing a reader can reach changed.
-    fn link_new(
-        &self,
-        t: &Table,
-        key: &[u8],
-        syms: &Symbols<'_>,
-        path: &[Step],
-        end: End,
-        rec: NonNull<u8>,
-    ) -> Result<(), Full> {
-        let last = path[path.len() - 1];
-        let d = last.depth;
-        let e = last.found.entry;
-        let me = Locator {
-            hash: last.hash,
-            color: e.color(),
-        };
-        let rec_addr = rec.as_ptr() as usize;
-        let mut placed = Placed {
-            t,
-            done: Vec::new(),
-        };
-        // The new leaf's neighbours in the leaf list (§4.4), found before any change. A
-        // split moves the split leaf's record to a new leaf: its neighbours are then those of
-        // the split leaf.
-        let (before, after) = match end {
-            End::Leaf => (None, None),
-            _ => (self.leaf_before(t, key), self.leaf_from(t, key)),
-        };
-        match end {
-            End::Missing(c) => {
-                let h = t.hash().child(last.hash, c);
-                let n = placed.place(
-                    h,
-                    Entry::new(Kind::Leaf, c, e.color())
-                        .with_record(rec_addr)
-                        .with_next(after),
-                )?;
-                let f = t.find(me).ok_or(Full)?;
-                placed.done.clear();
-                t.update(f.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
-                // Linked in the trie (the linearization point); now in the list.
-                Self::set_next(
-                    t,
-                    before,
-                    Some(Locator {
-                        hash: h,
-                        color: n.color(),
-                    }),
-                );
-                Ok(())
-            }
-            End::Leaf => {
-                // Split the leaf at depth d (§4.5): a path-compressed chain over the common
-                // prefix (the leaf itself becomes its first node), a bitmap node, two leaves.
-                let other = rec_ptr(e.record());
-                // SAFETY: live under the writer lock.
-                let (okey, _) = unsafe { record::read(other) };
-                let osyms = Symbols::new(okey, self.config.symbol_bits);
-                let mut j = d;
-                while syms.at(j) == osyms.at(j) {
-                    j += 1;
-                }
-                let two = (1u64 << syms.at(j)) | (1u64 << osyms.at(j));
-                let pair = [
-                    (syms.at(j), rec_addr),
-                    (osyms.at(j), other.as_ptr() as usize),
-                ];
-                // The split leaf's place in the leaf list passes to the lower of the two new
-                // leaves, once the split leaf has become an internal node.
-                let before_split = self.leaf_before(t, okey);
-                // Segments of the chain below the converted leaf: jump nodes of up to
-                // JUMP_MAX symbols from d to j, then the bitmap node at j.
-                let first_len = (j - d).min(JUMP_MAX);
-                let (mut h, mut color, mut p) = (last.hash, e.color(), d + first_len);
-                // Jumps placed so far whose child colour is still to be set.
-                let mut pending: Option<Locator> = None;
-                if j > d {
-                    h = (d..p).fold(h, |h, q| t.hash().child(h, syms.at(q)));
-                    // The converted leaf's own child colour is set at conversion.
-                    let mut first_child = None;
-                    while p <= j {
-                        let c = syms.at(p - 1);
-                        let proto = if p == j {
-                            Entry::new(Kind::Bitmap, c, color).with_bitmap(two)
-                        } else {
-                            let len = (j - p).min(JUMP_MAX);
-                            let s: Vec<u8> = (p..p + len).map(|q| syms.at(q)).collect();
-                            Entry::new(Kind::Jump, c, color).with_jump(&s)
-                        };
-                        // Every node of the loop is the child of a jump node.
-                        let proto = proto.with_jump_child(true);
-                        let ne = placed.place(h, proto)?;
-                        if let Some(l) = pending.take() {
-                            let f = t.find(l).ok_or(Full)?;
-                            t.update(f.slot, |x| x.with_child_color(ne.color()));
-                        }
-                        first_child.get_or_insert(ne.color());
-                        color = ne.color();
-                        if p == j {
-                            break;
-                        }
-                        let len = (j - p).min(JUMP_MAX);
-                        pending = Some(Locator {
-                            hash: h,
-                            color: ne.color(),
-                        });
-                        h = (p..p + len).fold(h, |h, q| t.hash().child(h, syms.at(q)));
-                        p += len;
-                    }
-                    let lo = Self::place_pair(&mut placed, h, color, pair, e.next())?;
-                    let jump: Vec<u8> = (d..d + first_len).map(|q| syms.at(q)).collect();
-                    let cc = first_child.ok_or(Full)?;
-                    let f = t.find(me).ok_or(Full)?;
-                    placed.done.clear();
-                    t.update(f.slot, |x| {
-                        x.converted(Kind::Jump)
-                            .with_jump(&jump)
-                            .with_child_color(cc)
-                    });
-                    Self::set_next(t, before_split, Some(lo));
-                } else {
-                    let lo = Self::place_pair(&mut placed, h, color, pair, e.next())?;
-                    let f = t.find(me).ok_or(Full)?;
-                    placed.done.clear();
-                    t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(two));
-                    Self::set_next(t, before_split, Some(lo));
-                }
-                Ok(())
-            }
-            End::JumpMismatch(k) => {
-                // Split the jump node (§4.3/§4.5): [jump of k symbols] → bitmap node at the
-                // mismatch → {new leaf, [jump of the rest] → old child}.
-                let len = e.jump_len();
-                let js = e.jump_symbol(k);
-                let ks = syms.at(d + k);
-                let bits = (1u64 << js) | (1u64 << ks);
-                let h_b = (0..k).fold(last.hash, |h, q| t.hash().child(h, e.jump_symbol(q)));
-                let b_color = if k == 0 {
-                    e.color()
-                } else {
-                    let proto = Entry::new(Kind::Bitmap, e.jump_symbol(k - 1), e.color())
-                        .with_bitmap(bits)
-                        .with_jump_child(true);
-                    placed.place(h_b, proto)?.color()
-                };
-                let hl = t.hash().child(h_b, ks);
-                let n = placed.place(
-                    hl,
-                    Entry::new(Kind::Leaf, ks, b_color)
-                        .with_record(rec_addr)
-                        .with_next(after),
-                )?;
-                let new_leaf = Locator {
-                    hash: hl,
-                    color: n.color(),
-                };
-                let h_rest = t.hash().child(h_b, js);
-                // The old child: re-parent it under the bitmap node, or under a new jump of
-                // the remaining symbols.
-                let child_hash = Self::jump_child_hash(t, &last);
-                let child = t
-                    .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
-                    .ok_or(Full)?;
-                let reparent = if k + 1 < len {
-                    let rest: Vec<u8> = (k + 1..len).map(|q| e.jump_symbol(q)).collect();
-                    let proto = Entry::new(Kind::Jump, js, b_color)
-                        .with_jump(&rest)
-                        .with_child_color(e.child_color());
-                    placed.place(h_rest, proto)?;
-                    None
-                } else {
-                    Some(Locator {
-                        hash: child_hash,
-                        color: child.entry.color(),
-                    })
-                };
-                let f = t.find(me).ok_or(Full)?;
-                placed.done.clear();
-                if let Some(l) = reparent {
-                    // Still reachable through the jump by colour only: its parent colour is
-                    // not looked at until the conversion below.
-                    let c = t.find(l).ok_or(Full)?;
-                    t.update(c.slot, |x| {
-                        x.with_parent_color(b_color).with_jump_child(false)
-                    });
-                }
-                if k == 0 {
-                    t.update(f.slot, |x| x.converted(Kind::Bitmap).with_bitmap(bits));
-                } else {
-                    let head: Vec<u8> = (0..k).map(|q| e.jump_symbol(q)).collect();
-                    t.update(f.slot, |x| {
-                        x.converted(Kind::Jump)
-                            .with_jump(&head)
-                            .with_child_color(b_color)
-                    });
-                }
-                Self::set_next(t, before, Some(new_leaf));
-                Ok(())
-            }
-        }
-    }
-
-    /// Places the two leaves of a split below the node of hash `h` and colour `color`:
-    /// `pair` holds (last symbol, record) of each. The higher leaf takes over `next` (the
-    /// split leaf's next-leaf locator), the lower one points at the higher one. Returns the
-    /// lower leaf's locator.
-    fn place_pair(
-        placed: &mut Placed<'_>,
-        h: u64,
-        color: u8,
-        mut pair: [(u8, usize); 2],
-        next: Option<Locator>,
-    ) -> Result<Locator, Full> {
-        if pair[0].0 < pair[1].0 {
-            pair.swap(0, 1);
-        }
-        let mut next = next;
-        for (c, r) in pair {
-            let hl = placed.t.hash().child(h, c);
-            let e = Entry::new(Kind::Leaf, c, color)
-                .with_record(r)
-                .with_next(next);
-            let e = placed.place(hl, e)?;
-            next = Some(Locator {
-                hash: hl,
-                color: e.color(),
-            });
-        }
-        next.ok_or(Full)
-    }
-
-    /// Removes `key`; returns whether it was present.
-    pub(crate) fn remove(&self, key: &[u8]) -> bool {
-        let syms = Symbols::new(key, self.config.symbol_bits);
-        let mut path = Vec::with_capacity(16);
-        self.write(|t, g| {
-            if self.descend(t, &syms, &mut path).is_err() {
-                unreachable_restart();
-            }
-            Ok(Ok(self.remove_in(t, g, key, &path)))
-        })
-        .unwrap_or(false)
-    }
-
-    /// Removes `key` given the path of its descent (writer lock held): §4.5 deletion.
-    fn remove_in(&self, t: &Table, g: &Guard, key: &[u8], path: &[Step]) -> bool {
-        let leaf = path[path.len() - 1];
-        if leaf.found.entry.kind() != Kind::Leaf {
-            return false;
-        }
-        let p = rec_ptr(leaf.found.entry.record());
-        // SAFETY: live under the writer lock.
-        let (k, _) = unsafe { record::read(p) };
-        if k != key {
-            return false;
-        }
-        let parent = path[path.len() - 2];
-        let c = leaf.found.entry.last_symbol();
-        let before = self.leaf_before(t, key);
-        // §5: the leaf is marked dirty first, so a scan that reaches it through a next-leaf
-        // locator after the removal resynchronises instead of yielding a removed key.
-        t.update(leaf.found.slot, |x| x.with_dirty(true));
-        // The linearization point: unmarked in the parent's bitmap.
-        t.update(parent.found.slot, |x| x.with_bitmap(x.bitmap() & !(1 << c)));
-        // Unlinked from the leaf list, then cleared.
-        Self::set_next(t, before, leaf.found.entry.next());
-        t.clear(leaf.found.slot);
-        // SAFETY: unlinked just above, under the writer lock; retired once.
-        unsafe { Records::retire(&self.records, g, p) };
-        self.len.fetch_sub(1, Ordering::Relaxed);
-        // Collapse tails: a non-root internal node (bitmap or jump) whose only child is a
-        // leaf becomes that leaf, repeatedly up the path.
-        let mut level = path.len() - 2;
-        while level >= 1 {
-            let mut node = path[level];
-            let e = t.entry_at(node.found.slot);
-            node.found.entry = e;
-            let child = match e.kind() {
-                Kind::Bitmap => {
-                    let bits = e.bitmap();
-                    if bits.count_ones() != 1 {
-                        break;
-                    }
-                    let s = bits.trailing_zeros() as u8;
-                    let h = t.hash().child(node.hash, s);
-                    t.search_by_parent(h, s, e.color())
-                }
-                Kind::Jump => {
-                    let h = Self::jump_child_hash(t, &node);
-                    t.search_by_color(h, e.jump_symbol(e.jump_len() - 1), e.child_color())
-                }
-                _ => None,
-            };
-            let Some(child) = child.filter(|c| c.entry.kind() == Kind::Leaf) else {
-                break;
-            };
-            // The node takes over the leaf's record and its place in the leaf list; the
-            // leaf stays valid (same record, same next) until its predecessor points past
-            // it.
-            let r = child.entry.record();
-            // SAFETY: live under the writer lock (reachable from the trie).
-            let (ck, _) = unsafe { record::read(rec_ptr(r)) };
-            let before = self.leaf_before(t, ck);
-            let next = child.entry.next();
-            t.update(node.found.slot, |x| {
-                x.converted(Kind::Leaf).with_record(r).with_next(next)
-            });
-            Self::set_next(t, before, Some(node.locator()));
-            t.clear(child.slot);
-            level -= 1;
-        }
-        true
-    }
-
-    /// Replaces the table by one of at least twice the buckets holding the same trie
-    /// (writer lock held). Readers keep using the old table until the new one is
-    /// published; it is retired through the epoch collector.
+    /// Replaces the table `old` by one of at least twice the buckets holding the same
+    /// trie, unless another writer already did (§5 "Resizing"). Every bucket of `old` is
+    /// frozen first (waiting for the writers holding one to commit or abandon), so no
+    /// writer changes it while it is copied; readers keep reading it until the new table
+    /// is published, and it is retired through the epoch collector. If the new table
+    /// cannot be allocated, `old` is unfrozen and the error returned.
     fn grow(&self, old: &Table, g: &Guard) -> Result<(), Error> {
+        let _m = self.grow_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.still_current(old) {
+            return Ok(());
+        }
+        self.resizing.store(true, Ordering::SeqCst);
+        old.freeze_all();
+        let r = self.rebuild(old, g);
+        if r.is_err() {
+            old.unfreeze_all();
+        }
+        self.resizing.store(false, Ordering::Release);
+        r
+    }
+
+    /// Copies the frozen `old` into a new table of at least twice the buckets and
+    /// publishes it.
+    fn rebuild(&self, old: &Table, g: &Guard) -> Result<(), Error> {
         let mut n = old.hash().buckets() as usize * 2;
         loop {
             if n > MAX_BUCKETS {
@@ -1472,50 +1079,16 @@ impl Drop for Raw {
     }
 }
 
-/// Entries placed by an unfinished insert, cleared again if it fails (dropped with
-/// `done` non-empty).
-struct Placed<'t> {
-    t: &'t Table,
-    done: Vec<Locator>,
-}
-
-impl Placed<'_> {
-    /// Places an entry and remembers it; the entry as written.
-    fn place(&mut self, h: u64, proto: Entry) -> Result<Entry, Full> {
-        let (_, e) = self.t.place(h, proto)?;
-        self.done.push(Locator {
-            hash: h,
-            color: e.color(),
-        });
-        Ok(e)
-    }
-}
-
-impl Drop for Placed<'_> {
-    fn drop(&mut self) {
-        for &l in self.done.iter().rev() {
-            if let Some(f) = self.t.find(l) {
-                self.t.clear(f.slot);
-            }
-        }
-    }
-}
-
 /// A record address from a leaf.
 #[inline]
 fn rec_ptr(addr: usize) -> NonNull<u8> {
     NonNull::new(addr as *mut u8).unwrap_or(NonNull::dangling())
 }
 
-/// A writer's descent never restarts: no other writer runs.
-#[cold]
-fn unreachable_restart() {
-    unreachable!("a descent under the writer lock restarted")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bucket::JUMP_MAX;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
     use std::collections::BTreeMap;
@@ -1638,7 +1211,7 @@ mod tests {
                 if ins {
                     let v = vec![i as u8; i % 5];
                     let new = !raw
-                        .upsert(&key, &mut |_| Decision::Store(v.clone()))
+                        .upsert(&key, &mut |_| Decision::Store(v.clone()), Mode::INSERT)
                         .unwrap();
                     assert_eq!(new, model.insert(key, v).is_none());
                 } else {
@@ -1651,6 +1224,30 @@ mod tests {
             check(&raw, &model);
             assert!(raw.bytes().0 > grown_from, "the table grew");
             drop_and_drain(raw);
+        }
+    }
+
+    /// Every pair, by scans (ascending if `forward`, else descending) in batches of 3,
+    /// each resuming after the last key of the one before.
+    fn batches(raw: &Raw, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut got = Vec::new();
+        let mut from: Bound<Vec<u8>> = Bound::Unbounded;
+        loop {
+            let g = orrery_core::sync::pin();
+            let b = from.as_ref().map(Vec::as_slice);
+            let mut f = |k: &[u8], v: &[u8]| {
+                got.push((k.to_vec(), v.to_vec()));
+                ControlFlow::Continue(())
+            };
+            let end = if forward {
+                raw.scan_batch(b, &g, 3, &mut f)
+            } else {
+                raw.scan_batch_rev(b, &g, 3, &mut f)
+            };
+            match end {
+                ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                _ => return got,
+            }
         }
     }
 
@@ -1673,7 +1270,7 @@ mod tests {
                 let len = rng.random_range(0..6);
                 let key: Vec<u8> = (0..len).map(|_| rng.random_range(0..3u8) * 120).collect();
                 if rng.random_bool(0.7) {
-                    raw.upsert(&key, &mut |_| Decision::Store(vec![i as u8]))
+                    raw.upsert(&key, &mut |_| Decision::Store(vec![i as u8]), Mode::INSERT)
                         .unwrap();
                     model.insert(key, vec![i as u8]);
                 } else {
@@ -1685,37 +1282,8 @@ mod tests {
                 }
                 let want: Vec<(Vec<u8>, Vec<u8>)> =
                     model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                // Ascending, in batches of 3.
-                let mut got = Vec::new();
-                let mut from: Bound<Vec<u8>> = Bound::Unbounded;
-                loop {
-                    let g = orrery_core::sync::pin();
-                    let b = from.as_ref().map(Vec::as_slice);
-                    let end = raw.scan_batch(b, &g, 3, &mut |k, v| {
-                        got.push((k.to_vec(), v.to_vec()));
-                        ControlFlow::Continue(())
-                    });
-                    match end {
-                        ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                        _ => break,
-                    }
-                }
-                assert_eq!(got, want, "ascending");
-                // Descending, in batches of 3.
-                let mut got = Vec::new();
-                let mut from: Bound<Vec<u8>> = Bound::Unbounded;
-                loop {
-                    let g = orrery_core::sync::pin();
-                    let b = from.as_ref().map(Vec::as_slice);
-                    let end = raw.scan_batch_rev(b, &g, 3, &mut |k, v| {
-                        got.push((k.to_vec(), v.to_vec()));
-                        ControlFlow::Continue(())
-                    });
-                    match end {
-                        ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                        _ => break,
-                    }
-                }
+                assert_eq!(batches(&raw, true), want, "ascending");
+                let mut got = batches(&raw, false);
                 got.reverse();
                 assert_eq!(got, want, "descending");
                 // get_many over present and absent keys.
@@ -1753,7 +1321,8 @@ mod tests {
                 .map(|_| (0..len).map(|_| rng.random()).collect())
                 .collect();
             for k in &keys {
-                raw.upsert(k, &mut |_| Decision::Store(Vec::new())).unwrap();
+                raw.upsert(k, &mut |_| Decision::Store(Vec::new()), Mode::INSERT)
+                    .unwrap();
             }
             let census = |raw: &Raw| {
                 let g = orrery_core::sync::pin();
@@ -1786,6 +1355,55 @@ mod tests {
                 after.2
             );
         }
+    }
+
+    /// Per-bucket locking: while one bucket of the trie is held (as by a writer in the
+    /// middle of an update: its lock set), an update of another part of the trie, which
+    /// locks other buckets, completes without waiting for it. The held bucket is the
+    /// leaf of key 10; the insert is far from it (deterministic hashes). The test fails
+    /// (deadline) if the insert needs the held bucket.
+    #[test]
+    fn an_update_elsewhere_proceeds_while_a_bucket_is_held() {
+        let raw = Raw::new(Config::default()).unwrap();
+        let key = |i: u32| i.to_be_bytes();
+        for i in 0..1000 {
+            raw.upsert(&key(i), &mut |_| Decision::Store(vec![1]), Mode::INSERT)
+                .unwrap();
+        }
+        let g = orrery_core::sync::pin();
+        let t = raw.table(&g);
+        let mut path = Vec::new();
+        let k10 = key(10);
+        assert_eq!(
+            raw.descend(t, &Symbols::new(&k10, raw.config.symbol_bits), &mut path)
+                .unwrap(),
+            End::Leaf
+        );
+        let leaf = path[path.len() - 1].found;
+        let held = t.bucket(leaf.slot.bucket).try_lock().expect("unlocked");
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                raw.upsert(
+                    &key(700_000),
+                    &mut |_| Decision::Store(vec![2]),
+                    Mode::INSERT,
+                )
+                .unwrap();
+                done.store(true, Ordering::Release);
+            });
+            orrery_core::testing::wait::wait_for("an insert elsewhere", || {
+                done.load(Ordering::Acquire)
+            });
+            drop(held);
+        });
+        drop(g);
+        assert_eq!(
+            raw.lookup(&key(700_000), &orrery_core::sync::pin())
+                .map(|(_, v)| v.to_vec()),
+            Some(vec![2])
+        );
+        drop_and_drain(raw);
     }
 
     #[test]

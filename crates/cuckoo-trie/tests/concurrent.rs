@@ -179,3 +179,206 @@ fn writers_readers_and_scanners_overlap() {
     assert_eq!(all, expect);
     assert_eq!(ct.len(), expect.len());
 }
+
+/// Writers that overlap in the trie: neighbouring keys belong to different writers, so
+/// their inserts lock each other's leaves as list predecessors and share parents (and the
+/// small initial table makes them grow it together). A reader checks, while they run, the
+/// two linearizability facts that matter to a user: an insert that was acknowledged before
+/// a lookup started is seen by it (no lost acknowledged insert), and a key never inserted
+/// is never seen (no phantom). Afterwards the index holds exactly the acknowledged keys.
+#[test]
+fn overlapping_inserts_lose_nothing_and_invent_nothing() {
+    const W: u32 = 3;
+    let ct =
+        CuckooTrie::with_config(Config::builder().initial_buckets(4).build().unwrap()).unwrap();
+    let run_for = Duration::from_millis(if cfg!(miri) { 50 } else { 1000 });
+    let start = Barrier::new(W as usize + 2);
+    let stop = AtomicBool::new(false);
+    let acked: Vec<AtomicU64> = (0..W).map(|_| AtomicU64::new(0)).collect();
+    let checks = AtomicU64::new(0);
+    // Writer `w` inserts keys `i·W + w` for i = 0, 1, 2, …; bit 31 is never set.
+    let k = |w: u32, i: u64| key(i as u32 * W + w);
+    std::thread::scope(|s| {
+        for w in 0..W {
+            let (ct, start, stop, acked) = (&ct, &start, &stop, &acked);
+            s.spawn(move || {
+                start.wait();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) && (i as u32) < (1 << 29) / W {
+                    let kk = k(w, i);
+                    let v = u32::from_be_bytes(kk);
+                    assert_eq!(ct.insert(&kk, &value(v)), Ok(true), "insert {v}");
+                    i += 1;
+                    acked[w as usize].store(i, Ordering::Release);
+                }
+            });
+        }
+        s.spawn(|| {
+            start.wait();
+            let mut x = 0x2545_F491u32;
+            while !stop.load(Ordering::Relaxed) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let w = x % W;
+                let c = acked[w as usize].load(Ordering::Acquire);
+                if c > 0 {
+                    let i = u64::from(x >> 3) % c;
+                    let kk = k(w, i);
+                    let v = u32::from_be_bytes(kk);
+                    assert_eq!(ct.get(&kk), Some(value(v)), "acknowledged key {v} lost");
+                }
+                let phantom = key(x | 0x8000_0000);
+                assert_eq!(ct.get(&phantom), None, "phantom key");
+                checks.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        start.wait();
+        let began = Instant::now();
+        let deadline = began + Duration::from_secs(120);
+        while began.elapsed() < run_for
+            || checks.load(Ordering::Relaxed) < 100
+            || acked.iter().any(|a| a.load(Ordering::Relaxed) < 100)
+        {
+            assert!(Instant::now() < deadline, "no progress within the deadline");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let mut want: Vec<u32> = Vec::new();
+    for w in 0..W {
+        for i in 0..acked[w as usize].load(Ordering::Relaxed) {
+            let kk = k(w, i);
+            want.push(u32::from_be_bytes(kk));
+            assert_eq!(ct.get(&kk), Some(value(u32::from_be_bytes(kk))));
+        }
+    }
+    want.sort_unstable();
+    let all: Vec<u32> = ct
+        .iter()
+        .map(|e| {
+            check_pair(e.key(), e.value());
+            u32::from_be_bytes(e.key().try_into().unwrap())
+        })
+        .collect();
+    assert_eq!(all, want, "exactly the acknowledged keys, in order");
+    assert_eq!(ct.len(), want.len());
+}
+
+/// Overlapping removals: writers remove interleaved residue classes of one key range at
+/// the same time (neighbours, shared parents, tail collapses), while a scanner checks that
+/// every scan is strictly ascending and holds every key nobody removes. Afterwards exactly
+/// those keys are left.
+#[test]
+fn overlapping_removes_leave_exactly_the_rest() {
+    const W: u32 = 3;
+    let n: u32 = if cfg!(miri) { 60 } else { 6000 };
+    let ct = CuckooTrie::new();
+    for i in 0..n {
+        ct.insert(&key(i), &value(i)).unwrap();
+    }
+    // Keys `≡ W (mod W + 1)` stay; writer `w` removes the keys `≡ w`.
+    let stays = |i: u32| i % (W + 1) == W;
+    let start = Barrier::new(W as usize + 2);
+    let done = AtomicU64::new(0);
+    let scans = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for w in 0..W {
+            let (ct, start, done) = (&ct, &start, &done);
+            s.spawn(move || {
+                start.wait();
+                for i in (0..n).filter(|i| i % (W + 1) == w) {
+                    assert!(ct.remove(&key(i)), "remove {i}");
+                }
+                done.fetch_add(1, Ordering::Release);
+            });
+        }
+        s.spawn(|| {
+            start.wait();
+            while done.load(Ordering::Acquire) < u64::from(W) || scans.load(Ordering::Relaxed) < 3 {
+                let got: Vec<u32> = ct
+                    .iter()
+                    .map(|e| {
+                        check_pair(e.key(), e.value());
+                        u32::from_be_bytes(e.key().try_into().unwrap())
+                    })
+                    .collect();
+                for w in got.windows(2) {
+                    assert!(w[0] < w[1], "scan order {w:?}");
+                }
+                let kept: Vec<u32> = got.iter().copied().filter(|&i| stays(i)).collect();
+                let want: Vec<u32> = (0..n).filter(|&i| stays(i)).collect();
+                assert_eq!(kept, want, "a key nobody removes is missing from a scan");
+                scans.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        start.wait();
+        orrery_core::testing::wait::wait_for("the removers and the scanner", || {
+            done.load(Ordering::Acquire) == u64::from(W) && scans.load(Ordering::Relaxed) >= 3
+        });
+    });
+    let all: Vec<u32> = ct
+        .iter()
+        .map(|e| u32::from_be_bytes(e.key().try_into().unwrap()))
+        .collect();
+    let want: Vec<u32> = (0..n).filter(|&i| stays(i)).collect();
+    assert_eq!(all, want);
+    assert_eq!(ct.len(), want.len());
+    for i in 0..n {
+        assert_eq!(ct.contains_key(&key(i)), stays(i), "key {i}");
+    }
+}
+
+/// Read-modify-writes from overlapping threads are atomic: `compute` increments of a few
+/// shared counters, interleaved with inserts of fresh neighbouring keys (splits around the
+/// counters' leaves), lose no increment.
+#[test]
+fn compute_increments_are_not_lost() {
+    const T: u32 = 3;
+    const COUNTERS: u32 = 4;
+    let ct =
+        CuckooTrie::with_config(Config::builder().initial_buckets(4).build().unwrap()).unwrap();
+    let run_for = Duration::from_millis(if cfg!(miri) { 50 } else { 800 });
+    let start = Barrier::new(T as usize + 1);
+    let stop = AtomicBool::new(false);
+    let ops: Vec<AtomicU64> = (0..T).map(|_| AtomicU64::new(0)).collect();
+    let counter = |c: u32| key(c * 1000);
+    std::thread::scope(|s| {
+        for t in 0..T {
+            let (ct, start, stop, ops) = (&ct, &start, &stop, &ops);
+            s.spawn(move || {
+                start.wait();
+                let mut i = 0u32;
+                while !stop.load(Ordering::Relaxed) && i < 900 {
+                    let c = (i + t) % COUNTERS;
+                    ct.compute(&counter(c), |old| {
+                        let n = old.map_or(0, |v| u64::from_be_bytes(v.try_into().unwrap()));
+                        Some((n + 1).to_be_bytes().to_vec())
+                    })
+                    .unwrap();
+                    ops[t as usize].fetch_add(1, Ordering::Relaxed);
+                    // A fresh key next to counter `c`: owned by this thread, never a counter.
+                    let fresh = c * 1000 + 1 + t * 300 + i / COUNTERS;
+                    ct.insert(&key(fresh), &value(fresh)).unwrap();
+                    i += 1;
+                }
+            });
+        }
+        start.wait();
+        let began = Instant::now();
+        let deadline = began + Duration::from_secs(120);
+        while began.elapsed() < run_for || ops.iter().any(|o| o.load(Ordering::Relaxed) < 50) {
+            assert!(Instant::now() < deadline, "no progress within the deadline");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let total: u64 = ops.iter().map(|o| o.load(Ordering::Relaxed)).sum();
+    let counted: u64 = (0..COUNTERS)
+        .map(|c| {
+            ct.get(&counter(c))
+                .map_or(0, |v| u64::from_be_bytes(v.as_slice().try_into().unwrap()))
+        })
+        .sum();
+    assert_eq!(counted, total, "increments lost");
+}

@@ -1,0 +1,776 @@
+//! Updates under per-bucket writer locking (§4.5 insert and delete, §5 "Updates").
+//!
+//! An update attempt runs in three phases:
+//!
+//! 1. **Room.** For every entry it will place, a free slot is made in one of the entry's
+//!    two buckets (cuckoo relocation, [`Table::make_room_for`]), while the writer holds no
+//!    bucket.
+//! 2. **Read-only searches.** The descent to the key, the predecessor search (and, when
+//!    there is no predecessor, the search of the first leaf), the sibling of a removed
+//!    leaf: every node the update will write, found with validated reads.
+//! 3. **Lock, verify, edit, commit.** The buckets of those nodes are locked at the versions
+//!    the searches saw ([`LockSet`]); a bucket that changed since fails the attempt, which
+//!    starts again from phase 1. The buckets that receive new entries are locked too.
+//!    Edits go to the locked lines and become visible together at the commit.
+//!
+//! What is locked (§5: "the parent and predecessor of the inserted (resp., deleted) node",
+//! plus the deleted leaf):
+//!
+//! | update | buckets locked (at the version seen) |
+//! |---|---|
+//! | replace a value | the leaf |
+//! | insert below internal node `P` | `P`; the list anchor; both buckets of the new leaf |
+//! | insert by splitting leaf `A` | `A`; the list anchor of `A`; both buckets of every new node |
+//! | insert at a jump split of `J` | `J`; `J`'s child if it is re-parented; the list anchor; both buckets of every new node |
+//! | remove leaf `A` under `P` | `A`, `P`; the list anchor of `A`; on a tail collapse also the sibling leaf `C`, every node from the collapsing top down to `P`, and the anchor of `C` if `C < A` |
+//!
+//! **The list anchor** of a position in the leaf list is its predecessor leaf `Q`, or the
+//! root's bucket when there is none (the root guards the head of the list: every update
+//! that changes which leaf is first locks the root). Locking `Q` at the version seen
+//! freezes `Q`'s next-leaf locator. The predecessor search itself is not validated as a
+//! whole path (a leaf inserted into a subtree it already passed could be missed), so the
+//! anchor is verified under the lock instead: for an insert, the leaf `Q.next` names must
+//! hold a key above the new key (or `Q` is the last leaf); for a removal or a split of
+//! leaf `A`, `Q.next` must name `A`. When there is no predecessor, the root must still be
+//! at the version seen by the descent and by the searches: every update that could have
+//! put a leaf before the key since then (it would have had no predecessor either) locked
+//! the root, so the root's version moved. Every change of the list is made under the lock
+//! of the leaf before the change (or of the root), so, at the commit, `Q` and the leaf
+//! after it are neighbours and the list stays sorted.
+//!
+//! Why locking at the seen version verifies the trie part: internal nodes are never
+//! cleared, only converted in place (split, collapse) or moved (relocation), and both
+//! change their bucket's version. So a node whose bucket is unchanged is still the same
+//! node, at the same name, reachable from the root. A new entry is only placed in a
+//! locked bucket, so two writers cannot give two nodes of one hash the same colour, and
+//! an entry placed by an attempt that fails is never stored.
+//!
+//! The paper also marks a deleted leaf, and leaves behind stale next or subtree-max
+//! locators, *dirty*, for readers that reach them while the update is under way. Here no
+//! reader can see an update half done (`lockset.rs`): every edit of an update is stored at
+//! its commit, after all its buckets are locked, and a reader that reads a leaf through a
+//! locator validates the leaf it came from afterwards (`next_leaf`). The dirty bit is kept
+//! in the layout and readers still treat a dirty leaf as stale, but no update sets it.
+//!
+//! **Growth** (§5 "Resizing"): when a placement finds no colour, no cuckoo path, or (too
+//! often) no free slot, the writer grows the table: it marks every bucket *frozen* (no
+//! writer can lock it any more; readers keep reading it), copies the trie into a table of
+//! twice the buckets, publishes it with one pointer swap and retires the old one. Writers
+//! whose locks fail on a frozen bucket wait for the new table; readers never wait.
+
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+use orrery_core::api::Error;
+use orrery_core::sync::{Backoff, Guard};
+
+use super::{Decision, End, Make, Raw, Step, Symbols, rec_ptr};
+use crate::bucket::{Entry, JUMP_MAX, Kind, Locator};
+use crate::lockset::{Fail, LockSet};
+use crate::record::{self, Records};
+use crate::table::{Found, Room, Slot, Table};
+
+/// Attempts that found no free slot in a row before the writer grows the table.
+const NO_ROOM_GROW: u32 = 8;
+
+/// Which decisions an upsert may apply.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mode {
+    /// An absent key may be inserted.
+    pub(crate) insert: bool,
+    /// A present key may be removed.
+    pub(crate) remove: bool,
+}
+
+impl Mode {
+    /// Insert or replace.
+    pub(crate) const INSERT: Mode = Mode {
+        insert: true,
+        remove: false,
+    };
+    /// Remove only.
+    pub(crate) const REMOVE: Mode = Mode {
+        insert: false,
+        remove: true,
+    };
+    /// Replace an existing value only.
+    pub(crate) const UPDATE: Mode = Mode {
+        insert: false,
+        remove: false,
+    };
+    /// Any of the three.
+    pub(crate) const COMPUTE: Mode = Mode {
+        insert: true,
+        remove: true,
+    };
+}
+
+/// A predecessor (or first-leaf) search of a writer: the leaf found, if any, and the root
+/// as the search read it.
+struct Seek {
+    leaf: Option<Step>,
+    root: Found,
+}
+
+/// What a removal writes (planned before `make` decides).
+struct RemovePlan {
+    leaf: Step,
+    parent: Step,
+    /// The list anchor's leaf (`None`: the root guards the head).
+    anchor: Option<Slot>,
+    /// The tail collapse, if the parent becomes a single-leaf tail.
+    collapse: Option<Collapse>,
+}
+
+/// A tail collapse (§4.5): `top` becomes a leaf holding the sibling's record; the nodes
+/// below it on the path, the removed leaf and the sibling are cleared.
+struct Collapse {
+    top: Step,
+    cleared: Vec<Slot>,
+    sibling: Step,
+    /// The next-leaf locator of the collapsed leaf.
+    next: Option<Locator>,
+}
+
+/// Makes a free slot for an entry of each hash of `hashes` (phase 1). If entries had to
+/// be moved, the nodes the caller found may have moved too (their buckets' versions
+/// changed): [`Fail::Relocated`] sends it back to its descent, which then finds the room
+/// made.
+fn room(t: &Table, hashes: &[u64]) -> Result<(), Fail> {
+    let mut moved = false;
+    for &h in hashes {
+        moved |= t.make_room_for(h).map_err(|r| match r {
+            Room::Full => Fail::Full,
+            // Counted with the no-room failures: a path that keeps going stale ends in
+            // growth.
+            Room::Busy => Fail::NoRoom,
+        })?;
+    }
+    if moved { Err(Fail::Relocated) } else { Ok(()) }
+}
+
+impl Raw {
+    /// Upserts or removes `key` by `make(old)` ([`Decision`]) within what `mode` allows;
+    /// returns whether the key was present. `make` runs exactly once, with the locks that
+    /// make its decision atomic held (§5: the leaf's bucket, or for an absent key every
+    /// bucket the insert writes).
+    pub(crate) fn upsert(
+        &self,
+        key: &[u8],
+        make: &mut Make<'_>,
+        mode: Mode,
+    ) -> Result<bool, Error> {
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let mut path = Vec::with_capacity(16);
+        let mut aux = Vec::with_capacity(16);
+        let g = orrery_core::sync::pin();
+        let backoff = Backoff::new();
+        let mut no_room = 0;
+        let mut relocated = 0;
+        loop {
+            let t = self.table(&g);
+            match self.try_upsert(t, &g, key, &syms, &mut path, &mut aux, make, mode) {
+                Ok(r) => return r,
+                Err(Fail::Restart) => {
+                    self.wait_growth();
+                    backoff.snooze();
+                }
+                Err(Fail::NoRoom) => {
+                    no_room += 1;
+                    if no_room >= NO_ROOM_GROW {
+                        no_room = 0;
+                        self.grow(t, &g)?;
+                    } else {
+                        self.wait_growth();
+                        backoff.snooze();
+                    }
+                }
+                Err(Fail::Relocated) => {
+                    relocated += 1;
+                    if relocated >= NO_ROOM_GROW * 2 {
+                        relocated = 0;
+                        self.grow(t, &g)?;
+                    }
+                }
+                Err(Fail::Full) => self.grow(t, &g)?,
+            }
+        }
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub(crate) fn remove(&self, key: &[u8]) -> bool {
+        self.upsert(key, &mut |_| Decision::Remove, Mode::REMOVE)
+            .unwrap_or(false)
+    }
+
+    /// Waits while a growth is copying the table (its buckets are frozen; the writer
+    /// continues on the new table).
+    fn wait_growth(&self) {
+        if self.resizing.load(Ordering::Acquire) {
+            drop(self.grow_lock.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    }
+
+    /// One attempt of [`Raw::upsert`]; `make` is called only on the way to `Ok`.
+    #[allow(clippy::too_many_arguments)]
+    fn try_upsert(
+        &self,
+        t: &Table,
+        g: &Guard,
+        key: &[u8],
+        syms: &Symbols<'_>,
+        path: &mut Vec<Step>,
+        aux: &mut Vec<Step>,
+        make: &mut Make<'_>,
+        mode: Mode,
+    ) -> Result<Result<bool, Error>, Fail> {
+        let end = self.descend(t, syms, path).map_err(|_| Fail::Restart)?;
+        let last = path[path.len() - 1];
+        if end == End::Leaf {
+            let old = rec_ptr(last.found.entry.record());
+            // SAFETY: the leaf was read validated under `g`; its record is retired only
+            // after it is unlinked, through the epoch collector.
+            let (k, v) = unsafe { record::read(old) };
+            if k == key {
+                let mut ls = LockSet::new(t);
+                // `plan_remove` searches before it locks anything (a search would wait for
+                // a bucket the writer itself holds), then locks the leaf with the rest.
+                let plan = if mode.remove {
+                    Some(self.plan_remove(t, &mut ls, key, path, aux)?)
+                } else {
+                    ls.lock_node(&last.found)?;
+                    None
+                };
+                // The leaf is locked at the version it was read at: `v` is the current
+                // value, and no other writer can change the key until the commit.
+                return Ok(match (make(Some(v)), plan) {
+                    (Decision::Store(val), _) => {
+                        let new = match self.records.alloc(key, &val) {
+                            Ok(p) => p,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        ls.update(last.found.slot, |e| e.with_record(new.as_ptr() as usize));
+                        ls.commit();
+                        // SAFETY: `old` was replaced by the commit; retired once.
+                        unsafe { Records::retire(&self.records, g, old) };
+                        Ok(true)
+                    }
+                    (Decision::Remove, Some(plan)) => {
+                        Self::apply_remove(&mut ls, &plan);
+                        ls.commit();
+                        // SAFETY: unlinked by the commit; retired once.
+                        unsafe { Records::retire(&self.records, g, old) };
+                        self.len.fetch_sub(1, Ordering::Relaxed);
+                        Ok(true)
+                    }
+                    _ => Ok(true),
+                });
+            }
+        }
+        if !mode.insert {
+            // Absent, as a validated read shows (the linearization point of a lookup);
+            // a replaced table may be older than a write to the new one.
+            if !self.still_current(t) {
+                return Err(Fail::Restart);
+            }
+            let _ = make(None);
+            return Ok(Ok(false));
+        }
+        let mut ls = LockSet::new(t);
+        let leaf = self.plan_insert(t, &mut ls, key, syms, path, end, aux)?;
+        Ok(match make(None) {
+            Decision::Store(val) => {
+                let rec = match self.records.alloc(key, &val) {
+                    Ok(p) => p,
+                    Err(e) => return Ok(Err(e)),
+                };
+                ls.update(leaf, |e| e.with_record(rec.as_ptr() as usize));
+                ls.commit();
+                self.len.fetch_add(1, Ordering::Relaxed);
+                Ok(false)
+            }
+            Decision::Keep | Decision::Remove => Ok(false),
+        })
+    }
+
+    /// A read-only predecessor (`forward` false) or successor search for a writer.
+    fn writer_seek(
+        &self,
+        t: &Table,
+        bound: Bound<&[u8]>,
+        forward: bool,
+        path: &mut Vec<Step>,
+    ) -> Result<Seek, Fail> {
+        let leaf = self
+            .seek_in(t, bound, forward, path)
+            .map_err(|_| Fail::Restart)?;
+        let root = path.first().ok_or(Fail::Restart)?.found;
+        Ok(Seek { leaf, root })
+    }
+
+    /// The searches an insert of the absent `key` needs for the leaf list: its predecessor,
+    /// and the first leaf when there is none.
+    fn seek_neighbours(
+        &self,
+        t: &Table,
+        key: &[u8],
+        aux: &mut Vec<Step>,
+    ) -> Result<(Seek, Option<Seek>), Fail> {
+        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        let first = match pred.leaf {
+            None => Some(self.writer_seek(t, Bound::Unbounded, true, aux)?),
+            Some(_) => None,
+        };
+        Ok((pred, first))
+    }
+
+    /// Locks the list anchor before a new key `key` (module docs) and returns the
+    /// next-leaf locator the new leaf takes. `pred` is the predecessor search; `first`,
+    /// when there is no predecessor, the first-leaf search; `root` the descent's root.
+    fn lock_anchor_for_insert(
+        ls: &mut LockSet<'_>,
+        key: &[u8],
+        pred: &Seek,
+        first: Option<&Seek>,
+        root: &Found,
+    ) -> Result<Option<Locator>, Fail> {
+        if let Some(q) = pred.leaf {
+            ls.lock_node(&q.found)?;
+            let Some(n) = ls.entry(q.found.slot).next() else {
+                return Ok(None);
+            };
+            let s = ls.find(n).ok_or(Fail::Restart)?;
+            if s.entry.kind() != Kind::Leaf {
+                return Err(Fail::Restart);
+            }
+            // SAFETY: `s` is linked after the locked `Q`: it cannot be unlinked (that
+            // needs `Q`'s lock) before the commit, and the guard is held.
+            let (sk, _) = unsafe { record::read(rec_ptr(s.entry.record())) };
+            if sk <= key {
+                // A leaf was inserted between `Q` and the key after the search.
+                return Err(Fail::Restart);
+            }
+            return Ok(Some(n));
+        }
+        ls.lock_node(root)?;
+        ls.lock_node(&pred.root)?;
+        let first = first.ok_or(Fail::Restart)?;
+        ls.lock_node(&first.root)?;
+        Ok(first.leaf.map(|f| f.locator()))
+    }
+
+    /// Locks the list anchor of the existing leaf `leaf` (its predecessor, whose next
+    /// locator must name it, or the root); returns the anchor's slot.
+    fn lock_anchor_of(
+        ls: &mut LockSet<'_>,
+        leaf: Locator,
+        pred: &Seek,
+        root: &Found,
+    ) -> Result<Option<Slot>, Fail> {
+        match pred.leaf {
+            Some(q) => {
+                ls.lock_node(&q.found)?;
+                if ls.entry(q.found.slot).next() != Some(leaf) {
+                    return Err(Fail::Restart);
+                }
+                Ok(Some(q.found.slot))
+            }
+            None => {
+                ls.lock_node(root)?;
+                ls.lock_node(&pred.root)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Phases 1–3 of an insert of the absent `key` below the end of `path` (§4.5): under
+    /// the internal node missing the symbol, by splitting the leaf reached, or by
+    /// splitting the jump node where the key leaves it. Returns the slot of the new leaf,
+    /// whose record is set by the caller before the commit.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_insert(
+        &self,
+        t: &Table,
+        ls: &mut LockSet<'_>,
+        key: &[u8],
+        syms: &Symbols<'_>,
+        path: &[Step],
+        end: End,
+        aux: &mut Vec<Step>,
+    ) -> Result<Slot, Fail> {
+        let last = path[path.len() - 1];
+        let root = path[0].found;
+        let e = last.found.entry;
+        match end {
+            End::Missing(c) => {
+                let h = t.hash().child(last.hash, c);
+                room(t, &[h])?;
+                let (pred, first) = self.seek_neighbours(t, key, aux)?;
+                ls.lock_node(&last.found)?;
+                let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
+                let (slot, n) =
+                    ls.place(h, Entry::new(Kind::Leaf, c, e.color()).with_next(next))?;
+                ls.update(last.found.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
+                if let Some(q) = pred.leaf {
+                    let to = Locator {
+                        hash: h,
+                        color: n.color(),
+                    };
+                    ls.update(q.found.slot, |x| x.with_next(Some(to)));
+                }
+                Ok(slot)
+            }
+            End::Leaf => self.plan_split_leaf(t, ls, syms, path, aux),
+            End::JumpMismatch(k) => self.plan_split_jump(t, ls, key, syms, path, k, aux),
+        }
+    }
+
+    /// Insert by splitting the leaf `A` reached (§4.5): a path-compressed chain over the
+    /// common prefix (`A` itself becomes its first node), a bitmap node, two leaves.
+    fn plan_split_leaf(
+        &self,
+        t: &Table,
+        ls: &mut LockSet<'_>,
+        syms: &Symbols<'_>,
+        path: &[Step],
+        aux: &mut Vec<Step>,
+    ) -> Result<Slot, Fail> {
+        let last = path[path.len() - 1];
+        let root = path[0].found;
+        let d = last.depth;
+        let e = last.found.entry;
+        let other = e.record();
+        // SAFETY: read validated under the caller's guard (see `try_upsert`).
+        let (okey, _) = unsafe { record::read(rec_ptr(other)) };
+        let osyms = Symbols::new(okey, self.config.symbol_bits);
+        let mut j = d;
+        while syms.at(j) == osyms.at(j) {
+            j += 1;
+        }
+        // Hashes of the prefixes d..=j, and the chain's node positions (a node at p
+        // stands for the first p symbols): jumps of up to JUMP_MAX symbols, the bitmap
+        // node at j.
+        let mut hp = Vec::with_capacity(j - d + 1);
+        hp.push(last.hash);
+        for q in d..j {
+            hp.push(t.hash().child(hp[q - d], syms.at(q)));
+        }
+        let mut chain = Vec::new();
+        if j > d {
+            let mut p = d + (j - d).min(JUMP_MAX);
+            loop {
+                chain.push(p);
+                if p == j {
+                    break;
+                }
+                p += (j - p).min(JUMP_MAX);
+            }
+        }
+        let hj = hp[j - d];
+        let (mine, theirs) = (syms.at(j), osyms.at(j));
+        let mut hashes: Vec<u64> = chain.iter().map(|&p| hp[p - d]).collect();
+        hashes.push(t.hash().child(hj, mine));
+        hashes.push(t.hash().child(hj, theirs));
+        room(t, &hashes)?;
+        let pred = self.writer_seek(t, Bound::Excluded(okey), false, aux)?;
+        ls.lock_node(&last.found)?;
+        let anchor = Self::lock_anchor_of(ls, last.locator(), &pred, &root)?;
+        let two = (1u64 << mine) | (1u64 << theirs);
+        let mut color = e.color();
+        let mut pending: Option<Slot> = None;
+        let mut first_child = None;
+        for (i, &p) in chain.iter().enumerate() {
+            let c = syms.at(p - 1);
+            let proto = if p == j {
+                Entry::new(Kind::Bitmap, c, color).with_bitmap(two)
+            } else {
+                let len = chain[i + 1] - p;
+                let s: Vec<u8> = (p..p + len).map(|q| syms.at(q)).collect();
+                Entry::new(Kind::Jump, c, color).with_jump(&s)
+            };
+            // Every node of the chain is the child of a jump node.
+            let (slot, ne) = ls.place(hp[p - d], proto.with_jump_child(true))?;
+            if let Some(s) = pending.take() {
+                ls.update(s, |x| x.with_child_color(ne.color()));
+            }
+            first_child.get_or_insert(ne.color());
+            color = ne.color();
+            pending = Some(slot);
+        }
+        let (lo, new_leaf) =
+            Self::place_pair(ls, hj, color, [(mine, 0), (theirs, other)], e.next())?;
+        let new_leaf = new_leaf.ok_or(Fail::Restart)?;
+        match first_child {
+            Some(cc) => {
+                let jump: Vec<u8> = (d..chain[0]).map(|q| syms.at(q)).collect();
+                ls.update(last.found.slot, |x| {
+                    x.converted(Kind::Jump)
+                        .with_jump(&jump)
+                        .with_child_color(cc)
+                });
+            }
+            None => ls.update(last.found.slot, |x| {
+                x.converted(Kind::Bitmap).with_bitmap(two)
+            }),
+        }
+        if let Some(q) = anchor {
+            ls.update(q, |x| x.with_next(Some(lo)));
+        }
+        Ok(new_leaf)
+    }
+
+    /// Insert at a jump node `J` the key leaves at offset `k` (§4.3/§4.5): [jump of `k`
+    /// symbols] → bitmap node at the mismatch → {new leaf, [jump of the rest] → old child}.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_split_jump(
+        &self,
+        t: &Table,
+        ls: &mut LockSet<'_>,
+        key: &[u8],
+        syms: &Symbols<'_>,
+        path: &[Step],
+        k: usize,
+        aux: &mut Vec<Step>,
+    ) -> Result<Slot, Fail> {
+        let last = path[path.len() - 1];
+        let root = path[0].found;
+        let d = last.depth;
+        let e = last.found.entry;
+        let len = e.jump_len();
+        let js = e.jump_symbol(k);
+        let ks = syms.at(d + k);
+        let bits = (1u64 << js) | (1u64 << ks);
+        let h_b = (0..k).fold(last.hash, |h, q| t.hash().child(h, e.jump_symbol(q)));
+        let hl = t.hash().child(h_b, ks);
+        let h_rest = t.hash().child(h_b, js);
+        let mut hashes = vec![hl];
+        if k > 0 {
+            hashes.push(h_b);
+        }
+        if k + 1 < len {
+            hashes.push(h_rest);
+        }
+        room(t, &hashes)?;
+        let child_hash = Self::jump_child_hash(t, &last);
+        let child = t
+            .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
+            .ok_or(Fail::Restart)?;
+        let (pred, first) = self.seek_neighbours(t, key, aux)?;
+        ls.lock_node(&last.found)?;
+        if k + 1 == len {
+            ls.lock_node(&child)?;
+        }
+        let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
+        let b_color = if k == 0 {
+            e.color()
+        } else {
+            let proto = Entry::new(Kind::Bitmap, e.jump_symbol(k - 1), e.color())
+                .with_bitmap(bits)
+                .with_jump_child(true);
+            ls.place(h_b, proto)?.1.color()
+        };
+        let (leaf_slot, n) = ls.place(hl, Entry::new(Kind::Leaf, ks, b_color).with_next(next))?;
+        if k + 1 < len {
+            let rest: Vec<u8> = (k + 1..len).map(|q| e.jump_symbol(q)).collect();
+            let proto = Entry::new(Kind::Jump, js, b_color)
+                .with_jump(&rest)
+                .with_child_color(e.child_color());
+            ls.place(h_rest, proto)?;
+        } else {
+            // The old child hangs directly under the new bitmap node.
+            ls.update(child.slot, |x| {
+                x.with_parent_color(b_color).with_jump_child(false)
+            });
+        }
+        if k == 0 {
+            ls.update(last.found.slot, |x| {
+                x.converted(Kind::Bitmap).with_bitmap(bits)
+            });
+        } else {
+            let head: Vec<u8> = (0..k).map(|q| e.jump_symbol(q)).collect();
+            ls.update(last.found.slot, |x| {
+                x.converted(Kind::Jump)
+                    .with_jump(&head)
+                    .with_child_color(b_color)
+            });
+        }
+        if let Some(q) = pred.leaf {
+            let to = Locator {
+                hash: hl,
+                color: n.color(),
+            };
+            ls.update(q.found.slot, |x| x.with_next(Some(to)));
+        }
+        Ok(leaf_slot)
+    }
+
+    /// Places the two leaves of a split below the node of hash `h` and colour `color`:
+    /// `pair` holds (last symbol, record) of each, record 0 for the new key's leaf. The
+    /// higher leaf takes over `next` (the split leaf's next-leaf locator), the lower one
+    /// points at the higher one. Returns the lower leaf's locator and the new key's leaf.
+    fn place_pair(
+        ls: &mut LockSet<'_>,
+        h: u64,
+        color: u8,
+        mut pair: [(u8, usize); 2],
+        next: Option<Locator>,
+    ) -> Result<(Locator, Option<Slot>), Fail> {
+        if pair[0].0 < pair[1].0 {
+            pair.swap(0, 1);
+        }
+        let mut next = next;
+        let mut mine = None;
+        let mut lo = None;
+        for (c, r) in pair {
+            let hl = ls.table().hash().child(h, c);
+            let e = Entry::new(Kind::Leaf, c, color)
+                .with_record(r)
+                .with_next(next);
+            let (slot, e) = ls.place(hl, e)?;
+            if r == 0 {
+                mine = Some(slot);
+            }
+            let l = Locator {
+                hash: hl,
+                color: e.color(),
+            };
+            next = Some(l);
+            lo = Some(l);
+        }
+        Ok((lo.ok_or(Fail::Restart)?, mine))
+    }
+
+    /// Phases 1–3 of removing the present leaf at the end of `path`, short of the edits
+    /// ([`Raw::apply_remove`]): searches, locks and checks (module docs).
+    fn plan_remove(
+        &self,
+        t: &Table,
+        ls: &mut LockSet<'_>,
+        key: &[u8],
+        path: &[Step],
+        aux: &mut Vec<Step>,
+    ) -> Result<RemovePlan, Fail> {
+        let n = path.len();
+        let leaf = path[n - 1];
+        let parent = path[n - 2];
+        let root = path[0].found;
+        let c = leaf.found.entry.last_symbol();
+        if parent.found.entry.kind() != Kind::Bitmap {
+            return Err(Fail::Restart);
+        }
+        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        // A non-root parent left with a single leaf child is a tail: it collapses into
+        // that leaf, and so does every ancestor left with that single child (§4.5).
+        let bits = parent.found.entry.bitmap() & !(1u64 << c);
+        let mut collapse = None;
+        if n - 2 >= 1 && bits.count_ones() == 1 {
+            let s = bits.trailing_zeros() as u8;
+            let sibling = Self::child(t, &parent, s).map_err(|_| Fail::Restart)?;
+            if sibling.found.entry.kind() == Kind::Leaf {
+                let mut top = n - 2;
+                while top > 1 {
+                    let y = path[top - 1].found.entry;
+                    let single = match y.kind() {
+                        Kind::Jump => true,
+                        Kind::Bitmap => y.bitmap().count_ones() == 1,
+                        _ => false,
+                    };
+                    if !single {
+                        break;
+                    }
+                    top -= 1;
+                }
+                collapse = Some((s, sibling, top));
+            }
+        }
+        // When the surviving sibling `C` is below `A`, the collapsed leaf takes `C`'s place
+        // in the list: `C`'s predecessor is searched too (before anything is locked: a
+        // search would wait for the writer's own locks).
+        let pred_c = match collapse {
+            Some((s, sibling, _)) if s < c => {
+                // SAFETY: read validated under the caller's guard.
+                let (ck, _) = unsafe { record::read(rec_ptr(sibling.found.entry.record())) };
+                Some(self.writer_seek(t, Bound::Excluded(ck), false, aux)?)
+            }
+            _ => None,
+        };
+        ls.lock_node(&leaf.found)?;
+        ls.lock_node(&parent.found)?;
+        let Some((s, sibling, top)) = collapse else {
+            let anchor = Self::lock_anchor_of(ls, leaf.locator(), &pred, &root)?;
+            return Ok(RemovePlan {
+                leaf,
+                parent,
+                anchor,
+                collapse: None,
+            });
+        };
+        for node in &path[top..n - 1] {
+            ls.lock_node(&node.found)?;
+        }
+        ls.lock_node(&sibling.found)?;
+        let (anchor, next) = if s > c {
+            // … Q → A → C → …: the collapsed leaf follows Q and takes C's next.
+            if leaf.found.entry.next() != Some(sibling.locator()) {
+                return Err(Fail::Restart);
+            }
+            let anchor = Self::lock_anchor_of(ls, leaf.locator(), &pred, &root)?;
+            (anchor, sibling.found.entry.next())
+        } else {
+            // … P(C) → C → A → …: C is A's predecessor; the collapsed leaf follows C's
+            // predecessor and takes A's next.
+            if pred.leaf.map(|q| q.locator()) != Some(sibling.locator())
+                || sibling.found.entry.next() != Some(leaf.locator())
+            {
+                return Err(Fail::Restart);
+            }
+            let pred_c = pred_c.as_ref().ok_or(Fail::Restart)?;
+            let anchor = Self::lock_anchor_of(ls, sibling.locator(), pred_c, &root)?;
+            (anchor, leaf.found.entry.next())
+        };
+        let mut cleared: Vec<Slot> = path[top + 1..n - 1].iter().map(|s| s.found.slot).collect();
+        cleared.push(sibling.found.slot);
+        Ok(RemovePlan {
+            leaf,
+            parent,
+            anchor,
+            collapse: Some(Collapse {
+                top: path[top],
+                cleared,
+                sibling,
+                next,
+            }),
+        })
+    }
+
+    /// The edits of a planned removal, into the locked lines.
+    fn apply_remove(ls: &mut LockSet<'_>, plan: &RemovePlan) {
+        let leaf = plan.leaf;
+        match &plan.collapse {
+            None => {
+                let c = leaf.found.entry.last_symbol();
+                ls.update(plan.parent.found.slot, |x| {
+                    x.with_bitmap(x.bitmap() & !(1 << c))
+                });
+                if let Some(q) = plan.anchor {
+                    ls.update(q, |x| x.with_next(leaf.found.entry.next()));
+                }
+            }
+            Some(col) => {
+                let r = col.sibling.found.entry.record();
+                let next = col.next;
+                ls.update(col.top.found.slot, |x| {
+                    x.converted(Kind::Leaf).with_record(r).with_next(next)
+                });
+                for &s in &col.cleared {
+                    ls.clear(s);
+                }
+                if let Some(q) = plan.anchor {
+                    let to = col.top.locator();
+                    ls.update(q, |x| x.with_next(Some(to)));
+                }
+            }
+        }
+        ls.clear(leaf.found.slot);
+    }
+}
