@@ -198,6 +198,75 @@ pub fn check_entry(key: &[u8], value: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// What a read-modify-write decides from a key's current value: the currency of the
+/// structures' write paths behind `compute` and `update`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Leave the key as it is.
+    Keep,
+    /// Store this value.
+    Store(Vec<u8>),
+    /// Remove the key (or leave it absent).
+    Remove,
+}
+
+/// A `compute(key, f)` closure adapted to a structure's write path: the write calls
+/// [`ComputeOnce::decide`] with the current value (possibly more than once, when it
+/// retries), the closure runs on the first call only (later calls keep what the first
+/// stored), and [`ComputeOnce::finish`] turns the write's result into `compute`'s. A value
+/// over [`MAX_VALUE_LEN`] is not stored: the key is left as it was and `finish` returns
+/// [`Error::ValueTooLong`].
+///
+/// ```
+/// use orrery_core::api::{ComputeOnce, Decision};
+/// let mut c = ComputeOnce::new(|old: Option<&[u8]>| old.map(|v| [v, b"!"].concat()));
+/// assert_eq!(c.decide(Some(b"hi")), Decision::Store(b"hi!".to_vec()));
+/// assert_eq!(c.decide(Some(b"hi!")), Decision::Keep);
+/// assert_eq!(c.finish(true), Ok(true));
+/// ```
+#[derive(Debug)]
+pub struct ComputeOnce<F> {
+    f: Option<F>,
+    too_long: Option<usize>,
+}
+
+impl<F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>> ComputeOnce<F> {
+    /// Wraps the user's closure.
+    pub fn new(f: F) -> Self {
+        ComputeOnce {
+            f: Some(f),
+            too_long: None,
+        }
+    }
+
+    /// The decision for the key's current value `old`.
+    pub fn decide(&mut self, old: Option<&[u8]>) -> Decision {
+        let Some(f) = self.f.take() else {
+            return Decision::Keep;
+        };
+        match f(old) {
+            Some(v) if v.len() > MAX_VALUE_LEN => {
+                self.too_long = Some(v.len());
+                Decision::Keep
+            }
+            Some(v) => Decision::Store(v),
+            None => Decision::Remove,
+        }
+    }
+
+    /// `compute`'s result from the write's "was present": the over-long value's error, if
+    /// the closure returned one.
+    pub fn finish(self, present: bool) -> Result<bool> {
+        match self.too_long {
+            Some(len) => Err(Error::ValueTooLong {
+                len,
+                max: MAX_VALUE_LEN,
+            }),
+            None => Ok(present),
+        }
+    }
+}
+
 /// Bytes an index holds, split so that bytes/key can be compared across structures.
 ///
 /// `structure_bytes` is everything the index allocated for its own organisation (tables,

@@ -216,32 +216,11 @@ impl CuckooTrie {
         F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
     {
         api::check_key(key)?;
-        let mut f = Some(f);
-        let mut bad = None;
-        let present = self.raw.upsert(
-            key,
-            &mut |old| {
-                let Some(f) = f.take() else {
-                    return Decision::Keep;
-                };
-                match f(old) {
-                    Some(v) if v.len() > api::MAX_VALUE_LEN => {
-                        bad = Some(v.len());
-                        Decision::Keep
-                    }
-                    Some(v) => Decision::Store(v),
-                    None => Decision::Remove,
-                }
-            },
-            Mode::COMPUTE,
-        )?;
-        match bad {
-            Some(len) => Err(api::Error::ValueTooLong {
-                len,
-                max: api::MAX_VALUE_LEN,
-            }),
-            None => Ok(present),
-        }
+        let mut c = api::ComputeOnce::new(f);
+        let present = self
+            .raw
+            .upsert(key, &mut |old| c.decide(old), Mode::COMPUTE)?;
+        c.finish(present)
     }
 
     /// Replaces the value of an existing key by `f(old)`; `Ok(false)` without calling `f`

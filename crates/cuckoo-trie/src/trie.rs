@@ -241,15 +241,7 @@ impl Walk {
     };
 }
 
-/// What an upsert does, decided from the current value.
-pub(crate) enum Decision {
-    /// Change nothing.
-    Keep,
-    /// Store this value.
-    Store(Vec<u8>),
-    /// Remove the key.
-    Remove,
-}
+pub(crate) use orrery_core::api::Decision;
 
 /// The decision function of [`Raw::upsert`].
 pub(crate) type Make<'a> = dyn FnMut(Option<&[u8]>) -> Decision + 'a;

@@ -27,15 +27,7 @@ use crate::node::{self};
 #[cfg(test)]
 use crate::node::{HEADER, used};
 
-/// A writer's decision on the current value (read-modify-write).
-pub(crate) enum Decision {
-    /// Leave the key as it is.
-    Keep,
-    /// Store this value.
-    Store(Vec<u8>),
-    /// Remove the key.
-    Remove,
-}
+pub(crate) use orrery_core::api::Decision;
 
 /// One trie's root.
 #[derive(Default)]
