@@ -25,6 +25,12 @@ impl Drop for Redis {
     }
 }
 
+/// Held by each test for its whole run: a port is chosen by binding port 0 and releasing
+/// it, so two tests starting redis-server at once could be given the same free port; one
+/// redis-server would then fail to bind, and both tests would talk to the other one until
+/// its test ends and kills it (seen in CI as "connection refused").
+static ONE_REDIS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn start_redis() -> Option<(Redis, u16)> {
     let port = TcpListener::bind("127.0.0.1:0")
         .ok()?
@@ -267,6 +273,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
 
 #[test]
 fn same_replies_as_redis_server() {
+    let _one = ONE_REDIS.lock().unwrap_or_else(|e| e.into_inner());
     let Some((_redis, port)) = start_redis() else {
         eprintln!("SKIPPED: redis-server is not installed (Debian package redis-server)");
         return;
@@ -369,6 +376,7 @@ fn config_command(rng: &mut Rng) -> Vec<String> {
 /// or refused with the same error, settings reported the same way afterwards).
 #[test]
 fn config_set_replies_match_redis_server() {
+    let _one = ONE_REDIS.lock().unwrap_or_else(|e| e.into_inner());
     let Some((_redis, port)) = start_redis() else {
         eprintln!("SKIPPED: redis-server is not installed (Debian package redis-server)");
         return;
