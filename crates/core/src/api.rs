@@ -215,7 +215,9 @@ pub enum Decision {
 /// retries), the closure runs on the first call only (later calls keep what the first
 /// stored), and [`ComputeOnce::finish`] turns the write's result into `compute`'s. A value
 /// over [`MAX_VALUE_LEN`] is not stored: the key is left as it was and `finish` returns
-/// [`Error::ValueTooLong`].
+/// [`Error::ValueTooLong`]. A closure that returns `None` for an absent key decides
+/// [`Decision::Keep`], so `update(key, f)` (never inserts) is `ComputeOnce::new(|old|
+/// old.map(f))`.
 ///
 /// ```
 /// use orrery_core::api::{ComputeOnce, Decision};
@@ -223,6 +225,13 @@ pub enum Decision {
 /// assert_eq!(c.decide(Some(b"hi")), Decision::Store(b"hi!".to_vec()));
 /// assert_eq!(c.decide(Some(b"hi!")), Decision::Keep);
 /// assert_eq!(c.finish(true), Ok(true));
+///
+/// // `update` of an absent key: kept absent, not "removed".
+/// let mut u = ComputeOnce::new(|old: Option<&[u8]>| old.map(|v| v.to_vec()));
+/// assert_eq!(u.decide(None), Decision::Keep);
+/// // `compute` returning `None` for a present key removes it.
+/// let mut r = ComputeOnce::new(|_: Option<&[u8]>| None);
+/// assert_eq!(r.decide(Some(b"x")), Decision::Remove);
 /// ```
 #[derive(Debug)]
 pub struct ComputeOnce<F> {
@@ -250,6 +259,8 @@ impl<F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>> ComputeOnce<F> {
                 Decision::Keep
             }
             Some(v) => Decision::Store(v),
+            // Removing an absent key is leaving it as it is.
+            None if old.is_none() => Decision::Keep,
             None => Decision::Remove,
         }
     }

@@ -229,30 +229,11 @@ impl CuckooTrie {
         if key.len() > api::MAX_KEY_LEN {
             return Ok(false);
         }
-        let mut f = Some(f);
-        let mut bad = None;
-        let present = self.raw.upsert(
-            key,
-            &mut |old| {
-                let (Some(old), Some(f)) = (old, f.take()) else {
-                    return Decision::Keep;
-                };
-                let new = f(old);
-                if new.len() > api::MAX_VALUE_LEN {
-                    bad = Some(new.len());
-                    return Decision::Keep;
-                }
-                Decision::Store(new)
-            },
-            Mode::UPDATE,
-        )?;
-        match bad {
-            Some(len) => Err(api::Error::ValueTooLong {
-                len,
-                max: api::MAX_VALUE_LEN,
-            }),
-            None => Ok(present),
-        }
+        let mut c = api::ComputeOnce::new(|old: Option<&[u8]>| old.map(f));
+        let present = self
+            .raw
+            .upsert(key, &mut |old| c.decide(old), Mode::UPDATE)?;
+        c.finish(present)
     }
 
     /// Rewrites the value of an existing key through `f` (same length). Records are
