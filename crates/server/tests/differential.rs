@@ -60,6 +60,35 @@ fn start_redis() -> Option<(Redis, u16)> {
     Some((guard, port))
 }
 
+/// Both servers, each with a connection, for one test; `None` (the test is skipped, with
+/// a message) when `redis-server` is not installed. Fields drop in order: connections,
+/// our server, redis-server, then the [`ONE_REDIS`] lock.
+struct Both {
+    ours: Raw,
+    theirs: Raw,
+    _server: Server,
+    _redis: Redis,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Both {
+    fn start() -> Option<Both> {
+        let one = ONE_REDIS.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((redis, port)) = start_redis() else {
+            eprintln!("SKIPPED: redis-server is not installed (Debian package redis-server)");
+            return None;
+        };
+        let server = Server::start(&[]);
+        Some(Both {
+            ours: server.raw(),
+            theirs: raw(port),
+            _server: server,
+            _redis: redis,
+            _one: one,
+        })
+    }
+}
+
 fn raw(port: u16) -> Raw {
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(DEADLINE)).unwrap();
@@ -273,13 +302,10 @@ fn command(rng: &mut Rng) -> Vec<String> {
 
 #[test]
 fn same_replies_as_redis_server() {
-    let _one = ONE_REDIS.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((_redis, port)) = start_redis() else {
-        eprintln!("SKIPPED: redis-server is not installed (Debian package redis-server)");
+    let Some(mut both) = Both::start() else {
         return;
     };
-    let server = Server::start(&[]);
-    let (mut ours, mut theirs) = (server.raw(), raw(port));
+    let (ours, theirs) = (&mut both.ours, &mut both.theirs);
     for seed in [
         0x9e37_79b9_7f4a_7c15,
         0x0bad_5eed_0000_0001,
@@ -376,13 +402,10 @@ fn config_command(rng: &mut Rng) -> Vec<String> {
 /// or refused with the same error, settings reported the same way afterwards).
 #[test]
 fn config_set_replies_match_redis_server() {
-    let _one = ONE_REDIS.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((_redis, port)) = start_redis() else {
-        eprintln!("SKIPPED: redis-server is not installed (Debian package redis-server)");
+    let Some(mut both) = Both::start() else {
         return;
     };
-    let server = Server::start(&[]);
-    let (mut ours, mut theirs) = (server.raw(), raw(port));
+    let (ours, theirs) = (&mut both.ours, &mut both.theirs);
     // Start from the same settings: this server's defaults differ from Redis's only in
     // the output-buffer classes it reports.
     let mut rng = Rng(0x00c0_ff1e_5eed_0001);
