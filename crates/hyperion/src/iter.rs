@@ -179,3 +179,205 @@ impl<'a> IntoIterator for &'a Hyperion {
         self.iter()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::{Bound, ControlFlow};
+
+    use crate::{Config, Hyperion};
+
+    type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    fn owned(b: Bound<&Vec<u8>>) -> Bound<Vec<u8>> {
+        b.map(Clone::clone)
+    }
+
+    /// Compares scans, reverse scans and iterators from `lo`/`hi` with the map's, up to
+    /// `n` pairs each way.
+    fn check_from(h: &Hyperion, m: &Map, lo: Bound<&Vec<u8>>, hi: Bound<&Vec<u8>>, n: usize) {
+        let mut got = Vec::new();
+        h.scan(lo.map(Vec::as_slice), &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let want: Vec<_> = m
+            .range((owned(lo), Bound::Unbounded))
+            .take(n)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "scan from {lo:?}");
+        got.clear();
+        h.scan_rev(hi.map(Vec::as_slice), &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let want: Vec<_> = m
+            .range((Bound::Unbounded, owned(hi)))
+            .rev()
+            .take(n)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "scan_rev from {hi:?}");
+        let inverted = match (lo, hi) {
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a > b || (a == b && !matches!((lo, hi), (Bound::Included(_), Bound::Included(_))))
+            }
+            _ => false,
+        };
+        if inverted {
+            assert_eq!(
+                h.range::<[u8], _>((lo.map(Vec::as_slice), hi.map(Vec::as_slice)))
+                    .count(),
+                0
+            );
+            return;
+        }
+        let r = (owned(lo), owned(hi));
+        let mut it = h.range::<[u8], _>((lo.map(Vec::as_slice), hi.map(Vec::as_slice)));
+        let mut mi = m.range(r);
+        // Alternate ends.
+        for i in 0..2 * n {
+            let (g, w) = if i % 3 == 0 {
+                (
+                    it.next_back_pair().map(|(k, _)| k.to_vec()),
+                    mi.next_back().map(|(k, _)| k.clone()),
+                )
+            } else {
+                (
+                    it.next_pair().map(|(k, _)| k.to_vec()),
+                    mi.next().map(|(k, _)| k.clone()),
+                )
+            };
+            assert_eq!(g, w, "range {lo:?}..{hi:?} step {i}");
+            if g.is_none() {
+                break;
+            }
+        }
+    }
+
+    /// Scans from many bounds — keys, non-keys, prefixes — in a big split root container
+    /// (plus embedded and child containers, path-compressed and out-of-line values) match
+    /// a `BTreeMap`, both ways, before and after removing a third of the keys.
+    #[test]
+    fn scans_from_many_bounds_in_a_split_container() {
+        let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
+        let mut m = Map::new();
+        let mut r = Rng(0x2545_F491_4F6C_DD1D);
+        let n = 24_000;
+        for i in 0..n {
+            let x = r.next();
+            let mut k = vec![b'x'];
+            match i % 8 {
+                // Short keys ending at T-Nodes and S-Nodes.
+                0 => k.push(x as u8),
+                1 => k.extend_from_slice(&(x as u16).to_be_bytes()),
+                // Shared 3-byte prefixes: embedded containers and child containers.
+                2 | 3 => {
+                    k.extend_from_slice(&[(x >> 8) as u8 & 0x7, (x >> 16) as u8, 0x55]);
+                    k.extend_from_slice(&(x as u32).to_be_bytes()[..(x as usize >> 40) % 5]);
+                }
+                _ => k.extend_from_slice(&(x as u32).to_be_bytes()),
+            }
+            let v = (i as u64).to_le_bytes()[..(x as usize >> 50) % 9].to_vec();
+            let v = if i % 97 == 0 {
+                [v.as_slice(), &[7; 20]].concat()
+            } else {
+                v
+            };
+            h.insert(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        {
+            let a = h.arenas[0].read();
+            let root = a.roots[b'x' as usize].hp.expect("trie x");
+            assert!(a.mm.is_chain(root), "the root container was split");
+        }
+        let all: Vec<_> = h.iter().map(|e| e.into_pair()).collect();
+        assert_eq!(
+            all,
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        );
+        let rev: Vec<_> = h.iter().rev().map(|e| e.key().to_vec()).collect();
+        assert!(rev.iter().eq(m.keys().rev()));
+        for round in 0..2 {
+            let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
+            for j in 0..300 {
+                let x = r.next();
+                let mut b = match j % 4 {
+                    0 => keys[x as usize % keys.len()].clone(),
+                    1 => {
+                        let mut k = keys[x as usize % keys.len()].clone();
+                        k.truncate(1 + (x >> 32) as usize % k.len());
+                        k
+                    }
+                    2 => {
+                        let mut k = keys[x as usize % keys.len()].clone();
+                        k.push((x >> 40) as u8);
+                        k
+                    }
+                    _ => (x.to_be_bytes()[..(x >> 60) as usize % 9]).to_vec(),
+                };
+                if j % 50 == 0 {
+                    b = vec![b'x'];
+                }
+                let c = keys[(x >> 20) as usize % keys.len()].clone();
+                let (lo, hi) = if b <= c { (b, c) } else { (c, b) };
+                let bounds = [
+                    (Bound::Included(&lo), Bound::Included(&hi)),
+                    (Bound::Excluded(&lo), Bound::Excluded(&hi)),
+                    (Bound::Included(&lo), Bound::Excluded(&lo)),
+                    (Bound::Excluded(&hi), Bound::Unbounded),
+                    (Bound::Unbounded, Bound::Included(&lo)),
+                ];
+                let (l, u) = bounds[j % bounds.len()];
+                check_from(&h, &m, l, u, 40);
+            }
+            if round == 0 {
+                let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
+                for k in keys.iter().step_by(3) {
+                    assert!(h.remove(k));
+                    m.remove(k);
+                }
+                // A range removal across parts.
+                let lo = vec![b'x', 0x30];
+                let hi = vec![b'x', 0x90, 0x10];
+                let want = m.range(lo.clone()..hi.clone()).count();
+                let got = h.remove_range(Bound::Included(&lo), Bound::Excluded(&hi));
+                assert_eq!(got, want);
+                m.retain(|k, _| !(k >= &lo && k < &hi));
+            }
+        }
+        let mut got = Vec::new();
+        h.scan_prefix(&[b'x', 0x05], &mut |k, _| {
+            got.push(k.to_vec());
+            ControlFlow::Continue(())
+        });
+        let want: Vec<_> = m
+            .keys()
+            .filter(|k| k.starts_with(&[b'x', 5]))
+            .cloned()
+            .collect();
+        assert_eq!(got, want);
+    }
+}
