@@ -13,8 +13,14 @@ use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
 use crate::{Hyperion, prep};
 
-/// Pairs copied per refill.
+/// Pairs copied per refill of an [`Iter`].
 pub const BATCH: usize = 64;
+
+/// Pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
+/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's read lock): larger than
+/// [`BATCH`] because a scan's visitor usually reads far, and each copy starts with a seek
+/// from the trie's root.
+pub const SCAN_BATCH: usize = 1024;
 
 impl Hyperion {
     /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
@@ -49,15 +55,34 @@ impl Hyperion {
         }
     }
 
-    fn copy_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
+    /// Copies into `out`, ascending, up to `max` pairs from `start` on, stopping before
+    /// the first key past `end`. Returns the bound the next pairs start at (`None`: no
+    /// pair follows, or `end` was reached). Each trie is walked under its arena's read
+    /// lock; no user code runs under it.
+    pub(crate) fn copy_front(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        max: usize,
+        out: &mut PairBatch,
+    ) -> Option<Bound<Vec<u8>>> {
         let bound = self.to_trie(start);
         let bound = bound.as_ref().map(Vec::as_slice);
+        let end = self.to_trie(end);
+        let end = end.as_ref().map(Vec::as_slice);
+        let before_end = |k: &[u8]| match end {
+            Bound::Unbounded => true,
+            Bound::Included(e) => k <= e,
+            Bound::Excluded(e) => k < e,
+        };
         let mut scratch = Vec::new();
         let mut last: Option<Vec<u8>> = None;
         let mut count = 0;
         let first = match bound {
             Bound::Unbounded | Bound::Included([]) => {
-                if let Some(v) = self.arenas[0].read().empty() {
+                if before_end(&[])
+                    && let Some(v) = self.arenas[0].read().empty()
+                {
                     out.push(&[], v);
                     count += 1;
                 }
@@ -65,13 +90,25 @@ impl Hyperion {
             }
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied().unwrap_or(0),
         };
+        let top = match end {
+            Bound::Unbounded => 255,
+            Bound::Included(e) | Bound::Excluded(e) => match e.first() {
+                Some(&t) => t,
+                None => return None,
+            },
+        };
         let mut buf = Vec::new();
-        for b in first..=255u8 {
+        let mut past_end = false;
+        for b in first..=top {
             let a = self.arenas[b as usize % self.arenas.len()].read();
             let flow = a.walk(b, bound, false, &mut buf, &mut |k, v| {
+                if !before_end(k) {
+                    past_end = true;
+                    return ControlFlow::Break(());
+                }
                 out.push(self.user_key(k, &mut scratch), v);
                 count += 1;
-                if count >= BATCH {
+                if count >= max {
                     last = Some(k.to_vec());
                     ControlFlow::Break(())
                 } else {
@@ -79,6 +116,9 @@ impl Hyperion {
                 }
             });
             drop(a);
+            if past_end {
+                return None;
+            }
             if flow.is_break() {
                 let last = last.expect("set on break");
                 let mut s = Vec::new();
@@ -88,10 +128,20 @@ impl Hyperion {
         None
     }
 
-    fn copy_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
+    /// Copies into `out`, ascending, the up to `max` pairs before `end` (the last ones).
+    /// Returns the bound below which the previous pairs lie (`None`: none). Each trie is
+    /// walked under its arena's read lock; no user code runs under it.
+    pub(crate) fn copy_back(
+        &self,
+        end: Bound<&[u8]>,
+        max: usize,
+        out: &mut PairBatch,
+    ) -> Option<Bound<Vec<u8>>> {
         let bound = self.to_trie(end);
         let bound = bound.as_ref().map(Vec::as_slice);
-        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        // Pairs are found descending: collected in a batch of their own, then copied to
+        // `out` ascending.
+        let mut desc = PairBatch::default();
         let top = match bound {
             Bound::Unbounded => Some(255u8),
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied(),
@@ -102,8 +152,8 @@ impl Hyperion {
             for b in (0..=top).rev() {
                 let a = self.arenas[b as usize % self.arenas.len()].read();
                 let flow = a.walk(b, bound, true, &mut buf, &mut |k, v| {
-                    pairs.push((k.to_vec(), v.to_vec()));
-                    if pairs.len() >= BATCH {
+                    desc.push(k, v);
+                    if desc.len() >= max {
                         ControlFlow::Break(())
                     } else {
                         ControlFlow::Continue(())
@@ -121,14 +171,15 @@ impl Hyperion {
             && empty_ok
             && let Some(v) = self.arenas[0].read().empty()
         {
-            pairs.push((Vec::new(), v.to_vec()));
+            desc.push(&[], v);
         }
         let mut scratch = Vec::new();
-        for (k, v) in pairs.iter().rev() {
+        for i in (0..desc.len()).rev() {
+            let (k, v) = desc.pair(i);
             out.push(self.user_key(k, &mut scratch), v);
         }
         if full {
-            let (k, _) = pairs.last().expect("a full batch");
+            let k = desc.key(desc.len() - 1);
             return Some(Bound::Excluded(self.user_key(k, &mut scratch).to_vec()));
         }
         None
@@ -163,11 +214,11 @@ pub type Iter<'a> = BatchIter<&'a Hyperion>;
 /// [`Iter`]'s source: ordered walks of up to [`BATCH`] pairs per batch.
 impl BatchSource for Hyperion {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        self.copy_front(start, out)
+        self.copy_front(start, Bound::Unbounded, BATCH, out)
     }
 
     fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        self.copy_back(end, out)
+        self.copy_back(end, BATCH, out)
     }
 }
 
@@ -320,6 +371,20 @@ mod tests {
         );
         let rev: Vec<_> = h.iter().rev().map(|e| e.key().to_vec()).collect();
         assert!(rev.iter().eq(m.keys().rev()));
+        // Whole scans: many copies of SCAN_BATCH pairs.
+        let mut got = Vec::new();
+        h.scan(Bound::Unbounded, &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(got, all);
+        got.clear();
+        h.scan_rev(Bound::Unbounded, &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        got.reverse();
+        assert_eq!(got, all);
         for round in 0..2 {
             let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
             for j in 0..300 {
