@@ -559,10 +559,16 @@ fn group(
 struct Frame<'a> {
     buf: &'a [u8],
     end: usize,
-    /// Going up: the offset of the next group and the key its T-Node's delta is decoded
-    /// from.
+    /// Going up: the offset of the next node, the key the next T-Node's delta is decoded
+    /// from, the current T-Node's key, the previous S-Node's key, the least S-Node key
+    /// listed in the current group (the bound's, in the bound's group), and the child
+    /// event of an S-Node whose own key was returned first.
     next: usize,
     prev: u8,
+    t: u8,
+    prev_s: u8,
+    lo: u8,
+    pending: Option<Ev>,
     /// Going down: the groups still to read (offset, delta base), the next one last.
     groups: Vec<(usize, u8)>,
     /// The events of the current group, in walk order, and the next one's index.
@@ -623,6 +629,10 @@ impl<'a> Frame<'a> {
             end,
             next,
             prev,
+            t: 0,
+            prev_s: 0,
+            lo: 0,
+            pending: None,
             groups,
             evs,
             i: 0,
@@ -632,37 +642,103 @@ impl<'a> Frame<'a> {
         }
     }
 
-    /// Reads the next group's events (in walk order); `false` when none is left.
+    /// Going up: the next event, parsed in place (no list).
     #[inline]
-    fn load(&mut self, desc: bool) -> bool {
+    fn next_up(&mut self) -> Option<Ev> {
+        if let Some(ev) = self.pending.take() {
+            return Some(ev);
+        }
+        let buf = self.buf;
+        while self.next < self.end {
+            if buf[self.next] & 0x20 == 0 {
+                let n = parse(buf, self.next, self.prev);
+                self.next = n.next;
+                (self.prev, self.t, self.prev_s, self.lo) = (n.key, n.key, 0, 0);
+                if let Some((b0, b1)) = self.seek {
+                    if b0 == n.key {
+                        self.lo = b1.unwrap_or(0);
+                    } else {
+                        // Past the bound's T-Node every key here is inside the bound.
+                        self.seek = None;
+                        self.bounded = false;
+                    }
+                }
+                if let Some(val) = n.val {
+                    return Some(Ev::Key {
+                        t: n.key,
+                        s: None,
+                        sfx: None,
+                        val,
+                    });
+                }
+                continue;
+            }
+            let s = parse(buf, self.next, self.prev_s);
+            self.next = s.next;
+            self.prev_s = s.key;
+            if s.key < self.lo {
+                continue;
+            }
+            let t = self.t;
+            let child = match s.child {
+                ChildRef::None => None,
+                ChildRef::Hp(hp, _) => Some(Ev::Enter {
+                    t,
+                    s: s.key,
+                    chunk: Some(hp),
+                    start: 0,
+                    end: 0,
+                }),
+                ChildRef::Emb(a, b) => Some(Ev::Enter {
+                    t,
+                    s: s.key,
+                    chunk: None,
+                    start: a,
+                    end: b,
+                }),
+                ChildRef::Pc(sfx, val) => Some(Ev::Key {
+                    t,
+                    s: Some(s.key),
+                    sfx: Some(sfx),
+                    val,
+                }),
+            };
+            if let Some(val) = s.val {
+                self.pending = child;
+                return Some(Ev::Key {
+                    t,
+                    s: Some(s.key),
+                    sfx: None,
+                    val,
+                });
+            }
+            if child.is_some() {
+                return child;
+            }
+        }
+        None
+    }
+
+    /// Going down: reads the next group's events (in walk order); `false` when none is
+    /// left.
+    #[inline]
+    fn load(&mut self) -> bool {
         self.evs.clear();
         self.i = 0;
-        let (pos, prev) = if desc {
-            match self.groups.pop() {
-                Some(g) => g,
-                None => return false,
-            }
-        } else {
-            if self.next >= self.end {
-                return false;
-            }
-            (self.next, self.prev)
+        let Some((pos, prev)) = self.groups.pop() else {
+            return false;
         };
-        let (t, next) = group(
+        let (t, _) = group(
             self.buf,
             pos,
             prev,
             self.end,
             self.seek,
-            desc,
+            true,
             &mut self.evs,
         );
-        if desc {
-            self.evs.reverse();
-        } else {
-            (self.next, self.prev) = (next, t);
-        }
-        // Past the bound's T-Node every key of this payload is inside the bound.
+        self.evs.reverse();
+        // Below the bound's T-Node every key here is inside the bound.
         if self.seek.is_some_and(|(b0, _)| b0 != t) {
             self.bounded = false;
             self.seek = None;
@@ -758,14 +834,24 @@ pub(crate) fn walk<'a>(
         let Some(f) = stack.last_mut() else {
             break ControlFlow::Continue(());
         };
-        let Some(&ev) = f.evs.get(f.i) else {
-            if !f.load(desc) {
+        let ev = if desc {
+            let Some(&ev) = f.evs.get(f.i) else {
+                if !f.load() {
+                    let f = stack.pop().expect("a frame");
+                    spare.push((f.evs, f.groups));
+                }
+                continue;
+            };
+            f.i += 1;
+            ev
+        } else {
+            let Some(ev) = f.next_up() else {
                 let f = stack.pop().expect("a frame");
                 spare.push((f.evs, f.groups));
-            }
-            continue;
+                continue;
+            };
+            ev
         };
-        f.i += 1;
         let (buf, plen, bounded) = (f.buf, f.plen, f.bounded);
         prefix.truncate(plen);
         match ev {

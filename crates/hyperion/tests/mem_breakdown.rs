@@ -70,6 +70,7 @@ fn mem_breakdown_random_u64() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         let t = std::time::Instant::now();
+        let cpu = orrery_core::testing::clock::thread_cpu_secs();
         for _ in 0..scans {
             let mut seen = 0;
             h.scan(std::ops::Bound::Unbounded, &mut |_, _| {
@@ -79,7 +80,12 @@ fn mem_breakdown_random_u64() {
             assert_eq!(seen, h.len());
         }
         if scans > 0 {
-            println!("{scans} full scans: {:?}", t.elapsed());
+            let cpu = orrery_core::testing::clock::thread_cpu_secs() - cpu;
+            println!(
+                "{scans} full scans: {:?} wall, {cpu:.3} s thread CPU ({:.1} ns/key)",
+                t.elapsed(),
+                cpu * 1e9 / (scans * h.len()) as f64
+            );
         }
         let m = h.memory_usage();
         let s = h.mem_stats();
