@@ -364,8 +364,9 @@ impl Hyperion {
     }
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks. The
-    /// visitor runs without any lock held: pairs are copied up to [`SCAN_BATCH`] at a time,
-    /// each trie's under its arena's read lock.
+    /// visitor runs without any lock held: pairs are copied a batch at a time (the first
+    /// [`BATCH`] pairs, each next batch twice as many up to [`SCAN_BATCH`]), each trie's
+    /// under its arena's read lock.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.scan_until(start, Bound::Unbounded, visitor);
     }
@@ -374,14 +375,13 @@ impl Hyperion {
     fn scan_until(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let mut batch = PairBatch::default();
         let mut from = start.map(<[u8]>::to_vec);
+        // Copies grow from BATCH to SCAN_BATCH pairs, so a short scan copies little more
+        // than it visits.
+        let mut max = BATCH;
         loop {
             batch.clear();
-            let next = self.copy_front(
-                from.as_ref().map(Vec::as_slice),
-                end,
-                SCAN_BATCH,
-                &mut batch,
-            );
+            let next = self.copy_front(from.as_ref().map(Vec::as_slice), end, max, &mut batch);
+            max = (2 * max).min(SCAN_BATCH);
             for i in 0..batch.len() {
                 let (k, v) = batch.pair(i);
                 if visitor(k, v).is_break() {
@@ -400,9 +400,11 @@ impl Hyperion {
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let mut batch = PairBatch::default();
         let mut from = end.map(<[u8]>::to_vec);
+        let mut max = BATCH;
         loop {
             batch.clear();
-            let next = self.copy_back(from.as_ref().map(Vec::as_slice), SCAN_BATCH, &mut batch);
+            let next = self.copy_back(from.as_ref().map(Vec::as_slice), max, &mut batch);
+            max = (2 * max).min(SCAN_BATCH);
             for i in (0..batch.len()).rev() {
                 let (k, v) = batch.pair(i);
                 if visitor(k, v).is_break() {
