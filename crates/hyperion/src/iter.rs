@@ -6,6 +6,29 @@
 //! the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
 //! keep an `Iter` while writing to the index. With key pre-processing the bounds are
 //! transformed into the trie's key space and keys decoded back as they are copied.
+//!
+//! # Cost of a refill
+//!
+//! A refill does not keep a cursor from the previous one (none could stay valid: writers
+//! of the arena run between refills, and they shift container bytes in place). It seeks
+//! instead: at each container level the bound falls in, [`crate::node`]'s walk picks the
+//! split part holding the bound's next byte, enters the part through its container jump
+//! table, skips T-Node groups by their jump successors and parses only the S-Nodes of the
+//! bound's T-Node before the bound's; then it reads nodes in place, one after the other.
+//! A refill therefore costs the bytes it copies plus one seek per level (at most the
+//! T-Nodes between two jump-table entries and the S-Nodes of one T-Node), not the size of
+//! the containers before the bound. Going down, a level lists the offsets of its T-Node
+//! groups up to the bound's (by jump successors) and decodes one group at a time.
+//!
+//! [`Hyperion::scan`], [`Hyperion::scan_rev`] and [`Hyperion::scan_prefix`] use the same
+//! copies with growing batches (from [`BATCH`] to [`SCAN_BATCH`] pairs), so a long scan
+//! seeks once per 1,024 pairs; `scan_prefix` stops its copies at the prefix's end;
+//! [`Hyperion::remove_range`] walks with an [`Iter`] and removes key by key.
+//!
+//! # Locks
+//!
+//! Unchanged by the seeking walks: a copy holds one arena's read lock while it walks one
+//! trie and copies into a batch; the user's visitor or loop body runs with no lock held.
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 

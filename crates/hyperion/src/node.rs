@@ -475,8 +475,9 @@ fn skip_group(buf: &[u8], pos: usize, prev: u8, end: usize) -> (u8, usize) {
 /// decoded from `prev`) of payload `buf[..end]`. When the group's T-Node is the bound's
 /// (`seek`), only its S-Nodes on the bound's side are listed: from the bound's S-Node key
 /// on going up, up to it going down (none when the bound ends at the T-Node). Returns the
-/// T-Node's key and the offset after the group (only meaningful going up: going down the
-/// decoding stops at the first S-Node past the bound).
+/// T-Node's key and where decoding stopped (the group's end, or going down the first
+/// S-Node past the bound). Descending walks use it; ascending ones parse in place
+/// (`Frame::next_up`).
 #[inline]
 fn group(
     buf: &[u8],
