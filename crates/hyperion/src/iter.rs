@@ -394,7 +394,7 @@ mod tests {
         );
         let rev: Vec<_> = h.iter().rev().map(|e| e.key().to_vec()).collect();
         assert!(rev.iter().eq(m.keys().rev()));
-        // Whole scans: many copies of SCAN_BATCH pairs.
+        // Whole scans: many copies of growing batches.
         let mut got = Vec::new();
         h.scan(Bound::Unbounded, &mut |k, v| {
             got.push((k.to_vec(), v.to_vec()));
@@ -456,16 +456,50 @@ mod tests {
                 m.retain(|k, _| !(k >= &lo && k < &hi));
             }
         }
-        let mut got = Vec::new();
-        h.scan_prefix(&[b'x', 0x05], &mut |k, _| {
-            got.push(k.to_vec());
-            ControlFlow::Continue(())
-        });
-        let want: Vec<_> = m
-            .keys()
-            .filter(|k| k.starts_with(&[b'x', 5]))
-            .cloned()
-            .collect();
-        assert_eq!(got, want);
+        // The house iterator checks (ascending, descending, both ends, ranges and seeks
+        // at sampled keys) against the full scan, on the big split container.
+        orrery_core::testing::fuzz::check_batch_iterators(&h);
+        for p in [
+            &[b'x', 0x05][..],
+            b"x",
+            &[b'x', 0xFF],
+            &[b'x', 0x05, 0x55],
+            b"w",
+        ] {
+            let mut got = Vec::new();
+            h.scan_prefix(p, &mut |k, _| {
+                got.push(k.to_vec());
+                ControlFlow::Continue(())
+            });
+            let want: Vec<_> = m.keys().filter(|k| k.starts_with(p)).cloned().collect();
+            assert_eq!(got, want, "prefix {p:?}");
+        }
+    }
+
+    /// The fuzz target's checks on fixed pseudo-random inputs: differential runs against
+    /// the model, then `check_batch_iterators`, on the default configuration, one arena
+    /// with a 256-byte ejection threshold, and pre-processing.
+    #[test]
+    fn differential_then_batch_iterators() {
+        use orrery_core::testing::fuzz::{check_batch_iterators, ops_from_bytes, run_differential};
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        for len in [64usize, 512, 4096, 16384] {
+            let data: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+            let ops = ops_from_bytes(&data);
+            let configs = [
+                Config::default(),
+                Config::builder()
+                    .arenas(1)
+                    .eject_threshold(256)
+                    .build()
+                    .unwrap(),
+                Config::builder().preprocess(true).build().unwrap(),
+            ];
+            for c in configs {
+                let h = Hyperion::with_config(c).unwrap();
+                run_differential(&h, &ops);
+                check_batch_iterators(&h);
+            }
+        }
     }
 }
