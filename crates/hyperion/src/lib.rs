@@ -10,7 +10,8 @@
 //! memory manager of superbins, metabins, bins and chunks (§3.2). Writes shift a
 //! container's bytes in place; large containers are split vertically into up to eight parts
 //! behind a chained pointer; searches enter a container through its jump table and skip
-//! T-Node groups by their jump successors (§3.3); range scans read containers front to back.
+//! T-Node groups by their jump successors (§3.3); range scans seek to their bound the same
+//! way and then read containers front to back (`iter.rs`).
 //!
 //! # Usage
 //!
