@@ -2,7 +2,9 @@
 //! 64-bit keys with 8-byte values, per configuration. Run with
 //! `HYP_KEYS=1000000 cargo test -p orrery-hyperion --release --test mem_breakdown -- --ignored --nocapture`
 //! (random keys; `HYP_SEQ=1` for sequential keys `0, 1, 2, …` big-endian; `HYP_EJECT`
-//! sets the ejection threshold). The load and
+//! sets the ejection threshold; `HYP_ONLY=plain|prep` runs only the 16-arena configuration
+//! without or with pre-processing; `HYP_SCANS=n` adds n full scans and prints their
+//! thread-CPU time per key, for profiling the walk). The load and
 //! lookup times it prints are one run's wall time, for orientation only; comparisons
 //! belong to orrery-bench.
 
