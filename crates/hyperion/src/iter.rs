@@ -6,6 +6,29 @@
 //! the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
 //! keep an `Iter` while writing to the index. With key pre-processing the bounds are
 //! transformed into the trie's key space and keys decoded back as they are copied.
+//!
+//! # Cost of a refill
+//!
+//! A refill does not keep a cursor from the previous one (none could stay valid: writers
+//! of the arena run between refills, and they shift container bytes in place). It seeks
+//! instead: at each container level the bound falls in, [`crate::node`]'s walk picks the
+//! split part holding the bound's next byte, enters the part through its container jump
+//! table, skips T-Node groups by their jump successors and parses only the S-Nodes of the
+//! bound's T-Node before the bound's; then it reads nodes in place, one after the other.
+//! A refill therefore costs the bytes it copies plus one seek per level (at most the
+//! T-Nodes between two jump-table entries and the S-Nodes of one T-Node), not the size of
+//! the containers before the bound. Going down, a level lists the offsets of its T-Node
+//! groups up to the bound's (by jump successors) and decodes one group at a time.
+//!
+//! [`Hyperion::scan`], [`Hyperion::scan_rev`] and [`Hyperion::scan_prefix`] use the same
+//! copies with growing batches (from [`BATCH`] to [`SCAN_BATCH`] pairs), so a long scan
+//! seeks once per 1,024 pairs; `scan_prefix` stops its copies at the prefix's end;
+//! [`Hyperion::remove_range`] walks with an [`Iter`] and removes key by key.
+//!
+//! # Locks
+//!
+//! Unchanged by the seeking walks: a copy holds one arena's read lock while it walks one
+//! trie and copies into a batch; the user's visitor or loop body runs with no lock held.
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
@@ -13,8 +36,14 @@ use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
 use crate::{Hyperion, prep};
 
-/// Pairs copied per refill.
+/// Pairs copied per refill of an [`Iter`].
 pub const BATCH: usize = 64;
+
+/// Most pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
+/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's read lock). Their copies
+/// start at [`BATCH`] pairs and double up to this: a long scan seeks from the root once
+/// per 1,024 pairs, a short one copies at most about twice what it visits.
+pub const SCAN_BATCH: usize = 1024;
 
 impl Hyperion {
     /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
@@ -49,15 +78,34 @@ impl Hyperion {
         }
     }
 
-    fn copy_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
+    /// Copies into `out`, ascending, up to `max` pairs from `start` on, stopping before
+    /// the first key past `end`. Returns the bound the next pairs start at (`None`: no
+    /// pair follows, or `end` was reached). Each trie is walked under its arena's read
+    /// lock; no user code runs under it.
+    pub(crate) fn copy_front(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        max: usize,
+        out: &mut PairBatch,
+    ) -> Option<Bound<Vec<u8>>> {
         let bound = self.to_trie(start);
         let bound = bound.as_ref().map(Vec::as_slice);
+        let end = self.to_trie(end);
+        let end = end.as_ref().map(Vec::as_slice);
+        let before_end = |k: &[u8]| match end {
+            Bound::Unbounded => true,
+            Bound::Included(e) => k <= e,
+            Bound::Excluded(e) => k < e,
+        };
         let mut scratch = Vec::new();
         let mut last: Option<Vec<u8>> = None;
         let mut count = 0;
         let first = match bound {
             Bound::Unbounded | Bound::Included([]) => {
-                if let Some(v) = self.arenas[0].read().empty() {
+                if before_end(&[])
+                    && let Some(v) = self.arenas[0].read().empty()
+                {
                     out.push(&[], v);
                     count += 1;
                 }
@@ -65,13 +113,25 @@ impl Hyperion {
             }
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied().unwrap_or(0),
         };
+        let top = match end {
+            Bound::Unbounded => 255,
+            Bound::Included(e) | Bound::Excluded(e) => match e.first() {
+                Some(&t) => t,
+                None => return None,
+            },
+        };
         let mut buf = Vec::new();
-        for b in first..=255u8 {
+        let mut past_end = false;
+        for b in first..=top {
             let a = self.arenas[b as usize % self.arenas.len()].read();
             let flow = a.walk(b, bound, false, &mut buf, &mut |k, v| {
+                if !before_end(k) {
+                    past_end = true;
+                    return ControlFlow::Break(());
+                }
                 out.push(self.user_key(k, &mut scratch), v);
                 count += 1;
-                if count >= BATCH {
+                if count >= max {
                     last = Some(k.to_vec());
                     ControlFlow::Break(())
                 } else {
@@ -79,6 +139,9 @@ impl Hyperion {
                 }
             });
             drop(a);
+            if past_end {
+                return None;
+            }
             if flow.is_break() {
                 let last = last.expect("set on break");
                 let mut s = Vec::new();
@@ -88,10 +151,20 @@ impl Hyperion {
         None
     }
 
-    fn copy_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
+    /// Copies into `out`, ascending, the up to `max` pairs before `end` (the last ones).
+    /// Returns the bound below which the previous pairs lie (`None`: none). Each trie is
+    /// walked under its arena's read lock; no user code runs under it.
+    pub(crate) fn copy_back(
+        &self,
+        end: Bound<&[u8]>,
+        max: usize,
+        out: &mut PairBatch,
+    ) -> Option<Bound<Vec<u8>>> {
         let bound = self.to_trie(end);
         let bound = bound.as_ref().map(Vec::as_slice);
-        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        // Pairs are found descending: collected in a batch of their own, then copied to
+        // `out` ascending.
+        let mut desc = PairBatch::default();
         let top = match bound {
             Bound::Unbounded => Some(255u8),
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied(),
@@ -102,8 +175,8 @@ impl Hyperion {
             for b in (0..=top).rev() {
                 let a = self.arenas[b as usize % self.arenas.len()].read();
                 let flow = a.walk(b, bound, true, &mut buf, &mut |k, v| {
-                    pairs.push((k.to_vec(), v.to_vec()));
-                    if pairs.len() >= BATCH {
+                    desc.push(k, v);
+                    if desc.len() >= max {
                         ControlFlow::Break(())
                     } else {
                         ControlFlow::Continue(())
@@ -121,14 +194,15 @@ impl Hyperion {
             && empty_ok
             && let Some(v) = self.arenas[0].read().empty()
         {
-            pairs.push((Vec::new(), v.to_vec()));
+            desc.push(&[], v);
         }
         let mut scratch = Vec::new();
-        for (k, v) in pairs.iter().rev() {
+        for i in (0..desc.len()).rev() {
+            let (k, v) = desc.pair(i);
             out.push(self.user_key(k, &mut scratch), v);
         }
         if full {
-            let (k, _) = pairs.last().expect("a full batch");
+            let k = desc.key(desc.len() - 1);
             return Some(Bound::Excluded(self.user_key(k, &mut scratch).to_vec()));
         }
         None
@@ -163,11 +237,11 @@ pub type Iter<'a> = BatchIter<&'a Hyperion>;
 /// [`Iter`]'s source: ordered walks of up to [`BATCH`] pairs per batch.
 impl BatchSource for Hyperion {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        self.copy_front(start, out)
+        self.copy_front(start, Bound::Unbounded, BATCH, out)
     }
 
     fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        self.copy_back(end, out)
+        self.copy_back(end, BATCH, out)
     }
 }
 
@@ -177,5 +251,255 @@ impl<'a> IntoIterator for &'a Hyperion {
 
     fn into_iter(self) -> Iter<'a> {
         self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::{Bound, ControlFlow};
+
+    use crate::{Config, Hyperion};
+
+    type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    fn owned(b: Bound<&Vec<u8>>) -> Bound<Vec<u8>> {
+        b.map(Clone::clone)
+    }
+
+    /// Compares scans, reverse scans and iterators from `lo`/`hi` with the map's, up to
+    /// `n` pairs each way.
+    fn check_from(h: &Hyperion, m: &Map, lo: Bound<&Vec<u8>>, hi: Bound<&Vec<u8>>, n: usize) {
+        let mut got = Vec::new();
+        h.scan(lo.map(Vec::as_slice), &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let want: Vec<_> = m
+            .range((owned(lo), Bound::Unbounded))
+            .take(n)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "scan from {lo:?}");
+        got.clear();
+        h.scan_rev(hi.map(Vec::as_slice), &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let want: Vec<_> = m
+            .range((Bound::Unbounded, owned(hi)))
+            .rev()
+            .take(n)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "scan_rev from {hi:?}");
+        let inverted = match (lo, hi) {
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a > b || (a == b && !matches!((lo, hi), (Bound::Included(_), Bound::Included(_))))
+            }
+            _ => false,
+        };
+        if inverted {
+            assert_eq!(
+                h.range::<[u8], _>((lo.map(Vec::as_slice), hi.map(Vec::as_slice)))
+                    .count(),
+                0
+            );
+            return;
+        }
+        let r = (owned(lo), owned(hi));
+        let mut it = h.range::<[u8], _>((lo.map(Vec::as_slice), hi.map(Vec::as_slice)));
+        let mut mi = m.range(r);
+        // Alternate ends.
+        for i in 0..2 * n {
+            let (g, w) = if i % 3 == 0 {
+                (
+                    it.next_back_pair().map(|(k, _)| k.to_vec()),
+                    mi.next_back().map(|(k, _)| k.clone()),
+                )
+            } else {
+                (
+                    it.next_pair().map(|(k, _)| k.to_vec()),
+                    mi.next().map(|(k, _)| k.clone()),
+                )
+            };
+            assert_eq!(g, w, "range {lo:?}..{hi:?} step {i}");
+            if g.is_none() {
+                break;
+            }
+        }
+    }
+
+    /// Scans from many bounds — keys, non-keys, prefixes — in a big split root container
+    /// (plus embedded and child containers, path-compressed and out-of-line values) match
+    /// a `BTreeMap`, both ways, before and after removing a third of the keys.
+    #[test]
+    fn scans_from_many_bounds_in_a_split_container() {
+        let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
+        let mut m = Map::new();
+        let mut r = Rng(0x2545_F491_4F6C_DD1D);
+        let n = 24_000;
+        for i in 0..n {
+            let x = r.next();
+            let mut k = vec![b'x'];
+            match i % 8 {
+                // Short keys ending at T-Nodes and S-Nodes.
+                0 => k.push(x as u8),
+                1 => k.extend_from_slice(&(x as u16).to_be_bytes()),
+                // Shared 3-byte prefixes: embedded containers and child containers.
+                2 | 3 => {
+                    k.extend_from_slice(&[(x >> 8) as u8 & 0x7, (x >> 16) as u8, 0x55]);
+                    k.extend_from_slice(&(x as u32).to_be_bytes()[..(x as usize >> 40) % 5]);
+                }
+                _ => k.extend_from_slice(&(x as u32).to_be_bytes()),
+            }
+            let v = (i as u64).to_le_bytes()[..(x as usize >> 50) % 9].to_vec();
+            let v = if i % 97 == 0 {
+                [v.as_slice(), &[7; 20]].concat()
+            } else {
+                v
+            };
+            h.insert(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        {
+            let a = h.arenas[0].read();
+            let root = a.roots[b'x' as usize].hp.expect("trie x");
+            assert!(a.mm.is_chain(root), "the root container was split");
+        }
+        let all: Vec<_> = h.iter().map(|e| e.into_pair()).collect();
+        assert_eq!(
+            all,
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        );
+        let rev: Vec<_> = h.iter().rev().map(|e| e.key().to_vec()).collect();
+        assert!(rev.iter().eq(m.keys().rev()));
+        // Whole scans: many copies of growing batches.
+        let mut got = Vec::new();
+        h.scan(Bound::Unbounded, &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(got, all);
+        got.clear();
+        h.scan_rev(Bound::Unbounded, &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        got.reverse();
+        assert_eq!(got, all);
+        for round in 0..2 {
+            let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
+            for j in 0..300 {
+                let x = r.next();
+                let mut b = match j % 4 {
+                    0 => keys[x as usize % keys.len()].clone(),
+                    1 => {
+                        let mut k = keys[x as usize % keys.len()].clone();
+                        k.truncate(1 + (x >> 32) as usize % k.len());
+                        k
+                    }
+                    2 => {
+                        let mut k = keys[x as usize % keys.len()].clone();
+                        k.push((x >> 40) as u8);
+                        k
+                    }
+                    _ => (x.to_be_bytes()[..(x >> 60) as usize % 9]).to_vec(),
+                };
+                if j % 50 == 0 {
+                    b = vec![b'x'];
+                }
+                let c = keys[(x >> 20) as usize % keys.len()].clone();
+                let (lo, hi) = if b <= c { (b, c) } else { (c, b) };
+                let bounds = [
+                    (Bound::Included(&lo), Bound::Included(&hi)),
+                    (Bound::Excluded(&lo), Bound::Excluded(&hi)),
+                    (Bound::Included(&lo), Bound::Excluded(&lo)),
+                    (Bound::Excluded(&hi), Bound::Unbounded),
+                    (Bound::Unbounded, Bound::Included(&lo)),
+                ];
+                let (l, u) = bounds[j % bounds.len()];
+                check_from(&h, &m, l, u, 40);
+            }
+            if round == 0 {
+                let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
+                for k in keys.iter().step_by(3) {
+                    assert!(h.remove(k));
+                    m.remove(k);
+                }
+                // A range removal across parts.
+                let lo = vec![b'x', 0x30];
+                let hi = vec![b'x', 0x90, 0x10];
+                let want = m.range(lo.clone()..hi.clone()).count();
+                let got = h.remove_range(Bound::Included(&lo), Bound::Excluded(&hi));
+                assert_eq!(got, want);
+                m.retain(|k, _| !(k >= &lo && k < &hi));
+            }
+        }
+        // The house iterator checks (ascending, descending, both ends, ranges and seeks
+        // at sampled keys) against the full scan, on the big split container.
+        orrery_core::testing::fuzz::check_batch_iterators(&h);
+        for p in [
+            &[b'x', 0x05][..],
+            b"x",
+            &[b'x', 0xFF],
+            &[b'x', 0x05, 0x55],
+            b"w",
+        ] {
+            let mut got = Vec::new();
+            h.scan_prefix(p, &mut |k, _| {
+                got.push(k.to_vec());
+                ControlFlow::Continue(())
+            });
+            let want: Vec<_> = m.keys().filter(|k| k.starts_with(p)).cloned().collect();
+            assert_eq!(got, want, "prefix {p:?}");
+        }
+    }
+
+    /// The fuzz target's checks on fixed pseudo-random inputs: differential runs against
+    /// the model, then `check_batch_iterators`, on the default configuration, one arena
+    /// with a 256-byte ejection threshold, and pre-processing.
+    #[test]
+    fn differential_then_batch_iterators() {
+        use orrery_core::testing::fuzz::{check_batch_iterators, ops_from_bytes, run_differential};
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        for len in [64usize, 512, 4096, 16384] {
+            let data: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+            let ops = ops_from_bytes(&data);
+            let configs = [
+                Config::default(),
+                Config::builder()
+                    .arenas(1)
+                    .eject_threshold(256)
+                    .build()
+                    .unwrap(),
+                Config::builder().preprocess(true).build().unwrap(),
+            ];
+            for c in configs {
+                let h = Hyperion::with_config(c).unwrap();
+                run_differential(&h, &ops);
+                check_batch_iterators(&h);
+            }
+        }
     }
 }

@@ -10,7 +10,8 @@
 //! memory manager of superbins, metabins, bins and chunks (§3.2). Writes shift a
 //! container's bytes in place; large containers are split vertically into up to eight parts
 //! behind a chained pointer; searches enter a container through its jump table and skip
-//! T-Node groups by their jump successors (§3.3); range scans read containers front to back.
+//! T-Node groups by their jump successors (§3.3); range scans seek to their bound the same
+//! way and then read containers front to back (`iter.rs`).
 //!
 //! # Usage
 //!
@@ -85,11 +86,12 @@ use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use orrery_core::api::{self, MemoryUsage, ScanVisitor};
+use orrery_core::batch::PairBatch;
 use orrery_core::sync::{CachePadded, RwSpinLock};
 
 use arena::{ArenaInner, Decision};
 pub use config::{Config, ConfigBuilder};
-pub use iter::{BATCH, Iter};
+pub use iter::{BATCH, Iter, SCAN_BATCH};
 pub use mm::MemStats;
 
 /// A concurrent ordered key-value index over byte strings: Hyperion.
@@ -346,29 +348,76 @@ impl Hyperion {
     }
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks. The
-    /// visitor runs without any lock held (pairs are copied a batch at a time).
+    /// visitor runs without any lock held: pairs are copied a batch at a time (the first
+    /// [`BATCH`] pairs, each next batch twice as many up to [`SCAN_BATCH`]), each trie's
+    /// under its arena's read lock.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut it = self.range::<[u8], _>((start, Bound::Unbounded));
-        while let Some((k, v)) = it.next_pair() {
-            if visitor(k, v).is_break() {
-                return;
+        self.scan_until(start, Bound::Unbounded, visitor);
+    }
+
+    /// [`Hyperion::scan`] up to `end`.
+    fn scan_until(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut batch = PairBatch::default();
+        let mut from = start.map(<[u8]>::to_vec);
+        // Copies grow from BATCH to SCAN_BATCH pairs, so a short scan copies little more
+        // than it visits.
+        let mut max = BATCH;
+        loop {
+            batch.clear();
+            let next = self.copy_front(from.as_ref().map(Vec::as_slice), end, max, &mut batch);
+            max = (2 * max).min(SCAN_BATCH);
+            for i in 0..batch.len() {
+                let (k, v) = batch.pair(i);
+                if visitor(k, v).is_break() {
+                    return;
+                }
+            }
+            match next {
+                Some(b) => from = b,
+                None => return,
             }
         }
     }
 
     /// Visits, in descending key order, the pairs below `end` until the visitor breaks.
+    /// The visitor runs without any lock held (pairs are copied as by [`Hyperion::scan`]).
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut it = self.range::<[u8], _>((Bound::Unbounded, end));
-        while let Some((k, v)) = it.next_back_pair() {
-            if visitor(k, v).is_break() {
-                return;
+        let mut batch = PairBatch::default();
+        let mut from = end.map(<[u8]>::to_vec);
+        let mut max = BATCH;
+        loop {
+            batch.clear();
+            let next = self.copy_back(from.as_ref().map(Vec::as_slice), max, &mut batch);
+            max = (2 * max).min(SCAN_BATCH);
+            for i in (0..batch.len()).rev() {
+                let (k, v) = batch.pair(i);
+                if visitor(k, v).is_break() {
+                    return;
+                }
+            }
+            match next {
+                Some(b) => from = b,
+                None => return,
             }
         }
     }
 
     /// Visits the pairs whose key starts with `prefix`, ascending.
     pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.scan(Bound::Included(prefix), &mut |k, v| {
+        // The least key above every key with the prefix: the prefix without its trailing
+        // 0xFF bytes, its last byte incremented (none: all bytes 0xFF).
+        let mut up = prefix.to_vec();
+        while up.last() == Some(&0xFF) {
+            up.pop();
+        }
+        let end = match up.last_mut() {
+            Some(b) => {
+                *b += 1;
+                Bound::Excluded(&up[..])
+            }
+            None => Bound::Unbounded,
+        };
+        self.scan_until(Bound::Included(prefix), end, &mut |k, v| {
             if k.starts_with(prefix) {
                 visitor(k, v)
             } else {

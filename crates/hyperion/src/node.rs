@@ -389,21 +389,25 @@ pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Opt
 pub(crate) type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
 
 /// What an ordered walk does with a subtree, given its prefix and the bound.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fit {
     /// Every key of the subtree is outside the bound.
     Skip,
     /// Every key of the subtree is inside.
     All,
-    /// The prefix is a prefix of the bound: look inside.
+    /// The prefix is a proper prefix of the bound: look inside.
     Partial,
 }
 
-/// How a subtree with prefix `q` relates to the walk's bound `b` (a lower bound going up,
-/// an upper bound going down).
+/// How the keys strictly below prefix `q` (all longer than `q`) relate to the walk's
+/// bound `b` (a lower bound going up, an upper bound going down).
 fn fit(q: &[u8], b: &[u8], desc: bool) -> Fit {
     if b.starts_with(q) {
-        return Fit::Partial;
+        if q.len() < b.len() {
+            return Fit::Partial;
+        }
+        // `q == b`: every key below is longer, hence greater than the bound.
+        return if desc { Fit::Skip } else { Fit::All };
     }
     let n = q.len().min(b.len());
     // `q` is not a prefix of `b`: either they differ within `n`, or `b` is a proper prefix
@@ -427,7 +431,7 @@ fn key_ok(k: &[u8], b: Bound<&[u8]>, desc: bool) -> bool {
 }
 
 /// One step of an ordered walk at one level.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Ev {
     /// A key ends: the bytes appended to the level's prefix (1 or 2 key bytes, or 2 plus a
     /// suffix), and its value.
@@ -447,76 +451,315 @@ enum Ev {
     },
 }
 
-/// One level of an ordered walk's explicit stack.
-struct Frame<'a> {
-    buf: &'a [u8],
-    evs: Vec<Ev>,
-    i: usize,
-    plen: usize,
-    bounded: bool,
+/// Where a bounded walk's bound falls in one payload: the bound's next key byte (a T-Node
+/// key) and the one after it (an S-Node key), if the bound is that long.
+type Seek = Option<(u8, Option<u8>)>;
+
+/// The key of the T-Node group at `pos` (its delta decoded from `prev`) and the offset of
+/// the next T-Node (or of `end`): by the T-Node's jump successor when it has one, else by
+/// parsing its S-Nodes.
+#[inline]
+fn skip_group(buf: &[u8], pos: usize, prev: u8, end: usize) -> (u8, usize) {
+    let key = t_key(buf, pos, prev);
+    if let Some(d) = jump_successor(buf, pos) {
+        return (key, pos + d);
+    }
+    let mut p = parse(buf, pos, prev).next;
+    while p < end && buf[p] & 0x20 != 0 {
+        p = parse(buf, p, 0).next;
+    }
+    (key, p)
 }
 
-/// Lists the events of payload `buf[start..end]` in ascending order.
-fn events(buf: &[u8], start: usize, end: usize, out: &mut Vec<Ev>) {
-    let mut pos = start;
-    let (mut prev_t, mut prev_s, mut t) = (0u8, 0u8, 0u8);
-    while pos < end {
-        let n = parse(buf, pos, if buf[pos] & 0x20 != 0 { prev_s } else { prev_t });
-        pos = n.next;
-        if !n.is_s {
-            prev_t = n.key;
-            prev_s = 0;
-            t = n.key;
-            if let Some(val) = n.val {
-                out.push(Ev::Key {
-                    t,
-                    s: None,
-                    sfx: None,
-                    val,
-                });
-            }
+/// Appends to `out`, ascending, the events of the T-Node group at `pos` (the T-Node's key
+/// decoded from `prev`) of payload `buf[..end]`. When the group's T-Node is the bound's
+/// (`seek`), only its S-Nodes on the bound's side are listed: from the bound's S-Node key
+/// on going up, up to it going down (none when the bound ends at the T-Node). Returns the
+/// T-Node's key and where decoding stopped (the group's end, or going down the first
+/// S-Node past the bound). Descending walks use it; ascending ones parse in place
+/// (`Frame::next_up`).
+#[inline]
+fn group(
+    buf: &[u8],
+    pos: usize,
+    prev: u8,
+    end: usize,
+    seek: Seek,
+    desc: bool,
+    out: &mut Vec<Ev>,
+) -> (u8, usize) {
+    let n = parse(buf, pos, prev);
+    debug_assert!(!n.is_s, "a T-Node group starts with a T-Node");
+    let t = n.key;
+    let (lo, hi): (u8, i16) = match seek {
+        Some((b0, b1)) if b0 == t => match (desc, b1) {
+            (false, Some(b1)) => (b1, 255),
+            (false, None) => (0, 255),
+            (true, Some(b1)) => (0, i16::from(b1)),
+            (true, None) => (0, -1),
+        },
+        _ => (0, 255),
+    };
+    if let Some(val) = n.val {
+        out.push(Ev::Key {
+            t,
+            s: None,
+            sfx: None,
+            val,
+        });
+    }
+    let mut pos = n.next;
+    let mut prev_s = 0u8;
+    while pos < end && buf[pos] & 0x20 != 0 {
+        let s = parse(buf, pos, prev_s);
+        pos = s.next;
+        prev_s = s.key;
+        if s.key < lo {
             continue;
         }
-        prev_s = n.key;
-        if let Some(val) = n.val {
+        if i16::from(s.key) > hi {
+            break;
+        }
+        if let Some(val) = s.val {
             out.push(Ev::Key {
                 t,
-                s: Some(n.key),
+                s: Some(s.key),
                 sfx: None,
                 val,
             });
         }
-        match n.child {
+        match s.child {
             ChildRef::None => {}
             ChildRef::Hp(hp, _) => out.push(Ev::Enter {
                 t,
-                s: n.key,
+                s: s.key,
                 chunk: Some(hp),
                 start: 0,
                 end: 0,
             }),
             ChildRef::Emb(a, b) => out.push(Ev::Enter {
                 t,
-                s: n.key,
+                s: s.key,
                 chunk: None,
                 start: a,
                 end: b,
             }),
             ChildRef::Pc(sfx, val) => out.push(Ev::Key {
                 t,
-                s: Some(n.key),
+                s: Some(s.key),
                 sfx: Some(sfx),
                 val,
             }),
         }
+    }
+    (t, pos)
+}
+
+/// One level of an ordered walk's explicit stack: one payload, read one T-Node group at a
+/// time (a T-Node and its S-Nodes).
+struct Frame<'a> {
+    buf: &'a [u8],
+    end: usize,
+    /// Going up: the offset of the next node, the key the next T-Node's delta is decoded
+    /// from, the current T-Node's key, the previous S-Node's key, the least S-Node key
+    /// listed in the current group (the bound's, in the bound's group), and the child
+    /// event of an S-Node whose own key was returned first.
+    next: usize,
+    prev: u8,
+    t: u8,
+    prev_s: u8,
+    lo: u8,
+    pending: Option<Ev>,
+    /// Going down: the groups still to read (offset, delta base), the next one last.
+    groups: Vec<(usize, u8)>,
+    /// The events of the current group, in walk order, and the next one's index.
+    evs: Vec<Ev>,
+    i: usize,
+    /// The length of the key prefix above this payload.
+    plen: usize,
+    /// Whether the bound falls inside this payload (its keys must be checked).
+    bounded: bool,
+    seek: Seek,
+}
+
+/// The reusable vectors of popped frames.
+type Spare = Vec<(Vec<Ev>, Vec<(usize, u8)>)>;
+
+impl<'a> Frame<'a> {
+    /// A frame over payload `buf[start..end]`, positioned at the bound (`seek`): going up
+    /// at the first group whose T-Node key is at least the bound's byte — entering a
+    /// container through its jump table (`cjt`: `buf` is a container and `start` its
+    /// payload's start) and skipping groups by their jump successors; going down with the
+    /// list of groups whose T-Node key is at most the bound's byte.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        buf: &'a [u8],
+        (start, end): (usize, usize),
+        cjt: bool,
+        plen: usize,
+        seek: Seek,
+        desc: bool,
+        spare: &mut Spare,
+    ) -> Frame<'a> {
+        let (evs, mut groups) = spare.pop().unwrap_or_default();
+        let (mut next, mut prev) = (start, 0u8);
+        if desc {
+            let top = seek.map(|(b0, _)| b0);
+            while next < end {
+                let k = t_key(buf, next, prev);
+                if top.is_some_and(|b0| k > b0) {
+                    break;
+                }
+                groups.push((next, prev));
+                (prev, next) = skip_group(buf, next, prev, end);
+            }
+        } else if let Some((b0, _)) = seek {
+            if cjt {
+                (next, prev) = crate::cjt::seek(buf, b0);
+            }
+            while next < end {
+                let k = t_key(buf, next, prev);
+                if k >= b0 {
+                    break;
+                }
+                (prev, next) = skip_group(buf, next, prev, end);
+            }
+        }
+        Frame {
+            buf,
+            end,
+            next,
+            prev,
+            t: 0,
+            prev_s: 0,
+            lo: 0,
+            pending: None,
+            groups,
+            evs,
+            i: 0,
+            plen,
+            bounded: seek.is_some(),
+            seek,
+        }
+    }
+
+    /// Going up: the next event, parsed in place (no list).
+    #[inline]
+    fn next_up(&mut self) -> Option<Ev> {
+        if let Some(ev) = self.pending.take() {
+            return Some(ev);
+        }
+        let buf = self.buf;
+        while self.next < self.end {
+            if buf[self.next] & 0x20 == 0 {
+                let n = parse(buf, self.next, self.prev);
+                self.next = n.next;
+                (self.prev, self.t, self.prev_s, self.lo) = (n.key, n.key, 0, 0);
+                if let Some((b0, b1)) = self.seek {
+                    if b0 == n.key {
+                        self.lo = b1.unwrap_or(0);
+                    } else {
+                        // Past the bound's T-Node every key here is inside the bound.
+                        self.seek = None;
+                        self.bounded = false;
+                    }
+                }
+                if let Some(val) = n.val {
+                    return Some(Ev::Key {
+                        t: n.key,
+                        s: None,
+                        sfx: None,
+                        val,
+                    });
+                }
+                continue;
+            }
+            let s = parse(buf, self.next, self.prev_s);
+            self.next = s.next;
+            self.prev_s = s.key;
+            if s.key < self.lo {
+                continue;
+            }
+            let t = self.t;
+            let child = match s.child {
+                ChildRef::None => None,
+                ChildRef::Hp(hp, _) => Some(Ev::Enter {
+                    t,
+                    s: s.key,
+                    chunk: Some(hp),
+                    start: 0,
+                    end: 0,
+                }),
+                ChildRef::Emb(a, b) => Some(Ev::Enter {
+                    t,
+                    s: s.key,
+                    chunk: None,
+                    start: a,
+                    end: b,
+                }),
+                ChildRef::Pc(sfx, val) => Some(Ev::Key {
+                    t,
+                    s: Some(s.key),
+                    sfx: Some(sfx),
+                    val,
+                }),
+            };
+            if let Some(val) = s.val {
+                self.pending = child;
+                return Some(Ev::Key {
+                    t,
+                    s: Some(s.key),
+                    sfx: None,
+                    val,
+                });
+            }
+            if child.is_some() {
+                return child;
+            }
+        }
+        None
+    }
+
+    /// Going down: reads the next group's events (in walk order); `false` when none is
+    /// left.
+    #[inline]
+    fn load(&mut self) -> bool {
+        self.evs.clear();
+        self.i = 0;
+        let Some((pos, prev)) = self.groups.pop() else {
+            return false;
+        };
+        let (t, _) = group(
+            self.buf,
+            pos,
+            prev,
+            self.end,
+            self.seek,
+            true,
+            &mut self.evs,
+        );
+        self.evs.reverse();
+        // Below the bound's T-Node every key here is inside the bound.
+        if self.seek.is_some_and(|(b0, _)| b0 != t) {
+            self.bounded = false;
+            self.seek = None;
+        }
+        true
     }
 }
 
 /// Visits, in ascending (or, `desc`, descending) order, the keys below root container
 /// `root` that pass `bound` (a lower bound going up, an upper bound going down). `prefix`
 /// holds the key bytes above the root (the arena's first byte); it is used as the key
-/// buffer and restored on return. Iterative (an explicit stack), so a trie as deep as the
-/// longest key (32,768 containers for a 64 KiB key) needs no deep recursion.
+/// buffer and restored on return.
+///
+/// Iterative (an explicit stack), so a trie as deep as the longest key (32,768 containers
+/// for a 64 KiB key) needs no deep recursion. Each stack level reads one payload one
+/// T-Node group at a time, so a walk costs the bytes it reads plus, at each level the
+/// bound falls in, a seek: going up, the container jump table, the jump successors of the
+/// T-Nodes before the bound's and the S-Nodes before the bound's in its group; going
+/// down, the jump successors of the T-Nodes up to the bound's and the S-Nodes up to the
+/// bound's. Of a split container only the parts on the bound's side are read.
 pub(crate) fn walk<'a>(
     mm: &'a MemoryManager,
     root: Hp,
@@ -530,73 +773,86 @@ pub(crate) fn walk<'a>(
         Bound::Included(b) | Bound::Excluded(b) => Some(b),
         Bound::Unbounded => None,
     };
+    // The bound's bytes below a prefix of length `plen` (of a subtree that fits Partial).
+    let seek_at = |plen: usize| -> Seek {
+        let b = b?;
+        Some((*b.get(plen)?, b.get(plen + 1).copied()))
+    };
     let root_fit = b.map_or(Fit::All, |b| fit(prefix, b, desc));
     if root_fit == Fit::Skip {
         return ControlFlow::Continue(());
     }
     let mut stack: Vec<Frame<'_>> = Vec::new();
-    fn push<'a>(
-        stack: &mut Vec<Frame<'a>>,
-        buf: &'a [u8],
-        (start, end): (usize, usize),
-        plen: usize,
-        bounded: bool,
-        desc: bool,
-    ) {
-        let mut evs = Vec::new();
-        events(buf, start, end, &mut evs);
-        if desc {
-            evs.reverse();
-        }
-        stack.push(Frame {
-            buf,
-            evs,
-            i: 0,
-            plen,
-            bounded,
-        });
-    }
-    // Pushes the frames of the container `hp` (of every part of a split container, the
-    // first on top when ascending).
-    let push_container = |stack: &mut Vec<Frame<'a>>, hp: Hp, plen: usize, bounded: bool| {
-        let mut parts = [hp; 8];
-        let mut n = 1;
-        if mm.is_chain(hp) {
-            n = 0;
-            for i in 0..8 {
-                if !mm.is_void(hp.slot(i)) {
-                    parts[n] = hp.slot(i);
-                    n += 1;
+    let mut spare: Spare = Vec::new();
+    // Pushes the frames of the container `hp` (of the parts of a split container on the
+    // bound's side, the first on top when ascending).
+    let push_container =
+        |stack: &mut Vec<Frame<'a>>, spare: &mut Spare, hp: Hp, plen: usize, seek: Seek| {
+            let mut parts = [hp; 8];
+            let mut n = 1;
+            if mm.is_chain(hp) {
+                // The part holding the bound's T-Node key.
+                let at = seek.map(|(b0, _)| mm.resolve(hp, b0));
+                let mut seen = false;
+                n = 0;
+                for i in 0..8 {
+                    let p = hp.slot(i);
+                    if mm.is_void(p) {
+                        continue;
+                    }
+                    let here = at == Some(p);
+                    seen |= here;
+                    // Going up, the parts before the bound's hold only smaller keys; going
+                    // down, the parts after it only greater ones.
+                    let keep = match at {
+                        None => true,
+                        Some(_) => here || (seen != desc),
+                    };
+                    if keep {
+                        parts[n] = p;
+                        n += 1;
+                    }
                 }
             }
-        }
-        let mut push_one = |p: Hp| {
-            let c = mm.get(p);
-            push(
-                stack,
-                c,
-                (cjt::payload_start(c), used(c)),
-                plen,
-                bounded,
-                desc,
-            );
+            let mut push_one = |p: Hp| {
+                let c = mm.get(p);
+                let range = (cjt::payload_start(c), used(c));
+                stack.push(Frame::new(c, range, true, plen, seek, desc, spare));
+            };
+            if desc {
+                parts[..n].iter().for_each(|&p| push_one(p));
+            } else {
+                parts[..n].iter().rev().for_each(|&p| push_one(p));
+            }
         };
-        if desc {
-            parts[..n].iter().for_each(|&p| push_one(p));
-        } else {
-            parts[..n].iter().rev().for_each(|&p| push_one(p));
-        }
+    let root_seek = if root_fit == Fit::Partial {
+        seek_at(base)
+    } else {
+        None
     };
-    push_container(&mut stack, root, base, root_fit == Fit::Partial);
+    push_container(&mut stack, &mut spare, root, base, root_seek);
     let result = 'outer: loop {
         let Some(f) = stack.last_mut() else {
             break ControlFlow::Continue(());
         };
-        let Some(&ev) = f.evs.get(f.i) else {
-            stack.pop();
-            continue;
+        let ev = if desc {
+            let Some(&ev) = f.evs.get(f.i) else {
+                if !f.load() {
+                    let f = stack.pop().expect("a frame");
+                    spare.push((f.evs, f.groups));
+                }
+                continue;
+            };
+            f.i += 1;
+            ev
+        } else {
+            let Some(ev) = f.next_up() else {
+                let f = stack.pop().expect("a frame");
+                spare.push((f.evs, f.groups));
+                continue;
+            };
+            ev
         };
-        f.i += 1;
         let (buf, plen, bounded) = (f.buf, f.plen, f.bounded);
         prefix.truncate(plen);
         match ev {
@@ -629,9 +885,17 @@ pub(crate) fn walk<'a>(
                     continue;
                 }
                 let plen = prefix.len();
+                let seek = if f == Fit::Partial {
+                    seek_at(plen)
+                } else {
+                    None
+                };
                 match chunk {
-                    Some(hp) => push_container(&mut stack, hp, plen, f == Fit::Partial),
-                    None => push(&mut stack, buf, (start, end), plen, f == Fit::Partial, desc),
+                    Some(hp) => push_container(&mut stack, &mut spare, hp, plen, seek),
+                    None => {
+                        let fr = Frame::new(buf, (start, end), false, plen, seek, desc, &mut spare);
+                        stack.push(fr);
+                    }
                 }
             }
         }
