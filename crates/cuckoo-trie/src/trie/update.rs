@@ -120,6 +120,9 @@ struct RemovePlan {
     anchor: Option<Slot>,
     /// The tail collapse, if the parent becomes a single-leaf tail.
     collapse: Option<Collapse>,
+    /// Nodes whose subtree-max locator changes (locked), and the leaf it then names.
+    smax: Vec<Slot>,
+    smax_to: Option<Locator>,
 }
 
 /// A tail collapse (§4.5): `top` becomes a leaf holding the sibling's record; the nodes
@@ -147,6 +150,47 @@ fn room(t: &Table, hashes: &[u64]) -> Result<(), Fail> {
         })?;
     }
     if moved { Err(Fail::Relocated) } else { Ok(()) }
+}
+
+/// The highest symbol of a non-empty bitmap.
+#[inline]
+fn highest(bits: u64) -> Option<u8> {
+    (bits != 0).then(|| (63 - bits.leading_zeros()) as u8)
+}
+
+/// The first index `i <= j` such that `path[j]` lies on the rightmost edge of every node
+/// of `path[i..=j]` (each is the rightmost child of the node before it, or the only child
+/// of a jump node): the nodes whose subtree maximum is the maximum below `path[j]`.
+/// Read from the entries as the path saw them; the writer locks `path[i..=j]` at those
+/// versions, which verifies them.
+fn rightmost_from(path: &[Step], j: usize) -> usize {
+    let mut i = j;
+    while i > 0 {
+        let up = path[i - 1].found.entry;
+        let rightmost = match up.kind() {
+            Kind::Jump => true,
+            Kind::Bitmap => highest(up.bitmap()) == Some(path[i].found.entry.last_symbol()),
+            _ => false,
+        };
+        if !rightmost {
+            break;
+        }
+        i -= 1;
+    }
+    i
+}
+
+/// Locks the buckets of `nodes` at the versions their path saw.
+fn lock_all(ls: &mut LockSet<'_>, nodes: &[Step]) -> Result<(), Fail> {
+    nodes.iter().try_for_each(|n| ls.lock_node(&n.found))
+}
+
+/// Points the subtree-max locator of every node at `slots` (locked) at `to`, and clears
+/// their stale marks (the value is exact).
+fn set_max(ls: &mut LockSet<'_>, slots: impl IntoIterator<Item = Slot>, to: Locator) {
+    for s in slots {
+        ls.update(s, |x| x.with_max(to).with_dirty(false));
+    }
 }
 
 impl Raw {
@@ -408,14 +452,24 @@ impl Raw {
                 let (pred, first) = self.seek_neighbours(t, key, aux)?;
                 ls.lock_node(&last.found)?;
                 let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
+                // The new leaf is the maximum of `P` if `c` is above `P`'s children, and then
+                // of every ancestor `P` is on the rightmost edge of (§4.5).
+                let n_path = path.len();
+                let top = if highest(e.bitmap()).is_none_or(|m| c > m) {
+                    rightmost_from(path, n_path - 1)
+                } else {
+                    n_path
+                };
+                lock_all(ls, &path[top..])?;
                 let (slot, n) =
                     ls.place(h, Entry::new(Kind::Leaf, c, e.color()).with_next(next))?;
                 ls.update(last.found.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
+                let to = Locator {
+                    hash: h,
+                    color: n.color(),
+                };
+                set_max(ls, path[top..].iter().map(|s| s.found.slot), to);
                 if let Some(q) = pred.leaf {
-                    let to = Locator {
-                        hash: h,
-                        color: n.color(),
-                    };
                     ls.update(q.found.slot, |x| x.with_next(Some(to)));
                 }
                 Ok(slot)
@@ -475,8 +529,13 @@ impl Raw {
         let pred = self.writer_seek(t, Bound::Excluded(okey), false, aux)?;
         ls.lock_node(&last.found)?;
         let anchor = Self::lock_anchor_of(ls, last.locator(), &pred, &root)?;
+        // The ancestors whose maximum was `A` now name the higher of the two leaves.
+        let n_path = path.len();
+        let top = rightmost_from(path, n_path - 1);
+        lock_all(ls, &path[top..n_path - 1])?;
         let two = (1u64 << mine) | (1u64 << theirs);
         let mut color = e.color();
+        let mut chain_slots = Vec::with_capacity(chain.len());
         let mut pending: Option<Slot> = None;
         let mut first_child = None;
         for (i, &p) in chain.iter().enumerate() {
@@ -496,8 +555,9 @@ impl Raw {
             first_child.get_or_insert(ne.color());
             color = ne.color();
             pending = Some(slot);
+            chain_slots.push(slot);
         }
-        let (lo, new_leaf) =
+        let (lo, hi, new_leaf) =
             Self::place_pair(ls, hj, color, [(mine, 0), (theirs, other)], e.next())?;
         let new_leaf = new_leaf.ok_or(Fail::Restart)?;
         match first_child {
@@ -507,12 +567,15 @@ impl Raw {
                     x.converted(Kind::Jump)
                         .with_jump(&jump)
                         .with_child_color(cc)
+                        .with_max(hi)
                 });
             }
             None => ls.update(last.found.slot, |x| {
-                x.converted(Kind::Bitmap).with_bitmap(two)
+                x.converted(Kind::Bitmap).with_bitmap(two).with_max(hi)
             }),
         }
+        set_max(ls, chain_slots, hi);
+        set_max(ls, path[top..n_path - 1].iter().map(|s| s.found.slot), hi);
         if let Some(q) = anchor {
             ls.update(q, |x| x.with_next(Some(lo)));
         }
@@ -561,20 +624,48 @@ impl Raw {
             ls.lock_node(&child)?;
         }
         let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
-        let b_color = if k == 0 {
-            e.color()
+        // Subtree maxima: the old child's subtree keeps `J`'s (and its stale mark); if the
+        // new key is above it, the new leaf is the maximum of the new bitmap node, of `J`
+        // and of every ancestor `J` is on the rightmost edge of.
+        let (old_max, old_stale) = (e.max(), e.dirty());
+        let up = ks > js;
+        let n_path = path.len();
+        let top = if up {
+            rightmost_from(path, n_path - 1)
+        } else {
+            n_path - 1
+        };
+        lock_all(ls, &path[top..n_path - 1])?;
+        let b_slot = if k == 0 {
+            None
         } else {
             let proto = Entry::new(Kind::Bitmap, e.jump_symbol(k - 1), e.color())
                 .with_bitmap(bits)
                 .with_jump_child(true);
-            ls.place(h_b, proto)?.1.color()
+            Some(ls.place(h_b, proto)?)
         };
+        let b_color = b_slot.map_or(e.color(), |(_, b)| b.color());
         let (leaf_slot, n) = ls.place(hl, Entry::new(Kind::Leaf, ks, b_color).with_next(next))?;
+        let to = Locator {
+            hash: hl,
+            color: n.color(),
+        };
+        let (b_max, b_stale) = if up {
+            (to, false)
+        } else {
+            (old_max, old_stale)
+        };
+        if let Some((b, _)) = b_slot {
+            ls.update(b, |x| x.with_max(b_max).with_dirty(b_stale));
+        }
+        set_max(ls, path[top..n_path - 1].iter().map(|s| s.found.slot), to);
         if k + 1 < len {
             let rest: Vec<u8> = (k + 1..len).map(|q| e.jump_symbol(q)).collect();
             let proto = Entry::new(Kind::Jump, js, b_color)
                 .with_jump(&rest)
-                .with_child_color(e.child_color());
+                .with_child_color(e.child_color())
+                .with_max(old_max)
+                .with_dirty(old_stale);
             ls.place(h_rest, proto)?;
         } else {
             // The old child hangs directly under the new bitmap node.
@@ -584,7 +675,10 @@ impl Raw {
         }
         if k == 0 {
             ls.update(last.found.slot, |x| {
-                x.converted(Kind::Bitmap).with_bitmap(bits)
+                x.converted(Kind::Bitmap)
+                    .with_bitmap(bits)
+                    .with_max(b_max)
+                    .with_dirty(b_stale)
             });
         } else {
             let head: Vec<u8> = (0..k).map(|q| e.jump_symbol(q)).collect();
@@ -592,13 +686,11 @@ impl Raw {
                 x.converted(Kind::Jump)
                     .with_jump(&head)
                     .with_child_color(b_color)
+                    .with_max(b_max)
+                    .with_dirty(b_stale)
             });
         }
         if let Some(q) = pred.leaf {
-            let to = Locator {
-                hash: hl,
-                color: n.color(),
-            };
             ls.update(q.found.slot, |x| x.with_next(Some(to)));
         }
         Ok(leaf_slot)
@@ -607,20 +699,22 @@ impl Raw {
     /// Places the two leaves of a split below the node of hash `h` and colour `color`:
     /// `pair` holds (last symbol, record) of each, record 0 for the new key's leaf. The
     /// higher leaf takes over `next` (the split leaf's next-leaf locator), the lower one
-    /// points at the higher one. Returns the lower leaf's locator and the new key's leaf.
+    /// points at the higher one. Returns the lower and the higher leaf's locators and the
+    /// new key's leaf.
     fn place_pair(
         ls: &mut LockSet<'_>,
         h: u64,
         color: u8,
         mut pair: [(u8, usize); 2],
         next: Option<Locator>,
-    ) -> Result<(Locator, Option<Slot>), Fail> {
+    ) -> Result<(Locator, Locator, Option<Slot>), Fail> {
         if pair[0].0 < pair[1].0 {
             pair.swap(0, 1);
         }
         let mut next = next;
         let mut mine = None;
         let mut lo = None;
+        let mut hi = None;
         for (c, r) in pair {
             let hl = ls.table().hash().child(h, c);
             let e = Entry::new(Kind::Leaf, c, color)
@@ -636,8 +730,12 @@ impl Raw {
             };
             next = Some(l);
             lo = Some(l);
+            hi.get_or_insert(l);
         }
-        Ok((lo.ok_or(Fail::Restart)?, mine))
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Err(Fail::Restart);
+        };
+        Ok((lo, hi, mine))
     }
 
     /// Phases 1–3 of removing the present leaf at the end of `path`, short of the edits
@@ -698,16 +796,35 @@ impl Raw {
         ls.lock_node(&parent.found)?;
         let Some((s, sibling, top)) = collapse else {
             let anchor = Self::lock_anchor_of(ls, leaf.locator(), &pred, &root)?;
+            // If `A` was the maximum of its parent (and so of the ancestors the parent is
+            // on the rightmost edge of), their maximum is now `A`'s predecessor `Q`, which
+            // lies below each of them whenever they keep a leaf (keys below a node are
+            // contiguous in key order). A root left without children needs none.
+            let (smax, smax_to) = if highest(parent.found.entry.bitmap()) == Some(c) && bits != 0 {
+                let from = rightmost_from(path, n - 2);
+                lock_all(ls, &path[from..n - 1])?;
+                let q = pred.leaf.ok_or(Fail::Restart)?;
+                let slots = path[from..n - 1].iter().map(|s| s.found.slot).collect();
+                (slots, Some(q.locator()))
+            } else {
+                (Vec::new(), None)
+            };
             return Ok(RemovePlan {
                 leaf,
                 parent,
                 anchor,
                 collapse: None,
+                smax,
+                smax_to,
             });
         };
         for node in &path[top..n - 1] {
             ls.lock_node(&node.found)?;
         }
+        // The collapsed leaf at `top` holds the larger of `A` and `C`, the maximum of
+        // `top`'s subtree: the ancestors `top` is on the rightmost edge of name it.
+        let from = rightmost_from(path, top);
+        lock_all(ls, &path[from..top])?;
         ls.lock_node(&sibling.found)?;
         let (anchor, next) = if s > c {
             // … Q → A → C → …: the collapsed leaf follows Q and takes C's next.
@@ -734,6 +851,8 @@ impl Raw {
             leaf,
             parent,
             anchor,
+            smax: path[from..top].iter().map(|s| s.found.slot).collect(),
+            smax_to: Some(path[top].locator()),
             collapse: Some(Collapse {
                 top: path[top],
                 cleared,
@@ -746,6 +865,9 @@ impl Raw {
     /// The edits of a planned removal, into the locked lines.
     fn apply_remove(ls: &mut LockSet<'_>, plan: &RemovePlan) {
         let leaf = plan.leaf;
+        if let Some(to) = plan.smax_to {
+            set_max(ls, plan.smax.iter().copied(), to);
+        }
         match &plan.collapse {
             None => {
                 let c = leaf.found.entry.last_symbol();
