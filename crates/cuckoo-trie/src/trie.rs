@@ -53,12 +53,21 @@
 //! - growth: the new table gets fresh locators from one ordered walk before it is
 //!   published.
 //!
-//! There are no subtree-max locators: predecessor search climbs the searched path to the
-//! first ancestor with a child on the left and descends that child's rightmost edge, each
-//! step validated (the paper reads the subtree-max locator of that child instead; the
-//! difference is one validated bucket pair per level of the descent). Descending scans go on
-//! from the path of one predecessor search by the same climb-and-descend walk (the list is
-//! singly linked, as the paper's).
+//! # Subtree-max locators (§4.4, Fig 3c, Fig 5)
+//!
+//! Every internal node (the root included) holds the locator of the largest leaf below
+//! it. Invariant (checked by the unit test's full walk): at rest, every internal node's
+//! locator names the leaf at the end of its rightmost edge, unless the node is marked
+//! stale (its dirty flag: only copies made by growth, until recomputed). Updates keep the
+//! locators in their commits (`trie/update.rs` has what changes and what is locked).
+//! A predecessor search climbs the searched path to the first ancestor with a child on the
+//! left and reads that child's locator (`max_leaf`: the child's entry, the leaf's bucket
+//! pair, then the child's bucket validated), instead of one validated bucket pair per level
+//! of the child's rightmost edge; a stale node is passed by one rightmost step. `last` is
+//! the root's locator. Descending scans go on from a leaf by the same climb (the list is
+//! singly linked, as the paper's); when the leaf was reached through a locator, the path
+//! from the locator's node down to it is first filled by a prefetched walk of the leaf's
+//! key (`complete_path`, Algorithm 1), whose bucket reads overlap.
 //!
 //! # Concurrency protocol (§5)
 //!
@@ -106,8 +115,10 @@
 //! # Not built yet
 //!
 //! Cooperative migration during growth (one writer copies the frozen table while other
-//! writers wait for it), subtree-max locators (above), re-merging jump chains after
-//! removals.
+//! writers wait for it), re-merging jump chains after removals. The growth copy does not
+//! call [`Raw::fill_subtree_max`] yet: after a growth the copied internal nodes stay
+//! marked stale until a writer sets their locators, and predecessor searches step down
+//! past them.
 
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;

@@ -13,16 +13,60 @@
 //!    starts again from phase 1. The buckets that receive new entries are locked too.
 //!    Edits go to the locked lines and become visible together at the commit.
 //!
-//! What is locked (§5: "the parent and predecessor of the inserted (resp., deleted) node",
-//! plus the deleted leaf):
+//! What is locked (§5: "the parent and predecessor of the inserted (resp., deleted) node
+//! and any ancestors whose *subtree-max* pointer is affected", plus the deleted leaf):
 //!
 //! | update | buckets locked (at the version seen) |
 //! |---|---|
 //! | replace a value | the leaf |
-//! | insert below internal node `P` | `P`; the list anchor; both buckets of the new leaf |
-//! | insert by splitting leaf `A` | `A`; the list anchor of `A`; both buckets of every new node |
-//! | insert at a jump split of `J` | `J`; `J`'s child if it is re-parented; the list anchor; both buckets of every new node |
-//! | remove leaf `A` under `P` | `A`, `P`; the list anchor of `A`; on a tail collapse also the sibling leaf `C`, every node from the collapsing top down to `P`, and the anchor of `C` if `C < A` |
+//! | insert below internal node `P` | `P`; the list anchor; both buckets of the new leaf; the **max ancestors** of `P` if the new symbol is above `P`'s children |
+//! | insert by splitting leaf `A` | `A`; the list anchor of `A`; both buckets of every new node; the max ancestors of `A` |
+//! | insert at a jump split of `J` | `J`; `J`'s child if it is re-parented; the list anchor; both buckets of every new node; the max ancestors of `J` if the new key is above `J`'s subtree |
+//! | remove leaf `A` under `P` | `A`, `P`; the list anchor of `A`; the max ancestors of `P` if `A` is `P`'s last child; on a tail collapse instead the sibling leaf `C`, every node from the collapsing top `X` down to `P`, the anchor of `C` if `C < A`, and the max ancestors of `X` |
+//!
+//! **Subtree-max locators** (§4.4, Fig 3c). Every internal node (bitmap or jump, the
+//! root included) holds the locator of the largest leaf below it; predecessor searches
+//! follow it instead of descending the rightmost edge (`trie.rs`, `max_leaf`). The *max
+//! ancestors* of a node `N` on the searched path are the nodes above it that `N` lies on
+//! the rightmost edge of (`rightmost_from`: each node on the way is its parent's highest
+//! child, or a jump node's only child); their maximum is the maximum below `N`. They are
+//! read from the path's entries and locked at the versions the path saw, so the lock
+//! verifies that they still are. Each update rewrites exactly the locators whose leaf
+//! changes, in the same commit as the rest:
+//!
+//! | update | new subtree-max locators |
+//! |---|---|
+//! | new leaf `L` below `P`, above `P`'s children | `P` and its max ancestors → `L` |
+//! | split of leaf `A` into a chain over two leaves | the converted `A`, the new chain nodes, and `A`'s max ancestors → the higher leaf (a new locator even when it holds `A`'s record) |
+//! | jump split of `J`, new leaf `L` | new bitmap node and shortened `J` → `L` if the key is above `J`'s subtree (and then `J`'s max ancestors → `L`), else `J`'s old locator; the rest jump above the old child → `J`'s old locator |
+//! | remove `A`, the highest child of `P` | `P` and its max ancestors → `A`'s list predecessor `Q` (below each of them, since the leaves below a node are contiguous in key order and `P` keeps a leaf; a root left without children needs none) |
+//! | tail collapse into leaf `X` | `X`'s max ancestors → `X` (it holds the larger of `A` and `C`) |
+//!
+//! Why this keeps every locator exact: a node's maximum changes only when the leaf that
+//! is (or becomes) its maximum is inserted, removed, split or collapsed; the node is then
+//! a max ancestor of the change's position, and the writer locked it. The one node read
+//! but not locked is the first node above the max ancestors (its higher child, the reason
+//! to stop): a concurrent change of its higher children next to the position inserts or
+//! removes a leaf adjacent in key order to the maximum below the position, so both
+//! updates lock that maximum (one as its list anchor, the other as its leaf or anchor), and
+//! one of them fails its compare-and-swap and searches again.
+//!
+//! **Stale locators and the dirty flag.** No update leaves a locator stale: its edits
+//! are all stored at its commit, so there is no half-done state for the paper's dirty
+//! flags to mark (§5 sets them on leaves pointed to by stale locators during in-place
+//! updates). A reader that follows a locator validates the node it read it from after
+//! reading the leaf, so it never combines a locator with a leaf of a different state. The
+//! flag is used for the one stale state that exists: a growth copies internal nodes with
+//! locators of the old table ([`crate::bucket::Entry::rebased`] sets the flag on the
+//! node); readers pass a flagged node by one rightmost step, and a writer that sets the
+//! node's locator clears it. [`Raw::fill_subtree_max`] recomputes every locator of a new
+//! table in one walk before it is published.
+//!
+//! **Deadlock freedom and linearizability** are unchanged by the extra locks: they are
+//! taken like the others, by a non-waiting compare-and-swap at the version seen (a
+//! failure abandons the whole attempt), and they only add nodes to a set whose edits are
+//! stored at one commit. The linearization points stay the commits (for readers, the
+//! validated read of the node whose locator or child they followed).
 //!
 //! **The list anchor** of a position in the leaf list is its predecessor leaf `Q`, or the
 //! root's bucket when there is none (the root guards the head of the list: every update
@@ -49,8 +93,9 @@
 //! locators, *dirty*, for readers that reach them while the update is under way. Here no
 //! reader can see an update half done (`lockset.rs`): every edit of an update is stored at
 //! its commit, after all its buckets are locked, and a reader that reads a leaf through a
-//! locator validates the leaf it came from afterwards (`next_leaf`). The dirty bit is kept
-//! in the layout and readers still treat a dirty leaf as stale, but no update sets it.
+//! locator validates the node it came from afterwards (`next_leaf`, `max_leaf`). Readers
+//! still treat a dirty leaf as stale, but no update sets the flag on a leaf; on internal
+//! nodes it marks the stale subtree-max locators of a growth's copy (above).
 //!
 //! **Growth** (§5 "Resizing"): when a placement finds no colour, no cuckoo path, or (too
 //! often) no free slot, the writer grows the table: it marks every bucket *frozen* (no
