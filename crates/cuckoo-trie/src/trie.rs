@@ -835,7 +835,23 @@ impl Raw {
             Bound::Excluded(k) => (k, false),
         };
         let syms = Symbols::new(key, self.config.symbol_bits);
-        let (level, taken) = match self.descend(t, &syms, path)? {
+        let end = self.descend(t, &syms, path)?;
+        Self::seek_on_path(t, &syms, key, inclusive, forward, end, path)
+    }
+
+    /// [`Raw::seek_in`] for a bound `key` (`inclusive` or not) after its descent: `path`
+    /// is the descent's path (validated), `end` how it ended. A writer that descended for
+    /// its own key continues from a copy of its path instead of descending again.
+    pub(crate) fn seek_on_path(
+        t: &Table,
+        syms: &Symbols<'_>,
+        key: &[u8],
+        inclusive: bool,
+        forward: bool,
+        end: End,
+        path: &mut Vec<Step>,
+    ) -> Result<Option<Step>, Restart> {
+        let (level, taken) = match end {
             End::Leaf => {
                 let leaf = path[path.len() - 1];
                 let p = rec_ptr(leaf.found.entry.record());

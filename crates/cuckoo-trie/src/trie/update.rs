@@ -71,11 +71,14 @@
 //! **The list anchor** of a position in the leaf list is its predecessor leaf `Q`, or the
 //! root's bucket when there is none (the root guards the head of the list: every update
 //! that changes which leaf is first locks the root). Locking `Q` at the version seen
-//! freezes `Q`'s next-leaf locator. The predecessor search itself is not validated as a
-//! whole path (a leaf inserted into a subtree it already passed could be missed), so the
-//! anchor is verified under the lock instead: for an insert, the leaf `Q.next` names must
-//! hold a key above the new key (or `Q` is the last leaf); for a removal or a split of
-//! leaf `A`, `Q.next` must name `A`. When there is no predecessor, the root must still be
+//! freezes `Q`'s next-leaf locator. The predecessor search (continued from the writer's
+//! own descent path, not a second descent) is validated step by step only, so the anchor
+//! is verified once `Q` is locked: for an insert, every bucket the descent and the search
+//! read must still be at the version seen (§5 "Predecessor searches": then, at that
+//! moment, the trie holds the searched path as read, so `Q` is the predecessor, and it
+//! stays so until the commit since any change between `Q` and the key needs `Q`'s lock;
+//! the successor's entry and record are not read at all: the new leaf takes `Q.next`);
+//! for a removal or a split of leaf `A`, `Q.next` must name `A`. When there is no predecessor, the root must still be
 //! at the version seen by the descent and by the searches: every update that could have
 //! put a leaf before the key since then (it would have had no predecessor either) locked
 //! the root, so the root's version moved. Every change of the list is made under the lock
@@ -397,15 +400,38 @@ impl Raw {
         Ok(Seek { leaf, root })
     }
 
-    /// The searches an insert of the absent `key` needs for the leaf list: its predecessor,
-    /// and the first leaf when there is none.
+    /// The predecessor of `key` for a writer whose descent for `key` (`syms`) ended at
+    /// `end` with `path`: continued from a copy of that path (in `aux`) instead of a
+    /// second descent. Like [`Raw::writer_seek`], read-only and validated step by step.
+    fn pred_on_path(
+        t: &Table,
+        key: &[u8],
+        syms: &Symbols<'_>,
+        path: &[Step],
+        end: End,
+        aux: &mut Vec<Step>,
+    ) -> Result<Seek, Fail> {
+        aux.clear();
+        aux.extend_from_slice(path);
+        let leaf =
+            Self::seek_on_path(t, syms, key, false, false, end, aux).map_err(|_| Fail::Restart)?;
+        let root = path.first().ok_or(Fail::Restart)?.found;
+        Ok(Seek { leaf, root })
+    }
+
+    /// The searches an insert of the absent `key` needs for the leaf list: its predecessor
+    /// (from the descent's `path`, which ended at `end`), and the first leaf when there is
+    /// none.
     fn seek_neighbours(
         &self,
         t: &Table,
         key: &[u8],
+        syms: &Symbols<'_>,
+        path: &[Step],
+        end: End,
         aux: &mut Vec<Step>,
     ) -> Result<(Seek, Option<Seek>), Fail> {
-        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        let pred = Self::pred_on_path(t, key, syms, path, end, aux)?;
         let first = match pred.leaf {
             None => Some(self.writer_seek(t, Bound::Unbounded, true, aux)?),
             Some(_) => None,
@@ -413,33 +439,32 @@ impl Raw {
         Ok((pred, first))
     }
 
-    /// Locks the list anchor before a new key `key` (module docs) and returns the
-    /// next-leaf locator the new leaf takes. `pred` is the predecessor search; `first`,
-    /// when there is no predecessor, the first-leaf search; `root` the descent's root.
+    /// Locks the list anchor before a new key (module docs) and returns the next-leaf
+    /// locator the new leaf takes. `pred` is the predecessor search, `searched` the nodes
+    /// it and the descent read (the descent's path, then the search's path ending at the
+    /// predecessor); `first`, when there is no predecessor, the first-leaf search; `root`
+    /// the descent's root.
     fn lock_anchor_for_insert(
         ls: &mut LockSet<'_>,
-        key: &[u8],
         pred: &Seek,
+        searched: [&[Step]; 2],
         first: Option<&Seek>,
         root: &Found,
     ) -> Result<Option<Locator>, Fail> {
         if let Some(q) = pred.leaf {
             ls.lock_node(&q.found)?;
-            let Some(n) = ls.entry(q.found.slot).next() else {
-                return Ok(None);
-            };
-            let s = ls.find(n).ok_or(Fail::Restart)?;
-            if s.entry.kind() != Kind::Leaf {
+            // With `Q` locked, every node the searches read is checked unchanged: then,
+            // at this moment, the trie holds the searched path as read, so `Q` is the
+            // key's predecessor (a leaf between them would sit below a node whose bitmap
+            // or subtree-max locator the searches read), and it stays so until the commit
+            // (an insert between them or a removal of `Q` needs `Q`'s lock).
+            if !searched
+                .iter()
+                .all(|p| p.iter().all(|s| ls.unchanged(&s.found)))
+            {
                 return Err(Fail::Restart);
             }
-            // SAFETY: `s` is linked after the locked `Q`: it cannot be unlinked (that
-            // needs `Q`'s lock) before the commit, and the guard is held.
-            let (sk, _) = unsafe { record::read(rec_ptr(s.entry.record())) };
-            if sk <= key {
-                // A leaf was inserted between `Q` and the key after the search.
-                return Err(Fail::Restart);
-            }
-            return Ok(Some(n));
+            return Ok(ls.entry(q.found.slot).next());
         }
         ls.lock_node(root)?;
         ls.lock_node(&pred.root)?;
@@ -494,9 +519,15 @@ impl Raw {
             End::Missing(c) => {
                 let h = t.hash().child(last.hash, c);
                 room(t, &[h])?;
-                let (pred, first) = self.seek_neighbours(t, key, aux)?;
+                let (pred, first) = self.seek_neighbours(t, key, syms, path, end, aux)?;
                 ls.lock_node(&last.found)?;
-                let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
+                let next = Self::lock_anchor_for_insert(
+                    ls,
+                    &pred,
+                    [path, aux.as_slice()],
+                    first.as_ref(),
+                    &root,
+                )?;
                 // The new leaf is the maximum of `P` if `c` is above `P`'s children, and then
                 // of every ancestor `P` is on the rightmost edge of (§4.5).
                 let n_path = path.len();
@@ -571,7 +602,7 @@ impl Raw {
         hashes.push(t.hash().child(hj, mine));
         hashes.push(t.hash().child(hj, theirs));
         room(t, &hashes)?;
-        let pred = self.writer_seek(t, Bound::Excluded(okey), false, aux)?;
+        let pred = Self::pred_on_path(t, okey, &osyms, path, End::Leaf, aux)?;
         ls.lock_node(&last.found)?;
         let anchor = Self::lock_anchor_of(ls, last.locator(), &pred, &root)?;
         // The ancestors whose maximum was `A` now name the higher of the two leaves.
@@ -663,12 +694,13 @@ impl Raw {
         let child = t
             .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
             .ok_or(Fail::Restart)?;
-        let (pred, first) = self.seek_neighbours(t, key, aux)?;
+        let (pred, first) = self.seek_neighbours(t, key, syms, path, End::JumpMismatch(k), aux)?;
         ls.lock_node(&last.found)?;
         if k + 1 == len {
             ls.lock_node(&child)?;
         }
-        let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
+        let next =
+            Self::lock_anchor_for_insert(ls, &pred, [path, aux.as_slice()], first.as_ref(), &root)?;
         // Subtree maxima: the old child's subtree keeps `J`'s (and its stale mark); if the
         // new key is above it, the new leaf is the maximum of the new bitmap node, of `J`
         // and of every ancestor `J` is on the rightmost edge of.
@@ -801,7 +833,8 @@ impl Raw {
         if parent.found.entry.kind() != Kind::Bitmap {
             return Err(Fail::Restart);
         }
-        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let pred = Self::pred_on_path(t, key, &syms, path, End::Leaf, aux)?;
         // A non-root parent left with a single leaf child is a tail: it collapses into
         // that leaf, and so does every ancestor left with that single child (§4.5).
         let bits = parent.found.entry.bitmap() & !(1u64 << c);
