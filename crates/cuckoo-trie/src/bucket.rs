@@ -35,7 +35,8 @@
 //! bits  7..10   colour (unique among entries with the same hash; 8 = 2·4 colours)
 //! bits 10..13   parent colour
 //! bits 13..19   last symbol (0..=32)
-//! bit  19       dirty (§5)
+//! bit  19       dirty (§5): on a leaf, deleted or stale; on an internal node, its
+//!               subtree-max locator is stale (not to be followed)
 //! bits 20..120  payload, by kind:
 //!   bitmap: 20..53 child bitmap (one bit per symbol 0..=32), 53..93 subtree-max locator
 //!           hash, 93..96 its colour
@@ -367,12 +368,16 @@ impl Entry {
     }
 
     /// The same node (kind, last symbol, dirty flag, payload) with fresh placement fields and
-    /// parent colour `parent_color`: how growth copies an entry into a larger table.
+    /// parent colour `parent_color`: how growth copies an entry into a larger table. An
+    /// internal node's copy is marked stale (dirty): its subtree-max locator names a node
+    /// by its hash and colour in the old table, which mean nothing in the new one, until
+    /// [`crate::trie::Raw::fill_subtree_max`] (or a writer) sets it again.
     pub(crate) fn rebased(self, parent_color: u8) -> Entry {
         let keep = Entry(self.0 & !(((1u128 << 20) - 1) & !0b11));
+        let stale = self.dirty() || matches!(self.kind(), Kind::Bitmap | Kind::Jump);
         let keep = keep
             .set(LAST_SYMBOL, u64::from(self.last_symbol()))
-            .set(DIRTY, u64::from(self.dirty()));
+            .set(DIRTY, u64::from(stale));
         keep.set(PARENT_COLOR, u64::from(parent_color))
     }
 

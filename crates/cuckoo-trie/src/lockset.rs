@@ -24,7 +24,7 @@
 //!   inside a set: it is a separate step before the set is built
 //!   ([`crate::table::Table::make_room_for`]).
 
-use crate::bucket::{BucketGuard, Entry, Line, Locator, SLOTS};
+use crate::bucket::{BucketGuard, Entry, Line, SLOTS};
 use crate::hash::PrefixHash;
 use crate::table::{Found, Slot, Table};
 
@@ -90,6 +90,15 @@ impl<'t> LockSet<'t> {
         self.lock_at(f.slot.bucket, f.version)
     }
 
+    /// Whether the bucket of node `f` is still at the version `f` was found at (for a
+    /// bucket the set holds: whether it was locked at that version). Waits for nothing.
+    pub(crate) fn unchanged(&self, f: &Found) -> bool {
+        match self.held(f.slot.bucket) {
+            Some(i) => self.held[i].1.seen() == f.version,
+            None => self.t.bucket(f.slot.bucket).unchanged(f.version),
+        }
+    }
+
     /// Locks bucket `b` at whatever version it has (a bucket that receives a new entry).
     pub(crate) fn lock_any(&mut self, b: usize) -> Result<(), Fail> {
         if self.held(b).is_some() {
@@ -106,11 +115,6 @@ impl<'t> LockSet<'t> {
             Some(i) => self.held[i].1.line,
             None => self.t.bucket(b).read(),
         }
-    }
-
-    /// The node a locator names, read through [`LockSet::line`].
-    pub(crate) fn find(&self, l: Locator) -> Option<Found> {
-        self.t.find_with(l, &|b| self.line(b))
     }
 
     /// The entry at `slot` of a held bucket.

@@ -53,12 +53,21 @@
 //! - growth: the new table gets fresh locators from one ordered walk before it is
 //!   published.
 //!
-//! There are no subtree-max locators: predecessor search climbs the searched path to the
-//! first ancestor with a child on the left and descends that child's rightmost edge, each
-//! step validated (the paper reads the subtree-max locator of that child instead; the
-//! difference is one validated bucket pair per level of the descent). Descending scans go on
-//! from the path of one predecessor search by the same climb-and-descend walk (the list is
-//! singly linked, as the paper's).
+//! # Subtree-max locators (§4.4, Fig 3c, Fig 5)
+//!
+//! Every internal node (the root included) holds the locator of the largest leaf below
+//! it. Invariant (checked by the unit test's full walk): at rest, every internal node's
+//! locator names the leaf at the end of its rightmost edge, unless the node is marked
+//! stale (its dirty flag: only copies made by growth, until recomputed). Updates keep the
+//! locators in their commits (`trie/update.rs` has what changes and what is locked).
+//! A predecessor search climbs the searched path to the first ancestor with a child on the
+//! left and reads that child's locator (`max_leaf`: the child's entry, the leaf's bucket
+//! pair, then the child's bucket validated), instead of one validated bucket pair per level
+//! of the child's rightmost edge; a stale node is passed by one rightmost step. `last` is
+//! the root's locator. Descending scans go on from a leaf by the same climb (the list is
+//! singly linked, as the paper's); when the leaf was reached through a locator, the path
+//! from the locator's node down to it is first filled by a prefetched walk of the leaf's
+//! key (`complete_path`, Algorithm 1), whose bucket reads overlap.
 //!
 //! # Concurrency protocol (§5)
 //!
@@ -106,8 +115,10 @@
 //! # Not built yet
 //!
 //! Cooperative migration during growth (one writer copies the frozen table while other
-//! writers wait for it), subtree-max locators (above), re-merging jump chains after
-//! removals.
+//! writers wait for it), re-merging jump chains after removals. The growth copy does not
+//! call [`Raw::fill_subtree_max`] yet: after a growth the copied internal nodes stay
+//! marked stale until a writer sets their locators, and predecessor searches step down
+//! past them.
 
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
@@ -374,9 +385,22 @@ impl Raw {
     /// (cleared first).
     fn descend(&self, t: &Table, key: &Symbols<'_>, path: &mut Vec<Step>) -> Result<End, Restart> {
         path.clear();
+        let root = Self::root(t)?;
+        self.walk_from(t, key, path, root)
+    }
+
+    /// [`Raw::descend`] from `node` (validated, on `key`'s way, not yet on `path`): pushes
+    /// `node` and every node below it on `key`'s way onto `path`.
+    fn walk_from(
+        &self,
+        t: &Table,
+        key: &Symbols<'_>,
+        path: &mut Vec<Step>,
+        mut node: Step,
+    ) -> Result<End, Restart> {
         // The prefetch cursor runs `D` prefixes ahead of the walk.
-        let mut ahead = 0u64;
-        let mut ahead_i = 0;
+        let mut ahead = node.hash;
+        let mut ahead_i = node.depth;
         let mut advance = |upto: usize| {
             while ahead_i < upto.min(key.len()) {
                 ahead = t.hash().child(ahead, key.at(ahead_i));
@@ -385,8 +409,7 @@ impl Raw {
             }
         };
         let d = self.config.prefetch_depth;
-        advance(d);
-        let mut node = Self::root(t)?;
+        advance(node.depth + d);
         loop {
             path.push(node);
             let e = node.found.entry;
@@ -693,8 +716,17 @@ impl Raw {
                     return ScanEnd::More(k);
                 }
                 last = Some(k);
-                let level = path.len() - 1;
-                match Self::climb(t, &mut path, level, leaf.found.entry.last_symbol(), false) {
+                // A leaf reached by a subtree-max locator: the path down to it first.
+                let walked = if leaf.depth == 0 {
+                    self.complete_path(t, &mut path, k)
+                } else {
+                    Ok(())
+                };
+                let climbed = walked.and_then(|()| {
+                    let level = path.len() - 1;
+                    Self::climb(t, &mut path, level, leaf.found.entry.last_symbol(), false)
+                });
+                match climbed {
                     Ok(Some(_)) => continue,
                     Ok(None) => return ScanEnd::Done,
                     Err(Restart) => backoff.snooze(),
@@ -797,13 +829,29 @@ impl Raw {
             Bound::Unbounded => {
                 path.clear();
                 let root = Self::root(t)?;
-                return Self::extreme(t, path, root, forward);
+                return Self::last_leaf(t, path, root, forward);
             }
             Bound::Included(k) => (k, true),
             Bound::Excluded(k) => (k, false),
         };
         let syms = Symbols::new(key, self.config.symbol_bits);
-        let (level, taken) = match self.descend(t, &syms, path)? {
+        let end = self.descend(t, &syms, path)?;
+        Self::seek_on_path(t, &syms, key, inclusive, forward, end, path)
+    }
+
+    /// [`Raw::seek_in`] for a bound `key` (`inclusive` or not) after its descent: `path`
+    /// is the descent's path (validated), `end` how it ended. A writer that descended for
+    /// its own key continues from a copy of its path instead of descending again.
+    pub(crate) fn seek_on_path(
+        t: &Table,
+        syms: &Symbols<'_>,
+        key: &[u8],
+        inclusive: bool,
+        forward: bool,
+        end: End,
+        path: &mut Vec<Step>,
+    ) -> Result<Option<Step>, Restart> {
+        let (level, taken) = match end {
             End::Leaf => {
                 let leaf = path[path.len() - 1];
                 let p = rec_ptr(leaf.found.entry.record());
@@ -827,7 +875,7 @@ impl Raw {
                 if (ks < js) == forward {
                     // The whole subtree below the jump lies on the wanted side.
                     let child = Self::jump_child(t, &jump)?;
-                    return Self::extreme(t, path, child, forward);
+                    return Self::last_leaf(t, path, child, forward);
                 }
                 (path.len() - 1, jump.found.entry.last_symbol())
             }
@@ -866,7 +914,7 @@ impl Raw {
                 } as u8;
                 let child = Self::child(t, &node, s)?;
                 path.truncate(level);
-                return Self::extreme(t, path, child, forward);
+                return Self::last_leaf(t, path, child, forward);
             }
             taken = node.found.entry.last_symbol();
             level -= 1;
@@ -874,8 +922,97 @@ impl Raw {
         Ok(None)
     }
 
-    /// The smallest (`forward`) or largest leaf under `node`, pushing the nodes of the way
-    /// down (`node` included) onto `path`.
+    /// The smallest (`forward`) or largest leaf under `node`: [`Raw::extreme`] forward,
+    /// [`Raw::max_leaf`] backward.
+    #[inline]
+    fn last_leaf(
+        t: &Table,
+        path: &mut Vec<Step>,
+        node: Step,
+        forward: bool,
+    ) -> Result<Option<Step>, Restart> {
+        if forward {
+            Self::extreme(t, path, node, true)
+        } else {
+            Self::max_leaf(t, path, node)
+        }
+    }
+
+    /// The largest leaf under `node` by its subtree-max locator (§4.4, Fig 5): two bucket
+    /// reads instead of one validated bucket pair per level of the rightmost edge. The
+    /// locator is read from `node`'s validated entry, the leaf it names is read, then
+    /// `node`'s bucket is checked unchanged: so the locator was `node`'s current one when
+    /// the leaf was read, and every update that makes another leaf the maximum of `node`'s
+    /// subtree rewrites (hence locks) `node` (`trie/update.rs`). A node whose locator is
+    /// marked stale (its dirty flag: a copy by growth not yet recomputed) is passed by one
+    /// rightmost step instead. Pushes `node` (and the nodes of such steps) and then the
+    /// leaf onto `path`; a leaf reached by a locator has depth 0 and the node before it on
+    /// `path` is the one whose locator named it ([`Raw::complete_path`] fills the gap).
+    fn max_leaf(t: &Table, path: &mut Vec<Step>, mut node: Step) -> Result<Option<Step>, Restart> {
+        loop {
+            let e = node.found.entry;
+            match e.kind() {
+                Kind::Leaf => {
+                    path.push(node);
+                    return Ok(Some(node));
+                }
+                Kind::Empty => return Err(Restart),
+                Kind::Bitmap if e.bitmap() == 0 => {
+                    // Only the root of an empty trie has no child.
+                    path.push(node);
+                    return Ok(None);
+                }
+                Kind::Bitmap if e.dirty() => {
+                    path.push(node);
+                    let s = 63 - e.bitmap().leading_zeros() as u8;
+                    node = Self::child(t, &node, s)?;
+                }
+                Kind::Jump if e.dirty() => {
+                    path.push(node);
+                    node = Self::jump_child(t, &node)?;
+                }
+                Kind::Bitmap | Kind::Jump => {
+                    let l = e.max();
+                    let found = t.find(l);
+                    if !t
+                        .bucket(node.found.slot.bucket)
+                        .unchanged(node.found.version)
+                    {
+                        return Err(Restart);
+                    }
+                    let found = found.ok_or(Restart)?;
+                    if found.entry.kind() != Kind::Leaf || found.entry.dirty() {
+                        return Err(Restart);
+                    }
+                    path.push(node);
+                    let leaf = Step {
+                        found,
+                        hash: l.hash,
+                        depth: 0,
+                    };
+                    path.push(leaf);
+                    return Ok(Some(leaf));
+                }
+            }
+        }
+    }
+
+    /// Replaces the last two steps of `path` — a node and the leaf of key `key` its
+    /// subtree-max locator named ([`Raw::max_leaf`]) — by the nodes from that node down to
+    /// the leaf, by a prefetched walk of `key`'s symbols (Algorithm 1): what a reverse walk
+    /// needs to climb on from the leaf. [`Restart`] if the walk does not end at that leaf.
+    fn complete_path(&self, t: &Table, path: &mut Vec<Step>, key: &[u8]) -> Result<(), Restart> {
+        let leaf = path.pop().ok_or(Restart)?;
+        let node = path.pop().ok_or(Restart)?;
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        match self.walk_from(t, &syms, path, node)? {
+            End::Leaf if path.last().map(Step::locator) == Some(leaf.locator()) => Ok(()),
+            _ => Err(Restart),
+        }
+    }
+
+    /// The smallest (`forward`) or largest leaf under `node` by its extreme edge, pushing
+    /// the nodes of the way down (`node` included) onto `path`.
     fn extreme(
         t: &Table,
         path: &mut Vec<Step>,
@@ -904,6 +1041,64 @@ impl Raw {
                 Kind::Empty => return Err(Restart),
             }
         }
+    }
+
+    /// Sets the subtree-max locator of every internal node of `t` to the largest leaf
+    /// below it and clears its stale mark (the dirty flag of an internal node): for a
+    /// table no writer and no reader uses yet, such as a growth's new table after
+    /// [`Raw::copy_into`] (whose copies are marked stale by [`Entry::rebased`]). One
+    /// depth-first walk, largest child first: the first leaf reached after entering a
+    /// node is its subtree's maximum.
+    // Called by the growth copy after `copy_into`; until growth calls it, copied internal
+    // nodes stay marked stale and readers pass them by rightmost steps.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn fill_subtree_max(t: &Table) -> Result<(), Full> {
+        let root = t.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;
+        // (hash, node) still to visit, the largest on top.
+        let mut stack = vec![(0u64, root)];
+        // Internal nodes entered since the last leaf.
+        let mut open: Vec<crate::table::Slot> = Vec::new();
+        while let Some((h, f)) = stack.pop() {
+            let e = f.entry;
+            match e.kind() {
+                Kind::Leaf => {
+                    let to = Locator {
+                        hash: h,
+                        color: e.color(),
+                    };
+                    for s in open.drain(..) {
+                        t.update(s, |x| x.with_max(to).with_dirty(false));
+                    }
+                }
+                Kind::Bitmap => {
+                    let mut bits = e.bitmap();
+                    if bits == 0 {
+                        // The root of an empty trie: no maximum.
+                        t.update(f.slot, |x| x.with_dirty(false));
+                        continue;
+                    }
+                    open.push(f.slot);
+                    while bits != 0 {
+                        let s = bits.trailing_zeros() as u8;
+                        bits &= bits - 1;
+                        let hc = t.hash().child(h, s);
+                        let child = t.search_by_parent(hc, s, e.color()).ok_or(Full)?;
+                        stack.push((hc, child));
+                    }
+                }
+                Kind::Jump => {
+                    open.push(f.slot);
+                    let len = e.jump_len();
+                    let hc = (0..len).fold(h, |h, q| t.hash().child(h, e.jump_symbol(q)));
+                    let child = t
+                        .search_by_color(hc, e.jump_symbol(len - 1), e.child_color())
+                        .ok_or(Full)?;
+                    stack.push((hc, child));
+                }
+                Kind::Empty => return Err(Full),
+            }
+        }
+        Ok(())
     }
 
     /// Replaces the table `old` by one of at least twice the buckets holding the same
@@ -1102,8 +1297,10 @@ mod tests {
 
     /// Walks the whole trie (no concurrent writer) and checks its invariants: every key
     /// reachable by its own symbols, keys in order, the tail rule (no non-root internal
-    /// node with a leaf as only child, none without children), entry count = nodes.
-    fn check(raw: &Raw, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    /// node with a leaf as only child, none without children), entry count = nodes, the
+    /// leaf list, and every internal node's subtree-max locator naming the largest leaf
+    /// below it unless the node is marked stale. Returns the number of stale nodes.
+    fn check(raw: &Raw, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> usize {
         let g = orrery_core::sync::pin();
         let t = raw.table(&g);
         let mut entries = 0;
@@ -1114,6 +1311,7 @@ mod tests {
         let mut keys = Vec::new();
         let mut leaves: Vec<Locator> = Vec::new();
         let mut seen = std::collections::HashMap::new();
+        let mut stale = 0;
         while let Some((n, is_root)) = stack.pop() {
             nodes += 1;
             if let Some(prev) = seen.insert(n.found.slot, n) {
@@ -1127,6 +1325,14 @@ mod tests {
                 assert!(!e.dirty(), "dirty leaf left behind");
                 leaves.push(n.locator());
                 continue;
+            }
+            // The subtree maximum by the rightmost edge (not by the locators).
+            let mut scratch = Vec::new();
+            let max = Raw::extreme(t, &mut scratch, n, false).unwrap();
+            if e.dirty() {
+                stale += 1;
+            } else if let Some(m) = max {
+                assert_eq!(e.max(), m.locator(), "subtree-max locator of {:?}", n);
             }
             let mut kids = Vec::new();
             if e.kind() == Kind::Jump {
@@ -1175,16 +1381,59 @@ mod tests {
         for (k, v) in model {
             assert_eq!(raw.lookup(k, &g).map(|(_, v)| v.to_vec()).as_ref(), Some(v));
         }
+        // Predecessor searches (by the locators) agree with the model.
+        for k in model.keys().step_by(7).chain(model.keys().last()) {
+            let want = model
+                .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(k.as_slice())))
+                .next_back()
+                .map(|p| p.0);
+            let got = raw.seek(Bound::Excluded(k), false, &g).map(|p| p.0);
+            assert_eq!(got, want.map(Vec::as_slice), "predecessor of {k:?}");
+        }
+        let want = model.keys().next_back().map(Vec::as_slice);
+        assert_eq!(
+            raw.seek(Bound::Unbounded, false, &g).map(|p| p.0),
+            want,
+            "last"
+        );
+        stale
+    }
+
+    /// Marks every internal node stale (as a growth copy does), recomputes the locators
+    /// with [`Raw::fill_subtree_max`], and checks that none is stale and all are exact.
+    fn refill(raw: &Raw, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        {
+            let g = orrery_core::sync::pin();
+            let t = raw.table(&g);
+            let mut internal = Vec::new();
+            t.for_each(|s, e| {
+                if matches!(e.kind(), Kind::Bitmap | Kind::Jump) {
+                    internal.push(s);
+                }
+            });
+            for s in internal {
+                t.update(s, |x| x.with_dirty(true).with_max(Locator::default()));
+            }
+            Raw::fill_subtree_max(t).unwrap();
+        }
+        assert_eq!(
+            check(raw, model),
+            0,
+            "stale locators after fill_subtree_max"
+        );
     }
 
     #[test]
     fn random_inserts_and_removes_keep_the_invariants() {
         let ops = if cfg!(miri) { 40 } else { 5000 };
-        for bits in [1, 3, 5] {
+        // A table that grows from 4 buckets (growth marks the copies' subtree-max locators
+        // stale), and one that never grows (every locator must be exact at every check).
+        for (bits, buckets) in [(1, 4), (3, 4), (5, 4), (1, 4096), (5, 4096)] {
+            let buckets = if cfg!(miri) { buckets.min(64) } else { buckets };
             let config = Config {
                 symbol_bits: bits,
                 prefetch_depth: 3,
-                initial_buckets: 4,
+                initial_buckets: buckets,
             };
             let raw = Raw::new(config).unwrap();
             let mut model = BTreeMap::new();
@@ -1210,11 +1459,17 @@ mod tests {
                     assert_eq!(raw.remove(&key), model.remove(&key).is_some());
                 }
                 if i % 100 == 0 {
-                    check(&raw, &model);
+                    let stale = check(&raw, &model);
+                    if raw.bytes().0 == grown_from {
+                        assert_eq!(stale, 0, "a stale locator without a growth");
+                    }
                 }
             }
             check(&raw, &model);
-            assert!(raw.bytes().0 > grown_from, "the table grew");
+            if buckets == 4 {
+                assert!(raw.bytes().0 > grown_from, "the table grew");
+            }
+            refill(&raw, &model);
             drop_and_drain(raw);
         }
     }

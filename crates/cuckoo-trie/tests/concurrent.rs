@@ -382,3 +382,184 @@ fn compute_increments_are_not_lost() {
         .sum();
     assert_eq!(counted, total, "increments lost");
 }
+
+/// Keys for the predecessor race: 3-byte keys `group (u16 BE) · suffix`. Suffixes 0x10 and
+/// 0x20 are stable (inserted first, never touched); 0x30, 0xF0, 0xF8 churn. The churning
+/// suffixes are above the stable ones, so their inserts and removes keep changing the
+/// maximum of their group's subtrees (subtree-max locators on every level of the group, and
+/// splits and collapses of the leaves under 0xF0/0xF8). Groups from `STABLE_GROUPS` on hold
+/// only churning keys: they change the maximum of the whole trie (the root's locator).
+const GROUPS: u16 = if cfg!(miri) { 8 } else { 600 };
+const STABLE_GROUPS: u16 = GROUPS - GROUPS / 8;
+const STABLE_SUFFIXES: [u8; 2] = [0x10, 0x20];
+const CHURN_SUFFIXES: [u8; 3] = [0x30, 0xF0, 0xF8];
+
+fn gkey(g: u16, s: u8) -> [u8; 3] {
+    let b = g.to_be_bytes();
+    [b[0], b[1], s]
+}
+
+fn gvalue(k: &[u8]) -> Vec<u8> {
+    let mut v = b"w".to_vec();
+    v.extend_from_slice(k);
+    v
+}
+
+/// Inserts and removes race with predecessor searches (`scan_rev`, the predecessor of a
+/// bound, `last`), which follow subtree-max locators: every descending scan is strictly
+/// descending, below its bound, with values of their own keys, and holds exactly the
+/// stable keys of the range it covered; every predecessor is at least the largest stable
+/// key below the bound; `last` at least the largest stable key. Run on a table that never
+/// grows (every locator kept exact by the writers) and on one that grows during the run
+/// (copies marked stale).
+#[test]
+fn removes_and_inserts_race_with_predecessor_searches() {
+    for initial_buckets in [1 << 14, 16] {
+        predecessor_race(initial_buckets);
+    }
+}
+
+fn predecessor_race(initial_buckets: usize) {
+    let ct = CuckooTrie::with_config(
+        Config::builder()
+            .initial_buckets(initial_buckets)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut stable: Vec<[u8; 3]> = Vec::new();
+    for g in 0..STABLE_GROUPS {
+        for s in STABLE_SUFFIXES {
+            let k = gkey(g, s);
+            ct.insert(&k, &gvalue(&k)).unwrap();
+            stable.push(k);
+        }
+    }
+    let churn: Vec<[u8; 3]> = (0..GROUPS)
+        .flat_map(|g| CHURN_SUFFIXES.map(|s| gkey(g, s)))
+        .chain((STABLE_GROUPS..GROUPS).flat_map(|g| STABLE_SUFFIXES.map(|s| gkey(g, s))))
+        .collect();
+    let stable_below = |b: &[u8]| stable.iter().rev().find(|k| k.as_slice() < b).copied();
+    let run_for = Duration::from_millis(if cfg!(miri) { 50 } else { 1500 });
+    let writers = 2usize;
+    let start = Barrier::new(writers + 3);
+    let stop = AtomicBool::new(false);
+    let (reads, writes) = (AtomicU64::new(0), AtomicU64::new(0));
+    let finals: Vec<Vec<([u8; 3], bool)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let (ct, start, stop, writes, churn) = (&ct, &start, &stop, &writes, &churn);
+                s.spawn(move || {
+                    let mine: Vec<[u8; 3]> =
+                        churn.iter().copied().skip(w).step_by(writers).collect();
+                    let mut present = vec![false; mine.len()];
+                    let mut x = 0x2545_F491u32.wrapping_mul(w as u32 + 1);
+                    start.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let j = x as usize % mine.len();
+                        let k = mine[j];
+                        if present[j] {
+                            assert!(ct.remove(&k), "remove of present {k:?}");
+                        } else {
+                            assert_eq!(ct.insert(&k, &gvalue(&k)), Ok(true), "insert {k:?}");
+                        }
+                        present[j] = !present[j];
+                        writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    mine.into_iter().zip(present).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for r in 0..2u32 {
+            let (ct, start, stop, reads, stable) = (&ct, &start, &stop, &reads, &stable);
+            let stable_below = &stable_below;
+            s.spawn(move || {
+                let mut x = 777u32 + r;
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    let g = ((x >> 8) % u32::from(GROUPS + 2)) as u16;
+                    let b = gkey(g, (x >> 20) as u8);
+                    // A descending scan of up to 40 keys below `b`.
+                    let mut got: Vec<Vec<u8>> = Vec::new();
+                    ct.scan_rev(Bound::Excluded(&b[..]), &mut |k, v| {
+                        assert_eq!(v, gvalue(k), "value of {k:?}");
+                        got.push(k.to_vec());
+                        if got.len() >= 40 {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        }
+                    });
+                    assert!(got.iter().all(|k| k.as_slice() < &b[..]), "above the bound");
+                    for w in got.windows(2) {
+                        assert!(w[0] > w[1], "scan_rev order {w:?}");
+                    }
+                    // The range it covered: [last key yielded, b), or everything below b
+                    // if it ran out of keys.
+                    let lo: &[u8] = if got.len() >= 40 {
+                        got.last().unwrap()
+                    } else {
+                        &[]
+                    };
+                    let want: Vec<&[u8]> = stable
+                        .iter()
+                        .rev()
+                        .map(|k| &k[..])
+                        .filter(|k| *k < &b[..] && *k >= lo)
+                        .collect();
+                    let have: Vec<&[u8]> = got
+                        .iter()
+                        .map(Vec::as_slice)
+                        .filter(|k| {
+                            STABLE_SUFFIXES.contains(&k[2]) && k[..2] < gkey(STABLE_GROUPS, 0)[..2]
+                        })
+                        .collect();
+                    assert_eq!(have, want, "stable keys of a scan_rev below {b:?}");
+                    // The predecessor of `b` (one predecessor search).
+                    let p = ct.range(..&b[..]).next_back().map(|e| e.key().to_vec());
+                    if let Some(sb) = stable_below(&b) {
+                        let p = p.expect("a stable key is below the bound");
+                        assert!(
+                            p.as_slice() >= &sb[..] && p.as_slice() < &b[..],
+                            "pred {p:?}"
+                        );
+                    }
+                    let last = ct.last().map(|(k, _)| k);
+                    assert!(last.is_some_and(|k| k.as_slice() >= &stable[stable.len() - 1][..]));
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        start.wait();
+        let began = Instant::now();
+        let deadline = began + Duration::from_secs(120);
+        while began.elapsed() < run_for
+            || reads.load(Ordering::Relaxed) < 20
+            || writes.load(Ordering::Relaxed) < 100
+        {
+            assert!(Instant::now() < deadline, "no progress within the deadline");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut expect: Vec<Vec<u8>> = stable.iter().map(|k| k.to_vec()).collect();
+    for (k, present) in finals.into_iter().flatten() {
+        if present {
+            expect.push(k.to_vec());
+        }
+    }
+    expect.sort_unstable();
+    let mut down: Vec<Vec<u8>> = Vec::new();
+    ct.scan_rev(Bound::Unbounded, &mut |k, _| {
+        down.push(k.to_vec());
+        ControlFlow::Continue(())
+    });
+    down.reverse();
+    assert_eq!(down, expect, "final descending scan");
+    assert_eq!(ct.last().map(|(k, _)| k), expect.last().cloned());
+}

@@ -13,25 +13,72 @@
 //!    starts again from phase 1. The buckets that receive new entries are locked too.
 //!    Edits go to the locked lines and become visible together at the commit.
 //!
-//! What is locked (§5: "the parent and predecessor of the inserted (resp., deleted) node",
-//! plus the deleted leaf):
+//! What is locked (§5: "the parent and predecessor of the inserted (resp., deleted) node
+//! and any ancestors whose *subtree-max* pointer is affected", plus the deleted leaf):
 //!
 //! | update | buckets locked (at the version seen) |
 //! |---|---|
 //! | replace a value | the leaf |
-//! | insert below internal node `P` | `P`; the list anchor; both buckets of the new leaf |
-//! | insert by splitting leaf `A` | `A`; the list anchor of `A`; both buckets of every new node |
-//! | insert at a jump split of `J` | `J`; `J`'s child if it is re-parented; the list anchor; both buckets of every new node |
-//! | remove leaf `A` under `P` | `A`, `P`; the list anchor of `A`; on a tail collapse also the sibling leaf `C`, every node from the collapsing top down to `P`, and the anchor of `C` if `C < A` |
+//! | insert below internal node `P` | `P`; the list anchor; both buckets of the new leaf; the **max ancestors** of `P` if the new symbol is above `P`'s children |
+//! | insert by splitting leaf `A` | `A`; the list anchor of `A`; both buckets of every new node; the max ancestors of `A` |
+//! | insert at a jump split of `J` | `J`; `J`'s child if it is re-parented; the list anchor; both buckets of every new node; the max ancestors of `J` if the new key is above `J`'s subtree |
+//! | remove leaf `A` under `P` | `A`, `P`; the list anchor of `A`; the max ancestors of `P` if `A` is `P`'s last child; on a tail collapse instead the sibling leaf `C`, every node from the collapsing top `X` down to `P`, the anchor of `C` if `C < A`, and the max ancestors of `X` |
+//!
+//! **Subtree-max locators** (§4.4, Fig 3c). Every internal node (bitmap or jump, the
+//! root included) holds the locator of the largest leaf below it; predecessor searches
+//! follow it instead of descending the rightmost edge (`trie.rs`, `max_leaf`). The *max
+//! ancestors* of a node `N` on the searched path are the nodes above it that `N` lies on
+//! the rightmost edge of (`rightmost_from`: each node on the way is its parent's highest
+//! child, or a jump node's only child); their maximum is the maximum below `N`. They are
+//! read from the path's entries and locked at the versions the path saw, so the lock
+//! verifies that they still are. Each update rewrites exactly the locators whose leaf
+//! changes, in the same commit as the rest:
+//!
+//! | update | new subtree-max locators |
+//! |---|---|
+//! | new leaf `L` below `P`, above `P`'s children | `P` and its max ancestors → `L` |
+//! | split of leaf `A` into a chain over two leaves | the converted `A`, the new chain nodes, and `A`'s max ancestors → the higher leaf (a new locator even when it holds `A`'s record) |
+//! | jump split of `J`, new leaf `L` | new bitmap node and shortened `J` → `L` if the key is above `J`'s subtree (and then `J`'s max ancestors → `L`), else `J`'s old locator; the rest jump above the old child → `J`'s old locator |
+//! | remove `A`, the highest child of `P` | `P` and its max ancestors → `A`'s list predecessor `Q` (below each of them, since the leaves below a node are contiguous in key order and `P` keeps a leaf; a root left without children needs none) |
+//! | tail collapse into leaf `X` | `X`'s max ancestors → `X` (it holds the larger of `A` and `C`) |
+//!
+//! Why this keeps every locator exact: a node's maximum changes only when the leaf that
+//! is (or becomes) its maximum is inserted, removed, split or collapsed; the node is then
+//! a max ancestor of the change's position, and the writer locked it. The one node read
+//! but not locked is the first node above the max ancestors (its higher child, the reason
+//! to stop): a concurrent change of its higher children next to the position inserts or
+//! removes a leaf adjacent in key order to the maximum below the position, so both
+//! updates lock that maximum (one as its list anchor, the other as its leaf or anchor), and
+//! one of them fails its compare-and-swap and searches again.
+//!
+//! **Stale locators and the dirty flag.** No update leaves a locator stale: its edits
+//! are all stored at its commit, so there is no half-done state for the paper's dirty
+//! flags to mark (§5 sets them on leaves pointed to by stale locators during in-place
+//! updates). A reader that follows a locator validates the node it read it from after
+//! reading the leaf, so it never combines a locator with a leaf of a different state. The
+//! flag is used for the one stale state that exists: a growth copies internal nodes with
+//! locators of the old table ([`crate::bucket::Entry::rebased`] sets the flag on the
+//! node); readers pass a flagged node by one rightmost step, and a writer that sets the
+//! node's locator clears it. [`Raw::fill_subtree_max`] recomputes every locator of a new
+//! table in one walk before it is published.
+//!
+//! **Deadlock freedom and linearizability** are unchanged by the extra locks: they are
+//! taken like the others, by a non-waiting compare-and-swap at the version seen (a
+//! failure abandons the whole attempt), and they only add nodes to a set whose edits are
+//! stored at one commit. The linearization points stay the commits (for readers, the
+//! validated read of the node whose locator or child they followed).
 //!
 //! **The list anchor** of a position in the leaf list is its predecessor leaf `Q`, or the
 //! root's bucket when there is none (the root guards the head of the list: every update
 //! that changes which leaf is first locks the root). Locking `Q` at the version seen
-//! freezes `Q`'s next-leaf locator. The predecessor search itself is not validated as a
-//! whole path (a leaf inserted into a subtree it already passed could be missed), so the
-//! anchor is verified under the lock instead: for an insert, the leaf `Q.next` names must
-//! hold a key above the new key (or `Q` is the last leaf); for a removal or a split of
-//! leaf `A`, `Q.next` must name `A`. When there is no predecessor, the root must still be
+//! freezes `Q`'s next-leaf locator. The predecessor search (continued from the writer's
+//! own descent path, not a second descent) is validated step by step only, so the anchor
+//! is verified once `Q` is locked: for an insert, every bucket the descent and the search
+//! read must still be at the version seen (§5 "Predecessor searches": then, at that
+//! moment, the trie holds the searched path as read, so `Q` is the predecessor, and it
+//! stays so until the commit since any change between `Q` and the key needs `Q`'s lock;
+//! the successor's entry and record are not read at all: the new leaf takes `Q.next`);
+//! for a removal or a split of leaf `A`, `Q.next` must name `A`. When there is no predecessor, the root must still be
 //! at the version seen by the descent and by the searches: every update that could have
 //! put a leaf before the key since then (it would have had no predecessor either) locked
 //! the root, so the root's version moved. Every change of the list is made under the lock
@@ -49,8 +96,9 @@
 //! locators, *dirty*, for readers that reach them while the update is under way. Here no
 //! reader can see an update half done (`lockset.rs`): every edit of an update is stored at
 //! its commit, after all its buckets are locked, and a reader that reads a leaf through a
-//! locator validates the leaf it came from afterwards (`next_leaf`). The dirty bit is kept
-//! in the layout and readers still treat a dirty leaf as stale, but no update sets it.
+//! locator validates the node it came from afterwards (`next_leaf`, `max_leaf`). Readers
+//! still treat a dirty leaf as stale, but no update sets the flag on a leaf; on internal
+//! nodes it marks the stale subtree-max locators of a growth's copy (above).
 //!
 //! **Growth** (§5 "Resizing"): when a placement finds no colour, no cuckoo path, or (too
 //! often) no free slot, the writer grows the table: it marks every bucket *frozen* (no
@@ -120,6 +168,9 @@ struct RemovePlan {
     anchor: Option<Slot>,
     /// The tail collapse, if the parent becomes a single-leaf tail.
     collapse: Option<Collapse>,
+    /// Nodes whose subtree-max locator changes (locked), and the leaf it then names.
+    smax: Vec<Slot>,
+    smax_to: Option<Locator>,
 }
 
 /// A tail collapse (§4.5): `top` becomes a leaf holding the sibling's record; the nodes
@@ -147,6 +198,47 @@ fn room(t: &Table, hashes: &[u64]) -> Result<(), Fail> {
         })?;
     }
     if moved { Err(Fail::Relocated) } else { Ok(()) }
+}
+
+/// The highest symbol of a non-empty bitmap.
+#[inline]
+fn highest(bits: u64) -> Option<u8> {
+    (bits != 0).then(|| (63 - bits.leading_zeros()) as u8)
+}
+
+/// The first index `i <= j` such that `path[j]` lies on the rightmost edge of every node
+/// of `path[i..=j]` (each is the rightmost child of the node before it, or the only child
+/// of a jump node): the nodes whose subtree maximum is the maximum below `path[j]`.
+/// Read from the entries as the path saw them; the writer locks `path[i..=j]` at those
+/// versions, which verifies them.
+fn rightmost_from(path: &[Step], j: usize) -> usize {
+    let mut i = j;
+    while i > 0 {
+        let up = path[i - 1].found.entry;
+        let rightmost = match up.kind() {
+            Kind::Jump => true,
+            Kind::Bitmap => highest(up.bitmap()) == Some(path[i].found.entry.last_symbol()),
+            _ => false,
+        };
+        if !rightmost {
+            break;
+        }
+        i -= 1;
+    }
+    i
+}
+
+/// Locks the buckets of `nodes` at the versions their path saw.
+fn lock_all(ls: &mut LockSet<'_>, nodes: &[Step]) -> Result<(), Fail> {
+    nodes.iter().try_for_each(|n| ls.lock_node(&n.found))
+}
+
+/// Points the subtree-max locator of every node at `slots` (locked) at `to`, and clears
+/// their stale marks (the value is exact).
+fn set_max(ls: &mut LockSet<'_>, slots: impl IntoIterator<Item = Slot>, to: Locator) {
+    for s in slots {
+        ls.update(s, |x| x.with_max(to).with_dirty(false));
+    }
 }
 
 impl Raw {
@@ -308,15 +400,38 @@ impl Raw {
         Ok(Seek { leaf, root })
     }
 
-    /// The searches an insert of the absent `key` needs for the leaf list: its predecessor,
-    /// and the first leaf when there is none.
+    /// The predecessor of `key` for a writer whose descent for `key` (`syms`) ended at
+    /// `end` with `path`: continued from a copy of that path (in `aux`) instead of a
+    /// second descent. Like [`Raw::writer_seek`], read-only and validated step by step.
+    fn pred_on_path(
+        t: &Table,
+        key: &[u8],
+        syms: &Symbols<'_>,
+        path: &[Step],
+        end: End,
+        aux: &mut Vec<Step>,
+    ) -> Result<Seek, Fail> {
+        aux.clear();
+        aux.extend_from_slice(path);
+        let leaf =
+            Self::seek_on_path(t, syms, key, false, false, end, aux).map_err(|_| Fail::Restart)?;
+        let root = path.first().ok_or(Fail::Restart)?.found;
+        Ok(Seek { leaf, root })
+    }
+
+    /// The searches an insert of the absent `key` needs for the leaf list: its predecessor
+    /// (from the descent's `path`, which ended at `end`), and the first leaf when there is
+    /// none.
     fn seek_neighbours(
         &self,
         t: &Table,
         key: &[u8],
+        syms: &Symbols<'_>,
+        path: &[Step],
+        end: End,
         aux: &mut Vec<Step>,
     ) -> Result<(Seek, Option<Seek>), Fail> {
-        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        let pred = Self::pred_on_path(t, key, syms, path, end, aux)?;
         let first = match pred.leaf {
             None => Some(self.writer_seek(t, Bound::Unbounded, true, aux)?),
             Some(_) => None,
@@ -324,33 +439,32 @@ impl Raw {
         Ok((pred, first))
     }
 
-    /// Locks the list anchor before a new key `key` (module docs) and returns the
-    /// next-leaf locator the new leaf takes. `pred` is the predecessor search; `first`,
-    /// when there is no predecessor, the first-leaf search; `root` the descent's root.
+    /// Locks the list anchor before a new key (module docs) and returns the next-leaf
+    /// locator the new leaf takes. `pred` is the predecessor search, `searched` the nodes
+    /// it and the descent read (the descent's path, then the search's path ending at the
+    /// predecessor); `first`, when there is no predecessor, the first-leaf search; `root`
+    /// the descent's root.
     fn lock_anchor_for_insert(
         ls: &mut LockSet<'_>,
-        key: &[u8],
         pred: &Seek,
+        searched: [&[Step]; 2],
         first: Option<&Seek>,
         root: &Found,
     ) -> Result<Option<Locator>, Fail> {
         if let Some(q) = pred.leaf {
             ls.lock_node(&q.found)?;
-            let Some(n) = ls.entry(q.found.slot).next() else {
-                return Ok(None);
-            };
-            let s = ls.find(n).ok_or(Fail::Restart)?;
-            if s.entry.kind() != Kind::Leaf {
+            // With `Q` locked, every node the searches read is checked unchanged: then,
+            // at this moment, the trie holds the searched path as read, so `Q` is the
+            // key's predecessor (a leaf between them would sit below a node whose bitmap
+            // or subtree-max locator the searches read), and it stays so until the commit
+            // (an insert between them or a removal of `Q` needs `Q`'s lock).
+            if !searched
+                .iter()
+                .all(|p| p.iter().all(|s| ls.unchanged(&s.found)))
+            {
                 return Err(Fail::Restart);
             }
-            // SAFETY: `s` is linked after the locked `Q`: it cannot be unlinked (that
-            // needs `Q`'s lock) before the commit, and the guard is held.
-            let (sk, _) = unsafe { record::read(rec_ptr(s.entry.record())) };
-            if sk <= key {
-                // A leaf was inserted between `Q` and the key after the search.
-                return Err(Fail::Restart);
-            }
-            return Ok(Some(n));
+            return Ok(ls.entry(q.found.slot).next());
         }
         ls.lock_node(root)?;
         ls.lock_node(&pred.root)?;
@@ -405,17 +519,33 @@ impl Raw {
             End::Missing(c) => {
                 let h = t.hash().child(last.hash, c);
                 room(t, &[h])?;
-                let (pred, first) = self.seek_neighbours(t, key, aux)?;
+                let (pred, first) = self.seek_neighbours(t, key, syms, path, end, aux)?;
                 ls.lock_node(&last.found)?;
-                let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
+                let next = Self::lock_anchor_for_insert(
+                    ls,
+                    &pred,
+                    [path, aux.as_slice()],
+                    first.as_ref(),
+                    &root,
+                )?;
+                // The new leaf is the maximum of `P` if `c` is above `P`'s children, and then
+                // of every ancestor `P` is on the rightmost edge of (§4.5).
+                let n_path = path.len();
+                let top = if highest(e.bitmap()).is_none_or(|m| c > m) {
+                    rightmost_from(path, n_path - 1)
+                } else {
+                    n_path
+                };
+                lock_all(ls, &path[top..])?;
                 let (slot, n) =
                     ls.place(h, Entry::new(Kind::Leaf, c, e.color()).with_next(next))?;
                 ls.update(last.found.slot, |x| x.with_bitmap(x.bitmap() | (1 << c)));
+                let to = Locator {
+                    hash: h,
+                    color: n.color(),
+                };
+                set_max(ls, path[top..].iter().map(|s| s.found.slot), to);
                 if let Some(q) = pred.leaf {
-                    let to = Locator {
-                        hash: h,
-                        color: n.color(),
-                    };
                     ls.update(q.found.slot, |x| x.with_next(Some(to)));
                 }
                 Ok(slot)
@@ -472,11 +602,16 @@ impl Raw {
         hashes.push(t.hash().child(hj, mine));
         hashes.push(t.hash().child(hj, theirs));
         room(t, &hashes)?;
-        let pred = self.writer_seek(t, Bound::Excluded(okey), false, aux)?;
+        let pred = Self::pred_on_path(t, okey, &osyms, path, End::Leaf, aux)?;
         ls.lock_node(&last.found)?;
         let anchor = Self::lock_anchor_of(ls, last.locator(), &pred, &root)?;
+        // The ancestors whose maximum was `A` now name the higher of the two leaves.
+        let n_path = path.len();
+        let top = rightmost_from(path, n_path - 1);
+        lock_all(ls, &path[top..n_path - 1])?;
         let two = (1u64 << mine) | (1u64 << theirs);
         let mut color = e.color();
+        let mut chain_slots = Vec::with_capacity(chain.len());
         let mut pending: Option<Slot> = None;
         let mut first_child = None;
         for (i, &p) in chain.iter().enumerate() {
@@ -496,8 +631,9 @@ impl Raw {
             first_child.get_or_insert(ne.color());
             color = ne.color();
             pending = Some(slot);
+            chain_slots.push(slot);
         }
-        let (lo, new_leaf) =
+        let (lo, hi, new_leaf) =
             Self::place_pair(ls, hj, color, [(mine, 0), (theirs, other)], e.next())?;
         let new_leaf = new_leaf.ok_or(Fail::Restart)?;
         match first_child {
@@ -507,12 +643,15 @@ impl Raw {
                     x.converted(Kind::Jump)
                         .with_jump(&jump)
                         .with_child_color(cc)
+                        .with_max(hi)
                 });
             }
             None => ls.update(last.found.slot, |x| {
-                x.converted(Kind::Bitmap).with_bitmap(two)
+                x.converted(Kind::Bitmap).with_bitmap(two).with_max(hi)
             }),
         }
+        set_max(ls, chain_slots, hi);
+        set_max(ls, path[top..n_path - 1].iter().map(|s| s.found.slot), hi);
         if let Some(q) = anchor {
             ls.update(q, |x| x.with_next(Some(lo)));
         }
@@ -555,26 +694,55 @@ impl Raw {
         let child = t
             .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
             .ok_or(Fail::Restart)?;
-        let (pred, first) = self.seek_neighbours(t, key, aux)?;
+        let (pred, first) = self.seek_neighbours(t, key, syms, path, End::JumpMismatch(k), aux)?;
         ls.lock_node(&last.found)?;
         if k + 1 == len {
             ls.lock_node(&child)?;
         }
-        let next = Self::lock_anchor_for_insert(ls, key, &pred, first.as_ref(), &root)?;
-        let b_color = if k == 0 {
-            e.color()
+        let next =
+            Self::lock_anchor_for_insert(ls, &pred, [path, aux.as_slice()], first.as_ref(), &root)?;
+        // Subtree maxima: the old child's subtree keeps `J`'s (and its stale mark); if the
+        // new key is above it, the new leaf is the maximum of the new bitmap node, of `J`
+        // and of every ancestor `J` is on the rightmost edge of.
+        let (old_max, old_stale) = (e.max(), e.dirty());
+        let up = ks > js;
+        let n_path = path.len();
+        let top = if up {
+            rightmost_from(path, n_path - 1)
+        } else {
+            n_path - 1
+        };
+        lock_all(ls, &path[top..n_path - 1])?;
+        let b_slot = if k == 0 {
+            None
         } else {
             let proto = Entry::new(Kind::Bitmap, e.jump_symbol(k - 1), e.color())
                 .with_bitmap(bits)
                 .with_jump_child(true);
-            ls.place(h_b, proto)?.1.color()
+            Some(ls.place(h_b, proto)?)
         };
+        let b_color = b_slot.map_or(e.color(), |(_, b)| b.color());
         let (leaf_slot, n) = ls.place(hl, Entry::new(Kind::Leaf, ks, b_color).with_next(next))?;
+        let to = Locator {
+            hash: hl,
+            color: n.color(),
+        };
+        let (b_max, b_stale) = if up {
+            (to, false)
+        } else {
+            (old_max, old_stale)
+        };
+        if let Some((b, _)) = b_slot {
+            ls.update(b, |x| x.with_max(b_max).with_dirty(b_stale));
+        }
+        set_max(ls, path[top..n_path - 1].iter().map(|s| s.found.slot), to);
         if k + 1 < len {
             let rest: Vec<u8> = (k + 1..len).map(|q| e.jump_symbol(q)).collect();
             let proto = Entry::new(Kind::Jump, js, b_color)
                 .with_jump(&rest)
-                .with_child_color(e.child_color());
+                .with_child_color(e.child_color())
+                .with_max(old_max)
+                .with_dirty(old_stale);
             ls.place(h_rest, proto)?;
         } else {
             // The old child hangs directly under the new bitmap node.
@@ -584,7 +752,10 @@ impl Raw {
         }
         if k == 0 {
             ls.update(last.found.slot, |x| {
-                x.converted(Kind::Bitmap).with_bitmap(bits)
+                x.converted(Kind::Bitmap)
+                    .with_bitmap(bits)
+                    .with_max(b_max)
+                    .with_dirty(b_stale)
             });
         } else {
             let head: Vec<u8> = (0..k).map(|q| e.jump_symbol(q)).collect();
@@ -592,13 +763,11 @@ impl Raw {
                 x.converted(Kind::Jump)
                     .with_jump(&head)
                     .with_child_color(b_color)
+                    .with_max(b_max)
+                    .with_dirty(b_stale)
             });
         }
         if let Some(q) = pred.leaf {
-            let to = Locator {
-                hash: hl,
-                color: n.color(),
-            };
             ls.update(q.found.slot, |x| x.with_next(Some(to)));
         }
         Ok(leaf_slot)
@@ -607,20 +776,22 @@ impl Raw {
     /// Places the two leaves of a split below the node of hash `h` and colour `color`:
     /// `pair` holds (last symbol, record) of each, record 0 for the new key's leaf. The
     /// higher leaf takes over `next` (the split leaf's next-leaf locator), the lower one
-    /// points at the higher one. Returns the lower leaf's locator and the new key's leaf.
+    /// points at the higher one. Returns the lower and the higher leaf's locators and the
+    /// new key's leaf.
     fn place_pair(
         ls: &mut LockSet<'_>,
         h: u64,
         color: u8,
         mut pair: [(u8, usize); 2],
         next: Option<Locator>,
-    ) -> Result<(Locator, Option<Slot>), Fail> {
+    ) -> Result<(Locator, Locator, Option<Slot>), Fail> {
         if pair[0].0 < pair[1].0 {
             pair.swap(0, 1);
         }
         let mut next = next;
         let mut mine = None;
         let mut lo = None;
+        let mut hi = None;
         for (c, r) in pair {
             let hl = ls.table().hash().child(h, c);
             let e = Entry::new(Kind::Leaf, c, color)
@@ -636,8 +807,12 @@ impl Raw {
             };
             next = Some(l);
             lo = Some(l);
+            hi.get_or_insert(l);
         }
-        Ok((lo.ok_or(Fail::Restart)?, mine))
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Err(Fail::Restart);
+        };
+        Ok((lo, hi, mine))
     }
 
     /// Phases 1–3 of removing the present leaf at the end of `path`, short of the edits
@@ -658,7 +833,8 @@ impl Raw {
         if parent.found.entry.kind() != Kind::Bitmap {
             return Err(Fail::Restart);
         }
-        let pred = self.writer_seek(t, Bound::Excluded(key), false, aux)?;
+        let syms = Symbols::new(key, self.config.symbol_bits);
+        let pred = Self::pred_on_path(t, key, &syms, path, End::Leaf, aux)?;
         // A non-root parent left with a single leaf child is a tail: it collapses into
         // that leaf, and so does every ancestor left with that single child (§4.5).
         let bits = parent.found.entry.bitmap() & !(1u64 << c);
@@ -698,16 +874,35 @@ impl Raw {
         ls.lock_node(&parent.found)?;
         let Some((s, sibling, top)) = collapse else {
             let anchor = Self::lock_anchor_of(ls, leaf.locator(), &pred, &root)?;
+            // If `A` was the maximum of its parent (and so of the ancestors the parent is
+            // on the rightmost edge of), their maximum is now `A`'s predecessor `Q`, which
+            // lies below each of them whenever they keep a leaf (keys below a node are
+            // contiguous in key order). A root left without children needs none.
+            let (smax, smax_to) = if highest(parent.found.entry.bitmap()) == Some(c) && bits != 0 {
+                let from = rightmost_from(path, n - 2);
+                lock_all(ls, &path[from..n - 1])?;
+                let q = pred.leaf.ok_or(Fail::Restart)?;
+                let slots = path[from..n - 1].iter().map(|s| s.found.slot).collect();
+                (slots, Some(q.locator()))
+            } else {
+                (Vec::new(), None)
+            };
             return Ok(RemovePlan {
                 leaf,
                 parent,
                 anchor,
                 collapse: None,
+                smax,
+                smax_to,
             });
         };
         for node in &path[top..n - 1] {
             ls.lock_node(&node.found)?;
         }
+        // The collapsed leaf at `top` holds the larger of `A` and `C`, the maximum of
+        // `top`'s subtree: the ancestors `top` is on the rightmost edge of name it.
+        let from = rightmost_from(path, top);
+        lock_all(ls, &path[from..top])?;
         ls.lock_node(&sibling.found)?;
         let (anchor, next) = if s > c {
             // … Q → A → C → …: the collapsed leaf follows Q and takes C's next.
@@ -734,6 +929,8 @@ impl Raw {
             leaf,
             parent,
             anchor,
+            smax: path[from..top].iter().map(|s| s.found.slot).collect(),
+            smax_to: Some(path[top].locator()),
             collapse: Some(Collapse {
                 top: path[top],
                 cleared,
@@ -746,6 +943,9 @@ impl Raw {
     /// The edits of a planned removal, into the locked lines.
     fn apply_remove(ls: &mut LockSet<'_>, plan: &RemovePlan) {
         let leaf = plan.leaf;
+        if let Some(to) = plan.smax_to {
+            set_max(ls, plan.smax.iter().copied(), to);
+        }
         match &plan.collapse {
             None => {
                 let c = leaf.found.entry.last_symbol();
