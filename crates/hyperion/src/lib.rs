@@ -79,6 +79,7 @@ mod mm;
 mod node;
 mod prep;
 mod split;
+mod tjt;
 mod write;
 
 use std::ops::{Bound, ControlFlow};

@@ -26,7 +26,8 @@
 //! # Nodes
 //!
 //! ```text
-//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [u16 jump if js] [value if t = 11]
+//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [u16 jump if js] [30-byte table if jt]
+//!         [value if t = 11]
 //! S-Node: [t:2 k=1 d:3 c:2]       [key byte if d = 0] [value if t = 11] [child]
 //! ```
 //!
@@ -36,8 +37,9 @@
 //! byte's distance from the previous sibling's (from 0 for the first sibling), `0` means
 //! the key byte follows. `js`: a jump successor follows, the u16 LE distance from this
 //! T-Node's first byte to the next T-Node's (0: none), kept on the T-Nodes of a
-//! container's own payload (`write.rs`); `jt`: T-Node jump table present (30 bytes; never
-//! set: not built).
+//! container's own payload (`write.rs`); `jt`: a T-Node jump table follows (15 u16 LE
+//! offsets from the T-Node's end to its S-Nodes `16·(i+1)`, placeholders standing in for
+//! missing ones; `tjt.rs`).
 //! `c`: `00` no child, `01` a 5-byte Hyperion Pointer to a child container follows, `10` an
 //! embedded container follows (`[size u8 = 1 + payload length][payload]`, at most 255
 //! bytes, same format as a container's payload), `11` a path-compressed suffix follows.
@@ -60,6 +62,7 @@ use std::ops::{Bound, ControlFlow};
 
 use crate::cjt;
 use crate::mm::{Hp, MemoryManager};
+use crate::tjt;
 
 /// Largest value stored inline.
 pub(crate) const INLINE_MAX: usize = 8;
@@ -316,6 +319,7 @@ fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step 
                 continue;
             }
         }
+        let t = pos;
         let n = parse(buf, pos, prev_t);
         pos = n.next;
         if n.is_s {
@@ -331,8 +335,11 @@ fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step 
         let Some(k1) = k1 else {
             return n.val.map_or(Step::Missing, Step::Found);
         };
-        // Its S-Nodes.
+        // Its S-Nodes, from its jump table's destination at or below `k1` if it has one.
         let mut prev_s = 0u8;
+        if f & 1 != 0 {
+            (pos, prev_s) = tjt::seek(buf, t, pos, k1);
+        }
         while pos < end {
             let s = parse(buf, pos, prev_s);
             if !s.is_s || s.key > k1 {
