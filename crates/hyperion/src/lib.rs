@@ -93,6 +93,9 @@ pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter};
 pub use mm::MemStats;
 
+/// Lookups a [`Hyperion::get_many`] pipeline keeps in flight.
+pub const GET_MANY_WINDOW: usize = 16;
+
 /// A concurrent ordered key-value index over byte strings: Hyperion.
 ///
 /// See the [crate docs](crate) for an example and the guarantees.
@@ -199,28 +202,60 @@ impl Hyperion {
         self.get_with(key, |_| ()).is_some()
     }
 
-    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. Consecutive
-    /// keys of the same arena are looked up under one read lock.
+    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
+    ///
+    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`]; the read locks of
+    /// a window's arenas are taken in ascending arena order (writers hold one arena lock
+    /// at a time, so the order rules out deadlock), and the window's lookups advance in
+    /// turn one stage at a time — container pointer, jump table, T-Node, S-Node — each
+    /// stage prefetching what the next one reads, so the cache misses of the window's
+    /// keys overlap instead of following one another. `f` is called for the window's
+    /// keys, in order, while its locks are held: it must be short and must not call back
+    /// into the index.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        let mut i = 0;
-        while i < keys.len() {
-            if keys[i].len() > api::MAX_KEY_LEN {
-                f(i, None);
-                i += 1;
-                continue;
-            }
-            let k = self.trie_key(keys[i]);
-            let lock = self.arena_of(&k);
-            let a = lock.read();
-            f(i, a.get(&k));
-            i += 1;
-            while i < keys.len() && keys[i].len() <= api::MAX_KEY_LEN {
-                let k = self.trie_key(keys[i]);
-                if !std::ptr::eq(self.arena_of(&k), lock) {
-                    break;
+        let mut tkeys: Vec<Option<TrieKey<'_>>> = Vec::with_capacity(GET_MANY_WINDOW);
+        let mut order: Vec<usize> = Vec::with_capacity(GET_MANY_WINDOW);
+        for (w, window) in keys.chunks(GET_MANY_WINDOW).enumerate() {
+            tkeys.clear();
+            tkeys.extend(
+                window
+                    .iter()
+                    .map(|k| (k.len() <= api::MAX_KEY_LEN).then(|| self.trie_key(k))),
+            );
+            let arena = |k: &[u8]| k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
+            order.clear();
+            order.extend(tkeys.iter().flatten().map(|k| arena(k)));
+            order.sort_unstable();
+            order.dedup();
+            let guards: Vec<_> = order.iter().map(|&a| self.arenas[a].read()).collect();
+            let inner = |k: &[u8]| &*guards[order.binary_search(&arena(k)).expect("locked")];
+            let mut probes: Vec<node::Probe<'_>> = tkeys
+                .iter()
+                .map(|k| {
+                    let Some(k) = k else {
+                        return node::Probe::done(None);
+                    };
+                    let a = inner(k);
+                    match (k.len() >= 2).then(|| a.roots[usize::from(k[0])].hp) {
+                        Some(Some(root)) => node::Probe::new(&a.mm, root, &k[1..]),
+                        Some(None) => node::Probe::done(None),
+                        None => node::Probe::done(a.get(k)),
+                    }
+                })
+                .collect();
+            let mut pending = probes.len();
+            while pending > 0 {
+                pending = 0;
+                for (p, k) in probes.iter_mut().zip(&tkeys) {
+                    if let Some(k) = k
+                        && !p.step(&inner(k).mm)
+                    {
+                        pending += 1;
+                    }
                 }
-                f(i, a.get(&k));
-                i += 1;
+            }
+            for (i, p) in probes.iter().enumerate() {
+                f(w * GET_MANY_WINDOW + i, p.result());
             }
         }
     }
