@@ -9,8 +9,9 @@
 //! *path compressed*, and containers are addressed by 5-byte *Hyperion Pointers* into a
 //! memory manager of superbins, metabins, bins and chunks (§3.2). Writes shift a
 //! container's bytes in place; large containers are split vertically into up to eight parts
-//! behind a chained pointer; searches enter a container through its jump table and skip
-//! T-Node groups by their jump successors (§3.3); range scans read containers front to back.
+//! behind a chained pointer; searches enter a container through its jump table, skip
+//! T-Node groups by their jump successors and enter a T-Node's S-Nodes through its jump
+//! table (§3.3); range scans read containers front to back.
 //!
 //! # Usage
 //!
@@ -65,6 +66,7 @@
 //! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
 //! | `split` | container splits and their chains |
 //! | `cjt` | container jump tables |
+//! | `tjt` | T-Node jump tables |
 //! | `arena` | arenas, tries, roots; the locking protocol |
 //! | `prep` | key pre-processing (§3.4) |
 //! | `iter` | [`Iter`] |

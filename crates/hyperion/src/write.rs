@@ -21,7 +21,13 @@
 //!    extended block (superbin 0) gets a new heap block behind the *same* Hyperion Pointer
 //!    ([`MemoryManager::regrow`], the paper's realloc), a chunk moves to the chunk of its
 //!    new size class and the parent's pointer is patched. A shrinking container moves to
-//!    its exact fit the same way when the smaller block can be had, else stays.
+//!    its exact fit the same way when the smaller block can be had, else stays. The
+//!    container jump table's entries shift (`cjt.rs`), and the jump fields — successor
+//!    and T-Node jump table (`tjt.rs`) — of the T-Node whose group changed are recomputed
+//!    ([`fix_jumps`]).
+//! 4. After the write, a T-Node whose S-Nodes the writer passed at length gets a T-Node
+//!    jump table (`tjt.rs`), a container whose T-Nodes it passed at length a rebuilt
+//!    container jump table (`cjt.rs`), and a large container may be split (`split.rs`).
 //!
 //! # Failure
 //!
@@ -875,7 +881,8 @@ impl ArenaInner {
             set_used(dst, new_used);
             let tmove = if n == 1 { sp.tmove } else { TMove::Before };
             cjt::shift(dst, sp.a, sp.b, delta, tmove);
-            // The jump successors of the T-Nodes whose groups the splice changed.
+            // The jump fields (successors, T-Node tables) of the T-Nodes whose groups the
+            // splice changed.
             let top_t = if n == 1 { sp.t } else { levels[0].t_at };
             let until = if n == 1 {
                 sp.a + sp.bytes.len()
