@@ -21,9 +21,14 @@
 //! ([`shift`]); an entry naming the T-Node a splice inserts before, or deletes, is moved to
 //! the old T-Node's new offset, or to the following T-Node (or dropped). A writer that
 //! passes 8 or more T-Nodes after the table's entry (the paper's trigger) rebuilds the
-//! table after its write ([`crate::arena::ArenaInner::rebuild_cjt`]) with one entry per 4
-//! T-Nodes (at most 49), evenly spaced; with 49 entries and at most 256 T-Nodes a search
-//! passes at most 6 T-Nodes, so a full table is not rebuilt again.
+//! table after its write ([`crate::arena::ArenaInner::rebuild_cjt`]) with an entry for
+//! every T-Node, or 49 evenly spaced when there are more; with 49 entries and at most 256
+//! T-Nodes a search passes at most 6 T-Nodes, so a full table is not rebuilt again. (The
+//! paper fixes the 49-entry maximum and the trigger, not the spacing. One entry per
+//! T-Node up to 49 makes a search in a container of at most 49 T-Nodes — every part of
+//! a split root container of random integers holds 32 — start at its own T-Node: one
+//! cache miss instead of one per T-Node passed; the table costs at most 196 bytes of a
+//! container of over 2,016.)
 
 use crate::arena::ArenaInner;
 use crate::mm::{Hp, MemoryManager};
@@ -33,8 +38,6 @@ use crate::node::{HEADER, jump_successor, parse, t_key, used};
 const GROUP: usize = 7;
 /// Most groups (3 header bits).
 const MAX_GROUPS: usize = 7;
-/// T-Nodes per entry when a table is (re)built.
-const SPACING: usize = 4;
 /// T-Nodes a writer may pass before the table is rebuilt (the paper's 8).
 pub(crate) const REBUILD_HOPS: usize = 8;
 
@@ -78,18 +81,29 @@ fn set_entry(chunk: &mut [u8], i: usize, key: u8, off: usize) {
 
 /// Where a search for a key whose next byte is `k0` starts in a container's payload: the
 /// offset of a T-Node (or the payload's start) and the key its delta is decoded from.
+///
+/// Only the table is read while choosing the entry; the payload is touched once, at the
+/// chosen T-Node (reading each candidate's T-Node cost a cache miss per entry passed:
+/// `docs/results/hyperion.md`, 2026-11-27 08:00 profile).
 #[inline]
 pub(crate) fn seek(chunk: &[u8], k0: u8) -> (usize, u8) {
-    let mut best = (payload_start(chunk), 0u8);
-    for i in 0..GROUP * groups(chunk) {
+    let n = GROUP * groups(chunk);
+    let mut best = None;
+    for i in 0..n {
         let (k, off) = entry(chunk, i);
         if off == 0 || k > k0 {
             break;
         }
-        let d = (chunk[off] >> 2) & 7;
-        best = (off, k.wrapping_sub(d));
+        best = Some((k, off));
     }
-    best
+    match best {
+        Some((k, off)) => {
+            // The T-Node's jump table (up to 34 bytes on) may be on the next cache line.
+            orrery_core::prefetch(chunk.as_ptr().wrapping_add(off + 34));
+            (off, k.wrapping_sub((chunk[off] >> 2) & 7))
+        }
+        None => (payload_start(chunk), 0),
+    }
 }
 
 /// Updates the entries of a container after a splice that replaced `[a, b)` of its own
@@ -168,8 +182,8 @@ fn t_nodes(chunk: &[u8]) -> Vec<(u8, usize)> {
 }
 
 impl ArenaInner {
-    /// Rebuilds the jump table of the extended container `hp`: one entry per 4 T-Nodes
-    /// (at most 49), evenly spaced. Skipped when the new block cannot be had (the table is
+    /// Rebuilds the jump table of the extended container `hp`: an entry per T-Node, or 49
+    /// evenly spaced. Skipped when the new block cannot be had (the table is
     /// an optimisation; the container is unchanged).
     pub(crate) fn rebuild_cjt(&mut self, hp: Hp) {
         if !MemoryManager::is_extended(hp) {
@@ -177,7 +191,7 @@ impl ArenaInner {
         }
         let chunk = self.mm.get(hp);
         let ts = t_nodes(chunk);
-        let entries = ts.len().div_ceil(SPACING).min(GROUP * MAX_GROUPS);
+        let entries = ts.len().min(GROUP * MAX_GROUPS);
         let g = entries.div_ceil(GROUP);
         let (ps, size) = (payload_start(chunk), used(chunk));
         let new_ps = HEADER + 4 * GROUP * g;

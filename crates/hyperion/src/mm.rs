@@ -586,6 +586,21 @@ impl MemoryManager {
         hp.slot(i)
     }
 
+    /// Prefetches what [`MemoryManager::resolve`] and [`MemoryManager::get`] read first
+    /// for `hp` and a key whose next byte is `k0`: the chunk (for an extended HP its eHP;
+    /// for a chain also the eHP of slot `k0 / 32`, in the same bin).
+    #[inline]
+    pub(crate) fn prefetch(&self, hp: Hp, k0: u8) {
+        let s = &self.superbins[hp.superbin()];
+        let base = s.bin(hp.bin_id()).mem.ptr();
+        let c = hp.chunk();
+        orrery_core::prefetch(base.wrapping_add(c * s.chunk_size));
+        if hp.superbin() == 0 && c.is_multiple_of(8) {
+            // Only a hint: if `hp` is no chain this address is not read.
+            orrery_core::prefetch(base.wrapping_add((c + usize::from(k0 / 32)) * s.chunk_size));
+        }
+    }
+
     /// Gives the void chain slot `slot` a zeroed block for `size` bytes.
     pub(crate) fn fill_slot(&mut self, slot: Hp, size: usize) -> Result<()> {
         debug_assert!(self.is_void(slot));

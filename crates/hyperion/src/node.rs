@@ -26,7 +26,8 @@
 //! # Nodes
 //!
 //! ```text
-//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [u16 jump if js] [value if t = 11]
+//! T-Node: [t:2 k=0 d:3 js:1 jt:1] [key byte if d = 0] [u16 jump if js] [30-byte table if jt]
+//!         [value if t = 11]
 //! S-Node: [t:2 k=1 d:3 c:2]       [key byte if d = 0] [value if t = 11] [child]
 //! ```
 //!
@@ -36,8 +37,9 @@
 //! byte's distance from the previous sibling's (from 0 for the first sibling), `0` means
 //! the key byte follows. `js`: a jump successor follows, the u16 LE distance from this
 //! T-Node's first byte to the next T-Node's (0: none), kept on the T-Nodes of a
-//! container's own payload (`write.rs`); `jt`: T-Node jump table present (30 bytes; never
-//! set: not built).
+//! container's own payload (`write.rs`); `jt`: a T-Node jump table follows (15 u16 LE
+//! offsets from the T-Node's end to its S-Nodes `16·(i+1)`, placeholders standing in for
+//! missing ones; `tjt.rs`).
 //! `c`: `00` no child, `01` a 5-byte Hyperion Pointer to a child container follows, `10` an
 //! embedded container follows (`[size u8 = 1 + payload length][payload]`, at most 255
 //! bytes, same format as a container's payload), `11` a path-compressed suffix follows.
@@ -60,6 +62,7 @@ use std::ops::{Bound, ControlFlow};
 
 use crate::cjt;
 use crate::mm::{Hp, MemoryManager};
+use crate::tjt;
 
 /// Largest value stored inline.
 pub(crate) const INLINE_MAX: usize = 8;
@@ -292,17 +295,16 @@ enum Step {
     Pc(Suffix, ValRef),
 }
 
-/// Searches a payload `buf[start..end]` for `key` (non-empty), from the T-Node at `start`
-/// whose previous sibling's key is `prev_t`.
+/// Finds the T-Node of key `k0` in the payload `buf[start..end]`, from the T-Node at
+/// `start` whose previous sibling's key is `prev_t`, skipping the groups of smaller keys
+/// by their jump successors: its offset and the node.
 #[inline]
-fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step {
-    let (k0, k1) = (key[0], key.get(1).copied());
+fn find_t(buf: &[u8], start: usize, prev_t: u8, end: usize, k0: u8) -> Option<(usize, Node)> {
     let mut pos = start;
     let mut prev_t = prev_t;
-    // Find the T-Node.
     loop {
         if pos >= end {
-            return Step::Missing;
+            return None;
         }
         let f = buf[pos];
         if f & 0x20 == 0 && f & 2 != 0 {
@@ -316,6 +318,7 @@ fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step 
                 continue;
             }
         }
+        let t = pos;
         let n = parse(buf, pos, prev_t);
         pos = n.next;
         if n.is_s {
@@ -326,35 +329,64 @@ fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step 
             continue;
         }
         if n.key > k0 {
+            return None;
+        }
+        return Some((t, n));
+    }
+}
+
+/// Where the search for S-Node key `k1` below the T-Node at `t` (parsed: `n`) starts: its
+/// jump table's destination at or below `k1` if it has one, else its first S-Node; and
+/// the key to decode that node's delta from.
+#[inline]
+fn s_start(buf: &[u8], t: usize, n: &Node, k1: u8) -> (usize, u8) {
+    if buf[t] & 1 != 0 {
+        tjt::seek(buf, t, n.next, k1)
+    } else {
+        (n.next, 0)
+    }
+}
+
+/// Searches the S-Nodes of one T-Node, from `pos` (previous sibling's key `prev_s`) to
+/// the next T-Node or `end`, for `key[1]` (`key` has at least 2 bytes).
+#[inline]
+fn find_s(buf: &[u8], mut pos: usize, mut prev_s: u8, end: usize, key: &[u8]) -> Step {
+    let k1 = key[1];
+    while pos < end {
+        let s = parse(buf, pos, prev_s);
+        if !s.is_s || s.key > k1 {
             return Step::Missing;
         }
-        let Some(k1) = k1 else {
-            return n.val.map_or(Step::Missing, Step::Found);
-        };
-        // Its S-Nodes.
-        let mut prev_s = 0u8;
-        while pos < end {
-            let s = parse(buf, pos, prev_s);
-            if !s.is_s || s.key > k1 {
-                return Step::Missing;
-            }
-            pos = s.next;
-            prev_s = s.key;
-            if s.key < k1 {
-                continue;
-            }
-            if key.len() == 2 {
-                return s.val.map_or(Step::Missing, Step::Found);
-            }
-            return match s.child {
-                ChildRef::None => Step::Missing,
-                ChildRef::Hp(hp, _) => Step::Child(hp),
-                ChildRef::Emb(a, b) => Step::Embedded(a, b),
-                ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
-            };
+        pos = s.next;
+        prev_s = s.key;
+        if s.key < k1 {
+            continue;
         }
-        return Step::Missing;
+        if key.len() == 2 {
+            return s.val.map_or(Step::Missing, Step::Found);
+        }
+        return match s.child {
+            ChildRef::None => Step::Missing,
+            ChildRef::Hp(hp, _) => Step::Child(hp),
+            ChildRef::Emb(a, b) => Step::Embedded(a, b),
+            ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
+        };
     }
+    Step::Missing
+}
+
+/// Searches a payload `buf[start..end]` for `key` (non-empty), from the T-Node at `start`
+/// whose previous sibling's key is `prev_t`.
+#[inline]
+fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step {
+    let Some((t, n)) = find_t(buf, start, prev_t, end, key[0]) else {
+        return Step::Missing;
+    };
+    let Some(&k1) = key.get(1) else {
+        return n.val.map_or(Step::Missing, Step::Found);
+    };
+    let (pos, prev_s) = s_start(buf, t, &n, k1);
+    find_s(buf, pos, prev_s, end, key)
 }
 
 /// Looks `key` (non-empty, the first key byte already consumed by the arena) up below the
@@ -382,6 +414,113 @@ pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Opt
                     .then(|| val_bytes(mm, chunk, v));
             }
         }
+    }
+}
+
+/// One lookup in flight in a pipeline of lookups (`Hyperion::get_many`): [`lookup`] cut
+/// at its dependent memory accesses. Each [`Probe::step`] does the work of one stage and
+/// prefetches what the next stage reads first, so that a caller stepping several probes
+/// in turn overlaps their cache misses.
+pub(crate) struct Probe<'a> {
+    /// The key bytes still to find (non-empty).
+    key: &'a [u8],
+    stage: Stage<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Stage<'a> {
+    /// Resolve a container's Hyperion Pointer (its eHP or chunk is being fetched).
+    Resolve(Hp),
+    /// Seek in its jump table (its first bytes are being fetched).
+    Seek(&'a [u8]),
+    /// Find the T-Node from `pos` (being fetched).
+    TNodes(&'a [u8], usize, u8, usize),
+    /// Find the S-Node from `pos` (being fetched).
+    SNodes(&'a [u8], usize, u8, usize),
+    /// Finished.
+    Done(Option<&'a [u8]>),
+}
+
+impl<'a> Probe<'a> {
+    /// A lookup of `key` (non-empty, the first key byte already consumed by the arena)
+    /// below root container `root`; prefetches the root's pointer.
+    #[inline]
+    pub(crate) fn new(mm: &MemoryManager, root: Hp, key: &'a [u8]) -> Probe<'a> {
+        mm.prefetch(root, key[0]);
+        Probe {
+            key,
+            stage: Stage::Resolve(root),
+        }
+    }
+
+    /// A finished probe with result `v`.
+    #[inline]
+    pub(crate) fn done(v: Option<&'a [u8]>) -> Probe<'a> {
+        Probe {
+            key: &[],
+            stage: Stage::Done(v),
+        }
+    }
+
+    /// The result, once [`Probe::step`] has returned `true`.
+    #[inline]
+    pub(crate) fn result(&self) -> Option<&'a [u8]> {
+        match self.stage {
+            Stage::Done(v) => v,
+            _ => None,
+        }
+    }
+
+    /// Runs one stage; returns whether the lookup is finished.
+    #[inline]
+    pub(crate) fn step(&mut self, mm: &'a MemoryManager) -> bool {
+        let key = self.key;
+        self.stage = match self.stage {
+            Stage::Done(_) => return true,
+            Stage::Resolve(hp) => {
+                let chunk = mm.get(mm.resolve(hp, key[0]));
+                // The header and the container jump table (up to 200 bytes).
+                let lines = chunk.len().min(4 * 64);
+                for at in (0..lines).step_by(64) {
+                    orrery_core::prefetch(chunk[at..].as_ptr());
+                }
+                Stage::Seek(chunk)
+            }
+            Stage::Seek(chunk) => {
+                let (pos, prev) = cjt::seek(chunk, key[0]);
+                let end = used(chunk);
+                orrery_core::prefetch(chunk[pos.min(end)..].as_ptr());
+                Stage::TNodes(chunk, pos, prev, end)
+            }
+            Stage::TNodes(buf, pos, prev, end) => match find_t(buf, pos, prev, end, key[0]) {
+                None => Stage::Done(None),
+                Some((t, n)) => match key.get(1) {
+                    None => Stage::Done(n.val.map(|v| val_bytes(mm, buf, v))),
+                    Some(&k1) => {
+                        let (pos, prev) = s_start(buf, t, &n, k1);
+                        orrery_core::prefetch(buf[pos.min(end)..].as_ptr());
+                        Stage::SNodes(buf, pos, prev, end)
+                    }
+                },
+            },
+            Stage::SNodes(buf, pos, prev, end) => match find_s(buf, pos, prev, end, key) {
+                Step::Found(v) => Stage::Done(Some(val_bytes(mm, buf, v))),
+                Step::Missing => Stage::Done(None),
+                Step::Embedded(a, b) => {
+                    self.key = &key[2..];
+                    Stage::TNodes(buf, a, 0, b)
+                }
+                Step::Child(hp) => {
+                    self.key = &key[2..];
+                    mm.prefetch(hp, self.key[0]);
+                    Stage::Resolve(hp)
+                }
+                Step::Pc(sfx, v) => Stage::Done(
+                    (suffix_bytes(mm, buf, sfx) == &key[2..]).then(|| val_bytes(mm, buf, v)),
+                ),
+            },
+        };
+        matches!(self.stage, Stage::Done(_))
     }
 }
 

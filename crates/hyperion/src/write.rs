@@ -21,7 +21,13 @@
 //!    extended block (superbin 0) gets a new heap block behind the *same* Hyperion Pointer
 //!    ([`MemoryManager::regrow`], the paper's realloc), a chunk moves to the chunk of its
 //!    new size class and the parent's pointer is patched. A shrinking container moves to
-//!    its exact fit the same way when the smaller block can be had, else stays.
+//!    its exact fit the same way when the smaller block can be had, else stays. The
+//!    container jump table's entries shift (`cjt.rs`), and the jump fields — successor
+//!    and T-Node jump table (`tjt.rs`) — of the T-Node whose group changed are recomputed
+//!    ([`fix_jumps`]).
+//! 4. After the write, a T-Node whose S-Nodes the writer passed at length gets a T-Node
+//!    jump table (`tjt.rs`), a container whose T-Nodes it passed at length a rebuilt
+//!    container jump table (`cjt.rs`), and a large container may be split (`split.rs`).
 //!
 //! # Failure
 //!
@@ -38,6 +44,7 @@ use crate::cjt::{self, TMove};
 use crate::edit::{Ctx, SNode, Txn, decode_snode, decode_tval};
 use crate::mm::{Hp, MemoryManager, capacity_for};
 use crate::node::{C_EMB, C_HP, ChildRef, EMBED_MAX, jump_successor, parse, set_used, used};
+use crate::tjt;
 
 /// One payload level of a container on a writer's path.
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +60,8 @@ pub(crate) struct Level {
     /// Offset of the T-Node through which the path leaves this level (for the last level
     /// of a container: 0).
     pub(crate) t_at: usize,
+    /// S-Nodes of that T-Node the descent passed (for T-Node jump tables, `tjt.rs`).
+    pub(crate) s_hops: usize,
 }
 
 /// One container on a writer's path.
@@ -79,6 +88,20 @@ pub(crate) struct Splice {
     t: usize,
     /// What became of the T-Node at `a` (for the container jump table).
     tmove: TMove,
+}
+
+impl Splice {
+    /// Replaces the T-Node group `[a, b)` of a container's own payload (the T-Node at `a`
+    /// stays there, re-encoded) by `bytes`.
+    pub(crate) fn keep(a: usize, b: usize, bytes: Vec<u8>) -> Splice {
+        Splice {
+            a,
+            b,
+            bytes,
+            t: a,
+            tmove: TMove::Keep,
+        }
+    }
 }
 
 /// Header length (flag and key byte) of the node with flag `f`.
@@ -122,15 +145,29 @@ fn rehdr(buf: &[u8], pos: usize, key: u8, prev: u8, out: &mut Vec<u8>) -> usize 
     hdr_len(f)
 }
 
-/// Recomputes the jump successors of the T-Nodes of a container's payload that start in
-/// `[from, until)` (`from` is a T-Node's offset, or the payload's end), in `buf` of
-/// `used` bytes. A distance over 65,535 bytes is stored as 0 (no jump).
+/// Recomputes the jump fields — jump successor and T-Node jump table (`tjt.rs`) — of the
+/// T-Nodes of a container's payload that start in `[from, until)` (`from` is a T-Node's
+/// offset, or the payload's end), in `buf` of `used` bytes. A distance over 65,535 bytes
+/// is stored as 0 (no jump).
 pub(crate) fn fix_jumps(buf: &mut [u8], from: usize, until: usize, used: usize) {
     let mut pos = from;
     while pos < used && pos < until {
         let f = buf[pos];
         debug_assert!(!is_s(f), "jump fix-ups start at a T-Node");
-        let mut p = parse(buf, pos, 0).next;
+        let t_end = parse(buf, pos, 0).next;
+        let mut p = t_end;
+        if f & 1 != 0 {
+            let tab = tjt::table_at(buf, pos);
+            let mut prev = 0u8;
+            while p < used && is_s(buf[p]) {
+                let n = parse(buf, p, prev);
+                if tjt::is_destination(n.key) {
+                    tjt::set_entry(buf, tab, usize::from(n.key >> 4) - 1, p - t_end);
+                }
+                prev = n.key;
+                p = n.next;
+            }
+        }
         while p < used && is_s(buf[p]) {
             p = parse(buf, p, 0).next;
         }
@@ -144,17 +181,19 @@ pub(crate) fn fix_jumps(buf: &mut [u8], from: usize, until: usize, used: usize) 
 }
 
 /// Where a key's first two bytes are in a payload level.
-struct Loc {
+pub(crate) struct Loc {
     /// Key of the previous T-Node (0 if none).
     prev_t: u8,
     /// Offset of the T-Node, or where it would be inserted.
-    ts: usize,
+    pub(crate) ts: usize,
     /// The T-Node, if found: the end of the T-Node itself (value included).
-    t_end: Option<usize>,
+    pub(crate) t_end: Option<usize>,
     /// The S-Node (if the key has a second byte and the T-Node exists).
     s: Option<SLoc>,
     /// T-Nodes passed (after the jump table's entry).
     hops: usize,
+    /// S-Nodes passed in the T-Node's group (after its jump table's destination).
+    s_hops: usize,
 }
 
 struct SLoc {
@@ -166,8 +205,8 @@ struct SLoc {
 }
 
 /// Finds `k0` (and `k1`) in the payload level `l` of `buf` (a container's own payload
-/// is entered through its jump table).
-fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
+/// is entered through its jump table, a T-Node's S-Nodes through its table).
+pub(crate) fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
     let (start, end) = (l.start, l.end);
     let (mut pos, mut prev_t) = match l.emb {
         None => cjt::seek_before(buf, k0),
@@ -195,9 +234,13 @@ fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
         }
         let ts = pos;
         let t_end = parse(buf, pos, prev_t).next;
+        let mut s_hops = 0;
         let s = k1.map(|k1| {
-            let mut p = t_end;
-            let mut prev_s = 0u8;
+            let (mut p, mut prev_s) = if f & 1 != 0 {
+                tjt::seek_before(buf, pos, t_end, k1)
+            } else {
+                (t_end, 0)
+            };
             while p < end && is_s(buf[p]) {
                 let key = key_at(buf, p, prev_s);
                 if key >= k1 {
@@ -205,6 +248,7 @@ fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
                     return SLoc { prev_s, ss: p, se };
                 }
                 prev_s = key;
+                s_hops += 1;
                 p = parse(buf, p, prev_s).next;
             }
             SLoc {
@@ -219,6 +263,7 @@ fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
             t_end: Some(t_end),
             s,
             hops,
+            s_hops,
         };
     }
     Loc {
@@ -227,6 +272,7 @@ fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
         t_end: None,
         s: None,
         hops,
+        s_hops: 0,
     }
 }
 
@@ -245,6 +291,7 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
             emb: None,
             off,
             t_at: 0,
+            s_hops: 0,
         }];
         loop {
             let l = *levels.last().expect("a level");
@@ -261,7 +308,9 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
             };
             let n = parse(buf, ss, 0);
             if matches!(n.child, ChildRef::Emb(..) | ChildRef::Hp(..)) {
-                levels.last_mut().expect("a level").t_at = loc.ts;
+                let l = levels.last_mut().expect("a level");
+                l.t_at = loc.ts;
+                l.s_hops = loc.s_hops;
             }
             match n.child {
                 ChildRef::Emb(a, b) => {
@@ -272,6 +321,7 @@ pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
                         emb: Some((ss, a - 1)),
                         off,
                         t_at: 0,
+                        s_hops: 0,
                     });
                 }
                 ChildRef::Hp(child, p) => {
@@ -321,12 +371,16 @@ impl ArenaInner {
     /// Inserts or replaces `key` (the trie key below root `b`, non-empty) → `v`.
     pub(crate) fn store_in(&mut self, b: usize, key: &[u8], v: &[u8]) -> Result<()> {
         let mut txn = Txn::default();
-        let r = self.store_txn(b, key, v, &mut txn);
+        let mut tables = Vec::new();
+        let r = self.store_txn(b, key, v, &mut txn, &mut tables);
         match r {
             Ok(path) => {
                 txn.commit(&mut self.mm);
                 if let Some(path) = path {
                     self.maybe_split(&path, path.len() - 1);
+                }
+                for off in tables {
+                    self.build_tjt(b, key, off);
                 }
                 Ok(())
             }
@@ -338,12 +392,15 @@ impl ArenaInner {
     }
 
     /// The insert, recorded in `txn`; returns the path it took (`None` for a new root).
+    /// Adds to `tables` the key offsets of the T-Nodes (of containers' own payloads) due
+    /// for a T-Node jump table.
     fn store_txn(
         &mut self,
         b: usize,
         key: &[u8],
         v: &[u8],
         txn: &mut Txn,
+        tables: &mut Vec<usize>,
     ) -> Result<Option<Vec<CPath>>> {
         let Some(root) = self.roots[b].hp else {
             let mut ctx = Ctx {
@@ -367,6 +424,18 @@ impl ArenaInner {
         let buf = self.mm.get(path[ci].hp);
         let loc = locate(buf, &l, sub[0], sub.get(1).copied());
         let n = path[ci].levels.len();
+        // T-Node jump tables (§3.3) for the T-Nodes of the containers' own payloads whose
+        // S-Nodes this writer scanned at length.
+        for (i, c) in path.iter().enumerate() {
+            let hops = if i == ci && n == 1 {
+                loc.s_hops
+            } else {
+                c.levels[0].s_hops
+            };
+            if hops >= tjt::BUILD_HOPS {
+                tables.push(c.levels[0].off);
+            }
+        }
         // Jump successors (§3.3) are kept on the T-Nodes of a container's own payload
         // (embedded containers are at most 255 bytes): a T-Node gets one when its second
         // S-Node arrives (the paper's default threshold, 2).
@@ -609,11 +678,27 @@ impl ArenaInner {
         };
         let scratch_t = buf[loc.ts..t_end].to_vec();
         let has_s = t_end < l.end && is_s(buf[t_end]);
+        // A T-Node with a jump table (`tjt.rs`): the end of its group, and whether it has
+        // an S-Node other than the one at `except` that is not a placeholder.
+        let table = buf[loc.ts] & 1 != 0;
+        let group = |except: usize| {
+            let (mut p, mut real) = (t_end, false);
+            while p < l.end && is_s(buf[p]) {
+                real |= p != except && !tjt::is_placeholder(buf[p]);
+                p = parse(buf, p, 0).next;
+            }
+            (p, real)
+        };
         if sub.len() == 1 {
             let mut slot = decode_tval(&scratch_t);
             slot.as_ref()?;
-            if !has_s {
-                let sp = drop_t(t_end, &mut bytes);
+            let (g_end, real) = if table {
+                group(usize::MAX)
+            } else {
+                (t_end, has_s)
+            };
+            if !real {
+                let sp = drop_t(g_end, &mut bytes);
                 let mut ctx = Ctx {
                     old: &scratch_t,
                     mm: &mut self.mm,
@@ -651,7 +736,12 @@ impl ArenaInner {
         let s = loc.s?;
         let se = s.se?;
         let scratch = buf[s.ss..se].to_vec();
-        let only = s.ss == t_end && !(se < l.end && is_s(buf[se]));
+        let (g_end, only) = if table {
+            let (g_end, real) = group(s.ss);
+            (g_end, !real)
+        } else {
+            (se, s.ss == t_end && !(se < l.end && is_s(buf[se])))
+        };
         let t_has_val = decode_tval(&scratch_t).is_some();
         let next_s = (se < l.end && is_s(buf[se])).then(|| {
             let k = key_at(buf, se, sub[1]);
@@ -660,7 +750,7 @@ impl ArenaInner {
             (n, h)
         });
         let drop_whole_t = only && !t_has_val;
-        let t_sp = drop_whole_t.then(|| drop_t(se, &mut bytes));
+        let t_sp = drop_whole_t.then(|| drop_t(g_end, &mut bytes));
         let mut ctx = Ctx {
             old: &scratch,
             mm: &mut self.mm,
@@ -675,7 +765,9 @@ impl ArenaInner {
             }
             Clear::Child => sn.child = crate::edit::Child::None,
         }
-        if !sn.is_empty() {
+        // An emptied destination of the T-Node's jump table stays as a placeholder.
+        let placeholder = t_sp.is_none() && table && tjt::is_destination(sn.key);
+        if !sn.is_empty() || placeholder {
             let mut bytes = Vec::new();
             // Re-encoding a node without adding anything allocates nothing.
             ctx.encode_snode(s.prev_s, &sn, &mut bytes).ok()?;
@@ -789,7 +881,8 @@ impl ArenaInner {
             set_used(dst, new_used);
             let tmove = if n == 1 { sp.tmove } else { TMove::Before };
             cjt::shift(dst, sp.a, sp.b, delta, tmove);
-            // The jump successors of the T-Nodes whose groups the splice changed.
+            // The jump fields (successors, T-Node tables) of the T-Nodes whose groups the
+            // splice changed.
             let top_t = if n == 1 { sp.t } else { levels[0].t_at };
             let until = if n == 1 {
                 sp.a + sp.bytes.len()
@@ -916,5 +1009,140 @@ mod tests {
         }
         // Miri runs too few writes for a container to pass 2,016 bytes.
         assert!(cfg!(miri) || tables > 0, "some container had a jump table");
+    }
+
+    /// Checks every container below `root` (every part of a split one) with
+    /// [`tjt::check`]: T-Node jump tables against a full decode; embedded payloads have
+    /// none. Returns the number of tables.
+    fn check_tables(mm: &MemoryManager, root: Hp) -> usize {
+        let mut tables = 0;
+        let mut todo = vec![root];
+        while let Some(hp) = todo.pop() {
+            let parts: Vec<Hp> = if mm.is_chain(hp) {
+                (0..8)
+                    .map(|i| hp.slot(i))
+                    .filter(|&p| !mm.is_void(p))
+                    .collect()
+            } else {
+                vec![hp]
+            };
+            for p in parts {
+                let buf = mm.get(p);
+                let mut payloads = vec![(cjt::payload_start(buf), used(buf), true)];
+                while let Some((start, end, own)) = payloads.pop() {
+                    let n = tjt::check(buf, start, end);
+                    assert!(own || n == 0, "a table in an embedded container");
+                    tables += n;
+                    let mut pos = start;
+                    while pos < end {
+                        let node = parse(buf, pos, 0);
+                        match node.child {
+                            ChildRef::Hp(c, _) => todo.push(c),
+                            ChildRef::Emb(a, b) => payloads.push((a, b, false)),
+                            _ => {}
+                        }
+                        pos = node.next;
+                    }
+                }
+            }
+        }
+        tables
+    }
+
+    /// Random inserts, upserts and removes of keys whose S-Node bytes take all 256
+    /// values, in a few T-Nodes (so that T-Nodes collect enough S-Nodes for jump tables,
+    /// and destinations are inserted, emptied into placeholders and filled again): after
+    /// every write every T-Node jump table of the trie matches a full decode of its
+    /// S-Nodes, and at the end every key of the model reads back and the walk yields
+    /// exactly the model.
+    #[test]
+    fn write_tnode_jump_tables_stay_exact() {
+        let mut a = ArenaInner::new(16 * 1024);
+        let mut model = std::collections::BTreeMap::new();
+        let mut x = 0x9E37_79B9u32;
+        let mut max_tables = 0;
+        let ops = if cfg!(miri) { 400 } else { 6000 };
+        for i in 0..ops {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // 'q', a T-Node byte of 4, an S-Node byte of 256, then 0–3 more bytes (path
+            // compressed, embedded or child containers below).
+            let len = (x >> 20) % 4;
+            let mut k = vec![b'q', (x % 4) as u8 * 5, (x >> 2) as u8];
+            k.extend((0..len).map(|j| (x >> (10 + 2 * j)) as u8 & 7));
+            if (x >> 24).is_multiple_of(16) {
+                // A key that ends at the T-Node.
+                k.truncate(2);
+            }
+            if (x >> 28).is_multiple_of(3) {
+                let present = model.remove(&k).is_some();
+                a.write(&k, &mut |_| Decision::Remove).unwrap();
+                assert_eq!(a.get(&k), None, "op {i}: removed {k:?} (present {present})");
+            } else {
+                let v = (i as u32).to_le_bytes()[..(x >> 29) as usize % 5].to_vec();
+                a.write(&k, &mut |_| Decision::Store(v.clone())).unwrap();
+                model.insert(k.clone(), v);
+            }
+            if let Some(root) = a.roots[b'q' as usize].hp {
+                max_tables = max_tables.max(check_tables(&a.mm, root));
+            }
+        }
+        assert!(max_tables >= 4, "every T-Node got a table ({max_tables})");
+        // Empty two T-Nodes (one with its own key kept): placeholders do not keep a
+        // T-Node alive.
+        model.insert(vec![b'q', 5], vec![7]);
+        a.write(&[b'q', 5], &mut |_| Decision::Store(vec![7]))
+            .unwrap();
+        let gone: Vec<Vec<u8>> = model
+            .keys()
+            .filter(|k| (k[1] == 0 || k[1] == 5) && k.len() > 2)
+            .cloned()
+            .collect();
+        for i in 0..gone.len() {
+            let k = &gone[(i * 7919) % gone.len()];
+            if model.remove(k).is_none() {
+                continue;
+            }
+            a.write(k, &mut |_| Decision::Remove).unwrap();
+            let root = a.roots[b'q' as usize].hp.expect("keys remain");
+            check_tables(&a.mm, root);
+        }
+        for k in &gone {
+            model.remove(k);
+            a.write(k, &mut |_| Decision::Remove).unwrap();
+        }
+        let root = a.roots[b'q' as usize].hp.expect("keys remain");
+        // T-Node 0 went; T-Node 5 stays for its own key, with its table and placeholders.
+        assert_eq!(check_tables(&a.mm, root), 3);
+        model.remove(&[b'q', 5][..]);
+        a.write(&[b'q', 5], &mut |_| Decision::Remove).unwrap();
+        let root = a.roots[b'q' as usize].hp.expect("keys remain");
+        assert_eq!(check_tables(&a.mm, root), 2, "T-Node 5 went");
+        for (k, v) in &model {
+            assert_eq!(a.get(k), Some(&v[..]), "{k:?}");
+        }
+        for s in 0..=255u8 {
+            let k = [b'q', 1, s];
+            assert_eq!(a.get(&k).is_some(), model.contains_key(&k[..]));
+        }
+        let want: Vec<_> = model.into_iter().collect();
+        for desc in [false, true] {
+            let mut seen = Vec::new();
+            let _ = a.walk(
+                b'q',
+                std::ops::Bound::Unbounded,
+                desc,
+                &mut Vec::new(),
+                &mut |k, v| {
+                    seen.push((k.to_vec(), v.to_vec()));
+                    std::ops::ControlFlow::Continue(())
+                },
+            );
+            if desc {
+                seen.reverse();
+            }
+            assert_eq!(seen, want, "desc {desc}");
+        }
     }
 }

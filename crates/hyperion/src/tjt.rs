@@ -1,0 +1,317 @@
+//! T-Node jump tables (§3.3): 15 offsets in a T-Node that let a search start near the
+//! S-Node it wants instead of at the T-Node's first S-Node.
+//!
+//! # Layout
+//!
+//! ```text
+//! T-Node: [flag: t:2 k=0 d:3 js:1 jt=1] [key byte if d = 0] [u16 jump if js]
+//!         [e_0 … e_14: u16 LE each] [value if t = 11]
+//! S-Nodes of the T-Node follow (pre-order, keys ascending)
+//! ```
+//!
+//! Entry `e_i` (`i ∈ 0..15`) is the distance in bytes from the T-Node's end (its value
+//! included: where its first S-Node starts) to the S-Node whose key is `16·(i+1)` — the
+//! paper's predefined destinations, so a search landing there knows the key without its
+//! predecessor, which delta encoding would need: `JT(k) = (k >> 4) − 1`. Those 15 S-Nodes
+//! always exist while the T-Node has its table: a destination no key uses is a
+//! *placeholder* S-Node, `t = 01` (inner) with `c = 00` (no child) — one byte when delta
+//! encoded, else two; it ends no key and has no child, so lookups and walks pass over it
+//! ("additional destination points must be created if keys are missing"). Offsets are
+//! relative to the T-Node's end so that re-encoding the T-Node (its value, its delta, a
+//! split moving it to the front of a new part) leaves them exact. They fit in 16 bits: at
+//! most 240 S-Nodes precede the last destination, each at most 266 bytes (flag, key, a
+//! 9-byte value, a 255-byte embedded container), 63,840 bytes in all.
+//!
+//! # When a T-Node gets one
+//!
+//! A writer that passes [`BUILD_HOPS`] or more S-Nodes of a T-Node of a container's own
+//! payload (embedded containers, at most 255 bytes, have none, as they have no jump
+//! successors) gives that T-Node a table after its write ([`build`],
+//! `ArenaInner::build_tjt`): the T-Node is re-encoded with `js` and `jt` set and the
+//! placeholders are inserted, in one splice. The paper gives no threshold; 32 S-Nodes
+//! (about 300–600 bytes of 8-byte-valued S-Nodes, five to ten cache lines) keeps the table's
+//! 30 bytes and its placeholders (at most 30 more) under a tenth of the group it serves.
+//!
+//! # Maintenance
+//!
+//! Every splice recomputes the jump fields of the T-Node whose group it changed
+//! (`write::fix_jumps`, which walks that group anyway for the jump successor), so the
+//! entries are exact after every write. Inserting a key whose S-Node is a destination turns
+//! the placeholder into an ordinary S-Node; removing it turns it back into a placeholder
+//! (`write.rs` `plan_remove`). A T-Node left with placeholders only and no value is removed
+//! with them. A table, once built, stays while its T-Node exists.
+
+use orrery_core::api::Result;
+
+use crate::arena::ArenaInner;
+use crate::edit::Txn;
+use crate::node::parse;
+use crate::write::{Splice, descend, locate};
+
+/// Entries of a T-Node jump table.
+pub(crate) const ENTRIES: usize = 15;
+/// Bytes of a T-Node jump table.
+pub(crate) const BYTES: usize = 2 * ENTRIES;
+/// S-Nodes a writer may pass in a T-Node without a table before the T-Node gets one.
+pub(crate) const BUILD_HOPS: usize = 32;
+
+/// Whether the node with flag byte `f` is a placeholder S-Node (`t = 01`, `k = 1`,
+/// `c = 00`).
+#[inline]
+pub(crate) fn is_placeholder(f: u8) -> bool {
+    f & 0xE3 == 0x60
+}
+
+/// Whether `key` is a destination of a T-Node jump table (`16·(i+1)`, `i ∈ 0..15`).
+#[inline]
+pub(crate) fn is_destination(key: u8) -> bool {
+    key & 15 == 0 && key != 0
+}
+
+/// Offset of the table of the T-Node at `t` (its flag has `jt` set).
+#[inline]
+pub(crate) fn table_at(buf: &[u8], t: usize) -> usize {
+    let f = buf[t];
+    t + 1 + usize::from((f >> 2) & 7 == 0) + 2 * usize::from(f & 2 != 0)
+}
+
+/// Where a search for S-Node key `k1` below the T-Node at `t` (flag `jt` set, its first
+/// S-Node at `t_end`) starts: the destination S-Node of the largest `16·(i+1) ≤ k1`, and
+/// the key to decode its delta from (so that `parse` yields `16·(i+1)`); for `k1 < 16`, the
+/// first S-Node and 0.
+#[inline]
+pub(crate) fn seek(buf: &[u8], t: usize, t_end: usize, k1: u8) -> (usize, u8) {
+    if k1 < 16 {
+        return (t_end, 0);
+    }
+    let i = usize::from(k1 >> 4) - 1;
+    let at = table_at(buf, t) + 2 * i;
+    let pos = t_end + usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]));
+    // The scan from here passes about half of 16 keys' S-Nodes: usually the next line too.
+    orrery_core::prefetch(buf.as_ptr().wrapping_add(pos + 64));
+    let d = (buf[pos] >> 2) & 7;
+    (pos, (k1 & 0xF0).wrapping_sub(d))
+}
+
+/// As [`seek`], but from a destination *below* `k1`, so that a writer reaching the S-Node
+/// of `k1` (or the place for it) knows its previous sibling's key: returns the position
+/// and the key of the node before it (0 at the first S-Node).
+#[inline]
+pub(crate) fn seek_before(buf: &[u8], t: usize, t_end: usize, k1: u8) -> (usize, u8) {
+    match k1.checked_sub(1) {
+        Some(k) => seek(buf, t, t_end, k),
+        None => (t_end, 0),
+    }
+}
+
+/// Sets entry `i` of the table at `tab` to `off`.
+#[inline]
+pub(crate) fn set_entry(buf: &mut [u8], tab: usize, i: usize, off: usize) {
+    debug_assert!(off <= usize::from(u16::MAX));
+    buf[tab + 2 * i..tab + 2 * i + 2].copy_from_slice(&(off as u16).to_le_bytes());
+}
+
+/// The bytes of the T-Node group `buf[t..end)` (the T-Node at `t` and all its S-Nodes;
+/// no table yet) re-encoded with a table: the T-Node with `js` and `jt` set (its jump
+/// successor kept, or 0; the entries 0 — `write::fix_jumps` fills both once the splice
+/// is in place), its value, then its S-Nodes with a placeholder at every missing
+/// destination (the S-Node after a placeholder re-encoded after its new predecessor).
+pub(crate) fn build(buf: &[u8], t: usize, end: usize) -> Vec<u8> {
+    let f = buf[t];
+    debug_assert!(f & 0x21 == 0, "a T-Node without a table");
+    let h = 1 + usize::from((f >> 2) & 7 == 0);
+    let t_end = parse(buf, t, 0).next;
+    let mut out = Vec::with_capacity(end - t + BYTES + 2 + 2 * ENTRIES);
+    out.push(f | 3);
+    out.extend_from_slice(&buf[t + 1..t + h]);
+    let js = 2 * usize::from(f & 2 != 0);
+    out.extend_from_slice(&buf[t + h..t + h + js]);
+    if js == 0 {
+        out.extend_from_slice(&[0, 0]);
+    }
+    out.extend_from_slice(&[0; BYTES]);
+    out.extend_from_slice(&buf[t + h + js..t_end]);
+    let (mut pos, mut prev, mut emitted) = (t_end, 0u8, 0u8);
+    let mut next_dest = 16u16;
+    let put = |out: &mut Vec<u8>, prev_key: &mut u8, key: u8, rest: &[u8], flag: u8| {
+        let (d, explicit) = match key.wrapping_sub(*prev_key) {
+            d @ 1..=7 if key > *prev_key => (d, false),
+            _ => (0, true),
+        };
+        out.push((flag & !0x1C) | d << 2);
+        if explicit {
+            out.push(key);
+        }
+        out.extend_from_slice(rest);
+        *prev_key = key;
+    };
+    while pos < end {
+        let n = parse(buf, pos, prev);
+        debug_assert!(n.is_s);
+        while next_dest <= 240 && next_dest < u16::from(n.key) {
+            put(&mut out, &mut emitted, next_dest as u8, &[], 0x60);
+            next_dest += 16;
+        }
+        if u16::from(n.key) == next_dest {
+            next_dest += 16;
+        }
+        let fh = 1 + usize::from((buf[pos] >> 2) & 7 == 0);
+        put(
+            &mut out,
+            &mut emitted,
+            n.key,
+            &buf[pos + fh..n.next],
+            buf[pos],
+        );
+        prev = n.key;
+        pos = n.next;
+    }
+    while next_dest <= 240 {
+        put(&mut out, &mut emitted, next_dest as u8, &[], 0x60);
+        next_dest += 16;
+    }
+    out
+}
+
+impl ArenaInner {
+    /// Gives a table to the T-Node of the container's own payload that the key `key` of
+    /// trie `b` passes at key offset `off` (the key bytes `off`, `off + 1` name the T-Node
+    /// and an S-Node below it), if it has none. Skipped when the memory cannot be had (the
+    /// table is an optimisation; the container is then unchanged).
+    pub(crate) fn build_tjt(&mut self, b: usize, key: &[u8], off: usize) {
+        let _ = self.try_build_tjt(b, key, off);
+    }
+
+    fn try_build_tjt(&mut self, b: usize, key: &[u8], off: usize) -> Result<()> {
+        let Some(root) = self.roots[b].hp else {
+            return Ok(());
+        };
+        if key.len() < off + 2 {
+            return Ok(());
+        }
+        let path = descend(&self.mm, root, key);
+        let Some(ci) = path.iter().position(|c| c.levels[0].off == off) else {
+            return Ok(());
+        };
+        let l = path[ci].levels[0];
+        let buf = self.mm.get(path[ci].hp);
+        let loc = locate(buf, &l, key[off], None);
+        let Some(t_end) = loc.t_end else {
+            return Ok(());
+        };
+        if buf[loc.ts] & 1 != 0 {
+            return Ok(());
+        }
+        let mut end = t_end;
+        while end < l.end && buf[end] & 0x20 != 0 {
+            end = parse(buf, end, 0).next;
+        }
+        let bytes = build(buf, loc.ts, end);
+        let sp = Splice::keep(loc.ts, end, bytes);
+        let mut txn = Txn::default();
+        match self.apply(&mut txn, &path, ci, 1, sp, false) {
+            Ok(()) => {
+                txn.commit(&mut self.mm);
+                Ok(())
+            }
+            Err(e) => {
+                txn.abort(&mut self.mm);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Checks the T-Node jump tables of a container's own payload `buf[start..end)` against
+/// a full decode: every table's 15 entries name the S-Nodes `16·(i+1)`, placeholders
+/// appear only at destinations of T-Nodes with a table, and no T-Node is left with
+/// nothing (no value, no S-Node other than placeholders). Returns the number of tables.
+#[cfg(test)]
+pub(crate) fn check(buf: &[u8], start: usize, end: usize) -> usize {
+    let mut pos = start;
+    let mut tables = 0;
+    while pos < end {
+        let f = buf[pos];
+        assert_eq!(f & 0x20, 0, "a T-Node at {pos}");
+        let t = parse(buf, pos, 0);
+        let mut p = t.next;
+        let mut prev = 0u8;
+        let mut found = [None; ENTRIES];
+        let mut real = 0;
+        while p < end && buf[p] & 0x20 != 0 {
+            let s = parse(buf, p, prev);
+            if is_placeholder(buf[p]) {
+                assert!(
+                    f & 1 != 0 && is_destination(s.key),
+                    "placeholder {} at {p}",
+                    s.key
+                );
+            } else {
+                real += 1;
+            }
+            if is_destination(s.key) {
+                found[usize::from(s.key >> 4) - 1] = Some(p - t.next);
+            }
+            prev = s.key;
+            p = s.next;
+        }
+        assert!(real > 0 || t.val.is_some(), "an empty T-Node at {pos}");
+        if f & 1 != 0 {
+            tables += 1;
+            let tab = table_at(buf, pos);
+            for (i, want) in found.iter().enumerate() {
+                let e = u16::from_le_bytes([buf[tab + 2 * i], buf[tab + 2 * i + 1]]);
+                assert_eq!(
+                    Some(usize::from(e)),
+                    *want,
+                    "entry {i} of the T-Node at {pos}"
+                );
+            }
+        }
+        pos = p;
+    }
+    tables
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes of a table: a T-Node with two S-Nodes (keys 3 and 40, 1-byte values)
+    /// gets `js`, `jt`, 30 bytes of entries and 14 placeholders; a seek lands on the
+    /// destination at or below the key and decodes its key.
+    #[test]
+    fn tjt_layout_and_seek() {
+        // T-Node key 7 (explicit), inner; S 3 (d = 3) value "a"; S 40 explicit, value "b".
+        let group = [0x40, 7, 0xE0 | 3 << 2, 1, b'a', 0xE0, 40, 1, b'b'];
+        let out = build(&group, 0, group.len());
+        assert_eq!(out[0], 0x43);
+        assert_eq!(out[1], 7);
+        assert_eq!(&out[2..4], &[0, 0]);
+        let t_end = 4 + BYTES;
+        // S 3 (3 bytes), placeholders 16 and 32 (2 each), S 40 (4), placeholders 48..=240
+        // (13, 2 each).
+        assert_eq!(out.len(), t_end + 3 + 2 + 2 + 4 + 26);
+        // S 3, placeholder 16 (explicit), S 32 placeholder explicit, then S 40 delta 8 →
+        // explicit, placeholder 48 (delta 8: explicit) …
+        assert_eq!(&out[t_end..t_end + 3], &[0xE0 | 3 << 2, 1, b'a']);
+        assert_eq!(&out[t_end + 3..t_end + 5], &[0x60, 16]);
+        assert_eq!(&out[t_end + 5..t_end + 7], &[0x60, 32]);
+        assert_eq!(&out[t_end + 7..t_end + 10], &[0xE0, 40, 1]);
+        let mut buf = out.clone();
+        buf.extend_from_slice(&[0; 8]);
+        let end = out.len();
+        crate::write::fix_jumps(&mut buf, 0, 1, end);
+        assert_eq!(u16::from_le_bytes([buf[2], buf[3]]) as usize, end);
+        assert_eq!(check(&buf, 0, end), 1);
+        assert_eq!(seek(&buf, 0, t_end, 3), (t_end, 0));
+        let (p, prev) = seek(&buf, 0, t_end, 45);
+        assert_eq!(p, t_end + 5);
+        assert_eq!(parse(&buf, p, prev).key, 32);
+        let (p, prev) = seek_before(&buf, 0, t_end, 16);
+        assert_eq!((p, prev), (t_end, 0));
+        let (p, prev) = seek(&buf, 0, t_end, 255);
+        assert_eq!(parse(&buf, p, prev).key, 240);
+        assert!(is_placeholder(buf[p]));
+    }
+}
