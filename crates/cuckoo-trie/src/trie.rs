@@ -112,7 +112,6 @@
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use orrery_core::api::Error;
@@ -123,7 +122,9 @@ use crate::bucket::{Entry, Kind, Locator};
 use crate::record::{self, Records};
 use crate::table::{Found, Full, Table};
 
+mod grow;
 mod update;
+pub use grow::GrowthStats;
 pub(crate) use update::Mode;
 
 /// The most buckets a table may have (locator hashes are 40 bits).
@@ -261,9 +262,8 @@ pub(crate) enum End {
 pub(crate) struct Raw {
     table: AtomicPtr<Table>,
     records: Arc<Records>,
-    /// Held by the writer that grows the table (one growth at a time); writers that
-    /// find the table frozen wait on it.
-    grow_lock: Mutex<()>,
+    /// The running migration and growth counters (`trie/grow.rs`).
+    growth: grow::Growth,
     /// A growth is freezing or copying the current table.
     resizing: AtomicBool,
     len: AtomicUsize,
@@ -281,13 +281,14 @@ impl Raw {
     /// An empty trie (validated config).
     pub(crate) fn new(config: Config) -> Result<Raw, Error> {
         let t = Table::new(config.initial_buckets)?;
-        let root = Entry::new(Kind::Bitmap, 0, 0);
-        let placed = t.place(0, root).map_err(|Full| Error::OutOfMemory)?;
+        let placed = t
+            .place(0, root_entry())
+            .map_err(|Full| Error::OutOfMemory)?;
         debug_assert_eq!(placed.1.color(), 0);
         Ok(Raw {
             table: AtomicPtr::new(Box::into_raw(Box::new(t))),
             records: Records::new(),
-            grow_lock: Mutex::new(()),
+            growth: grow::Growth::default(),
             resizing: AtomicBool::new(false),
             len: AtomicUsize::new(0),
             config,
@@ -905,154 +906,6 @@ impl Raw {
             }
         }
     }
-
-    /// Replaces the table `old` by one of at least twice the buckets holding the same
-    /// trie, unless another writer already did (§5 "Resizing"). Every bucket of `old` is
-    /// frozen first (waiting for the writers holding one to commit or abandon), so no
-    /// writer changes it while it is copied; readers keep reading it until the new table
-    /// is published, and it is retired through the epoch collector. If the new table
-    /// cannot be allocated, `old` is unfrozen and the error returned.
-    fn grow(&self, old: &Table, g: &Guard) -> Result<(), Error> {
-        let _m = self.grow_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if !self.still_current(old) {
-            return Ok(());
-        }
-        self.resizing.store(true, Ordering::SeqCst);
-        old.freeze_all();
-        let r = self.rebuild(old, g);
-        if r.is_err() {
-            old.unfreeze_all();
-        }
-        self.resizing.store(false, Ordering::Release);
-        r
-    }
-
-    /// Copies the frozen `old` into a new table of at least twice the buckets and
-    /// publishes it.
-    fn rebuild(&self, old: &Table, g: &Guard) -> Result<(), Error> {
-        let mut n = old.hash().buckets() as usize * 2;
-        loop {
-            if n > MAX_BUCKETS {
-                return Err(Error::OutOfMemory);
-            }
-            let new = Table::new(n)?;
-            if Self::copy_into(old, &new).is_ok() && Self::link_leaves(&new).is_ok() {
-                let fresh = Box::into_raw(Box::new(new));
-                let prev = self.table.swap(fresh, Ordering::AcqRel);
-                let prev_addr = prev as usize;
-                let free = move || {
-                    // SAFETY: the replaced table, unreachable for guards pinned after the
-                    // swap; dropped once, after every earlier guard is gone.
-                    drop(unsafe { Box::from_raw(prev_addr as *mut Table) })
-                };
-                // SAFETY: `free` owns the table (no borrowed data); sound on any thread.
-                unsafe { g.defer_unchecked(free) };
-                return Ok(());
-            }
-            n *= 2;
-        }
-    }
-
-    /// Sets the next-leaf locators of every leaf of the unpublished table `t` (after
-    /// [`Raw::copy_into`], which copied the old table's locators): a depth-first walk in
-    /// key order.
-    fn link_leaves(t: &Table) -> Result<(), Full> {
-        let root = t.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;
-        // (hash, entry) of nodes still to visit, the smallest on top.
-        let mut stack = vec![(0u64, root.entry)];
-        let mut prev: Option<crate::table::Slot> = None;
-        while let Some((h, e)) = stack.pop() {
-            match e.kind() {
-                Kind::Leaf => {
-                    let me = t
-                        .find(Locator {
-                            hash: h,
-                            color: e.color(),
-                        })
-                        .ok_or(Full)?;
-                    if let Some(p) = prev {
-                        t.update(p, |x| {
-                            x.with_next(Some(Locator {
-                                hash: h,
-                                color: e.color(),
-                            }))
-                        });
-                    }
-                    prev = Some(me.slot);
-                }
-                Kind::Bitmap => {
-                    let mut bits = e.bitmap();
-                    while bits != 0 {
-                        let s = 63 - bits.leading_zeros() as u8;
-                        bits &= !(1u64 << s);
-                        let hc = t.hash().child(h, s);
-                        let child = t.search_by_parent(hc, s, e.color()).ok_or(Full)?;
-                        stack.push((hc, child.entry));
-                    }
-                }
-                Kind::Jump => {
-                    let len = e.jump_len();
-                    let hc = (0..len).fold(h, |h, q| t.hash().child(h, e.jump_symbol(q)));
-                    let child = t
-                        .search_by_color(hc, e.jump_symbol(len - 1), e.child_color())
-                        .ok_or(Full)?;
-                    stack.push((hc, child.entry));
-                }
-                Kind::Empty => return Err(Full),
-            }
-        }
-        if let Some(p) = prev {
-            t.update(p, |x| x.with_next(None));
-        }
-        Ok(())
-    }
-
-    /// Copies the trie of `old` into the empty `new`, top-down (new colours, new parent
-    /// colours, jump nodes' child colours patched once their child is placed). Writers are
-    /// excluded, so `old` does not change meanwhile.
-    fn copy_into(old: &Table, new: &Table) -> Result<(), Full> {
-        let root = old.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;
-        let (_, nroot) = new.place(0, root.entry.rebased(0))?;
-        debug_assert_eq!(nroot.color(), 0);
-        // (old hash, old entry, new hash, new colour)
-        let mut stack = vec![(0u64, root.entry, 0u64, 0u8)];
-        while let Some((oh, oe, nh, nc)) = stack.pop() {
-            match oe.kind() {
-                Kind::Bitmap => {
-                    let mut bits = oe.bitmap();
-                    while bits != 0 {
-                        let s = bits.trailing_zeros() as u8;
-                        bits &= bits - 1;
-                        let ohc = old.hash().child(oh, s);
-                        let child = old.search_by_parent(ohc, s, oe.color()).ok_or(Full)?;
-                        let nhc = new.hash().child(nh, s);
-                        let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
-                        stack.push((ohc, child.entry, nhc, ne.color()));
-                    }
-                }
-                Kind::Jump => {
-                    let len = oe.jump_len();
-                    let last = oe.jump_symbol(len - 1);
-                    let ohc = (0..len).fold(oh, |h, q| old.hash().child(h, oe.jump_symbol(q)));
-                    let nhc = (0..len).fold(nh, |h, q| new.hash().child(h, oe.jump_symbol(q)));
-                    let child = old
-                        .search_by_color(ohc, last, oe.child_color())
-                        .ok_or(Full)?;
-                    let (_, ne) = new.place(nhc, child.entry.rebased(nc))?;
-                    let me = new
-                        .find(Locator {
-                            hash: nh,
-                            color: nc,
-                        })
-                        .ok_or(Full)?;
-                    new.update(me.slot, |x| x.with_child_color(ne.color()));
-                    stack.push((ohc, child.entry, nhc, ne.color()));
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
 }
 
 impl Drop for Raw {
@@ -1069,6 +922,16 @@ impl Drop for Raw {
             }
         });
     }
+}
+
+/// The root's entry as placed in an empty table: a bitmap node of last symbol 0 and parent
+/// colour 0, flagged *jump child* so that `SEARCHBYPARENT` never matches it. Without the
+/// flag, the end-symbol child of a node whose hash peels from 0 (`h(x·0) = 0`) and whose
+/// colour is 0 would be ambiguous with the root (same hash 0, last symbol 0, parent colour
+/// 0): the search could return the root as that child (seen in growth tests as the root
+/// reached twice). The root itself is only ever found by its locator (colour 0).
+pub(crate) fn root_entry() -> Entry {
+    Entry::new(Kind::Bitmap, 0, 0).with_jump_child(true)
 }
 
 /// A record address from a leaf.

@@ -56,7 +56,7 @@
 //! often) no free slot, the writer grows the table: it marks every bucket *frozen* (no
 //! writer can lock it any more; readers keep reading it), copies the trie into a table of
 //! twice the buckets, publishes it with one pointer swap and retires the old one. Writers
-//! whose locks fail on a frozen bucket wait for the new table; readers never wait.
+//! whose locks fail on a frozen bucket help copy it (`trie/grow.rs`); readers never wait.
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -203,12 +203,10 @@ impl Raw {
             .unwrap_or(false)
     }
 
-    /// Waits while a growth is copying the table (its buckets are frozen; the writer
-    /// continues on the new table).
+    /// While a growth is copying the table (its buckets are frozen), helps copy it and
+    /// waits for the new table (`trie/grow.rs`); the writer continues there.
     fn wait_growth(&self) {
-        if self.resizing.load(Ordering::Acquire) {
-            drop(self.grow_lock.lock().unwrap_or_else(|p| p.into_inner()));
-        }
+        self.help_growth();
     }
 
     /// One attempt of [`Raw::upsert`]; `make` is called only on the way to `Ok`.
