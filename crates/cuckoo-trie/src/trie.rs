@@ -50,8 +50,9 @@
 //! - tail collapse (node `X` whose only child is leaf `C`, and ancestors left with only
 //!   `X`): the topmost such node becomes a leaf with `C`'s record and the right next
 //!   locator, the list predecessor is pointed at it, and the nodes below it are cleared.
-//! - growth: the new table gets fresh locators from one ordered walk before it is
-//!   published.
+//! - growth: each copy unit (a subtree of the root) links its leaves as it places them in
+//!   key order; the participant that finishes the growth links the units' lists together
+//!   before the new table is published (`trie/grow.rs`).
 //!
 //! There are no subtree-max locators: predecessor search climbs the searched path to the
 //! first ancestor with a child on the left and descends that child's rightmost edge, each
@@ -84,11 +85,12 @@
 //!   before clearing the child.
 //! - Records are immutable; a replaced or removed record is retired through the epoch
 //!   collector, so a reader may read any record it reached under its guard.
-//! - Growth freezes every bucket of the current table (a bit of the version word that
-//!   makes every writer's lock fail; readers ignore it), builds a table of twice the
-//!   buckets from it while readers keep using it, then publishes the new table and retires
-//!   the old one through the epoch collector. Writers that meet a frozen bucket wait for
-//!   the new table.
+//! - Growth (`trie/grow.rs`) freezes every bucket of the current table (a bit of the
+//!   version word that makes every writer's lock fail; readers ignore it), copies it into
+//!   a table of twice the buckets while readers keep using it, then publishes the new
+//!   table and retires the old one through the epoch collector. The freezing and the copy
+//!   are split into units (bucket chunks; subtrees of the root) claimed with one counter
+//!   by every writer that meets the frozen table: writers help instead of waiting.
 //!
 //! - Scans (§4.4 "Range iteration", §5): one validated successor search finds the first
 //!   leaf; each step to the next leaf reads the leaf its locator names, then checks the
@@ -105,9 +107,7 @@
 //!
 //! # Not built yet
 //!
-//! Cooperative migration during growth (one writer copies the frozen table while other
-//! writers wait for it), subtree-max locators (above), re-merging jump chains after
-//! removals.
+//! Subtree-max locators (above), re-merging jump chains after removals.
 
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
