@@ -460,9 +460,8 @@ impl Raw {
 
     /// Looks up up to [`GROUP`] keys at once (MLP across operations, beyond the paper):
     /// the walks advance in rounds, one trie node per key per round, each keeping its own
-    /// prefetch cursor `D` prefixes ahead, and a walk that reads a leaf prefetches its
-    /// record at once (in the round that read the leaf's bucket) and compares it in the
-    /// next round. So the DRAM reads of the group's walks
+    /// prefetch cursor `D` prefixes ahead, and a walk that reached its leaf prefetches the
+    /// record and compares it in the next round. So the DRAM reads of the group's walks
     /// overlap instead of following each other. A walk that must restart (a concurrent
     /// writer) finishes as a plain [`Raw::lookup`]; if the table was replaced meanwhile the
     /// whole group is looked up again. Results go to `out[i]` for `keys[i]`.
@@ -580,15 +579,7 @@ impl Raw {
             }
             _ => return Err(Restart),
         };
-        // A leaf's record address is known as soon as its bucket is read: prefetch the
-        // record now, so that its DRAM read overlaps the other walks' next round.
-        w.state = if next.found.entry.kind() == Kind::Leaf {
-            let rec = next.found.entry.record();
-            orrery_core::prefetch(rec as *const u8);
-            WalkState::Record(rec)
-        } else {
-            WalkState::At(next)
-        };
+        w.state = WalkState::At(next);
         Ok(None)
     }
 
