@@ -157,6 +157,14 @@ pub(crate) struct Split {
     /// Time series over the phase: `[start second, Mops/s, share of batches expanding]` per
     /// window (about 100 windows).
     pub(crate) series: Vec<[f64; 3]>,
+    /// p50, p99, p999 (ns) of the sampled operations during which the probe said
+    /// "steady" (read just before and just after the operation; None if none).
+    #[serde(default)]
+    pub(crate) steady_latency: Option<(u64, u64, u64)>,
+    /// The same for sampled operations during which the probe said "expanding" at both
+    /// reads (operations overlapping a restructuring's start or end are in neither).
+    #[serde(default)]
+    pub(crate) expanding_latency: Option<(u64, u64, u64)>,
 }
 
 /// One sample of a thread's time series: (instant, operations done, probe said "expanding",
@@ -227,6 +235,8 @@ fn split(ticks: &[Vec<Tick>], start: Instant, end: Instant) -> Split {
         })
         .collect();
     Split {
+        steady_latency: None,
+        expanding_latency: None,
         steady_mops: any_steady.then_some(steady),
         expanding_mops: any_expanding.then_some(expanding),
         expanding_share: if steady_secs + expanding_secs > 0.0 {
@@ -278,6 +288,8 @@ struct WorkerOut {
     cpu_secs: f64,
     ops: u64,
     hist: Histogram<u64>,
+    /// Sampled latencies by the probe read around each sample: (steady, expanding).
+    hist_split: (Histogram<u64>, Histogram<u64>),
     found: u64,
     probes: u64,
     digest: u64,
@@ -550,6 +562,18 @@ fn measure(
 ) -> WorkerOut {
     let keys = w.keys;
     let mut hist = latency::histogram();
+    let mut hist_split = (latency::histogram(), latency::histogram());
+    // Files a sampled latency by the probe read before (`e0`) and after the operation.
+    let mut file = |ns: u64, e0: Option<bool>| {
+        let _ = hist.record(ns);
+        if let (Some(e0), Some(p)) = (e0, probe) {
+            match (e0, (p.expanding)()) {
+                (false, false) => drop(hist_split.0.record(ns)),
+                (true, true) => drop(hist_split.1.record(ns)),
+                _ => {}
+            }
+        }
+    };
     let mut error = None;
     let start = Instant::now();
     let cpu0 = cpu::thread_cpu_secs();
@@ -572,9 +596,10 @@ fn measure(
             for (j, group) in chunk.chunks(b).enumerate() {
                 let at = base + j * b;
                 if j % knobs.sample_every.div_ceil(b).max(1) == 0 {
+                    let e0 = probe.map(|p| (p.expanding)());
                     let t0 = Instant::now();
                     w.exec_many(group, at, trace);
-                    let _ = hist.record(t0.elapsed().as_nanos() as u64);
+                    file(t0.elapsed().as_nanos() as u64, e0);
                 } else {
                     w.exec_many(group, at, trace);
                 }
@@ -594,9 +619,10 @@ fn measure(
                     }
                 };
                 let r = if j % knobs.sample_every == 0 {
+                    let e0 = probe.map(|p| (p.expanding)());
                     let t0 = Instant::now();
                     let r = w.exec(op, key);
-                    let _ = hist.record(t0.elapsed().as_nanos() as u64);
+                    file(t0.elapsed().as_nanos() as u64, e0);
                     r
                 } else {
                     w.exec(op, key)
@@ -626,6 +652,7 @@ fn measure(
         cpu_secs: cpu::thread_cpu_secs() - cpu0,
         ops: done,
         hist,
+        hist_split,
         found: w.found,
         probes: w.probes,
         digest: w.digest,
@@ -647,8 +674,11 @@ fn combine(outs: Vec<WorkerOut>, probe: Option<&Probe>) -> Result<Phase, String>
         .unwrap_or_else(Instant::now);
     let end = outs.iter().map(|o| o.end).max().unwrap_or(start);
     let mut hist = latency::histogram();
+    let (mut steady_hist, mut expanding_hist) = (latency::histogram(), latency::histogram());
     for o in &outs {
         let _ = hist.add(&o.hist);
+        let _ = steady_hist.add(&o.hist_split.0);
+        let _ = expanding_hist.add(&o.hist_split.1);
     }
     std::hint::black_box(outs.iter().map(|o| o.digest).sum::<u64>());
     Ok(Phase {
@@ -660,7 +690,11 @@ fn combine(outs: Vec<WorkerOut>, probe: Option<&Probe>) -> Result<Phase, String>
         per_thread: outs.iter().map(|o| (o.ops, o.cpu_secs)).collect(),
         split: probe.map(|_| {
             let ticks: Vec<Vec<Tick>> = outs.iter().map(|o| o.ticks.clone()).collect();
-            split(&ticks, start, end)
+            Split {
+                steady_latency: latency::percentiles(&steady_hist),
+                expanding_latency: latency::percentiles(&expanding_hist),
+                ..split(&ticks, start, end)
+            }
         }),
     })
 }

@@ -241,6 +241,8 @@ enum Maker {
     OrderedSized(SizedMaker),
     /// An ordered index that reports [`IndexStats`].
     OrderedStats(fn(&Settings) -> (Box<dyn OrderedKvIndex>, StatsFn)),
+    /// An ordered index with a [`Probe`].
+    OrderedProbed(fn(&Settings) -> (Box<dyn OrderedKvIndex>, Probe)),
 }
 
 /// One registered index.
@@ -357,6 +359,19 @@ fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
         settle: Box::new(move || b.finish_expansion()),
     };
     (Box::new(m), Arc::new(hooks))
+}
+
+/// A Cuckoo Trie (default configuration, as the facade builds it) shared with its probe:
+/// "expanding" while a growth freezes and copies its table (`CuckooTrie::is_growing`). A
+/// growth completes within the writes that take part in it, so nothing is left to settle.
+fn cuckoo_trie_probed() -> (Box<dyn OrderedKvIndex>, Probe) {
+    let ct = Arc::new(orrery::cuckoo_trie::CuckooTrie::new());
+    let a = Arc::clone(&ct);
+    let hooks = Hooks {
+        expanding: Box::new(move || a.is_growing()),
+        settle: Box::new(|| {}),
+    };
+    (Box::new(ct), Arc::new(hooks))
 }
 
 /// A Hyperion index with `config`, shared with a reader of its memory manager's breakdown
@@ -614,6 +629,8 @@ fn own_entries() -> Vec<Entry> {
                 }
                 // The facade's default configuration, plus its memory-manager statistics.
                 "hyperion" => Maker::OrderedStats(|_| hyperion_with_stats(hyperion_config(false))),
+                // The facade's default configuration, plus its growth probe.
+                "cuckoo-trie" => Maker::OrderedProbed(|_| cuckoo_trie_probed()),
                 _ => Maker::Facade(name),
             };
             Entry {
@@ -722,6 +739,10 @@ impl Resolved {
                 }
             }
             Maker::Point(f) => (AnyIndex::Point(f(settings)), None),
+            Maker::OrderedProbed(f) => {
+                let (i, p) = f(settings);
+                (AnyIndex::Ordered(i), Some(p))
+            }
             Maker::PointProbed(f) => {
                 let (i, p) = f(settings);
                 (AnyIndex::Point(i), Some(p))

@@ -846,6 +846,11 @@ fn sweeps(
     Ok(plots)
 }
 
+/// `p50/p99/p999` of a latency triple, or `n/a`.
+fn pcts(p: Option<(u64, u64, u64)>) -> String {
+    p.map_or("n/a".into(), |(a, b, c)| format!("{a}/{b}/{c}"))
+}
+
 /// Throughput while an index restructured itself (its probe said "expanding") against
 /// steady state: a table, and per result a time-series plot with the expanding windows
 /// shaded. Returns the number of plots written.
@@ -859,13 +864,15 @@ fn expansions(md: &mut String, dir: &Path, recs: &[&Record]) -> Result<usize, St
         "## Throughput while expanding vs steady state\n\n\
          Each thread samples the index's probe (for Mercury: is an expansion in progress?) \
          every 1024 operations; batches with the probe true at both ends count as expanding, \
-         false at both ends as steady (per-thread rates summed over threads).\n"
+         false at both ends as steady (per-thread rates summed over threads). Latencies: \
+         the sampled operations with the probe read just before and after each, filed as \
+         steady or expanding the same way (p50/p99/p999 ns).\n"
     );
     let _ = writeln!(
         md,
-        "| index | dataset | keys | workload | threads | steady Mops/s | expanding Mops/s | ratio | time expanding |"
+        "| index | dataset | keys | workload | threads | steady Mops/s | expanding Mops/s | ratio | time expanding | steady latency | expanding latency |"
     );
-    let _ = writeln!(md, "|---|---|---:|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut plots = Vec::new();
     for r in &with {
         let Some(sp) = &r.split else { continue };
@@ -875,7 +882,7 @@ fn expansions(md: &mut String, dir: &Path, recs: &[&Record]) -> Result<usize, St
             .map_or("n/a".into(), |(a, b)| format!("{:.2}", b / a));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.0}% |",
+            "| {} | {} | {} | {} | {} | {} | {} | {ratio} | {:.0}% | {} | {} |",
             r.index,
             r.dataset,
             keys_label(r.keys),
@@ -883,7 +890,9 @@ fn expansions(md: &mut String, dir: &Path, recs: &[&Record]) -> Result<usize, St
             r.threads,
             opt(sp.steady_mops, 3),
             opt(sp.expanding_mops, 3),
-            100.0 * sp.expanding_share
+            100.0 * sp.expanding_share,
+            pcts(sp.steady_latency),
+            pcts(sp.expanding_latency)
         );
         let stem = format!(
             "expansion-{}-{}-{}-{}-{}t",

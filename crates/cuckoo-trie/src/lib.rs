@@ -55,7 +55,8 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor and scans, growth; the protocol |
+//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor and scans; the protocol |
+//! | `trie/grow` | growth (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it |
 //! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
 //! | `lockset` | the buckets one update locks, its private edits and its commit |
 //! | `iter` | [`Iter`] |
@@ -81,6 +82,7 @@ use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 
 pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter};
+pub use trie::GrowthStats;
 use trie::{Decision, Mode};
 
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
@@ -268,6 +270,29 @@ impl CuckooTrie {
     /// Whether the index is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether a growth of the table (§5 "Resizing": freezing and cooperatively copying
+    /// it into one of twice the buckets, `trie/grow.rs`) is in progress right now. Lookups
+    /// and scans never wait for it; writers help it. For benchmarks and tests (the
+    /// throughput and latency of operations that overlap a growth).
+    pub fn is_growing(&self) -> bool {
+        self.raw.is_growing()
+    }
+
+    /// Counts of growths so far: completed, given up, and how many copy units writers
+    /// other than the one that started a growth copied (cooperation).
+    pub fn growth_stats(&self) -> GrowthStats {
+        self.raw.growth_stats()
+    }
+
+    /// Walks the whole trie and checks its structural invariants (every entry reachable
+    /// once, child links, the tail rule, key order, the leaf list, the count); returns the
+    /// number of keys, or what is wrong. For tests: call it with no concurrent writer. It
+    /// reads every bucket (slow on a large index).
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<usize, String> {
+        self.raw.check_invariants()
     }
 
     /// Bytes held: the bucket array, and the record pools.

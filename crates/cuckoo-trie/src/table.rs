@@ -41,6 +41,9 @@ use crate::hash::PrefixHash;
 pub(crate) const MAX_BFS: usize = 256;
 /// The longest relocation path (moves).
 pub(crate) const MAX_PATH: usize = 5;
+/// Rounds of [`Table::place`] (lock, no free slot, make room) before it reports [`Full`]:
+/// only concurrent placers taking the room made can need more than one or two.
+const PLACE_TRIES: usize = 32;
 
 /// No slot for a new entry: the table must grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,32 +212,83 @@ impl Table {
         self.hash.hash_at(slot.bucket, e.tag(), e.primary())
     }
 
-    /// A colour no entry of hash `h` has, if any.
-    fn free_color(&self, h: u64) -> Option<u8> {
-        let mut used = 0u16;
-        self.entries_for(h, |_, e, _| {
-            used |= 1 << e.color();
-            None::<()>
-        });
-        (0..COLORS).find(|&c| used & (1 << c) == 0)
-    }
-
     /// Places `proto` (kind, last symbol, parent colour and payload set) as a node of hash
-    /// `h`: picks a free colour, a free slot in `B1` or `B2` or a cuckoo path to one, and
-    /// writes it. Returns where it went and the entry as written (with its colour). Only
-    /// for a table no other writer changes (a new table being filled by growth, or the
-    /// first entry); shared tables place through the trie's lock sets.
+    /// `h`: with both buckets of `h` locked (index order), picks a colour no entry of `h`
+    /// has and a free slot in `B1` or `B2`; if both are full, unlocks, makes room along a
+    /// cuckoo path and tries again. Returns where it went and the entry as written (with
+    /// its colour). Safe with concurrent placers (a table being filled by a cooperative
+    /// growth, `trie/grow.rs`): the colour and the slot are chosen from locked lines, and
+    /// a relocation moves an entry under the locks of both its buckets. Not for the shared
+    /// trie table: updates there place through the trie's lock sets.
     pub(crate) fn place(&self, h: u64, proto: Entry) -> Result<(Slot, Entry), Full> {
-        let color = self.free_color(h).ok_or(Full)?;
         let (b1, b2) = self.hash.buckets_of(h);
         let tag = PrefixHash::tag(h);
-        let target = self.make_room(b1, b2).map_err(|_| Full)?;
-        let primary = target.bucket == b1;
-        let e = proto.placed(tag, primary).with_color(color);
-        let mut g = self.buckets[target.bucket].lock().ok_or(Full)?;
-        debug_assert!(g.line.entry(target.index).is_empty());
-        g.line.set_entry(target.index, e);
-        Ok((target, e))
+        for _ in 0..PLACE_TRIES {
+            let (mut g1, mut g2) = self.lock_pair(b1, b2).ok_or(Full)?;
+            let mut used = 0u16;
+            for (line, primary) in [(&g1.line, true), (&g2.line, false)] {
+                for i in 0..SLOTS {
+                    let e = line.entry(i);
+                    if !e.is_empty() && e.tag() == tag && e.primary() == primary {
+                        used |= 1 << e.color();
+                    }
+                }
+            }
+            let Some(color) = (0..COLORS).find(|&c| used & (1 << c) == 0) else {
+                g2.abandon();
+                g1.abandon();
+                return Err(Full);
+            };
+            for (g, bucket, primary) in [(&mut g1, b1, true), (&mut g2, b2, false)] {
+                if let Some(index) = g.line.free_slot() {
+                    let e = proto.placed(tag, primary).with_color(color);
+                    g.line.set_entry(index, e);
+                    return Ok((Slot { bucket, index }, e));
+                }
+            }
+            g2.abandon();
+            g1.abandon();
+            match self.make_room(b1, b2) {
+                Ok(_) | Err(Room::Busy) => {}
+                Err(Room::Full) => return Err(Full),
+            }
+        }
+        Err(Full)
+    }
+
+    /// Locks buckets `b1` and `b2` (distinct) in index order, waiting for each; returns
+    /// their guards as `(b1, b2)`. `None` if one is frozen. The caller holds no bucket.
+    fn lock_pair(&self, b1: usize, b2: usize) -> Option<(BucketGuard<'_>, BucketGuard<'_>)> {
+        debug_assert_ne!(b1, b2);
+        let (lo, hi) = (b1.min(b2), b1.max(b2));
+        let a = self.buckets[lo].lock()?;
+        let Some(b) = self.buckets[hi].lock() else {
+            a.abandon();
+            return None;
+        };
+        Some(if b1 < b2 { (a, b) } else { (b, a) })
+    }
+
+    /// Rewrites the node `l` names with `f(old)`, under the locks of both buckets of its
+    /// hash (so a concurrent relocation cannot move it meanwhile). [`Full`] if no such
+    /// node. For tables being filled by growth (concurrent placers, no readers).
+    pub(crate) fn update_at(&self, l: Locator, f: impl FnOnce(Entry) -> Entry) -> Result<(), Full> {
+        let (b1, b2) = self.hash.buckets_of(l.hash);
+        let tag = PrefixHash::tag(l.hash);
+        let (mut g1, mut g2) = self.lock_pair(b1, b2).ok_or(Full)?;
+        for (g, primary) in [(&mut g1, true), (&mut g2, false)] {
+            for i in 0..SLOTS {
+                let e = g.line.entry(i);
+                if !e.is_empty() && e.tag() == tag && e.primary() == primary && e.color() == l.color
+                {
+                    g.line.set_entry(i, f(e));
+                    return Ok(());
+                }
+            }
+        }
+        g2.abandon();
+        g1.abandon();
+        Err(Full)
     }
 
     /// Makes a free slot in one of the two buckets of `h` (relocating entries along a
@@ -355,25 +409,16 @@ impl Table {
         Ok(())
     }
 
-    /// Rewrites the entry at `slot` with `f(old)` under its bucket lock. Only for a table
-    /// no other writer changes (a new table being filled by growth).
-    pub(crate) fn update(&self, slot: Slot, f: impl FnOnce(Entry) -> Entry) {
-        let Some(mut g) = self.buckets[slot.bucket].lock() else {
-            unreachable!("a table being filled is never frozen")
-        };
-        let e = g.line.entry(slot.index);
-        g.line.set_entry(slot.index, f(e));
-    }
-
-    /// Freezes every bucket (growth, §5 "Resizing"): waits for each writer holding one to
-    /// finish, after which no writer changes the table.
-    pub(crate) fn freeze_all(&self) {
-        for b in 0..self.buckets.len() {
+    /// Freezes the buckets of `range` (one claimed chunk of a growth, §5 "Resizing"):
+    /// waits for each writer holding one to finish, after which no writer changes them.
+    pub(crate) fn freeze_range(&self, range: std::ops::Range<usize>) {
+        for b in range {
             self.buckets[b].freeze();
         }
     }
 
-    /// Undoes [`Table::freeze_all`] (a growth that could not allocate its new table).
+    /// Undoes the freezing of every bucket (a growth that could not allocate its new
+    /// table).
     pub(crate) fn unfreeze_all(&self) {
         for b in 0..self.buckets.len() {
             self.buckets[b].unfreeze();

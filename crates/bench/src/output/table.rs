@@ -108,6 +108,7 @@ pub(crate) fn legend(latency: &str, lat_4k_ns: Option<f64>) -> String {
 pub(crate) fn split_line(r: &Record) -> Option<String> {
     let s = r.split.as_ref()?;
     let f = |v: Option<f64>| v.map_or("n/a".into(), |x| format!("{x:.3}"));
+    let p = |v: Option<(u64, u64, u64)>| v.map_or("n/a".into(), |(a, b, c)| format!("{a}/{b}/{c}"));
     let ratio = s
         .steady_mops
         .zip(s.expanding_mops)
@@ -117,13 +118,15 @@ pub(crate) fn split_line(r: &Record) -> Option<String> {
         .zip(s.expanding_cpu_mops)
         .map_or("n/a".into(), |(a, b)| format!("{:.2}", b / a));
     Some(format!(
-        "    {} while expanding: {} Mops/s vs steady {} Mops/s (ratio {ratio}; expanding {:.0}% of the time); per thread-CPU second {} vs {} (ratio {cpu_ratio})",
+        "    {} while expanding: {} Mops/s vs steady {} Mops/s (ratio {ratio}; expanding {:.0}% of the time); per thread-CPU second {} vs {} (ratio {cpu_ratio}); latency p50/p99/p999 ns while expanding {} vs steady {}",
         r.index,
         f(s.expanding_mops),
         f(s.steady_mops),
         100.0 * s.expanding_share,
         f(s.expanding_cpu_mops),
         f(s.steady_cpu_mops),
+        p(s.expanding_latency),
+        p(s.steady_latency),
     ))
 }
 

@@ -56,11 +56,11 @@
 //! flags to mark (§5 sets them on leaves pointed to by stale locators during in-place
 //! updates). A reader that follows a locator validates the node it read it from after
 //! reading the leaf, so it never combines a locator with a leaf of a different state. The
-//! flag is used for the one stale state that exists: a growth copies internal nodes with
+//! flag marks the one transient stale state: a growth copies internal nodes with
 //! locators of the old table ([`crate::bucket::Entry::rebased`] sets the flag on the
-//! node); readers pass a flagged node by one rightmost step, and a writer that sets the
-//! node's locator clears it. [`Raw::fill_subtree_max`] recomputes every locator of a new
-//! table in one walk before it is published.
+//! copy), and the copy sets each node's locator, clearing the flag, when its subtree is
+//! done (`trie/grow.rs`), so no published table holds a flagged node. Readers would pass
+//! a flagged node by one rightmost step, and a writer that sets a node's locator clears it.
 //!
 //! **Deadlock freedom and linearizability** are unchanged by the extra locks: they are
 //! taken like the others, by a non-waiting compare-and-swap at the version seen (a
@@ -104,7 +104,7 @@
 //! often) no free slot, the writer grows the table: it marks every bucket *frozen* (no
 //! writer can lock it any more; readers keep reading it), copies the trie into a table of
 //! twice the buckets, publishes it with one pointer swap and retires the old one. Writers
-//! whose locks fail on a frozen bucket wait for the new table; readers never wait.
+//! whose locks fail on a frozen bucket help copy it (`trie/grow.rs`); readers never wait.
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -295,12 +295,10 @@ impl Raw {
             .unwrap_or(false)
     }
 
-    /// Waits while a growth is copying the table (its buckets are frozen; the writer
-    /// continues on the new table).
+    /// While a growth is copying the table (its buckets are frozen), helps copy it and
+    /// waits for the new table (`trie/grow.rs`); the writer continues there.
     fn wait_growth(&self) {
-        if self.resizing.load(Ordering::Acquire) {
-            drop(self.grow_lock.lock().unwrap_or_else(|p| p.into_inner()));
-        }
+        self.help_growth();
     }
 
     /// One attempt of [`Raw::upsert`]; `make` is called only on the way to `Ok`.
