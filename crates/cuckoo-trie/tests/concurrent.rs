@@ -149,18 +149,11 @@ fn writers_readers_and_scanners_overlap() {
             }
         });
         start.wait();
-        let began = Instant::now();
-        // Run for `run_for`, and at least until every thread has done some work (bounded by
-        // a generous deadline in time, for a loaded machine).
-        let deadline = began + Duration::from_secs(120);
-        while began.elapsed() < run_for
-            || scans.load(Ordering::Relaxed) < 3
-            || writes.load(Ordering::Relaxed) < 100
-            || lookups.load(Ordering::Relaxed) < 100
-        {
-            assert!(Instant::now() < deadline, "no progress within the deadline");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        run_until_progress(run_for, || {
+            scans.load(Ordering::Relaxed) < 3
+                || writes.load(Ordering::Relaxed) < 100
+                || lookups.load(Ordering::Relaxed) < 100
+        });
         stop.store(true, Ordering::Relaxed);
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
@@ -234,15 +227,10 @@ fn overlapping_inserts_lose_nothing_and_invent_nothing() {
             }
         });
         start.wait();
-        let began = Instant::now();
-        let deadline = began + Duration::from_secs(120);
-        while began.elapsed() < run_for
-            || checks.load(Ordering::Relaxed) < 100
-            || acked.iter().any(|a| a.load(Ordering::Relaxed) < 100)
-        {
-            assert!(Instant::now() < deadline, "no progress within the deadline");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        run_until_progress(run_for, || {
+            checks.load(Ordering::Relaxed) < 100
+                || acked.iter().any(|a| a.load(Ordering::Relaxed) < 100)
+        });
         stop.store(true, Ordering::Relaxed);
     });
     let mut want: Vec<u32> = Vec::new();
@@ -365,12 +353,9 @@ fn compute_increments_are_not_lost() {
             });
         }
         start.wait();
-        let began = Instant::now();
-        let deadline = began + Duration::from_secs(120);
-        while began.elapsed() < run_for || ops.iter().any(|o| o.load(Ordering::Relaxed) < 50) {
-            assert!(Instant::now() < deadline, "no progress within the deadline");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        run_until_progress(run_for, || {
+            ops.iter().any(|o| o.load(Ordering::Relaxed) < 50)
+        });
         stop.store(true, Ordering::Relaxed);
     });
     let total: u64 = ops.iter().map(|o| o.load(Ordering::Relaxed)).sum();
@@ -535,15 +520,9 @@ fn predecessor_race(initial_buckets: usize) {
             });
         }
         start.wait();
-        let began = Instant::now();
-        let deadline = began + Duration::from_secs(120);
-        while began.elapsed() < run_for
-            || reads.load(Ordering::Relaxed) < 20
-            || writes.load(Ordering::Relaxed) < 100
-        {
-            assert!(Instant::now() < deadline, "no progress within the deadline");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        run_until_progress(run_for, || {
+            reads.load(Ordering::Relaxed) < 20 || writes.load(Ordering::Relaxed) < 100
+        });
         stop.store(true, Ordering::Relaxed);
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
@@ -562,4 +541,16 @@ fn predecessor_race(initial_buckets: usize) {
     down.reverse();
     assert_eq!(down, expect, "final descending scan");
     assert_eq!(ct.last().map(|(k, _)| k), expect.last().cloned());
+}
+
+/// Lets the started threads run for `run_for`, and at least while `behind()` (some thread
+/// has not done enough work yet), bounded by a generous deadline in time for a loaded
+/// machine.
+fn run_until_progress(run_for: Duration, behind: impl Fn() -> bool) {
+    let began = Instant::now();
+    let deadline = began + Duration::from_secs(120);
+    while began.elapsed() < run_for || behind() {
+        assert!(Instant::now() < deadline, "no progress within the deadline");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

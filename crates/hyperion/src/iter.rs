@@ -277,18 +277,26 @@ mod tests {
         b.map(Clone::clone)
     }
 
-    /// Compares scans, reverse scans and iterators from `lo`/`hi` with the map's, up to
-    /// `n` pairs each way.
-    fn check_from(h: &Hyperion, m: &Map, lo: Bound<&Vec<u8>>, hi: Bound<&Vec<u8>>, n: usize) {
-        let mut got = Vec::new();
-        h.scan(lo.map(Vec::as_slice), &mut |k, v| {
+    /// A scan visitor that collects pairs into `got` until it holds `n`.
+    fn take(
+        got: &mut Vec<(Vec<u8>, Vec<u8>)>,
+        n: usize,
+    ) -> impl FnMut(&[u8], &[u8]) -> ControlFlow<()> + '_ {
+        move |k, v| {
             got.push((k.to_vec(), v.to_vec()));
             if got.len() == n {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
             }
-        });
+        }
+    }
+
+    /// Compares scans, reverse scans and iterators from `lo`/`hi` with the map's, up to
+    /// `n` pairs each way.
+    fn check_from(h: &Hyperion, m: &Map, lo: Bound<&Vec<u8>>, hi: Bound<&Vec<u8>>, n: usize) {
+        let mut got = Vec::new();
+        h.scan(lo.map(Vec::as_slice), &mut take(&mut got, n));
         let want: Vec<_> = m
             .range((owned(lo), Bound::Unbounded))
             .take(n)
@@ -296,14 +304,7 @@ mod tests {
             .collect();
         assert_eq!(got, want, "scan from {lo:?}");
         got.clear();
-        h.scan_rev(hi.map(Vec::as_slice), &mut |k, v| {
-            got.push((k.to_vec(), v.to_vec()));
-            if got.len() == n {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
+        h.scan_rev(hi.map(Vec::as_slice), &mut take(&mut got, n));
         let want: Vec<_> = m
             .range((Bound::Unbounded, owned(hi)))
             .rev()

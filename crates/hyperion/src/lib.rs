@@ -395,40 +395,40 @@ impl Hyperion {
 
     /// [`Hyperion::scan`] up to `end`.
     fn scan_until(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut batch = PairBatch::default();
-        let mut from = start.map(<[u8]>::to_vec);
-        // Copies grow from BATCH to SCAN_BATCH pairs, so a short scan copies little more
-        // than it visits.
-        let mut max = BATCH;
-        loop {
-            batch.clear();
-            let next = self.copy_front(from.as_ref().map(Vec::as_slice), end, max, &mut batch);
-            max = (2 * max).min(SCAN_BATCH);
-            for i in 0..batch.len() {
-                let (k, v) = batch.pair(i);
-                if visitor(k, v).is_break() {
-                    return;
-                }
-            }
-            match next {
-                Some(b) => from = b,
-                None => return,
-            }
-        }
+        Self::visit_batches(start, false, visitor, |from, max, batch| {
+            self.copy_front(from, end, max, batch)
+        });
     }
 
     /// Visits, in descending key order, the pairs below `end` until the visitor breaks.
     /// The visitor runs without any lock held (pairs are copied as by [`Hyperion::scan`]).
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        Self::visit_batches(end, true, visitor, |from, max, batch| {
+            self.copy_back(from, max, batch)
+        });
+    }
+
+    /// The loop of [`Hyperion::scan`] and [`Hyperion::scan_rev`]: `copy(from, max, batch)`
+    /// copies up to `max` pairs from the bound `from` (ascending within the batch) and
+    /// returns the bound to resume from, if any; the visitor sees each batch in order
+    /// (reversed when `rev`). Copies grow from [`BATCH`] to [`SCAN_BATCH`] pairs, so a
+    /// short scan copies little more than it visits.
+    fn visit_batches(
+        from: Bound<&[u8]>,
+        rev: bool,
+        visitor: &mut ScanVisitor<'_>,
+        mut copy: impl FnMut(Bound<&[u8]>, usize, &mut PairBatch) -> Option<Bound<Vec<u8>>>,
+    ) {
         let mut batch = PairBatch::default();
-        let mut from = end.map(<[u8]>::to_vec);
+        let mut from = from.map(<[u8]>::to_vec);
         let mut max = BATCH;
         loop {
             batch.clear();
-            let next = self.copy_back(from.as_ref().map(Vec::as_slice), max, &mut batch);
+            let next = copy(from.as_ref().map(Vec::as_slice), max, &mut batch);
             max = (2 * max).min(SCAN_BATCH);
-            for i in (0..batch.len()).rev() {
-                let (k, v) = batch.pair(i);
+            let n = batch.len();
+            for j in 0..n {
+                let (k, v) = batch.pair(if rev { n - 1 - j } else { j });
                 if visitor(k, v).is_break() {
                     return;
                 }

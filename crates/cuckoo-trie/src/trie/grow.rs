@@ -137,6 +137,27 @@ unsafe impl Send for Migration {}
 // SAFETY: as above; the rest is atomics and a mutex.
 unsafe impl Sync for Migration {}
 
+impl Migration {
+    /// A running migration of `old` into the empty `new` (its root placed), for a trie of
+    /// `symbol_bits`-bit symbols; nothing claimed yet.
+    fn new(old: &Table, new: Table, symbol_bits: u32) -> Migration {
+        let chunks = old.hash().buckets().div_ceil(FREEZE_CHUNK as u64) as usize;
+        let units = units_for(symbol_bits);
+        Migration {
+            old,
+            new: AtomicPtr::new(Box::into_raw(Box::new(new))),
+            chunks,
+            units,
+            next: AtomicUsize::new(0),
+            frozen: AtomicUsize::new(0),
+            copied: AtomicUsize::new(0),
+            full: AtomicBool::new(false),
+            ends: Mutex::new(vec![None; units]),
+            state: AtomicU8::new(RUNNING),
+        }
+    }
+}
+
 impl Drop for Migration {
     fn drop(&mut self) {
         let p = *self.new.get_mut();
@@ -357,20 +378,7 @@ impl Raw {
             let new = table_with_root(old.hash().buckets() as usize * 2).inspect_err(|_| {
                 self.growth.abandoned.fetch_add(1, Ordering::Relaxed);
             })?;
-            let chunks = old.hash().buckets().div_ceil(FREEZE_CHUNK as u64) as usize;
-            let units = units_for(self.config.symbol_bits);
-            let m = Arc::new(Migration {
-                old,
-                new: AtomicPtr::new(Box::into_raw(Box::new(new))),
-                chunks,
-                units,
-                next: AtomicUsize::new(0),
-                frozen: AtomicUsize::new(0),
-                copied: AtomicUsize::new(0),
-                full: AtomicBool::new(false),
-                ends: Mutex::new(vec![None; units]),
-                state: AtomicU8::new(RUNNING),
-            });
+            let m = Arc::new(Migration::new(old, new, self.config.symbol_bits));
             *cur = Some(Arc::clone(&m));
             self.resizing.store(true, Ordering::SeqCst);
             m
@@ -669,20 +677,7 @@ mod tests {
             // by hand: install it, then claim units alternately.
             let m = {
                 let new = table_with_root(old.hash().buckets() as usize * 2).unwrap();
-                let chunks = old.hash().buckets().div_ceil(FREEZE_CHUNK as u64) as usize;
-                let units = units_for(bits);
-                Arc::new(Migration {
-                    old,
-                    new: AtomicPtr::new(Box::into_raw(Box::new(new))),
-                    chunks,
-                    units,
-                    next: AtomicUsize::new(0),
-                    frozen: AtomicUsize::new(0),
-                    copied: AtomicUsize::new(0),
-                    full: AtomicBool::new(false),
-                    ends: Mutex::new(vec![None; units]),
-                    state: AtomicU8::new(RUNNING),
-                })
+                Arc::new(Migration::new(old, new, bits))
             };
             *r.growth.current.lock().unwrap() = Some(Arc::clone(&m));
             r.resizing.store(true, Ordering::SeqCst);
