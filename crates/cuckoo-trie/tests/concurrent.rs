@@ -149,7 +149,7 @@ fn writers_readers_and_scanners_overlap() {
             }
         });
         start.wait();
-        run_until_progress(run_for, || {
+        run_until_progress(run_for, &stop, || {
             scans.load(Ordering::Relaxed) < 3
                 || writes.load(Ordering::Relaxed) < 100
                 || lookups.load(Ordering::Relaxed) < 100
@@ -227,7 +227,7 @@ fn overlapping_inserts_lose_nothing_and_invent_nothing() {
             }
         });
         start.wait();
-        run_until_progress(run_for, || {
+        run_until_progress(run_for, &stop, || {
             checks.load(Ordering::Relaxed) < 100
                 || acked.iter().any(|a| a.load(Ordering::Relaxed) < 100)
         });
@@ -353,7 +353,7 @@ fn compute_increments_are_not_lost() {
             });
         }
         start.wait();
-        run_until_progress(run_for, || {
+        run_until_progress(run_for, &stop, || {
             ops.iter().any(|o| o.load(Ordering::Relaxed) < 50)
         });
         stop.store(true, Ordering::Relaxed);
@@ -520,7 +520,7 @@ fn predecessor_race(initial_buckets: usize) {
             });
         }
         start.wait();
-        run_until_progress(run_for, || {
+        run_until_progress(run_for, &stop, || {
             reads.load(Ordering::Relaxed) < 20 || writes.load(Ordering::Relaxed) < 100
         });
         stop.store(true, Ordering::Relaxed);
@@ -545,12 +545,16 @@ fn predecessor_race(initial_buckets: usize) {
 
 /// Lets the started threads run for `run_for`, and at least while `behind()` (some thread
 /// has not done enough work yet), bounded by a generous deadline in time for a loaded
-/// machine.
-fn run_until_progress(run_for: Duration, behind: impl Fn() -> bool) {
+/// machine. Past the deadline it sets `stop` before failing: the scope joins its threads
+/// before the panic propagates, so threads left running would hang the test instead.
+fn run_until_progress(run_for: Duration, stop: &AtomicBool, behind: impl Fn() -> bool) {
     let began = Instant::now();
     let deadline = began + Duration::from_secs(120);
     while began.elapsed() < run_for || behind() {
-        assert!(Instant::now() < deadline, "no progress within the deadline");
+        if Instant::now() >= deadline {
+            stop.store(true, Ordering::Relaxed);
+            panic!("no progress within the deadline");
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
 }
