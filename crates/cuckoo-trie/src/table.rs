@@ -331,6 +331,9 @@ impl Table {
                     if queue.iter().any(|q| q.0 == alt) {
                         continue;
                     }
+                    // Read later in breadth-first order: fetched now, the misses of a
+                    // level overlap instead of waiting one after the other.
+                    orrery_core::prefetch(self.buckets[alt].addr());
                     queue.push((alt, qi, i, depth + 1));
                 }
             }
