@@ -44,7 +44,24 @@ fn main() {
     let (w0, c0) = (Instant::now(), thread_cpu());
     let mut growths = 0;
     let mut grow_secs = 0.0;
+    // Insert CPU cost against the table's load factor: chunks of CHUNK inserts without a
+    // growth, filed by the load estimated at their start (entries per key as counted by
+    // the last growth, over the table's slots), in bands of 5%.
+    const CHUNK: usize = 4096;
+    let mut bands = [(0.0f64, 0usize); 20];
+    let (mut chunk_cpu, mut chunk_growths, mut chunk_load) = (thread_cpu(), 0, 0.0);
+    let mut epk = 1.3;
     for (i, k) in data.iter().enumerate() {
+        if i % CHUNK == 0 {
+            let now = thread_cpu();
+            if i > 0 && chunk_growths == growths {
+                let b = ((chunk_load * 20.0) as usize).min(19);
+                bands[b].0 += now - chunk_cpu;
+                bands[b].1 += CHUNK;
+            }
+            let slots = ct.memory_usage().structure_bytes / 16;
+            (chunk_cpu, chunk_growths, chunk_load) = (now, growths, i as f64 * epk / slots as f64);
+        }
         let before = (ct.memory_usage().structure_bytes, Instant::now());
         ct.insert(k, b"12345678").unwrap();
         let st = ct.growth_stats();
@@ -53,6 +70,7 @@ fn main() {
             let took = before.1.elapsed().as_secs_f64();
             grow_secs += took;
             let after = ct.memory_usage().structure_bytes;
+            epk = st.last_entries as f64 / i.max(1) as f64;
             println!(
                 "growth {:2} at {:>9} keys: load {:.3} ({} entries, {:.3} per key), {:.1} -> {:.1} B/key, {:.3} s",
                 growths,
@@ -67,6 +85,17 @@ fn main() {
         }
     }
     let (wall, cpu) = (w0.elapsed().as_secs_f64(), thread_cpu() - c0);
+    for (b, &(secs, n)) in bands.iter().enumerate() {
+        if n >= 8 * CHUNK {
+            println!(
+                "load {:.2}-{:.2}: {:>6.0} ns/insert cpu ({} inserts, no growth)",
+                b as f64 / 20.0,
+                (b + 1) as f64 / 20.0,
+                secs * 1e9 / n as f64,
+                n
+            );
+        }
+    }
     let mem = ct.memory_usage();
     println!(
         "keys {keys}: wall {wall:.3} s ({:.3} Mops/s), thread cpu {cpu:.3} s ({:.3} cpuMops/s, {:.0} ns/insert), growth calls {grow_secs:.3} s ({:.0}% of wall), structure {:.1} B/key, records {:.1} B/key",

@@ -285,20 +285,20 @@ fn copy_unit(old: &Table, new: &Table, s: u8, placed: &AtomicUsize) -> Result<En
                 // Memory-level parallelism: the children's buckets in both tables are
                 // prefetched together before any of them is read (each is a DRAM miss;
                 // read one after the other they would wait in turn).
-                let mut kids = [(0u8, 0u64, 0u64); 64];
-                let mut n = 0;
+                // (The hashes are computed twice: cheaper than keeping them.)
+                let mut bits = it.oe.bitmap();
+                while bits != 0 {
+                    let c = bits.trailing_zeros() as u8;
+                    bits &= bits - 1;
+                    old.prefetch(old.hash().child(it.oh, c));
+                    new.prefetch(new.hash().child(it.nh, c));
+                }
                 // Largest symbol pushed first: children are popped in key order.
                 let mut bits = it.oe.bitmap();
                 while bits != 0 {
                     let c = 63 - bits.leading_zeros() as u8;
                     bits &= !(1u64 << c);
                     let (ohc, nhc) = (old.hash().child(it.oh, c), new.hash().child(it.nh, c));
-                    old.prefetch(ohc);
-                    new.prefetch(nhc);
-                    kids[n] = (c, ohc, nhc);
-                    n += 1;
-                }
-                for &(c, ohc, nhc) in &kids[..n] {
                     let child = old.search_by_parent(ohc, c, it.oe.color()).ok_or(Full)?;
                     stack.push(Item {
                         oh: ohc,
