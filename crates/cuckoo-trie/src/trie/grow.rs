@@ -44,6 +44,24 @@
 //! buckets (where a concurrent relocation cannot move it). Bucket locks are taken in index
 //! order and a placer holds none while it relocates, so placers cannot deadlock.
 //!
+//! **Memory-level parallelism in the copy.** A copied node costs a read of the old table
+//! (its children's `SEARCHBYPARENT`) and a write of the new one (its placement), each a DRAM
+//! miss at a random bucket. When a bitmap node is copied, the buckets of all its children in
+//! both tables are prefetched before the first child is searched, so their misses overlap
+//! (most internal nodes of a large random-key trie have many children). Relocation searches
+//! prefetch each breadth-first level (`Table::make_room`).
+//!
+//! **Why placement keeps its locks.** Several units fill the new table at once and their
+//! nodes share buckets, so a placement must choose its colour and slot from a stable view of
+//! both buckets, and a relocation must not move an entry another placer is choosing around.
+//! Locking both buckets by CAS on the version word (as readers' seqlock protocol needs
+//! anyway) gives that. A profile of the copy (`docs/results/cuckoo-trie.md`, "Load from
+//! empty") puts its time in the first touch of each bucket — the old table's reads and the
+//! new table's lock CAS, which is where the new line's miss is paid — and in page zeroing,
+//! not in the atomics: a lock-free placement would still pay the miss, and would need its own
+//! argument for colours chosen concurrently in one bucket pair. Relocation in the new table
+//! is rare (it is filled to under half), so no cuckoo path is searched for most entries.
+//!
 //! The participant that completes the last unit *finishes*: sets the new root's bitmap to
 //! the old root's, stitches the leaf list between units (the last leaf of each non-empty
 //! unit gets the first leaf of the next one; the last leaf of all keeps none), publishes

@@ -3,7 +3,7 @@
 //! An update attempt runs in three phases:
 //!
 //! 1. **Room.** For every entry it will place, a free slot is made in one of the entry's
-//!    two buckets (cuckoo relocation, [`Table::make_room_for`]), while the writer holds no
+//!    two buckets (cuckoo relocation, [`Table::make_room_claimed`]), while the writer holds no
 //!    bucket. It runs after the descent (the new entries' hashes come from the path), so
 //!    when entries were moved the descent's path is re-validated — every path bucket
 //!    still at the version the descent saw — and only if one changed does the attempt
@@ -199,13 +199,28 @@ fn room(t: &Table, hashes: &[u64], path: &[Step]) -> Result<(), Fail> {
         t.prefetch(h);
     }
     let mut moved = false;
-    for &h in hashes {
-        moved |= t.make_room_for(h).map_err(|r| match r {
+    // The bucket each earlier hash's slot was promised in: hashes that differ only in
+    // their tag share `B1`, and two new entries then need two free slots there (without
+    // this count, the second placement found none, every attempt alike, and the table
+    // grew at 81% load).
+    let mut claims = [usize::MAX; 8];
+    for (i, &h) in hashes.iter().enumerate() {
+        let claimed = |b: usize| {
+            claims[..i.min(claims.len())]
+                .iter()
+                .filter(|&&c| c == b)
+                .count()
+        };
+        let (b, m) = t.make_room_claimed(h, &claimed).map_err(|r| match r {
             Room::Full => Fail::Full,
             // Counted with the no-room failures: a path that keeps going stale ends in
             // growth.
             Room::Busy => Fail::NoRoom,
         })?;
+        if let Some(c) = claims.get_mut(i) {
+            *c = b;
+        }
+        moved |= m;
     }
     if moved
         && !path
