@@ -510,6 +510,8 @@ impl Raw {
     fn finish(&self, m: &Migration, old: &Table, g: &Guard) {
         let ends = std::mem::take(&mut *m.ends.lock().unwrap_or_else(|p| p.into_inner()));
         let mut table: Option<Box<Table>> = None;
+        // Entries copied (the root included), for `GrowthStats`.
+        let mut entries = 1 + m.placed.load(Ordering::Relaxed);
         if !m.full.load(Ordering::Acquire) {
             // SAFETY: every unit is done: no participant uses `new` any more, so the box
             // is taken back from the migration.
@@ -519,7 +521,12 @@ impl Raw {
             }
         }
         if table.is_none() {
-            table = self.rebuild_alone(old, old.hash().buckets() as usize * 4);
+            table = self
+                .rebuild_alone(old, old.hash().buckets() as usize * 4)
+                .map(|(t, n)| {
+                    entries = n;
+                    t
+                });
         }
         let state = match table {
             Some(t) => {
@@ -533,7 +540,6 @@ impl Raw {
                 // SAFETY: `free` owns the table (no borrowed data); sound on any thread.
                 unsafe { g.defer_unchecked(free) };
                 self.growth.growths.fetch_add(1, Ordering::Relaxed);
-                let entries = 1 + m.placed.load(Ordering::Relaxed);
                 self.growth.last_entries.store(entries, Ordering::Relaxed);
                 let slots = old.hash().buckets() as usize * crate::bucket::SLOTS;
                 self.growth.last_slots.store(slots, Ordering::Relaxed);
@@ -560,8 +566,9 @@ impl Raw {
     }
 
     /// Copies the frozen `old` alone into a table of `n` buckets, doubling `n` while a
-    /// placement finds no room; `None` when out of memory.
-    fn rebuild_alone(&self, old: &Table, mut n: usize) -> Option<Box<Table>> {
+    /// placement finds no room; `None` when out of memory. Also returns the entries
+    /// copied (the root included).
+    fn rebuild_alone(&self, old: &Table, mut n: usize) -> Option<(Box<Table>, usize)> {
         loop {
             let new = table_with_root(n).ok()?;
             let mut ends = Vec::new();
@@ -577,7 +584,7 @@ impl Raw {
                 }
             }
             if ok && finish_table(old, &new, &ends).is_ok() {
-                return Some(Box::new(new));
+                return Some((Box::new(new), 1 + placed.load(Ordering::Relaxed)));
             }
             n *= 2;
         }
