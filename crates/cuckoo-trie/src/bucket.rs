@@ -127,6 +127,12 @@ impl Line {
         }
     }
 
+    /// The number of empty entries.
+    #[inline]
+    pub(crate) fn free_slots(&self) -> usize {
+        (0..SLOTS).filter(|&i| self.entry(i).is_empty()).count()
+    }
+
     /// The index of an empty entry, if any.
     #[inline]
     pub(crate) fn free_slot(&self) -> Option<usize> {

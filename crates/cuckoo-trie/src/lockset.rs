@@ -22,7 +22,7 @@
 //!   slot are chosen from the locked lines of both buckets of the entry's hash, so no
 //!   concurrent placement can pick the same colour. Relocation (cuckoo paths) is not done
 //!   inside a set: it is a separate step before the set is built
-//!   ([`crate::table::Table::make_room_for`]).
+//!   ([`crate::table::Table::make_room_claimed`]).
 
 use crate::bucket::{BucketGuard, Entry, Line, SLOTS};
 use crate::hash::PrefixHash;

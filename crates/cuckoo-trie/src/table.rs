@@ -49,7 +49,7 @@ const PLACE_TRIES: usize = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Full;
 
-/// Why [`Table::make_room_for`] made no room.
+/// Why [`Table::make_room_claimed`] made no room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Room {
     /// No cuckoo path within the bounds: the table must grow.
@@ -248,7 +248,7 @@ impl Table {
             }
             g2.abandon();
             g1.abandon();
-            match self.make_room(b1, b2) {
+            match self.make_room(b1, b2, &|_| 0) {
                 Ok(_) | Err(Room::Busy) => {}
                 Err(Room::Full) => return Err(Full),
             }
@@ -291,23 +291,36 @@ impl Table {
         Err(Full)
     }
 
-    /// Makes a free slot in one of the two buckets of `h` (relocating entries along a
-    /// cuckoo path if both are full), for a writer that holds no bucket. The slot may be
-    /// taken again before the caller locks the buckets; it then retries. Returns whether
-    /// entries were moved.
-    pub(crate) fn make_room_for(&self, h: u64) -> Result<bool, Room> {
+    /// Makes a free slot for an entry of hash `h` that is not one of the free slots
+    /// `claimed(b)` already promised in bucket `b` to other entries of the same update
+    /// (two new entries whose hashes share a bucket need two slots there; the trie's
+    /// `room` counts them). Returns the bucket (`B1` or `B2` of `h`) with the slot for
+    /// `h`, and whether entries were moved to make it. For a writer that holds no
+    /// bucket: the slot may be taken again before the caller locks the buckets (it then
+    /// retries).
+    pub(crate) fn make_room_claimed(
+        &self,
+        h: u64,
+        claimed: &dyn Fn(usize) -> usize,
+    ) -> Result<(usize, bool), Room> {
         let (b1, b2) = self.hash.buckets_of(h);
-        let line1 = self.buckets[b1].read();
-        let line2 = self.buckets[b2].read();
-        if line1.free_slot().is_some() || line2.free_slot().is_some() {
-            return Ok(false);
+        for b in [b1, b2] {
+            if self.buckets[b].read().free_slots() > claimed(b) {
+                return Ok((b, false));
+            }
         }
-        self.make_room(b1, b2).map(|_| true)
+        self.make_room(b1, b2, claimed).map(|s| (s.bucket, true))
     }
 
     /// A free slot in `b1` or `b2`, relocating entries along a cuckoo path if both are
-    /// full (breadth-first, bounded).
-    fn make_room(&self, b1: usize, b2: usize) -> Result<Slot, Room> {
+    /// full (breadth-first, bounded). A bucket's free slots count only beyond the
+    /// `claimed(b)` already promised to other entries.
+    fn make_room(
+        &self,
+        b1: usize,
+        b2: usize,
+        claimed: &dyn Fn(usize) -> usize,
+    ) -> Result<Slot, Room> {
         // BFS nodes: (bucket, parent node, slot of the parent's bucket moved into this one).
         let mut queue: Vec<(usize, usize, usize, usize)> = Vec::with_capacity(32);
         queue.push((b1, usize::MAX, 0, 0));
@@ -316,7 +329,9 @@ impl Table {
         while qi < queue.len() {
             let (b, _, _, depth) = queue[qi];
             let line = self.buckets[b].read();
-            if let Some(free) = line.free_slot() {
+            if line.free_slots() > claimed(b)
+                && let Some(free) = line.free_slot()
+            {
                 return self.execute_path(&queue, qi, free);
             }
             if depth < MAX_PATH {
@@ -331,6 +346,9 @@ impl Table {
                     if queue.iter().any(|q| q.0 == alt) {
                         continue;
                     }
+                    // Read later in breadth-first order: fetched now, the misses of a
+                    // level overlap instead of waiting one after the other.
+                    orrery_core::prefetch(self.buckets[alt].addr());
                     queue.push((alt, qi, i, depth + 1));
                 }
             }
@@ -545,6 +563,40 @@ mod tests {
         );
         assert!(moved, "no relocation happened");
     }
+
+    /// Two new entries of one update whose hashes share a bucket with one free slot need
+    /// two slots: with the first one's slot claimed, room is made elsewhere (by moving
+    /// entries), not promised twice.
+    #[test]
+    fn room_counts_slots_claimed_by_the_same_update() {
+        let t = Table::new(16).unwrap();
+        let h = 5 * TAGS_FOR_TEST + 3;
+        let (b1, b2) = t.hash().buckets_of(h);
+        // Fill `b1` to 3 entries and `b2` to 4, with hashes whose primary bucket it is.
+        for (b, n) in [(b1, 3), (b2, 4)] {
+            let mut placed = 0;
+            for x in 0..t.hash().space() {
+                if placed == n {
+                    break;
+                }
+                if x != h && t.hash().buckets_of(x).0 == b {
+                    let (slot, _) = t.place(x, Entry::new(Kind::Leaf, 1, 0)).unwrap();
+                    assert_eq!(slot.bucket, b);
+                    placed += 1;
+                }
+            }
+        }
+        assert_eq!(t.bucket(b1).read().free_slots(), 1);
+        assert_eq!(t.bucket(b2).read().free_slots(), 0);
+        assert_eq!(t.make_room_claimed(h, &|_| 0), Ok((b1, false)));
+        let claimed = |b: usize| usize::from(b == b1);
+        let (b, moved) = t.make_room_claimed(h, &claimed).unwrap();
+        assert!(moved, "a second slot needs a relocation");
+        assert!(b == b1 || b == b2);
+        assert!(t.bucket(b).read().free_slots() > claimed(b));
+    }
+
+    const TAGS_FOR_TEST: u64 = crate::hash::TAGS;
 
     #[test]
     fn colours_are_unique_per_hash() {

@@ -3,8 +3,11 @@
 //! An update attempt runs in three phases:
 //!
 //! 1. **Room.** For every entry it will place, a free slot is made in one of the entry's
-//!    two buckets (cuckoo relocation, [`Table::make_room_for`]), while the writer holds no
-//!    bucket.
+//!    two buckets (cuckoo relocation, [`Table::make_room_claimed`]), while the writer holds no
+//!    bucket. It runs after the descent (the new entries' hashes come from the path), so
+//!    when entries were moved the descent's path is re-validated — every path bucket
+//!    still at the version the descent saw — and only if one changed does the attempt
+//!    start again with a new descent. The predecessor search runs after this phase.
 //! 2. **Read-only searches.** The descent to the key, the predecessor search (and, when
 //!    there is no predecessor, the search of the first leaf), the sibling of a removed
 //!    leaf: every node the update will write, found with validated reads.
@@ -184,20 +187,49 @@ struct Collapse {
 }
 
 /// Makes a free slot for an entry of each hash of `hashes` (phase 1). If entries had to
-/// be moved, the nodes the caller found may have moved too (their buckets' versions
-/// changed): [`Fail::Relocated`] sends it back to its descent, which then finds the room
-/// made.
-fn room(t: &Table, hashes: &[u64]) -> Result<(), Fail> {
-    let mut moved = false;
+/// be moved, the nodes of the caller's `path` may have moved too: only those are
+/// re-validated (each bucket still at the version the descent saw: then no move touched
+/// it, and the path is as read), and the attempt goes on; if one changed,
+/// [`Fail::Relocated`] sends the writer back to its descent. Everything the attempt reads
+/// after this (predecessor search, placement under lock) sees the moves.
+fn room(t: &Table, hashes: &[u64], path: &[Step]) -> Result<(), Fail> {
+    // The buckets of new entries are not on the descent's path: fetched together, their
+    // misses overlap.
     for &h in hashes {
-        moved |= t.make_room_for(h).map_err(|r| match r {
+        t.prefetch(h);
+    }
+    let mut moved = false;
+    // The bucket each earlier hash's slot was promised in: hashes that differ only in
+    // their tag share `B1`, and two new entries then need two free slots there (without
+    // this count, the second placement found none, every attempt alike, and the table
+    // grew at 81% load).
+    let mut claims = [usize::MAX; 8];
+    for (i, &h) in hashes.iter().enumerate() {
+        let claimed = |b: usize| {
+            claims[..i.min(claims.len())]
+                .iter()
+                .filter(|&&c| c == b)
+                .count()
+        };
+        let (b, m) = t.make_room_claimed(h, &claimed).map_err(|r| match r {
             Room::Full => Fail::Full,
             // Counted with the no-room failures: a path that keeps going stale ends in
             // growth.
             Room::Busy => Fail::NoRoom,
         })?;
+        if let Some(c) = claims.get_mut(i) {
+            *c = b;
+        }
+        moved |= m;
     }
-    if moved { Err(Fail::Relocated) } else { Ok(()) }
+    if moved
+        && !path
+            .iter()
+            .all(|s| t.bucket(s.found.slot.bucket).unchanged(s.found.version))
+    {
+        return Err(Fail::Relocated);
+    }
+    Ok(())
 }
 
 /// The highest symbol of a non-empty bitmap.
@@ -516,7 +548,13 @@ impl Raw {
         match end {
             End::Missing(c) => {
                 let h = t.hash().child(last.hash, c);
-                room(t, &[h])?;
+                // The predecessor search starts at `P`'s child left of `c`, if any: its
+                // buckets are fetched with the new leaf's, so the two misses overlap.
+                let below = e.bitmap() & ((1u64 << c) - 1);
+                if let Some(s) = highest(below) {
+                    t.prefetch(t.hash().child(last.hash, s));
+                }
+                room(t, &[h], path)?;
                 let (pred, first) = self.seek_neighbours(t, key, syms, path, end, aux)?;
                 ls.lock_node(&last.found)?;
                 let next = Self::lock_anchor_for_insert(
@@ -599,7 +637,7 @@ impl Raw {
         let mut hashes: Vec<u64> = chain.iter().map(|&p| hp[p - d]).collect();
         hashes.push(t.hash().child(hj, mine));
         hashes.push(t.hash().child(hj, theirs));
-        room(t, &hashes)?;
+        room(t, &hashes, path)?;
         let pred = Self::pred_on_path(t, okey, &osyms, path, End::Leaf, aux)?;
         ls.lock_node(&last.found)?;
         let anchor = Self::lock_anchor_of(ls, last.locator(), &pred, &root)?;
@@ -687,7 +725,7 @@ impl Raw {
         if k + 1 < len {
             hashes.push(h_rest);
         }
-        room(t, &hashes)?;
+        room(t, &hashes, path)?;
         let child_hash = Self::jump_child_hash(t, &last);
         let child = t
             .search_by_color(child_hash, e.jump_symbol(len - 1), e.child_color())
