@@ -130,7 +130,7 @@ impl Table {
 
     /// [`Table::entries_for`] over one bucket of `h`: the entries of `h` in `B1` if
     /// `primary`, else in `B2`.
-    #[inline]
+    #[inline(always)]
     fn entries_in<R>(
         &self,
         h: u64,
@@ -202,8 +202,17 @@ impl Table {
     /// Calls `f(slot, entry)` for each entry of hash `h` (Algorithm 2 `ENTRIESFOR`); stops
     /// at the first `Some`. Each bucket is read as a validated snapshot.
     #[inline]
-    fn entries_for<R>(&self, h: u64, f: impl FnMut(Slot, Entry, u64) -> Option<R>) -> Option<R> {
-        self.entries_with(h, &|b| self.buckets[b].read(), f)
+    fn entries_for<R>(
+        &self,
+        h: u64,
+        mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
+    ) -> Option<R> {
+        // Direct reads (not `entries_with`'s reader callback): this is every search's
+        // inner loop, and a call through `&dyn Fn` per bucket kept it from being inlined.
+        match self.entries_in(h, true, &mut f) {
+            Some(r) => Some(r),
+            None => self.entries_in(h, false, &mut f),
+        }
     }
 
     /// [`Table::entries_for`] with the lines given by `read` (a writer reads the buckets it
@@ -271,7 +280,13 @@ impl Table {
     /// The node a locator names.
     #[inline]
     pub(crate) fn find(&self, l: Locator) -> Option<Found> {
-        self.find_with(l, &|b| self.buckets[b].read())
+        self.entries_for(l.hash, |slot, entry, version| {
+            (entry.color() == l.color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
     }
 
     /// [`Table::find`] over the lines given by `read`.

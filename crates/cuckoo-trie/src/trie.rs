@@ -248,31 +248,12 @@ enum WalkState {
     Done,
 }
 
-/// One walk of a [`Raw::lookup_group`]: its state and its prefetch cursor (the hash of
-/// the prefix of `ahead_i` symbols, whose primary bucket is prefetched).
+/// One walk of a [`Raw::lookup_group`]: its state and its prefetch cursor (primary
+/// buckets only).
 #[derive(Clone, Copy)]
 struct Walk {
     state: WalkState,
-    ahead: u64,
-    ahead_i: usize,
-}
-
-impl Walk {
-    const DONE: Walk = Walk {
-        state: WalkState::Done,
-        ahead: 0,
-        ahead_i: 0,
-    };
-
-    /// Hashes and prefetches (primary bucket) the prefixes of `key` up to `upto` symbols.
-    #[inline]
-    fn advance(&mut self, t: &Table, key: &Symbols<'_>, upto: usize) {
-        while self.ahead_i < upto.min(key.len()) {
-            self.ahead = t.hash().child(self.ahead, key.at(self.ahead_i));
-            self.ahead_i += 1;
-            t.prefetch_one(self.ahead, true);
-        }
-    }
+    cur: Cursor,
 }
 
 /// Prefix hashes a [`Cursor`] keeps: more than the farthest it runs ahead of the walk
@@ -350,6 +331,14 @@ impl Cursor {
     /// string).
     #[inline(always)]
     fn advance(&mut self, t: &Table, key: &Symbols<'_>, upto: usize) {
+        self.advance_with(t, key, upto, true);
+    }
+
+    /// [`Cursor::advance`], prefetching only the primary bucket of each prefix unless
+    /// `both` (a [`Raw::lookup_group`] walk reads the secondary one a round later if it
+    /// must).
+    #[inline(always)]
+    fn advance_with(&mut self, t: &Table, key: &Symbols<'_>, upto: usize, both: bool) {
         let upto = upto.min(key.len());
         let mut h = self.hashes[self.at % RING];
         while self.at < upto {
@@ -358,7 +347,11 @@ impl Cursor {
             self.at += 1;
             self.hashes[self.at % RING] = h;
             self.syms[self.at % RING] = c;
-            t.prefetch(h);
+            if both {
+                t.prefetch(h);
+            } else {
+                t.prefetch_one(h, true);
+            }
         }
     }
 
@@ -680,17 +673,18 @@ impl Raw {
         let bits = self.config.symbol_bits;
         loop {
             let t = self.table(g);
-            let mut walks: [Walk; GROUP] = [Walk::DONE; GROUP];
+            let done = Walk {
+                state: WalkState::Done,
+                cur: Cursor::new(),
+            };
+            let mut walks: [Walk; GROUP] = [done; GROUP];
             let mut active = keys.len();
             match Self::root(t) {
                 Ok(root) => {
                     for (w, key) in walks.iter_mut().zip(keys) {
-                        *w = Walk {
-                            state: WalkState::At(root),
-                            ahead: 0,
-                            ahead_i: 0,
-                        };
-                        w.advance(t, &Symbols::new(key, bits), GROUP_DEPTH);
+                        w.state = WalkState::At(root);
+                        w.cur
+                            .advance_with(t, &Symbols::new(key, bits), GROUP_DEPTH, false);
                     }
                 }
                 Err(Restart) => {
@@ -749,12 +743,12 @@ impl Raw {
                         return Ok(None);
                     }
                     Kind::Bitmap if i < syms.len() => {
-                        let c = syms.at(i);
+                        w.cur.advance_with(t, &syms, i + 1 + GROUP_DEPTH, false);
+                        let c = w.cur.symbol(i);
                         if e.bitmap() & (1 << c) == 0 {
                             return Ok(Some(None));
                         }
-                        w.advance(t, &syms, i + 1 + GROUP_DEPTH);
-                        let h = t.hash().child(node.hash, c);
+                        let h = w.cur.hash(i + 1);
                         let found = t.search_by_parent_in(h, c, e.color(), true);
                         if found.is_none() {
                             t.prefetch_one(h, false);
@@ -770,15 +764,15 @@ impl Raw {
                     }
                     Kind::Jump if e.jump_len() > 0 => {
                         let len = e.jump_len();
+                        w.cur.advance_with(t, &syms, i + len + GROUP_DEPTH, false);
                         let n = len.min(syms.len().saturating_sub(i));
-                        if (0..n).any(|k| syms.at(i + k) != e.jump_symbol(k)) {
+                        if (0..n).any(|k| w.cur.symbol(i + k) != e.jump_symbol(k)) {
                             return Ok(Some(None));
                         }
                         if n < len {
                             return Err(Restart);
                         }
-                        w.advance(t, &syms, i + len + GROUP_DEPTH);
-                        let h = Self::jump_child_hash(t, &node);
+                        let h = w.cur.hash(i + len);
                         let c = e.jump_symbol(len - 1);
                         let found = t.search_by_color_in(h, c, e.child_color(), true);
                         if found.is_none() {
