@@ -217,6 +217,9 @@ impl Table {
 
     /// [`Table::entries_for`] with the lines given by `read` (a writer reads the buckets it
     /// holds from its private copies: reading them from the table would wait for itself).
+    /// No caller since readers search through [`Table::entries_for`]'s direct reads; kept
+    /// for writers that search their locked lines.
+    #[allow(dead_code)]
     #[inline]
     pub(crate) fn entries_with<R>(
         &self,
@@ -289,7 +292,9 @@ impl Table {
         })
     }
 
-    /// [`Table::find`] over the lines given by `read`.
+    /// [`Table::find`] over the lines given by `read` (no caller at present, as
+    /// [`Table::entries_with`]).
+    #[allow(dead_code)]
     #[inline]
     pub(crate) fn find_with(&self, l: Locator, read: &dyn Fn(usize) -> Line) -> Option<Found> {
         self.entries_with(l.hash, read, |slot, entry, version| {
