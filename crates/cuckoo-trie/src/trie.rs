@@ -70,6 +70,21 @@
 //! from the locator's node down to it is first filled by a prefetched walk of the leaf's
 //! key (`complete_path`, Algorithm 1), whose bucket reads overlap.
 //!
+//! # Point lookups and lookup groups
+//!
+//! A point lookup (`find_leaf`) is Algorithm 1 with nothing allocated: a `Cursor` reads the
+//! key's symbols from a bit buffer, hashes each prefix once, prefetches both buckets of
+//! the prefixes `D` ahead of the walk and keeps the last 32 hashes and symbols for the walk.
+//! The leaf's record is read right after the leaf (its address is unknown before): that
+//! round trip is paid, as in the authors' code (`docs/cuckoo-trie.md`). `get_many` runs up
+//! to 16 walks in rounds (`lookup_group`, beyond the paper): each step reads only what its
+//! walk prefetched a round before — the *primary* bucket of the next prefix, the secondary
+//! bucket a round later only if the node is not in the primary, the record once the leaf
+//! is read — because with the other walks covering the wait, prefetches past the leaf or
+//! of a secondary bucket that does not hold the node only take miss buffers from useful
+//! reads (measured: `docs/results/cuckoo-trie.md`, "Read path"). Both validate every step
+//! as `FINDCHILD` does.
+//!
 //! # Concurrency protocol (§5)
 //!
 //! - Writers lock only the buckets they change (§5 "Updates"; `trie/update.rs` has the
