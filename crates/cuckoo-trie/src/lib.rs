@@ -159,10 +159,12 @@ impl CuckooTrie {
     }
 
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. Keys are
-    /// walked in groups of 16 whose searches advance together, one trie node per key per
-    /// round, each with its own prefetch cursor, so the DRAM reads of different keys'
-    /// walks overlap (memory-level parallelism across operations; `trie.rs`,
-    /// `Raw::lookup_group`). Each lookup is linearizable on its own.
+    /// walked in groups of 16 whose searches advance in rounds, one step per key per round,
+    /// each step reading what the same walk prefetched a round before (the primary bucket
+    /// of the next prefix; the secondary one only when the node is not in the primary; the
+    /// record once the leaf is read), so the DRAM reads of different keys' walks overlap
+    /// (memory-level parallelism across operations; `trie.rs`, `Raw::lookup_group`).
+    /// Nothing is allocated. Each lookup is linearizable on its own.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let g = orrery_core::sync::pin();
         let mut out = [None; trie::GROUP];

@@ -119,15 +119,107 @@ impl Table {
         orrery_core::prefetch(self.buckets[b2].addr());
     }
 
+    /// Prefetches one bucket of `h`: `B1` if `primary`, else `B2` (a lookup group reads
+    /// `B2` only when the node is not in `B1`, a round later: `trie.rs`).
+    #[inline]
+    pub(crate) fn prefetch_one(&self, h: u64, primary: bool) {
+        let (b1, b2) = self.hash.buckets_of(h);
+        let b = if primary { b1 } else { b2 };
+        orrery_core::prefetch(self.buckets[b].addr());
+    }
+
+    /// [`Table::entries_for`] over one bucket of `h`: the entries of `h` in `B1` if
+    /// `primary`, else in `B2`.
+    #[inline(always)]
+    fn entries_in<R>(
+        &self,
+        h: u64,
+        primary: bool,
+        mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
+    ) -> Option<R> {
+        let (b1, b2) = self.hash.buckets_of(h);
+        let b = if primary { b1 } else { b2 };
+        let tag = PrefixHash::tag(h);
+        let line = self.buckets[b].read();
+        for i in 0..SLOTS {
+            let e = line.entry(i);
+            if e.is_empty() || e.tag() != tag || e.primary() != primary {
+                continue;
+            }
+            if let Some(r) = f(
+                Slot {
+                    bucket: b,
+                    index: i,
+                },
+                e,
+                line.version(),
+            ) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// [`Table::search_by_parent`] in one bucket of `h` (`B1` if `primary`, else `B2`).
+    #[inline]
+    pub(crate) fn search_by_parent_in(
+        &self,
+        h: u64,
+        c: u8,
+        parent_color: u8,
+        primary: bool,
+    ) -> Option<Found> {
+        self.entries_in(h, primary, |slot, entry, version| {
+            (entry.last_symbol() == c
+                && entry.parent_color() == parent_color
+                && !entry.is_jump_child())
+            .then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
+    }
+
+    /// [`Table::search_by_color`] in one bucket of `h` (`B1` if `primary`, else `B2`).
+    #[inline]
+    pub(crate) fn search_by_color_in(
+        &self,
+        h: u64,
+        c: u8,
+        color: u8,
+        primary: bool,
+    ) -> Option<Found> {
+        self.entries_in(h, primary, |slot, entry, version| {
+            (entry.last_symbol() == c && entry.color() == color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
+    }
+
     /// Calls `f(slot, entry)` for each entry of hash `h` (Algorithm 2 `ENTRIESFOR`); stops
     /// at the first `Some`. Each bucket is read as a validated snapshot.
     #[inline]
-    fn entries_for<R>(&self, h: u64, f: impl FnMut(Slot, Entry, u64) -> Option<R>) -> Option<R> {
-        self.entries_with(h, &|b| self.buckets[b].read(), f)
+    fn entries_for<R>(
+        &self,
+        h: u64,
+        mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
+    ) -> Option<R> {
+        // Direct reads (not `entries_with`'s reader callback): this is every search's
+        // inner loop, and a call through `&dyn Fn` per bucket kept it from being inlined.
+        match self.entries_in(h, true, &mut f) {
+            Some(r) => Some(r),
+            None => self.entries_in(h, false, &mut f),
+        }
     }
 
     /// [`Table::entries_for`] with the lines given by `read` (a writer reads the buckets it
     /// holds from its private copies: reading them from the table would wait for itself).
+    /// No caller since readers search through [`Table::entries_for`]'s direct reads; kept
+    /// for writers that search their locked lines.
+    #[allow(dead_code)]
     #[inline]
     pub(crate) fn entries_with<R>(
         &self,
@@ -191,10 +283,18 @@ impl Table {
     /// The node a locator names.
     #[inline]
     pub(crate) fn find(&self, l: Locator) -> Option<Found> {
-        self.find_with(l, &|b| self.buckets[b].read())
+        self.entries_for(l.hash, |slot, entry, version| {
+            (entry.color() == l.color).then_some(Found {
+                slot,
+                entry,
+                version,
+            })
+        })
     }
 
-    /// [`Table::find`] over the lines given by `read`.
+    /// [`Table::find`] over the lines given by `read` (no caller at present, as
+    /// [`Table::entries_with`]).
+    #[allow(dead_code)]
     #[inline]
     pub(crate) fn find_with(&self, l: Locator, read: &dyn Fn(usize) -> Line) -> Option<Found> {
         self.entries_with(l.hash, read, |slot, entry, version| {

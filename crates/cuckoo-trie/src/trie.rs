@@ -70,6 +70,21 @@
 //! from the locator's node down to it is first filled by a prefetched walk of the leaf's
 //! key (`complete_path`, Algorithm 1), whose bucket reads overlap.
 //!
+//! # Point lookups and lookup groups
+//!
+//! A point lookup (`find_leaf`) is Algorithm 1 with nothing allocated: a `Cursor` reads the
+//! key's symbols from a bit buffer, hashes each prefix once, prefetches both buckets of
+//! the prefixes `D` ahead of the walk and keeps the last 32 hashes and symbols for the walk.
+//! The leaf's record is read right after the leaf (its address is unknown before): that
+//! round trip is paid, as in the authors' code (`docs/cuckoo-trie.md`). `get_many` runs up
+//! to 16 walks in rounds (`lookup_group`, beyond the paper): each step reads only what its
+//! walk prefetched a round before — the *primary* bucket of the next prefix, the secondary
+//! bucket a round later only if the node is not in the primary, the record once the leaf
+//! is read — because with the other walks covering the wait, prefetches past the leaf or
+//! of a secondary bucket that does not hold the node only take miss buffers from useful
+//! reads (measured: `docs/results/cuckoo-trie.md`, "Read path"). Both validate every step
+//! as `FINDCHILD` does.
+//!
 //! # Concurrency protocol (§5)
 //!
 //! - Writers lock only the buckets they change (§5 "Updates"; `trie/update.rs` has the
@@ -222,33 +237,152 @@ pub(crate) type Pair<'g> = (&'g [u8], &'g [u8]);
 /// Keys a [`Raw::lookup_group`] walks at once.
 pub(crate) const GROUP: usize = 16;
 
+/// Prefix levels a [`Raw::lookup_group`] walk prefetches ahead of itself (its own `D`):
+/// the other walks of the group, not a long cursor, cover the wait for DRAM, so every
+/// prefetch past the leaf the walk ends at is waste that takes a miss buffer from a
+/// useful read (`docs/results/cuckoo-trie.md`).
+const GROUP_DEPTH: usize = 1;
+
 /// Where one walk of a [`Raw::lookup_group`] is.
 #[derive(Clone, Copy)]
 enum WalkState {
-    /// Not started: at the root next.
-    Start,
-    /// At this node (validated), to be stepped from.
+    /// At this node (validated): its child is read next, from the child's primary bucket
+    /// (prefetched a round before).
     At(Step),
-    /// At a leaf whose record (this address) is being prefetched.
+    /// The child of `parent` (hash `h`, by symbol `c`; the jump child if `jump`) was not in
+    /// its primary bucket: its secondary bucket, prefetched last round, is read next.
+    Second {
+        parent: Step,
+        h: u64,
+        c: u8,
+        jump: bool,
+    },
+    /// At a leaf whose record (this address) was prefetched last round.
     Record(usize),
     /// Finished.
     Done,
 }
 
-/// One walk of a [`Raw::lookup_group`]: its state and its prefetch cursor.
+/// One walk of a [`Raw::lookup_group`]: its state and its prefetch cursor (primary
+/// buckets only).
 #[derive(Clone, Copy)]
 struct Walk {
     state: WalkState,
-    ahead: u64,
-    ahead_i: usize,
+    cur: Cursor,
 }
 
-impl Walk {
-    const DONE: Walk = Walk {
-        state: WalkState::Done,
-        ahead: 0,
-        ahead_i: 0,
-    };
+/// Prefix hashes a [`Cursor`] keeps: more than the farthest it runs ahead of the walk
+/// (`D ≤ 16` plus a jump node's 8 symbols).
+const RING: usize = 32;
+
+/// The prefetch cursor of a point lookup (Algorithm 1): it reads the key's symbols in
+/// order (from a bit buffer, not [`Symbols::at`] per symbol), computes the hashes of the
+/// key's prefixes ahead of the walk, prefetches both buckets of each, and keeps the last
+/// [`RING`] symbols and hashes so the walk computes neither again.
+#[derive(Clone, Copy)]
+struct Cursor {
+    /// `hashes[j % RING]` is the hash of the key's prefix of `j` symbols, for the last
+    /// [`RING`] values of `j` up to `at`.
+    hashes: [u64; RING],
+    /// `syms[j % RING]` is symbol `j - 1` of the key (the last of that prefix).
+    syms: [u8; RING],
+    /// Prefixes hashed (and their buckets prefetched) so far.
+    at: usize,
+    /// Unread key bits: the low `nbits` bits of `acc`.
+    acc: u64,
+    nbits: u32,
+    /// The next key byte to load into `acc`.
+    next_byte: usize,
+}
+
+impl Cursor {
+    /// A cursor at the root (prefix 0, hash 0).
+    #[inline]
+    fn new() -> Cursor {
+        Cursor {
+            hashes: [0; RING],
+            syms: [0; RING],
+            at: 0,
+            acc: 0,
+            nbits: 0,
+            next_byte: 0,
+        }
+    }
+
+    /// Symbol `self.at` of `key` (`at < key.len()`), read from the bit buffer:
+    /// [`Symbols::at`] in sequence.
+    #[inline]
+    fn next_symbol(&mut self, key: &Symbols<'_>) -> u8 {
+        if self.at >= key.data {
+            return 0;
+        }
+        if self.nbits < key.bits {
+            let rest = &key.key[self.next_byte..];
+            if let Some(b) = rest.first_chunk::<7>() {
+                // 56 fresh bits below the `nbits < 8` unread ones.
+                let mut w = [0u8; 8];
+                w[1..].copy_from_slice(b);
+                self.acc = (self.acc << 56) | u64::from_be_bytes(w);
+                self.nbits += 56;
+                self.next_byte += 7;
+            } else {
+                for &b in rest {
+                    self.acc = (self.acc << 8) | u64::from(b);
+                    self.nbits += 8;
+                }
+                self.next_byte = key.key.len();
+                if self.nbits < key.bits {
+                    // The last symbol, zero-padded.
+                    self.acc <<= key.bits - self.nbits;
+                    self.nbits = key.bits;
+                }
+            }
+        }
+        self.nbits -= key.bits;
+        (((self.acc >> self.nbits) & ((1 << key.bits) - 1)) + 1) as u8
+    }
+
+    /// Hashes and prefetches the prefixes of `key` up to `upto` symbols (at most the whole
+    /// string).
+    #[inline(always)]
+    fn advance(&mut self, t: &Table, key: &Symbols<'_>, upto: usize) {
+        self.advance_with(t, key, upto, true);
+    }
+
+    /// [`Cursor::advance`], prefetching only the primary bucket of each prefix unless
+    /// `both` (a [`Raw::lookup_group`] walk reads the secondary one a round later if it
+    /// must).
+    #[inline(always)]
+    fn advance_with(&mut self, t: &Table, key: &Symbols<'_>, upto: usize, both: bool) {
+        let upto = upto.min(key.len());
+        let mut h = self.hashes[self.at % RING];
+        while self.at < upto {
+            let c = self.next_symbol(key);
+            h = t.hash().child(h, c);
+            self.at += 1;
+            self.hashes[self.at % RING] = h;
+            self.syms[self.at % RING] = c;
+            if both {
+                t.prefetch(h);
+            } else {
+                t.prefetch_one(h, true);
+            }
+        }
+    }
+
+    /// The hash of the prefix of `j` symbols (`at - RING < j <= at`).
+    #[inline]
+    fn hash(&self, j: usize) -> u64 {
+        debug_assert!(j <= self.at && j + RING > self.at);
+        self.hashes[j % RING]
+    }
+
+    /// Symbol `i` of the key (`at - RING <= i < at`).
+    #[inline]
+    fn symbol(&self, i: usize) -> u8 {
+        debug_assert!(i < self.at && i + 1 + RING > self.at);
+        self.syms[(i + 1) % RING]
+    }
 }
 
 pub(crate) use orrery_core::api::Decision;
@@ -335,7 +469,12 @@ impl Raw {
 
     /// The child of `node` by symbol `c` (which its bitmap has), validated: `FINDCHILD`.
     fn child(t: &Table, node: &Step, c: u8) -> Result<Step, Restart> {
-        let h = t.hash().child(node.hash, c);
+        Self::child_at(t, node, c, t.hash().child(node.hash, c))
+    }
+
+    /// [`Raw::child`] given the child's hash `h` (computed by a prefetch cursor).
+    #[inline]
+    fn child_at(t: &Table, node: &Step, c: u8, h: u64) -> Result<Step, Restart> {
         let found = t.search_by_parent(h, c, node.found.entry.color());
         if !t
             .bucket(node.found.slot.bucket)
@@ -361,9 +500,14 @@ impl Raw {
     /// The only child of jump node `node`, found by its colour (§4.3 `SEARCHBYCOLOR`),
     /// validated like [`Raw::child`].
     fn jump_child(t: &Table, node: &Step) -> Result<Step, Restart> {
+        Self::jump_child_at(t, node, Self::jump_child_hash(t, node))
+    }
+
+    /// [`Raw::jump_child`] given the child's hash `h` (computed by a prefetch cursor).
+    #[inline]
+    fn jump_child_at(t: &Table, node: &Step, h: u64) -> Result<Step, Restart> {
         let e = node.found.entry;
         let len = e.jump_len();
-        let h = Self::jump_child_hash(t, node);
         let found = t.search_by_color(h, e.jump_symbol(len - 1), e.child_color());
         if !t
             .bucket(node.found.slot.bucket)
@@ -453,21 +597,18 @@ impl Raw {
     /// The record of `key`, if present, read under `g`.
     pub(crate) fn lookup<'g>(&self, key: &[u8], g: &'g Guard) -> Option<(&'g [u8], &'g [u8])> {
         let syms = Symbols::new(key, self.config.symbol_bits);
-        let mut path = Vec::with_capacity(16);
         let backoff = Backoff::new();
         loop {
             let t = self.table(g);
-            let r = self.descend(t, &syms, &mut path);
-            let out = match r {
-                Ok(End::Leaf) => {
-                    let rec = path[path.len() - 1].found.entry.record();
+            let out = match self.find_leaf(t, &syms) {
+                Ok(Some(rec)) => {
                     // SAFETY: the leaf was read validated under `g`; its record is retired
                     // through the epoch collector only after it is unlinked, so it is live
                     // while `g` is held.
                     let (k, v) = unsafe { record::read(rec_ptr(rec)) };
                     (k == key).then_some((k, v))
                 }
-                Ok(End::Missing(_) | End::JumpMismatch(_)) => None,
+                Ok(None) => None,
                 Err(Restart) => {
                     backoff.snooze();
                     continue;
@@ -479,13 +620,64 @@ impl Raw {
         }
     }
 
-    /// Looks up up to [`GROUP`] keys at once (MLP across operations, beyond the paper):
-    /// the walks advance in rounds, one trie node per key per round, each keeping its own
-    /// prefetch cursor `D` prefixes ahead, and a walk that reached its leaf prefetches the
-    /// record and compares it in the next round. So the DRAM reads of the group's walks
-    /// overlap instead of following each other. A walk that must restart (a concurrent
-    /// writer) finishes as a plain [`Raw::lookup`]; if the table was replaced meanwhile the
-    /// whole group is looked up again. Results go to `out[i]` for `keys[i]`.
+    /// The walk of a point lookup: [`Raw::descend`] without the path (nothing allocated),
+    /// with each prefix hash computed once, by the prefetch cursor. Returns the record
+    /// address of the leaf reached, `None` if the key's way ends at an internal node
+    /// (missing child, jump mismatch).
+    #[inline]
+    fn find_leaf(&self, t: &Table, key: &Symbols<'_>) -> Result<Option<usize>, Restart> {
+        let d = self.config.prefetch_depth;
+        let mut cur = Cursor::new();
+        cur.advance(t, key, d);
+        let mut node = Self::root(t)?;
+        loop {
+            let e = node.found.entry;
+            let i = node.depth;
+            match e.kind() {
+                Kind::Leaf => return Ok(Some(e.record())),
+                Kind::Bitmap if i < key.len() => {
+                    cur.advance(t, key, i + 1 + d);
+                    let c = cur.symbol(i);
+                    debug_assert_eq!(c, key.at(i));
+                    if e.bitmap() & (1 << c) == 0 {
+                        return Ok(None);
+                    }
+                    node = Self::child_at(t, &node, c, cur.hash(i + 1))?;
+                }
+                Kind::Jump if e.jump_len() > 0 => {
+                    let len = e.jump_len();
+                    cur.advance(t, key, i + len + d);
+                    let n = len.min(key.len().saturating_sub(i));
+                    if (0..n).any(|k| cur.symbol(i + k) != e.jump_symbol(k)) {
+                        return Ok(None);
+                    }
+                    if n < len {
+                        return Err(Restart);
+                    }
+                    node = Self::jump_child_at(t, &node, cur.hash(i + len))?;
+                }
+                _ => return Err(Restart),
+            }
+        }
+    }
+
+    /// Looks up up to [`GROUP`] keys at once (MLP across operations, beyond the paper).
+    /// The walks advance in rounds, one step per walk per round, so the DRAM reads of the
+    /// group's walks overlap instead of following each other; every read a step makes was
+    /// prefetched by the same walk one round before (the other walks' steps cover the
+    /// wait):
+    ///
+    /// - a walk at a node reads its child from the child's *primary* bucket, and prefetches
+    ///   the primary bucket of the next prefix ([`GROUP_DEPTH`] ahead);
+    /// - a child not in its primary bucket is read from its secondary bucket in the next
+    ///   round (prefetched now), so most levels cost one line, not the pair;
+    /// - a walk that found its leaf prefetches the record and compares it next round.
+    ///
+    /// Every step is validated as in [`Raw::lookup`] (`FINDCHILD`: the parent's bucket
+    /// unchanged after the child was read). A walk that must restart (a concurrent writer)
+    /// finishes as a plain [`Raw::lookup`]; if the table was replaced meanwhile the whole
+    /// group is looked up again. Results go to `out[i]` for `keys[i]`. Nothing is
+    /// allocated.
     pub(crate) fn lookup_group<'g>(
         &self,
         keys: &[&[u8]],
@@ -493,26 +685,30 @@ impl Raw {
         out: &mut [Option<Pair<'g>>],
     ) {
         debug_assert!(keys.len() <= GROUP && out.len() == keys.len());
-        let d = self.config.prefetch_depth;
         let bits = self.config.symbol_bits;
         loop {
             let t = self.table(g);
-            let mut walks: [Walk; GROUP] = [Walk::DONE; GROUP];
-            for (w, key) in walks.iter_mut().zip(keys) {
-                let syms = Symbols::new(key, bits);
-                let mut ahead = 0;
-                let n = d.min(syms.len());
-                for q in 0..n {
-                    ahead = t.hash().child(ahead, syms.at(q));
-                    t.prefetch(ahead);
-                }
-                *w = Walk {
-                    state: WalkState::Start,
-                    ahead,
-                    ahead_i: n,
-                };
-            }
+            let done = Walk {
+                state: WalkState::Done,
+                cur: Cursor::new(),
+            };
+            let mut walks: [Walk; GROUP] = [done; GROUP];
             let mut active = keys.len();
+            match Self::root(t) {
+                Ok(root) => {
+                    for (w, key) in walks.iter_mut().zip(keys) {
+                        w.state = WalkState::At(root);
+                        w.cur
+                            .advance_with(t, &Symbols::new(key, bits), GROUP_DEPTH, false);
+                    }
+                }
+                Err(Restart) => {
+                    for (o, key) in out.iter_mut().zip(keys) {
+                        *o = self.lookup(key, g);
+                    }
+                    active = 0;
+                }
+            }
             while active > 0 {
                 for (i, key) in keys.iter().enumerate() {
                     let w = &mut walks[i];
@@ -550,17 +746,74 @@ impl Raw {
         _g: &'g Guard,
     ) -> Result<Option<Option<Pair<'g>>>, Restart> {
         let syms = Symbols::new(key, self.config.symbol_bits);
-        let d = self.config.prefetch_depth;
-        let advance = |w: &mut Walk, upto: usize| {
-            while w.ahead_i < upto.min(syms.len()) {
-                w.ahead = t.hash().child(w.ahead, syms.at(w.ahead_i));
-                w.ahead_i += 1;
-                t.prefetch(w.ahead);
+        let (parent, found, h) = match w.state {
+            WalkState::At(node) => {
+                let e = node.found.entry;
+                let i = node.depth;
+                match e.kind() {
+                    Kind::Leaf => {
+                        let rec = e.record();
+                        orrery_core::prefetch(rec as *const u8);
+                        w.state = WalkState::Record(rec);
+                        return Ok(None);
+                    }
+                    Kind::Bitmap if i < syms.len() => {
+                        w.cur.advance_with(t, &syms, i + 1 + GROUP_DEPTH, false);
+                        let c = w.cur.symbol(i);
+                        if e.bitmap() & (1 << c) == 0 {
+                            return Ok(Some(None));
+                        }
+                        let h = w.cur.hash(i + 1);
+                        let found = t.search_by_parent_in(h, c, e.color(), true);
+                        if found.is_none() {
+                            t.prefetch_one(h, false);
+                            w.state = WalkState::Second {
+                                parent: node,
+                                h,
+                                c,
+                                jump: false,
+                            };
+                            return Ok(None);
+                        }
+                        (node, found, h)
+                    }
+                    Kind::Jump if e.jump_len() > 0 => {
+                        let len = e.jump_len();
+                        w.cur.advance_with(t, &syms, i + len + GROUP_DEPTH, false);
+                        let n = len.min(syms.len().saturating_sub(i));
+                        if (0..n).any(|k| w.cur.symbol(i + k) != e.jump_symbol(k)) {
+                            return Ok(Some(None));
+                        }
+                        if n < len {
+                            return Err(Restart);
+                        }
+                        let h = w.cur.hash(i + len);
+                        let c = e.jump_symbol(len - 1);
+                        let found = t.search_by_color_in(h, c, e.child_color(), true);
+                        if found.is_none() {
+                            t.prefetch_one(h, false);
+                            w.state = WalkState::Second {
+                                parent: node,
+                                h,
+                                c,
+                                jump: true,
+                            };
+                            return Ok(None);
+                        }
+                        (node, found, h)
+                    }
+                    _ => return Err(Restart),
+                }
             }
-        };
-        let node = match w.state {
-            WalkState::Start => Self::root(t)?,
-            WalkState::At(node) => node,
+            WalkState::Second { parent, h, c, jump } => {
+                let e = parent.found.entry;
+                let found = if jump {
+                    t.search_by_color_in(h, c, e.child_color(), false)
+                } else {
+                    t.search_by_parent_in(h, c, e.color(), false)
+                };
+                (parent, found, h)
+            }
             WalkState::Record(rec) => {
                 // SAFETY: the leaf was read validated under `_g` (the caller's guard); its
                 // record is retired only after it is unlinked (see `lookup`).
@@ -569,38 +822,31 @@ impl Raw {
             }
             WalkState::Done => return Err(Restart),
         };
-        let e = node.found.entry;
-        let i = node.depth;
-        let next = match e.kind() {
-            Kind::Leaf => {
-                let rec = e.record();
-                orrery_core::prefetch(rec as *const u8);
-                w.state = WalkState::Record(rec);
-                return Ok(None);
-            }
-            Kind::Bitmap if i < syms.len() => {
-                advance(w, i + 1 + d);
-                let c = syms.at(i);
-                if e.bitmap() & (1 << c) == 0 {
-                    return Ok(Some(None));
-                }
-                Self::child(t, &node, c)?
-            }
-            Kind::Jump if e.jump_len() > 0 => {
-                let len = e.jump_len();
-                advance(w, i + len + d);
-                let n = len.min(syms.len().saturating_sub(i));
-                if (0..n).any(|k| syms.at(i + k) != e.jump_symbol(k)) {
-                    return Ok(Some(None));
-                }
-                if n < len {
-                    return Err(Restart);
-                }
-                Self::jump_child(t, &node)?
-            }
-            _ => return Err(Restart),
+        // `FINDCHILD`: the parent unchanged since it was read, so the child read is its
+        // child; absent while the parent announces it: a relocation in flight.
+        if !t
+            .bucket(parent.found.slot.bucket)
+            .unchanged(parent.found.version)
+        {
+            return Err(Restart);
+        }
+        let found = found.ok_or(Restart)?;
+        let depth = match parent.found.entry.kind() {
+            Kind::Jump => parent.depth + parent.found.entry.jump_len(),
+            _ => parent.depth + 1,
         };
-        w.state = WalkState::At(next);
+        let child = Step {
+            found,
+            hash: h,
+            depth,
+        };
+        if found.entry.kind() == Kind::Leaf {
+            let rec = found.entry.record();
+            orrery_core::prefetch(rec as *const u8);
+            w.state = WalkState::Record(rec);
+        } else {
+            w.state = WalkState::At(child);
+        }
         Ok(None)
     }
 
@@ -1543,6 +1789,43 @@ mod tests {
                 let (a, b) = (enc(w[0]), enc(w[1]));
                 assert!(a < b, "bits {bits}: {:?} !< {:?}", w[0], w[1]);
                 assert!(!b.starts_with(&a));
+            }
+        }
+    }
+
+    /// The lookup cursor's bit-buffer symbol reader yields exactly [`Symbols::at`], for
+    /// every symbol size and key lengths around its 7-byte refills, and its ring keeps
+    /// the prefix hashes of [`PrefixHash::child`](crate::hash::PrefixHash).
+    #[test]
+    fn cursor_symbols_and_hashes_match_the_key() {
+        let t = Table::new(64).unwrap();
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for len in 0..40 {
+            let key: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            for bits in 1..=5 {
+                let syms = Symbols::new(&key, bits);
+                let mut cur = Cursor::new();
+                let mut h = 0;
+                for i in 0..syms.len() {
+                    cur.advance(&t, &syms, i + 1);
+                    assert_eq!(
+                        cur.symbol(i),
+                        syms.at(i),
+                        "len {len} bits {bits} symbol {i}"
+                    );
+                    h = t.hash().child(h, syms.at(i));
+                    assert_eq!(cur.hash(i + 1), h);
+                }
+                // Advancing past the end stops at the end symbol.
+                cur.advance(&t, &syms, syms.len() + 5);
+                assert_eq!(cur.at, syms.len());
             }
         }
     }
