@@ -132,6 +132,7 @@ use crate::record::{self, Records};
 use crate::table::{Found, Full, Table};
 
 mod grow;
+mod scan;
 mod update;
 pub use grow::GrowthStats;
 pub(crate) use update::Mode;
@@ -625,13 +626,44 @@ impl Raw {
         }
     }
 
-    /// Visits, ascending from `start`, up to `max` pairs under `g` (§4.4 "Range
-    /// iteration"): one successor search finds the first leaf, then the walk follows the
+    /// Visits, ascending from `start`, up to `max` pairs under `g`: one successor search,
+    /// then the prefetching depth-first trie walk of `trie/scan.rs` (many nodes' buckets
+    /// and records in flight at once), every node validated as `FINDCHILD` validates a
+    /// child; a failed validation, or a key not above the last one yielded, resynchronises
+    /// by a successor search past the last key yielded.
+    pub(crate) fn scan_batch<'g>(
+        &self,
+        start: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        self.scan_walk(start, true, g, max, f)
+    }
+
+    /// Visits, descending from below `end`, up to `max` pairs under `g`: one predecessor
+    /// search (its leaf's path completed when a subtree-max locator reached it), then the
+    /// walk of `trie/scan.rs` mirrored (largest child first). Leaves have no previous-leaf
+    /// locator (the paper's list is singly linked), so this is also how descending scans
+    /// avoid a search per key.
+    pub(crate) fn scan_batch_rev<'g>(
+        &self,
+        end: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        self.scan_walk(end, false, g, max, f)
+    }
+
+    /// The paper's ascending scan, kept as the reference the trie walk is measured
+    /// against (`CuckooTrie::scan_leaf_list`): visits, ascending from `start`, up to `max`
+    /// pairs under `g` (§4.4 "Range iteration"): one successor search finds the first leaf, then the walk follows the
     /// leaves' next-leaf locators. A step is taken only if the leaf it leaves is unchanged
     /// (its bucket version) after the next leaf was read, and the next leaf is a clean
     /// (not dirty) leaf whose key is above the last one yielded; otherwise the walk
     /// resynchronises by a successor search from the root past the last key yielded.
-    pub(crate) fn scan_batch<'g>(
+    pub(crate) fn scan_batch_list<'g>(
         &self,
         start: Bound<&[u8]>,
         g: &'g Guard,
@@ -676,85 +708,6 @@ impl Raw {
                         None => return ScanEnd::Done,
                     }
                 }
-            }
-        }
-    }
-
-    /// Visits, descending from below `end`, up to `max` pairs under `g`: one predecessor
-    /// search, then a reverse depth-first walk from its path (up to the first ancestor
-    /// with a child on the left, down that child's rightmost edge), every child step
-    /// validated like a lookup's (`FINDCHILD`). Leaves have no previous-leaf locator (the
-    /// paper's list is singly linked); the walk reads `O(1)` nodes per leaf amortized
-    /// instead of a predecessor search from the root per key. A failed validation, or a
-    /// key not below the last one yielded, resynchronises by a predecessor search.
-    pub(crate) fn scan_batch_rev<'g>(
-        &self,
-        end: Bound<&[u8]>,
-        g: &'g Guard,
-        max: usize,
-        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
-    ) -> ScanEnd<'g> {
-        let mut path = Vec::with_capacity(16);
-        let backoff = Backoff::new();
-        let Some(mut t) = self.seek_path(end, &mut path, g) else {
-            return ScanEnd::Done;
-        };
-        let mut n = 0;
-        let mut last: Option<&'g [u8]> = None;
-        loop {
-            let leaf = path[path.len() - 1];
-            // SAFETY: `leaf` was read validated under `g` (see `scan_batch`).
-            let (k, v) = unsafe { record::read(rec_ptr(leaf.found.entry.record())) };
-            let in_order = last.is_none_or(|l| k < l);
-            if in_order {
-                if f(k, v).is_break() {
-                    return ScanEnd::Stopped;
-                }
-                n += 1;
-                if n >= max {
-                    return ScanEnd::More(k);
-                }
-                last = Some(k);
-                // A leaf reached by a subtree-max locator: the path down to it first.
-                let walked = if leaf.depth == 0 {
-                    self.complete_path(t, &mut path, k)
-                } else {
-                    Ok(())
-                };
-                let climbed = walked.and_then(|()| {
-                    let level = path.len() - 1;
-                    Self::climb(t, &mut path, level, leaf.found.entry.last_symbol(), false)
-                });
-                match climbed {
-                    Ok(Some(_)) => continue,
-                    Ok(None) => return ScanEnd::Done,
-                    Err(Restart) => backoff.snooze(),
-                }
-            }
-            let Some(l) = last else {
-                return ScanEnd::Done;
-            };
-            match self.seek_path(Bound::Excluded(l), &mut path, g) {
-                Some(nt) => t = nt,
-                None => return ScanEnd::Done,
-            }
-        }
-    }
-
-    /// A predecessor search for `end` in the current table, retried until valid; `path`
-    /// ends at the leaf found. `None` when no key is below `end`.
-    fn seek_path<'g>(
-        &self,
-        end: Bound<&[u8]>,
-        path: &mut Vec<Step>,
-        g: &'g Guard,
-    ) -> Option<&'g Table> {
-        let backoff = Backoff::new();
-        loop {
-            let t = self.table(g);
-            match self.seek_in(t, end, false, path) {
-                Ok(r) if self.still_current(t) => return r.map(|_| t),
-                _ => backoff.snooze(),
             }
         }
     }

@@ -1,0 +1,355 @@
+//! Range scans that keep many DRAM reads in flight: a depth-first walk of the trie whose
+//! next nodes are named before they are read (beyond the paper's §4.4 leaf list).
+//!
+//! # Why not the leaf list
+//!
+//! The paper's scan (§4.4 "Range iteration") follows the leaves' next-leaf locators. Each
+//! step is a chain of dependent reads — the leaf's bucket gives the next locator, whose
+//! buckets give the next leaf, whose record gives the key — so a prefetch can run at most
+//! one leaf ahead, and a scan costs about one DRAM round trip per key whatever it does (the
+//! paper says as much in §6.4: its YCSB-E is its weakest workload, the latency being hidden
+//! only when the application works between keys). The Cuckoo Trie's own idea (§4.1) gives
+//! the way out: a node's name is all it takes to find its buckets, and a bitmap node names
+//! *all* its children at once (the child of `x` by `s` is at `h(x·s)`). So a scan can know
+//! the names of many nodes it will read next long before it reads them.
+//!
+//! # The walk
+//!
+//! One successor (ascending) or predecessor (descending) search finds the first leaf and
+//! the path to it. The nodes still to visit, in key order, are then the siblings on the
+//! scan's side of each path node, deepest first; they are pushed as [`Pending`] names onto
+//! a stack whose top is the next node in key order. The walk pops the top, reads it
+//! (`SEARCHBYPARENT`, or `SEARCHBYCOLOR` for a jump node's child), and
+//!
+//! - a bitmap node pushes all its children (names from its bitmap), a jump node its only
+//!   child;
+//! - a leaf goes to a FIFO of leaves read, and its record is prefetched.
+//!
+//! The top [`WINDOW`] names of the stack are kept prefetched (both buckets of each), and a
+//! leaf is yielded only once [`READY`] leaves behind it have been read (or the stack is
+//! empty), so its record has had that long to arrive. With a window of `W` names, `W`
+//! bucket pairs and up to `R` records are in flight at once instead of one chain; a scan of
+//! `n` keys under a node with `n` leaf children costs about two round trips (the node, then
+//! all its children together) plus `n` times the *throughput* cost of a read rather than
+//! its latency. What it reads that the leaf list does not: the internal nodes of the
+//! subtrees it crosses (amortized over their leaves; at most `W + R` nodes past the last key
+//! the visitor takes).
+//!
+//! # Concurrency
+//!
+//! Every node is read as the paper's `FINDCHILD` reads a child: its buckets as validated
+//! snapshots, and then its parent's bucket checked unchanged since the parent was read
+//! (the parent's version is kept in the [`Pending`] name). A changed parent, a child the
+//! parent announces but neither bucket shows (relocation in flight), an empty or dirty
+//! node, or a key not beyond the last one yielded resynchronises the walk: a new successor
+//! (predecessor) search past the last key yielded, and the stack rebuilt from its path.
+//! So, as for the leaf list (`trie.rs`, "Concurrency protocol"):
+//!
+//! - keys come strictly ascending (descending) — checked against the last key yielded;
+//! - a key yielded was present when its leaf was read: its leaf was a child of its parent
+//!   at that moment (parent unchanged after the read), and every update that removes a
+//!   leaf rewrites its parent (clears the bit, or converts it in a collapse) in the same
+//!   commit;
+//! - a key present throughout the scan is not skipped: the children of a node are the ones
+//!   its bitmap (or jump) named when it was read, and each child is read only while that
+//!   node is still unchanged, so every node on the way to such a key is visited while it is
+//!   on the way (an update that moves the key's leaf, a split or collapse, changes a node
+//!   on its path before the walk can read past it, and the walk restarts).
+//!
+//! Growth (§5 "Resizing"): a walk reads one table, the one current when its search ran;
+//! a frozen old table still holds what was present when it was frozen, so what a walk
+//! reads there was present during the scan (the same argument as the leaf list's).
+
+use std::collections::VecDeque;
+use std::ops::{Bound, ControlFlow};
+
+use orrery_core::sync::{Backoff, Guard};
+
+use super::{Raw, Restart, ScanEnd, Step, rec_ptr};
+use crate::bucket::Kind;
+use crate::record;
+use crate::table::Table;
+
+/// Names on top of the stack kept prefetched (both buckets of each).
+pub(crate) const WINDOW: usize = 12;
+
+/// Leaves read ahead of the one yielded (their records prefetched).
+pub(crate) const READY: usize = 6;
+
+/// A node named by its parent but not read yet.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// Its hash.
+    hash: u64,
+    /// The length of its name in symbols.
+    depth: usize,
+    /// The bucket its parent was read from, and that bucket's version then.
+    parent_bucket: usize,
+    parent_version: u64,
+    /// Its last symbol.
+    symbol: u8,
+    /// The parent's colour (`SEARCHBYPARENT`), or its own (`SEARCHBYCOLOR`, the child of a
+    /// jump node).
+    color: u8,
+    /// Found by colour: the only child of a jump node.
+    by_color: bool,
+    /// Its buckets were prefetched.
+    prefetched: bool,
+}
+
+impl Pending {
+    /// The child of bitmap node `parent` by symbol `s`.
+    #[inline]
+    fn child(t: &Table, parent: &Step, s: u8) -> Pending {
+        Pending {
+            hash: t.hash().child(parent.hash, s),
+            depth: parent.depth + 1,
+            parent_bucket: parent.found.slot.bucket,
+            parent_version: parent.found.version,
+            symbol: s,
+            color: parent.found.entry.color(),
+            by_color: false,
+            prefetched: false,
+        }
+    }
+
+    /// The only child of jump node `parent`.
+    #[inline]
+    fn jump_child(t: &Table, parent: &Step) -> Pending {
+        let e = parent.found.entry;
+        let len = e.jump_len();
+        Pending {
+            hash: Raw::jump_child_hash(t, parent),
+            depth: parent.depth + len,
+            parent_bucket: parent.found.slot.bucket,
+            parent_version: parent.found.version,
+            symbol: e.jump_symbol(len - 1),
+            color: e.child_color(),
+            by_color: true,
+            prefetched: false,
+        }
+    }
+
+    /// Reads the node, validated as `FINDCHILD` validates a child (module docs).
+    #[inline]
+    fn read(&self, t: &Table) -> Result<Step, Restart> {
+        let found = if self.by_color {
+            t.search_by_color(self.hash, self.symbol, self.color)
+        } else {
+            t.search_by_parent(self.hash, self.symbol, self.color)
+        };
+        if !t.bucket(self.parent_bucket).unchanged(self.parent_version) {
+            return Err(Restart);
+        }
+        let found = found.ok_or(Restart)?;
+        Ok(Step {
+            found,
+            hash: self.hash,
+            depth: self.depth,
+        })
+    }
+}
+
+/// The state of one walk (module docs): the names still to visit and the leaves read.
+pub(crate) struct Walker {
+    /// Names to visit; the top (last) is the next in the walk's key order.
+    stack: Vec<Pending>,
+    /// Leaves read and not yet yielded (their records prefetched), in key order.
+    ready: VecDeque<usize>,
+    /// Ascending.
+    forward: bool,
+}
+
+impl Walker {
+    /// An empty walker for the given direction.
+    pub(crate) fn new(forward: bool) -> Walker {
+        Walker {
+            stack: Vec::with_capacity(64),
+            ready: VecDeque::with_capacity(READY + 1),
+            forward,
+        }
+    }
+
+    /// Restarts the walk from `path` (root to the first leaf, each node a child of the one
+    /// before): queues the leaf and, for every bitmap node of the path, its children on the
+    /// walk's side of the path, deepest last (on top).
+    fn start(&mut self, t: &Table, path: &[Step]) {
+        self.stack.clear();
+        self.ready.clear();
+        for w in path.windows(2) {
+            let (node, below) = (&w[0], &w[1]);
+            if node.found.entry.kind() != Kind::Bitmap {
+                continue;
+            }
+            let taken = below.found.entry.last_symbol();
+            self.push_children(t, node, taken);
+        }
+        if let Some(leaf) = path.last() {
+            self.leaf(leaf);
+        }
+        self.prefetch_window(t);
+    }
+
+    /// Pushes the children of bitmap `node` strictly on the walk's side of symbol `from`
+    /// (all of them for `None`), the nearest on top.
+    #[inline]
+    fn push_children_from(&mut self, t: &Table, node: &Step, from: Option<u8>) {
+        let bits = node.found.entry.bitmap();
+        let mut side = match (from, self.forward) {
+            (None, _) => bits,
+            (Some(c), true) => bits & !((2u64 << c) - 1),
+            (Some(c), false) => bits & ((1u64 << c) - 1),
+        };
+        if self.forward {
+            // Largest first, so the smallest ends on top.
+            while side != 0 {
+                let s = 63 - side.leading_zeros() as u8;
+                side &= !(1u64 << s);
+                self.stack.push(Pending::child(t, node, s));
+            }
+        } else {
+            while side != 0 {
+                let s = side.trailing_zeros() as u8;
+                side &= side - 1;
+                self.stack.push(Pending::child(t, node, s));
+            }
+        }
+    }
+
+    /// [`Walker::push_children_from`] past `taken`.
+    #[inline]
+    fn push_children(&mut self, t: &Table, node: &Step, taken: u8) {
+        self.push_children_from(t, node, Some(taken));
+    }
+
+    /// Queues leaf `leaf` for yielding and prefetches its record.
+    #[inline]
+    fn leaf(&mut self, leaf: &Step) {
+        let rec = leaf.found.entry.record();
+        orrery_core::prefetch(rec as *const u8);
+        self.ready.push_back(rec);
+    }
+
+    /// Prefetches the names in the top [`WINDOW`] of the stack not prefetched yet, the
+    /// nearest first.
+    #[inline]
+    fn prefetch_window(&mut self, t: &Table) {
+        let n = self.stack.len();
+        for p in self.stack[n.saturating_sub(WINDOW)..].iter_mut().rev() {
+            if !p.prefetched {
+                p.prefetched = true;
+                t.prefetch(p.hash);
+            }
+        }
+    }
+}
+
+impl Raw {
+    /// Visits up to `max` pairs from `bound` on, ascending (`forward`) or descending, under
+    /// `g`, by the prefetching trie walk of this module.
+    pub(crate) fn scan_walk<'g>(
+        &self,
+        bound: Bound<&[u8]>,
+        forward: bool,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        let mut path = Vec::with_capacity(16);
+        let mut w = Walker::new(forward);
+        let backoff = Backoff::new();
+        let mut n = 0;
+        let mut last: Option<&'g [u8]> = None;
+        let mut t = match self.walk_start(bound, forward, &mut path, &mut w, g) {
+            Some(t) => t,
+            None => return ScanEnd::Done,
+        };
+        loop {
+            let step = Self::walk_fill(t, &mut w);
+            if step.is_ok() {
+                let Some(rec) = w.ready.pop_front() else {
+                    return ScanEnd::Done;
+                };
+                // SAFETY: the leaf was read validated under `g`; records are retired
+                // through the epoch collector only after they are unlinked, so it is live
+                // while `g` is held.
+                let (k, v) = unsafe { record::read(rec_ptr(rec)) };
+                let in_order = last.is_none_or(|l| if forward { k > l } else { k < l });
+                if in_order {
+                    if f(k, v).is_break() {
+                        return ScanEnd::Stopped;
+                    }
+                    n += 1;
+                    if n >= max {
+                        return ScanEnd::More(k);
+                    }
+                    last = Some(k);
+                    continue;
+                }
+            }
+            // Resynchronise past the last key yielded.
+            backoff.snooze();
+            let from = last.map_or(bound, Bound::Excluded);
+            match self.walk_start(from, forward, &mut path, &mut w, g) {
+                Some(nt) => t = nt,
+                None => return ScanEnd::Done,
+            }
+        }
+    }
+
+    /// The search that starts (or resynchronises) a walk: the first leaf from `bound` in
+    /// the current table, the walker started from its path. `None` when no key is left.
+    fn walk_start<'g>(
+        &self,
+        bound: Bound<&[u8]>,
+        forward: bool,
+        path: &mut Vec<Step>,
+        w: &mut Walker,
+        g: &'g Guard,
+    ) -> Option<&'g Table> {
+        let backoff = Backoff::new();
+        loop {
+            let t = self.table(g);
+            let r = self.seek_in(t, bound, forward, path).and_then(|r| match r {
+                // A leaf reached by a subtree-max locator: the path down to it first.
+                Some(leaf) if leaf.depth == 0 => {
+                    // SAFETY: reached through validated reads under `g` (as in `lookup`).
+                    let (k, _) = unsafe { record::read(rec_ptr(leaf.found.entry.record())) };
+                    self.complete_path(t, path, k).map(|()| Some(leaf))
+                }
+                r => Ok(r),
+            });
+            match r {
+                Ok(r) if self.still_current(t) => {
+                    r?;
+                    w.start(t, path);
+                    return Some(t);
+                }
+                _ => backoff.snooze(),
+            }
+        }
+    }
+
+    /// Reads names off the stack until [`READY`] leaves are queued or the stack is empty.
+    #[inline]
+    fn walk_fill(t: &Table, w: &mut Walker) -> Result<(), Restart> {
+        while w.ready.len() <= READY {
+            let Some(p) = w.stack.pop() else {
+                return Ok(());
+            };
+            if !p.prefetched {
+                t.prefetch(p.hash);
+            }
+            let node = p.read(t)?;
+            let e = node.found.entry;
+            match e.kind() {
+                Kind::Leaf if !e.dirty() => w.leaf(&node),
+                Kind::Bitmap => w.push_children_from(t, &node, None),
+                Kind::Jump if e.jump_len() > 0 => w.stack.push(Pending::jump_child(t, &node)),
+                _ => return Err(Restart),
+            }
+            w.prefetch_window(t);
+        }
+        Ok(())
+    }
+}
