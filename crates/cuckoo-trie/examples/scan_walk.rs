@@ -2,11 +2,11 @@
 //! trie walk (`CuckooTrie::scan`, `src/trie/scan.rs`) and the paper's leaf list
 //! (`CuckooTrie::scan_leaf_list`, §4.4), plus the descending walk (`scan_rev`).
 //!
-//! `cargo run --release -p orrery-cuckoo-trie --example scan_walk -- [KEYS] [ROUNDS] [OPS]`
+//! `cargo run --release -p orrery-cuckoo-trie --example scan_walk -- [KEYS] [ROUNDS] [OPS] [MAXLEN]`
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values, as `orrery-bench`'s `rand-8`), then runs
 //! `ROUNDS` rounds; each round runs the same `OPS` scans (YCSB-E's shape: from a random
-//! loaded key, a length uniform in 1..=100) by each method in turn, and prints per method
+//! loaded key, a length uniform in 1..=`MAXLEN`, default 100) by each method in turn, and prints per method
 //! the thread CPU time per scan and per key visited, and the wall-clock rate. Compare the
 //! methods within one round (the machine is shared); the last line gives medians.
 
@@ -75,6 +75,7 @@ fn main() {
     let n: usize = args.next().map_or(4_000_000, |a| a.parse().expect("KEYS"));
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("ROUNDS"));
     let nops: usize = args.next().map_or(200_000, |a| a.parse().expect("OPS"));
+    let maxlen: u64 = args.next().map_or(100, |a| a.parse().expect("MAXLEN"));
     let ct = CuckooTrie::new();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let loaded: Vec<[u8; 8]> = (0..n).map(|_| xorshift(&mut x).to_be_bytes()).collect();
@@ -92,7 +93,7 @@ fn main() {
         let ops: Vec<(usize, usize)> = (0..nops)
             .map(|_| {
                 let i = (xorshift(&mut x) % n as u64) as usize;
-                let len = (xorshift(&mut x) % 100) as usize + 1;
+                let len = (xorshift(&mut x) % maxlen) as usize + 1;
                 (i, len)
             })
             .collect();

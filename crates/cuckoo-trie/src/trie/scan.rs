@@ -70,46 +70,63 @@ use crate::bucket::Kind;
 use crate::record;
 use crate::table::Table;
 
-/// Names on top of the stack kept prefetched (both buckets of each).
+/// Names on top of the stack kept prefetched, at most.
 pub(crate) const WINDOW: usize = 12;
 
-/// Leaves read ahead of the one yielded (their records prefetched).
+/// Leaves read ahead of the one yielded (their records prefetched), at most.
 pub(crate) const READY: usize = 6;
 
-/// A node named by its parent but not read yet.
+/// Whether both buckets of a name are prefetched, or only its primary one (`B1`, where
+/// most entries are at the table's load); an entry in `B2` then costs one more round
+/// trip when it is read.
+const PREFETCH_BOTH: bool = false;
+
+/// Prefetches the bucket(s) of hash `h` ([`PREFETCH_BOTH`]).
+#[inline]
+fn prefetch(t: &Table, h: u64) {
+    if PREFETCH_BOTH {
+        t.prefetch(h);
+    } else {
+        let (b1, _) = t.hash().buckets_of(h);
+        orrery_core::prefetch(t.bucket(b1).addr());
+    }
+}
+
+/// Nodes named by a parent but not read yet: either children of a bitmap node (the
+/// symbols of `mask`, in the walk's order), or the only child of a jump node.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
-    /// Its hash.
-    hash: u64,
-    /// The length of its name in symbols.
-    depth: usize,
-    /// The bucket its parent was read from, and that bucket's version then.
+    /// The bucket the parent was read from, and that bucket's version then.
     parent_bucket: usize,
     parent_version: u64,
-    /// Its last symbol.
-    symbol: u8,
-    /// The parent's colour (`SEARCHBYPARENT`), or its own (`SEARCHBYCOLOR`, the child of a
-    /// jump node).
+    /// Children: the parent's hash. Jump child: its own hash.
+    hash: u64,
+    /// The length of the child's name in symbols.
+    depth: usize,
+    /// Children: the parent's colour (`SEARCHBYPARENT`). Jump child: its own colour
+    /// (`SEARCHBYCOLOR`).
     color: u8,
-    /// Found by colour: the only child of a jump node.
-    by_color: bool,
-    /// Its buckets were prefetched.
-    prefetched: bool,
+    /// Jump child: its last symbol.
+    symbol: u8,
+    /// Children: the symbols still to visit; 0 for a jump child.
+    mask: u64,
+    /// Children: the symbols whose buckets were prefetched. Jump child: 1 if prefetched.
+    fetched: u64,
 }
 
 impl Pending {
-    /// The child of bitmap node `parent` by symbol `s`.
+    /// The children of bitmap node `parent` whose symbols are in `mask`.
     #[inline]
-    fn child(t: &Table, parent: &Step, s: u8) -> Pending {
+    fn children(parent: &Step, mask: u64) -> Pending {
         Pending {
-            hash: t.hash().child(parent.hash, s),
-            depth: parent.depth + 1,
             parent_bucket: parent.found.slot.bucket,
             parent_version: parent.found.version,
-            symbol: s,
+            hash: parent.hash,
+            depth: parent.depth + 1,
             color: parent.found.entry.color(),
-            by_color: false,
-            prefetched: false,
+            symbol: 0,
+            mask,
+            fetched: 0,
         }
     }
 
@@ -119,40 +136,87 @@ impl Pending {
         let e = parent.found.entry;
         let len = e.jump_len();
         Pending {
-            hash: Raw::jump_child_hash(t, parent),
-            depth: parent.depth + len,
             parent_bucket: parent.found.slot.bucket,
             parent_version: parent.found.version,
-            symbol: e.jump_symbol(len - 1),
+            hash: Raw::jump_child_hash(t, parent),
+            depth: parent.depth + len,
             color: e.child_color(),
-            by_color: true,
-            prefetched: false,
+            symbol: e.jump_symbol(len - 1),
+            mask: 0,
+            fetched: 0,
         }
     }
 
-    /// Reads the node, validated as `FINDCHILD` validates a child (module docs).
+    /// The next symbol of a children range in the walk's order.
     #[inline]
-    fn read(&self, t: &Table) -> Result<Step, Restart> {
-        let found = if self.by_color {
-            t.search_by_color(self.hash, self.symbol, self.color)
+    fn next_symbol(mask: u64, forward: bool) -> u8 {
+        if forward {
+            mask.trailing_zeros() as u8
         } else {
-            t.search_by_parent(self.hash, self.symbol, self.color)
-        };
-        if !t.bucket(self.parent_bucket).unchanged(self.parent_version) {
-            return Err(Restart);
+            63 - mask.leading_zeros() as u8
         }
-        let found = found.ok_or(Restart)?;
-        Ok(Step {
+    }
+
+    /// Takes the next node off this entry and reads it, validated as `FINDCHILD` validates
+    /// a child (module docs). Returns the node and whether the entry is now used up.
+    #[inline]
+    fn take(&mut self, t: &Table, forward: bool) -> (Result<Step, Restart>, bool) {
+        let (hash, found) = if self.mask == 0 {
+            if self.fetched == 0 {
+                prefetch(t, self.hash);
+            }
+            let found = t.search_by_color(self.hash, self.symbol, self.color);
+            (self.hash, found)
+        } else {
+            let s = Self::next_symbol(self.mask, forward);
+            self.mask &= !(1u64 << s);
+            let h = t.hash().child(self.hash, s);
+            if self.fetched & (1u64 << s) == 0 {
+                prefetch(t, h);
+            }
+            (h, t.search_by_parent(h, s, self.color))
+        };
+        let done = self.mask == 0;
+        if !t.bucket(self.parent_bucket).unchanged(self.parent_version) {
+            return (Err(Restart), done);
+        }
+        let r = found.ok_or(Restart).map(|found| Step {
             found,
-            hash: self.hash,
+            hash,
             depth: self.depth,
-        })
+        });
+        (r, done)
+    }
+
+    /// Prefetches up to `budget` of the next names of this entry not prefetched yet;
+    /// returns how many names it covered (prefetched now or before).
+    #[inline]
+    fn prefetch(&mut self, t: &Table, forward: bool, budget: usize) -> usize {
+        if self.mask == 0 {
+            if self.fetched == 0 {
+                self.fetched = 1;
+                prefetch(t, self.hash);
+            }
+            return 1;
+        }
+        let mut left = self.mask;
+        let mut n = 0;
+        while left != 0 && n < budget {
+            let s = Self::next_symbol(left, forward);
+            left &= !(1u64 << s);
+            if self.fetched & (1u64 << s) == 0 {
+                self.fetched |= 1u64 << s;
+                prefetch(t, t.hash().child(self.hash, s));
+            }
+            n += 1;
+        }
+        n
     }
 }
 
 /// The state of one walk (module docs): the names still to visit and the leaves read.
 pub(crate) struct Walker {
-    /// Names to visit; the top (last) is the next in the walk's key order.
+    /// Names to visit; the top (last) entry holds the next in the walk's key order.
     stack: Vec<Pending>,
     /// Leaves read and not yet yielded (their records prefetched), in key order.
     ready: VecDeque<usize>,
@@ -164,7 +228,7 @@ impl Walker {
     /// An empty walker for the given direction.
     pub(crate) fn new(forward: bool) -> Walker {
         Walker {
-            stack: Vec::with_capacity(64),
+            stack: Vec::with_capacity(32),
             ready: VecDeque::with_capacity(READY + 1),
             forward,
         }
@@ -172,8 +236,8 @@ impl Walker {
 
     /// Restarts the walk from `path` (root to the first leaf, each node a child of the one
     /// before): queues the leaf and, for every bitmap node of the path, its children on the
-    /// walk's side of the path, deepest last (on top).
-    fn start(&mut self, t: &Table, path: &[Step]) {
+    /// walk's side of the path, deepest on top.
+    fn start(&mut self, path: &[Step]) {
         self.stack.clear();
         self.ready.clear();
         for w in path.windows(2) {
@@ -181,45 +245,20 @@ impl Walker {
             if node.found.entry.kind() != Kind::Bitmap {
                 continue;
             }
-            let taken = below.found.entry.last_symbol();
-            self.push_children(t, node, taken);
+            let c = below.found.entry.last_symbol();
+            let bits = node.found.entry.bitmap();
+            let side = if self.forward {
+                bits & !((2u64 << c) - 1)
+            } else {
+                bits & ((1u64 << c) - 1)
+            };
+            if side != 0 {
+                self.stack.push(Pending::children(node, side));
+            }
         }
         if let Some(leaf) = path.last() {
             self.leaf(leaf);
         }
-        self.prefetch_window(t);
-    }
-
-    /// Pushes the children of bitmap `node` strictly on the walk's side of symbol `from`
-    /// (all of them for `None`), the nearest on top.
-    #[inline]
-    fn push_children_from(&mut self, t: &Table, node: &Step, from: Option<u8>) {
-        let bits = node.found.entry.bitmap();
-        let mut side = match (from, self.forward) {
-            (None, _) => bits,
-            (Some(c), true) => bits & !((2u64 << c) - 1),
-            (Some(c), false) => bits & ((1u64 << c) - 1),
-        };
-        if self.forward {
-            // Largest first, so the smallest ends on top.
-            while side != 0 {
-                let s = 63 - side.leading_zeros() as u8;
-                side &= !(1u64 << s);
-                self.stack.push(Pending::child(t, node, s));
-            }
-        } else {
-            while side != 0 {
-                let s = side.trailing_zeros() as u8;
-                side &= side - 1;
-                self.stack.push(Pending::child(t, node, s));
-            }
-        }
-    }
-
-    /// [`Walker::push_children_from`] past `taken`.
-    #[inline]
-    fn push_children(&mut self, t: &Table, node: &Step, taken: u8) {
-        self.push_children_from(t, node, Some(taken));
     }
 
     /// Queues leaf `leaf` for yielding and prefetches its record.
@@ -230,17 +269,46 @@ impl Walker {
         self.ready.push_back(rec);
     }
 
-    /// Prefetches the names in the top [`WINDOW`] of the stack not prefetched yet, the
-    /// nearest first.
+    /// Prefetches the next `window` names of the stack not prefetched yet, the nearest
+    /// first.
     #[inline]
-    fn prefetch_window(&mut self, t: &Table) {
-        let n = self.stack.len();
-        for p in self.stack[n.saturating_sub(WINDOW)..].iter_mut().rev() {
-            if !p.prefetched {
-                p.prefetched = true;
-                t.prefetch(p.hash);
+    fn prefetch_window(&mut self, t: &Table, window: usize) {
+        let mut left = window;
+        for p in self.stack.iter_mut().rev() {
+            if left == 0 {
+                break;
             }
+            left -= p.prefetch(t, self.forward, left);
         }
+    }
+
+    /// Reads names off the stack until `ready` leaves are queued past the one to yield
+    /// next, or the stack is empty, keeping `window` names prefetched.
+    #[inline]
+    fn fill(&mut self, t: &Table, ready: usize, window: usize) -> Result<(), Restart> {
+        while self.ready.len() <= ready {
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(());
+            };
+            let (node, done) = top.take(t, self.forward);
+            if done {
+                self.stack.pop();
+            }
+            let node = node?;
+            let e = node.found.entry;
+            match e.kind() {
+                Kind::Leaf if !e.dirty() => self.leaf(&node),
+                Kind::Bitmap if e.bitmap() != 0 => {
+                    self.stack.push(Pending::children(&node, e.bitmap()));
+                }
+                Kind::Jump if e.jump_len() > 0 => {
+                    self.stack.push(Pending::jump_child(t, &node));
+                }
+                _ => return Err(Restart),
+            }
+            self.prefetch_window(t, window);
+        }
+        Ok(())
     }
 }
 
@@ -265,7 +333,9 @@ impl Raw {
             None => return ScanEnd::Done,
         };
         loop {
-            let step = Self::walk_fill(t, &mut w);
+            // The look-ahead grows with the keys yielded, so that a short scan does not
+            // read (much) past its end.
+            let step = w.fill(t, READY.min(n), WINDOW.min(1 + 2 * n));
             if step.is_ok() {
                 let Some(rec) = w.ready.pop_front() else {
                     return ScanEnd::Done;
@@ -322,34 +392,11 @@ impl Raw {
             match r {
                 Ok(r) if self.still_current(t) => {
                     r?;
-                    w.start(t, path);
+                    w.start(path);
                     return Some(t);
                 }
                 _ => backoff.snooze(),
             }
         }
-    }
-
-    /// Reads names off the stack until [`READY`] leaves are queued or the stack is empty.
-    #[inline]
-    fn walk_fill(t: &Table, w: &mut Walker) -> Result<(), Restart> {
-        while w.ready.len() <= READY {
-            let Some(p) = w.stack.pop() else {
-                return Ok(());
-            };
-            if !p.prefetched {
-                t.prefetch(p.hash);
-            }
-            let node = p.read(t)?;
-            let e = node.found.entry;
-            match e.kind() {
-                Kind::Leaf if !e.dirty() => w.leaf(&node),
-                Kind::Bitmap => w.push_children_from(t, &node, None),
-                Kind::Jump if e.jump_len() > 0 => w.stack.push(Pending::jump_child(t, &node)),
-                _ => return Err(Restart),
-            }
-            w.prefetch_window(t);
-        }
-        Ok(())
     }
 }
