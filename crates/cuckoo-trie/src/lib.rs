@@ -55,7 +55,8 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor and scans; the protocol |
+//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor search; the protocol |
+//! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight |
 //! | `trie/grow` | growth (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it |
 //! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
 //! | `lockset` | the buckets one update locks, its private edits and its commit |

@@ -1,6 +1,6 @@
 //! The raw trie engine over the hashed representation: search (Algorithm 1 with `FINDCHILD`
 //! of Algorithm 2), insert and remove (§4.5), successor and predecessor search and range
-//! iteration along the leaf list (§4.4), growth (§5 "Resizing").
+//! iteration (§4.4; the prefetching walk of `trie/scan.rs`), growth (§5 "Resizing").
 //!
 //! # Keys as symbol strings
 //!
@@ -101,14 +101,18 @@
 //!   are split into units (bucket chunks; subtrees of the root) claimed with one counter
 //!   by every writer that meets the frozen table: writers help instead of waiting.
 //!
-//! - Scans (§4.4 "Range iteration", §5): one validated successor search finds the first
-//!   leaf; each step to the next leaf reads the leaf its locator names, then checks the
-//!   current leaf's bucket version unchanged (so the locator was current when the next
-//!   leaf was read) and that the next leaf is a clean leaf whose key is above the last key
-//!   yielded; otherwise the scan resynchronises with a successor search from the root past
-//!   the last key yielded. So keys come strictly ascending, every key yielded was present
-//!   when it was read, and a key present throughout is not skipped (a locator only ever
-//!   skips a leaf inserted after the scan read its predecessor).
+//! - Scans (beyond §4.4; `trie/scan.rs`): one validated successor (predecessor) search
+//!   finds the first leaf; then a depth-first walk of the trie in key order reads nodes
+//!   whose names it learnt from their parents' bitmaps, many of them prefetched at once,
+//!   each validated as `FINDCHILD` validates a child (its parent's bucket unchanged after
+//!   the read); a failed validation, or a key not beyond the last one yielded,
+//!   resynchronises by a new search past the last key yielded. So keys come strictly
+//!   ordered, every key yielded was present when its leaf was read, and a key present
+//!   throughout is not skipped. The paper's leaf-list walk (`Raw::scan_batch_list`: each
+//!   step reads the leaf its locator names, then checks the current leaf's bucket
+//!   unchanged and that the next leaf is a clean leaf above the last key) is kept as the
+//!   reference the walk is measured against; the list itself is still kept by every
+//!   writer (the unit test's full walk checks it).
 //!
 //! Linearization points: a lookup at the validated read of its leaf (or of the node whose
 //! bitmap lacks the next symbol); an insert at the bitmap or leaf-conversion store; a

@@ -16,24 +16,31 @@
 //! # The walk
 //!
 //! One successor (ascending) or predecessor (descending) search finds the first leaf and
-//! the path to it. The nodes still to visit, in key order, are then the siblings on the
-//! scan's side of each path node, deepest first; they are pushed as [`Pending`] names onto
-//! a stack whose top is the next node in key order. The walk pops the top, reads it
-//! (`SEARCHBYPARENT`, or `SEARCHBYCOLOR` for a jump node's child), and
+//! the path to it (a leaf a predecessor search reached by a subtree-max locator gets its
+//! path completed first, `Raw::complete_path`). The nodes still to visit, in key order,
+//! are then the children on the scan's side of each bitmap node of the path, deepest
+//! first. They are kept on a stack of [`Pending`] entries whose top holds the next node in
+//! key order; an entry is a *range* of children of one bitmap node (its bitmap bits still
+//! to visit, their names computed only when needed: a search path crosses up to 32
+//! siblings per level, and hashing them all up front made a one-key scan cost twice the
+//! leaf list's) or the only child of a jump node. The walk takes the next node off the top
+//! entry, reads it (`SEARCHBYPARENT`, or `SEARCHBYCOLOR` for a jump node's child), and
 //!
-//! - a bitmap node pushes all its children (names from its bitmap), a jump node its only
-//!   child;
+//! - a bitmap node pushes the range of all its children, a jump node its only child;
 //! - a leaf goes to a FIFO of leaves read, and its record is prefetched.
 //!
-//! The top [`WINDOW`] names of the stack are kept prefetched (both buckets of each), and a
-//! leaf is yielded only once [`READY`] leaves behind it have been read (or the stack is
-//! empty), so its record has had that long to arrive. With a window of `W` names, `W`
-//! bucket pairs and up to `R` records are in flight at once instead of one chain; a scan of
-//! `n` keys under a node with `n` leaf children costs about two round trips (the node, then
-//! all its children together) plus `n` times the *throughput* cost of a read rather than
-//! its latency. What it reads that the leaf list does not: the internal nodes of the
-//! subtrees it crosses (amortized over their leaves; at most `W + R` nodes past the last key
-//! the visitor takes).
+//! The next [`WINDOW`] names on the stack are kept prefetched (the primary bucket of each:
+//! most entries sit in their primary bucket, and a second line per name was a third more
+//! traffic for the few that do not), and a leaf is yielded only once [`READY`] leaves
+//! behind it have been read (or the stack is empty), so its record has had that long to
+//! arrive. Both look-aheads start at zero and grow with the keys yielded (the window by
+//! two per key), so a one-key scan reads nothing past its key and a long one keeps `W`
+//! bucket reads and `R` record reads in flight instead of one chain. What the walk reads
+//! that the leaf list does not: the internal nodes of the subtrees it crosses (amortized
+//! over their leaves), and at most `W` names and `R` leaves past the last key the visitor
+//! takes. The sizes are a compromise measured on a loaded machine
+//! (`docs/results/cuckoo-trie.md`): larger look-aheads keep more reads in flight on a
+//! quiet memory system but read further past the end of short scans.
 //!
 //! # Concurrency
 //!
@@ -58,7 +65,9 @@
 //!
 //! Growth (§5 "Resizing"): a walk reads one table, the one current when its search ran;
 //! a frozen old table still holds what was present when it was frozen, so what a walk
-//! reads there was present during the scan (the same argument as the leaf list's).
+//! reads there was present during the scan (the same argument as the leaf list's). A walk
+//! holds no state across epoch guards: a batch ends with the last key yielded, and the
+//! next batch starts with a new search past it.
 
 use std::collections::VecDeque;
 use std::ops::{Bound, ControlFlow};
@@ -70,11 +79,11 @@ use crate::bucket::Kind;
 use crate::record;
 use crate::table::Table;
 
-/// Names on top of the stack kept prefetched, at most.
-pub(crate) const WINDOW: usize = 12;
+/// Names ahead on the stack kept prefetched, at most (module docs).
+pub(crate) const WINDOW: usize = 8;
 
 /// Leaves read ahead of the one yielded (their records prefetched), at most.
-pub(crate) const READY: usize = 6;
+pub(crate) const READY: usize = 4;
 
 /// Whether both buckets of a name are prefetched, or only its primary one (`B1`, where
 /// most entries are at the table's load); an entry in `B2` then costs one more round
@@ -199,15 +208,19 @@ impl Pending {
             }
             return 1;
         }
-        let mut left = self.mask;
-        let mut n = 0;
+        // Names are prefetched in the walk's order, so the fetched ones are the first ones.
+        let done = (self.mask & self.fetched).count_ones() as usize;
+        let total = self.mask.count_ones() as usize;
+        if done >= budget.min(total) {
+            return budget.min(total);
+        }
+        let mut left = self.mask & !self.fetched;
+        let mut n = done;
         while left != 0 && n < budget {
             let s = Self::next_symbol(left, forward);
             left &= !(1u64 << s);
-            if self.fetched & (1u64 << s) == 0 {
-                self.fetched |= 1u64 << s;
-                prefetch(t, t.hash().child(self.hash, s));
-            }
+            self.fetched |= 1u64 << s;
+            prefetch(t, t.hash().child(self.hash, s));
             n += 1;
         }
         n
