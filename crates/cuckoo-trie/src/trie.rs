@@ -1325,7 +1325,7 @@ mod tests {
     /// resume from a bound, agree with the model after inserts, splits, removals and
     /// collapses (small: also run under Miri).
     #[test]
-    fn scans_walk_the_leaf_list_in_order() {
+    fn scans_come_in_order_in_batches() {
         let n = if cfg!(miri) { 20 } else { 600 };
         for bits in [1, 5] {
             let config = Config {
