@@ -172,11 +172,13 @@ fn scans_match_a_btreemap_from_every_kind_of_bound() {
             .unwrap(),
     ];
     let (phases, ops, tries) = if cfg!(miri) {
-        (2, 40, 4)
+        (1, 30, 2)
     } else {
         (6, 600, 150)
     };
-    for (ci, config) in configs.into_iter().enumerate() {
+    // Under Miri one configuration (the interpreter is slow).
+    let n_configs = if cfg!(miri) { 1 } else { configs.len() };
+    for (ci, config) in configs.into_iter().enumerate().take(n_configs) {
         let ct = CuckooTrie::with_config(config).unwrap();
         let mut model = Model::new();
         let mut rng = SmallRng::seed_from_u64(0x5CA9 + ci as u64);
