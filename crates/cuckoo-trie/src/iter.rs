@@ -1,13 +1,13 @@
 //! Ordered iteration: a double-ended, seekable [`Iter`] (the house pattern of Wormhole's
-//! `iter.rs`), fed by batches walked along the leaf list (ascending) or the trie (descending).
+//! `iter.rs`), fed by batches of the prefetching trie walk (`trie/scan.rs`) in either
+//! direction.
 //!
-//! Ascending, a refill is one successor search for its start bound and then a walk along
-//! the leaves' next-leaf locators (§4.4), each step validated and resynchronised by a
-//! successor search when a locator is stale (`trie.rs`, `Raw::scan_batch`); it copies up
-//! to [`BATCH`] pairs into a [`PairBatch`] it reuses. No guard is held between refills, so a user may keep an `Iter`
-//! while writing to the index. Going down, a refill runs one predecessor search from the
-//! back bound and a validated reverse walk of the trie from its path (`Raw::scan_batch_rev`),
-//! and stores the pairs ascending, as the front does.
+//! Ascending, a refill is one successor search for its start bound and then the walk
+//! (`Raw::scan_batch`), which copies up to [`BATCH`] pairs into a [`PairBatch`] it reuses.
+//! No guard is held between refills, so a user may keep an `Iter` while writing to the
+//! index. Going down, a refill runs one predecessor search from the back bound and the
+//! mirrored walk (`Raw::scan_batch_rev`), and stores the pairs ascending, as the front
+//! does.
 
 use std::ops::{Bound, RangeBounds};
 
@@ -83,8 +83,8 @@ impl CuckooTrie {
 /// [`Iter::next_back_pair`] lend the pair as slices instead.
 ///
 /// No lock or guard is held between calls: each refill copies up to [`BATCH`] pairs under
-/// an epoch guard (one successor search and a walk along the next-leaf locators going up,
-/// one predecessor search and a reverse trie walk going down) and records where to resume
+/// an epoch guard (one successor or predecessor search, then the prefetching trie walk of
+/// `trie/scan.rs`) and records where to resume
 /// (after the last key copied going up, below the smallest going down), so a user may keep
 /// an `Iter` while writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
 /// ([`orrery_core::api`]): keys come strictly ascending from the front and strictly
@@ -110,7 +110,7 @@ impl CuckooTrie {
 /// ```
 pub type Iter<'a> = BatchIter<&'a CuckooTrie>;
 
-/// [`Iter`]'s source: up to [`BATCH`] pairs per batch, from the leaf list or a reverse walk.
+/// [`Iter`]'s source: up to [`BATCH`] pairs per batch, from the trie walk either way.
 impl BatchSource for CuckooTrie {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_batch(start, out)

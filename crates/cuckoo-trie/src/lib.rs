@@ -55,7 +55,8 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor and scans; the protocol |
+//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor search; the protocol |
+//! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight |
 //! | `trie/grow` | growth (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it |
 //! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
 //! | `lockset` | the buckets one update locks, its private edits and its commit |
@@ -84,6 +85,12 @@ pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter};
 pub use trie::GrowthStats;
 use trie::{Decision, Mode};
+
+/// Pairs [`CuckooTrie::scan`] and [`CuckooTrie::scan_rev`] visit under one epoch guard
+/// before they resume by a new search past the last key visited. Large, so that a typical
+/// range (YCSB-E: up to 100 keys) costs one search; bounded, so that a long scan does not
+/// hold back memory reclamation.
+pub const SCAN_BATCH: usize = 512;
 
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
 ///
@@ -307,8 +314,9 @@ impl CuckooTrie {
     }
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks: one
-    /// successor search, then a walk along the leaves' next-leaf locators (§4.4), in
-    /// batches of [`BATCH`] pairs under one epoch guard each.
+    /// successor search, then a depth-first walk of the trie that keeps the buckets of the
+    /// next nodes and the records of the next leaves in flight (`trie/scan.rs`), in
+    /// batches of [`SCAN_BATCH`] pairs under one epoch guard each.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
         loop {
@@ -316,7 +324,26 @@ impl CuckooTrie {
             let bound = from.as_ref().map(Vec::as_slice);
             match self
                 .raw
-                .scan_batch(bound, &g, BATCH, &mut |k, v| visitor(k, v))
+                .scan_batch(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
+            {
+                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
+            }
+        }
+    }
+
+    /// [`CuckooTrie::scan`] by the paper's leaf list (§4.4: one successor search, then the
+    /// leaves' next-leaf locators, one dependent chain of reads per key): the reference the
+    /// trie walk is measured against (`examples/scan_walk.rs`). Same guarantees.
+    #[doc(hidden)]
+    pub fn scan_leaf_list(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
+        loop {
+            let g = orrery_core::sync::pin();
+            let bound = from.as_ref().map(Vec::as_slice);
+            match self
+                .raw
+                .scan_batch_list(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
             {
                 trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
                 trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
@@ -325,8 +352,8 @@ impl CuckooTrie {
     }
 
     /// Visits, in descending key order, the pairs below `end` until the visitor breaks:
-    /// one predecessor search, then a validated reverse walk of the trie from its path, in
-    /// batches of [`BATCH`] pairs under one epoch guard each.
+    /// one predecessor search, then the walk of [`CuckooTrie::scan`] mirrored, in batches
+    /// of [`SCAN_BATCH`] pairs under one epoch guard each.
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let mut from: Bound<Vec<u8>> = end.map(<[u8]>::to_vec);
         loop {
@@ -334,7 +361,7 @@ impl CuckooTrie {
             let bound = from.as_ref().map(Vec::as_slice);
             match self
                 .raw
-                .scan_batch_rev(bound, &g, BATCH, &mut |k, v| visitor(k, v))
+                .scan_batch_rev(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
             {
                 trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
                 trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,

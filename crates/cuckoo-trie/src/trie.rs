@@ -1,6 +1,6 @@
 //! The raw trie engine over the hashed representation: search (Algorithm 1 with `FINDCHILD`
 //! of Algorithm 2), insert and remove (§4.5), successor and predecessor search and range
-//! iteration along the leaf list (§4.4), growth (§5 "Resizing").
+//! iteration (§4.4; the prefetching walk of `trie/scan.rs`), growth (§5 "Resizing").
 //!
 //! # Keys as symbol strings
 //!
@@ -116,14 +116,18 @@
 //!   are split into units (bucket chunks; subtrees of the root) claimed with one counter
 //!   by every writer that meets the frozen table: writers help instead of waiting.
 //!
-//! - Scans (§4.4 "Range iteration", §5): one validated successor search finds the first
-//!   leaf; each step to the next leaf reads the leaf its locator names, then checks the
-//!   current leaf's bucket version unchanged (so the locator was current when the next
-//!   leaf was read) and that the next leaf is a clean leaf whose key is above the last key
-//!   yielded; otherwise the scan resynchronises with a successor search from the root past
-//!   the last key yielded. So keys come strictly ascending, every key yielded was present
-//!   when it was read, and a key present throughout is not skipped (a locator only ever
-//!   skips a leaf inserted after the scan read its predecessor).
+//! - Scans (beyond §4.4; `trie/scan.rs`): one validated successor (predecessor) search
+//!   finds the first leaf; then a depth-first walk of the trie in key order reads nodes
+//!   whose names it learnt from their parents' bitmaps, many of them prefetched at once,
+//!   each validated as `FINDCHILD` validates a child (its parent's bucket unchanged after
+//!   the read); a failed validation, or a key not beyond the last one yielded,
+//!   resynchronises by a new search past the last key yielded. So keys come strictly
+//!   ordered, every key yielded was present when its leaf was read, and a key present
+//!   throughout is not skipped. The paper's leaf-list walk (`Raw::scan_batch_list`: each
+//!   step reads the leaf its locator names, then checks the current leaf's bucket
+//!   unchanged and that the next leaf is a clean leaf above the last key) is kept as the
+//!   reference the walk is measured against; the list itself is still kept by every
+//!   writer (the unit test's full walk checks it).
 //!
 //! Linearization points: a lookup at the validated read of its leaf (or of the node whose
 //! bitmap lacks the next symbol); an insert at the bitmap or leaf-conversion store; a
@@ -147,6 +151,7 @@ use crate::record::{self, Records};
 use crate::table::{Found, Full, Table};
 
 mod grow;
+mod scan;
 mod update;
 pub use grow::GrowthStats;
 pub(crate) use update::Mode;
@@ -871,13 +876,44 @@ impl Raw {
         }
     }
 
-    /// Visits, ascending from `start`, up to `max` pairs under `g` (§4.4 "Range
-    /// iteration"): one successor search finds the first leaf, then the walk follows the
+    /// Visits, ascending from `start`, up to `max` pairs under `g`: one successor search,
+    /// then the prefetching depth-first trie walk of `trie/scan.rs` (many nodes' buckets
+    /// and records in flight at once), every node validated as `FINDCHILD` validates a
+    /// child; a failed validation, or a key not above the last one yielded, resynchronises
+    /// by a successor search past the last key yielded.
+    pub(crate) fn scan_batch<'g>(
+        &self,
+        start: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        self.scan_walk(start, true, g, max, f)
+    }
+
+    /// Visits, descending from below `end`, up to `max` pairs under `g`: one predecessor
+    /// search (its leaf's path completed when a subtree-max locator reached it), then the
+    /// walk of `trie/scan.rs` mirrored (largest child first). Leaves have no previous-leaf
+    /// locator (the paper's list is singly linked), so this is also how descending scans
+    /// avoid a search per key.
+    pub(crate) fn scan_batch_rev<'g>(
+        &self,
+        end: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        self.scan_walk(end, false, g, max, f)
+    }
+
+    /// The paper's ascending scan, kept as the reference the trie walk is measured
+    /// against (`CuckooTrie::scan_leaf_list`): visits, ascending from `start`, up to `max`
+    /// pairs under `g` (§4.4 "Range iteration"): one successor search finds the first leaf, then the walk follows the
     /// leaves' next-leaf locators. A step is taken only if the leaf it leaves is unchanged
     /// (its bucket version) after the next leaf was read, and the next leaf is a clean
     /// (not dirty) leaf whose key is above the last one yielded; otherwise the walk
     /// resynchronises by a successor search from the root past the last key yielded.
-    pub(crate) fn scan_batch<'g>(
+    pub(crate) fn scan_batch_list<'g>(
         &self,
         start: Bound<&[u8]>,
         g: &'g Guard,
@@ -922,85 +958,6 @@ impl Raw {
                         None => return ScanEnd::Done,
                     }
                 }
-            }
-        }
-    }
-
-    /// Visits, descending from below `end`, up to `max` pairs under `g`: one predecessor
-    /// search, then a reverse depth-first walk from its path (up to the first ancestor
-    /// with a child on the left, down that child's rightmost edge), every child step
-    /// validated like a lookup's (`FINDCHILD`). Leaves have no previous-leaf locator (the
-    /// paper's list is singly linked); the walk reads `O(1)` nodes per leaf amortized
-    /// instead of a predecessor search from the root per key. A failed validation, or a
-    /// key not below the last one yielded, resynchronises by a predecessor search.
-    pub(crate) fn scan_batch_rev<'g>(
-        &self,
-        end: Bound<&[u8]>,
-        g: &'g Guard,
-        max: usize,
-        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
-    ) -> ScanEnd<'g> {
-        let mut path = Vec::with_capacity(16);
-        let backoff = Backoff::new();
-        let Some(mut t) = self.seek_path(end, &mut path, g) else {
-            return ScanEnd::Done;
-        };
-        let mut n = 0;
-        let mut last: Option<&'g [u8]> = None;
-        loop {
-            let leaf = path[path.len() - 1];
-            // SAFETY: `leaf` was read validated under `g` (see `scan_batch`).
-            let (k, v) = unsafe { record::read(rec_ptr(leaf.found.entry.record())) };
-            let in_order = last.is_none_or(|l| k < l);
-            if in_order {
-                if f(k, v).is_break() {
-                    return ScanEnd::Stopped;
-                }
-                n += 1;
-                if n >= max {
-                    return ScanEnd::More(k);
-                }
-                last = Some(k);
-                // A leaf reached by a subtree-max locator: the path down to it first.
-                let walked = if leaf.depth == 0 {
-                    self.complete_path(t, &mut path, k)
-                } else {
-                    Ok(())
-                };
-                let climbed = walked.and_then(|()| {
-                    let level = path.len() - 1;
-                    Self::climb(t, &mut path, level, leaf.found.entry.last_symbol(), false)
-                });
-                match climbed {
-                    Ok(Some(_)) => continue,
-                    Ok(None) => return ScanEnd::Done,
-                    Err(Restart) => backoff.snooze(),
-                }
-            }
-            let Some(l) = last else {
-                return ScanEnd::Done;
-            };
-            match self.seek_path(Bound::Excluded(l), &mut path, g) {
-                Some(nt) => t = nt,
-                None => return ScanEnd::Done,
-            }
-        }
-    }
-
-    /// A predecessor search for `end` in the current table, retried until valid; `path`
-    /// ends at the leaf found. `None` when no key is below `end`.
-    fn seek_path<'g>(
-        &self,
-        end: Bound<&[u8]>,
-        path: &mut Vec<Step>,
-        g: &'g Guard,
-    ) -> Option<&'g Table> {
-        let backoff = Backoff::new();
-        loop {
-            let t = self.table(g);
-            match self.seek_in(t, end, false, path) {
-                Ok(r) if self.still_current(t) => return r.map(|_| t),
-                _ => backoff.snooze(),
             }
         }
     }
@@ -1614,7 +1571,7 @@ mod tests {
     /// resume from a bound, agree with the model after inserts, splits, removals and
     /// collapses (small: also run under Miri).
     #[test]
-    fn scans_walk_the_leaf_list_in_order() {
+    fn scans_come_in_order_in_batches() {
         let n = if cfg!(miri) { 20 } else { 600 };
         for bits in [1, 5] {
             let config = Config {
