@@ -19,15 +19,220 @@
 //! kept on the heap (at most 257 of them in the whole index).
 
 use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use orrery_core::api::Result;
+use orrery_core::sync::{RwSpinLock, RwSpinReadGuard, VersionField};
 
-use crate::mm::{Hp, MemoryManager};
+use crate::mm::{Dirs, Hp, MemoryManager};
 use crate::node::{self};
 #[cfg(test)]
 use crate::node::{HEADER, used};
+use crate::opt;
 
 pub(crate) use orrery_core::api::Decision;
+
+/// The arena's version: a seqlock word, bit 0 set while a write is in progress (odd),
+/// the counter in bits 1..64 bumped by every write.
+const SEQ: VersionField = VersionField::new(64, 0, 1, 63);
+
+/// Optimistic attempts of a point read before it takes the read lock.
+pub(crate) const OPT_TRIES: usize = 4;
+
+/// Spins an attempt waits, at most, for a write in progress to end.
+const WAIT_SPINS: usize = 256;
+
+/// What optimistic readers of an arena read without its lock: the roots of its tries, its
+/// root values and its memory manager's bin directory. Written only by the holder of the
+/// write lock, while the arena's version is odd.
+pub(crate) struct View {
+    /// Trie `b`'s root container: `hp | 1 << 63`, or 0.
+    roots: [AtomicU64; 256],
+    /// The root values (trie `b`'s key `[b]`; index 256: the empty key): immutable boxed
+    /// copies, replaced (and retired through the epoch collector) on change; null: none.
+    vals: [AtomicPtr<Vec<u8>>; 257],
+    pub(crate) dirs: Arc<Dirs>,
+}
+
+impl View {
+    fn new(dirs: Arc<Dirs>) -> View {
+        View {
+            roots: std::array::from_fn(|_| AtomicU64::new(0)),
+            vals: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            dirs,
+        }
+    }
+
+    /// Sets root value `i` (writer only); the old copy is retired.
+    fn set_val(&self, i: usize, v: Option<&[u8]>) {
+        let new = v.map_or(std::ptr::null_mut(), |v| {
+            Box::into_raw(Box::new(v.to_vec()))
+        });
+        let old = self.vals[i].swap(new, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Box::into_raw` and was just unlinked; pinned
+            // readers that loaded it keep it until they unpin.
+            let old = unsafe { Box::from_raw(old) };
+            orrery_core::sync::pin().defer(move || drop(old));
+        }
+    }
+
+    /// The optimistic lookup of `key` (trie key space): its value copied into `out`.
+    /// The caller is pinned and validates the arena's version afterwards.
+    pub(crate) fn get(
+        &self,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        valid: &dyn Fn() -> bool,
+    ) -> std::result::Result<bool, opt::Torn> {
+        let (i, rest) = match key.split_first() {
+            None => (256, &[][..]),
+            Some((&b, rest)) => (usize::from(b), rest),
+        };
+        if rest.is_empty() {
+            let p = self.vals[i].load(Ordering::Acquire);
+            if p.is_null() {
+                return Ok(false);
+            }
+            out.clear();
+            // SAFETY: a published root value is never written, and freed only through
+            // the epoch collector after it was replaced; the caller is pinned.
+            out.extend_from_slice(unsafe { &*p });
+            return Ok(true);
+        }
+        let w = self.roots[i].load(Ordering::Acquire);
+        if w == 0 {
+            return Ok(false);
+        }
+        opt::lookup(&self.dirs, Hp::from_raw(w & !(1 << 63)), rest, out, valid)
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        for v in &self.vals {
+            let p = v.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: the current copies are owned by the view; nobody reads them once
+                // it is dropped.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+/// One arena: its tries and memory manager under a reader-writer lock, the version
+/// optimistic readers validate against, and what they read ([`View`]).
+pub(crate) struct Arena {
+    lock: RwSpinLock<ArenaInner>,
+    seq: AtomicU64,
+    view: Arc<View>,
+    /// Point reads that fell back to the lock (tests only).
+    #[cfg(test)]
+    fallbacks: std::sync::atomic::AtomicUsize,
+}
+
+impl Arena {
+    pub(crate) fn new(eject_threshold: usize) -> Arena {
+        let inner = ArenaInner::new(eject_threshold);
+        let view = Arc::clone(&inner.view);
+        Arena {
+            lock: RwSpinLock::new(inner),
+            seq: AtomicU64::new(0),
+            view,
+            #[cfg(test)]
+            fallbacks: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Shared access under the read lock (scans, the fallback of point reads).
+    #[inline]
+    pub(crate) fn read(&self) -> RwSpinReadGuard<'_, ArenaInner> {
+        self.lock.read()
+    }
+
+    /// Runs `f` with exclusive access: under the write lock, with the version odd for its
+    /// duration (even again, and bumped, when `f` returns or unwinds).
+    #[inline]
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut ArenaInner) -> T) -> T {
+        struct End<'a>(&'a AtomicU64, u64);
+        impl Drop for End<'_> {
+            fn drop(&mut self) {
+                SEQ.write_end(self.0, self.1);
+            }
+        }
+        let mut inner = self.lock.write();
+        let _end = End(&self.seq, SEQ.write_begin(&self.seq));
+        f(&mut inner)
+    }
+
+    /// The current version (for tests).
+    #[cfg(test)]
+    pub(crate) fn version(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    /// `f` on the value of `key` (trie key space), read optimistically: pinned, the
+    /// lookup copies the value into a buffer, and `f` sees it only once the version
+    /// validates. After [`OPT_TRIES`] failed attempts (writes kept invalidating it, or a
+    /// write stayed in progress for [`WAIT_SPINS`] spins), the read takes the read lock,
+    /// so a reader never retries forever.
+    #[inline]
+    pub(crate) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        thread_local! {
+            static BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let mut out = BUF.try_with(std::cell::Cell::take).unwrap_or_default();
+        let found = {
+            let _guard = orrery_core::sync::pin();
+            self.try_get(key, &mut out)
+        };
+        let r = match found {
+            Some(true) => Some(f(&out)),
+            Some(false) => None,
+            None => {
+                #[cfg(test)]
+                self.fallbacks.fetch_add(1, Ordering::Relaxed);
+                let a = self.lock.read();
+                a.get(key).map(f)
+            }
+        };
+        if out.capacity() <= 4096 {
+            let _ = BUF.try_with(|b| b.set(out));
+        }
+        r
+    }
+
+    /// The optimistic attempts of [`Arena::get_with`] (the caller is pinned): whether
+    /// `key` is present (its value in `out`), or `None` if every attempt failed.
+    #[inline]
+    pub(crate) fn try_get(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+        for _ in 0..OPT_TRIES {
+            let Some(v) = self.begin() else { continue };
+            let valid = || SEQ.validate(&self.seq, v);
+            if let Ok(found) = self.view.get(key, out, &valid)
+                && valid()
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// A version to validate against: waits (a bounded spin) while a write is in
+    /// progress; `None` if it is still in progress.
+    #[inline]
+    fn begin(&self) -> Option<u64> {
+        for _ in 0..WAIT_SPINS {
+            if let Some(v) = SEQ.try_read(&self.seq) {
+                return Some(v);
+            }
+            std::hint::spin_loop();
+        }
+        None
+    }
+}
 
 /// One trie's root.
 #[derive(Default)]
@@ -44,12 +249,17 @@ pub(crate) struct ArenaInner {
     /// Bytes of root values on the heap.
     heap_bytes: usize,
     pub(crate) eject_threshold: usize,
+    /// What optimistic readers see (updated after every write).
+    view: Arc<View>,
 }
 
 impl ArenaInner {
     pub(crate) fn new(eject_threshold: usize) -> ArenaInner {
+        let mm = MemoryManager::new();
+        let view = Arc::new(View::new(mm.dirs()));
         ArenaInner {
-            mm: MemoryManager::new(),
+            view,
+            mm,
             roots: (0..256).map(|_| Root::default()).collect(),
             empty: None,
             heap_bytes: 0,
@@ -59,7 +269,11 @@ impl ArenaInner {
 
     /// Bytes held.
     pub(crate) fn bytes(&self) -> usize {
-        self.mm.bytes() + self.heap_bytes + self.roots.len() * std::mem::size_of::<Root>()
+        // Root values are held twice: here and as the readers' copies in the view.
+        self.mm.bytes()
+            + 2 * self.heap_bytes
+            + self.roots.len() * std::mem::size_of::<Root>()
+            + std::mem::size_of::<View>()
     }
 
     /// The value of `key`.
@@ -86,6 +300,18 @@ impl ArenaInner {
             let old = self.get(key);
             (old.is_some(), f(old))
         };
+        let r = self.decide(key, d, present);
+        if let Some(&b) = key.first() {
+            // Publish trie `b`'s root (the only one a write of `key` can change).
+            let w = self.roots[usize::from(b)]
+                .hp
+                .map_or(0, |hp| hp.raw() | 1 << 63);
+            self.view.roots[usize::from(b)].store(w, Ordering::Release);
+        }
+        r
+    }
+
+    fn decide(&mut self, key: &[u8], d: Decision, present: bool) -> Result<(bool, isize)> {
         match d {
             Decision::Keep => Ok((present, 0)),
             Decision::Store(v) => {
@@ -114,6 +340,8 @@ impl ArenaInner {
             self.heap_bytes += v.capacity();
             *slot = Some(v);
         }
+        self.view
+            .set_val(key.first().map_or(256, |&b| usize::from(b)), v);
     }
 
     fn store(&mut self, key: &[u8], v: &[u8]) -> Result<()> {
@@ -173,6 +401,12 @@ impl ArenaInner {
         ControlFlow::Continue(())
     }
 
+    /// What optimistic readers read (for tests).
+    #[cfg(test)]
+    pub(crate) fn view(&self) -> Arc<View> {
+        Arc::clone(&self.view)
+    }
+
     /// The empty key's value (arena 0 only).
     pub(crate) fn empty(&self) -> Option<&[u8]> {
         self.empty.as_deref()
@@ -191,6 +425,40 @@ mod tests {
         let hp = a.roots[b as usize].hp.unwrap();
         let c = a.mm.get(hp);
         c[HEADER..used(c)].to_vec()
+    }
+
+    /// A point read that cannot validate (a write stays in progress) falls back to the
+    /// read lock, and then sees the write's result; the version is odd during a write and
+    /// even, and advanced, after it.
+    #[test]
+    fn arena_reader_falls_back_to_the_lock() {
+        let arena = Arena::new(16 * 1024);
+        arena.write(|a| put(a, b"key", b"v1"));
+        let v0 = arena.version();
+        assert!(v0.is_multiple_of(2));
+        assert_eq!(arena.get_with(b"key", <[u8]>::to_vec), Some(b"v1".to_vec()));
+        assert_eq!(arena.fallbacks.load(Ordering::Relaxed), 0);
+        let got = std::thread::scope(|s| {
+            arena
+                .write(|a| {
+                    assert!(!arena.version().is_multiple_of(2), "odd while writing");
+                    let reader = s.spawn(|| arena.get_with(b"key", <[u8]>::to_vec));
+                    assert!(
+                        orrery_core::sync::wait_until(std::time::Duration::from_secs(60), || {
+                            arena.fallbacks.load(Ordering::Relaxed) > 0
+                        }),
+                        "the reader gave up its optimistic attempts"
+                    );
+                    put(a, b"key", b"v2");
+                    reader
+                })
+                .join()
+                .expect("reader")
+        });
+        assert_eq!(got, Some(b"v2".to_vec()));
+        assert!(arena.version() > v0 && arena.version().is_multiple_of(2));
+        assert_eq!(arena.get_with(b"key", <[u8]>::to_vec), Some(b"v2".to_vec()));
+        assert_eq!(arena.fallbacks.load(Ordering::Relaxed), 1);
     }
 
     /// The byte layout of Fig 5/6/10: T-Node, S-Nodes, delta encoding, values.

@@ -80,6 +80,7 @@ mod edit;
 mod iter;
 mod mm;
 mod node;
+mod opt;
 mod prep;
 mod split;
 mod tjt;
@@ -90,9 +91,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 use orrery_core::batch::PairBatch;
-use orrery_core::sync::{CachePadded, RwSpinLock};
+use orrery_core::sync::CachePadded;
 
-use arena::{ArenaInner, Decision};
+use arena::{Arena, Decision};
 pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter, SCAN_BATCH};
 pub use mm::MemStats;
@@ -104,7 +105,7 @@ pub const GET_MANY_WINDOW: usize = 16;
 ///
 /// See the [crate docs](crate) for an example and the guarantees.
 pub struct Hyperion {
-    arenas: Box<[CachePadded<RwSpinLock<ArenaInner>>]>,
+    arenas: Box<[CachePadded<Arena>]>,
     len: CachePadded<AtomicIsize>,
     config: Config,
 }
@@ -154,7 +155,7 @@ impl Hyperion {
 
     fn build(config: Config) -> Self {
         let arenas = (0..config.arenas)
-            .map(|_| CachePadded::new(RwSpinLock::new(ArenaInner::new(config.eject_threshold))))
+            .map(|_| CachePadded::new(Arena::new(config.eject_threshold)))
             .collect();
         Hyperion {
             arenas,
@@ -169,7 +170,7 @@ impl Hyperion {
     }
 
     #[inline]
-    fn arena_of(&self, key: &[u8]) -> &RwSpinLock<ArenaInner> {
+    fn arena_of(&self, key: &[u8]) -> &Arena {
         let b = key.first().copied().unwrap_or(0) as usize;
         &self.arenas[b % self.arenas.len()]
     }
@@ -185,9 +186,25 @@ impl Hyperion {
         }
     }
 
-    /// Zero-copy lookup: `f`'s result on the value of `key`, `None` when absent. `f` runs
-    /// under the arena's read lock: it must be short and must not call back into the index.
+    /// Lookup: `f`'s result on the value of `key`, `None` when absent.
+    ///
+    /// Optimistic: the lookup takes no lock; it copies the value into a (thread-local)
+    /// buffer and validates the arena's version, and `f` runs on that validated copy with
+    /// no lock held. After a few attempts invalidated by writers of the same arena it
+    /// falls back to the arena's read lock (then `f` runs under it: it must be short and
+    /// must not call back into the index).
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if key.len() > api::MAX_KEY_LEN {
+            return None;
+        }
+        let key = self.trie_key(key);
+        self.arena_of(&key).get_with(&key, f)
+    }
+
+    /// [`Hyperion::get_with`] through the arena's read lock, never optimistically: the
+    /// path an optimistic read falls back to, public so that benchmarks can compare the
+    /// two in one binary. `f` runs under the read lock.
+    pub fn get_with_locked<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if key.len() > api::MAX_KEY_LEN {
             return None;
         }
@@ -266,8 +283,7 @@ impl Hyperion {
 
     fn write(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>) -> Decision) -> api::Result<bool> {
         let key = self.trie_key(key);
-        let mut a = self.arena_of(&key).write();
-        let (present, delta) = a.write(&key, f)?;
+        let (present, delta) = self.arena_of(&key).write(|a| a.write(&key, f))?;
         if delta != 0 {
             self.len.fetch_add(delta, Ordering::Relaxed);
         }
@@ -365,7 +381,7 @@ impl Hyperion {
         MemoryUsage {
             structure_bytes: arenas
                 + std::mem::size_of::<Self>()
-                + self.arenas.len() * std::mem::size_of::<CachePadded<RwSpinLock<ArenaInner>>>(),
+                + self.arenas.len() * std::mem::size_of::<CachePadded<Arena>>(),
             key_value_bytes: 0,
         }
     }

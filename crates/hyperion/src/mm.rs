@@ -56,6 +56,8 @@
 
 use std::collections::BTreeSet;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use std::alloc::Layout;
 
@@ -88,6 +90,18 @@ pub(crate) struct Hp(u64);
 impl Hp {
     /// Bytes an HP takes in a container.
     pub(crate) const BYTES: usize = 5;
+
+    /// The 40-bit value.
+    #[inline]
+    pub(crate) fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// An HP from its 40-bit value (higher bits dropped).
+    #[inline]
+    pub(crate) fn from_raw(v: u64) -> Hp {
+        Hp(v & ((1 << 40) - 1))
+    }
 
     fn new(superbin: usize, bin_id: usize, chunk: usize) -> Hp {
         debug_assert!(superbin < SUPERBINS && bin_id < METABINS * BINS_PER_METABIN);
@@ -170,6 +184,11 @@ impl BinMem {
         }
     }
 }
+
+// SAFETY: a `BinMem` owns its block exclusively (the heap pointer is never shared by
+// another owner); moving it to another thread — the epoch collector's, which drops a
+// retired bin there — moves that ownership.
+unsafe impl Send for BinMem {}
 
 impl Drop for BinMem {
     fn drop(&mut self) {
@@ -254,8 +273,15 @@ pub struct MemStats {
 /// The memory manager of one arena.
 pub(crate) struct MemoryManager {
     superbins: Vec<Superbin>,
-    /// Heap blocks of extended bins (large-block path only).
-    heap: SizeClassPool,
+    /// Heap blocks of extended bins (large-block path only); shared with the retired
+    /// blocks that the epoch collector frees later.
+    heap: Arc<SizeClassPool>,
+    /// The readers' directory of bin memory (see "Optimistic readers").
+    dirs: Arc<Dirs>,
+    /// Bytes of the directory's tables.
+    dir_bytes: usize,
+    /// Bytes of live extended heap blocks (at capacity).
+    ext_bytes: usize,
     /// Exact bytes held (see the module docs).
     bytes: usize,
 }
@@ -266,6 +292,259 @@ pub(crate) struct MemoryManager {
 unsafe impl Send for MemoryManager {}
 // SAFETY: `&MemoryManager` only reads chunks (shared slices); writes need `&mut`.
 unsafe impl Sync for MemoryManager {}
+
+/// Hands `x` to the epoch collector: dropped once every thread pinned now has unpinned
+/// (memory an optimistic reader may still be reading).
+fn retire<T: Send + 'static>(x: T) {
+    orrery_core::sync::pin().defer(move || drop(x));
+}
+
+/// A retired extended heap block, freed to its pool when dropped.
+struct RetiredBlock {
+    pool: Arc<SizeClassPool>,
+    ptr: NonNull<u8>,
+    cap: usize,
+}
+
+// SAFETY: the block is owned by this value alone (its eHP was rewritten or its chunk
+// freed); freeing it on another thread is what the pool's `free` allows (`&self`).
+unsafe impl Send for RetiredBlock {}
+
+impl Drop for RetiredBlock {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `pool.try_alloc(cap)` (an eHP records exactly that
+        // capacity), nothing names it any more, and it is freed once, here.
+        unsafe { self.pool.free(self.ptr, self.cap) };
+    }
+}
+
+/// One superbin's table of bin memory for optimistic readers: slot `id` is
+/// `base | log2(chunks)` of bin `id`'s memory (`base` is 64-byte aligned), 0 if unmapped.
+struct BinDir {
+    slots: Box<[AtomicUsize]>,
+}
+
+/// The readers' directory of bin memory: per superbin an [`AtomicPtr`] to its table of
+/// bins (see "Optimistic readers" in the [module docs](self)). Written only by the
+/// manager's owner (under the arena's write lock), read by pinned optimistic readers.
+pub(crate) struct Dirs {
+    sb: [AtomicPtr<BinDir>; SUPERBINS],
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        Dirs {
+            sb: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+        }
+    }
+
+    /// Makes room for bin `id` in superbin `sb`'s table (writer only): a larger table
+    /// (copied, published, the old one retired through the epoch collector). Returns the
+    /// bytes the tables grew by.
+    fn reserve(&self, sb: usize, id: usize) -> Result<usize> {
+        let cur = self.sb[sb].load(Ordering::Relaxed);
+        let old: &[AtomicUsize] = if cur.is_null() {
+            &[]
+        } else {
+            // SAFETY: only the owner replaces tables (it is the caller), so `cur` is live.
+            unsafe { &(*cur).slots }
+        };
+        if id < old.len() {
+            return Ok(0);
+        }
+        let len = (2 * old.len()).max(id + 1).max(16);
+        let mut v: Vec<AtomicUsize> = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory)?;
+        v.extend(
+            old.iter()
+                .map(|w| AtomicUsize::new(w.load(Ordering::Relaxed))),
+        );
+        v.resize_with(len, || AtomicUsize::new(0));
+        let grown = (len - old.len()) * std::mem::size_of::<AtomicUsize>()
+            + if cur.is_null() {
+                std::mem::size_of::<BinDir>()
+            } else {
+                0
+            };
+        let new = Box::into_raw(Box::new(BinDir {
+            slots: v.into_boxed_slice(),
+        }));
+        self.sb[sb].store(new, Ordering::Release);
+        if !cur.is_null() {
+            // SAFETY: `cur` came from `Box::into_raw` and was just unlinked; readers that
+            // loaded it are pinned, so it is dropped after they unpin.
+            retire(unsafe { Box::from_raw(cur) });
+        }
+        Ok(grown)
+    }
+
+    /// Unlinks and retires superbin `sb`'s table (writer only; its bins are all
+    /// unmapped). Returns the bytes it held.
+    fn clear(&self, sb: usize) -> usize {
+        let cur = self.sb[sb].swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if cur.is_null() {
+            return 0;
+        }
+        // SAFETY: `cur` came from `Box::into_raw` and was just unlinked; readers that
+        // loaded it are pinned, so it is dropped after they unpin.
+        let table = unsafe { Box::from_raw(cur) };
+        let bytes =
+            table.slots.len() * std::mem::size_of::<AtomicUsize>() + std::mem::size_of::<BinDir>();
+        retire(table);
+        bytes
+    }
+
+    /// Sets the slot of bin `id` of superbin `sb` (writer only; room made by
+    /// [`Dirs::reserve`]): its memory of `chunks` chunks, or unmapped.
+    fn publish(&self, sb: usize, id: usize, mem: Option<&BinMem>, chunks: usize) {
+        let w = mem.map_or(0, |m| {
+            debug_assert!((m.ptr() as usize).is_multiple_of(64) && chunks.is_power_of_two());
+            m.ptr() as usize | chunks.trailing_zeros() as usize
+        });
+        let d = self.sb[sb].load(Ordering::Relaxed);
+        // SAFETY: the owner made room (`reserve`) before the first publish of `id`, and
+        // only the owner replaces tables.
+        unsafe { &(*d).slots[id] }.store(w, Ordering::Release);
+    }
+
+    /// The chunk `hp` names, for an optimistic reader; `None` when its bin is not mapped
+    /// or has no such chunk (a stale or torn pointer: the reader's validation fails).
+    ///
+    /// The caller must be pinned (`orrery_core::sync::pin`) while it uses the block: bin
+    /// memory and tables are retired through the epoch collector, so what a pinned reader
+    /// loaded stays mapped.
+    #[inline]
+    pub(crate) fn chunk(&self, hp: Hp) -> Option<RawBlock> {
+        let sb = hp.superbin();
+        let d = self.sb[sb].load(Ordering::Acquire);
+        if d.is_null() {
+            return None;
+        }
+        // SAFETY: a published table is freed only through the epoch collector after it
+        // was replaced, and the caller is pinned (contract).
+        let w = unsafe { &(*d).slots }
+            .get(hp.bin_id())?
+            .load(Ordering::Acquire);
+        let chunks = 1usize << (w & 63);
+        if w == 0 || hp.chunk() >= chunks {
+            return None;
+        }
+        let size = if sb == 0 { EXT_CHUNK } else { sb * STEP };
+        Some(RawBlock {
+            ptr: ((w & !63) as *const u8).wrapping_add(hp.chunk() * size),
+            len: size,
+        })
+    }
+
+    /// The eHP of the extended-bin chunk `e`: (heap pointer, capacity, flags), read with
+    /// atomic loads; possibly torn (validate before using the pointer).
+    #[inline]
+    fn ehp(e: RawBlock) -> (usize, usize, u16) {
+        let b = |i: usize| u64::from(e.byte(i).unwrap_or(0));
+        let word = |at: usize, n: usize| (0..n).fold(0u64, |acc, i| acc | (b(at + i) << (8 * i)));
+        let size = word(8, 4) as usize;
+        let over = word(12, 2) as usize;
+        (word(0, 8) as usize, size + over, word(14, 2) as u16)
+    }
+
+    /// The block `hp` names (for an extended `hp`, its heap block), for an optimistic
+    /// reader; `None` when it cannot be reached consistently. `valid` is the reader's
+    /// validation: it is called between reading an eHP and using its pointer, so that a
+    /// pointer and capacity from two different writes are never combined.
+    #[inline]
+    pub(crate) fn block(&self, hp: Hp, valid: &dyn Fn() -> bool) -> Option<RawBlock> {
+        let c = self.chunk(hp)?;
+        if hp.superbin() != 0 {
+            return Some(c);
+        }
+        let (ptr, cap, _) = Self::ehp(c);
+        if ptr == 0 || !valid() {
+            return None;
+        }
+        Some(RawBlock {
+            ptr: ptr as *const u8,
+            len: cap,
+        })
+    }
+
+    /// [`MemoryManager::resolve`] for an optimistic reader (no validation needed: the
+    /// result is only a pointer, checked again by [`Dirs::block`]).
+    #[inline]
+    pub(crate) fn resolve(&self, hp: Hp, k0: u8) -> Option<Hp> {
+        if hp.superbin() != 0 {
+            return Some(hp);
+        }
+        let (_, _, flags) = Self::ehp(self.chunk(hp)?);
+        if flags & FLAG_CHAIN == 0 {
+            return Some(hp);
+        }
+        if !hp.chunk().is_multiple_of(8) {
+            return None;
+        }
+        let mut i = usize::from(k0 / 32);
+        while i > 0 && Self::ehp(self.chunk(hp.slot(i))?).0 == 0 {
+            i -= 1;
+        }
+        Some(hp.slot(i))
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        for d in &self.sb {
+            let d = d.load(Ordering::Relaxed);
+            if !d.is_null() {
+                // SAFETY: the current tables came from `Box::into_raw` and are owned by
+                // the directory; nobody reads them once it is dropped.
+                drop(unsafe { Box::from_raw(d) });
+            }
+        }
+    }
+}
+
+/// Bytes an optimistic reader may read: `len` bytes at `ptr`, which stay mapped while the
+/// reader is pinned (everything a writer frees is retired through the epoch collector),
+/// but which a writer may change at any time: every read is bounds-checked and atomic, and
+/// what it returns means something only once the reader's version validates.
+#[derive(Clone, Copy)]
+pub(crate) struct RawBlock {
+    ptr: *const u8,
+    len: usize,
+}
+
+impl RawBlock {
+    /// Bytes readable.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Byte `i`, `None` past the end.
+    #[inline(always)]
+    pub(crate) fn byte(&self, i: usize) -> Option<u8> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: `i < len`, so the byte lies in the block, which stays mapped and
+        // initialized while the reader is pinned (see the type docs; bins are zeroed when
+        // made, extended blocks when allocated). A writer may store to it concurrently
+        // with plain (non-atomic) stores under the arena's write lock, with the arena's
+        // version odd: this relaxed atomic load may then return any value the byte held,
+        // which the reader's validation rejects — the seqlock read of Mercury's and the
+        // Cuckoo Trie's versions, except that their writers store atomically too; here the
+        // writers' container code works on `&mut [u8]` (see `docs/hyperion.md`,
+        // "Concurrency protocol", on this mixed access). The load is never duplicated or
+        // widened by the compiler, so a value once checked stays the value used.
+        let a = unsafe { AtomicU8::from_ptr(self.ptr.wrapping_add(i).cast_mut()) };
+        Some(a.load(Ordering::Relaxed))
+    }
+
+    /// Prefetches the line holding byte `i` (a hint; any address).
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        orrery_core::prefetch(self.ptr.wrapping_add(i));
+    }
+}
 
 /// Capacity of an extended block holding `size` bytes: the paper's increments.
 pub(crate) fn extended_capacity(size: usize) -> usize {
@@ -303,14 +582,32 @@ impl MemoryManager {
             .collect();
         MemoryManager {
             superbins,
-            heap: SizeClassPool::new(&[STEP], 8).expect("a valid one-class pool"),
-            bytes: SUPERBINS * std::mem::size_of::<Superbin>(),
+            heap: Arc::new(SizeClassPool::new(&[STEP], 8).expect("a valid one-class pool")),
+            dirs: Arc::new(Dirs::new()),
+            dir_bytes: 0,
+            ext_bytes: 0,
+            bytes: SUPERBINS * std::mem::size_of::<Superbin>() + std::mem::size_of::<Dirs>(),
         }
     }
 
     /// Exact bytes held.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// The readers' directory of this manager's bin memory.
+    pub(crate) fn dirs(&self) -> Arc<Dirs> {
+        Arc::clone(&self.dirs)
+    }
+
+    /// Retires an extended heap block that nothing names any more: freed once the
+    /// readers pinned now have unpinned.
+    fn retire_block(&self, ptr: NonNull<u8>, cap: usize) {
+        retire(RetiredBlock {
+            pool: Arc::clone(&self.heap),
+            ptr,
+            cap,
+        });
     }
 
     /// Opens a new (empty) bin in superbin `sb`; returns its id.
@@ -322,6 +619,12 @@ impl MemoryManager {
             None => return Err(Error::OutOfMemory),
         } as usize;
         let mem = BinMem::new(FIRST_CHUNKS * s.chunk_size)?;
+        // The readers' directory gets room for the bin before anything changes.
+        let grown = self.dirs.reserve(sb, id)?;
+        self.dir_bytes += grown;
+        self.bytes += grown;
+        let s = &mut self.superbins[sb];
+        self.dirs.publish(sb, id, Some(&mem), FIRST_CHUNKS);
         let mut added = mem.bytes() + std::mem::size_of::<[u64; 64]>();
         let (mi, bi) = (id / BINS_PER_METABIN, id % BINS_PER_METABIN);
         if s.metabins.len() <= mi {
@@ -403,7 +706,9 @@ impl MemoryManager {
             // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks.
             unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
             self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
-            bin.mem = mem;
+            self.dirs.publish(sb, id, Some(&mem), cap);
+            // Readers may still read the old chunks: freed after they unpin.
+            retire(std::mem::replace(&mut bin.mem, mem));
             bin.cap = cap;
         }
         let (word, bit) = (index / 64, index % 64);
@@ -443,12 +748,20 @@ impl MemoryManager {
             let m = s.metabins[mi].as_mut().expect("mapped");
             let bin = m.bins[bi].take().expect("mapped");
             self.bytes -= bin.mem.bytes() + std::mem::size_of::<[u64; 64]>();
-            drop(bin);
+            self.dirs.publish(sb, id, None, 0);
+            // Readers may still read its chunks: unmapped after they unpin.
+            retire(bin.mem);
             if m.bins.iter().all(Option::is_none) {
                 // The metabin's last bin: free the metabin too.
                 self.bytes -= std::mem::size_of::<Metabin>()
                     + m.bins.capacity() * std::mem::size_of::<Option<Bin>>();
                 s.metabins[mi] = None;
+                if s.metabins.iter().all(Option::is_none) {
+                    // The superbin's last bin: its readers' table goes too.
+                    let freed = self.dirs.clear(sb);
+                    self.dir_bytes -= freed;
+                    self.bytes -= freed;
+                }
             }
             s.nonfull.remove(&(id as u32));
             if id as u32 + 1 == s.next_id {
@@ -469,6 +782,9 @@ impl MemoryManager {
         }
         let cap = extended_capacity(size);
         let block = self.heap.try_alloc(cap)?;
+        // SAFETY: `block` is a fresh block of `cap` bytes. Zeroed so that an optimistic
+        // reader, which may read any byte of the block, never reads uninitialized memory.
+        unsafe { std::ptr::write_bytes(block.as_ptr(), 0, cap) };
         let hp = match self.alloc_chunk(0) {
             Ok(hp) => hp,
             Err(e) => {
@@ -484,6 +800,7 @@ impl MemoryManager {
         e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
         e[14..16].copy_from_slice(&0u16.to_le_bytes());
         self.bytes += cap;
+        self.ext_bytes += cap;
         Ok(hp)
     }
 
@@ -510,14 +827,14 @@ impl MemoryManager {
         // SAFETY: `block` is initialized (above), `cap` bytes, and distinct from `old`.
         let dst = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), cap) };
         fill(src, dst);
-        // SAFETY: `old` came from `self.heap` with capacity `old_cap`; the eHP is
-        // rewritten below, so it is not used again.
-        unsafe { self.heap.free(old, old_cap) };
+        // The eHP is rewritten below; readers may still read the old block.
+        self.retire_block(old, old_cap);
         let e = self.chunk_mut_raw(hp, EXT_CHUNK);
         e[..8].copy_from_slice(&(block.as_ptr() as u64).to_le_bytes());
         e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
         e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
         self.bytes = self.bytes + cap - old_cap;
+        self.ext_bytes = self.ext_bytes + cap - old_cap;
         Ok(())
     }
 
@@ -531,11 +848,10 @@ impl MemoryManager {
     pub(crate) fn free(&mut self, hp: Hp) {
         if hp.superbin() == 0 && !self.is_void(hp) {
             let (ptr, cap) = self.extended(hp);
-            // SAFETY: the eHP names a live block of `cap` bytes from `self.heap` (it is
-            // only written by `alloc`, `regrow` and `fill_slot`), freed once here as its
-            // chunk is freed below.
-            unsafe { self.heap.free(ptr, cap) };
+            // The eHP's chunk is freed below, so the block is not named again.
+            self.retire_block(ptr, cap);
             self.bytes -= cap;
+            self.ext_bytes -= cap;
         }
         self.free_chunk(hp);
     }
@@ -613,6 +929,7 @@ impl MemoryManager {
         e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
         e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
         self.bytes += cap;
+        self.ext_bytes += cap;
         Ok(())
     }
 
@@ -622,10 +939,10 @@ impl MemoryManager {
             return;
         }
         let (ptr, cap) = self.extended(slot);
-        // SAFETY: the eHP names a live block of `cap` bytes from `self.heap`; the eHP is
-        // voided below, so it is freed once.
-        unsafe { self.heap.free(ptr, cap) };
+        // The eHP is voided below, so the block is not named again.
+        self.retire_block(ptr, cap);
         self.bytes -= cap;
+        self.ext_bytes -= cap;
         self.chunk_mut_raw(slot, EXT_CHUNK)[..14].fill(0);
     }
 
@@ -726,7 +1043,8 @@ impl MemoryManager {
                 }
             }
         }
-        st.extended_bytes = self.heap.large_bytes();
+        st.extended_bytes = self.ext_bytes;
+        st.metadata_bytes += std::mem::size_of::<Dirs>() + self.dir_bytes;
         st
     }
 }
