@@ -82,6 +82,22 @@ impl View {
         }
     }
 
+    /// An optimistic [`opt::Probe`] of `key` (trie key space); a root value is copied
+    /// into `out` at once.
+    #[inline]
+    pub(crate) fn probe<'k>(&self, key: &'k [u8], out: &mut Vec<u8>) -> opt::Probe<'k> {
+        match key.split_first() {
+            Some((&b, rest)) if !rest.is_empty() => {
+                let w = self.roots[usize::from(b)].load(Ordering::Acquire);
+                if w == 0 {
+                    return opt::Probe::done(Ok(false));
+                }
+                opt::Probe::new(&self.dirs, Hp::from_raw(w & !(1 << 63)), rest)
+            }
+            _ => opt::Probe::done(self.get(key, out, &|| true)),
+        }
+    }
+
     /// The optimistic lookup of `key` (trie key space): its value copied into `out`.
     /// The caller is pinned and validates the arena's version afterwards.
     pub(crate) fn get(
@@ -190,9 +206,7 @@ impl Arena {
             Some(true) => Some(f(&out)),
             Some(false) => None,
             None => {
-                #[cfg(test)]
-                self.fallbacks.fetch_add(1, Ordering::Relaxed);
-                let a = self.lock.write();
+                let a = self.fallback();
                 a.get(key).map(f)
             }
         };
@@ -218,10 +232,31 @@ impl Arena {
         None
     }
 
-    /// A version to validate against: waits (a bounded spin) while a write is in
+    /// What optimistic readers read.
+    #[inline]
+    pub(crate) fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Exclusive access for a reader that gave up its optimistic attempts (see
+    /// [`Arena::get_with`] for why exclusive).
+    #[inline]
+    pub(crate) fn fallback(&self) -> orrery_core::sync::RwSpinWriteGuard<'_, ArenaInner> {
+        #[cfg(test)]
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        self.lock.write()
+    }
+
+    /// Whether the version is still `v` (from [`Arena::begin`]).
+    #[inline]
+    pub(crate) fn validate(&self, v: u64) -> bool {
+        SEQ.validate(&self.view.seq, v)
+    }
+
+    /// A version to validate against: waits (bounded backoff) while a write is in
     /// progress; `None` if it is still in progress.
     #[inline]
-    fn begin(&self) -> Option<u64> {
+    pub(crate) fn begin(&self) -> Option<u64> {
         let backoff = orrery_core::sync::Backoff::new();
         for _ in 0..WAIT_ROUNDS {
             if let Some(v) = SEQ.try_read(&self.view.seq) {

@@ -225,17 +225,23 @@ impl Hyperion {
 
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
     ///
-    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`]; the read locks of
-    /// a window's arenas are taken in ascending arena order (writers hold one arena lock
-    /// at a time, so the order rules out deadlock), and the window's lookups advance in
-    /// turn one stage at a time — container pointer, jump table, T-Node, S-Node — each
-    /// stage prefetching what the next one reads, so the cache misses of the window's
-    /// keys overlap instead of following one another. `f` is called for the window's
-    /// keys, in order, while its locks are held: it must be short and must not call back
-    /// into the index.
+    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`], and the window's
+    /// lookups advance in turn one stage at a time — container pointer, jump table,
+    /// T-Node, S-Node — each stage prefetching what the next one reads, so the cache
+    /// misses of the window's keys overlap instead of following one another.
+    ///
+    /// Optimistic, as [`Hyperion::get_with`]: a window's lookups copy their values and
+    /// run without locks, and `f` sees them once the versions of the window's arenas
+    /// validate, with no lock held. A window that fails a few attempts takes its arenas'
+    /// locks (exclusively, in ascending arena order: writers hold one arena lock at a
+    /// time, so the order rules out deadlock) and `f` then runs under them: it must be
+    /// short and must not call back into the index.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let mut tkeys: Vec<Option<TrieKey<'_>>> = Vec::with_capacity(GET_MANY_WINDOW);
         let mut order: Vec<usize> = Vec::with_capacity(GET_MANY_WINDOW);
+        let mut outs: Vec<Vec<u8>> = (0..GET_MANY_WINDOW).map(|_| Vec::new()).collect();
+        let mut found: Vec<bool> = Vec::with_capacity(GET_MANY_WINDOW);
+        let arena = |k: &[u8]| k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
         for (w, window) in keys.chunks(GET_MANY_WINDOW).enumerate() {
             tkeys.clear();
             tkeys.extend(
@@ -243,12 +249,21 @@ impl Hyperion {
                     .iter()
                     .map(|k| (k.len() <= api::MAX_KEY_LEN).then(|| self.trie_key(k))),
             );
-            let arena = |k: &[u8]| k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
             order.clear();
             order.extend(tkeys.iter().flatten().map(|k| arena(k)));
             order.sort_unstable();
             order.dedup();
-            let guards: Vec<_> = order.iter().map(|&a| self.arenas[a].read()).collect();
+            let ok = {
+                let _guard = orrery_core::sync::pin();
+                self.window_optimistic(&tkeys, &order, &mut outs, &mut found)
+            };
+            if ok {
+                for (i, (&hit, out)) in found.iter().zip(&outs).enumerate() {
+                    f(w * GET_MANY_WINDOW + i, hit.then_some(&out[..]));
+                }
+                continue;
+            }
+            let guards: Vec<_> = order.iter().map(|&a| self.arenas[a].fallback()).collect();
             let inner = |k: &[u8]| &*guards[order.binary_search(&arena(k)).expect("locked")];
             let mut probes: Vec<node::Probe<'_>> = tkeys
                 .iter()
@@ -279,6 +294,68 @@ impl Hyperion {
                 f(w * GET_MANY_WINDOW + i, p.result());
             }
         }
+    }
+
+    /// The optimistic attempts of a [`Hyperion::get_many`] window (the caller is pinned;
+    /// `order`: the window's arenas, ascending): whether one validated, then with
+    /// `found[i]` and `outs[i]` the result of key `i`.
+    fn window_optimistic(
+        &self,
+        tkeys: &[Option<TrieKey<'_>>],
+        order: &[usize],
+        outs: &mut [Vec<u8>],
+        found: &mut Vec<bool>,
+    ) -> bool {
+        let slot = |k: &[u8]| {
+            let a = k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
+            order.binary_search(&a).unwrap_or(0)
+        };
+        let mut vers: Vec<u64> = Vec::with_capacity(order.len());
+        'attempt: for _ in 0..arena::OPT_TRIES {
+            vers.clear();
+            for &a in order {
+                match self.arenas[a].begin() {
+                    Some(v) => vers.push(v),
+                    None => continue 'attempt,
+                }
+            }
+            let mut probes: Vec<opt::Probe<'_>> = tkeys
+                .iter()
+                .zip(outs.iter_mut())
+                .map(|(k, out)| match k {
+                    None => opt::Probe::done(Ok(false)),
+                    Some(k) => self.arenas[order[slot(k)]].view().probe(k, out),
+                })
+                .collect();
+            let mut pending = probes.len();
+            while pending > 0 {
+                pending = 0;
+                for ((p, k), out) in probes.iter_mut().zip(tkeys).zip(outs.iter_mut()) {
+                    let Some(k) = k else { continue };
+                    let s = slot(k);
+                    let a = &self.arenas[order[s]];
+                    let v = vers[s];
+                    if !p.step(&a.view().dirs, out, &|| a.validate(v)) {
+                        pending += 1;
+                    }
+                }
+            }
+            if order
+                .iter()
+                .zip(&vers)
+                .all(|(&a, &v)| self.arenas[a].validate(v))
+            {
+                found.clear();
+                for p in &probes {
+                    match p.result() {
+                        Ok(hit) => found.push(hit),
+                        Err(_) => continue 'attempt,
+                    }
+                }
+                return true;
+            }
+        }
+        false
     }
 
     fn write(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>) -> Decision) -> api::Result<bool> {

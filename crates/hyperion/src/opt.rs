@@ -424,6 +424,145 @@ pub(crate) fn lookup(
     }
 }
 
+/// One optimistic lookup in flight in a pipeline ([`lookup`] cut at its dependent memory
+/// accesses, as `node::Probe` cuts `node::lookup`): each [`Probe::step`] does one stage
+/// and prefetches what the next one reads first. Its result means something only once
+/// the caller's version validates.
+pub(crate) struct Probe<'k> {
+    key: &'k [u8],
+    stage: Stage,
+}
+
+#[derive(Clone, Copy)]
+enum Stage {
+    Resolve(Hp),
+    Seek(RawBlock),
+    TNodes(RawBlock, usize, u8, usize),
+    SNodes(RawBlock, usize, u8, usize),
+    /// Finished: found (value copied) or not, or torn.
+    Done(R<bool>),
+}
+
+impl<'k> Probe<'k> {
+    /// A lookup of `key` (non-empty; first byte consumed) below root container `root`.
+    #[inline]
+    pub(crate) fn new(dirs: &Dirs, root: Hp, key: &'k [u8]) -> Probe<'k> {
+        if let Some(c) = dirs.chunk(root) {
+            c.prefetch(0);
+        }
+        Probe {
+            key,
+            stage: Stage::Resolve(root),
+        }
+    }
+
+    /// A finished probe.
+    #[inline]
+    pub(crate) fn done(r: R<bool>) -> Probe<'k> {
+        Probe {
+            key: &[],
+            stage: Stage::Done(r),
+        }
+    }
+
+    /// The result once [`Probe::step`] returned `true`.
+    #[inline]
+    pub(crate) fn result(&self) -> R<bool> {
+        match self.stage {
+            Stage::Done(r) => r,
+            _ => Err(Torn),
+        }
+    }
+
+    /// Runs one stage (copying the value into `out` when found); returns whether the
+    /// lookup is finished. Each stage ends (see the module docs), and a probe passes
+    /// at most four stages per container level, each level consuming two key bytes.
+    #[inline]
+    pub(crate) fn step(
+        &mut self,
+        dirs: &Dirs,
+        out: &mut Vec<u8>,
+        valid: &dyn Fn() -> bool,
+    ) -> bool {
+        let r = self.advance(dirs, out, valid);
+        if let Err(t) = r {
+            self.stage = Stage::Done(Err(t));
+        }
+        matches!(self.stage, Stage::Done(_))
+    }
+
+    #[inline]
+    fn advance(&mut self, dirs: &Dirs, out: &mut Vec<u8>, valid: &dyn Fn() -> bool) -> R<()> {
+        let key = self.key;
+        self.stage = match self.stage {
+            Stage::Done(_) => return Ok(()),
+            Stage::Resolve(hp) => {
+                let b = container(dirs, hp, key[0], valid)?;
+                for at in (0..b.len().min(4 * 64)).step_by(64) {
+                    b.prefetch(at);
+                }
+                Stage::Seek(b)
+            }
+            Stage::Seek(b) => {
+                let (pos, prev) = cjt_seek(&b, key[0])?;
+                let end = used(&b)?;
+                b.prefetch(pos);
+                Stage::TNodes(b, pos, prev, end)
+            }
+            Stage::TNodes(b, pos, prev, end) => match find_t(&b, pos, prev, end, key[0])? {
+                None => Stage::Done(Ok(false)),
+                Some((t, n)) => match key.get(1) {
+                    None => match n.val {
+                        None => Stage::Done(Ok(false)),
+                        Some(v) => {
+                            copy_val(dirs, &b, v, out, valid)?;
+                            Stage::Done(Ok(true))
+                        }
+                    },
+                    Some(&k1) => {
+                        let (pos, prev) = s_start(&b, t, &n, k1)?;
+                        b.prefetch(pos);
+                        Stage::SNodes(b, pos, prev, end)
+                    }
+                },
+            },
+            Stage::SNodes(b, pos, prev, end) => match find_s(&b, pos, prev, end, key)? {
+                Step::Found(v) => {
+                    copy_val(dirs, &b, v, out, valid)?;
+                    Stage::Done(Ok(true))
+                }
+                Step::Missing => Stage::Done(Ok(false)),
+                Step::Embedded(a, e) => {
+                    if key.len() < 3 || a > e || e > end {
+                        return Err(Torn);
+                    }
+                    self.key = &key[2..];
+                    Stage::TNodes(b, a, 0, e)
+                }
+                Step::Child(hp) => {
+                    if key.len() < 3 {
+                        return Err(Torn);
+                    }
+                    self.key = &key[2..];
+                    if let Some(c) = dirs.chunk(hp) {
+                        c.prefetch(0);
+                    }
+                    Stage::Resolve(hp)
+                }
+                Step::Pc(sfx, v) => {
+                    if key.len() < 2 || !suffix_is(dirs, &b, sfx, &key[2..], valid)? {
+                        Stage::Done(Ok(false))
+                    } else {
+                        copy_val(dirs, &b, v, out, valid)?;
+                        Stage::Done(Ok(true))
+                    }
+                }
+            },
+        };
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::arena::{ArenaInner, Decision};

@@ -87,6 +87,31 @@ fn readers_see_every_acknowledged_insert() {
                     }
                     let absent = [&key(xorshift(&mut x) as usize % n)[..], b"-"].concat();
                     assert_eq!(h.get(&absent), None, "never inserted: {absent:?}");
+                    if m > 0 && local % 8 == 0 {
+                        // A batch across pipeline windows: acknowledged and absent keys.
+                        let ids: Vec<usize> =
+                            (0..40).map(|_| xorshift(&mut x) as usize % m).collect();
+                        let batch: Vec<Vec<u8>> = ids
+                            .iter()
+                            .enumerate()
+                            .map(|(j, &i)| {
+                                let k = key(i);
+                                if j % 5 == 0 {
+                                    [&k[..], b"-"].concat()
+                                } else {
+                                    k
+                                }
+                            })
+                            .collect();
+                        let refs: Vec<&[u8]> = batch.iter().map(|k| &k[..]).collect();
+                        let mut seen = 0;
+                        h.get_many(&refs, &mut |j, v| {
+                            let want = (j % 5 != 0).then(|| value(ids[j], 0));
+                            assert_eq!(v.map(<[u8]>::to_vec), want, "get_many {:?}", refs[j]);
+                            seen += 1;
+                        });
+                        assert_eq!(seen, refs.len());
+                    }
                     local += 1;
                 }
                 checks.fetch_add(local, Ordering::Relaxed);
