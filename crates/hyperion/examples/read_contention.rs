@@ -10,7 +10,7 @@
 //! writer inserts fresh random keys whose first byte is ≡ 1 mod 16 (other arena) or
 //! ≡ 0 mod 16 (same arena). Reader and writer start together at a barrier and run for
 //! `SECS` seconds. One lookup in 16 is timed (`Instant`, its own cost included); the
-//! throughput counts all lookups. Every configuration runs `ROUNDS` times, interleaved;
+//! throughput counts all lookups; `max_ns` is the slowest timed lookup. Every configuration runs `ROUNDS` times, interleaved;
 //! the medians are printed.
 
 use std::hint::black_box;
@@ -45,6 +45,7 @@ struct Sample {
     p50: u64,
     p99: u64,
     p999: u64,
+    max: u64,
     writes: u64,
 }
 
@@ -104,6 +105,7 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
         p50: q(0.5),
         p99: q(0.99),
         p999: q(0.999),
+        max: lat.last().copied().unwrap_or(0),
         writes: writes.load(Ordering::Relaxed),
     }
 }
@@ -149,19 +151,20 @@ fn main() {
         }
     }
     println!(
-        "writer  path        reader_Mops  p50_ns  p99_ns  p999_ns  writer_Mops (medians of {rounds})"
+        "writer  path        reader_Mops  p50_ns  p99_ns  p999_ns    max_ns  writer_Mops (medians of {rounds})"
     );
     for (i, &(w, p)) in configs.iter().enumerate() {
         let s = &res[i];
         let m = |f: &dyn Fn(&Sample) -> f64| median(s.iter().map(f).collect());
         println!(
-            "{:<7} {:<11} {:>11.3} {:>7.0} {:>7.0} {:>8.0} {:>12.3}",
+            "{:<7} {:<11} {:>11.3} {:>7.0} {:>7.0} {:>8.0} {:>9.0} {:>12.3}",
             format!("{w:?}"),
             format!("{p:?}"),
             m(&|s| s.mops),
             m(&|s| s.p50 as f64),
             m(&|s| s.p99 as f64),
             m(&|s| s.p999 as f64),
+            m(&|s| s.max as f64),
             m(&|s| s.writes as f64 / secs / 1e6),
         );
     }

@@ -3,14 +3,33 @@
 //!
 //! # Protocol
 //!
-//! Each arena is an `orrery_core::sync::RwSpinLock` over its tries and memory manager.
-//! Writers of an arena take its write lock; lookups and scans take its read lock, so they
-//! never wait for writers of *other* arenas, and readers of one arena run in parallel, but
-//! a reader waits for a writer of its own arena (and the other way round). This is the
-//! paper's design (one spin lock per arena) with shared readers added. Optimistic,
-//! lock-free reads validated by a per-arena version with epoch-reclaimed blocks are *not*
-//! built in this version (`docs/hyperion.md`, "Not built"). A scan holds one arena's read
-//! lock while it copies one batch from one trie.
+//! Each arena has an `orrery_core::sync::RwSpinLock` over its tries and memory manager,
+//! and a version word (a seqlock through `orrery_core::sync::VersionField`: bit 0 set —
+//! odd — while a write changes the arena, the counter above it advanced by every write).
+//!
+//! - **Writers** take the write lock for the whole read-modify-write (so `compute` and
+//!   `update` are atomic). [`ArenaInner::write`] looks the key up and decides with the
+//!   version even; only the change itself (allocations, splices, moves, frees, and the
+//!   publication of the trie's root in the [`View`]) runs with the version odd, and the
+//!   version is made even again when the change ends, fails or unwinds.
+//! - **Point readers** (`get`, `get_with`, `contains_key`, `get_many`) are optimistic:
+//!   pinned in an `orrery_core::sync` epoch, they read the version (waiting, with bounded
+//!   backoff, while it is odd), run the checked lookup of `opt.rs` on the [`View`] — the
+//!   roots, the root values and the memory manager's bin directory, all atomics — copying
+//!   the value into a buffer, and validate the version: unchanged means no write began
+//!   since, so the copy is what the arena held when the version was read; only then is
+//!   the value handed out. A failed attempt is retried; after [`OPT_TRIES`] attempts the
+//!   reader takes the arena's lock — exclusively, because the shared side of this
+//!   writer-preferring lock let a continuous writer starve readers (see
+//!   [`Arena::get_with`]) — so no reader retries forever.
+//! - Everything an optimistic reader may still be reading when a writer frees it — bin
+//!   memory unmapped or moved, bin directory tables, extended heap blocks, root values —
+//!   is retired through the epoch collector, not freed (`mm.rs`, "Optimistic readers").
+//! - **Scans** take the read lock of one arena while they copy one batch from one trie:
+//!   they wait for writers of that arena (not built optimistically; `docs/hyperion.md`).
+//!
+//! No reader waits for writers of *other* arenas, and readers of one arena never write a
+//! shared word (a pin writes the thread's own epoch record).
 //!
 //! # Tries
 //!

@@ -44,10 +44,15 @@
 //!
 //! Those of [`orrery_core::api`]. Concurrency is the paper's arenas: the tries of the 256
 //! first key bytes are spread over [`Config::arenas`] arenas, each with its own memory
-//! manager and a reader-writer spin lock. Point operations take their arena's lock, so
-//! they are linearizable; lookups and scans take it shared and never wait for writers of
-//! other arenas, but **do wait for writers of their own arena** (locked reads: optimistic
-//! reads are not built in this version; see `arena.rs` and `docs/hyperion.md`).
+//! manager, a reader-writer spin lock and a version. Writes take their arena's lock, so
+//! point operations are linearizable. Point reads ([`Hyperion::get`],
+//! [`Hyperion::get_with`], [`Hyperion::contains_key`], [`Hyperion::get_many`]) take no
+//! lock: they are optimistic, validated by the arena's version, with memory reclaimed
+//! through `orrery_core::sync` epochs, so they wait neither for writers of other arenas
+//! nor — except while a change is being applied, and after a few failed attempts, when
+//! they fall back to the lock — for writers of their own (`arena.rs`, "Protocol").
+//! Their callbacks run on a validated copy of the value with no lock held. Scans take one
+//! arena's read lock per copied batch.
 //!
 //! # Memory usage
 //!
@@ -63,12 +68,13 @@
 //! |---|---|
 //! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
 //! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
+//! | `opt` | the optimistic (checked) lookup and its `get_many` pipeline |
 //! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
 //! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
 //! | `split` | container splits and their chains |
 //! | `cjt` | container jump tables |
 //! | `tjt` | T-Node jump tables |
-//! | `arena` | arenas, tries, roots; the locking protocol |
+//! | `arena` | arenas, tries, roots; the locking and versioning protocol |
 //! | `prep` | key pre-processing (§3.4) |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |

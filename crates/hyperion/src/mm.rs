@@ -53,6 +53,27 @@
 //! An extended block grows and shrinks behind its Hyperion Pointer
 //! ([`MemoryManager::regrow`]: a new heap block, the eHP rewritten), so neither a part nor
 //! any container over 2,016 bytes moves in the trie when its size changes.
+//!
+//! # Optimistic readers
+//!
+//! Readers that hold no lock (`opt.rs`) cannot walk the superbins' vectors, which writers
+//! reallocate. They use the [`Dirs`] directory instead: per superbin an atomic pointer to
+//! a table with one word per bin, `base | log2(chunks)` of the bin's memory (the base is
+//! 64-byte aligned, so one atomic word gives a consistent address and length), 0 when the
+//! bin is unmapped. A writer publishes a bin's word when it maps, grows or frees it, and
+//! replaces a table by a larger copy when a bin id passes its end. A reader bounds-checks
+//! the chunk index against the word and reads an eHP's fields with atomic loads,
+//! validating the arena's version before it follows the eHP's pointer (pointer and
+//! capacity are two fields a writer changes one after the other).
+//!
+//! Nothing a reader may hold is freed at once: a bin's old memory after it grows, a freed
+//! bin's memory, a replaced or emptied directory table, an extended heap block replaced by
+//! [`MemoryManager::regrow`] or freed, and a voided chain slot's block are handed to the
+//! `orrery_core::sync` epoch collector and freed once every reader pinned at that moment
+//! has unpinned. A chunk freed inside a bin that stays mapped is reused at once: a reader
+//! reading it sees garbage, which its version check rejects. [`MemoryManager::bytes`]
+//! counts live memory only (retired blocks are not counted), and extended blocks are
+//! zeroed when allocated so that a reader never reads uninitialized bytes.
 
 use std::collections::BTreeSet;
 use std::ptr::NonNull;
