@@ -78,7 +78,10 @@
 use std::collections::BTreeSet;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+
+/// A bin directory slot: the bin memory's address with `log2(chunks)` in its low 6 bits.
+type Slot = AtomicPtr<u8>;
 
 use std::alloc::Layout;
 
@@ -342,7 +345,7 @@ impl Drop for RetiredBlock {
 /// One superbin's table of bin memory for optimistic readers: slot `id` is
 /// `base | log2(chunks)` of bin `id`'s memory (`base` is 64-byte aligned), 0 if unmapped.
 struct BinDir {
-    slots: Box<[AtomicUsize]>,
+    slots: Box<[Slot]>,
 }
 
 /// The readers' directory of bin memory: per superbin an [`AtomicPtr`] to its table of
@@ -364,7 +367,7 @@ impl Dirs {
     /// bytes the tables grew by.
     fn reserve(&self, sb: usize, id: usize) -> Result<usize> {
         let cur = self.sb[sb].load(Ordering::Relaxed);
-        let old: &[AtomicUsize] = if cur.is_null() {
+        let old: &[Slot] = if cur.is_null() {
             &[]
         } else {
             // SAFETY: only the owner replaces tables (it is the caller), so `cur` is live.
@@ -374,14 +377,11 @@ impl Dirs {
             return Ok(0);
         }
         let len = (2 * old.len()).max(id + 1).max(16);
-        let mut v: Vec<AtomicUsize> = Vec::new();
+        let mut v: Vec<Slot> = Vec::new();
         v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory)?;
-        v.extend(
-            old.iter()
-                .map(|w| AtomicUsize::new(w.load(Ordering::Relaxed))),
-        );
-        v.resize_with(len, || AtomicUsize::new(0));
-        let grown = (len - old.len()) * std::mem::size_of::<AtomicUsize>()
+        v.extend(old.iter().map(|w| Slot::new(w.load(Ordering::Relaxed))));
+        v.resize_with(len, || Slot::new(std::ptr::null_mut()));
+        let grown = (len - old.len()) * std::mem::size_of::<Slot>()
             + if cur.is_null() {
                 std::mem::size_of::<BinDir>()
             } else {
@@ -409,8 +409,7 @@ impl Dirs {
         // SAFETY: `cur` came from `Box::into_raw` and was just unlinked; readers that
         // loaded it are pinned, so it is dropped after they unpin.
         let table = unsafe { Box::from_raw(cur) };
-        let bytes =
-            table.slots.len() * std::mem::size_of::<AtomicUsize>() + std::mem::size_of::<BinDir>();
+        let bytes = table.slots.len() * std::mem::size_of::<Slot>() + std::mem::size_of::<BinDir>();
         retire(table);
         bytes
     }
@@ -418,9 +417,9 @@ impl Dirs {
     /// Sets the slot of bin `id` of superbin `sb` (writer only; room made by
     /// [`Dirs::reserve`]): its memory of `chunks` chunks, or unmapped.
     fn publish(&self, sb: usize, id: usize, mem: Option<&BinMem>, chunks: usize) {
-        let w = mem.map_or(0, |m| {
+        let w = mem.map_or(std::ptr::null_mut(), |m| {
             debug_assert!((m.ptr() as usize).is_multiple_of(64) && chunks.is_power_of_two());
-            m.ptr() as usize | chunks.trailing_zeros() as usize
+            m.ptr().map_addr(|a| a | chunks.trailing_zeros() as usize)
         });
         let d = self.sb[sb].load(Ordering::Relaxed);
         // SAFETY: the owner made room (`reserve`) before the first publish of `id`, and
@@ -446,13 +445,13 @@ impl Dirs {
         let w = unsafe { &(*d).slots }
             .get(hp.bin_id())?
             .load(Ordering::Acquire);
-        let chunks = 1usize << (w & 63);
-        if w == 0 || hp.chunk() >= chunks {
+        let chunks = 1usize << (w.addr() & 63);
+        if w.is_null() || hp.chunk() >= chunks {
             return None;
         }
         let size = if sb == 0 { EXT_CHUNK } else { sb * STEP };
         Some(RawBlock {
-            ptr: ((w & !63) as *const u8).wrapping_add(hp.chunk() * size),
+            ptr: w.map_addr(|a| a & !63).wrapping_add(hp.chunk() * size),
             len: size,
         })
     }
