@@ -3,7 +3,7 @@
 //! the optimistic read path (`get_with`) and the locked one (`get_with_locked`), side by
 //! side in one run (issue #22; `docs/results/hyperion.md`).
 //!
-//! `cargo run --release -p orrery-hyperion --example read_contention -- [KEYS] [SECS] [ROUNDS]`
+//! `cargo run --release -p orrery-hyperion --example read_contention -- [KEYS] [SECS] [ROUNDS] [locked-first]`
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values) into an index with the default 16
 //! arenas. The reader looks up random loaded keys of arena 0 (first byte ≡ 0 mod 16); the
@@ -120,6 +120,9 @@ fn main() {
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("KEYS"));
     let secs: f64 = args.next().map_or(2.0, |a| a.parse().expect("SECS"));
     let rounds: usize = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
+    // `locked-first`: run the locked path before the optimistic one in each pair (the
+    // order can bias a pair on a loaded machine; run both orders).
+    let locked_first = args.next().as_deref() == Some("locked-first");
     let h = Hyperion::new();
     let mut x = 0x5EED_1234_ABCD_0001u64;
     let mut mine = Vec::new();
@@ -136,13 +139,18 @@ fn main() {
         h.len(),
         mine.len()
     );
+    let (p1, p2) = if locked_first {
+        (Path::Locked, Path::Optimistic)
+    } else {
+        (Path::Optimistic, Path::Locked)
+    };
     let configs = [
-        (Writer::None, Path::Optimistic),
-        (Writer::None, Path::Locked),
-        (Writer::Other, Path::Optimistic),
-        (Writer::Other, Path::Locked),
-        (Writer::Same, Path::Optimistic),
-        (Writer::Same, Path::Locked),
+        (Writer::None, p1),
+        (Writer::None, p2),
+        (Writer::Other, p1),
+        (Writer::Other, p2),
+        (Writer::Same, p1),
+        (Writer::Same, p2),
     ];
     let mut res: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
