@@ -460,11 +460,10 @@ impl Dirs {
     /// atomic loads; possibly torn (validate before using the pointer).
     #[inline]
     fn ehp(e: RawBlock) -> (usize, usize, u16) {
-        let b = |i: usize| u64::from(e.byte(i).unwrap_or(0));
-        let word = |at: usize, n: usize| (0..n).fold(0u64, |acc, i| acc | (b(at + i) << (8 * i)));
-        let size = word(8, 4) as usize;
-        let over = word(12, 2) as usize;
-        (word(0, 8) as usize, size + over, word(14, 2) as u16)
+        // Two aligned 8-byte loads: `[ptr]` and `[size u32][over u16][flags u16]`.
+        let (p, w) = (e.u64_at(0).unwrap_or(0), e.u64_at(8).unwrap_or(0));
+        let cap = (w & 0xFFFF_FFFF) as usize + ((w >> 32) & 0xFFFF) as usize;
+        (p as usize, cap, (w >> 48) as u16)
     }
 
     /// The block `hp` names (for an extended `hp`, its heap block), for an optimistic
@@ -473,11 +472,41 @@ impl Dirs {
     /// pointer and capacity from two different writes are never combined.
     #[inline]
     pub(crate) fn block(&self, hp: Hp, valid: &dyn Fn() -> bool) -> Option<RawBlock> {
+        self.container(hp, None, valid)
+    }
+
+    /// The container a key whose next byte is `k0` continues in below `hp` —
+    /// [`MemoryManager::resolve`] then [`Dirs::block`], reading each eHP once — for an
+    /// optimistic reader. `k0 = None`: `hp` itself, chained or not.
+    #[inline]
+    pub(crate) fn container(
+        &self,
+        hp: Hp,
+        k0: Option<u8>,
+        valid: &dyn Fn() -> bool,
+    ) -> Option<RawBlock> {
         let c = self.chunk(hp)?;
         if hp.superbin() != 0 {
             return Some(c);
         }
-        let (ptr, cap, _) = Self::ehp(c);
+        let (mut ptr, mut cap, flags) = Self::ehp(c);
+        if let Some(k0) = k0
+            && flags & FLAG_CHAIN != 0
+        {
+            if !hp.chunk().is_multiple_of(8) {
+                return None;
+            }
+            // The slot `k0 / 32`, or the nearest non-void one below it (ends at slot 0).
+            let mut i = usize::from(k0 / 32);
+            while i > 0 {
+                let (p, cp, _) = Self::ehp(self.chunk(hp.slot(i))?);
+                if p != 0 {
+                    (ptr, cap) = (p, cp);
+                    break;
+                }
+                i -= 1;
+            }
+        }
         if ptr == 0 || !valid() {
             return None;
         }
@@ -485,27 +514,6 @@ impl Dirs {
             ptr: ptr as *const u8,
             len: cap,
         })
-    }
-
-    /// [`MemoryManager::resolve`] for an optimistic reader (no validation needed: the
-    /// result is only a pointer, checked again by [`Dirs::block`]).
-    #[inline]
-    pub(crate) fn resolve(&self, hp: Hp, k0: u8) -> Option<Hp> {
-        if hp.superbin() != 0 {
-            return Some(hp);
-        }
-        let (_, _, flags) = Self::ehp(self.chunk(hp)?);
-        if flags & FLAG_CHAIN == 0 {
-            return Some(hp);
-        }
-        if !hp.chunk().is_multiple_of(8) {
-            return None;
-        }
-        let mut i = usize::from(k0 / 32);
-        while i > 0 && Self::ehp(self.chunk(hp.slot(i))?).0 == 0 {
-            i -= 1;
-        }
-        Some(hp.slot(i))
     }
 }
 
@@ -557,6 +565,22 @@ impl RawBlock {
         // widened by the compiler, so a value once checked stays the value used.
         let a = unsafe { AtomicU8::from_ptr(self.ptr.wrapping_add(i).cast_mut()) };
         Some(a.load(Ordering::Relaxed))
+    }
+
+    /// The aligned 8 bytes at `i` (little-endian), `None` past the end or unaligned.
+    #[inline(always)]
+    pub(crate) fn u64_at(&self, i: usize) -> Option<u64> {
+        if i.checked_add(8)? > self.len {
+            return None;
+        }
+        let p = self.ptr.wrapping_add(i);
+        if !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: as in `byte`: the 8 bytes lie in the block, mapped and initialized while
+        // the reader is pinned; `p` is 8-aligned; the value is validated before use.
+        let a = unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast_mut().cast()) };
+        Some(u64::from_le(a.load(Ordering::Relaxed)))
     }
 
     /// Prefetches the line holding byte `i` (a hint; any address).

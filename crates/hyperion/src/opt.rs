@@ -73,8 +73,7 @@ fn hp_at(b: &RawBlock, i: usize) -> R<Hp> {
 /// reached; its first lines prefetched.
 #[inline]
 fn container(dirs: &Dirs, hp: Hp, k0: u8, valid: &dyn Fn() -> bool) -> R<RawBlock> {
-    let hp = dirs.resolve(hp, k0).ok_or(Torn)?;
-    dirs.block(hp, valid).ok_or(Torn)
+    dirs.container(hp, Some(k0), valid).ok_or(Torn)
 }
 
 /// Bytes used by the container in `b` (checked against the block).
