@@ -3,14 +3,33 @@
 //!
 //! # Protocol
 //!
-//! Each arena is an `orrery_core::sync::RwSpinLock` over its tries and memory manager.
-//! Writers of an arena take its write lock; lookups and scans take its read lock, so they
-//! never wait for writers of *other* arenas, and readers of one arena run in parallel, but
-//! a reader waits for a writer of its own arena (and the other way round). This is the
-//! paper's design (one spin lock per arena) with shared readers added. Optimistic,
-//! lock-free reads validated by a per-arena version with epoch-reclaimed blocks are *not*
-//! built in this version (`docs/hyperion.md`, "Not built"). A scan holds one arena's read
-//! lock while it copies one batch from one trie.
+//! Each arena has an `orrery_core::sync::RwSpinLock` over its tries and memory manager,
+//! and a version word (a seqlock through `orrery_core::sync::VersionField`: bit 0 set —
+//! odd — while a write changes the arena, the counter above it advanced by every write).
+//!
+//! - **Writers** take the write lock for the whole read-modify-write (so `compute` and
+//!   `update` are atomic). [`ArenaInner::write`] looks the key up and decides with the
+//!   version even; only the change itself (allocations, splices, moves, frees, and the
+//!   publication of the trie's root in the [`View`]) runs with the version odd, and the
+//!   version is made even again when the change ends, fails or unwinds.
+//! - **Point readers** (`get`, `get_with`, `contains_key`, `get_many`) are optimistic:
+//!   pinned in an `orrery_core::sync` epoch, they read the version (waiting, with bounded
+//!   backoff, while it is odd), run the checked lookup of `opt.rs` on the [`View`] — the
+//!   roots, the root values and the memory manager's bin directory, all atomics — copying
+//!   the value into a buffer, and validate the version: unchanged means no write began
+//!   since, so the copy is what the arena held when the version was read; only then is
+//!   the value handed out. A failed attempt is retried; after [`OPT_TRIES`] attempts the
+//!   reader takes the arena's lock — exclusively, because the shared side of this
+//!   writer-preferring lock let a continuous writer starve readers (see
+//!   [`Arena::get_with`]) — so no reader retries forever.
+//! - Everything an optimistic reader may still be reading when a writer frees it — bin
+//!   memory unmapped or moved, bin directory tables, extended heap blocks, root values —
+//!   is retired through the epoch collector, not freed (`mm.rs`, "Optimistic readers").
+//! - **Scans** take the read lock of one arena while they copy one batch from one trie:
+//!   they wait for writers of that arena (not built optimistically; `docs/hyperion.md`).
+//!
+//! No reader waits for writers of *other* arenas, and readers of one arena never write a
+//! shared word (a pin writes the thread's own epoch record).
 //!
 //! # Tries
 //!
@@ -19,15 +38,254 @@
 //! kept on the heap (at most 257 of them in the whole index).
 
 use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use orrery_core::api::Result;
+use orrery_core::sync::{RwSpinLock, RwSpinReadGuard, VersionField};
 
-use crate::mm::{Hp, MemoryManager};
+use crate::mm::{Dirs, Hp, MemoryManager};
 use crate::node::{self};
 #[cfg(test)]
 use crate::node::{HEADER, used};
+use crate::opt;
 
 pub(crate) use orrery_core::api::Decision;
+
+/// The arena's version: a seqlock word, bit 0 set while a write is in progress (odd),
+/// the counter in bits 1..64 bumped by every write.
+const SEQ: VersionField = VersionField::new(64, 0, 1, 63);
+
+/// Optimistic attempts of a point read before it takes the arena's lock.
+pub(crate) const OPT_TRIES: usize = 8;
+
+/// Backoff steps (`orrery_core::sync::Backoff::snooze`: spins, then yields) an attempt
+/// waits, at most, for a write in progress to end.
+const WAIT_ROUNDS: usize = 24;
+
+/// What optimistic readers of an arena read without its lock: the roots of its tries, its
+/// root values and its memory manager's bin directory. Written only by the holder of the
+/// write lock, while the arena's version is odd.
+pub(crate) struct View {
+    /// The arena's version ([`SEQ`]): odd while a write changes the arena.
+    seq: AtomicU64,
+    /// Trie `b`'s root container: `hp | 1 << 63`, or 0.
+    roots: [AtomicU64; 256],
+    /// The root values (trie `b`'s key `[b]`; index 256: the empty key): immutable boxed
+    /// copies, replaced (and retired through the epoch collector) on change; null: none.
+    vals: [AtomicPtr<Vec<u8>>; 257],
+    pub(crate) dirs: Arc<Dirs>,
+}
+
+impl View {
+    fn new(dirs: Arc<Dirs>) -> View {
+        View {
+            seq: AtomicU64::new(0),
+            roots: std::array::from_fn(|_| AtomicU64::new(0)),
+            vals: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            dirs,
+        }
+    }
+
+    /// Sets root value `i` (writer only); the old copy is retired.
+    fn set_val(&self, i: usize, v: Option<&[u8]>) {
+        let new = v.map_or(std::ptr::null_mut(), |v| {
+            Box::into_raw(Box::new(v.to_vec()))
+        });
+        let old = self.vals[i].swap(new, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Box::into_raw` and was just unlinked; pinned
+            // readers that loaded it keep it until they unpin.
+            let old = unsafe { Box::from_raw(old) };
+            orrery_core::sync::pin().defer(move || drop(old));
+        }
+    }
+
+    /// An optimistic [`opt::Probe`] of `key` (trie key space); a root value is copied
+    /// into `out` at once.
+    #[inline]
+    pub(crate) fn probe<'k>(&self, key: &'k [u8], out: &mut Vec<u8>) -> opt::Probe<'k> {
+        match key.split_first() {
+            Some((&b, rest)) if !rest.is_empty() => {
+                let w = self.roots[usize::from(b)].load(Ordering::Acquire);
+                if w == 0 {
+                    return opt::Probe::done(Ok(false));
+                }
+                opt::Probe::new(&self.dirs, Hp::from_raw(w & !(1 << 63)), rest)
+            }
+            _ => opt::Probe::done(self.get(key, out, &|| true)),
+        }
+    }
+
+    /// The optimistic lookup of `key` (trie key space): its value copied into `out`.
+    /// The caller is pinned and validates the arena's version afterwards.
+    pub(crate) fn get(
+        &self,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        valid: &dyn Fn() -> bool,
+    ) -> std::result::Result<bool, opt::Torn> {
+        let (i, rest) = match key.split_first() {
+            None => (256, &[][..]),
+            Some((&b, rest)) => (usize::from(b), rest),
+        };
+        if rest.is_empty() {
+            let p = self.vals[i].load(Ordering::Acquire);
+            if p.is_null() {
+                return Ok(false);
+            }
+            out.clear();
+            // SAFETY: a published root value is never written, and freed only through
+            // the epoch collector after it was replaced; the caller is pinned.
+            out.extend_from_slice(unsafe { &*p });
+            return Ok(true);
+        }
+        let w = self.roots[i].load(Ordering::Acquire);
+        if w == 0 {
+            return Ok(false);
+        }
+        opt::lookup(&self.dirs, Hp::from_raw(w & !(1 << 63)), rest, out, valid)
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        for v in &self.vals {
+            let p = v.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: the current copies are owned by the view; nobody reads them once
+                // it is dropped.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+/// One arena: its tries and memory manager under a reader-writer lock, the version
+/// optimistic readers validate against, and what they read ([`View`]).
+pub(crate) struct Arena {
+    lock: RwSpinLock<ArenaInner>,
+    view: Arc<View>,
+    /// Point reads that fell back to the lock (tests only).
+    #[cfg(test)]
+    fallbacks: std::sync::atomic::AtomicUsize,
+}
+
+impl Arena {
+    pub(crate) fn new(eject_threshold: usize) -> Arena {
+        let inner = ArenaInner::new(eject_threshold);
+        let view = Arc::clone(&inner.view);
+        Arena {
+            lock: RwSpinLock::new(inner),
+            view,
+            #[cfg(test)]
+            fallbacks: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Shared access under the read lock (scans, the fallback of point reads).
+    #[inline]
+    pub(crate) fn read(&self) -> RwSpinReadGuard<'_, ArenaInner> {
+        self.lock.read()
+    }
+
+    /// Runs `f` with exclusive access (the write lock). [`ArenaInner::write`] makes the
+    /// version odd while it changes the arena.
+    #[inline]
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut ArenaInner) -> T) -> T {
+        f(&mut self.lock.write())
+    }
+
+    /// The current version (for tests).
+    #[cfg(test)]
+    pub(crate) fn version(&self) -> u64 {
+        self.view.seq.load(Ordering::Relaxed)
+    }
+
+    /// `f` on the value of `key` (trie key space), read optimistically: pinned, the
+    /// lookup copies the value into a buffer, and `f` sees it only once the version
+    /// validates. After [`OPT_TRIES`] failed attempts (writes kept invalidating it, or a
+    /// write stayed in progress for [`WAIT_ROUNDS`] backoff steps), the read takes the
+    /// arena's lock, so a reader never retries forever. It takes the lock *exclusively*:
+    /// the shared side of the writer-preferring `RwSpinLock` lets a continuous writer of
+    /// the arena starve a reader (measured: `docs/results/hyperion.md`, "Optimistic
+    /// point reads"), while a reader waiting as a writer competes with the writers on
+    /// equal terms; fallbacks are rare, so their exclusion of one another costs little.
+    #[inline]
+    pub(crate) fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        thread_local! {
+            static BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let mut out = BUF.try_with(std::cell::Cell::take).unwrap_or_default();
+        let found = {
+            let _guard = orrery_core::sync::pin();
+            self.try_get(key, &mut out)
+        };
+        let r = match found {
+            Some(true) => Some(f(&out)),
+            Some(false) => None,
+            None => {
+                let a = self.fallback();
+                a.get(key).map(f)
+            }
+        };
+        if out.capacity() <= 4096 {
+            let _ = BUF.try_with(|b| b.set(out));
+        }
+        r
+    }
+
+    /// The optimistic attempts of [`Arena::get_with`] (the caller is pinned): whether
+    /// `key` is present (its value in `out`), or `None` if every attempt failed.
+    #[inline]
+    pub(crate) fn try_get(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+        for _ in 0..OPT_TRIES {
+            let Some(v) = self.begin() else { continue };
+            let valid = || SEQ.validate(&self.view.seq, v);
+            if let Ok(found) = self.view.get(key, out, &valid)
+                && valid()
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// What optimistic readers read.
+    #[inline]
+    pub(crate) fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Exclusive access for a reader that gave up its optimistic attempts (see
+    /// [`Arena::get_with`] for why exclusive).
+    #[inline]
+    pub(crate) fn fallback(&self) -> orrery_core::sync::RwSpinWriteGuard<'_, ArenaInner> {
+        #[cfg(test)]
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        self.lock.write()
+    }
+
+    /// Whether the version is still `v` (from [`Arena::begin`]).
+    #[inline]
+    pub(crate) fn validate(&self, v: u64) -> bool {
+        SEQ.validate(&self.view.seq, v)
+    }
+
+    /// A version to validate against: waits (bounded backoff) while a write is in
+    /// progress; `None` if it is still in progress.
+    #[inline]
+    pub(crate) fn begin(&self) -> Option<u64> {
+        let backoff = orrery_core::sync::Backoff::new();
+        for _ in 0..WAIT_ROUNDS {
+            if let Some(v) = SEQ.try_read(&self.view.seq) {
+                return Some(v);
+            }
+            backoff.snooze();
+        }
+        None
+    }
+}
 
 /// One trie's root.
 #[derive(Default)]
@@ -44,12 +302,17 @@ pub(crate) struct ArenaInner {
     /// Bytes of root values on the heap.
     heap_bytes: usize,
     pub(crate) eject_threshold: usize,
+    /// What optimistic readers see (updated after every write).
+    view: Arc<View>,
 }
 
 impl ArenaInner {
     pub(crate) fn new(eject_threshold: usize) -> ArenaInner {
+        let mm = MemoryManager::new();
+        let view = Arc::new(View::new(mm.dirs()));
         ArenaInner {
-            mm: MemoryManager::new(),
+            view,
+            mm,
             roots: (0..256).map(|_| Root::default()).collect(),
             empty: None,
             heap_bytes: 0,
@@ -59,7 +322,11 @@ impl ArenaInner {
 
     /// Bytes held.
     pub(crate) fn bytes(&self) -> usize {
-        self.mm.bytes() + self.heap_bytes + self.roots.len() * std::mem::size_of::<Root>()
+        // Root values are held twice: here and as the readers' copies in the view.
+        self.mm.bytes()
+            + 2 * self.heap_bytes
+            + self.roots.len() * std::mem::size_of::<Root>()
+            + std::mem::size_of::<View>()
     }
 
     /// The value of `key`.
@@ -86,6 +353,30 @@ impl ArenaInner {
             let old = self.get(key);
             (old.is_some(), f(old))
         };
+        if matches!(d, Decision::Keep) {
+            return Ok((present, 0));
+        }
+        // The change: the version is odd from here until it is published (even again, and
+        // advanced) — also if it fails or unwinds.
+        struct Window(Arc<View>, u64);
+        impl Drop for Window {
+            fn drop(&mut self) {
+                SEQ.write_end(&self.0.seq, self.1);
+            }
+        }
+        let _window = Window(Arc::clone(&self.view), SEQ.write_begin(&self.view.seq));
+        let r = self.decide(key, d, present);
+        if let Some(&b) = key.first() {
+            // Publish trie `b`'s root (the only one a write of `key` can change).
+            let w = self.roots[usize::from(b)]
+                .hp
+                .map_or(0, |hp| hp.raw() | 1 << 63);
+            self.view.roots[usize::from(b)].store(w, Ordering::Release);
+        }
+        r
+    }
+
+    fn decide(&mut self, key: &[u8], d: Decision, present: bool) -> Result<(bool, isize)> {
         match d {
             Decision::Keep => Ok((present, 0)),
             Decision::Store(v) => {
@@ -114,6 +405,8 @@ impl ArenaInner {
             self.heap_bytes += v.capacity();
             *slot = Some(v);
         }
+        self.view
+            .set_val(key.first().map_or(256, |&b| usize::from(b)), v);
     }
 
     fn store(&mut self, key: &[u8], v: &[u8]) -> Result<()> {
@@ -173,6 +466,12 @@ impl ArenaInner {
         ControlFlow::Continue(())
     }
 
+    /// What optimistic readers read (for tests).
+    #[cfg(test)]
+    pub(crate) fn view(&self) -> Arc<View> {
+        Arc::clone(&self.view)
+    }
+
     /// The empty key's value (arena 0 only).
     pub(crate) fn empty(&self) -> Option<&[u8]> {
         self.empty.as_deref()
@@ -191,6 +490,38 @@ mod tests {
         let hp = a.roots[b as usize].hp.unwrap();
         let c = a.mm.get(hp);
         c[HEADER..used(c)].to_vec()
+    }
+
+    /// A point read that cannot validate (a write stays in progress: the version is held
+    /// odd) falls back to the lock, and then sees what the lock holder wrote; a write
+    /// leaves the version even and advanced.
+    #[test]
+    fn arena_reader_falls_back_to_the_lock() {
+        let arena = Arena::new(16 * 1024);
+        arena.write(|a| put(a, b"key", b"v1"));
+        let v0 = arena.version();
+        assert!(v0.is_multiple_of(2) && v0 > 0);
+        assert_eq!(arena.get_with(b"key", <[u8]>::to_vec), Some(b"v1".to_vec()));
+        assert_eq!(arena.fallbacks.load(Ordering::Relaxed), 0);
+        let got = std::thread::scope(|s| {
+            let mut a = arena.lock.write();
+            let odd = SEQ.write_begin(&arena.view.seq);
+            let reader = s.spawn(|| arena.get_with(b"key", <[u8]>::to_vec));
+            assert!(
+                orrery_core::sync::wait_until(std::time::Duration::from_secs(60), || {
+                    arena.fallbacks.load(Ordering::Relaxed) > 0
+                }),
+                "the reader gave up its optimistic attempts"
+            );
+            SEQ.write_end(&arena.view.seq, odd);
+            put(&mut a, b"key", b"v2");
+            drop(a);
+            reader.join().expect("reader")
+        });
+        assert_eq!(got, Some(b"v2".to_vec()));
+        assert!(arena.version() > v0 && arena.version().is_multiple_of(2));
+        assert_eq!(arena.get_with(b"key", <[u8]>::to_vec), Some(b"v2".to_vec()));
+        assert_eq!(arena.fallbacks.load(Ordering::Relaxed), 1);
     }
 
     /// The byte layout of Fig 5/6/10: T-Node, S-Nodes, delta encoding, values.

@@ -44,10 +44,15 @@
 //!
 //! Those of [`orrery_core::api`]. Concurrency is the paper's arenas: the tries of the 256
 //! first key bytes are spread over [`Config::arenas`] arenas, each with its own memory
-//! manager and a reader-writer spin lock. Point operations take their arena's lock, so
-//! they are linearizable; lookups and scans take it shared and never wait for writers of
-//! other arenas, but **do wait for writers of their own arena** (locked reads: optimistic
-//! reads are not built in this version; see `arena.rs` and `docs/hyperion.md`).
+//! manager, a reader-writer spin lock and a version. Writes take their arena's lock, so
+//! point operations are linearizable. Point reads ([`Hyperion::get`],
+//! [`Hyperion::get_with`], [`Hyperion::contains_key`], [`Hyperion::get_many`]) take no
+//! lock: they are optimistic, validated by the arena's version, with memory reclaimed
+//! through `orrery_core::sync` epochs, so they wait neither for writers of other arenas
+//! nor — except while a change is being applied, and after a few failed attempts, when
+//! they fall back to the lock — for writers of their own (`arena.rs`, "Protocol").
+//! Their callbacks run on a validated copy of the value with no lock held. Scans take one
+//! arena's read lock per copied batch.
 //!
 //! # Memory usage
 //!
@@ -63,12 +68,13 @@
 //! |---|---|
 //! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
 //! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
+//! | `opt` | the optimistic (checked) lookup and its `get_many` pipeline |
 //! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
 //! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
 //! | `split` | container splits and their chains |
 //! | `cjt` | container jump tables |
 //! | `tjt` | T-Node jump tables |
-//! | `arena` | arenas, tries, roots; the locking protocol |
+//! | `arena` | arenas, tries, roots; the locking and versioning protocol |
 //! | `prep` | key pre-processing (§3.4) |
 //! | `iter` | [`Iter`] |
 //! | `config` | [`Config`] and its builder |
@@ -80,6 +86,7 @@ mod edit;
 mod iter;
 mod mm;
 mod node;
+mod opt;
 mod prep;
 mod split;
 mod tjt;
@@ -90,9 +97,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 use orrery_core::batch::PairBatch;
-use orrery_core::sync::{CachePadded, RwSpinLock};
+use orrery_core::sync::CachePadded;
 
-use arena::{ArenaInner, Decision};
+use arena::{Arena, Decision};
 pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter, SCAN_BATCH};
 pub use mm::MemStats;
@@ -104,7 +111,7 @@ pub const GET_MANY_WINDOW: usize = 16;
 ///
 /// See the [crate docs](crate) for an example and the guarantees.
 pub struct Hyperion {
-    arenas: Box<[CachePadded<RwSpinLock<ArenaInner>>]>,
+    arenas: Box<[CachePadded<Arena>]>,
     len: CachePadded<AtomicIsize>,
     config: Config,
 }
@@ -154,7 +161,7 @@ impl Hyperion {
 
     fn build(config: Config) -> Self {
         let arenas = (0..config.arenas)
-            .map(|_| CachePadded::new(RwSpinLock::new(ArenaInner::new(config.eject_threshold))))
+            .map(|_| CachePadded::new(Arena::new(config.eject_threshold)))
             .collect();
         Hyperion {
             arenas,
@@ -169,7 +176,7 @@ impl Hyperion {
     }
 
     #[inline]
-    fn arena_of(&self, key: &[u8]) -> &RwSpinLock<ArenaInner> {
+    fn arena_of(&self, key: &[u8]) -> &Arena {
         let b = key.first().copied().unwrap_or(0) as usize;
         &self.arenas[b % self.arenas.len()]
     }
@@ -185,9 +192,25 @@ impl Hyperion {
         }
     }
 
-    /// Zero-copy lookup: `f`'s result on the value of `key`, `None` when absent. `f` runs
-    /// under the arena's read lock: it must be short and must not call back into the index.
+    /// Lookup: `f`'s result on the value of `key`, `None` when absent.
+    ///
+    /// Optimistic: the lookup takes no lock; it copies the value into a (thread-local)
+    /// buffer and validates the arena's version, and `f` runs on that validated copy with
+    /// no lock held. After a few attempts invalidated by writers of the same arena it
+    /// falls back to the arena's read lock (then `f` runs under it: it must be short and
+    /// must not call back into the index).
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if key.len() > api::MAX_KEY_LEN {
+            return None;
+        }
+        let key = self.trie_key(key);
+        self.arena_of(&key).get_with(&key, f)
+    }
+
+    /// [`Hyperion::get_with`] through the arena's read lock, never optimistically: the
+    /// path an optimistic read falls back to, public so that benchmarks can compare the
+    /// two in one binary. `f` runs under the read lock.
+    pub fn get_with_locked<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if key.len() > api::MAX_KEY_LEN {
             return None;
         }
@@ -208,17 +231,23 @@ impl Hyperion {
 
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
     ///
-    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`]; the read locks of
-    /// a window's arenas are taken in ascending arena order (writers hold one arena lock
-    /// at a time, so the order rules out deadlock), and the window's lookups advance in
-    /// turn one stage at a time — container pointer, jump table, T-Node, S-Node — each
-    /// stage prefetching what the next one reads, so the cache misses of the window's
-    /// keys overlap instead of following one another. `f` is called for the window's
-    /// keys, in order, while its locks are held: it must be short and must not call back
-    /// into the index.
+    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`], and the window's
+    /// lookups advance in turn one stage at a time — container pointer, jump table,
+    /// T-Node, S-Node — each stage prefetching what the next one reads, so the cache
+    /// misses of the window's keys overlap instead of following one another.
+    ///
+    /// Optimistic, as [`Hyperion::get_with`]: a window's lookups copy their values and
+    /// run without locks, and `f` sees them once the versions of the window's arenas
+    /// validate, with no lock held. A window that fails a few attempts takes its arenas'
+    /// locks (exclusively, in ascending arena order: writers hold one arena lock at a
+    /// time, so the order rules out deadlock) and `f` then runs under them: it must be
+    /// short and must not call back into the index.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let mut tkeys: Vec<Option<TrieKey<'_>>> = Vec::with_capacity(GET_MANY_WINDOW);
         let mut order: Vec<usize> = Vec::with_capacity(GET_MANY_WINDOW);
+        let mut outs: Vec<Vec<u8>> = (0..GET_MANY_WINDOW).map(|_| Vec::new()).collect();
+        let mut found: Vec<bool> = Vec::with_capacity(GET_MANY_WINDOW);
+        let arena = |k: &[u8]| k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
         for (w, window) in keys.chunks(GET_MANY_WINDOW).enumerate() {
             tkeys.clear();
             tkeys.extend(
@@ -226,12 +255,21 @@ impl Hyperion {
                     .iter()
                     .map(|k| (k.len() <= api::MAX_KEY_LEN).then(|| self.trie_key(k))),
             );
-            let arena = |k: &[u8]| k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
             order.clear();
             order.extend(tkeys.iter().flatten().map(|k| arena(k)));
             order.sort_unstable();
             order.dedup();
-            let guards: Vec<_> = order.iter().map(|&a| self.arenas[a].read()).collect();
+            let ok = {
+                let _guard = orrery_core::sync::pin();
+                self.window_optimistic(&tkeys, &order, &mut outs, &mut found)
+            };
+            if ok {
+                for (i, (&hit, out)) in found.iter().zip(&outs).enumerate() {
+                    f(w * GET_MANY_WINDOW + i, hit.then_some(&out[..]));
+                }
+                continue;
+            }
+            let guards: Vec<_> = order.iter().map(|&a| self.arenas[a].fallback()).collect();
             let inner = |k: &[u8]| &*guards[order.binary_search(&arena(k)).expect("locked")];
             let mut probes: Vec<node::Probe<'_>> = tkeys
                 .iter()
@@ -264,10 +302,71 @@ impl Hyperion {
         }
     }
 
+    /// The optimistic attempts of a [`Hyperion::get_many`] window (the caller is pinned;
+    /// `order`: the window's arenas, ascending): whether one validated, then with
+    /// `found[i]` and `outs[i]` the result of key `i`.
+    fn window_optimistic(
+        &self,
+        tkeys: &[Option<TrieKey<'_>>],
+        order: &[usize],
+        outs: &mut [Vec<u8>],
+        found: &mut Vec<bool>,
+    ) -> bool {
+        let slot = |k: &[u8]| {
+            let a = k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
+            order.binary_search(&a).unwrap_or(0)
+        };
+        let mut vers: Vec<u64> = Vec::with_capacity(order.len());
+        'attempt: for _ in 0..arena::OPT_TRIES {
+            vers.clear();
+            for &a in order {
+                match self.arenas[a].begin() {
+                    Some(v) => vers.push(v),
+                    None => continue 'attempt,
+                }
+            }
+            let mut probes: Vec<opt::Probe<'_>> = tkeys
+                .iter()
+                .zip(outs.iter_mut())
+                .map(|(k, out)| match k {
+                    None => opt::Probe::done(Ok(false)),
+                    Some(k) => self.arenas[order[slot(k)]].view().probe(k, out),
+                })
+                .collect();
+            let mut pending = probes.len();
+            while pending > 0 {
+                pending = 0;
+                for ((p, k), out) in probes.iter_mut().zip(tkeys).zip(outs.iter_mut()) {
+                    let Some(k) = k else { continue };
+                    let s = slot(k);
+                    let a = &self.arenas[order[s]];
+                    let v = vers[s];
+                    if !p.step(&a.view().dirs, out, &|| a.validate(v)) {
+                        pending += 1;
+                    }
+                }
+            }
+            if order
+                .iter()
+                .zip(&vers)
+                .all(|(&a, &v)| self.arenas[a].validate(v))
+            {
+                found.clear();
+                for p in &probes {
+                    match p.result() {
+                        Ok(hit) => found.push(hit),
+                        Err(_) => continue 'attempt,
+                    }
+                }
+                return true;
+            }
+        }
+        false
+    }
+
     fn write(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>) -> Decision) -> api::Result<bool> {
         let key = self.trie_key(key);
-        let mut a = self.arena_of(&key).write();
-        let (present, delta) = a.write(&key, f)?;
+        let (present, delta) = self.arena_of(&key).write(|a| a.write(&key, f))?;
         if delta != 0 {
             self.len.fetch_add(delta, Ordering::Relaxed);
         }
@@ -365,7 +464,7 @@ impl Hyperion {
         MemoryUsage {
             structure_bytes: arenas
                 + std::mem::size_of::<Self>()
-                + self.arenas.len() * std::mem::size_of::<CachePadded<RwSpinLock<ArenaInner>>>(),
+                + self.arenas.len() * std::mem::size_of::<CachePadded<Arena>>(),
             key_value_bytes: 0,
         }
     }

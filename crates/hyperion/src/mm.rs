@@ -53,9 +53,35 @@
 //! An extended block grows and shrinks behind its Hyperion Pointer
 //! ([`MemoryManager::regrow`]: a new heap block, the eHP rewritten), so neither a part nor
 //! any container over 2,016 bytes moves in the trie when its size changes.
+//!
+//! # Optimistic readers
+//!
+//! Readers that hold no lock (`opt.rs`) cannot walk the superbins' vectors, which writers
+//! reallocate. They use the [`Dirs`] directory instead: per superbin an atomic pointer to
+//! a table with one word per bin, `base | log2(chunks)` of the bin's memory (the base is
+//! 64-byte aligned, so one atomic word gives a consistent address and length), 0 when the
+//! bin is unmapped. A writer publishes a bin's word when it maps, grows or frees it, and
+//! replaces a table by a larger copy when a bin id passes its end. A reader bounds-checks
+//! the chunk index against the word and reads an eHP's fields with atomic loads,
+//! validating the arena's version before it follows the eHP's pointer (pointer and
+//! capacity are two fields a writer changes one after the other).
+//!
+//! Nothing a reader may hold is freed at once: a bin's old memory after it grows, a freed
+//! bin's memory, a replaced or emptied directory table, an extended heap block replaced by
+//! [`MemoryManager::regrow`] or freed, and a voided chain slot's block are handed to the
+//! `orrery_core::sync` epoch collector and freed once every reader pinned at that moment
+//! has unpinned. A chunk freed inside a bin that stays mapped is reused at once: a reader
+//! reading it sees garbage, which its version check rejects. [`MemoryManager::bytes`]
+//! counts live memory only (retired blocks are not counted), and extended blocks are
+//! zeroed when allocated so that a reader never reads uninitialized bytes.
 
 use std::collections::BTreeSet;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+
+/// A bin directory slot: the bin memory's address with `log2(chunks)` in its low 6 bits.
+type Slot = AtomicPtr<u8>;
 
 use std::alloc::Layout;
 
@@ -88,6 +114,18 @@ pub(crate) struct Hp(u64);
 impl Hp {
     /// Bytes an HP takes in a container.
     pub(crate) const BYTES: usize = 5;
+
+    /// The 40-bit value.
+    #[inline]
+    pub(crate) fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// An HP from its 40-bit value (higher bits dropped).
+    #[inline]
+    pub(crate) fn from_raw(v: u64) -> Hp {
+        Hp(v & ((1 << 40) - 1))
+    }
 
     fn new(superbin: usize, bin_id: usize, chunk: usize) -> Hp {
         debug_assert!(superbin < SUPERBINS && bin_id < METABINS * BINS_PER_METABIN);
@@ -170,6 +208,11 @@ impl BinMem {
         }
     }
 }
+
+// SAFETY: a `BinMem` owns its block exclusively (the heap pointer is never shared by
+// another owner); moving it to another thread — the epoch collector's, which drops a
+// retired bin there — moves that ownership.
+unsafe impl Send for BinMem {}
 
 impl Drop for BinMem {
     fn drop(&mut self) {
@@ -254,8 +297,15 @@ pub struct MemStats {
 /// The memory manager of one arena.
 pub(crate) struct MemoryManager {
     superbins: Vec<Superbin>,
-    /// Heap blocks of extended bins (large-block path only).
-    heap: SizeClassPool,
+    /// Heap blocks of extended bins (large-block path only); shared with the retired
+    /// blocks that the epoch collector frees later.
+    heap: Arc<SizeClassPool>,
+    /// The readers' directory of bin memory (see "Optimistic readers").
+    dirs: Arc<Dirs>,
+    /// Bytes of the directory's tables.
+    dir_bytes: usize,
+    /// Bytes of live extended heap blocks (at capacity).
+    ext_bytes: usize,
     /// Exact bytes held (see the module docs).
     bytes: usize,
 }
@@ -266,6 +316,279 @@ pub(crate) struct MemoryManager {
 unsafe impl Send for MemoryManager {}
 // SAFETY: `&MemoryManager` only reads chunks (shared slices); writes need `&mut`.
 unsafe impl Sync for MemoryManager {}
+
+/// Hands `x` to the epoch collector: dropped once every thread pinned now has unpinned
+/// (memory an optimistic reader may still be reading).
+fn retire<T: Send + 'static>(x: T) {
+    orrery_core::sync::pin().defer(move || drop(x));
+}
+
+/// A retired extended heap block, freed to its pool when dropped.
+struct RetiredBlock {
+    pool: Arc<SizeClassPool>,
+    ptr: NonNull<u8>,
+    cap: usize,
+}
+
+// SAFETY: the block is owned by this value alone (its eHP was rewritten or its chunk
+// freed); freeing it on another thread is what the pool's `free` allows (`&self`).
+unsafe impl Send for RetiredBlock {}
+
+impl Drop for RetiredBlock {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `pool.try_alloc(cap)` (an eHP records exactly that
+        // capacity), nothing names it any more, and it is freed once, here.
+        unsafe { self.pool.free(self.ptr, self.cap) };
+    }
+}
+
+/// One superbin's table of bin memory for optimistic readers: slot `id` is
+/// `base | log2(chunks)` of bin `id`'s memory (`base` is 64-byte aligned), 0 if unmapped.
+struct BinDir {
+    slots: Box<[Slot]>,
+}
+
+/// The readers' directory of bin memory: per superbin an [`AtomicPtr`] to its table of
+/// bins (see "Optimistic readers" in the [module docs](self)). Written only by the
+/// manager's owner (under the arena's write lock), read by pinned optimistic readers.
+pub(crate) struct Dirs {
+    sb: [AtomicPtr<BinDir>; SUPERBINS],
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        Dirs {
+            sb: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+        }
+    }
+
+    /// Makes room for bin `id` in superbin `sb`'s table (writer only): a larger table
+    /// (copied, published, the old one retired through the epoch collector). Returns the
+    /// bytes the tables grew by.
+    fn reserve(&self, sb: usize, id: usize) -> Result<usize> {
+        let cur = self.sb[sb].load(Ordering::Relaxed);
+        let old: &[Slot] = if cur.is_null() {
+            &[]
+        } else {
+            // SAFETY: only the owner replaces tables (it is the caller), so `cur` is live.
+            unsafe { &(*cur).slots }
+        };
+        if id < old.len() {
+            return Ok(0);
+        }
+        let len = (2 * old.len()).max(id + 1).max(16);
+        let mut v: Vec<Slot> = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory)?;
+        v.extend(old.iter().map(|w| Slot::new(w.load(Ordering::Relaxed))));
+        v.resize_with(len, || Slot::new(std::ptr::null_mut()));
+        let grown = (len - old.len()) * std::mem::size_of::<Slot>()
+            + if cur.is_null() {
+                std::mem::size_of::<BinDir>()
+            } else {
+                0
+            };
+        let new = Box::into_raw(Box::new(BinDir {
+            slots: v.into_boxed_slice(),
+        }));
+        self.sb[sb].store(new, Ordering::Release);
+        if !cur.is_null() {
+            // SAFETY: `cur` came from `Box::into_raw` and was just unlinked; readers that
+            // loaded it are pinned, so it is dropped after they unpin.
+            retire(unsafe { Box::from_raw(cur) });
+        }
+        Ok(grown)
+    }
+
+    /// Unlinks and retires superbin `sb`'s table (writer only; its bins are all
+    /// unmapped). Returns the bytes it held.
+    fn clear(&self, sb: usize) -> usize {
+        let cur = self.sb[sb].swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if cur.is_null() {
+            return 0;
+        }
+        // SAFETY: `cur` came from `Box::into_raw` and was just unlinked; readers that
+        // loaded it are pinned, so it is dropped after they unpin.
+        let table = unsafe { Box::from_raw(cur) };
+        let bytes = table.slots.len() * std::mem::size_of::<Slot>() + std::mem::size_of::<BinDir>();
+        retire(table);
+        bytes
+    }
+
+    /// Sets the slot of bin `id` of superbin `sb` (writer only; room made by
+    /// [`Dirs::reserve`]): its memory of `chunks` chunks, or unmapped.
+    fn publish(&self, sb: usize, id: usize, mem: Option<&BinMem>, chunks: usize) {
+        let w = mem.map_or(std::ptr::null_mut(), |m| {
+            debug_assert!((m.ptr() as usize).is_multiple_of(64) && chunks.is_power_of_two());
+            m.ptr().map_addr(|a| a | chunks.trailing_zeros() as usize)
+        });
+        let d = self.sb[sb].load(Ordering::Relaxed);
+        // SAFETY: the owner made room (`reserve`) before the first publish of `id`, and
+        // only the owner replaces tables.
+        unsafe { &(*d).slots[id] }.store(w, Ordering::Release);
+    }
+
+    /// The chunk `hp` names, for an optimistic reader; `None` when its bin is not mapped
+    /// or has no such chunk (a stale or torn pointer: the reader's validation fails).
+    ///
+    /// The caller must be pinned (`orrery_core::sync::pin`) while it uses the block: bin
+    /// memory and tables are retired through the epoch collector, so what a pinned reader
+    /// loaded stays mapped.
+    #[inline]
+    pub(crate) fn chunk(&self, hp: Hp) -> Option<RawBlock> {
+        let sb = hp.superbin();
+        let d = self.sb[sb].load(Ordering::Acquire);
+        if d.is_null() {
+            return None;
+        }
+        // SAFETY: a published table is freed only through the epoch collector after it
+        // was replaced, and the caller is pinned (contract).
+        let w = unsafe { &(*d).slots }
+            .get(hp.bin_id())?
+            .load(Ordering::Acquire);
+        let chunks = 1usize << (w.addr() & 63);
+        if w.is_null() || hp.chunk() >= chunks {
+            return None;
+        }
+        let size = if sb == 0 { EXT_CHUNK } else { sb * STEP };
+        Some(RawBlock {
+            ptr: w.map_addr(|a| a & !63).wrapping_add(hp.chunk() * size),
+            len: size,
+        })
+    }
+
+    /// The eHP of the extended-bin chunk `e`: (heap pointer, capacity, flags), read with
+    /// atomic loads; possibly torn (validate before using the pointer).
+    #[inline]
+    fn ehp(e: RawBlock) -> (usize, usize, u16) {
+        // Two aligned 8-byte loads: `[ptr]` and `[size u32][over u16][flags u16]`.
+        let (p, w) = (e.u64_at(0).unwrap_or(0), e.u64_at(8).unwrap_or(0));
+        let cap = (w & 0xFFFF_FFFF) as usize + ((w >> 32) & 0xFFFF) as usize;
+        (p as usize, cap, (w >> 48) as u16)
+    }
+
+    /// The block `hp` names (for an extended `hp`, its heap block), for an optimistic
+    /// reader; `None` when it cannot be reached consistently. `valid` is the reader's
+    /// validation: it is called between reading an eHP and using its pointer, so that a
+    /// pointer and capacity from two different writes are never combined.
+    #[inline]
+    pub(crate) fn block(&self, hp: Hp, valid: &dyn Fn() -> bool) -> Option<RawBlock> {
+        self.container(hp, None, valid)
+    }
+
+    /// The container a key whose next byte is `k0` continues in below `hp` —
+    /// [`MemoryManager::resolve`] then [`Dirs::block`], reading each eHP once — for an
+    /// optimistic reader. `k0 = None`: `hp` itself, chained or not.
+    #[inline]
+    pub(crate) fn container(
+        &self,
+        hp: Hp,
+        k0: Option<u8>,
+        valid: &dyn Fn() -> bool,
+    ) -> Option<RawBlock> {
+        let c = self.chunk(hp)?;
+        if hp.superbin() != 0 {
+            return Some(c);
+        }
+        let (mut ptr, mut cap, flags) = Self::ehp(c);
+        if let Some(k0) = k0
+            && flags & FLAG_CHAIN != 0
+        {
+            if !hp.chunk().is_multiple_of(8) {
+                return None;
+            }
+            // The slot `k0 / 32`, or the nearest non-void one below it (ends at slot 0).
+            let mut i = usize::from(k0 / 32);
+            while i > 0 {
+                let (p, cp, _) = Self::ehp(self.chunk(hp.slot(i))?);
+                if p != 0 {
+                    (ptr, cap) = (p, cp);
+                    break;
+                }
+                i -= 1;
+            }
+        }
+        if ptr == 0 || !valid() {
+            return None;
+        }
+        Some(RawBlock {
+            ptr: ptr as *const u8,
+            len: cap,
+        })
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        for d in &self.sb {
+            let d = d.load(Ordering::Relaxed);
+            if !d.is_null() {
+                // SAFETY: the current tables came from `Box::into_raw` and are owned by
+                // the directory; nobody reads them once it is dropped.
+                drop(unsafe { Box::from_raw(d) });
+            }
+        }
+    }
+}
+
+/// Bytes an optimistic reader may read: `len` bytes at `ptr`, which stay mapped while the
+/// reader is pinned (everything a writer frees is retired through the epoch collector),
+/// but which a writer may change at any time: every read is bounds-checked and atomic, and
+/// what it returns means something only once the reader's version validates.
+#[derive(Clone, Copy)]
+pub(crate) struct RawBlock {
+    ptr: *const u8,
+    len: usize,
+}
+
+impl RawBlock {
+    /// Bytes readable.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Byte `i`, `None` past the end.
+    #[inline(always)]
+    pub(crate) fn byte(&self, i: usize) -> Option<u8> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: `i < len`, so the byte lies in the block, which stays mapped and
+        // initialized while the reader is pinned (see the type docs; bins are zeroed when
+        // made, extended blocks when allocated). A writer may store to it concurrently
+        // with plain (non-atomic) stores under the arena's write lock, with the arena's
+        // version odd: this relaxed atomic load may then return any value the byte held,
+        // which the reader's validation rejects — the seqlock read of Mercury's and the
+        // Cuckoo Trie's versions, except that their writers store atomically too; here the
+        // writers' container code works on `&mut [u8]` (see `docs/hyperion.md`,
+        // "Concurrency protocol", on this mixed access). The load is never duplicated or
+        // widened by the compiler, so a value once checked stays the value used.
+        let a = unsafe { AtomicU8::from_ptr(self.ptr.wrapping_add(i).cast_mut()) };
+        Some(a.load(Ordering::Relaxed))
+    }
+
+    /// The aligned 8 bytes at `i` (little-endian), `None` past the end or unaligned.
+    #[inline(always)]
+    pub(crate) fn u64_at(&self, i: usize) -> Option<u64> {
+        if i.checked_add(8)? > self.len {
+            return None;
+        }
+        let p = self.ptr.wrapping_add(i);
+        if !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: as in `byte`: the 8 bytes lie in the block, mapped and initialized while
+        // the reader is pinned; `p` is 8-aligned; the value is validated before use.
+        let a = unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast_mut().cast()) };
+        Some(u64::from_le(a.load(Ordering::Relaxed)))
+    }
+
+    /// Prefetches the line holding byte `i` (a hint; any address).
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        orrery_core::prefetch(self.ptr.wrapping_add(i));
+    }
+}
 
 /// Capacity of an extended block holding `size` bytes: the paper's increments.
 pub(crate) fn extended_capacity(size: usize) -> usize {
@@ -303,14 +626,32 @@ impl MemoryManager {
             .collect();
         MemoryManager {
             superbins,
-            heap: SizeClassPool::new(&[STEP], 8).expect("a valid one-class pool"),
-            bytes: SUPERBINS * std::mem::size_of::<Superbin>(),
+            heap: Arc::new(SizeClassPool::new(&[STEP], 8).expect("a valid one-class pool")),
+            dirs: Arc::new(Dirs::new()),
+            dir_bytes: 0,
+            ext_bytes: 0,
+            bytes: SUPERBINS * std::mem::size_of::<Superbin>() + std::mem::size_of::<Dirs>(),
         }
     }
 
     /// Exact bytes held.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// The readers' directory of this manager's bin memory.
+    pub(crate) fn dirs(&self) -> Arc<Dirs> {
+        Arc::clone(&self.dirs)
+    }
+
+    /// Retires an extended heap block that nothing names any more: freed once the
+    /// readers pinned now have unpinned.
+    fn retire_block(&self, ptr: NonNull<u8>, cap: usize) {
+        retire(RetiredBlock {
+            pool: Arc::clone(&self.heap),
+            ptr,
+            cap,
+        });
     }
 
     /// Opens a new (empty) bin in superbin `sb`; returns its id.
@@ -322,6 +663,12 @@ impl MemoryManager {
             None => return Err(Error::OutOfMemory),
         } as usize;
         let mem = BinMem::new(FIRST_CHUNKS * s.chunk_size)?;
+        // The readers' directory gets room for the bin before anything changes.
+        let grown = self.dirs.reserve(sb, id)?;
+        self.dir_bytes += grown;
+        self.bytes += grown;
+        let s = &mut self.superbins[sb];
+        self.dirs.publish(sb, id, Some(&mem), FIRST_CHUNKS);
         let mut added = mem.bytes() + std::mem::size_of::<[u64; 64]>();
         let (mi, bi) = (id / BINS_PER_METABIN, id % BINS_PER_METABIN);
         if s.metabins.len() <= mi {
@@ -403,7 +750,9 @@ impl MemoryManager {
             // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks.
             unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
             self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
-            bin.mem = mem;
+            self.dirs.publish(sb, id, Some(&mem), cap);
+            // Readers may still read the old chunks: freed after they unpin.
+            retire(std::mem::replace(&mut bin.mem, mem));
             bin.cap = cap;
         }
         let (word, bit) = (index / 64, index % 64);
@@ -443,12 +792,20 @@ impl MemoryManager {
             let m = s.metabins[mi].as_mut().expect("mapped");
             let bin = m.bins[bi].take().expect("mapped");
             self.bytes -= bin.mem.bytes() + std::mem::size_of::<[u64; 64]>();
-            drop(bin);
+            self.dirs.publish(sb, id, None, 0);
+            // Readers may still read its chunks: unmapped after they unpin.
+            retire(bin.mem);
             if m.bins.iter().all(Option::is_none) {
                 // The metabin's last bin: free the metabin too.
                 self.bytes -= std::mem::size_of::<Metabin>()
                     + m.bins.capacity() * std::mem::size_of::<Option<Bin>>();
                 s.metabins[mi] = None;
+                if s.metabins.iter().all(Option::is_none) {
+                    // The superbin's last bin: its readers' table goes too.
+                    let freed = self.dirs.clear(sb);
+                    self.dir_bytes -= freed;
+                    self.bytes -= freed;
+                }
             }
             s.nonfull.remove(&(id as u32));
             if id as u32 + 1 == s.next_id {
@@ -469,6 +826,9 @@ impl MemoryManager {
         }
         let cap = extended_capacity(size);
         let block = self.heap.try_alloc(cap)?;
+        // SAFETY: `block` is a fresh block of `cap` bytes. Zeroed so that an optimistic
+        // reader, which may read any byte of the block, never reads uninitialized memory.
+        unsafe { std::ptr::write_bytes(block.as_ptr(), 0, cap) };
         let hp = match self.alloc_chunk(0) {
             Ok(hp) => hp,
             Err(e) => {
@@ -484,6 +844,7 @@ impl MemoryManager {
         e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
         e[14..16].copy_from_slice(&0u16.to_le_bytes());
         self.bytes += cap;
+        self.ext_bytes += cap;
         Ok(hp)
     }
 
@@ -510,14 +871,14 @@ impl MemoryManager {
         // SAFETY: `block` is initialized (above), `cap` bytes, and distinct from `old`.
         let dst = unsafe { std::slice::from_raw_parts_mut(block.as_ptr(), cap) };
         fill(src, dst);
-        // SAFETY: `old` came from `self.heap` with capacity `old_cap`; the eHP is
-        // rewritten below, so it is not used again.
-        unsafe { self.heap.free(old, old_cap) };
+        // The eHP is rewritten below; readers may still read the old block.
+        self.retire_block(old, old_cap);
         let e = self.chunk_mut_raw(hp, EXT_CHUNK);
         e[..8].copy_from_slice(&(block.as_ptr() as u64).to_le_bytes());
         e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
         e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
         self.bytes = self.bytes + cap - old_cap;
+        self.ext_bytes = self.ext_bytes + cap - old_cap;
         Ok(())
     }
 
@@ -531,11 +892,10 @@ impl MemoryManager {
     pub(crate) fn free(&mut self, hp: Hp) {
         if hp.superbin() == 0 && !self.is_void(hp) {
             let (ptr, cap) = self.extended(hp);
-            // SAFETY: the eHP names a live block of `cap` bytes from `self.heap` (it is
-            // only written by `alloc`, `regrow` and `fill_slot`), freed once here as its
-            // chunk is freed below.
-            unsafe { self.heap.free(ptr, cap) };
+            // The eHP's chunk is freed below, so the block is not named again.
+            self.retire_block(ptr, cap);
             self.bytes -= cap;
+            self.ext_bytes -= cap;
         }
         self.free_chunk(hp);
     }
@@ -613,6 +973,7 @@ impl MemoryManager {
         e[8..12].copy_from_slice(&(size as u32).to_le_bytes());
         e[12..14].copy_from_slice(&((cap - size) as u16).to_le_bytes());
         self.bytes += cap;
+        self.ext_bytes += cap;
         Ok(())
     }
 
@@ -622,10 +983,10 @@ impl MemoryManager {
             return;
         }
         let (ptr, cap) = self.extended(slot);
-        // SAFETY: the eHP names a live block of `cap` bytes from `self.heap`; the eHP is
-        // voided below, so it is freed once.
-        unsafe { self.heap.free(ptr, cap) };
+        // The eHP is voided below, so the block is not named again.
+        self.retire_block(ptr, cap);
         self.bytes -= cap;
+        self.ext_bytes -= cap;
         self.chunk_mut_raw(slot, EXT_CHUNK)[..14].fill(0);
     }
 
@@ -726,7 +1087,8 @@ impl MemoryManager {
                 }
             }
         }
-        st.extended_bytes = self.heap.large_bytes();
+        st.extended_bytes = self.ext_bytes;
+        st.metadata_bytes += std::mem::size_of::<Dirs>() + self.dir_bytes;
         st
     }
 }

@@ -1,0 +1,668 @@
+//! The optimistic point read: [`node::lookup`](crate::node::lookup) on bytes a writer
+//! may be changing.
+//!
+//! A reader that holds no lock reads container bytes through
+//! [`RawBlock::byte`](crate::mm::RawBlock::byte): every read is bounds-checked against the
+//! block it lies in (a chunk of a mapped bin, or an extended heap block) and is an atomic
+//! load. A writer may shift, rewrite, move or free any of these bytes meanwhile, so what
+//! the reader parses may be torn: a mix of two states of the container. This module never
+//! trusts it beyond memory safety and termination:
+//!
+//! - every offset is checked before it is read ([`Torn`] when it leaves its block, a
+//!   header's size exceeds its block, an embedded container does not nest inside its
+//!   parent's range), so a torn read never touches memory outside a block the reader may
+//!   read;
+//! - every loop advances: node walks move strictly forward (a parsed node is at least one
+//!   byte; a jump successor is at least 1) and stop at the payload's end, the container
+//!   jump table has at most 49 entries, a chain has 8 slots, and each container level
+//!   consumes two key bytes — so a lookup ends within a bounded number of steps whatever
+//!   the bytes say;
+//! - the value is *copied* into the caller's buffer, and handed out only after the
+//!   arena's version validates (`arena::Arena::get_with`).
+//!
+//! The blocks stay mapped while the reader is pinned: the memory manager retires bins it
+//! unmaps or regrows, extended heap blocks it frees or replaces, and its directory tables,
+//! through the `orrery_core::sync` epoch collector (`mm.rs`, "Optimistic readers"); a
+//! chunk freed and reused inside a still-mapped bin is read as garbage, which validation
+//! rejects. The parsing mirrors `node.rs` (`parse`, `find_t`, `find_s`, `search`,
+//! `lookup`), `cjt::seek` and `tjt::seek` with checked reads; it is kept separate so that
+//! the locked paths keep their unchecked slices.
+
+use crate::mm::{Dirs, Hp, RawBlock};
+use crate::node::{
+    C_EMB, C_HP, C_PC, ChildRef, HEADER, Node, Suffix, T_EMPTY, T_VALUE, TAG_OUT, ValRef,
+};
+
+/// An optimistic attempt saw bytes that cannot be a consistent container (or could not
+/// reach a block): retry, or fall back to the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Torn;
+
+type R<T> = Result<T, Torn>;
+
+#[inline(always)]
+fn at(b: &RawBlock, i: usize) -> R<u8> {
+    b.byte(i).ok_or(Torn)
+}
+
+#[inline(always)]
+fn u16_at(b: &RawBlock, i: usize) -> R<usize> {
+    Ok(usize::from(u16::from_le_bytes([at(b, i)?, at(b, i + 1)?])))
+}
+
+#[inline(always)]
+fn u32_at(b: &RawBlock, i: usize) -> R<u32> {
+    Ok(u32::from_le_bytes([
+        at(b, i)?,
+        at(b, i + 1)?,
+        at(b, i + 2)?,
+        at(b, i + 3)?,
+    ]))
+}
+
+#[inline(always)]
+fn hp_at(b: &RawBlock, i: usize) -> R<Hp> {
+    let mut x = [0u8; 5];
+    for (j, v) in x.iter_mut().enumerate() {
+        *v = at(b, i + j)?;
+    }
+    Ok(Hp::from_bytes(&x))
+}
+
+/// The block a key whose next byte is `k0` continues in: `hp` resolved (chains) and
+/// reached; its first lines prefetched.
+#[inline]
+fn container(dirs: &Dirs, hp: Hp, k0: u8, valid: &dyn Fn() -> bool) -> R<RawBlock> {
+    dirs.container(hp, Some(k0), valid).ok_or(Torn)
+}
+
+/// Bytes used by the container in `b` (checked against the block).
+#[inline]
+fn used(b: &RawBlock) -> R<usize> {
+    let n = (u32_at(b, 0)? & 0x00FF_FFFF) as usize;
+    if n < HEADER || n > b.len() {
+        return Err(Torn);
+    }
+    Ok(n)
+}
+
+/// `cjt::seek`, checked.
+#[inline]
+fn cjt_seek(b: &RawBlock, k0: u8) -> R<(usize, u8)> {
+    let groups = usize::from(at(b, 3)? & 7);
+    let mut best = None;
+    for i in 0..7 * groups {
+        let e = u32_at(b, HEADER + 4 * i)?;
+        let (k, off) = (e as u8, (e >> 8) as usize);
+        if off == 0 || k > k0 {
+            break;
+        }
+        best = Some((k, off));
+    }
+    Ok(match best {
+        Some((k, off)) => {
+            b.prefetch(off + 34);
+            (off, k.wrapping_sub((at(b, off)? >> 2) & 7))
+        }
+        None => (HEADER + 28 * groups, 0),
+    })
+}
+
+/// `node::parse`, checked.
+#[inline]
+fn parse(b: &RawBlock, mut pos: usize, prev: u8) -> R<Node> {
+    let f = at(b, pos)?;
+    pos += 1;
+    let t = f >> 6;
+    let is_s = f & 0x20 != 0;
+    let d = (f >> 2) & 7;
+    let key = if d == 0 {
+        pos += 1;
+        at(b, pos - 1)?
+    } else {
+        prev.wrapping_add(d)
+    };
+    if !is_s {
+        pos += 2 * usize::from(f & 2 != 0) + 30 * usize::from(f & 1 != 0);
+    }
+    let val = match t {
+        T_VALUE => {
+            let (v, p) = parse_val(b, pos)?;
+            pos = p;
+            Some(v)
+        }
+        T_EMPTY => Some(ValRef::Empty),
+        _ => None,
+    };
+    let mut child = ChildRef::None;
+    if is_s {
+        match f & 3 {
+            C_HP => {
+                child = ChildRef::Hp(hp_at(b, pos)?, pos);
+                pos += Hp::BYTES;
+            }
+            C_EMB => {
+                let size = usize::from(at(b, pos)?);
+                child = ChildRef::Emb(pos + 1, pos + size);
+                pos += size.max(1);
+            }
+            C_PC => {
+                let h = at(b, pos)?;
+                pos += 1;
+                let suffix = if h & 0x80 != 0 {
+                    pos += Hp::BYTES;
+                    Suffix::Long(hp_at(b, pos - Hp::BYTES)?)
+                } else {
+                    let n = usize::from(h & 0x7F);
+                    pos += n;
+                    Suffix::Inline(pos - n, pos)
+                };
+                let (v, p) = parse_val(b, pos)?;
+                pos = p;
+                child = ChildRef::Pc(suffix, v);
+            }
+            _ => {}
+        }
+    }
+    Ok(Node {
+        is_s,
+        key,
+        val,
+        child,
+        next: pos,
+    })
+}
+
+/// `node::parse_val`, checked.
+#[inline]
+fn parse_val(b: &RawBlock, pos: usize) -> R<(ValRef, usize)> {
+    Ok(match at(b, pos)? {
+        0 => (ValRef::Empty, pos + 1),
+        TAG_OUT => (ValRef::Out(hp_at(b, pos + 1)?), pos + 1 + Hp::BYTES),
+        n => (
+            ValRef::Inline(pos + 1, pos + 1 + usize::from(n)),
+            pos + 1 + usize::from(n),
+        ),
+    })
+}
+
+/// The T-Node key at `pos` (`node::t_key`), checked.
+#[inline]
+fn t_key(b: &RawBlock, pos: usize, prev: u8) -> R<u8> {
+    Ok(match (at(b, pos)? >> 2) & 7 {
+        0 => at(b, pos + 1)?,
+        d => prev.wrapping_add(d),
+    })
+}
+
+/// `node::jump_successor`, checked (`f` is the flag byte at `pos`).
+#[inline]
+fn jump_successor(b: &RawBlock, pos: usize, f: u8) -> R<Option<usize>> {
+    if f & 0x20 != 0 || f & 2 == 0 {
+        return Ok(None);
+    }
+    let d = u16_at(b, pos + 1 + usize::from((f >> 2) & 7 == 0))?;
+    Ok((d != 0).then_some(d))
+}
+
+/// `node::find_t`, checked. Ends: `pos` grows by at least one byte per round (a node, or
+/// a jump successor of at least 1) and stops at `end`.
+#[inline]
+fn find_t(b: &RawBlock, start: usize, prev_t: u8, end: usize, k0: u8) -> R<Option<(usize, Node)>> {
+    let (mut pos, mut prev_t) = (start, prev_t);
+    loop {
+        if pos >= end {
+            return Ok(None);
+        }
+        let f = at(b, pos)?;
+        if f & 0x20 == 0 && f & 2 != 0 {
+            let key = t_key(b, pos, prev_t)?;
+            if key < k0
+                && let Some(d) = jump_successor(b, pos, f)?
+            {
+                prev_t = key;
+                pos += d;
+                continue;
+            }
+        }
+        let t = pos;
+        let n = parse(b, pos, prev_t)?;
+        pos = n.next;
+        if n.is_s {
+            continue;
+        }
+        prev_t = n.key;
+        if n.key < k0 {
+            continue;
+        }
+        if n.key > k0 {
+            return Ok(None);
+        }
+        return Ok(Some((t, n)));
+    }
+}
+
+/// `node::s_start` with `tjt::seek`, checked.
+#[inline]
+fn s_start(b: &RawBlock, t: usize, n: &Node, k1: u8) -> R<(usize, u8)> {
+    let f = at(b, t)?;
+    if f & 1 == 0 || k1 < 16 {
+        return Ok((n.next, 0));
+    }
+    let i = usize::from(k1 >> 4) - 1;
+    let tab = t + 1 + usize::from((f >> 2) & 7 == 0) + 2 * usize::from(f & 2 != 0);
+    let pos = n.next + u16_at(b, tab + 2 * i)?;
+    b.prefetch(pos + 64);
+    let d = (at(b, pos)? >> 2) & 7;
+    Ok((pos, (k1 & 0xF0).wrapping_sub(d)))
+}
+
+/// Where a key's search leaves a payload (`node::Step`).
+enum Step {
+    Found(ValRef),
+    Missing,
+    Embedded(usize, usize),
+    Child(Hp),
+    Pc(Suffix, ValRef),
+}
+
+/// `node::find_s`, checked (`key` has at least 2 bytes).
+#[inline]
+fn find_s(b: &RawBlock, mut pos: usize, mut prev_s: u8, end: usize, key: &[u8]) -> R<Step> {
+    let k1 = key[1];
+    while pos < end {
+        let s = parse(b, pos, prev_s)?;
+        if !s.is_s || s.key > k1 {
+            return Ok(Step::Missing);
+        }
+        pos = s.next;
+        prev_s = s.key;
+        if s.key < k1 {
+            continue;
+        }
+        if key.len() == 2 {
+            return Ok(s.val.map_or(Step::Missing, Step::Found));
+        }
+        return Ok(match s.child {
+            ChildRef::None => Step::Missing,
+            ChildRef::Hp(hp, _) => Step::Child(hp),
+            ChildRef::Emb(a, b) => Step::Embedded(a, b),
+            ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
+        });
+    }
+    Ok(Step::Missing)
+}
+
+/// `node::search`, checked.
+#[inline]
+fn search(b: &RawBlock, start: usize, prev_t: u8, end: usize, key: &[u8]) -> R<Step> {
+    let Some((t, n)) = find_t(b, start, prev_t, end, key[0])? else {
+        return Ok(Step::Missing);
+    };
+    let Some(&k1) = key.get(1) else {
+        return Ok(n.val.map_or(Step::Missing, Step::Found));
+    };
+    let (pos, prev_s) = s_start(b, t, &n, k1)?;
+    find_s(b, pos, prev_s, end, key)
+}
+
+/// Appends bytes `a..e` of `b` to `out`.
+#[inline]
+fn copy(b: &RawBlock, a: usize, e: usize, out: &mut Vec<u8>) -> R<()> {
+    if a > e || e > b.len() {
+        return Err(Torn);
+    }
+    out.extend((a..e).map(|i| b.byte(i).unwrap_or(0)));
+    Ok(())
+}
+
+/// The out-of-line block `hp` (`[len u32][bytes]`) and the range of its bytes.
+#[inline]
+fn blob(dirs: &Dirs, hp: Hp, valid: &dyn Fn() -> bool) -> R<(RawBlock, usize, usize)> {
+    let b = dirs.block(hp, valid).ok_or(Torn)?;
+    let len = u32_at(&b, 0)? as usize;
+    if 4 + len > b.len() {
+        return Err(Torn);
+    }
+    Ok((b, 4, 4 + len))
+}
+
+/// Copies value `v` (of the payload in `b`) into `out`.
+#[inline]
+fn copy_val(
+    dirs: &Dirs,
+    b: &RawBlock,
+    v: ValRef,
+    out: &mut Vec<u8>,
+    valid: &dyn Fn() -> bool,
+) -> R<()> {
+    out.clear();
+    match v {
+        ValRef::Empty => Ok(()),
+        ValRef::Inline(a, e) => copy(b, a, e, out),
+        ValRef::Out(hp) => {
+            let (blk, a, e) = blob(dirs, hp, valid)?;
+            copy(&blk, a, e, out)
+        }
+    }
+}
+
+/// Whether the suffix `s` (of the payload in `b`) is `rest`.
+#[inline]
+fn suffix_is(
+    dirs: &Dirs,
+    b: &RawBlock,
+    s: Suffix,
+    rest: &[u8],
+    valid: &dyn Fn() -> bool,
+) -> R<bool> {
+    let (blk, a, e) = match s {
+        Suffix::Inline(a, e) => (*b, a, e),
+        Suffix::Long(hp) => blob(dirs, hp, valid)?,
+    };
+    if a > e || e > blk.len() {
+        return Err(Torn);
+    }
+    if e - a != rest.len() {
+        return Ok(false);
+    }
+    for (i, &k) in rest.iter().enumerate() {
+        if at(&blk, a + i)? != k {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Looks `key` (non-empty; the first key byte already consumed by the arena) up below the
+/// root container `root`, copying its value into `out`: `Ok(true)` found, `Ok(false)`
+/// absent — both meaningful only once the caller's version validates — or [`Torn`].
+/// `valid` is the caller's validation, used before following an eHP's pointer.
+pub(crate) fn lookup(
+    dirs: &Dirs,
+    root: Hp,
+    mut key: &[u8],
+    out: &mut Vec<u8>,
+    valid: &dyn Fn() -> bool,
+) -> R<bool> {
+    let mut b = container(dirs, root, key[0], valid)?;
+    let (mut start, mut prev) = cjt_seek(&b, key[0])?;
+    let mut end = used(&b)?;
+    // Each round consumes two key bytes or returns: at most `key.len() / 2 + 1` rounds.
+    loop {
+        match search(&b, start, prev, end, key)? {
+            Step::Found(v) => {
+                copy_val(dirs, &b, v, out, valid)?;
+                return Ok(true);
+            }
+            Step::Missing => return Ok(false),
+            Step::Embedded(a, e) => {
+                if key.len() < 3 || a > e || e > end {
+                    return Err(Torn);
+                }
+                key = &key[2..];
+                (start, prev, end) = (a, 0, e);
+            }
+            Step::Child(hp) => {
+                if key.len() < 3 {
+                    return Err(Torn);
+                }
+                key = &key[2..];
+                b = container(dirs, hp, key[0], valid)?;
+                (start, prev) = cjt_seek(&b, key[0])?;
+                end = used(&b)?;
+            }
+            Step::Pc(sfx, v) => {
+                if key.len() < 2 || !suffix_is(dirs, &b, sfx, &key[2..], valid)? {
+                    return Ok(false);
+                }
+                copy_val(dirs, &b, v, out, valid)?;
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// One optimistic lookup in flight in a pipeline ([`lookup`] cut at its dependent memory
+/// accesses, as `node::Probe` cuts `node::lookup`): each [`Probe::step`] does one stage
+/// and prefetches what the next one reads first. Its result means something only once
+/// the caller's version validates.
+pub(crate) struct Probe<'k> {
+    key: &'k [u8],
+    stage: Stage,
+}
+
+#[derive(Clone, Copy)]
+enum Stage {
+    Resolve(Hp),
+    Seek(RawBlock),
+    TNodes(RawBlock, usize, u8, usize),
+    SNodes(RawBlock, usize, u8, usize),
+    /// Finished: found (value copied) or not, or torn.
+    Done(R<bool>),
+}
+
+impl<'k> Probe<'k> {
+    /// A lookup of `key` (non-empty; first byte consumed) below root container `root`.
+    #[inline]
+    pub(crate) fn new(dirs: &Dirs, root: Hp, key: &'k [u8]) -> Probe<'k> {
+        if let Some(c) = dirs.chunk(root) {
+            c.prefetch(0);
+        }
+        Probe {
+            key,
+            stage: Stage::Resolve(root),
+        }
+    }
+
+    /// A finished probe.
+    #[inline]
+    pub(crate) fn done(r: R<bool>) -> Probe<'k> {
+        Probe {
+            key: &[],
+            stage: Stage::Done(r),
+        }
+    }
+
+    /// The result once [`Probe::step`] returned `true`.
+    #[inline]
+    pub(crate) fn result(&self) -> R<bool> {
+        match self.stage {
+            Stage::Done(r) => r,
+            _ => Err(Torn),
+        }
+    }
+
+    /// Runs one stage (copying the value into `out` when found); returns whether the
+    /// lookup is finished. Each stage ends (see the module docs), and a probe passes
+    /// at most four stages per container level, each level consuming two key bytes.
+    #[inline]
+    pub(crate) fn step(
+        &mut self,
+        dirs: &Dirs,
+        out: &mut Vec<u8>,
+        valid: &dyn Fn() -> bool,
+    ) -> bool {
+        let r = self.advance(dirs, out, valid);
+        if let Err(t) = r {
+            self.stage = Stage::Done(Err(t));
+        }
+        matches!(self.stage, Stage::Done(_))
+    }
+
+    #[inline]
+    fn advance(&mut self, dirs: &Dirs, out: &mut Vec<u8>, valid: &dyn Fn() -> bool) -> R<()> {
+        let key = self.key;
+        self.stage = match self.stage {
+            Stage::Done(_) => return Ok(()),
+            Stage::Resolve(hp) => {
+                let b = container(dirs, hp, key[0], valid)?;
+                for at in (0..b.len().min(4 * 64)).step_by(64) {
+                    b.prefetch(at);
+                }
+                Stage::Seek(b)
+            }
+            Stage::Seek(b) => {
+                let (pos, prev) = cjt_seek(&b, key[0])?;
+                let end = used(&b)?;
+                b.prefetch(pos);
+                Stage::TNodes(b, pos, prev, end)
+            }
+            Stage::TNodes(b, pos, prev, end) => match find_t(&b, pos, prev, end, key[0])? {
+                None => Stage::Done(Ok(false)),
+                Some((t, n)) => match key.get(1) {
+                    None => match n.val {
+                        None => Stage::Done(Ok(false)),
+                        Some(v) => {
+                            copy_val(dirs, &b, v, out, valid)?;
+                            Stage::Done(Ok(true))
+                        }
+                    },
+                    Some(&k1) => {
+                        let (pos, prev) = s_start(&b, t, &n, k1)?;
+                        b.prefetch(pos);
+                        Stage::SNodes(b, pos, prev, end)
+                    }
+                },
+            },
+            Stage::SNodes(b, pos, prev, end) => match find_s(&b, pos, prev, end, key)? {
+                Step::Found(v) => {
+                    copy_val(dirs, &b, v, out, valid)?;
+                    Stage::Done(Ok(true))
+                }
+                Step::Missing => Stage::Done(Ok(false)),
+                Step::Embedded(a, e) => {
+                    if key.len() < 3 || a > e || e > end {
+                        return Err(Torn);
+                    }
+                    self.key = &key[2..];
+                    Stage::TNodes(b, a, 0, e)
+                }
+                Step::Child(hp) => {
+                    if key.len() < 3 {
+                        return Err(Torn);
+                    }
+                    self.key = &key[2..];
+                    if let Some(c) = dirs.chunk(hp) {
+                        c.prefetch(0);
+                    }
+                    Stage::Resolve(hp)
+                }
+                Step::Pc(sfx, v) => {
+                    if key.len() < 2 || !suffix_is(dirs, &b, sfx, &key[2..], valid)? {
+                        Stage::Done(Ok(false))
+                    } else {
+                        copy_val(dirs, &b, v, out, valid)?;
+                        Stage::Done(Ok(true))
+                    }
+                }
+            },
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::arena::{ArenaInner, Decision};
+
+    fn put(a: &mut ArenaInner, k: &[u8], v: &[u8]) {
+        a.write(k, &mut |_| Decision::Store(v.to_vec())).unwrap();
+    }
+
+    /// Keys of every shape: under few T-Nodes with many S-Nodes (T-Node jump tables),
+    /// deep (embedded and child containers, path-compressed and long suffixes), root
+    /// values and the empty key, values inline and out of line.
+    fn keys(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut x = 0x2545_F491u32;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let b = x.to_be_bytes();
+                let mut k = match i % 6 {
+                    0 => vec![b[0] % 3, b[1] % 2, b[2]],
+                    1 => vec![b[0] % 3, b[1] % 2, b[2], b[3] % 4, 1, 2, 3],
+                    2 => vec![b[0] % 5],
+                    3 => vec![b[0] % 3, 7, 7, 7],
+                    _ => b.to_vec(),
+                };
+                if i % 29 == 0 {
+                    k.extend(std::iter::repeat_n(b'z', 150));
+                }
+                (k, b[..i % 5].repeat(1 + (i % 7) * (i % 3)))
+            })
+            .collect()
+    }
+
+    /// The checked lookup finds what the locked one finds, on a quiet arena: every key
+    /// present with its value, absent keys absent.
+    #[test]
+    fn opt_lookup_matches_locked_lookup() {
+        let mut a = ArenaInner::new(256);
+        let n = if cfg!(miri) { 200 } else { 4000 };
+        let ks = keys(n);
+        for (k, v) in &ks {
+            put(&mut a, k, v);
+        }
+        put(&mut a, b"", b"empty");
+        let view = a.view();
+        let _g = orrery_core::sync::pin();
+        let mut out = Vec::new();
+        let mut probes: Vec<Vec<u8>> = ks.iter().map(|(k, _)| k.clone()).collect();
+        probes.extend(ks.iter().map(|(k, _)| [&k[..], b"x"].concat()));
+        probes.extend(
+            ks.iter()
+                .filter(|(k, _)| k.len() > 1)
+                .map(|(k, _)| k[..k.len() - 1].to_vec()),
+        );
+        probes.push(Vec::new());
+        for k in &probes {
+            let want = a.get(k).map(<[u8]>::to_vec);
+            let got = view
+                .get(k, &mut out, &|| true)
+                .expect("a quiet arena is never torn");
+            assert_eq!(got.then(|| out.clone()), want, "key {k:?}");
+        }
+    }
+
+    /// Torn bytes are safe: containers overwritten with garbage (as a reader racing a
+    /// writer may see them) make the checked lookup return anything — never read outside
+    /// a block, panic or loop forever. Extended blocks' pointers are never followed here
+    /// (validation fails, as it would for a reader that read a changing eHP).
+    #[test]
+    fn opt_lookup_survives_garbage() {
+        let mut a = ArenaInner::new(256);
+        let n = if cfg!(miri) { 150 } else { 3000 };
+        let ks = keys(n);
+        for (k, v) in &ks {
+            put(&mut a, k, v);
+        }
+        let view = a.view();
+        let _g = orrery_core::sync::pin();
+        let mut out = Vec::new();
+        let mut x = 0x9E37_79B9u32;
+        let rounds = if cfg!(miri) { 20 } else { 300 };
+        for round in 0..rounds {
+            // Garble some bytes of some roots' containers.
+            for b in 0..3u8 {
+                let Some(hp) = a.roots[usize::from(b)].hp else {
+                    continue;
+                };
+                let hp = a.mm.resolve(hp, (round * 37) as u8);
+                let c = a.mm.get_mut(hp);
+                let len = c.len();
+                for _ in 0..4 {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    c[x as usize % len] = (x >> 16) as u8;
+                }
+            }
+            for (k, _) in ks.iter().step_by(7) {
+                let _ = view.get(k, &mut out, &|| false);
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Optimistic point reads racing writers of their own arena (`Config::arenas(1)`: every
+//! key in one arena): readers must see every acknowledged write and nothing else, while
+//! writers shift, grow, move, split, shrink and free containers and return bins (so the
+//! epoch retirement of the memory manager is exercised). Threads start together at a
+//! barrier; every wait is bounded by a generous deadline in time.
+
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use orrery_hyperion::{Config, Hyperion};
+
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn one_arena() -> Hyperion {
+    Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap()
+}
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Key `i` of a set whose keys share prefixes (so they land in few, large containers:
+/// T-Node jump tables, container jump tables, splits) — or, for `i % 5 == 0`, a long key.
+fn key(i: usize) -> Vec<u8> {
+    let mut k = vec![
+        b'k',
+        (i % 7) as u8,
+        (i >> 8) as u8,
+        i as u8,
+        (i >> 16) as u8,
+    ];
+    if i.is_multiple_of(5) {
+        k.extend(std::iter::repeat_n(b'#', 20 + i % 200));
+    }
+    k
+}
+
+/// Value of key `i` in generation `g`: its length varies (inline, out of line), and it
+/// names both, so a reader can tell a right value from a torn or misplaced one.
+fn value(i: usize, g: usize) -> Vec<u8> {
+    let mut v = format!("{i}:{g}:").into_bytes();
+    v.resize(v.len() + (i * 7 + g * 13) % 40, b'.');
+    v
+}
+
+/// Whether `v` is a value some generation of key `i` has.
+fn is_value_of(v: &[u8], i: usize) -> bool {
+    let s = String::from_utf8_lossy(v);
+    let mut parts = s.splitn(3, ':');
+    let (Some(a), Some(g), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(a), Ok(g)) = (a.parse::<usize>(), g.parse::<usize>()) else {
+        return false;
+    };
+    a == i && value(i, g) == v
+}
+
+/// One writer inserts keys `0..n` in order, publishing a watermark after each
+/// acknowledgement; readers look up random keys below the watermark (present, with their
+/// value) and keys never inserted (absent).
+#[test]
+fn readers_see_every_acknowledged_insert() {
+    let h = one_arena();
+    let n = 60_000;
+    let readers = 2;
+    let mark = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(readers + 1);
+    let checks = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for r in 0..readers {
+            let (h, mark, stop, start, checks) = (&h, &mark, &stop, &start, &checks);
+            s.spawn(move || {
+                let mut x = 0x1234_5678 + r as u64;
+                start.wait();
+                let mut local = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let m = mark.load(Ordering::Acquire);
+                    if m > 0 {
+                        let i = xorshift(&mut x) as usize % m;
+                        assert_eq!(h.get(&key(i)), Some(value(i, 0)), "acknowledged key {i}");
+                    }
+                    let absent = [&key(xorshift(&mut x) as usize % n)[..], b"-"].concat();
+                    assert_eq!(h.get(&absent), None, "never inserted: {absent:?}");
+                    if m > 0 && local % 8 == 0 {
+                        // A batch across pipeline windows: acknowledged and absent keys.
+                        let ids: Vec<usize> =
+                            (0..40).map(|_| xorshift(&mut x) as usize % m).collect();
+                        let batch: Vec<Vec<u8>> = ids
+                            .iter()
+                            .enumerate()
+                            .map(|(j, &i)| {
+                                let k = key(i);
+                                if j % 5 == 0 {
+                                    [&k[..], b"-"].concat()
+                                } else {
+                                    k
+                                }
+                            })
+                            .collect();
+                        let refs: Vec<&[u8]> = batch.iter().map(|k| &k[..]).collect();
+                        let mut seen = 0;
+                        h.get_many(&refs, &mut |j, v| {
+                            let want = (j % 5 != 0).then(|| value(ids[j], 0));
+                            assert_eq!(v.map(<[u8]>::to_vec), want, "get_many {:?}", refs[j]);
+                            seen += 1;
+                        });
+                        assert_eq!(seen, refs.len());
+                    }
+                    local += 1;
+                }
+                checks.fetch_add(local, Ordering::Relaxed);
+            });
+        }
+        start.wait();
+        let t0 = Instant::now();
+        for i in 0..n {
+            h.insert(&key(i), &value(i, 0)).unwrap();
+            mark.store(i + 1, Ordering::Release);
+            if t0.elapsed() > DEADLINE {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(checks.load(Ordering::Relaxed) > 0);
+    for i in 0..mark.load(Ordering::Relaxed) {
+        assert_eq!(h.get(&key(i)), Some(value(i, 0)));
+    }
+}
+
+/// Writers churn: keys `0..stable` stay present with a value that changes generation by
+/// generation (readers must always find one of its values); keys of the churn range are
+/// inserted with large values and removed again round after round, so containers grow
+/// into extended blocks, split, shrink and are freed, out-of-line values come and go, and
+/// bins are emptied and returned — all retired through the epoch collector while readers
+/// may still be reading them. A churned key a reader finds must carry its own value.
+#[test]
+fn readers_survive_shrinking_and_freed_containers() {
+    let h = one_arena();
+    let stable = 2_000;
+    let churn = 6_000;
+    for i in 0..stable {
+        h.insert(&key(i), &value(i, 0)).unwrap();
+    }
+    let readers = 2;
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(readers + 1);
+    let checks = AtomicUsize::new(0);
+    let rounds = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for r in 0..readers {
+            let (h, stop, start, checks) = (&h, &stop, &start, &checks);
+            s.spawn(move || {
+                let mut x = 0xABCD_0000 + r as u64;
+                start.wait();
+                let mut local = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let i = xorshift(&mut x) as usize % stable;
+                    let v = h
+                        .get(&key(i))
+                        .unwrap_or_else(|| panic!("stable key {i} lost"));
+                    assert!(is_value_of(&v, i), "stable key {i}: {v:?}");
+                    let j = stable + xorshift(&mut x) as usize % churn;
+                    if let Some(v) = h.get(&key(j)) {
+                        assert!(is_value_of(&v, j), "churned key {j}: {v:?}");
+                    }
+                    local += 1;
+                }
+                checks.fetch_add(local, Ordering::Relaxed);
+            });
+        }
+        start.wait();
+        let t0 = Instant::now();
+        for g in 1..=4 {
+            for i in stable..stable + churn {
+                h.insert(&key(i), &value(i, g)).unwrap();
+                if i % 3 == 0 {
+                    let s = i % stable;
+                    h.insert(&key(s), &value(s, g)).unwrap();
+                }
+            }
+            for i in stable..stable + churn {
+                assert!(h.remove(&key(i)));
+            }
+            rounds.fetch_add(1, Ordering::Relaxed);
+            if t0.elapsed() > DEADLINE {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(rounds.load(Ordering::Relaxed) >= 1);
+    assert!(checks.load(Ordering::Relaxed) > 0);
+    assert_eq!(h.len(), stable);
+    for i in 0..stable {
+        assert!(is_value_of(&h.get(&key(i)).unwrap(), i));
+    }
+}
