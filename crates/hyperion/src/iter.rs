@@ -34,7 +34,8 @@ use std::ops::{Bound, ControlFlow, RangeBounds};
 
 use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
-use crate::{Hyperion, prep};
+use crate::arena::ArenaInner;
+use crate::{Hyperion, node, prep};
 
 /// Pairs copied per refill of an [`Iter`].
 pub const BATCH: usize = 64;
@@ -67,6 +68,7 @@ impl Hyperion {
     }
 
     /// The user's key for a trie key (decoding pre-processed keys).
+    #[inline]
     fn user_key<'a>(&self, k: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
         if self.config.preprocess {
             if prep::decode(k, scratch).is_none() {
@@ -82,12 +84,12 @@ impl Hyperion {
     /// the first key past `end`. Returns the bound the next pairs start at (`None`: no
     /// pair follows, or `end` was reached). Each trie is walked under its arena's read
     /// lock; no user code runs under it.
-    pub(crate) fn copy_front(
+    pub(crate) fn copy_front<S: Sink>(
         &self,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         max: usize,
-        out: &mut PairBatch,
+        out: &mut S,
     ) -> Option<Bound<Vec<u8>>> {
         let bound = self.to_trie(start);
         let bound = bound.as_ref().map(Vec::as_slice);
@@ -122,10 +124,11 @@ impl Hyperion {
         };
         let mut buf = Vec::new();
         let mut past_end = false;
+        let unbounded = matches!(end, Bound::Unbounded);
         for b in first..=top {
             let a = self.arenas[b as usize % self.arenas.len()].read();
-            let flow = a.walk(b, bound, false, &mut buf, &mut |k, v| {
-                if !before_end(k) {
+            let flow = walk_trie(&a, b, bound, false, &mut buf, &mut |k: &[u8], v: &[u8]| {
+                if !unbounded && !before_end(k) {
                     past_end = true;
                     return ControlFlow::Break(());
                 }
@@ -154,17 +157,17 @@ impl Hyperion {
     /// Copies into `out`, ascending, the up to `max` pairs before `end` (the last ones).
     /// Returns the bound below which the previous pairs lie (`None`: none). Each trie is
     /// walked under its arena's read lock; no user code runs under it.
-    pub(crate) fn copy_back(
+    pub(crate) fn copy_back<S: Sink>(
         &self,
         end: Bound<&[u8]>,
         max: usize,
-        out: &mut PairBatch,
+        out: &mut S,
     ) -> Option<Bound<Vec<u8>>> {
         let bound = self.to_trie(end);
         let bound = bound.as_ref().map(Vec::as_slice);
         // Pairs are found descending: collected in a batch of their own, then copied to
         // `out` ascending.
-        let mut desc = PairBatch::default();
+        let mut desc = ScanBatch::default();
         let top = match bound {
             Bound::Unbounded => Some(255u8),
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied(),
@@ -174,7 +177,7 @@ impl Hyperion {
         if let Some(top) = top {
             for b in (0..=top).rev() {
                 let a = self.arenas[b as usize % self.arenas.len()].read();
-                let flow = a.walk(b, bound, true, &mut buf, &mut |k, v| {
+                let flow = walk_trie(&a, b, bound, true, &mut buf, &mut |k: &[u8], v: &[u8]| {
                     desc.push(k, v);
                     if desc.len() >= max {
                         ControlFlow::Break(())
@@ -202,10 +205,125 @@ impl Hyperion {
             out.push(self.user_key(k, &mut scratch), v);
         }
         if full {
-            let k = desc.key(desc.len() - 1);
+            let (k, _) = desc.pair(desc.len() - 1);
             return Some(Bound::Excluded(self.user_key(k, &mut scratch).to_vec()));
         }
         None
+    }
+}
+
+/// Visits the keys of trie `b` of arena `a` (its root value, key `[b]`, included) that
+/// pass `bound`, ascending or descending: [`crate::arena::ArenaInner::walk`] with the
+/// visitor's type known, so a copy's closure is compiled into [`node::walk`]'s loop
+/// instead of being called through a `dyn` pointer per key.
+fn walk_trie<V>(
+    a: &ArenaInner,
+    b: u8,
+    bound: Bound<&[u8]>,
+    desc: bool,
+    buf: &mut Vec<u8>,
+    visit: &mut V,
+) -> ControlFlow<()>
+where
+    V: FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+{
+    let key = [b];
+    let ok = |k: &[u8]| match (bound, desc) {
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(x), false) => k >= x,
+        (Bound::Excluded(x), false) => k > x,
+        (Bound::Included(x), true) => k <= x,
+        (Bound::Excluded(x), true) => k < x,
+    };
+    let val = a.get(&key).filter(|_| ok(&key));
+    if !desc && let Some(v) = val {
+        visit(&key, v)?;
+    }
+    if let Some(hp) = a.roots[b as usize].hp {
+        buf.clear();
+        buf.push(b);
+        node::walk(&a.mm, hp, buf, bound, desc, visit)?;
+    }
+    if desc && let Some(v) = val {
+        visit(&key, v)?;
+    }
+    ControlFlow::Continue(())
+}
+
+/// Where a copy puts its pairs: the iterator's [`PairBatch`] or a scan's [`ScanBatch`].
+pub(crate) trait Sink {
+    /// Appends a copy of a pair.
+    fn push(&mut self, key: &[u8], value: &[u8]);
+}
+
+impl Sink for PairBatch {
+    #[inline]
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        PairBatch::push(self, key, value);
+    }
+}
+
+/// The pairs copied by one refill of [`Hyperion::scan`] and its kin: keys and values
+/// appended to one byte buffer, two end offsets per pair, both reused across refills.
+///
+/// [`PairBatch`] (the iterators' batch) has the same layout; this one copies short keys
+/// and values by 8-byte words instead of a `memmove` call per key and per value, which
+/// took about a sixth of a full scan's time (`docs/results/hyperion.md`, scan work).
+#[derive(Default)]
+pub(crate) struct ScanBatch {
+    bytes: Vec<u8>,
+    /// Per pair: the end of its key (where its value starts), the end of its value (where
+    /// the next key starts).
+    ends: Vec<(usize, usize)>,
+}
+
+impl ScanBatch {
+    /// Removes every pair, keeping the buffers.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Number of pairs.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The `i`-th pair (`i < len`).
+    #[inline]
+    pub(crate) fn pair(&self, i: usize) -> (&[u8], &[u8]) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1].1 };
+        let (k, v) = self.ends[i];
+        (&self.bytes[start..k], &self.bytes[k..v])
+    }
+}
+
+impl Sink for ScanBatch {
+    #[inline(always)]
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes.reserve(key.len() + value.len());
+        append(&mut self.bytes, key);
+        let k = self.bytes.len();
+        append(&mut self.bytes, value);
+        self.ends.push((k, self.bytes.len()));
+    }
+}
+
+/// Appends `s` to `v`: up to 32 bytes as 8-byte words and single bytes (inlined moves),
+/// longer ones by `extend_from_slice`.
+#[inline(always)]
+fn append(v: &mut Vec<u8>, s: &[u8]) {
+    if s.len() > 32 {
+        v.extend_from_slice(s);
+        return;
+    }
+    let mut words = s.chunks_exact(8);
+    for w in words.by_ref() {
+        let w: &[u8; 8] = w.try_into().expect("8-byte chunks");
+        v.extend_from_slice(w);
+    }
+    for &b in words.remainder() {
+        v.push(b);
     }
 }
 
