@@ -595,6 +595,77 @@ mod tests {
         }
     }
 
+    /// A scan batch returns every pair as pushed, for key and value lengths around the
+    /// word copy's cases (0–7 bytes, whole words, remainders, over 32 bytes).
+    #[test]
+    fn scan_batch_round_trips_every_length() {
+        let mut b = super::ScanBatch::default();
+        for round in 0..2 {
+            b.clear();
+            let mut want = Vec::new();
+            for i in 0..80usize {
+                let k: Vec<u8> = (0..i).map(|j| (j * 7 + i + round) as u8).collect();
+                let v: Vec<u8> = (0..(80 - i)).map(|j| (j * 3 + i) as u8).collect();
+                super::Sink::push(&mut b, &k, &v);
+                want.push((k, v));
+            }
+            assert_eq!(b.len(), want.len());
+            for (i, (k, v)) in want.iter().enumerate() {
+                assert_eq!(b.pair(i), (&k[..], &v[..]), "pair {i}");
+            }
+        }
+    }
+
+    /// Full and partial scans both ways over one trie whose containers hold thousands of
+    /// keys each (so refills of 64 to 1,024 pairs stop and resume inside containers, at
+    /// S-Nodes, path-compressed suffixes and embedded containers), with long keys (over
+    /// 32 bytes: copied whole; over 127: long suffixes) and values from empty to 40 bytes
+    /// (over 8: out of line), against a `BTreeMap`.
+    #[test]
+    fn scans_resume_inside_containers_with_long_keys_and_values() {
+        let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
+        let mut m = Map::new();
+        let mut r = Rng(0x1234_5678_9ABC_DEF1);
+        for i in 0..12_000u32 {
+            let x = r.next();
+            let mut k = vec![b'k', (x >> 56) as u8 & 0x3];
+            k.extend_from_slice(&(x as u32).to_be_bytes()[..1 + i as usize % 4]);
+            match i % 5 {
+                0 => k.extend((0..(x >> 8) as usize % 60).map(|j| j as u8)),
+                1 if i % 35 == 1 => k.extend((0..130 + (x >> 8) as usize % 40).map(|j| j as u8)),
+                _ => {}
+            }
+            let v: Vec<u8> = (0..(x >> 20) as usize % 41)
+                .map(|j| j as u8 ^ i as u8)
+                .collect();
+            h.insert(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        let all: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut got = Vec::new();
+        h.scan(Bound::Unbounded, &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(got, all, "ascending full scan");
+        got.clear();
+        h.scan_rev(Bound::Unbounded, &mut |k, v| {
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        got.reverse();
+        assert_eq!(got, all, "descending full scan");
+        // Long scans from bounds inside the set: 3,000 pairs cross several refills.
+        let keys: Vec<&Vec<u8>> = m.keys().collect();
+        for j in 0..12 {
+            let b = keys[(r.next() as usize) % keys.len()];
+            check_from(&h, &m, Bound::Included(b), Bound::Excluded(b), 3000);
+            let mut p = b.clone();
+            p.truncate(2 + j % 3);
+            check_from(&h, &m, Bound::Excluded(&p), Bound::Included(&p), 3000);
+        }
+    }
+
     /// The fuzz target's checks on fixed pseudo-random inputs: differential runs against
     /// the model, then `check_batch_iterators`, on the default configuration, one arena
     /// with a 256-byte ejection threshold, and pre-processing.
