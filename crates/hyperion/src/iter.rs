@@ -309,12 +309,21 @@ impl Sink for ScanBatch {
     }
 }
 
-/// Appends `s` to `v`: up to 32 bytes as 8-byte words and single bytes (inlined moves),
-/// longer ones by `extend_from_slice`.
+/// Appends `s` to `v` by inlined moves when it is at most 32 bytes long (longer: by
+/// `extend_from_slice`): under 8 bytes one byte at a time; else 8-byte words, the last one
+/// (when the length is not a multiple of 8) being `s`'s last 8 bytes, written over the
+/// previous word's tail.
 #[inline(always)]
 fn append(v: &mut Vec<u8>, s: &[u8]) {
-    if s.len() > 32 {
+    let n = s.len();
+    if n > 32 {
         v.extend_from_slice(s);
+        return;
+    }
+    if n < 8 {
+        for &b in s {
+            v.push(b);
+        }
         return;
     }
     let mut words = s.chunks_exact(8);
@@ -322,8 +331,11 @@ fn append(v: &mut Vec<u8>, s: &[u8]) {
         let w: &[u8; 8] = w.try_into().expect("8-byte chunks");
         v.extend_from_slice(w);
     }
-    for &b in words.remainder() {
-        v.push(b);
+    let rem = words.remainder().len();
+    if rem > 0 {
+        v.truncate(v.len() - (8 - rem));
+        let w: &[u8; 8] = s[n - 8..].try_into().expect("8 bytes");
+        v.extend_from_slice(w);
     }
 }
 
