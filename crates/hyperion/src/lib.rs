@@ -95,8 +95,8 @@ mod write;
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
+use iter::ScanBatch;
 use orrery_core::api::{self, MemoryUsage, ScanVisitor};
-use orrery_core::batch::PairBatch;
 use orrery_core::sync::CachePadded;
 
 use arena::{Arena, Decision};
@@ -516,9 +516,9 @@ impl Hyperion {
         from: Bound<&[u8]>,
         rev: bool,
         visitor: &mut ScanVisitor<'_>,
-        mut copy: impl FnMut(Bound<&[u8]>, usize, &mut PairBatch) -> Option<Bound<Vec<u8>>>,
+        mut copy: impl FnMut(Bound<&[u8]>, usize, &mut ScanBatch) -> Option<Bound<Vec<u8>>>,
     ) {
-        let mut batch = PairBatch::default();
+        let mut batch = ScanBatch::default();
         let mut from = from.map(<[u8]>::to_vec);
         let mut max = BATCH;
         loop {

@@ -259,6 +259,73 @@ pub(crate) fn parse(buf: &[u8], mut pos: usize, prev: u8) -> Node {
     }
 }
 
+/// [`parse`], always inlined: the ascending walk's parser ([`Frame::next_up`]), where the
+/// call and the [`Node`] returned through memory cost a full scan about a fifth of its
+/// time (`docs/results/hyperion.md`, scan work). Lookups keep the shared [`parse`].
+#[inline(always)]
+fn parse_walk(buf: &[u8], mut pos: usize, prev: u8) -> Node {
+    let b = buf[pos];
+    pos += 1;
+    let t = b >> 6;
+    let is_s = b & 0x20 != 0;
+    let d = (b >> 2) & 7;
+    let key = if d == 0 {
+        pos += 1;
+        buf[pos - 1]
+    } else {
+        prev.wrapping_add(d)
+    };
+    if !is_s {
+        pos += 2 * usize::from(b & 2 != 0) + 30 * usize::from(b & 1 != 0);
+    }
+    let val = match t {
+        T_VALUE => {
+            let (v, p) = parse_val(buf, pos);
+            pos = p;
+            Some(v)
+        }
+        T_EMPTY => Some(ValRef::Empty),
+        _ => None,
+    };
+    let mut child = ChildRef::None;
+    if is_s {
+        match b & 3 {
+            C_HP => {
+                child = ChildRef::Hp(Hp::from_bytes(&buf[pos..]), pos);
+                pos += Hp::BYTES;
+            }
+            C_EMB => {
+                let size = buf[pos] as usize;
+                child = ChildRef::Emb(pos + 1, pos + size);
+                pos += size;
+            }
+            C_PC => {
+                let h = buf[pos];
+                pos += 1;
+                let suffix = if h & 0x80 != 0 {
+                    pos += Hp::BYTES;
+                    Suffix::Long(Hp::from_bytes(&buf[pos - Hp::BYTES..]))
+                } else {
+                    let n = (h & 0x7F) as usize;
+                    pos += n;
+                    Suffix::Inline(pos - n, pos)
+                };
+                let (v, p) = parse_val(buf, pos);
+                pos = p;
+                child = ChildRef::Pc(suffix, v);
+            }
+            _ => {}
+        }
+    }
+    Node {
+        is_s,
+        key,
+        val,
+        child,
+        next: pos,
+    }
+}
+
 /// The key of the node at `pos` whose previous sibling has key `prev`.
 #[inline]
 pub(crate) fn t_key(buf: &[u8], pos: usize, prev: u8) -> u8 {
@@ -791,7 +858,7 @@ impl<'a> Frame<'a> {
         let buf = self.buf;
         while self.next < self.end {
             if buf[self.next] & 0x20 == 0 {
-                let n = parse(buf, self.next, self.prev);
+                let n = parse_walk(buf, self.next, self.prev);
                 self.next = n.next;
                 (self.prev, self.t, self.prev_s, self.lo) = (n.key, n.key, 0, 0);
                 if let Some((b0, b1)) = self.seek {
@@ -813,7 +880,7 @@ impl<'a> Frame<'a> {
                 }
                 continue;
             }
-            let s = parse(buf, self.next, self.prev_s);
+            let s = parse_walk(buf, self.next, self.prev_s);
             self.next = s.next;
             self.prev_s = s.key;
             if s.key < self.lo {
@@ -899,14 +966,20 @@ impl<'a> Frame<'a> {
 /// T-Nodes before the bound's and the S-Nodes before the bound's in its group; going
 /// down, the jump successors of the T-Nodes up to the bound's and the S-Nodes up to the
 /// bound's. Of a split container only the parts on the bound's side are read.
-pub(crate) fn walk<'a>(
+///
+/// Generic over the visitor, so a scan's copy into its batch is compiled into the loop
+/// (`iter.rs`); [`Visit`] (a `dyn` visitor) works too.
+pub(crate) fn walk<'a, V>(
     mm: &'a MemoryManager,
     root: Hp,
     prefix: &mut Vec<u8>,
     bound: Bound<&[u8]>,
     desc: bool,
-    visit: &mut Visit<'_>,
-) -> ControlFlow<()> {
+    visit: &mut V,
+) -> ControlFlow<()>
+where
+    V: FnMut(&[u8], &[u8]) -> ControlFlow<()> + ?Sized,
+{
     let base = prefix.len();
     let b = match bound {
         Bound::Included(b) | Bound::Excluded(b) => Some(b),
@@ -921,8 +994,11 @@ pub(crate) fn walk<'a>(
     if root_fit == Fit::Skip {
         return ControlFlow::Continue(());
     }
-    let mut stack: Vec<Frame<'_>> = Vec::new();
-    let mut spare: Spare = Vec::new();
+    // The explicit stack and the popped frames' vectors are reused from this thread's last
+    // walk: a refill of a scan is one walk per trie, and a fresh stack's growth (a split
+    // container pushes up to eight frames at once) would allocate per refill.
+    let (stack, mut spare) = WALK_SCRATCH.with(|s| s.take());
+    let mut stack: Vec<Frame<'_>> = reuse(stack);
     // Pushes the frames of the container `hp` (of the parts of a split container on the
     // bound's side, the first on top when ascending).
     let push_container =
@@ -1040,5 +1116,28 @@ pub(crate) fn walk<'a>(
         }
     };
     prefix.truncate(base);
+    for f in stack.drain(..) {
+        spare.push((f.evs, f.groups));
+    }
+    for (evs, groups) in &mut spare {
+        evs.clear();
+        groups.clear();
+    }
+    WALK_SCRATCH.with(|s| s.set((reuse(stack), spare)));
     result
+}
+
+thread_local! {
+    /// The last walk's emptied stack and spare frame vectors, kept for the next walk on
+    /// this thread (see [`walk`]).
+    static WALK_SCRATCH: std::cell::Cell<(Vec<Frame<'static>>, Spare)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// An empty stack of frames with another lifetime, keeping the allocation: `v` is emptied
+/// and collected in place (the standard library reuses a vector's buffer when collecting
+/// its own `into_iter` into elements of the same layout; were it not to, this allocates).
+fn reuse<'b>(mut v: Vec<Frame<'_>>) -> Vec<Frame<'b>> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("emptied")).collect()
 }

@@ -1,0 +1,153 @@
+//! A quick loop for full-scan work: loads one key set into a [`Hyperion`] and into a
+//! `BTreeMap` (both in the same shuffled order), then times full scans of each, side by
+//! side, with the benchmark's `scan-all` visitor (sum of key lengths and values, a count).
+//! Not a benchmark of record (use `orrery-bench run --workload scan-all`); for profiling:
+//!
+//! ```text
+//! cargo build --release -p orrery-hyperion --example scan_profile
+//! target/release/examples/scan_profile rand-int 2000000 20 [hyperion|btree|both] [delay-s]
+//! ```
+//!
+//! Data sets: `rand-int` (random 8-byte big-endian integers), `seq-int` (0..n big-endian),
+//! `ngram` (synthetic "word word year" strings, ~23 bytes). With a delay, the process
+//! prints its id and sleeps after loading, so `perf record -p` can attach to the scans only.
+
+use std::collections::BTreeMap;
+use std::ops::{Bound, ControlFlow};
+
+use orrery_hyperion::Hyperion;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {
+    let mut r = Rng(0x2545_F491_4F6C_DD1D);
+    let mut ks: Vec<Vec<u8>> = match set {
+        "rand-int" => (0..n).map(|_| r.next().to_be_bytes().to_vec()).collect(),
+        "seq-int" => (0..n as u64).map(|i| i.to_be_bytes().to_vec()).collect(),
+        "ngram" => {
+            // A vocabulary of 20,000 words of 3–10 letters, Zipf-ish word choice.
+            let words: Vec<Vec<u8>> = (0..20_000)
+                .map(|_| {
+                    let len = 3 + r.next() as usize % 8;
+                    (0..len).map(|_| b'a' + (r.next() % 26) as u8).collect()
+                })
+                .collect();
+            let pick = |r: &mut Rng| {
+                let x = (r.next() % 1_000_000) as f64 / 1_000_000.0;
+                &words[((x * x * x) * words.len() as f64) as usize]
+            };
+            (0..n)
+                .map(|_| {
+                    let mut k = pick(&mut r).clone();
+                    k.push(b' ');
+                    k.extend_from_slice(pick(&mut r));
+                    if r.next().is_multiple_of(2) {
+                        k.push(b' ');
+                        k.extend_from_slice(pick(&mut r));
+                    }
+                    k.extend_from_slice(format!(" {}", 1800 + r.next() % 220).as_bytes());
+                    k
+                })
+                .collect()
+        }
+        _ => panic!("data set: rand-int, seq-int or ngram"),
+    };
+    // Shuffle (load order).
+    for i in (1..ks.len()).rev() {
+        let j = r.next() as usize % (i + 1);
+        ks.swap(i, j);
+    }
+    ks
+}
+
+fn read_value(v: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = v.len().min(8);
+    b[..n].copy_from_slice(&v[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// This thread's CPU time in seconds (the machine is shared: wall time varies with load).
+fn cpu_now() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec; the clock id is a constant.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(r, 0, "clock_gettime");
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let set = args.get(1).map_or("rand-int", String::as_str);
+    let n: usize = args
+        .get(2)
+        .map_or(1_000_000, |s| s.parse().expect("key count"));
+    let rounds: usize = args.get(3).map_or(10, |s| s.parse().expect("rounds"));
+    let which = args.get(4).map_or("both", String::as_str);
+    let delay: u64 = args.get(5).map_or(0, |s| s.parse().expect("delay seconds"));
+    let ks = keys(set, n);
+    let h = Hyperion::new();
+    let mut m = BTreeMap::new();
+    for (i, k) in ks.iter().enumerate() {
+        let v = (i as u64).to_le_bytes();
+        if which != "btree" {
+            h.insert(k, &v).expect("insert");
+        }
+        if which != "hyperion" {
+            m.insert(k.clone(), v.to_vec());
+        }
+    }
+    // The keys stay allocated, as in the benchmark (freeing millions of small blocks here
+    // would leave the allocator a one-time consolidation inside the first scan).
+    if delay > 0 {
+        println!("loaded pid {}", std::process::id());
+        std::thread::sleep(std::time::Duration::from_secs(delay));
+    }
+    let (mut th, mut tb) = (Vec::new(), Vec::new());
+    let mut digest = 0u64;
+    for _ in 0..rounds {
+        if which != "btree" {
+            let t = cpu_now();
+            let mut c = 0usize;
+            h.scan(Bound::Unbounded, &mut |k, v| {
+                digest = digest.wrapping_add(k.len() as u64 + read_value(v));
+                c += 1;
+                ControlFlow::Continue(())
+            });
+            th.push(c as f64 / (cpu_now() - t) / 1e6);
+        }
+        if which != "hyperion" {
+            let t = cpu_now();
+            let mut c = 0usize;
+            for (k, v) in m.range::<[u8], _>((Bound::Unbounded, Bound::Unbounded)) {
+                digest = digest.wrapping_add(k.len() as u64 + read_value(v));
+                c += 1;
+            }
+            tb.push(c as f64 / (cpu_now() - t) / 1e6);
+        }
+    }
+    let mu = h.memory_usage();
+    println!(
+        "{set} {n}: hyperion {:.2} M keys/s, btreemap {:.2} M keys/s per CPU-second (medians of {rounds}); hyperion {:.1} B/key; digest {digest}",
+        if th.is_empty() { 0.0 } else { median(th) },
+        if tb.is_empty() { 0.0 } else { median(tb) },
+        mu.total() as f64 / n.max(1) as f64,
+    );
+    drop(ks);
+}
