@@ -539,14 +539,16 @@ impl Plan {
         }
         let complete = !r.caps.memory_only_8_byte_keys
             || (0..keys.len().min(self.n() as usize)).all(|i| keys.get(i).len() == 8);
-        let mem =
-            (r.caps.reports_memory && complete).then(|| index.memory_usage().total() as f64 / n);
+        let usage = (r.caps.reports_memory && complete).then(|| index.memory_usage());
+        let mem = usage.map(|u| u.total() as f64 / n);
+        let struct_bpk = usage.map(|u| u.structure_bytes as f64 / n);
         let load = Load {
             mops: phase.mops(),
             threads,
             alloc_bpk: (alloc1 - alloc0) as f64 / n,
             rss_bpk: rss0.zip(rss1).map(|(a, b)| (b as f64 - a as f64) / n),
             mem_bpk: mem,
+            struct_bpk,
             index_stats: stats.map(|f| f()),
         };
         Ok((Loaded { index, probe }, phase, load))
@@ -685,6 +687,7 @@ impl Plan {
             bytes_per_key: med.load.alloc_bpk,
             rss_bytes_per_key: med.load.rss_bpk,
             mem_usage_bytes_per_key: med.load.mem_bpk,
+            structure_bytes_per_key: med.load.struct_bpk,
             index_stats: med.load.index_stats.clone(),
             p50_ns: pct.map(|p| p.0),
             p99_ns: pct.map(|p| p.1),
@@ -746,6 +749,8 @@ struct Load {
     alloc_bpk: f64,
     rss_bpk: Option<f64>,
     mem_bpk: Option<f64>,
+    /// `memory_usage().structure_bytes` per key.
+    struct_bpk: Option<f64>,
     /// The index's own statistics right after the load (`registry::IndexStats`).
     index_stats: Option<registry::IndexStats>,
 }

@@ -19,7 +19,13 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use orrery_core::testing::wait::Watchdog;
 use orrery_cuckoo_trie::{Config, CuckooTrie};
+
+/// A test still running after this is stuck inside the index (every wait of the test is
+/// bounded by a shorter deadline): the watchdog ends the process instead of letting the
+/// thread scope hang the run.
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(600);
 
 const N: u32 = if cfg!(miri) { 64 } else { 4096 };
 
@@ -55,6 +61,7 @@ fn check_scan(keys: &[u32], up: bool, lo: u32, hi: u32) {
 
 #[test]
 fn writers_readers_and_scanners_overlap() {
+    let _watchdog = Watchdog::arm("writers_readers_and_scanners_overlap", WATCHDOG);
     let ct =
         CuckooTrie::with_config(Config::builder().initial_buckets(16).build().unwrap()).unwrap();
     for i in (0..N).step_by(2) {
@@ -181,6 +188,10 @@ fn writers_readers_and_scanners_overlap() {
 /// is never seen (no phantom). Afterwards the index holds exactly the acknowledged keys.
 #[test]
 fn overlapping_inserts_lose_nothing_and_invent_nothing() {
+    let _watchdog = Watchdog::arm(
+        "overlapping_inserts_lose_nothing_and_invent_nothing",
+        WATCHDOG,
+    );
     const W: u32 = 3;
     let ct =
         CuckooTrie::with_config(Config::builder().initial_buckets(4).build().unwrap()).unwrap();
@@ -259,6 +270,7 @@ fn overlapping_inserts_lose_nothing_and_invent_nothing() {
 /// those keys are left.
 #[test]
 fn overlapping_removes_leave_exactly_the_rest() {
+    let _watchdog = Watchdog::arm("overlapping_removes_leave_exactly_the_rest", WATCHDOG);
     const W: u32 = 3;
     let n: u32 = if cfg!(miri) { 60 } else { 6000 };
     let ct = CuckooTrie::new();
@@ -322,6 +334,7 @@ fn overlapping_removes_leave_exactly_the_rest() {
 /// counters' leaves), lose no increment.
 #[test]
 fn compute_increments_are_not_lost() {
+    let _watchdog = Watchdog::arm("compute_increments_are_not_lost", WATCHDOG);
     const T: u32 = 3;
     const COUNTERS: u32 = 4;
     let ct =
@@ -399,6 +412,10 @@ fn gvalue(k: &[u8]) -> Vec<u8> {
 /// (copies marked stale).
 #[test]
 fn removes_and_inserts_race_with_predecessor_searches() {
+    let _watchdog = Watchdog::arm(
+        "removes_and_inserts_race_with_predecessor_searches",
+        WATCHDOG,
+    );
     for initial_buckets in [1 << 14, 16] {
         predecessor_race(initial_buckets);
     }

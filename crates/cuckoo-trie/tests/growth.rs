@@ -13,7 +13,13 @@ use std::time::{Duration, Instant};
 
 use orrery_core::alloc::failpoint;
 use orrery_core::api::Error;
+use orrery_core::testing::wait::Watchdog;
 use orrery_cuckoo_trie::{Config, CuckooTrie};
+
+/// A test still running after this is stuck inside the index (every wait of the test is
+/// bounded by a shorter deadline): the watchdog ends the process instead of letting the
+/// thread scope hang the run.
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Key `j` of writer `w`: interleaved so that every writer's keys spread over the trie.
 fn key(w: usize, j: usize) -> [u8; 8] {
@@ -27,6 +33,10 @@ fn small() -> CuckooTrie {
 
 #[test]
 fn writers_cooperate_in_growth_while_readers_find_every_acknowledged_key() {
+    let _watchdog = Watchdog::arm(
+        "writers_cooperate_in_growth_while_readers_find_every_acknowledged_key",
+        WATCHDOG,
+    );
     const W: usize = 3;
     const R: usize = 2;
     let per_writer = if cfg!(miri) { 200 } else { 20_000 };
@@ -127,6 +137,10 @@ fn writers_cooperate_in_growth_while_readers_find_every_acknowledged_key() {
 /// once allocation works again.
 #[test]
 fn out_of_memory_during_growth_is_an_error_and_leaves_the_old_table_working() {
+    let _watchdog = Watchdog::arm(
+        "out_of_memory_during_growth_is_an_error_and_leaves_the_old_table_working",
+        WATCHDOG,
+    );
     let ct = small();
     let n = if cfg!(miri) { 60 } else { 3000 };
     for i in 0..n {

@@ -20,9 +20,15 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use orrery_core::testing::wait::Watchdog;
 use orrery_cuckoo_trie::{Config, CuckooTrie};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+/// A test still running after this is stuck inside the index (every wait of the test is
+/// bounded by a shorter deadline): the watchdog ends the process instead of letting the
+/// thread scope hang the run.
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(600);
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -162,6 +168,7 @@ fn range_is_empty(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
 
 #[test]
 fn scans_match_a_btreemap_from_every_kind_of_bound() {
+    let _watchdog = Watchdog::arm("scans_match_a_btreemap_from_every_kind_of_bound", WATCHDOG);
     let configs = [
         Config::default(),
         Config::builder().symbol_bits(1).build().unwrap(),
@@ -238,6 +245,10 @@ fn churn_key(g: u16, m: u8, kind: u8) -> Vec<u8> {
 
 #[test]
 fn stable_keys_are_scanned_once_in_order_under_churn() {
+    let _watchdog = Watchdog::arm(
+        "stable_keys_are_scanned_once_in_order_under_churn",
+        WATCHDOG,
+    );
     const GROUPS: u16 = if cfg!(miri) { 4 } else { 256 };
     const MEMBERS: u8 = if cfg!(miri) { 4 } else { 16 };
     const WRITERS: usize = 2;

@@ -8,7 +8,13 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use orrery_core::testing::wait::Watchdog;
 use orrery_hyperion::{Config, Hyperion};
+
+/// A test still running after this is stuck inside the index (every wait of the test is
+/// bounded by a shorter deadline): the watchdog ends the process instead of letting the
+/// thread scope hang the run.
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(600);
 
 const DEADLINE: Duration = Duration::from_secs(120);
 
@@ -65,6 +71,7 @@ fn is_value_of(v: &[u8], i: usize) -> bool {
 /// value) and keys never inserted (absent).
 #[test]
 fn readers_see_every_acknowledged_insert() {
+    let _watchdog = Watchdog::arm("readers_see_every_acknowledged_insert", WATCHDOG);
     let h = one_arena();
     let n = 60_000;
     let readers = 2;
@@ -142,6 +149,7 @@ fn readers_see_every_acknowledged_insert() {
 /// may still be reading them. A churned key a reader finds must carry its own value.
 #[test]
 fn readers_survive_shrinking_and_freed_containers() {
+    let _watchdog = Watchdog::arm("readers_survive_shrinking_and_freed_containers", WATCHDOG);
     let h = one_arena();
     let stable = 2_000;
     let churn = 6_000;

@@ -41,6 +41,10 @@ pub(crate) struct Record {
     pub(crate) rss_bytes_per_key: Option<f64>,
     /// `memory_usage().total()` after loading, per key (None: the index does not report).
     pub(crate) mem_usage_bytes_per_key: Option<f64>,
+    /// The `structure_bytes` part of `mem_usage_bytes_per_key` (keys and values excluded as
+    /// the index counts them); absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) structure_bytes_per_key: Option<f64>,
     /// The index's own statistics right after loading (`registry::IndexStats`: Hyperion's
     /// memory-manager breakdown); absent for indexes that report none and in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
