@@ -207,48 +207,12 @@ impl Table {
         h: u64,
         mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
     ) -> Option<R> {
-        // Direct reads (not `entries_with`'s reader callback): this is every search's
-        // inner loop, and a call through `&dyn Fn` per bucket kept it from being inlined.
+        // Direct reads (no reader callback): this is every search's inner loop, and a
+        // call through `&dyn Fn` per bucket kept it from being inlined.
         match self.entries_in(h, true, &mut f) {
             Some(r) => Some(r),
             None => self.entries_in(h, false, &mut f),
         }
-    }
-
-    /// [`Table::entries_for`] with the lines given by `read` (a writer reads the buckets it
-    /// holds from its private copies: reading them from the table would wait for itself).
-    /// No caller since readers search through [`Table::entries_for`]'s direct reads; kept
-    /// for writers that search their locked lines.
-    #[allow(dead_code)]
-    #[inline]
-    pub(crate) fn entries_with<R>(
-        &self,
-        h: u64,
-        read: &dyn Fn(usize) -> Line,
-        mut f: impl FnMut(Slot, Entry, u64) -> Option<R>,
-    ) -> Option<R> {
-        let (b1, b2) = self.hash.buckets_of(h);
-        let tag = PrefixHash::tag(h);
-        for (b, primary) in [(b1, true), (b2, false)] {
-            let line = read(b);
-            for i in 0..SLOTS {
-                let e = line.entry(i);
-                if e.is_empty() || e.tag() != tag || e.primary() != primary {
-                    continue;
-                }
-                if let Some(r) = f(
-                    Slot {
-                        bucket: b,
-                        index: i,
-                    },
-                    e,
-                    line.version(),
-                ) {
-                    return Some(r);
-                }
-            }
-        }
-        None
     }
 
     /// The node of hash `h`, last symbol `c`, whose parent has colour `parent_color`
@@ -284,20 +248,6 @@ impl Table {
     #[inline]
     pub(crate) fn find(&self, l: Locator) -> Option<Found> {
         self.entries_for(l.hash, |slot, entry, version| {
-            (entry.color() == l.color).then_some(Found {
-                slot,
-                entry,
-                version,
-            })
-        })
-    }
-
-    /// [`Table::find`] over the lines given by `read` (no caller at present, as
-    /// [`Table::entries_with`]).
-    #[allow(dead_code)]
-    #[inline]
-    pub(crate) fn find_with(&self, l: Locator, read: &dyn Fn(usize) -> Line) -> Option<Found> {
-        self.entries_with(l.hash, read, |slot, entry, version| {
             (entry.color() == l.color).then_some(Found {
                 slot,
                 entry,

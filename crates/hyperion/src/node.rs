@@ -196,72 +196,14 @@ pub(crate) struct Node {
 
 /// Parses the node at `pos`, whose previous sibling had key `prev` (0 for the first).
 #[inline]
-pub(crate) fn parse(buf: &[u8], mut pos: usize, prev: u8) -> Node {
-    let b = buf[pos];
-    pos += 1;
-    let t = b >> 6;
-    let is_s = b & 0x20 != 0;
-    let d = (b >> 2) & 7;
-    let key = if d == 0 {
-        pos += 1;
-        buf[pos - 1]
-    } else {
-        prev.wrapping_add(d)
-    };
-    if !is_s {
-        pos += 2 * usize::from(b & 2 != 0) + 30 * usize::from(b & 1 != 0);
-    }
-    let val = match t {
-        T_VALUE => {
-            let (v, p) = parse_val(buf, pos);
-            pos = p;
-            Some(v)
-        }
-        T_EMPTY => Some(ValRef::Empty),
-        _ => None,
-    };
-    let mut child = ChildRef::None;
-    if is_s {
-        match b & 3 {
-            C_HP => {
-                child = ChildRef::Hp(Hp::from_bytes(&buf[pos..]), pos);
-                pos += Hp::BYTES;
-            }
-            C_EMB => {
-                let size = buf[pos] as usize;
-                child = ChildRef::Emb(pos + 1, pos + size);
-                pos += size;
-            }
-            C_PC => {
-                let h = buf[pos];
-                pos += 1;
-                let suffix = if h & 0x80 != 0 {
-                    pos += Hp::BYTES;
-                    Suffix::Long(Hp::from_bytes(&buf[pos - Hp::BYTES..]))
-                } else {
-                    let n = (h & 0x7F) as usize;
-                    pos += n;
-                    Suffix::Inline(pos - n, pos)
-                };
-                let (v, p) = parse_val(buf, pos);
-                pos = p;
-                child = ChildRef::Pc(suffix, v);
-            }
-            _ => {}
-        }
-    }
-    Node {
-        is_s,
-        key,
-        val,
-        child,
-        next: pos,
-    }
+pub(crate) fn parse(buf: &[u8], pos: usize, prev: u8) -> Node {
+    parse_walk(buf, pos, prev)
 }
 
-/// [`parse`], always inlined: the ascending walk's parser ([`Frame::next_up`]), where the
-/// call and the [`Node`] returned through memory cost a full scan about a fifth of its
-/// time (`docs/results/hyperion.md`, scan work). Lookups keep the shared [`parse`].
+/// The parser itself, always inlined: called directly by the ascending walk
+/// ([`Frame::next_up`]), where the call and the [`Node`] returned through memory cost a
+/// full scan about a fifth of its time (`docs/results/hyperion.md`, scan work); everything
+/// else calls it through [`parse`], which the compiler may keep out of line.
 #[inline(always)]
 fn parse_walk(buf: &[u8], mut pos: usize, prev: u8) -> Node {
     let b = buf[pos];
