@@ -32,8 +32,8 @@
 #
 # The glue (orrery_ctc.c, written here, ours) exports: record allocation and freeing on
 # the library's allocator, freeing an iterator (the C API has ct_iter_alloc but no free),
-# and the table's byte size (read from the trie's header, which cuckoo_trie_internal.h
-# declares).
+# the table's byte size (read from the trie's header, which cuckoo_trie_internal.h
+# declares) and the number of cells in use (the trie's nodes).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -119,6 +119,18 @@ EXPORT uint64_t orrery_ctc_table_bytes(cuckoo_trie *t) {
     return ((t->num_buckets * sizeof(ct_bucket)) / HUGEPAGE_SIZE + 1) * HUGEPAGE_SIZE;
 }
 EXPORT uint64_t orrery_ctc_cells(cuckoo_trie *t) { return t->num_buckets * CUCKOO_BUCKET_SIZE; }
+
+/* Cells holding a node (any type but TYPE_UNUSED), counted by reading every bucket: the
+ * trie's node count, from which the paper's Fig 11 memory figure (the table at 85% load)
+ * is computed. Read without locks: call it when no writer runs. */
+EXPORT uint64_t orrery_ctc_used_cells(cuckoo_trie *t) {
+    uint64_t used = 0;
+    for (uint64_t b = 0; b < t->num_buckets; b++)
+        for (int i = 0; i < CUCKOO_BUCKET_SIZE; i++)
+            if ((t->buckets[b].cells[i].bytes[0] & TYPE_MASK) != TYPE_UNUSED)
+                used++;
+    return used;
+}
 EOF
 grep -q 'HUGEPAGE_SIZE' "$src"/*.h || { echo "error: HUGEPAGE_SIZE not found in the headers" >&2; exit 1; }
 

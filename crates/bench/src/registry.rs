@@ -224,7 +224,8 @@ pub(crate) struct Built {
 }
 
 /// Builds an ordered index for the run's settings and a key capacity, or says why not.
-type SizedMaker = fn(&Settings, u64) -> std::result::Result<Box<dyn OrderedKvIndex>, String>;
+type SizedMaker =
+    fn(&Settings, u64) -> std::result::Result<(Box<dyn OrderedKvIndex>, Option<StatsFn>), String>;
 
 /// How an entry builds its index.
 #[derive(Clone, Copy)]
@@ -237,7 +238,8 @@ enum Maker {
     /// registry ([`orrery::registry::build`]) under this name.
     Facade(&'static str),
     /// An ordered index that must be sized up front for the keys it will hold (a peer
-    /// whose table cannot grow), or that can fail to build (`Err` says why).
+    /// whose table cannot grow), or that can fail to build (`Err` says why), with its
+    /// statistics if it reports any.
     OrderedSized(SizedMaker),
     /// An ordered index that reports [`IndexStats`].
     OrderedStats(fn(&Settings) -> (Box<dyn OrderedKvIndex>, StatsFn)),
@@ -604,8 +606,10 @@ fn all_entries() -> Vec<Entry> {
                 ..Caps::CONCURRENT
             },
             |s, keys| {
-                cuckoo_trie_c::CuckooTrieC::for_keys(keys, s.cuckoo_trie_c_cells_percent)
-                    .map(|t| Box::new(t) as Box<dyn OrderedKvIndex>)
+                cuckoo_trie_c::CuckooTrieC::for_keys(keys, s.cuckoo_trie_c_cells_percent).map(|t| {
+                    let stats = t.stats_fn();
+                    (Box::new(t) as Box<dyn OrderedKvIndex>, Some(stats))
+                })
             },
         )
         .checked(cuckoo_trie_c::available),
@@ -720,12 +724,11 @@ impl Resolved {
     ) -> std::result::Result<Built, String> {
         let mut stats = None;
         let (index, probe) = match self.inner.make {
-            Maker::OrderedSized(f) => (
-                AnyIndex::Ordered(
-                    f(settings, capacity).map_err(|e| format!("{}: {e}", self.name))?,
-                ),
-                None,
-            ),
+            Maker::OrderedSized(f) => {
+                let (i, s) = f(settings, capacity).map_err(|e| format!("{}: {e}", self.name))?;
+                stats = s;
+                (AnyIndex::Ordered(i), None)
+            }
             Maker::Ordered(f) => (AnyIndex::Ordered(f(settings)), None),
             Maker::OrderedStats(f) => {
                 let (i, s) = f(settings);

@@ -74,6 +74,9 @@
 //!   stops, free the iterator; an excluded start skips an equal first key. The C iterator
 //!   resynchronises itself after concurrent inserts (`MULTITHREADING`).
 //! - `last`: no reverse iterator in the C API: a full scan (checks only).
+//! - Statistics (`Record::index_stats`, [`CuckooTrieC::stats_fn`]): the cells in use
+//!   (the trie's nodes, counted by the glue's `orrery_ctc_used_cells`) and from them the
+//!   paper's Fig 11 memory figure, the table at 85% load.
 //! - `len`, `memory_usage`: the adapter's striped counters (keys; records' allocator bytes
 //!   via `malloc_usable_size`); `structure_bytes` is the table as `ct_alloc` mapped it
 //!   (whole 2 MiB pages).
@@ -81,7 +84,7 @@
 use std::ffi::c_int;
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::clib::Opened;
 use orrery::api::{MAX_VALUE_LEN, ScanVisitor};
@@ -142,6 +145,7 @@ struct Lib {
     kv_free: unsafe extern "C" fn(*mut Kv) -> usize,
     iter_free: unsafe extern "C" fn(*mut Iter),
     table_bytes: unsafe extern "C" fn(*mut Trie) -> u64,
+    used_cells: unsafe extern "C" fn(*mut Trie) -> u64,
 }
 
 impl Lib {
@@ -186,6 +190,8 @@ impl Lib {
             iter_free: unsafe { h.sym(c"orrery_ctc_iter_free") }?,
             // SAFETY: see above.
             table_bytes: unsafe { h.sym(c"orrery_ctc_table_bytes") }?,
+            // SAFETY: see above.
+            used_cells: unsafe { h.sym(c"orrery_ctc_used_cells") }?,
         })
     }
 }
@@ -237,10 +243,23 @@ unsafe impl Send for Retired {}
 const KEYS: usize = 0;
 const RECORD_BYTES: usize = 1;
 
+/// The paper's load factor (§6.1: "a hash table load factor of 85%"), at which its Fig 11
+/// reports the table's memory.
+const PAPER_LOAD: f64 = 0.85;
+
+/// The trie pointer as the statistics closure sees it: null once the trie is freed.
+struct Live(*mut Trie);
+
+// SAFETY: a plain pointer to the thread-safe C trie, read under the `Mutex` that `Drop`
+// takes before freeing it.
+unsafe impl Send for Live {}
+
 /// The authors' C Cuckoo Trie behind Orrery's API (see the module docs).
 pub(crate) struct CuckooTrieC {
     lib: &'static Lib,
     trie: *mut Trie,
+    /// `trie` for [`CuckooTrieC::stats_fn`], cleared by `Drop` before the trie is freed.
+    live: Arc<Mutex<Live>>,
     cells: u64,
     stripes: Box<[CachePadded<SpinLock<()>>]>,
     /// Keys, and bytes the allocator holds for live records (shared with deferred frees).
@@ -281,6 +300,7 @@ impl CuckooTrieC {
         Ok(CuckooTrieC {
             lib,
             trie,
+            live: Arc::new(Mutex::new(Live(trie))),
             cells,
             stripes: (0..STRIPES)
                 .map(|_| CachePadded::new(SpinLock::new(())))
@@ -295,6 +315,32 @@ impl CuckooTrieC {
         CuckooTrieC::with_cells(keys.saturating_mul(u64::from(percent)) / 100)
     }
 
+    /// The table's own statistics for `Record::index_stats`, read after a load: `cells`,
+    /// `used_cells` (the trie's nodes, counted by reading every bucket) and
+    /// `paper_m_bytes`, the paper's Fig 11 figure — the table the same nodes need at its
+    /// 85% load factor (16 bytes a cell, records excluded) — with `paper_resize_bytes`, its
+    /// estimate for a table grown ×2 on demand (1.5 M). The closure reads nothing after the
+    /// trie is dropped (it returns no statistics then). It reads buckets without their
+    /// locks: call it when no writer runs (the harness calls it after a load).
+    pub(crate) fn stats_fn(&self) -> crate::registry::StatsFn {
+        let (lib, live, cells) = (self.lib, Arc::clone(&self.live), self.cells);
+        Arc::new(move || {
+            let mut out = crate::registry::IndexStats::new();
+            let guard = live.lock().unwrap_or_else(|e| e.into_inner());
+            if guard.0.is_null() {
+                return out;
+            }
+            // SAFETY: the trie is live (`Drop` nulls the pointer under this lock first).
+            let used = unsafe { (lib.used_cells)(guard.0) };
+            let m = used as f64 * CELL_BYTES as f64 / PAPER_LOAD;
+            out.insert("cells".into(), cells as f64);
+            out.insert("used_cells".into(), used as f64);
+            out.insert("paper_m_bytes".into(), m);
+            out.insert("paper_resize_bytes".into(), 1.5 * m);
+            out
+        })
+    }
+
     /// Frees a record now (no reader can reach it).
     fn free_now(&self, kv: *mut Kv) {
         // SAFETY: `kv` came from `kv_new` and is unreachable (caller).
@@ -306,6 +352,7 @@ impl CuckooTrieC {
 impl Drop for CuckooTrieC {
     fn drop(&mut self) {
         let lib = self.lib;
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).0 = std::ptr::null_mut();
         if self.full.load(Ordering::Relaxed) {
             // After an overflow the C code's state is undefined: do not walk or free it
             // (its records and table are leaked; the run that overflowed has failed).
@@ -588,6 +635,13 @@ mod tests {
             "{mem:?}"
         );
         assert!(mem.key_value_bytes >= t.len() * 16, "{mem:?}");
+        // A trie of n keys has n leaves and at least one internal node (the root), all in
+        // used cells; the statistics stop reading once the trie is dropped.
+        let stats = t.stats_fn();
+        let st = stats();
+        let (n, used) = (t.len() as f64, st["used_cells"]);
+        assert!(used > n && used <= st["cells"], "{st:?} for {n} keys");
+        assert_eq!(st["paper_m_bytes"], used * CELL_BYTES as f64 / PAPER_LOAD);
         assert_eq!(
             t.insert(&[1; MAX_KEY + 1], b"v"),
             Err(Error::KeyTooLong {
@@ -597,6 +651,8 @@ mod tests {
         );
         assert_eq!(t.insert(&[1; MAX_KEY], b"v"), Ok(true));
         assert_eq!(t.get(&[1; MAX_KEY]).as_deref(), Some(&b"v"[..]));
+        drop(t);
+        assert!(stats().is_empty());
     }
 
     /// 20K random keys of 1..=40 bytes: every lookup finds its value, absent keys are
