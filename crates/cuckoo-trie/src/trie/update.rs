@@ -372,17 +372,22 @@ impl Raw {
                             Err(e) => return Ok(Err(e)),
                         };
                         ls.update(last.found.slot, |e| e.with_record(new.as_ptr() as usize));
-                        ls.commit();
+                        let delta = ls.commit();
+                        debug_assert_eq!(delta, 0, "a value replacement places nothing");
                         // SAFETY: `old` was replaced by the commit; retired once.
                         unsafe { Records::retire(&self.records, g, old) };
                         Ok(true)
                     }
                     (Decision::Remove, Some(plan)) => {
                         Self::apply_remove(&mut ls, &plan);
-                        ls.commit();
+                        let delta = ls.commit();
                         // SAFETY: unlinked by the commit; retired once.
                         unsafe { Records::retire(&self.records, g, old) };
-                        self.len.fetch_sub(1, Ordering::Relaxed);
+                        self.counts.len.fetch_sub(1, Ordering::Relaxed);
+                        let entries = self.add_entries(delta);
+                        // The removal is done (acknowledged whatever the shrink does): a
+                        // shrink that cannot run leaves the table large, not the key.
+                        self.maybe_shrink(t, entries, g);
                         Ok(true)
                     }
                     _ => Ok(true),
@@ -407,8 +412,9 @@ impl Raw {
                     Err(e) => return Ok(Err(e)),
                 };
                 ls.update(leaf, |e| e.with_record(rec.as_ptr() as usize));
-                ls.commit();
-                self.len.fetch_add(1, Ordering::Relaxed);
+                let delta = ls.commit();
+                self.counts.len.fetch_add(1, Ordering::Relaxed);
+                self.add_entries(delta);
                 Ok(false)
             }
             Decision::Keep | Decision::Remove => Ok(false),
