@@ -1,6 +1,7 @@
 //! The raw trie engine over the hashed representation: search (Algorithm 1 with `FINDCHILD`
 //! of Algorithm 2), insert and remove (§4.5), successor and predecessor search and range
-//! iteration (§4.4; the prefetching walk of `trie/scan.rs`), growth (§5 "Resizing").
+//! iteration (§4.4; the prefetching walk of `trie/scan.rs`), growth and shrink (§5
+//! "Resizing").
 //!
 //! # Keys as symbol strings
 //!
@@ -115,6 +116,9 @@
 //!   table and retires the old one through the epoch collector. The freezing and the copy
 //!   are split into units (bucket chunks; subtrees of the root) claimed with one counter
 //!   by every writer that meets the frozen table: writers help instead of waiting.
+//!   A removal that leaves the trie's entries under a quarter of the slots shrinks the
+//!   table by the same migration into a smaller one (`trie/grow.rs`, "Shrinking"); the
+//!   entries are counted at each update's commit (`Counts`).
 //!
 //! - Scans (beyond §4.4; `trie/scan.rs`): one validated successor (predecessor) search
 //!   finds the first leaf; then a depth-first walk of the trie in key order reads nodes

@@ -108,6 +108,9 @@
 //! writer can lock it any more; readers keep reading it), copies the trie into a table of
 //! twice the buckets, publishes it with one pointer swap and retires the old one. Writers
 //! whose locks fail on a frozen bucket help copy it (`trie/grow.rs`); readers never wait.
+//! A removal whose commit leaves fewer entries than a quarter of the slots then shrinks
+//! the table the same way, into a smaller one (`Raw::maybe_shrink`, after the commit: the
+//! removal is done whatever the shrink does).
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
