@@ -57,7 +57,7 @@
 //! | `record` | the immutable key-value records leaves reference |
 //! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor search; the protocol |
 //! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight |
-//! | `trie/grow` | growth (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it |
+//! | `trie/grow` | growth and shrink (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it, into a larger table when a placement finds no room, into a smaller one when removals leave it under a quarter full |
 //! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
 //! | `lockset` | the buckets one update locks, its private edits and its commit |
 //! | `iter` | [`Iter`] |
@@ -214,6 +214,14 @@ impl CuckooTrie {
     }
 
     /// Removes `key`; returns whether it was present.
+    ///
+    /// A removal that leaves the trie's entries under a quarter of the table's slots
+    /// shrinks the table (the same cooperative migration as a growth, into the smallest
+    /// table that holds the entries at most half full, never below
+    /// [`Config::initial_buckets`]), so this call may take as long as a growth. A shrink
+    /// that cannot run (out of memory for the smaller table) does not fail the removal:
+    /// the key is removed and the table keeps its size; the shrink is tried again once the
+    /// entries have halved ([`GrowthStats::abandoned_shrinks`]).
     pub fn remove(&self, key: &[u8]) -> bool {
         key.len() <= api::MAX_KEY_LEN && self.raw.remove(key)
     }
@@ -281,16 +289,17 @@ impl CuckooTrie {
         self.len() == 0
     }
 
-    /// Whether a growth of the table (§5 "Resizing": freezing and cooperatively copying
-    /// it into one of twice the buckets, `trie/grow.rs`) is in progress right now. Lookups
-    /// and scans never wait for it; writers help it. For benchmarks and tests (the
-    /// throughput and latency of operations that overlap a growth).
+    /// Whether a growth or a shrink of the table (§5 "Resizing": freezing and
+    /// cooperatively copying it into one of twice the buckets, or fewer after removals,
+    /// `trie/grow.rs`) is in progress right now. Lookups and scans never wait for it;
+    /// writers help it. For benchmarks and tests (the throughput and latency of
+    /// operations that overlap a migration).
     pub fn is_growing(&self) -> bool {
         self.raw.is_growing()
     }
 
-    /// Counts of growths so far: completed, given up, and how many copy units writers
-    /// other than the one that started a growth copied (cooperation).
+    /// Counts of growths and shrinks so far: completed, given up, and how many copy units
+    /// writers other than the one that started a migration copied (cooperation).
     pub fn growth_stats(&self) -> GrowthStats {
         self.raw.growth_stats()
     }

@@ -48,6 +48,9 @@ pub(crate) enum Fail {
 pub(crate) struct LockSet<'t> {
     t: &'t Table,
     held: Vec<(usize, BucketGuard<'t>)>,
+    /// Entries placed minus entries cleared by the edits (the trie's entry count changes
+    /// by this at the commit: `Raw::entries`, the shrink trigger).
+    delta: isize,
 }
 
 impl<'t> LockSet<'t> {
@@ -56,6 +59,7 @@ impl<'t> LockSet<'t> {
         LockSet {
             t,
             held: Vec::with_capacity(8),
+            delta: 0,
         }
     }
 
@@ -134,7 +138,9 @@ impl<'t> LockSet<'t> {
 
     /// Clears the entry at `slot` (held).
     pub(crate) fn clear(&mut self, slot: Slot) {
+        debug_assert!(!self.entry(slot).is_empty(), "clearing an empty slot");
         self.update(slot, |_| Entry(0));
+        self.delta -= 1;
     }
 
     /// Places `proto` as a new node of hash `h`, locking both of its buckets: a colour no
@@ -167,12 +173,15 @@ impl<'t> LockSet<'t> {
             index: i,
         };
         self.update(slot, |_| e);
+        self.delta += 1;
         Ok((slot, e))
     }
 
-    /// Stores every edit and unlocks every bucket (each bucket's version advances).
-    pub(crate) fn commit(mut self) {
+    /// Stores every edit and unlocks every bucket (each bucket's version advances);
+    /// returns the entries placed minus the entries cleared.
+    pub(crate) fn commit(mut self) -> isize {
         drop(std::mem::take(&mut self.held));
+        self.delta
     }
 }
 

@@ -1,6 +1,7 @@
 //! The raw trie engine over the hashed representation: search (Algorithm 1 with `FINDCHILD`
 //! of Algorithm 2), insert and remove (§4.5), successor and predecessor search and range
-//! iteration (§4.4; the prefetching walk of `trie/scan.rs`), growth (§5 "Resizing").
+//! iteration (§4.4; the prefetching walk of `trie/scan.rs`), growth and shrink (§5
+//! "Resizing").
 //!
 //! # Keys as symbol strings
 //!
@@ -115,6 +116,9 @@
 //!   table and retires the old one through the epoch collector. The freezing and the copy
 //!   are split into units (bucket chunks; subtrees of the root) claimed with one counter
 //!   by every writer that meets the frozen table: writers help instead of waiting.
+//!   A removal that leaves the trie's entries under a quarter of the slots shrinks the
+//!   table by the same migration into a smaller one (`trie/grow.rs`, "Shrinking"); the
+//!   entries are counted at each update's commit (`Counts`).
 //!
 //! - Scans (beyond §4.4; `trie/scan.rs`): one validated successor (predecessor) search
 //!   finds the first leaf; then a depth-first walk of the trie in key order reads nodes
@@ -140,10 +144,10 @@
 use std::ops::{Bound, ControlFlow};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicUsize, Ordering};
 
 use orrery_core::api::Error;
-use orrery_core::sync::{Backoff, Guard};
+use orrery_core::sync::{Backoff, CachePadded, Guard};
 
 use crate::Config;
 use crate::bucket::{Entry, Kind, Locator};
@@ -406,6 +410,18 @@ pub(crate) enum End {
     JumpMismatch(usize),
 }
 
+/// The counts every update changes (`Raw::counts`).
+struct Counts {
+    /// Keys.
+    len: AtomicUsize,
+    /// Entries of the trie (nodes, the root included), changed at each update's commit by
+    /// what it placed and cleared (`LockSet::commit`); a migration copies them all, so it
+    /// does not change it. The shrink trigger reads it (`trie/grow.rs`). Signed: a removal
+    /// may count its commit before the insert of the nodes it clears counts its own, so
+    /// the sum can dip below the truth (never below it by more than the updates in flight).
+    entries: AtomicIsize,
+}
+
 /// The raw engine: the current table, the records, the growth lock.
 pub(crate) struct Raw {
     table: AtomicPtr<Table>,
@@ -414,7 +430,8 @@ pub(crate) struct Raw {
     growth: grow::Growth,
     /// A growth is freezing or copying the current table.
     resizing: AtomicBool,
-    len: AtomicUsize,
+    /// Keys and entries, changed by every update: one cache line of their own.
+    counts: CachePadded<Counts>,
     pub(crate) config: Config,
 }
 
@@ -438,7 +455,10 @@ impl Raw {
             records: Records::new(),
             growth: grow::Growth::default(),
             resizing: AtomicBool::new(false),
-            len: AtomicUsize::new(0),
+            counts: CachePadded::new(Counts {
+                len: AtomicUsize::new(0),
+                entries: AtomicIsize::new(1),
+            }),
             config,
         })
     }
@@ -453,7 +473,18 @@ impl Raw {
 
     /// Number of keys.
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
+        self.counts.len.load(Ordering::Relaxed)
+    }
+
+    /// Entries of the trie (nodes, the root included).
+    pub(crate) fn entries(&self) -> usize {
+        self.counts.entries.load(Ordering::Relaxed).max(0) as usize
+    }
+
+    /// Adds an update's `delta` (entries placed minus cleared) to the entry count; returns
+    /// the new count.
+    fn add_entries(&self, delta: isize) -> usize {
+        (self.counts.entries.fetch_add(delta, Ordering::Relaxed) + delta).max(0) as usize
     }
 
     /// `(table bytes, record bytes)`.

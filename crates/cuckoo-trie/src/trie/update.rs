@@ -108,6 +108,9 @@
 //! writer can lock it any more; readers keep reading it), copies the trie into a table of
 //! twice the buckets, publishes it with one pointer swap and retires the old one. Writers
 //! whose locks fail on a frozen bucket help copy it (`trie/grow.rs`); readers never wait.
+//! A removal whose commit leaves fewer entries than a quarter of the slots then shrinks
+//! the table the same way, into a smaller one (`Raw::maybe_shrink`, after the commit: the
+//! removal is done whatever the shrink does).
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -372,17 +375,22 @@ impl Raw {
                             Err(e) => return Ok(Err(e)),
                         };
                         ls.update(last.found.slot, |e| e.with_record(new.as_ptr() as usize));
-                        ls.commit();
+                        let delta = ls.commit();
+                        debug_assert_eq!(delta, 0, "a value replacement places nothing");
                         // SAFETY: `old` was replaced by the commit; retired once.
                         unsafe { Records::retire(&self.records, g, old) };
                         Ok(true)
                     }
                     (Decision::Remove, Some(plan)) => {
                         Self::apply_remove(&mut ls, &plan);
-                        ls.commit();
+                        let delta = ls.commit();
                         // SAFETY: unlinked by the commit; retired once.
                         unsafe { Records::retire(&self.records, g, old) };
-                        self.len.fetch_sub(1, Ordering::Relaxed);
+                        self.counts.len.fetch_sub(1, Ordering::Relaxed);
+                        let entries = self.add_entries(delta);
+                        // The removal is done (acknowledged whatever the shrink does): a
+                        // shrink that cannot run leaves the table large, not the key.
+                        self.maybe_shrink(t, entries, g);
                         Ok(true)
                     }
                     _ => Ok(true),
@@ -407,8 +415,9 @@ impl Raw {
                     Err(e) => return Ok(Err(e)),
                 };
                 ls.update(leaf, |e| e.with_record(rec.as_ptr() as usize));
-                ls.commit();
-                self.len.fetch_add(1, Ordering::Relaxed);
+                let delta = ls.commit();
+                self.counts.len.fetch_add(1, Ordering::Relaxed);
+                self.add_entries(delta);
                 Ok(false)
             }
             Decision::Keep | Decision::Remove => Ok(false),
