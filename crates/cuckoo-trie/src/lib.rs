@@ -92,6 +92,10 @@ use trie::{Decision, Mode};
 /// hold back memory reclamation.
 pub const SCAN_BATCH: usize = 512;
 
+/// Keys [`CuckooTrie::remove_range`] collects by one scan before removing them: bounds
+/// the memory a large range delete holds (the keys copied) without a search per key.
+pub const RANGE_DELETE_BATCH: usize = 1024;
+
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
 ///
 /// See the [crate docs](crate) for an example and the guarantees.
@@ -374,6 +378,45 @@ impl CuckooTrie {
             {
                 trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
                 trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
+            }
+        }
+    }
+
+    /// Removes every key within the bounds `start..end`; returns how many this call
+    /// removed. Keys are collected by ascending scans of up to [`RANGE_DELETE_BATCH`]
+    /// keys, each batch then removed key by key (each removal linearizable on its own, a
+    /// removal may shrink the table: [`CuckooTrie::remove`]). Not atomic as a whole: a
+    /// key inserted into the range during the call may survive it, and a concurrent
+    /// remover may take keys first (they are not counted here).
+    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
+        let beyond = |k: &[u8]| match end {
+            Bound::Included(e) => k > e,
+            Bound::Excluded(e) => k >= e,
+            Bound::Unbounded => false,
+        };
+        let mut removed = 0;
+        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
+        let mut batch: Vec<Vec<u8>> = Vec::new();
+        loop {
+            batch.clear();
+            let mut ended = true;
+            self.scan(from.as_ref().map(Vec::as_slice), &mut |k, _| {
+                if beyond(k) {
+                    return ControlFlow::Break(());
+                }
+                batch.push(k.to_vec());
+                if batch.len() == RANGE_DELETE_BATCH {
+                    ended = false;
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            });
+            for k in &batch {
+                removed += usize::from(self.remove(k));
+            }
+            match batch.pop() {
+                Some(last) if !ended => from = Bound::Excluded(last),
+                _ => return removed,
             }
         }
     }

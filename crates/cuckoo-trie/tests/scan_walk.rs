@@ -13,6 +13,7 @@
 //!   grow during the run, while scanners (both directions, random bounds and lengths)
 //!   check that every stable key in the range they covered comes exactly once, in order,
 //!   with its value. Threads start at a barrier; the run is bounded by time.
+//! - `remove_range_matches_a_btreemap`: range deletes from random bounds against the model.
 
 use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
@@ -370,4 +371,76 @@ fn stable_keys_are_scanned_once_in_order_under_churn() {
     for k in stable.keys() {
         assert!(all.contains(k), "stable key {k:?} lost");
     }
+}
+
+/// Whether `k` lies within `lo..hi` (bounds in any order: an empty range holds nothing).
+fn within(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(b) => k >= b.as_slice(),
+        Bound::Excluded(b) => k > b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(b) => k <= b.as_slice(),
+        Bound::Excluded(b) => k < b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+/// `remove_range` from random bounds (empty and reversed ranges included) removes exactly
+/// the model's keys in the range and returns their number, on tries of the shapes above;
+/// a range of more than `RANGE_DELETE_BATCH` keys is removed in one call; the trie's
+/// invariants hold after each call, and the table shrinks once most keys are gone.
+#[test]
+fn remove_range_matches_a_btreemap() {
+    let _watchdog = Watchdog::arm("remove_range_matches_a_btreemap", WATCHDOG);
+    let mut rng = SmallRng::seed_from_u64(0x7A9E);
+    for round in 0..4 {
+        let ct = CuckooTrie::with_config(Config::builder().initial_buckets(16).build().unwrap())
+            .unwrap();
+        let mut model = Model::new();
+        for _ in 0..3_000 {
+            let k = random_key(&mut rng);
+            let v = rng.random::<u32>().to_le_bytes().to_vec();
+            ct.insert(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        for _ in 0..60 {
+            let lo = random_bound(&mut rng, &model);
+            let hi = random_bound(&mut rng, &model);
+            let want: Vec<Vec<u8>> = model
+                .keys()
+                .filter(|k| within(k, &lo, &hi))
+                .cloned()
+                .collect();
+            let got = ct.remove_range(
+                lo.as_ref().map(Vec::as_slice),
+                hi.as_ref().map(Vec::as_slice),
+            );
+            assert_eq!(got, want.len(), "round {round}: {lo:?}..{hi:?}");
+            for k in &want {
+                model.remove(k);
+            }
+            assert_eq!(ct.len(), model.len());
+            ct.check_invariants().unwrap();
+            assert_eq!(
+                expect(&model, &Bound::Unbounded, true, usize::MAX),
+                scan_of(&ct, &Bound::Unbounded, 0, usize::MAX)
+            );
+        }
+    }
+    // One call over more keys than a batch, in the middle of a larger set.
+    let ct = CuckooTrie::new();
+    for i in 0..10_000u32 {
+        ct.insert(&i.to_be_bytes(), b"v").unwrap();
+    }
+    let (lo, hi) = (1_000u32.to_be_bytes(), 9_000u32.to_be_bytes());
+    let n = ct.remove_range(Bound::Included(&lo), Bound::Excluded(&hi));
+    assert_eq!(n, 8_000);
+    assert_eq!(ct.len(), 2_000);
+    assert!(ct.contains_key(&999u32.to_be_bytes()) && ct.contains_key(&hi));
+    assert!(!ct.contains_key(&lo) && !ct.contains_key(&8_999u32.to_be_bytes()));
+    ct.check_invariants().unwrap();
+    assert!(ct.growth_stats().shrinks > 0, "{:?}", ct.growth_stats());
 }
