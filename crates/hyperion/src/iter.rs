@@ -115,7 +115,8 @@ impl Hyperion {
         let first = match bound {
             Bound::Unbounded | Bound::Included([]) => {
                 if before_end(&[])
-                    && let Some(v) = self.arenas[0].read().empty()
+                    && !self.arenas[0].empty_is_absent()
+                    && let Some(v) = self.arenas[0].scan_lock().empty()
                 {
                     out.push(&[], v);
                     count += 1;
@@ -124,8 +125,11 @@ impl Hyperion {
             }
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied().unwrap_or(0),
         };
+        // The last trie that may hold keys before `end`. (An end `Excluded([t])` ends
+        // before every key of trie `t`: its arena is not locked just to find that out.)
         let top = match end {
             Bound::Unbounded => 255,
+            Bound::Excluded(&[t]) => t.checked_sub(1)?,
             Bound::Included(e) | Bound::Excluded(e) => match e.first() {
                 Some(&t) => t,
                 None => return None,
@@ -135,7 +139,11 @@ impl Hyperion {
         let mut past_end = false;
         let unbounded = matches!(end, Bound::Unbounded);
         for b in first..=top {
-            let a = self.arenas[b as usize % self.arenas.len()].read();
+            let arena = &self.arenas[b as usize % self.arenas.len()];
+            if arena.trie_is_empty(b) {
+                continue;
+            }
+            let a = arena.scan_lock();
             let flow = walk_trie(&a, b, bound, false, &mut buf, &mut |k: &[u8], v: &[u8]| {
                 if !unbounded && !before_end(k) {
                     past_end = true;
@@ -177,15 +185,22 @@ impl Hyperion {
         // Pairs are found descending: collected in a batch of their own, then copied to
         // `out` ascending.
         let mut desc = ScanBatch::default();
+        // The last trie that may hold keys before the bound (`Excluded([t])`: trie `t`
+        // holds none, and its arena is not locked).
         let top = match bound {
             Bound::Unbounded => Some(255u8),
+            Bound::Excluded(&[t]) => t.checked_sub(1),
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied(),
         };
         let mut buf = Vec::new();
         let mut full = false;
         if let Some(top) = top {
             for b in (0..=top).rev() {
-                let a = self.arenas[b as usize % self.arenas.len()].read();
+                let arena = &self.arenas[b as usize % self.arenas.len()];
+                if arena.trie_is_empty(b) {
+                    continue;
+                }
+                let a = arena.scan_lock();
                 let flow = walk_trie(&a, b, bound, true, &mut buf, &mut |k: &[u8], v: &[u8]| {
                     desc.push(k, v);
                     if desc.len() >= max {
@@ -204,7 +219,8 @@ impl Hyperion {
         let empty_ok = !matches!(bound, Bound::Excluded([]));
         if !full
             && empty_ok
-            && let Some(v) = self.arenas[0].read().empty()
+            && !self.arenas[0].empty_is_absent()
+            && let Some(v) = self.arenas[0].scan_lock().empty()
         {
             desc.push(&[], v);
         }
