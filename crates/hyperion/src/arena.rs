@@ -25,11 +25,22 @@
 //! - Everything an optimistic reader may still be reading when a writer frees it — bin
 //!   memory unmapped or moved, bin directory tables, extended heap blocks, root values —
 //!   is retired through the epoch collector, not freed (`mm.rs`, "Optimistic readers").
-//! - **Scans** take the read lock of one arena while they copy one batch from one trie:
-//!   they wait for writers of that arena (not built optimistically; `docs/hyperion.md`).
+//! - **Scans** copy one batch from one trie under one arena's lock
+//!   ([`Arena::scan_lock`]): the shared side when it opens within [`WAIT_ROUNDS`] backoff
+//!   steps; else the scan announces itself in `scans_waiting` (writers about to take the
+//!   lock give way for at most [`GIVE_WAY_ROUNDS`] steps, [`Arena::write`]) and then takes
+//!   the exclusive side, competing with writers on equal terms, as a point read's fallback
+//!   does. So a continuous writer cannot starve a scan (the shared side of the
+//!   writer-preferring lock alone let it, for seconds to minutes), and a waiting scan
+//!   delays a writer by a bounded time. Scans are not optimistic (`docs/hyperion.md`,
+//!   "Concurrency protocol"): they exclude writers of the arena while they copy.
+//! - A scan locks only the arena of the trie it copies from: tries that are empty in the
+//!   [`View`] (no root, no root value; [`Arena::trie_is_empty`]) and the empty key when
+//!   absent are skipped without the lock.
 //!
-//! No reader waits for writers of *other* arenas, and readers of one arena never write a
-//! shared word (a pin writes the thread's own epoch record).
+//! No reader waits for writers of *other* arenas, and point readers of one arena never
+//! write a shared word (a pin writes the thread's own epoch record; a scan writes the
+//! arena's lock word and, when it waits, `scans_waiting`).
 //!
 //! # Tries
 //!

@@ -2,8 +2,8 @@
 //! ordered walks over the first-byte tries.
 //!
 //! A refill walks the tries in key order from its bound (ascending, or descending from
-//! the back), each trie under its arena's read lock, and copies up to [`BATCH`] pairs into
-//! the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
+//! the back), each trie under its arena's lock (see "Locks"), and copies up to [`BATCH`]
+//! pairs into the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
 //! keep an `Iter` while writing to the index. With key pre-processing the bounds are
 //! transformed into the trie's key space and keys decoded back as they are copied.
 //!
@@ -36,8 +36,12 @@
 //!
 //! # Locks
 //!
-//! Unchanged by the seeking walks: a copy holds one arena's read lock while it walks one
-//! trie and copies into a batch; the user's visitor or loop body runs with no lock held.
+//! A copy holds one arena's lock ([`crate::arena::Arena::scan_lock`]: shared, or
+//! exclusive when a writer kept the shared side closed, so that writers cannot starve
+//! it) while it walks one trie and copies into a batch; the user's visitor or loop body
+//! runs with no lock held. A copy locks only the arena of a trie it walks: empty tries
+//! and an absent empty key are skipped without a lock, and a bound `Excluded([t])` ends
+//! before trie `t`, whose arena is then not locked.
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
@@ -50,7 +54,7 @@ use crate::{Hyperion, node, prep};
 pub const BATCH: usize = 64;
 
 /// Most pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
-/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's read lock). Their copies
+/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's lock). Their copies
 /// start at [`BATCH`] pairs and double up to this: a long scan seeks from the root once
 /// per 1,024 pairs, a short one copies at most about twice what it visits.
 pub const SCAN_BATCH: usize = 1024;
@@ -91,8 +95,8 @@ impl Hyperion {
 
     /// Copies into `out`, ascending, up to `max` pairs from `start` on, stopping before
     /// the first key past `end`. Returns the bound the next pairs start at (`None`: no
-    /// pair follows, or `end` was reached). Each trie is walked under its arena's read
-    /// lock; no user code runs under it.
+    /// pair follows, or `end` was reached). Each trie is walked under its arena's lock
+    /// (`Arena::scan_lock`); no user code runs under it.
     pub(crate) fn copy_front<S: Sink>(
         &self,
         start: Bound<&[u8]>,
@@ -173,7 +177,7 @@ impl Hyperion {
 
     /// Copies into `out`, ascending, the up to `max` pairs before `end` (the last ones).
     /// Returns the bound below which the previous pairs lie (`None`: none). Each trie is
-    /// walked under its arena's read lock; no user code runs under it.
+    /// walked under its arena's lock (`Arena::scan_lock`); no user code runs under it.
     pub(crate) fn copy_back<S: Sink>(
         &self,
         end: Bound<&[u8]>,
