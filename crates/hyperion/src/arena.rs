@@ -25,11 +25,22 @@
 //! - Everything an optimistic reader may still be reading when a writer frees it — bin
 //!   memory unmapped or moved, bin directory tables, extended heap blocks, root values —
 //!   is retired through the epoch collector, not freed (`mm.rs`, "Optimistic readers").
-//! - **Scans** take the read lock of one arena while they copy one batch from one trie:
-//!   they wait for writers of that arena (not built optimistically; `docs/hyperion.md`).
+//! - **Scans** copy one batch from one trie under one arena's lock
+//!   ([`Arena::scan_lock`]): the shared side when it opens within [`WAIT_ROUNDS`] backoff
+//!   steps; else the scan announces itself in `scans_waiting` (writers about to take the
+//!   lock give way for at most [`GIVE_WAY_ROUNDS`] steps, [`Arena::write`]) and then takes
+//!   the exclusive side, competing with writers on equal terms, as a point read's fallback
+//!   does. So a continuous writer cannot starve a scan (the shared side of the
+//!   writer-preferring lock alone let it, for seconds to minutes), and a waiting scan
+//!   delays a writer by a bounded time. Scans are not optimistic (`docs/hyperion.md`,
+//!   "Concurrency protocol"): they exclude writers of the arena while they copy.
+//! - A scan locks only the arena of the trie it copies from: tries that are empty in the
+//!   [`View`] (no root, no root value; [`Arena::trie_is_empty`]) and the empty key when
+//!   absent are skipped without the lock.
 //!
-//! No reader waits for writers of *other* arenas, and readers of one arena never write a
-//! shared word (a pin writes the thread's own epoch record).
+//! No reader waits for writers of *other* arenas, and point readers of one arena never
+//! write a shared word (a pin writes the thread's own epoch record; a scan writes the
+//! arena's lock word and, when it waits, `scans_waiting`).
 //!
 //! # Tries
 //!
@@ -39,10 +50,10 @@
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use orrery_core::api::Result;
-use orrery_core::sync::{RwSpinLock, RwSpinReadGuard, VersionField};
+use orrery_core::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard, VersionField};
 
 use crate::mm::{Dirs, Hp, MemoryManager};
 use crate::node::{self};
@@ -62,6 +73,10 @@ pub(crate) const OPT_TRIES: usize = 8;
 /// Backoff steps (`orrery_core::sync::Backoff::snooze`: spins, then yields) an attempt
 /// waits, at most, for a write in progress to end.
 const WAIT_ROUNDS: usize = 24;
+
+/// Backoff steps a writer waits, at most, for the scans waiting for its arena's lock to
+/// get it ([`Arena::write`]).
+const GIVE_WAY_ROUNDS: usize = 2 * WAIT_ROUNDS;
 
 /// What optimistic readers of an arena read without its lock: the roots of its tries, its
 /// root values and its memory manager's bin directory. Written only by the holder of the
@@ -169,6 +184,32 @@ pub(crate) struct Arena {
     /// Point reads that fell back to the lock (tests only).
     #[cfg(test)]
     fallbacks: std::sync::atomic::AtomicUsize,
+    /// Scan batches that took the lock exclusively (tests only).
+    #[cfg(test)]
+    scan_fallbacks: std::sync::atomic::AtomicUsize,
+    /// Scans waiting for the lock ([`Arena::scan_lock`]); writers give way while it is
+    /// not zero.
+    scans_waiting: AtomicU32,
+}
+
+/// The lock a scan holds while it copies one batch from one trie ([`Arena::scan_lock`]).
+pub(crate) enum ScanGuard<'a> {
+    /// The shared side (no writer was in the way).
+    Shared(RwSpinReadGuard<'a, ArenaInner>),
+    /// The exclusive side (a writer kept the shared side closed).
+    Exclusive(RwSpinWriteGuard<'a, ArenaInner>),
+}
+
+impl std::ops::Deref for ScanGuard<'_> {
+    type Target = ArenaInner;
+
+    #[inline]
+    fn deref(&self) -> &ArenaInner {
+        match self {
+            ScanGuard::Shared(g) => g,
+            ScanGuard::Exclusive(g) => g,
+        }
+    }
 }
 
 impl Arena {
@@ -180,20 +221,105 @@ impl Arena {
             view,
             #[cfg(test)]
             fallbacks: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            scan_fallbacks: std::sync::atomic::AtomicUsize::new(0),
+            scans_waiting: AtomicU32::new(0),
         }
     }
 
-    /// Shared access under the read lock (scans, the fallback of point reads).
+    /// Shared access under the read lock (memory accounting, `get_with_locked`). Scans
+    /// use [`Arena::scan_lock`], which cannot starve.
     #[inline]
     pub(crate) fn read(&self) -> RwSpinReadGuard<'_, ArenaInner> {
         self.lock.read()
     }
 
+    /// The lock a scan copies one batch under: the shared side if it can be had within
+    /// [`WAIT_ROUNDS`] backoff steps (`try_read`: no writer holds *or waits for* the
+    /// lock), else the exclusive side. The shared side of the writer-preferring
+    /// `RwSpinLock` lets one continuous writer of the arena starve a reader for seconds
+    /// (`docs/results/hyperion.md`, "Scans under writers"); a scan waiting as a writer
+    /// competes with the writers on equal terms, as a point read's [`Arena::fallback`]
+    /// does. Only a scan that met a writer takes it, so scans of a quiet arena still
+    /// share the lock.
+    #[inline]
+    pub(crate) fn scan_lock(&self) -> ScanGuard<'_> {
+        if let Some(g) = self.lock.try_read() {
+            return ScanGuard::Shared(g);
+        }
+        self.scan_lock_slow()
+    }
+
+    /// [`Arena::scan_lock`] when a writer is in the way: the scan announces itself in
+    /// `scans_waiting`, so that writers about to take the lock give way
+    /// ([`Arena::write`]) and the shared side opens once the current holder leaves.
+    #[cold]
+    fn scan_lock_slow(&self) -> ScanGuard<'_> {
+        self.scans_waiting.fetch_add(1, Ordering::Relaxed);
+        let backoff = orrery_core::sync::Backoff::new();
+        let mut guard = None;
+        for _ in 0..WAIT_ROUNDS {
+            backoff.snooze();
+            if let Some(g) = self.lock.try_read() {
+                guard = Some(ScanGuard::Shared(g));
+                break;
+            }
+        }
+        let guard = guard.unwrap_or_else(|| {
+            #[cfg(test)]
+            self.scan_fallbacks.fetch_add(1, Ordering::Relaxed);
+            ScanGuard::Exclusive(self.lock.write())
+        });
+        self.scans_waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
+    }
+
+    /// Whether trie `b` holds nothing (no root container, no root value) now, read from
+    /// the [`View`] without the lock: a scan skips such a trie without locking its arena.
+    /// (A key that is in trie `b` for the whole scan makes it non-empty at this moment.)
+    #[inline]
+    pub(crate) fn trie_is_empty(&self, b: u8) -> bool {
+        self.view.roots[usize::from(b)].load(Ordering::Acquire) == 0
+            && self.view.vals[usize::from(b)]
+                .load(Ordering::Acquire)
+                .is_null()
+    }
+
+    /// Whether the empty key is absent now (arena 0; read from the [`View`] without the
+    /// lock, as [`Arena::trie_is_empty`]).
+    #[inline]
+    pub(crate) fn empty_is_absent(&self) -> bool {
+        self.view.vals[256].load(Ordering::Acquire).is_null()
+    }
+
+    /// Scans that took the exclusive side of the lock (tests only).
+    #[cfg(test)]
+    pub(crate) fn scan_fallbacks(&self) -> usize {
+        self.scan_fallbacks.load(Ordering::Relaxed)
+    }
+
     /// Runs `f` with exclusive access (the write lock). [`ArenaInner::write`] makes the
-    /// version odd while it changes the arena.
+    /// version odd while it changes the arena. While a scan waits for the lock
+    /// ([`Arena::scan_lock`]) the writer first gives way for a bounded time.
     #[inline]
     pub(crate) fn write<T>(&self, f: impl FnOnce(&mut ArenaInner) -> T) -> T {
+        if self.scans_waiting.load(Ordering::Relaxed) != 0 {
+            self.give_way();
+        }
         f(&mut self.lock.write())
+    }
+
+    /// A writer's courtesy to waiting scans: waits, at most [`GIVE_WAY_ROUNDS`] backoff
+    /// steps, until no scan waits for the lock. Bounded, so writers cannot starve either.
+    #[cold]
+    fn give_way(&self) {
+        let backoff = orrery_core::sync::Backoff::new();
+        for _ in 0..GIVE_WAY_ROUNDS {
+            backoff.snooze();
+            if self.scans_waiting.load(Ordering::Relaxed) == 0 {
+                return;
+            }
+        }
     }
 
     /// The current version (for tests).
@@ -260,7 +386,7 @@ impl Arena {
     /// Exclusive access for a reader that gave up its optimistic attempts (see
     /// [`Arena::get_with`] for why exclusive).
     #[inline]
-    pub(crate) fn fallback(&self) -> orrery_core::sync::RwSpinWriteGuard<'_, ArenaInner> {
+    pub(crate) fn fallback(&self) -> RwSpinWriteGuard<'_, ArenaInner> {
         #[cfg(test)]
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
         self.lock.write()
@@ -524,6 +650,41 @@ mod tests {
         assert!(arena.version() > v0 && arena.version().is_multiple_of(2));
         assert_eq!(arena.get_with(b"key", <[u8]>::to_vec), Some(b"v2".to_vec()));
         assert_eq!(arena.fallbacks.load(Ordering::Relaxed), 1);
+    }
+
+    /// A scan that cannot get the shared side of the lock (a writer holds it) announces
+    /// itself, then takes the exclusive side once the writer leaves; then it has the
+    /// arena to itself and stops announcing.
+    #[test]
+    fn arena_scan_falls_back_to_the_exclusive_lock() {
+        let arena = Arena::new(16 * 1024);
+        arena.write(|a| put(a, b"key", b"v1"));
+        assert!(matches!(arena.scan_lock(), ScanGuard::Shared(_)));
+        assert_eq!(arena.scan_fallbacks(), 0);
+        std::thread::scope(|s| {
+            let mut w = arena.lock.write();
+            let scanner = s.spawn(|| {
+                let g = arena.scan_lock();
+                let exclusive = matches!(g, ScanGuard::Exclusive(_));
+                (exclusive, g.get(b"key").map(<[u8]>::to_vec))
+            });
+            assert!(
+                orrery_core::sync::wait_until(std::time::Duration::from_secs(60), || {
+                    arena.scan_fallbacks() > 0
+                }),
+                "the scan gave up the shared side"
+            );
+            assert_eq!(arena.scans_waiting.load(Ordering::Relaxed), 1);
+            put(&mut w, b"key", b"v2");
+            drop(w);
+            let (exclusive, got) = scanner.join().expect("scanner");
+            assert!(exclusive);
+            assert_eq!(got, Some(b"v2".to_vec()));
+        });
+        assert_eq!(arena.scans_waiting.load(Ordering::Relaxed), 0);
+        assert!(!arena.trie_is_empty(b'k'));
+        assert!(arena.trie_is_empty(b'j'));
+        assert!(arena.empty_is_absent());
     }
 
     /// The byte layout of Fig 5/6/10: T-Node, S-Nodes, delta encoding, values.

@@ -2,8 +2,8 @@
 //! ordered walks over the first-byte tries.
 //!
 //! A refill walks the tries in key order from its bound (ascending, or descending from
-//! the back), each trie under its arena's read lock, and copies up to [`BATCH`] pairs into
-//! the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
+//! the back), each trie under its arena's lock (see "Locks"), and copies up to [`BATCH`]
+//! pairs into the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
 //! keep an `Iter` while writing to the index. With key pre-processing the bounds are
 //! transformed into the trie's key space and keys decoded back as they are copied.
 //!
@@ -36,8 +36,12 @@
 //!
 //! # Locks
 //!
-//! Unchanged by the seeking walks: a copy holds one arena's read lock while it walks one
-//! trie and copies into a batch; the user's visitor or loop body runs with no lock held.
+//! A copy holds one arena's lock ([`crate::arena::Arena::scan_lock`]: shared, or
+//! exclusive when a writer kept the shared side closed, so that writers cannot starve
+//! it) while it walks one trie and copies into a batch; the user's visitor or loop body
+//! runs with no lock held. A copy locks only the arena of a trie it walks: empty tries
+//! and an absent empty key are skipped without a lock, and a bound `Excluded([t])` ends
+//! before trie `t`, whose arena is then not locked.
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
@@ -50,7 +54,7 @@ use crate::{Hyperion, node, prep};
 pub const BATCH: usize = 64;
 
 /// Most pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
-/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's read lock). Their copies
+/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's lock). Their copies
 /// start at [`BATCH`] pairs and double up to this: a long scan seeks from the root once
 /// per 1,024 pairs, a short one copies at most about twice what it visits.
 pub const SCAN_BATCH: usize = 1024;
@@ -91,8 +95,8 @@ impl Hyperion {
 
     /// Copies into `out`, ascending, up to `max` pairs from `start` on, stopping before
     /// the first key past `end`. Returns the bound the next pairs start at (`None`: no
-    /// pair follows, or `end` was reached). Each trie is walked under its arena's read
-    /// lock; no user code runs under it.
+    /// pair follows, or `end` was reached). Each trie is walked under its arena's lock
+    /// (`Arena::scan_lock`); no user code runs under it.
     pub(crate) fn copy_front<S: Sink>(
         &self,
         start: Bound<&[u8]>,
@@ -115,7 +119,8 @@ impl Hyperion {
         let first = match bound {
             Bound::Unbounded | Bound::Included([]) => {
                 if before_end(&[])
-                    && let Some(v) = self.arenas[0].read().empty()
+                    && !self.arenas[0].empty_is_absent()
+                    && let Some(v) = self.arenas[0].scan_lock().empty()
                 {
                     out.push(&[], v);
                     count += 1;
@@ -124,8 +129,11 @@ impl Hyperion {
             }
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied().unwrap_or(0),
         };
+        // The last trie that may hold keys before `end`. (An end `Excluded([t])` ends
+        // before every key of trie `t`: its arena is not locked just to find that out.)
         let top = match end {
             Bound::Unbounded => 255,
+            Bound::Excluded(&[t]) => t.checked_sub(1)?,
             Bound::Included(e) | Bound::Excluded(e) => match e.first() {
                 Some(&t) => t,
                 None => return None,
@@ -135,7 +143,11 @@ impl Hyperion {
         let mut past_end = false;
         let unbounded = matches!(end, Bound::Unbounded);
         for b in first..=top {
-            let a = self.arenas[b as usize % self.arenas.len()].read();
+            let arena = &self.arenas[b as usize % self.arenas.len()];
+            if arena.trie_is_empty(b) {
+                continue;
+            }
+            let a = arena.scan_lock();
             let flow = walk_trie(&a, b, bound, false, &mut buf, &mut |k: &[u8], v: &[u8]| {
                 if !unbounded && !before_end(k) {
                     past_end = true;
@@ -165,7 +177,7 @@ impl Hyperion {
 
     /// Copies into `out`, ascending, the up to `max` pairs before `end` (the last ones).
     /// Returns the bound below which the previous pairs lie (`None`: none). Each trie is
-    /// walked under its arena's read lock; no user code runs under it.
+    /// walked under its arena's lock (`Arena::scan_lock`); no user code runs under it.
     pub(crate) fn copy_back<S: Sink>(
         &self,
         end: Bound<&[u8]>,
@@ -177,15 +189,22 @@ impl Hyperion {
         // Pairs are found descending: collected in a batch of their own, then copied to
         // `out` ascending.
         let mut desc = ScanBatch::default();
+        // The last trie that may hold keys before the bound (`Excluded([t])`: trie `t`
+        // holds none, and its arena is not locked).
         let top = match bound {
             Bound::Unbounded => Some(255u8),
+            Bound::Excluded(&[t]) => t.checked_sub(1),
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied(),
         };
         let mut buf = Vec::new();
         let mut full = false;
         if let Some(top) = top {
             for b in (0..=top).rev() {
-                let a = self.arenas[b as usize % self.arenas.len()].read();
+                let arena = &self.arenas[b as usize % self.arenas.len()];
+                if arena.trie_is_empty(b) {
+                    continue;
+                }
+                let a = arena.scan_lock();
                 let flow = walk_trie(&a, b, bound, true, &mut buf, &mut |k: &[u8], v: &[u8]| {
                     desc.push(k, v);
                     if desc.len() >= max {
@@ -204,7 +223,8 @@ impl Hyperion {
         let empty_ok = !matches!(bound, Bound::Excluded([]));
         if !full
             && empty_ok
-            && let Some(v) = self.arenas[0].read().empty()
+            && !self.arenas[0].empty_is_absent()
+            && let Some(v) = self.arenas[0].scan_lock().empty()
         {
             desc.push(&[], v);
         }

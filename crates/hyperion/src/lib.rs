@@ -51,8 +51,9 @@
 //! through `orrery_core::sync` epochs, so they wait neither for writers of other arenas
 //! nor — except while a change is being applied, and after a few failed attempts, when
 //! they fall back to the lock — for writers of their own (`arena.rs`, "Protocol").
-//! Their callbacks run on a validated copy of the value with no lock held. Scans take one
-//! arena's read lock per copied batch.
+//! Their callbacks run on a validated copy of the value with no lock held. Scans lock one
+//! arena per copied batch — only the arena they copy from, and in a way writers cannot
+//! starve (shared, or exclusive after a bounded wait; `arena.rs`, "Protocol").
 //!
 //! # Memory usage
 //!
@@ -487,7 +488,7 @@ impl Hyperion {
     /// Visits pairs in ascending key order from `start` until the visitor breaks. The
     /// visitor runs without any lock held: pairs are copied a batch at a time (the first
     /// [`BATCH`] pairs, each next batch twice as many up to [`SCAN_BATCH`]), each trie's
-    /// under its arena's read lock.
+    /// under its arena's lock.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.scan_until(start, Bound::Unbounded, visitor);
     }

@@ -1,0 +1,214 @@
+//! What a scanner loses to writers (issue #22): one scan thread (a) alone, (b) while one
+//! writer inserts into *other* arenas, (c) while one writer inserts into *its own* arena —
+//! for short scans (1–100 pairs from random bounds) and for full-range scans.
+//!
+//! `cargo run --release -p orrery-hyperion --example scan_contention -- [KEYS] [SECS] [ROUNDS]`
+//!
+//! Loads `KEYS` random 8-byte keys (8-byte values) into an index with the default 16
+//! arenas. Short scans start at a random bound whose first byte is ≡ 0 mod 16 (arena 0)
+//! and stop after 1–100 pairs (uniform), so nearly all of them read arena 0 only; a full
+//! scan reads every pair of every arena. The writer inserts fresh random keys whose first
+//! byte is ≡ 1 mod 16 (other arena) or ≡ 0 mod 16 (same arena). Scanner and writer start
+//! together at a barrier and run for `SECS` seconds; every scan is timed (`Instant`, its
+//! own cost included); `max_ns` is the slowest scan. A writer stops at the latest
+//! `SECS + 20` seconds after the start even if the scanner is still inside a scan (a
+//! starved scanner then finishes): such a run is marked `capped` on stderr, and its
+//! figures are lower bounds of the stall. Every configuration runs `ROUNDS` times,
+//! interleaved; each run is printed on stderr as it ends, and the medians on stdout. Each
+//! scan is checked for ascending keys, and a full scan for at least the keys loaded.
+
+use std::ops::{Bound, ControlFlow};
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use orrery_hyperion::Hyperion;
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Writer {
+    None,
+    Other,
+    Same,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Scan {
+    Short,
+    Full,
+}
+
+struct Sample {
+    scans_per_s: f64,
+    p50: u64,
+    p99: u64,
+    p999: u64,
+    max: u64,
+    writes: u64,
+}
+
+/// One scan; returns the pairs visited (checking that keys ascend).
+fn scan_once(h: &Hyperion, kind: Scan, x: &mut u64) -> usize {
+    let (from, want) = match kind {
+        Scan::Short => {
+            let r = xorshift(x);
+            let b = ((r & !(0xFF << 56)) | (((r >> 56) & 0xF0) << 56)).to_be_bytes();
+            (Some(b), 1 + (xorshift(x) % 100) as usize)
+        }
+        Scan::Full => (None, usize::MAX),
+    };
+    let mut n = 0usize;
+    let mut last = [0u8; 8];
+    let start = from
+        .as_ref()
+        .map_or(Bound::Unbounded, |b| Bound::Included(&b[..]));
+    h.scan(start, &mut |k, _v| {
+        let k: [u8; 8] = k.try_into().expect("8-byte keys");
+        assert!(n == 0 || k > last, "keys ascend");
+        last = k;
+        n += 1;
+        if n >= want {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    n
+}
+
+fn run(h: &Hyperion, w: Writer, kind: Scan, secs: f64, seed: u64, loaded: usize) -> Sample {
+    let start = Barrier::new(2);
+    let stop = AtomicBool::new(false);
+    let writes = AtomicU64::new(0);
+    let capped = AtomicBool::new(false);
+    let mut lat = Vec::with_capacity(1 << 16);
+    let mut elapsed = Duration::ZERO;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut x = seed | 1;
+            start.wait();
+            let mut n = 0u64;
+            if w != Writer::None {
+                let b = if w == Writer::Same { 0u64 } else { 1 };
+                let cap = Instant::now() + Duration::from_secs_f64(secs + 20.0);
+                while !stop.load(Ordering::Relaxed) {
+                    if n.is_multiple_of(256) && Instant::now() >= cap {
+                        capped.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    let r = xorshift(&mut x);
+                    let k = ((r & !(0xFF << 56)) | (((r >> 56) & 0xF0 | b) << 56)).to_be_bytes();
+                    h.insert(&k, &r.to_le_bytes()).unwrap();
+                    n += 1;
+                }
+            }
+            writes.store(n, Ordering::Relaxed);
+        });
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        start.wait();
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs_f64(secs);
+        loop {
+            let t = Instant::now();
+            let n = scan_once(h, kind, &mut x);
+            lat.push(t.elapsed().as_nanos() as u64);
+            if kind == Scan::Full {
+                assert!(n >= loaded, "a full scan saw {n} of {loaded} loaded keys");
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        elapsed = t0.elapsed();
+        stop.store(true, Ordering::Relaxed);
+    });
+    let scans = lat.len();
+    lat.sort_unstable();
+    let q = |f: f64| lat[((lat.len() as f64 * f) as usize).min(lat.len() - 1)];
+    let s = Sample {
+        scans_per_s: scans as f64 / elapsed.as_secs_f64(),
+        p50: q(0.5),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: lat.last().copied().unwrap_or(0),
+        writes: writes.load(Ordering::Relaxed),
+    };
+    eprintln!(
+        "{kind:?} {w:?}: {scans} scans in {:.1} s, {:.1}/s, p50 {} p99 {} p99.9 {} max {} ns{}",
+        elapsed.as_secs_f64(),
+        s.scans_per_s,
+        s.p50,
+        s.p99,
+        s.p999,
+        s.max,
+        if capped.load(Ordering::Relaxed) {
+            " (capped: the writer stopped while a scan waited)"
+        } else {
+            ""
+        }
+    );
+    s
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("KEYS"));
+    let secs: f64 = args.next().map_or(2.0, |a| a.parse().expect("SECS"));
+    let rounds: usize = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
+    let h = Hyperion::new();
+    let mut x = 0x5EED_1234_ABCD_0001u64;
+    for _ in 0..n {
+        let r = xorshift(&mut x);
+        h.insert(&r.to_be_bytes(), &r.to_le_bytes()).unwrap();
+    }
+    let loaded = h.len();
+    eprintln!("loaded {loaded} keys; {secs} s per run, {rounds} rounds");
+    let mut configs = Vec::new();
+    for kind in [Scan::Short, Scan::Full] {
+        for w in [Writer::None, Writer::Other, Writer::Same] {
+            configs.push((kind, w));
+        }
+    }
+    let mut res: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
+    for r in 0..rounds {
+        for (i, &(kind, w)) in configs.iter().enumerate() {
+            res[i].push(run(
+                &h,
+                w,
+                kind,
+                secs,
+                77 + r as u64 * 31 + i as u64,
+                loaded,
+            ));
+        }
+    }
+    println!(
+        "scan   writer      scans/s     p50_ns     p99_ns    p999_ns      max_ns  writer_Mops (medians of {rounds})"
+    );
+    for (i, &(kind, w)) in configs.iter().enumerate() {
+        let s = &res[i];
+        let m = |f: &dyn Fn(&Sample) -> f64| median(s.iter().map(f).collect());
+        println!(
+            "{:<6} {:<7} {:>11.1} {:>10.0} {:>10.0} {:>10.0} {:>11.0} {:>12.3}",
+            format!("{kind:?}"),
+            format!("{w:?}"),
+            m(&|s| s.scans_per_s),
+            m(&|s| s.p50 as f64),
+            m(&|s| s.p99 as f64),
+            m(&|s| s.p999 as f64),
+            m(&|s| s.max as f64),
+            m(&|s| s.writes as f64 / secs / 1e6),
+        );
+    }
+}
