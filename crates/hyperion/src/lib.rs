@@ -198,8 +198,9 @@ impl Hyperion {
     /// Optimistic: the lookup takes no lock; it copies the value into a (thread-local)
     /// buffer and validates the arena's version, and `f` runs on that validated copy with
     /// no lock held. After a few attempts invalidated by writers of the same arena it
-    /// falls back to the arena's read lock (then `f` runs under it: it must be short and
-    /// must not call back into the index).
+    /// falls back to the arena's lock, taken exclusively (the shared side can starve under
+    /// a continuous writer; `f` then runs under it: it must be short and must not call
+    /// back into the index).
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if key.len() > api::MAX_KEY_LEN {
             return None;
