@@ -151,6 +151,16 @@ pub(crate) fn seek_before(chunk: &[u8], k0: u8) -> (usize, u8) {
     }
 }
 
+/// The key of the first entry of a container's jump table above `k0` (`None`: no such
+/// entry, or no table).
+pub(crate) fn next_entry_key(chunk: &[u8], k0: u8) -> Option<u8> {
+    (0..GROUP * groups(chunk))
+        .map(|i| entry(chunk, i))
+        .take_while(|&(_, off)| off != 0)
+        .map(|(k, _)| k)
+        .find(|&k| k > k0)
+}
+
 /// The entries of a container's jump table: `(key, offset)`.
 #[cfg(test)]
 pub(crate) fn entries(chunk: &[u8]) -> Vec<(u8, usize)> {
