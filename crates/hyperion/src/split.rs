@@ -29,7 +29,7 @@ use crate::arena::ArenaInner;
 use crate::cjt::payload_start;
 use crate::edit::Txn;
 use crate::mm::{Hp, MemoryManager};
-use crate::node::{HEADER, parse, set_used, used, write_header};
+use crate::node::{HEADER, jump_successor, parse, set_used, used, write_header};
 use crate::write::CPath;
 
 /// Split threshold `a` (bytes): the paper's 16 KiB.
@@ -51,7 +51,7 @@ pub(crate) fn set_split_delay(chunk: &mut [u8], s: usize) {
 
 /// Where a container of `used` bytes would be cut: the offset of the first T-Node of the
 /// 32-key range whose start balances the parts best, and that range's slot; `None` when
-/// all T-Nodes are in one range.
+/// all T-Nodes are in one range. Passes the T-Nodes by their jump successors.
 pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
     let ps = payload_start(buf);
     let mut pos = ps;
@@ -70,6 +70,13 @@ pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
             }
             prev_slot = Some(slot);
             prev = n.key;
+            // Skip the T-Node's S-Nodes by its jump successor: a container that cannot be
+            // split and has reached the largest threshold (`S` = 3) is looked at again
+            // after every insert, so this walk passes T-Nodes only, not every node.
+            if let Some(d) = jump_successor(buf, pos) {
+                pos += d;
+                continue;
+            }
         }
         pos = n.next;
     }
