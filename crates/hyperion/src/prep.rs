@@ -17,6 +17,23 @@
 //! before it; and a proper prefix's output is a prefix of the longer key's output except
 //! for its zero-padded last byte, which is no larger. Scans decode keys back
 //! ([`decode`]), so users see only their own keys.
+//!
+//! # Keys with long shared prefixes
+//!
+//! The transform moves key bytes 1–3 into four bytes, so an 8-byte key's last two bytes
+//! become one container level of their own: sequential integers (or any keys that share
+//! their first six bytes) put up to 65,536 keys into one container, where without
+//! pre-processing at most 256 keys end in a container. Nothing here is special-cased for
+//! that; the paper's §3.3 structures bound the work, in every insert order: the container
+//! is split into parts of one 32-key T-Node range each (`split.rs`), every part has a
+//! container jump table from its split on (a search passes fewer than 8 T-Nodes,
+//! `cjt.rs`), and every T-Node with 32 or more S-Nodes has a T-Node jump table (a search
+//! passes fewer than 32 S-Nodes, `tjt.rs`) — built when a writer's new S-Node or T-Node
+//! makes a group or run long, not only when a writer passes it, since a writer inserting
+//! in front (descending keys) passes nothing. Issue #22 (a quadratic load of sequential
+//! keys with pre-processing) was a linear scan of that container by every insert and
+//! lookup; `tests::prep_sequential_keys_bounded_search_work` bounds the work per search
+//! after loads in three orders.
 
 /// Transforms `key` into `out` (cleared first).
 pub(crate) fn encode(key: &[u8], out: &mut Vec<u8>) {

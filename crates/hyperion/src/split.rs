@@ -24,6 +24,9 @@
 //! skipped (the insert that triggered it has already succeeded) and tried again on the
 //! next insert. An unsplit container becomes the chain's slot-0 part and the part above
 //! the cut; a part of a chain is cut in two, the upper half going to the cut's slot.
+//! Both parts then get container jump tables (`cjt.rs`). A container that cannot be split
+//! and has reached `S` = 3 is looked at again after every insert, so [`best_cut`] passes
+//! its T-Nodes by their jump successors instead of parsing every node.
 
 use crate::arena::ArenaInner;
 use crate::cjt::payload_start;
@@ -120,7 +123,7 @@ impl ArenaInner {
         crate::write::fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
         let chained = self.mm.is_chain(c.link);
         // The lower part: the payload before the cut, without the jump table (both parts
-        // start without one; writers rebuild them as needed).
+        // are given new ones once the split is done).
         let lower_len = HEADER + pos - ps;
         let lower: Option<Vec<u8>> = (!chained).then(|| {
             let mut l = vec![0u8; HEADER];

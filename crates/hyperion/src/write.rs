@@ -25,8 +25,10 @@
 //!    container jump table's entries shift (`cjt.rs`), and the jump fields — successor
 //!    and T-Node jump table (`tjt.rs`) — of the T-Node whose group changed are recomputed
 //!    ([`fix_jumps`]).
-//! 4. After the write, a T-Node whose S-Nodes the writer passed at length gets a T-Node
-//!    jump table (`tjt.rs`), a container whose T-Nodes it passed at length a rebuilt
+//! 4. After the write, a T-Node whose S-Nodes the writer passed at length, or whose group
+//!    its new S-Node made long, gets a T-Node jump table (`tjt.rs`), a container whose
+//!    T-Nodes it passed at length, or whose run of T-Nodes between two table entries
+//!    its new T-Node made long, a rebuilt
 //!    container jump table (`cjt.rs`), and a large container may be split (`split.rs`).
 //!
 //! # Failure
