@@ -54,6 +54,23 @@ fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {
             ks
         }
         "rand-int" => (0..n).map(|_| be(next())).collect(),
+        // Keys `w t s` + a unique 100-byte suffix, `t < 32`: one container whose T-Nodes
+        // are all in one 32-key range (it cannot be split), its S-Nodes holding
+        // path-compressed suffixes, so it grows far past the largest split threshold.
+        "wide-suffix" => {
+            let mut ks: Vec<Vec<u8>> = (0..n.min(8192) as u64)
+                .map(|i| {
+                    let mut k = vec![b'w', (i >> 8) as u8, i as u8];
+                    k.extend((0..100u64).map(|j| (i.wrapping_mul(31) ^ j) as u8));
+                    k
+                })
+                .collect();
+            for i in (1..ks.len()).rev() {
+                let j = (next() % (i as u64 + 1)) as usize;
+                ks.swap(i, j);
+            }
+            ks
+        }
         _ => panic!(
             "data set: seq-int, rev-int, seq-hi, stride-256, stride-64k, seq-32, prefix-16, dense-shuf or rand-int"
         ),
