@@ -20,10 +20,15 @@
 //! Every splice of a container shifts the entries behind it by its length difference
 //! ([`shift`]); an entry naming the T-Node a splice inserts before, or deletes, is moved to
 //! the old T-Node's new offset, or to the following T-Node (or dropped). A writer that
-//! passes 8 or more T-Nodes after the table's entry (the paper's trigger) rebuilds the
+//! passes 8 or more T-Nodes after the table's entry (the paper's trigger), or adds a
+//! T-Node that makes the run of T-Nodes from the entry below it to the next entry 8 or
+//! longer (counted by jump successors, stopping at 8: a writer inserting in front of what
+//! it would pass — descending keys — passes nothing, issue #22), rebuilds the
 //! table after its write ([`crate::arena::ArenaInner::rebuild_cjt`]) with an entry for
 //! every T-Node, or 49 evenly spaced when there are more; with 49 entries and at most 256
-//! T-Nodes a search passes at most 6 T-Nodes, so a full table is not rebuilt again. (The
+//! T-Nodes a search passes at most 6 T-Nodes, so a full table is not rebuilt again
+//! until new T-Nodes lengthen a run. Both parts of a container split get a table at
+//! once (`split.rs`): a part no writer passes again would otherwise keep none. (The
 //! paper fixes the 49-entry maximum and the trigger, not the spacing. One entry per
 //! T-Node up to 49 makes a search in a container of at most 49 T-Nodes — every part of
 //! a split root container of random integers holds 32 — start at its own T-Node: one
@@ -149,6 +154,16 @@ pub(crate) fn seek_before(chunk: &[u8], k0: u8) -> (usize, u8) {
         Some(k) => seek(chunk, k),
         None => (payload_start(chunk), 0),
     }
+}
+
+/// The key of the first entry of a container's jump table above `k0` (`None`: no such
+/// entry, or no table).
+pub(crate) fn next_entry_key(chunk: &[u8], k0: u8) -> Option<u8> {
+    (0..GROUP * groups(chunk))
+        .map(|i| entry(chunk, i))
+        .take_while(|&(_, off)| off != 0)
+        .map(|(k, _)| k)
+        .find(|&k| k > k0)
 }
 
 /// The entries of a container's jump table: `(key, offset)`.

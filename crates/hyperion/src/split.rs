@@ -24,12 +24,15 @@
 //! skipped (the insert that triggered it has already succeeded) and tried again on the
 //! next insert. An unsplit container becomes the chain's slot-0 part and the part above
 //! the cut; a part of a chain is cut in two, the upper half going to the cut's slot.
+//! Both parts then get container jump tables (`cjt.rs`). A container that cannot be split
+//! and has reached `S` = 3 is looked at again after every insert, so [`best_cut`] passes
+//! its T-Nodes by their jump successors instead of parsing every node.
 
 use crate::arena::ArenaInner;
 use crate::cjt::payload_start;
 use crate::edit::Txn;
 use crate::mm::{Hp, MemoryManager};
-use crate::node::{HEADER, parse, set_used, used, write_header};
+use crate::node::{HEADER, jump_successor, parse, set_used, used, write_header};
 use crate::write::CPath;
 
 /// Split threshold `a` (bytes): the paper's 16 KiB.
@@ -51,7 +54,7 @@ pub(crate) fn set_split_delay(chunk: &mut [u8], s: usize) {
 
 /// Where a container of `used` bytes would be cut: the offset of the first T-Node of the
 /// 32-key range whose start balances the parts best, and that range's slot; `None` when
-/// all T-Nodes are in one range.
+/// all T-Nodes are in one range. Passes the T-Nodes by their jump successors.
 pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
     let ps = payload_start(buf);
     let mut pos = ps;
@@ -70,6 +73,13 @@ pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
             }
             prev_slot = Some(slot);
             prev = n.key;
+            // Skip the T-Node's S-Nodes by its jump successor: a container that cannot be
+            // split and has reached the largest threshold (`S` = 3) is looked at again
+            // after every insert, so this walk passes T-Nodes only, not every node.
+            if let Some(d) = jump_successor(buf, pos) {
+                pos += d;
+                continue;
+            }
         }
         pos = n.next;
     }
@@ -113,7 +123,7 @@ impl ArenaInner {
         crate::write::fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
         let chained = self.mm.is_chain(c.link);
         // The lower part: the payload before the cut, without the jump table (both parts
-        // start without one; writers rebuild them as needed).
+        // are given new ones once the split is done).
         let lower_len = HEADER + pos - ps;
         let lower: Option<Vec<u8>> = (!chained).then(|| {
             let mut l = vec![0u8; HEADER];
@@ -160,6 +170,11 @@ impl ArenaInner {
             self.relink(path, ci, base);
         }
         txn.commit(&mut self.mm);
+        // Both parts get their jump tables now: a part that no writer passes at length
+        // again (the lower part, under ascending keys) would otherwise keep none, and
+        // every search in it would pass up to 31 T-Nodes (issue #22).
+        self.rebuild_cjt(if chained { c.hp } else { base.slot(0) });
+        self.rebuild_cjt(base.slot(slot));
     }
 }
 

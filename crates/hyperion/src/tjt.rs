@@ -31,6 +31,13 @@
 //! placeholders are inserted, in one splice. The paper gives no threshold; 32 S-Nodes
 //! (about 300–600 bytes of 8-byte-valued S-Nodes, five to ten cache lines) keeps the table's
 //! 30 bytes and its placeholders (at most 30 more) under a tenth of the group it serves.
+//! A writer that adds an S-Node to a T-Node without a table also counts the S-Nodes
+//! after the new one (stopping at the threshold) and builds the table when the group has
+//! [`BUILD_HOPS`] or more: a writer inserting in front of what it would pass (descending
+//! keys) passes nothing, and without this its T-Node never got a table, so every later
+//! search scanned up to 256 S-Nodes (issue #22; `prep::tests::
+//! prep_sequential_keys_bounded_search_work`). So every T-Node of a container's own
+//! payload with [`BUILD_HOPS`] or more S-Nodes has a table, whatever the insert order.
 //!
 //! # Maintenance
 //!

@@ -25,8 +25,10 @@
 //!    container jump table's entries shift (`cjt.rs`), and the jump fields — successor
 //!    and T-Node jump table (`tjt.rs`) — of the T-Node whose group changed are recomputed
 //!    ([`fix_jumps`]).
-//! 4. After the write, a T-Node whose S-Nodes the writer passed at length gets a T-Node
-//!    jump table (`tjt.rs`), a container whose T-Nodes it passed at length a rebuilt
+//! 4. After the write, a T-Node whose S-Nodes the writer passed at length, or whose group
+//!    its new S-Node made long, gets a T-Node jump table (`tjt.rs`), a container whose
+//!    T-Nodes it passed at length, or whose run of T-Nodes between two table entries
+//!    its new T-Node made long, a rebuilt
 //!    container jump table (`cjt.rs`), and a large container may be split (`split.rs`).
 //!
 //! # Failure
@@ -191,9 +193,9 @@ pub(crate) struct Loc {
     /// The S-Node (if the key has a second byte and the T-Node exists).
     s: Option<SLoc>,
     /// T-Nodes passed (after the jump table's entry).
-    hops: usize,
+    pub(crate) hops: usize,
     /// S-Nodes passed in the T-Node's group (after its jump table's destination).
-    s_hops: usize,
+    pub(crate) s_hops: usize,
 }
 
 struct SLoc {
@@ -202,6 +204,47 @@ struct SLoc {
     ss: usize,
     /// The S-Node's end, if found.
     se: Option<usize>,
+}
+
+/// The S-Nodes from `pos` (up to the next T-Node or `end`), counted up to `limit`.
+fn count_s_nodes(buf: &[u8], mut pos: usize, end: usize, limit: usize) -> usize {
+    let mut n = 0;
+    while n < limit && pos < end && is_s(buf[pos]) {
+        n += 1;
+        pos = parse(buf, pos, 0).next;
+    }
+    n
+}
+
+/// The T-Nodes of a container's own payload from `pos` (a T-Node whose previous sibling
+/// has key `prev`, or `end`) whose keys are below `stop` (all if `None`), counted up to
+/// `limit`; T-Node groups are skipped by their jump successors.
+fn count_t_nodes(
+    buf: &[u8],
+    mut pos: usize,
+    end: usize,
+    mut prev: u8,
+    stop: Option<u8>,
+    limit: usize,
+) -> usize {
+    let mut n = 0;
+    while n < limit && pos < end {
+        if is_s(buf[pos]) {
+            pos = parse(buf, pos, 0).next;
+            continue;
+        }
+        let key = key_at(buf, pos, prev);
+        if stop.is_some_and(|s| key >= s) {
+            break;
+        }
+        n += 1;
+        prev = key;
+        pos = match jump_successor(buf, pos) {
+            Some(d) => pos + d,
+            None => parse(buf, pos, 0).next,
+        };
+    }
+    n
 }
 
 /// Finds `k0` (and `k1`) in the payload level `l` of `buf` (a container's own payload
@@ -425,10 +468,39 @@ impl ArenaInner {
         let loc = locate(buf, &l, sub[0], sub.get(1).copied());
         let n = path[ci].levels.len();
         // T-Node jump tables (§3.3) for the T-Nodes of the containers' own payloads whose
-        // S-Nodes this writer scanned at length.
+        // S-Nodes this writer scanned at length — or, where it adds an S-Node to a T-Node
+        // without a table, whose group this makes long: a writer inserting in front of
+        // what it would pass (descending keys) passes nothing, and its T-Node would never
+        // get a table that every later search needs. Counting the group's S-Nodes after
+        // the new one stops at the threshold, so a writer never counts more than
+        // `BUILD_HOPS` S-Nodes in all.
+        let group_s = match (&loc.t_end, &loc.s) {
+            (Some(_), Some(s)) if n == 1 && s.se.is_none() && buf[loc.ts] & 1 == 0 => {
+                let limit = tjt::BUILD_HOPS.saturating_sub(loc.s_hops + 1);
+                loc.s_hops + 1 + count_s_nodes(buf, s.ss, l.end, limit)
+            }
+            _ => loc.s_hops,
+        };
+        // Likewise the container jump table (§3.3) of an extended container that gets a
+        // new T-Node: rebuilt when the T-Nodes from the table's entry below the new one to
+        // its next entry (or the end) reach `REBUILD_HOPS` — the T-Nodes a search passes.
+        let cjt_due = n == 1
+            && loc.t_end.is_none()
+            && MemoryManager::is_extended(path[ci].hp)
+            && loc.hops
+                + 1
+                + count_t_nodes(
+                    buf,
+                    loc.ts,
+                    l.end,
+                    loc.prev_t,
+                    cjt::next_entry_key(buf, sub[0]),
+                    cjt::REBUILD_HOPS.saturating_sub(loc.hops + 1),
+                )
+                >= cjt::REBUILD_HOPS;
         for (i, c) in path.iter().enumerate() {
             let hops = if i == ci && n == 1 {
-                loc.s_hops
+                group_s
             } else {
                 c.levels[0].s_hops
             };
@@ -565,7 +637,7 @@ impl ArenaInner {
             },
             true,
         )?;
-        if loc.hops >= cjt::REBUILD_HOPS {
+        if loc.hops >= cjt::REBUILD_HOPS || cjt_due {
             self.rebuild_cjt(path[ci].hp);
         }
         Ok(Some(path))
