@@ -227,6 +227,9 @@ pub(crate) struct Built {
 type SizedMaker =
     fn(&Settings, u64) -> std::result::Result<(Box<dyn OrderedKvIndex>, Option<StatsFn>), String>;
 
+/// Builds an ordered index with its probe and its statistics.
+type ProbedStatsMaker = fn(&Settings) -> (Box<dyn OrderedKvIndex>, Probe, StatsFn);
+
 /// How an entry builds its index.
 #[derive(Clone, Copy)]
 enum Maker {
@@ -243,8 +246,8 @@ enum Maker {
     OrderedSized(SizedMaker),
     /// An ordered index that reports [`IndexStats`].
     OrderedStats(fn(&Settings) -> (Box<dyn OrderedKvIndex>, StatsFn)),
-    /// An ordered index with a [`Probe`].
-    OrderedProbed(fn(&Settings) -> (Box<dyn OrderedKvIndex>, Probe)),
+    /// An ordered index with a [`Probe`] and [`IndexStats`].
+    OrderedProbedStats(ProbedStatsMaker),
 }
 
 /// One registered index.
@@ -366,14 +369,28 @@ fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, Probe) {
 /// A Cuckoo Trie (default configuration, as the facade builds it) shared with its probe:
 /// "expanding" while a growth freezes and copies its table (`CuckooTrie::is_growing`). A
 /// growth completes within the writes that take part in it, so nothing is left to settle.
-fn cuckoo_trie_probed() -> (Box<dyn OrderedKvIndex>, Probe) {
+fn cuckoo_trie_probed() -> (Box<dyn OrderedKvIndex>, Probe, StatsFn) {
     let ct = Arc::new(orrery::cuckoo_trie::CuckooTrie::new());
     let a = Arc::clone(&ct);
     let hooks = Hooks {
         expanding: Box::new(move || a.is_growing()),
         settle: Box::new(|| {}),
     };
-    (Box::new(ct), Arc::new(hooks))
+    let reader = Arc::clone(&ct);
+    let stats = move || {
+        let (entries, slots) = (reader.entries() as f64, reader.slots() as f64);
+        [
+            ("entries", entries),
+            ("slots", slots),
+            ("load_percent", 100.0 * entries / slots.max(1.0)),
+            // The paper's Fig 11 figure for the same nodes: the table at 85% load.
+            ("paper_m_bytes", entries * 16.0 / 0.85),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    };
+    (Box::new(ct), Arc::new(hooks), Arc::new(stats))
 }
 
 /// A Hyperion index with `config`, shared with a reader of its memory manager's breakdown
@@ -633,8 +650,9 @@ fn own_entries() -> Vec<Entry> {
                 }
                 // The facade's default configuration, plus its memory-manager statistics.
                 "hyperion" => Maker::OrderedStats(|_| hyperion_with_stats(hyperion_config(false))),
-                // The facade's default configuration, plus its growth probe.
-                "cuckoo-trie" => Maker::OrderedProbed(|_| cuckoo_trie_probed()),
+                // The facade's default configuration, plus its growth probe and its
+                // table's statistics.
+                "cuckoo-trie" => Maker::OrderedProbedStats(|_| cuckoo_trie_probed()),
                 _ => Maker::Facade(name),
             };
             Entry {
@@ -742,8 +760,9 @@ impl Resolved {
                 }
             }
             Maker::Point(f) => (AnyIndex::Point(f(settings)), None),
-            Maker::OrderedProbed(f) => {
-                let (i, p) = f(settings);
+            Maker::OrderedProbedStats(f) => {
+                let (i, p, s) = f(settings);
+                stats = Some(s);
                 (AnyIndex::Ordered(i), Some(p))
             }
             Maker::PointProbed(f) => {
@@ -919,6 +938,27 @@ mod tests {
 
     /// `hyperion` and `hyperion-prep` report their memory manager's breakdown, which grows
     /// with the keys; pre-processing keeps the keys and their order.
+    #[test]
+    fn cuckoo_trie_reports_its_table_load() {
+        let b = resolve("cuckoo-trie")
+            .unwrap()
+            .make_probed(&Settings::DEFAULT, 0)
+            .unwrap();
+        assert!(b.probe.is_some(), "the growth probe stays");
+        let stats = b.stats.expect("the cuckoo trie reports statistics");
+        for i in 0..20_000u64 {
+            b.index
+                .insert(&orrery::api::u64_key(i * 7919), b"v")
+                .unwrap();
+        }
+        let st = stats();
+        // 20K leaves and at least the root; at most every slot.
+        assert!(st["entries"] > 20_000.0, "{st:?}");
+        assert!(st["entries"] <= st["slots"], "{st:?}");
+        assert_eq!(st["load_percent"], 100.0 * st["entries"] / st["slots"]);
+        assert_eq!(st["paper_m_bytes"], st["entries"] * 16.0 / 0.85);
+    }
+
     #[test]
     fn hyperion_reports_mem_stats_and_prep_keeps_keys() {
         for name in ["hyperion", "hyperion-prep", "slb:hyperion"] {

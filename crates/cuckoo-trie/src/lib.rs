@@ -317,6 +317,19 @@ impl CuckooTrie {
         self.raw.check_invariants()
     }
 
+    /// Entries of the hash table: the trie's nodes (leaves, bitmap and jump nodes, the
+    /// root), counted at each update's commit. With [`CuckooTrie::slots`] it gives the
+    /// table's load factor; it is the node count the paper's Fig 11 memory figure is
+    /// computed from (the table at 85% load).
+    pub fn entries(&self) -> usize {
+        self.raw.entries()
+    }
+
+    /// Slots of the current table (4 entry places a 64-byte bucket).
+    pub fn slots(&self) -> usize {
+        self.raw.slots()
+    }
+
     /// Bytes held: the bucket array, and the record pools.
     pub fn memory_usage(&self) -> MemoryUsage {
         let (table, records) = self.raw.bytes();

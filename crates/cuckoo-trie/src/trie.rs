@@ -487,6 +487,12 @@ impl Raw {
         (self.counts.entries.fetch_add(delta, Ordering::Relaxed) + delta).max(0) as usize
     }
 
+    /// Slots (entry places) of the current table.
+    pub(crate) fn slots(&self) -> usize {
+        let g = orrery_core::sync::pin();
+        self.table(&g).bytes() / size_of::<crate::bucket::Bucket>() * crate::bucket::SLOTS
+    }
+
     /// `(table bytes, record bytes)`.
     pub(crate) fn bytes(&self) -> (usize, usize) {
         let g = orrery_core::sync::pin();
