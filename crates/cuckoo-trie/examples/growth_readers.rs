@@ -18,21 +18,9 @@ use std::time::{Duration, Instant};
 
 use orrery_cuckoo_trie::CuckooTrie;
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
-fn pct(v: &mut [u64]) -> String {
-    if v.is_empty() {
-        return "n/a".into();
-    }
-    v.sort_unstable();
-    let q = |f: f64| v[((v.len() as f64 * f) as usize).min(v.len() - 1)];
-    format!("{}/{}/{} ns (n={})", q(0.5), q(0.99), q(0.999), v.len())
-}
+#[path = "common/readers.rs"]
+mod readers;
+use readers::{Summary, pct, xorshift};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -58,40 +46,7 @@ fn main() {
         let hs: Vec<_> = (0..readers)
             .map(|r| {
                 let (ct, start, stop, loaded) = (&ct, &start, &stop, &loaded);
-                s.spawn(move || {
-                    let mut y = 0x2545_F491_4F6C_DD1Du64.wrapping_mul(r as u64 + 1);
-                    // (ops, secs) steady and growing; latency samples steady and growing.
-                    let (mut so, mut ss, mut go, mut gs) = (0u64, 0.0, 0u64, 0.0);
-                    let (mut sl, mut gl) = (Vec::new(), Vec::new());
-                    start.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        let e0 = ct.is_growing();
-                        let t0 = Instant::now();
-                        for j in 0..1024 {
-                            let k = &loaded[(xorshift(&mut y) % loaded.len() as u64) as usize];
-                            if j % 64 == 0 {
-                                let a = ct.is_growing();
-                                let t = Instant::now();
-                                assert!(ct.get_with(k, |_| ()).is_some());
-                                let ns = t.elapsed().as_nanos() as u64;
-                                match (a, ct.is_growing()) {
-                                    (false, false) => sl.push(ns),
-                                    (true, true) => gl.push(ns),
-                                    _ => {}
-                                }
-                            } else {
-                                assert!(ct.get_with(k, |_| ()).is_some());
-                            }
-                        }
-                        let dt = t0.elapsed().as_secs_f64();
-                        match (e0, ct.is_growing()) {
-                            (false, false) => (so, ss) = (so + 1024, ss + dt),
-                            (true, true) => (go, gs) = (go + 1024, gs + dt),
-                            _ => {}
-                        }
-                    }
-                    (so, ss, go, gs, sl, gl)
-                })
+                s.spawn(move || readers::read(ct, loaded, r, start, stop))
             })
             .collect();
         start.wait();
@@ -110,33 +65,19 @@ fn main() {
         stop.store(true, Ordering::Relaxed);
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let (mut steady, mut growing) = (0.0, 0.0);
-    let (mut sl, mut gl) = (Vec::new(), Vec::new());
-    let (mut ssecs, mut gsecs) = (0.0f64, 0.0f64);
-    for (so, ss, go, gs, s, g) in per_reader {
-        if ss > 0.0 {
-            steady += so as f64 / ss / 1e6;
-        }
-        if gs > 0.0 {
-            growing += go as f64 / gs / 1e6;
-        }
-        ssecs = ssecs.max(ss);
-        gsecs = gsecs.max(gs);
-        sl.extend(s);
-        gl.extend(g);
-    }
+    let mut sum = Summary::of(per_reader);
     println!(
         "keys {keys}, readers {readers}: writer inserted {inserted} keys, growth to {} MiB took {growth_secs:.3} s (the writer's longest insert)",
         ct.memory_usage().structure_bytes >> 20
     );
     println!(
-        "lookups: steady {steady:.3} Mops/s over {ssecs:.2} s, during growth {growing:.3} Mops/s over {gsecs:.2} s, ratio {}",
-        if steady > 0.0 && growing > 0.0 {
-            format!("{:.2}", growing / steady)
-        } else {
-            "n/a".into()
-        }
+        "lookups: steady {:.3} Mops/s over {:.2} s, during growth {:.3} Mops/s over {:.2} s, ratio {}",
+        sum.steady_mops,
+        sum.steady_secs,
+        sum.migrating_mops,
+        sum.migrating_secs,
+        sum.ratio()
     );
-    println!("latency steady: {}", pct(&mut sl));
-    println!("latency during growth: {}", pct(&mut gl));
+    println!("latency steady: {}", pct(&mut sum.steady_ns));
+    println!("latency during growth: {}", pct(&mut sum.migrating_ns));
 }

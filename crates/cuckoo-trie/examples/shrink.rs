@@ -19,21 +19,9 @@ use std::time::{Duration, Instant};
 
 use orrery_cuckoo_trie::CuckooTrie;
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
-fn pct(v: &mut [u64]) -> String {
-    if v.is_empty() {
-        return "n/a".into();
-    }
-    v.sort_unstable();
-    let q = |f: f64| v[((v.len() as f64 * f) as usize).min(v.len() - 1)];
-    format!("{}/{}/{} ns (n={})", q(0.5), q(0.99), q(0.999), v.len())
-}
+#[path = "common/readers.rs"]
+mod readers;
+use readers::{Summary, pct, xorshift};
 
 /// The process's resident set in MiB (`VmRSS` of `/proc/self/status`; 0 if unreadable).
 fn rss_mib() -> u64 {
@@ -91,39 +79,7 @@ fn main() {
         let hs: Vec<_> = (0..readers)
             .map(|r| {
                 let (ct, start, stop) = (&ct, &start, &stop);
-                s.spawn(move || {
-                    let mut y = 0x2545_F491_4F6C_DD1Du64.wrapping_mul(r as u64 + 1);
-                    let (mut so, mut ss, mut go, mut gs) = (0u64, 0.0, 0u64, 0.0);
-                    let (mut sl, mut gl) = (Vec::new(), Vec::new());
-                    start.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        let e0 = ct.is_growing();
-                        let t0 = Instant::now();
-                        for j in 0..1024 {
-                            let k = &kept[(xorshift(&mut y) % kept.len() as u64) as usize];
-                            if j % 64 == 0 {
-                                let a = ct.is_growing();
-                                let t = Instant::now();
-                                assert!(ct.get_with(k, |_| ()).is_some());
-                                let ns = t.elapsed().as_nanos() as u64;
-                                match (a, ct.is_growing()) {
-                                    (false, false) => sl.push(ns),
-                                    (true, true) => gl.push(ns),
-                                    _ => {}
-                                }
-                            } else {
-                                assert!(ct.get_with(k, |_| ()).is_some());
-                            }
-                        }
-                        let dt = t0.elapsed().as_secs_f64();
-                        match (e0, ct.is_growing()) {
-                            (false, false) => (so, ss) = (so + 1024, ss + dt),
-                            (true, true) => (go, gs) = (go + 1024, gs + dt),
-                            _ => {}
-                        }
-                    }
-                    (so, ss, go, gs, sl, gl)
-                })
+                s.spawn(move || readers::read(ct, kept, r, start, stop))
             })
             .collect();
         start.wait();
@@ -148,30 +104,16 @@ fn main() {
         st.shrinks,
         st.abandoned_shrinks
     );
-    let (mut steady, mut during) = (0.0, 0.0);
-    let (mut sl, mut gl) = (Vec::new(), Vec::new());
-    let (mut ssecs, mut gsecs) = (0.0f64, 0.0f64);
-    for (so, ss, go, gs, s, g) in per_reader {
-        if ss > 0.0 {
-            steady += so as f64 / ss / 1e6;
-        }
-        if gs > 0.0 {
-            during += go as f64 / gs / 1e6;
-        }
-        ssecs = ssecs.max(ss);
-        gsecs = gsecs.max(gs);
-        sl.extend(s);
-        gl.extend(g);
-    }
+    let mut sum = Summary::of(per_reader);
     println!(
-        "lookups ({readers} readers, writer removing): steady {steady:.3} Mops/s over {ssecs:.2} s, \
-         during a shrink {during:.3} Mops/s over {gsecs:.2} s, ratio {}",
-        if steady > 0.0 && during > 0.0 {
-            format!("{:.2}", during / steady)
-        } else {
-            "n/a".into()
-        }
+        "lookups ({readers} readers, writer removing): steady {:.3} Mops/s over {:.2} s, \
+         during a shrink {:.3} Mops/s over {:.2} s, ratio {}",
+        sum.steady_mops,
+        sum.steady_secs,
+        sum.migrating_mops,
+        sum.migrating_secs,
+        sum.ratio()
     );
-    println!("latency steady: {}", pct(&mut sl));
-    println!("latency during a shrink: {}", pct(&mut gl));
+    println!("latency steady: {}", pct(&mut sum.steady_ns));
+    println!("latency during a shrink: {}", pct(&mut sum.migrating_ns));
 }

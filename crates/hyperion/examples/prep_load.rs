@@ -15,14 +15,7 @@ use orrery_hyperion::{Config, Hyperion};
 
 /// This thread's CPU time in seconds (the machine is shared: wall time varies with load).
 fn cpu_now() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid, writable timespec; the clock id is a constant.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    assert_eq!(r, 0, "clock_gettime");
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    orrery_core::testing::clock::thread_cpu_secs()
 }
 
 fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {

@@ -94,6 +94,7 @@ mod tests {
     use crate::mm::MemoryManager;
     use crate::write::{descend, locate};
     use crate::{cjt, tjt};
+    use rand::seq::SliceRandom;
 
     #[test]
     fn prep_round_trip_and_order() {
@@ -167,14 +168,8 @@ mod tests {
     #[test]
     fn prep_sequential_keys_bounded_search_work() {
         let n: u64 = if cfg!(miri) { 3_000 } else { 20_000 };
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut shuffled: Vec<u64> = (0..n).collect();
-        for i in (1..shuffled.len()).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            shuffled.swap(i, (x % (i as u64 + 1)) as usize);
-        }
+        shuffled.shuffle(&mut orrery_core::testing::rng::rng(0x9E37_79B9_7F4A_7C15));
         let orders: [(&str, Vec<u64>); 3] = [
             ("ascending", (0..n).collect()),
             ("descending", (0..n).rev().collect()),

@@ -13,6 +13,7 @@
 use std::ops::{Bound, ControlFlow};
 
 use orrery_hyperion::{Config, Hyperion};
+use rand::seq::SliceRandom;
 
 fn keys_in(h: &Hyperion, rev: bool) -> Vec<u64> {
     let mut out = Vec::new();
@@ -33,14 +34,8 @@ fn keys_in(h: &Hyperion, rev: bool) -> Vec<u64> {
 #[test]
 fn prep_sequential_keys_in_every_order() {
     let n: u64 = 30_000;
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut shuffled: Vec<u64> = (0..n).collect();
-    for i in (1..shuffled.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        shuffled.swap(i, (x % (i as u64 + 1)) as usize);
-    }
+    shuffled.shuffle(&mut orrery_core::testing::rng::rng(0x2545_F491_4F6C_DD1D));
     let orders: [(&str, Vec<u64>); 3] = [
         ("ascending", (0..n).collect()),
         ("descending", (0..n).rev().collect()),
