@@ -20,7 +20,7 @@ use orrery_cuckoo_trie::CuckooTrie;
 
 #[path = "common/readers.rs"]
 mod readers;
-use readers::{Summary, pct, xorshift};
+use readers::{Summary, xorshift};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -70,14 +70,5 @@ fn main() {
         "keys {keys}, readers {readers}: writer inserted {inserted} keys, growth to {} MiB took {growth_secs:.3} s (the writer's longest insert)",
         ct.memory_usage().structure_bytes >> 20
     );
-    println!(
-        "lookups: steady {:.3} Mops/s over {:.2} s, during growth {:.3} Mops/s over {:.2} s, ratio {}",
-        sum.steady_mops,
-        sum.steady_secs,
-        sum.migrating_mops,
-        sum.migrating_secs,
-        sum.ratio()
-    );
-    println!("latency steady: {}", pct(&mut sum.steady_ns));
-    println!("latency during growth: {}", pct(&mut sum.migrating_ns));
+    sum.print("lookups", "growth");
 }

@@ -21,7 +21,7 @@ use orrery_cuckoo_trie::CuckooTrie;
 
 #[path = "common/readers.rs"]
 mod readers;
-use readers::{Summary, pct, xorshift};
+use readers::{Summary, xorshift};
 
 /// The process's resident set in MiB (`VmRSS` of `/proc/self/status`; 0 if unreadable).
 fn rss_mib() -> u64 {
@@ -105,15 +105,8 @@ fn main() {
         st.abandoned_shrinks
     );
     let mut sum = Summary::of(per_reader);
-    println!(
-        "lookups ({readers} readers, writer removing): steady {:.3} Mops/s over {:.2} s, \
-         during a shrink {:.3} Mops/s over {:.2} s, ratio {}",
-        sum.steady_mops,
-        sum.steady_secs,
-        sum.migrating_mops,
-        sum.migrating_secs,
-        sum.ratio()
+    sum.print(
+        &format!("lookups ({readers} readers, writer removing)"),
+        "a shrink",
     );
-    println!("latency steady: {}", pct(&mut sum.steady_ns));
-    println!("latency during a shrink: {}", pct(&mut sum.migrating_ns));
 }

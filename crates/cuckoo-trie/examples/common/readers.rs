@@ -20,7 +20,7 @@ pub(crate) fn xorshift(x: &mut u64) -> u64 {
 }
 
 /// p50/p99/p999 of `v` (sorted in place).
-pub(crate) fn pct(v: &mut [u64]) -> String {
+fn pct(v: &mut [u64]) -> String {
     if v.is_empty() {
         return "n/a".into();
     }
@@ -117,6 +117,21 @@ impl Summary {
             s.migrating_ns.extend(t.migrating_ns);
         }
         s
+    }
+
+    /// Prints the throughput line (`head`, then steady and `during` figures) and both
+    /// latency lines.
+    pub(crate) fn print(&mut self, head: &str, during: &str) {
+        println!(
+            "{head}: steady {:.3} Mops/s over {:.2} s, during {during} {:.3} Mops/s over {:.2} s, ratio {}",
+            self.steady_mops,
+            self.steady_secs,
+            self.migrating_mops,
+            self.migrating_secs,
+            self.ratio()
+        );
+        println!("latency steady: {}", pct(&mut self.steady_ns));
+        println!("latency during {during}: {}", pct(&mut self.migrating_ns));
     }
 
     /// Migrating over steady throughput, or "n/a".
