@@ -152,13 +152,13 @@ mod tests {
         (t_hops, s_hops)
     }
 
-    /// Issue #22: with pre-processing, sequential 8-byte keys share their first five
-    /// encoded bytes, so their last two bytes form one container level of up to 65,536
-    /// keys (without it, at most 256 keys end in a container). Before jump successors,
-    /// jump tables and splits, every insert and lookup scanned that container from its
-    /// start: a quadratic load (95 CPU-s for 40K keys, 0.2 s without pre-processing).
-    /// And a writer that inserts in front of what it would have passed (descending keys)
-    /// never triggered the jump tables, so lookups scanned up to 256 S-Nodes each.
+    /// With pre-processing, sequential 8-byte keys share their first five encoded bytes,
+    /// so their last two bytes form one container level of up to 65,536 keys (without it,
+    /// at most 256 keys end in a container): only jump successors, jump tables and splits
+    /// keep a search in it short, and they must be built whatever the insert order (a
+    /// writer inserting in front of what it would pass, as descending keys do, passes
+    /// nothing). History and figures: `docs/results/hyperion.md`, "Pre-processing and
+    /// sequential keys".
     ///
     /// Checks the work, not a speed: after loading such keys in ascending, descending and
     /// shuffled order, a search for any key passes fewer than [`cjt::REBUILD_HOPS`]
