@@ -25,18 +25,25 @@
 //! - Everything an optimistic reader may still be reading when a writer frees it — bin
 //!   memory unmapped or moved, bin directory tables, extended heap blocks, root values —
 //!   is retired through the epoch collector, not freed (`mm.rs`, "Optimistic readers").
-//! - **Scans** copy one batch from one trie under one arena's lock
-//!   ([`Arena::scan_lock`]): the shared side when it opens within [`WAIT_ROUNDS`] backoff
-//!   steps; else the scan announces itself in `scans_waiting` (writers about to take the
-//!   lock give way for at most [`GIVE_WAY_ROUNDS`] steps, [`Arena::write`]) and then takes
-//!   the exclusive side, competing with writers on equal terms, as a point read's fallback
-//!   does. So a continuous writer cannot starve a scan (the shared side of the
-//!   writer-preferring lock alone let it, for seconds to minutes), and a waiting scan
-//!   delays a writer by a bounded time. Scans are not optimistic (`docs/hyperion.md`,
-//!   "Concurrency protocol"): they exclude writers of the arena while they copy.
-//! - A scan locks only the arena of the trie it copies from: tries that are empty in the
+//! - Each trie also has a version (`View::tseq`), made odd after the arena's and even
+//!   before it by a write of a key of that trie; optimistic scans validate against it
+//!   ([`Arena::optimistic`], which says why that is sound).
+//! - **Scans** copy one batch from one trie at a time (`iter.rs`, "Locks and optimistic
+//!   copies"): under the arena's shared lock if it is free at once
+//!   ([`Arena::try_scan_lock`]); else optimistically ([`Arena::optimistic`]: pinned, the
+//!   walk on checked atomic reads, the trie's version validated before each pair is
+//!   kept), so neither a lock holder nor writers of the arena's other tries hold the scan
+//!   up, and the scan holds no writer up; after a few attempts torn by writes of that
+//!   very trie, under [`Arena::scan_lock`]: the shared side when it opens within
+//!   [`WAIT_ROUNDS`] backoff steps; else the scan announces itself in `scans_waiting`
+//!   (writers about to take the lock give way for at most [`GIVE_WAY_ROUNDS`] steps,
+//!   [`Arena::write`]) and then takes the exclusive side, competing with writers on equal
+//!   terms, as a point read's fallback does. So a continuous writer cannot starve a scan
+//!   (the shared side of the writer-preferring lock alone let it, for seconds to
+//!   minutes), and a waiting scan delays a writer by a bounded time.
+//! - A scan reads only the arena of the trie it copies from: tries that are empty in the
 //!   [`View`] (no root, no root value; [`Arena::trie_is_empty`]) and the empty key when
-//!   absent are skipped without the lock.
+//!   absent are skipped.
 //!
 //! No reader waits for writers of *other* arenas, and point readers of one arena never
 //! write a shared word (a pin writes the thread's own epoch record; a scan writes the
@@ -78,12 +85,21 @@ const WAIT_ROUNDS: usize = 24;
 /// get it ([`Arena::write`]).
 const GIVE_WAY_ROUNDS: usize = 2 * WAIT_ROUNDS;
 
+/// Spinning backoff steps an optimistic scan attempt ([`Arena::optimistic`]) waits for a
+/// write in progress before it counts as torn.
+const SCAN_SPINS: usize = 8;
+
 /// What optimistic readers of an arena read without its lock: the roots of its tries, its
 /// root values and its memory manager's bin directory. Written only by the holder of the
 /// write lock, while the arena's version is odd.
 pub(crate) struct View {
     /// The arena's version ([`SEQ`]): odd while a write changes the arena.
     seq: AtomicU64,
+    /// Trie `b`'s version ([`SEQ`]): odd while a write of a key of trie `b` changes the
+    /// arena (it is made odd after `seq` and even before it). Optimistic scans validate
+    /// against it, so writes to other tries of the arena do not tear them (see
+    /// [`Arena::optimistic`] for why that is sound).
+    tseq: [AtomicU64; 256],
     /// Trie `b`'s root container: `hp | 1 << 63`, or 0.
     roots: [AtomicU64; 256],
     /// The root values (trie `b`'s key `[b]`; index 256: the empty key): immutable boxed
@@ -96,6 +112,7 @@ impl View {
     fn new(dirs: Arc<Dirs>) -> View {
         View {
             seq: AtomicU64::new(0),
+            tseq: std::array::from_fn(|_| AtomicU64::new(0)),
             roots: std::array::from_fn(|_| AtomicU64::new(0)),
             vals: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             dirs,
@@ -130,6 +147,13 @@ impl View {
             }
             _ => opt::Probe::done(self.get(key, out, &|| true)),
         }
+    }
+
+    /// Trie `b`'s root container, if any (the caller is pinned and validates).
+    #[inline]
+    pub(crate) fn root(&self, b: u8) -> Option<Hp> {
+        let w = self.roots[usize::from(b)].load(Ordering::Acquire);
+        (w != 0).then(|| Hp::from_raw(w & !(1 << 63)))
     }
 
     /// The optimistic lookup of `key` (trie key space): its value copied into `out`.
@@ -248,6 +272,14 @@ impl Arena {
             return ScanGuard::Shared(g);
         }
         self.scan_lock_slow()
+    }
+
+    /// The shared side of the lock if it is free at once (no writer holds or waits for
+    /// it): a scan then copies under it, at the locked walk's speed, and delays a writer
+    /// that arrives meanwhile by at most that one copy.
+    #[inline]
+    pub(crate) fn try_scan_lock(&self) -> Option<ScanGuard<'_>> {
+        self.lock.try_read().map(ScanGuard::Shared)
     }
 
     /// [`Arena::scan_lock`] when a writer is in the way: the scan announces itself in
@@ -377,6 +409,46 @@ impl Arena {
         None
     }
 
+    /// One optimistic attempt of `f` on trie `b`: pinned in an epoch, with trie `b`'s
+    /// version read (spinning at most [`SCAN_SPINS`] steps while a write of the trie is
+    /// in progress) and validated after `f` — which gets the [`View`] and the validation,
+    /// to check on the way (before following an eHP, before keeping a pair, and
+    /// periodically in long walks). `Err(Torn)` when the version did not validate (or
+    /// stayed odd), or `f` found torn bytes.
+    ///
+    /// Validating trie `b`'s version, not the arena's, is sound because every byte a
+    /// reader of trie `b` follows belongs to trie `b` or is only ever copied, never
+    /// changed, by writes of other tries: a write changes the containers, out-of-line
+    /// blocks and root of its key's trie only ([`ArenaInner::write`]); the chunks it frees
+    /// or reuses are its own trie's; and when it moves a bin (growing it) or replaces a
+    /// directory table, the old memory keeps a copy of every other trie's bytes as they
+    /// were — unchanged since, or that trie's version moved — and is retired through the
+    /// epoch collector, not freed, while the reader is pinned.
+    #[inline]
+    pub(crate) fn optimistic<T>(
+        &self,
+        b: u8,
+        f: impl FnOnce(&View, &dyn Fn() -> bool) -> std::result::Result<T, opt::Torn>,
+    ) -> std::result::Result<T, opt::Torn> {
+        let seq = &self.view.tseq[usize::from(b)];
+        let _guard = orrery_core::sync::pin();
+        // A write in progress is waited out by spinning only (never yielding): the caller
+        // has the lock to fall back on, and a writer's change is short.
+        let backoff = orrery_core::sync::Backoff::new();
+        let mut v = SEQ.try_read(seq);
+        for _ in 0..SCAN_SPINS {
+            if v.is_some() {
+                break;
+            }
+            backoff.spin();
+            v = SEQ.try_read(seq);
+        }
+        let v = v.ok_or(opt::Torn)?;
+        let valid = || SEQ.validate(seq, v);
+        let r = f(&self.view, &valid)?;
+        if valid() { Ok(r) } else { Err(opt::Torn) }
+    }
+
     /// What optimistic readers read.
     #[inline]
     pub(crate) fn view(&self) -> &View {
@@ -484,13 +556,24 @@ impl ArenaInner {
         }
         // The change: the version is odd from here until it is published (even again, and
         // advanced) — also if it fails or unwinds.
-        struct Window(Arc<View>, u64);
+        // Trie `b`'s version too (none for the empty key, which is no trie's).
+        struct Window(Arc<View>, u64, Option<(usize, u64)>);
         impl Drop for Window {
             fn drop(&mut self) {
+                if let Some((b, t)) = self.2 {
+                    SEQ.write_end(&self.0.tseq[b], t);
+                }
                 SEQ.write_end(&self.0.seq, self.1);
             }
         }
-        let _window = Window(Arc::clone(&self.view), SEQ.write_begin(&self.view.seq));
+        let odd = SEQ.write_begin(&self.view.seq);
+        let trie = key.first().map(|&b| {
+            (
+                usize::from(b),
+                SEQ.write_begin(&self.view.tseq[usize::from(b)]),
+            )
+        });
+        let _window = Window(Arc::clone(&self.view), odd, trie);
         let r = self.decide(key, d, present);
         if let Some(&b) = key.first() {
             // Publish trie `b`'s root (the only one a write of `key` can change).
@@ -566,43 +649,23 @@ impl ArenaInner {
         visit: &mut node::Visit<'_>,
     ) -> ControlFlow<()> {
         let root = &self.roots[b as usize];
-        let key = [b];
-        let ok = |k: &[u8]| match (bound, desc) {
-            (Bound::Unbounded, _) => true,
-            (Bound::Included(x), false) => k >= x,
-            (Bound::Excluded(x), false) => k > x,
-            (Bound::Included(x), true) => k <= x,
-            (Bound::Excluded(x), true) => k < x,
-        };
-        if !desc
-            && let Some(v) = &root.val
-            && ok(&key)
-        {
-            visit(&key, v)?;
-        }
-        if let Some(hp) = root.hp {
-            buf.clear();
-            buf.push(b);
-            node::walk(&self.mm, hp, buf, bound, desc, visit)?;
-        }
-        if desc
-            && let Some(v) = &root.val
-            && ok(&key)
-        {
-            visit(&key, v)?;
-        }
-        ControlFlow::Continue(())
+        let flow = crate::iter::walk_trie(
+            &self.mm,
+            root.hp,
+            root.val.as_deref(),
+            b,
+            bound,
+            desc,
+            buf,
+            visit,
+        );
+        node::ok(flow)
     }
 
     /// What optimistic readers read (for tests).
     #[cfg(test)]
     pub(crate) fn view(&self) -> Arc<View> {
         Arc::clone(&self.view)
-    }
-
-    /// The empty key's value (arena 0 only).
-    pub(crate) fn empty(&self) -> Option<&[u8]> {
-        self.empty.as_deref()
     }
 }
 
@@ -685,6 +748,52 @@ mod tests {
         assert!(!arena.trie_is_empty(b'k'));
         assert!(arena.trie_is_empty(b'j'));
         assert!(arena.empty_is_absent());
+    }
+
+    /// Scans are optimistic per trie: while a writer holds the arena's lock in the middle
+    /// of a change of trie `k` (the arena's and trie `k`'s versions odd), a scan of trie
+    /// `j` of the same arena completes without the lock; a scan of trie `k` gives up its
+    /// optimistic attempts, waits for the lock (exclusively, the scan lock's fallback),
+    /// and then sees the holder's write.
+    #[test]
+    fn scan_torn_by_its_trie_falls_back_to_the_lock() {
+        use std::ops::ControlFlow;
+        let cfg = crate::Config::builder().arenas(1).build().unwrap();
+        let h = crate::Hyperion::with_config(cfg).unwrap();
+        for i in 0..100u8 {
+            h.insert(&[b'k', i], b"v").unwrap();
+        }
+        h.insert(b"j1", b"v").unwrap();
+        let arena = &h.arenas[0];
+        let prefix = |p: &[u8]| {
+            let mut got = Vec::new();
+            h.scan_prefix(p, &mut |k, _| {
+                got.push(k.to_vec());
+                ControlFlow::Continue(())
+            });
+            got
+        };
+        std::thread::scope(|s| {
+            let mut w = arena.lock.write();
+            let odd = SEQ.write_begin(&arena.view.seq);
+            let odd_k = SEQ.write_begin(&arena.view.tseq[usize::from(b'k')]);
+            assert_eq!(prefix(b"j"), [b"j1".to_vec()]);
+            assert_eq!(arena.scan_fallbacks(), 0);
+            let scanner = s.spawn(|| prefix(b"k"));
+            assert!(
+                orrery_core::sync::wait_until(std::time::Duration::from_secs(60), || {
+                    arena.scan_fallbacks() > 0
+                }),
+                "the scan of trie k gave up its optimistic attempts"
+            );
+            SEQ.write_end(&arena.view.tseq[usize::from(b'k')], odd_k);
+            SEQ.write_end(&arena.view.seq, odd);
+            put(&mut w, b"k\xff", b"v2");
+            drop(w);
+            let got = scanner.join().expect("scanner");
+            assert_eq!(got.len(), 101);
+            assert_eq!(got.last(), Some(&b"k\xff".to_vec()));
+        });
     }
 
     /// The byte layout of Fig 5/6/10: T-Node, S-Nodes, delta encoding, values.

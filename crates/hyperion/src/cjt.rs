@@ -37,7 +37,7 @@
 
 use crate::arena::ArenaInner;
 use crate::mm::{Hp, MemoryManager};
-use crate::node::{HEADER, jump_successor, parse, t_key, used};
+use crate::node::{Bytes, HEADER, R, jump_successor, ok, parse, t_key, u32_in, used};
 
 /// Entries per group.
 const GROUP: usize = 7;
@@ -92,23 +92,37 @@ fn set_entry(chunk: &mut [u8], i: usize, key: u8, off: usize) {
 /// `docs/results/hyperion.md`, 2026-11-27 08:00 profile).
 #[inline]
 pub(crate) fn seek(chunk: &[u8], k0: u8) -> (usize, u8) {
-    let n = GROUP * groups(chunk);
+    ok(seek_in(chunk, k0))
+}
+
+/// [`seek`] on any [`Bytes`] (an optimistic reader's block: at most 49 entries read,
+/// each checked).
+#[inline(always)]
+pub(crate) fn seek_in<B: Bytes>(chunk: B, k0: u8) -> R<(usize, u8)> {
+    let groups = usize::from(chunk.at(3)? & 7);
     let mut best = None;
-    for i in 0..n {
-        let (k, off) = entry(chunk, i);
+    for i in 0..GROUP * groups {
+        let e = u32_in(chunk, HEADER + 4 * i)?;
+        let (k, off) = (e as u8, (e >> 8) as usize);
         if off == 0 || k > k0 {
             break;
         }
         best = Some((k, off));
     }
-    match best {
+    Ok(match best {
         Some((k, off)) => {
             // The T-Node's jump table (up to 34 bytes on) may be on the next cache line.
-            orrery_core::prefetch(chunk.as_ptr().wrapping_add(off + 34));
-            (off, k.wrapping_sub((chunk[off] >> 2) & 7))
+            chunk.prefetch(off + 34);
+            (off, k.wrapping_sub((chunk.at(off)? >> 2) & 7))
         }
-        None => (payload_start(chunk), 0),
-    }
+        None => (HEADER + 4 * GROUP * groups, 0),
+    })
+}
+
+/// [`payload_start`] on any [`Bytes`].
+#[inline(always)]
+pub(crate) fn payload_start_in<B: Bytes>(chunk: B) -> R<usize> {
+    Ok(HEADER + 4 * GROUP * usize::from(chunk.at(3)? & 7))
 }
 
 /// Updates the entries of a container after a splice that replaced `[a, b)` of its own

@@ -2,9 +2,10 @@
 //! ordered walks over the first-byte tries.
 //!
 //! A refill walks the tries in key order from its bound (ascending, or descending from
-//! the back), each trie under its arena's lock (see "Locks"), and copies up to [`BATCH`]
-//! pairs into the iterator's reusable [`PairBatch`]. No lock is held between refills, so a user may
-//! keep an `Iter` while writing to the index. With key pre-processing the bounds are
+//! the back), each trie under its arena's shared lock or optimistically (see "Locks and
+//! optimistic copies"), and copies up to [`BATCH`] pairs into the iterator's reusable
+//! [`PairBatch`]. No lock is held between refills, so a user may keep an `Iter` while
+//! writing to the index. With key pre-processing the bounds are
 //! transformed into the trie's key space and keys decoded back as they are copied.
 //!
 //! # Cost of a refill
@@ -34,27 +35,49 @@
 //! inlined 8-byte moves instead of a `memmove` call each; the iterators keep the house
 //! [`PairBatch`].
 //!
-//! # Locks
+//! # Locks and optimistic copies
 //!
-//! A copy holds one arena's lock ([`crate::arena::Arena::scan_lock`]: shared, or
-//! exclusive when a writer kept the shared side closed, so that writers cannot starve
-//! it) while it walks one trie and copies into a batch; the user's visitor or loop body
-//! runs with no lock held. A copy locks only the arena of a trie it walks: empty tries
-//! and an absent empty key are skipped without a lock, and a bound `Excluded([t])` ends
-//! before trie `t`, whose arena is then not locked.
+//! A copy reads one trie at a time ([`Hyperion::copy_trie`]); the user's visitor or loop
+//! body runs with no lock held and nothing pinned. Per attempt:
+//!
+//! - if the trie's arena lock is free at once (`try_read`: no writer holds or waits for
+//!   it), the copy takes its shared side and walks the memory manager's slices — the
+//!   common, uncontended case keeps the locked walk's speed, and a writer that arrives
+//!   meanwhile waits for this one copy (at most a batch, [`SCAN_BATCH`] pairs);
+//! - otherwise it copies **optimistically**: pinned in an epoch, it reads trie `b`'s
+//!   version (`Arena::optimistic`), walks with [`crate::node::walk`] over
+//!   [`OptSrc`] — every byte a bounds-checked atomic load, values and suffixes copied
+//!   out, the version re-checked every [`crate::node::CHECK_EVERY`] steps so that a torn
+//!   child pointer cannot keep the walk going round a cycle — and validates the version
+//!   *before keeping each pair*: a pair is appended only when everything read so far was
+//!   consistent. A torn attempt therefore loses at most the pair it was on; the next
+//!   attempt seeks again after the last pair kept. Writers never wait for it;
+//! - after [`OPT_ATTEMPTS`] optimistic attempts in a row that kept fewer than
+//!   [`OPT_PROGRESS`] pairs each (writes of that very trie kept tearing them), the copy
+//!   takes the fair scan lock (`Arena::scan_lock`: the shared side, or the exclusive one
+//!   when writers kept it closed), so no scan retries forever or starves.
+//!
+//! Versions are per trie: a write of a key of trie `b` makes trie `b`'s version odd
+//! while it changes the arena, so writes to the arena's other tries do not tear a copy
+//! (why that is sound: `Arena::optimistic`). Empty tries and an absent empty key are
+//! skipped without reading the arena (its `View`), the empty key is read as a point read
+//! (`Arena::get_with`), and a bound `Excluded([t])` ends before trie `t`.
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
 use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
-use crate::arena::ArenaInner;
-use crate::{Hyperion, node, prep};
+use crate::arena::Arena;
+use crate::mm::Hp;
+use crate::node::{self, R, Src};
+use crate::opt::{OptSrc, Torn};
+use crate::{Hyperion, prep};
 
 /// Pairs copied per refill of an [`Iter`].
 pub const BATCH: usize = 64;
 
 /// Most pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
-/// [`Hyperion::scan_prefix`] (each trie's pairs under its arena's lock). Their copies
+/// [`Hyperion::scan_prefix`] (each trie's pairs in one copy). Their copies
 /// start at [`BATCH`] pairs and double up to this: a long scan seeks from the root once
 /// per 1,024 pairs, a short one copies at most about twice what it visits.
 pub const SCAN_BATCH: usize = 1024;
@@ -95,8 +118,8 @@ impl Hyperion {
 
     /// Copies into `out`, ascending, up to `max` pairs from `start` on, stopping before
     /// the first key past `end`. Returns the bound the next pairs start at (`None`: no
-    /// pair follows, or `end` was reached). Each trie is walked under its arena's lock
-    /// (`Arena::scan_lock`); no user code runs under it.
+    /// pair follows, or `end` was reached). Each trie is copied by [`Hyperion::copy_trie`]
+    /// (optimistic, or under its arena's lock); no user code runs during a copy.
     pub(crate) fn copy_front<S: Sink>(
         &self,
         start: Bound<&[u8]>,
@@ -108,21 +131,13 @@ impl Hyperion {
         let bound = bound.as_ref().map(Vec::as_slice);
         let end = self.to_trie(end);
         let end = end.as_ref().map(Vec::as_slice);
-        let before_end = |k: &[u8]| match end {
-            Bound::Unbounded => true,
-            Bound::Included(e) => k <= e,
-            Bound::Excluded(e) => k < e,
-        };
-        let mut scratch = Vec::new();
-        let mut last: Option<Vec<u8>> = None;
         let mut count = 0;
         let first = match bound {
             Bound::Unbounded | Bound::Included([]) => {
-                if before_end(&[])
+                if before(&[], end)
                     && !self.arenas[0].empty_is_absent()
-                    && let Some(v) = self.arenas[0].scan_lock().empty()
+                    && self.arenas[0].get_with(&[], |v| out.push(&[], v)).is_some()
                 {
-                    out.push(&[], v);
                     count += 1;
                 }
                 0
@@ -130,7 +145,7 @@ impl Hyperion {
             Bound::Included(k) | Bound::Excluded(k) => k.first().copied().unwrap_or(0),
         };
         // The last trie that may hold keys before `end`. (An end `Excluded([t])` ends
-        // before every key of trie `t`: its arena is not locked just to find that out.)
+        // before every key of trie `t`: its arena is not read just to find that out.)
         let top = match end {
             Bound::Unbounded => 255,
             Bound::Excluded(&[t]) => t.checked_sub(1)?,
@@ -140,36 +155,26 @@ impl Hyperion {
             },
         };
         let mut buf = Vec::new();
-        let mut past_end = false;
-        let unbounded = matches!(end, Bound::Unbounded);
         for b in first..=top {
             let arena = &self.arenas[b as usize % self.arenas.len()];
             if arena.trie_is_empty(b) {
                 continue;
             }
-            let a = arena.scan_lock();
-            let flow = walk_trie(&a, b, bound, false, &mut buf, &mut |k: &[u8], v: &[u8]| {
-                if !unbounded && !before_end(k) {
-                    past_end = true;
-                    return ControlFlow::Break(());
+            let how = Copy {
+                bound,
+                end,
+                desc: false,
+                decode: self.config.preprocess,
+            };
+            let (copied, n) = self.copy_trie(arena, b, how, max - count, out, &mut buf);
+            count += n;
+            match copied {
+                Copied::Done => {}
+                Copied::PastEnd => return None,
+                Copied::Full(last) => {
+                    let mut s = Vec::new();
+                    return Some(Bound::Excluded(self.user_key(&last, &mut s).to_vec()));
                 }
-                out.push(self.user_key(k, &mut scratch), v);
-                count += 1;
-                if count >= max {
-                    last = Some(k.to_vec());
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            });
-            drop(a);
-            if past_end {
-                return None;
-            }
-            if flow.is_break() {
-                let last = last.expect("set on break");
-                let mut s = Vec::new();
-                return Some(Bound::Excluded(self.user_key(&last, &mut s).to_vec()));
             }
         }
         None
@@ -177,7 +182,7 @@ impl Hyperion {
 
     /// Copies into `out`, ascending, the up to `max` pairs before `end` (the last ones).
     /// Returns the bound below which the previous pairs lie (`None`: none). Each trie is
-    /// walked under its arena's lock (`Arena::scan_lock`); no user code runs under it.
+    /// copied by [`Hyperion::copy_trie`]; no user code runs during a copy.
     pub(crate) fn copy_back<S: Sink>(
         &self,
         end: Bound<&[u8]>,
@@ -190,7 +195,7 @@ impl Hyperion {
         // `out` ascending.
         let mut desc = ScanBatch::default();
         // The last trie that may hold keys before the bound (`Excluded([t])`: trie `t`
-        // holds none, and its arena is not locked).
+        // holds none, and its arena is not read).
         let top = match bound {
             Bound::Unbounded => Some(255u8),
             Bound::Excluded(&[t]) => t.checked_sub(1),
@@ -204,29 +209,24 @@ impl Hyperion {
                 if arena.trie_is_empty(b) {
                     continue;
                 }
-                let a = arena.scan_lock();
-                let flow = walk_trie(&a, b, bound, true, &mut buf, &mut |k: &[u8], v: &[u8]| {
-                    desc.push(k, v);
-                    if desc.len() >= max {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    }
-                });
-                drop(a);
-                if flow.is_break() {
+                let how = Copy {
+                    bound,
+                    end: Bound::Unbounded,
+                    desc: true,
+                    decode: false,
+                };
+                let left = max - desc.len();
+                if let (Copied::Full(_), _) =
+                    self.copy_trie(arena, b, how, left, &mut desc, &mut buf)
+                {
                     full = true;
                     break;
                 }
             }
         }
         let empty_ok = !matches!(bound, Bound::Excluded([]));
-        if !full
-            && empty_ok
-            && !self.arenas[0].empty_is_absent()
-            && let Some(v) = self.arenas[0].scan_lock().empty()
-        {
-            desc.push(&[], v);
+        if !full && empty_ok && !self.arenas[0].empty_is_absent() {
+            self.arenas[0].get_with(&[], |v| desc.push(&[], v));
         }
         let mut scratch = Vec::new();
         for i in (0..desc.len()).rev() {
@@ -239,22 +239,213 @@ impl Hyperion {
         }
         None
     }
+
+    /// Copies into `out` up to `max` pairs of trie `b` (of `arena`) from `how.bound` on
+    /// (descending: down from it), stopping before a key past `how.end`; returns how it
+    /// ended and the number of pairs copied.
+    ///
+    /// Each attempt takes the arena's shared lock if it is free at once (no writer holds
+    /// or waits for it) and copies under it; otherwise it copies optimistically (see the
+    /// module docs, "Optimistic copies"): pinned, reading through [`OptSrc`], validating
+    /// the arena's version before it keeps each pair, so a torn attempt keeps the pairs
+    /// it copied before and the next attempt resumes after the last of them. After
+    /// [`OPT_ATTEMPTS`] attempts in a row that kept fewer than [`OPT_PROGRESS`] pairs, the
+    /// rest is copied under the arena's fair scan lock
+    /// ([`crate::arena::Arena::scan_lock`]): a copy beside a continuous writer wastes a
+    /// bounded amount of work before it waits.
+    fn copy_trie<S: Sink>(
+        &self,
+        arena: &Arena,
+        b: u8,
+        how: Copy<'_>,
+        max: usize,
+        out: &mut S,
+        buf: &mut Vec<u8>,
+    ) -> (Copied, usize) {
+        let mut resume: Option<Vec<u8>> = None;
+        let (mut left, mut slow) = (max, 0);
+        let mut scratch = Vec::new();
+        let mut root_val = Vec::new();
+        loop {
+            let from = resume.as_deref().map_or(how.bound, Bound::Excluded);
+            let guard = match arena.try_scan_lock() {
+                Some(g) => Some(g),
+                None if slow >= OPT_ATTEMPTS => Some(arena.scan_lock()),
+                None => None,
+            };
+            let mut c = Copier {
+                out: &mut *out,
+                end: how.end,
+                decode: how.decode,
+                want: left,
+                n: 0,
+                last: Vec::new(),
+                track: guard.is_none(),
+                past: false,
+                bad: false,
+                torn: false,
+                scratch: &mut scratch,
+            };
+            let r = match &guard {
+                Some(a) => {
+                    let root = a.roots[usize::from(b)].hp;
+                    let val = a.get(&[b]);
+                    let mut visit = |k: &[u8], v: &[u8]| c.visit(k, v);
+                    let flow = walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
+                    debug_assert!(!c.bad, "a stored key is a pre-processed key");
+                    Ok(node::ok(flow))
+                }
+                None => arena.optimistic(b, |view, valid| {
+                    let src = OptSrc {
+                        dirs: &view.dirs,
+                        valid,
+                    };
+                    let rv = view.get(&[b], &mut root_val, valid)?;
+                    let rv = rv.then_some(root_val.as_slice());
+                    // Everything read so far is consistent if the version still
+                    // validates: then the pair is kept.
+                    let mut visit = |k: &[u8], v: &[u8]| {
+                        if !valid() {
+                            c.torn = true;
+                            return ControlFlow::Break(());
+                        }
+                        c.visit(k, v)
+                    };
+                    let flow =
+                        walk_trie(src, view.root(b), rv, b, from, how.desc, buf, &mut visit)?;
+                    // A stored key always decodes: one that does not was torn.
+                    if c.torn || c.bad { Err(Torn) } else { Ok(flow) }
+                }),
+            };
+            drop(guard);
+            let (n, last, past) = (c.n, c.last, c.past);
+            left -= n;
+            match r {
+                Ok(_) if past => return (Copied::PastEnd, max - left),
+                Ok(ControlFlow::Continue(())) => return (Copied::Done, max - left),
+                _ if left == 0 => return (Copied::Full(last), max),
+                Ok(ControlFlow::Break(())) => unreachable!("a copy stops early only when full"),
+                Err(Torn) => {
+                    // The pairs kept were validated; go on after the last one.
+                    if n < OPT_PROGRESS {
+                        slow += 1;
+                    } else {
+                        slow = 0;
+                    }
+                    if n > 0 {
+                        resume = Some(last);
+                    }
+                }
+            }
+        }
+    }
 }
 
-/// Visits the keys of trie `b` of arena `a` (its root value, key `[b]`, included) that
-/// pass `bound`, ascending or descending: [`crate::arena::ArenaInner::walk`] with the
-/// visitor's type known, so a copy's closure is compiled into [`node::walk`]'s loop
-/// instead of being called through a `dyn` pointer per key.
-fn walk_trie<V>(
-    a: &ArenaInner,
+/// Whether key `k` is before `end`.
+#[inline]
+fn before(k: &[u8], end: Bound<&[u8]>) -> bool {
+    match end {
+        Bound::Unbounded => true,
+        Bound::Included(e) => k <= e,
+        Bound::Excluded(e) => k < e,
+    }
+}
+
+/// Optimistic attempts in a row that keep fewer than [`OPT_PROGRESS`] pairs after which a
+/// copy takes the arena's fair scan lock.
+pub(crate) const OPT_ATTEMPTS: usize = 3;
+
+/// Pairs an optimistic attempt must keep to count as progress (see [`OPT_ATTEMPTS`]).
+pub(crate) const OPT_PROGRESS: usize = 8;
+
+/// What one trie's copy is for (see [`Hyperion::copy_trie`]).
+#[derive(Clone, Copy)]
+struct Copy<'a> {
+    /// Where it starts (trie key space): a lower bound, or going down an upper bound.
+    bound: Bound<&'a [u8]>,
+    /// Where it stops going up (trie key space).
+    end: Bound<&'a [u8]>,
+    desc: bool,
+    /// Whether keys are decoded (pre-processing) as they are copied.
+    decode: bool,
+}
+
+/// How one trie's copy ended.
+enum Copied {
+    /// Every key of the trie in range was copied.
+    Done,
+    /// As many pairs as asked were copied; the last one's key (trie key space).
+    Full(Vec<u8>),
+    /// A key past the copy's end was met.
+    PastEnd,
+}
+
+/// One attempt's visitor: copies pairs into `out` up to `want`.
+struct Copier<'a, S> {
+    out: &'a mut S,
+    end: Bound<&'a [u8]>,
+    decode: bool,
+    want: usize,
+    /// Pairs copied, and the last one's key: kept for every pair when `track` (an
+    /// optimistic attempt resumes after it), else only when `want` is reached.
+    n: usize,
+    last: Vec<u8>,
+    track: bool,
+    /// Whether a key past `end` was met, whether a key did not decode (torn: a stored key
+    /// always does), whether validation failed before a pair (set by the caller).
+    past: bool,
+    bad: bool,
+    torn: bool,
+    scratch: &'a mut Vec<u8>,
+}
+
+impl<S: Sink> Copier<'_, S> {
+    #[inline(always)]
+    fn visit(&mut self, k: &[u8], v: &[u8]) -> ControlFlow<()> {
+        if !matches!(self.end, Bound::Unbounded) && !before(k, self.end) {
+            self.past = true;
+            return ControlFlow::Break(());
+        }
+        if self.decode {
+            if prep::decode(k, self.scratch).is_none() {
+                self.bad = true;
+                return ControlFlow::Break(());
+            }
+            self.out.push(self.scratch, v);
+        } else {
+            self.out.push(k, v);
+        }
+        self.n += 1;
+        if self.track || self.n >= self.want {
+            self.last.clear();
+            self.last.extend_from_slice(k);
+        }
+        if self.n >= self.want {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+/// Visits the keys of trie `b` — its root value (key `[b]`) `root_val` and the keys below
+/// its root container `root` — that pass `bound`, ascending or descending, reading
+/// through `src` (the arena's memory manager under its lock, or an optimistic
+/// [`OptSrc`]). Generic over the visitor, so a copy's closure is compiled into
+/// [`node::walk`]'s loop instead of being called through a `dyn` pointer per key.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn walk_trie<Sr: Src, V>(
+    src: Sr,
+    root: Option<Hp>,
+    root_val: Option<&[u8]>,
     b: u8,
     bound: Bound<&[u8]>,
     desc: bool,
     buf: &mut Vec<u8>,
     visit: &mut V,
-) -> ControlFlow<()>
+) -> R<ControlFlow<()>>
 where
-    V: FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    V: FnMut(&[u8], &[u8]) -> ControlFlow<()> + ?Sized,
 {
     let key = [b];
     let ok = |k: &[u8]| match (bound, desc) {
@@ -264,19 +455,27 @@ where
         (Bound::Included(x), true) => k <= x,
         (Bound::Excluded(x), true) => k < x,
     };
-    let val = a.get(&key).filter(|_| ok(&key));
-    if !desc && let Some(v) = val {
-        visit(&key, v)?;
+    let val = root_val.filter(|_| ok(&key));
+    if !desc
+        && let Some(v) = val
+        && visit(&key, v).is_break()
+    {
+        return Ok(ControlFlow::Break(()));
     }
-    if let Some(hp) = a.roots[b as usize].hp {
+    if let Some(hp) = root {
         buf.clear();
         buf.push(b);
-        node::walk(&a.mm, hp, buf, bound, desc, visit)?;
+        if node::walk(src, hp, buf, bound, desc, visit)?.is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
     }
-    if desc && let Some(v) = val {
-        visit(&key, v)?;
+    if desc
+        && let Some(v) = val
+        && visit(&key, v).is_break()
+    {
+        return Ok(ControlFlow::Break(()));
     }
-    ControlFlow::Continue(())
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Where a copy puts its pairs: the iterator's [`PairBatch`] or a scan's [`ScanBatch`].

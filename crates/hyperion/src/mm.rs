@@ -475,6 +475,28 @@ impl Dirs {
         self.container(hp, None, valid)
     }
 
+    /// For an optimistic reader: which of the 8 slots of the chain `hp` hold a part
+    /// (`Some(Some(_))`), `Some(None)` when `hp` is not a chain, `None` when it cannot be
+    /// read consistently (each slot's eHP is read once; validate before trusting it).
+    #[inline]
+    pub(crate) fn chain_parts(&self, hp: Hp) -> Option<Option<[bool; 8]>> {
+        if hp.superbin() != 0 {
+            return Some(None);
+        }
+        let (_, _, flags) = Self::ehp(self.chunk(hp)?);
+        if flags & FLAG_CHAIN == 0 {
+            return Some(None);
+        }
+        if !hp.chunk().is_multiple_of(8) {
+            return None;
+        }
+        let mut parts = [false; 8];
+        for (i, p) in parts.iter_mut().enumerate() {
+            *p = Self::ehp(self.chunk(hp.slot(i))?).0 != 0;
+        }
+        Some(Some(parts))
+    }
+
     /// The container a key whose next byte is `k0` continues in below `hp` —
     /// [`MemoryManager::resolve`] then [`Dirs::block`], reading each eHP once — for an
     /// optimistic reader. `k0 = None`: `hp` itself, chained or not.

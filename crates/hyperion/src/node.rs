@@ -62,7 +62,81 @@ use std::ops::{Bound, ControlFlow};
 
 use crate::cjt;
 use crate::mm::{Hp, MemoryManager};
+use crate::opt::Torn;
 use crate::tjt;
+
+/// A read that may find torn bytes (optimistic readers); never `Err` on a locked slice.
+pub(crate) type R<T> = Result<T, Torn>;
+
+/// The bytes of one block as the parsers read them: a slice under the arena's lock, or an
+/// optimistic reader's [`RawBlock`](crate::mm::RawBlock) (`opt.rs`: bounds-checked
+/// atomic loads, [`Torn`] past the block's end). The parsers below are written once,
+/// generic over this; on a slice `at` cannot fail, so after inlining the error paths
+/// compile away and the locked paths keep plain indexed reads ([`ok`] unwraps them).
+pub(crate) trait Bytes: Copy {
+    /// Byte `i`.
+    fn at(self, i: usize) -> R<u8>;
+    /// Bytes readable.
+    fn size(self) -> usize;
+    /// Prefetches the line holding byte `i` (a hint; any offset).
+    fn prefetch(self, i: usize);
+}
+
+impl Bytes for &[u8] {
+    #[inline(always)]
+    fn at(self, i: usize) -> R<u8> {
+        Ok(self[i])
+    }
+
+    #[inline(always)]
+    fn size(self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn prefetch(self, i: usize) {
+        orrery_core::prefetch(self.as_ptr().wrapping_add(i));
+    }
+}
+
+/// The result of a parse of a locked slice, which cannot be torn ([`Bytes::at`] on a
+/// slice is never `Err`; a container that fails a check under the lock is a bug).
+#[inline(always)]
+pub(crate) fn ok<T>(r: R<T>) -> T {
+    match r {
+        Ok(t) => t,
+        Err(Torn) => unreachable!("a container read under the arena's lock is consistent"),
+    }
+}
+
+/// The little-endian u16 at `i`.
+#[inline(always)]
+pub(crate) fn u16_in<B: Bytes>(b: B, i: usize) -> R<usize> {
+    Ok(usize::from(u16::from_le_bytes([b.at(i)?, b.at(i + 1)?])))
+}
+
+/// The little-endian u32 at `i`.
+#[inline(always)]
+pub(crate) fn u32_in<B: Bytes>(b: B, i: usize) -> R<u32> {
+    Ok(u32::from_le_bytes([
+        b.at(i)?,
+        b.at(i + 1)?,
+        b.at(i + 2)?,
+        b.at(i + 3)?,
+    ]))
+}
+
+/// The Hyperion Pointer stored at `i`.
+#[inline(always)]
+pub(crate) fn hp_in<B: Bytes>(b: B, i: usize) -> R<Hp> {
+    Ok(Hp::from_bytes(&[
+        b.at(i)?,
+        b.at(i + 1)?,
+        b.at(i + 2)?,
+        b.at(i + 3)?,
+        b.at(i + 4)?,
+    ]))
+}
 
 /// Largest value stored inline.
 pub(crate) const INLINE_MAX: usize = 8;
@@ -94,6 +168,16 @@ pub(crate) fn used(chunk: &[u8]) -> usize {
     (u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) & 0x00FF_FFFF) as usize
 }
 
+/// [`used`], checked: a size below the header or past the block is torn.
+#[inline]
+pub(crate) fn used_in<B: Bytes>(b: B) -> R<usize> {
+    let n = (u32_in(b, 0)? & 0x00FF_FFFF) as usize;
+    if n < HEADER || n > b.size() {
+        return Err(Torn);
+    }
+    Ok(n)
+}
+
 /// Sets the used size in a container header, keeping its `J` and `S` bits.
 #[inline]
 pub(crate) fn set_used(chunk: &mut [u8], size: usize) {
@@ -122,17 +206,20 @@ pub(crate) enum ValRef {
 /// Reads an encoded value at `pos`; returns it and the offset after it.
 #[inline]
 pub(crate) fn parse_val(buf: &[u8], pos: usize) -> (ValRef, usize) {
-    match buf[pos] {
+    ok(parse_val_in(buf, pos))
+}
+
+/// [`parse_val`] on any [`Bytes`].
+#[inline(always)]
+pub(crate) fn parse_val_in<B: Bytes>(buf: B, pos: usize) -> R<(ValRef, usize)> {
+    Ok(match buf.at(pos)? {
         0 => (ValRef::Empty, pos + 1),
-        TAG_OUT => (
-            ValRef::Out(Hp::from_bytes(&buf[pos + 1..])),
-            pos + 1 + Hp::BYTES,
-        ),
+        TAG_OUT => (ValRef::Out(hp_in(buf, pos + 1)?), pos + 1 + Hp::BYTES),
         n => (
             ValRef::Inline(pos + 1, pos + 1 + n as usize),
             pos + 1 + n as usize,
         ),
-    }
+    })
 }
 
 /// The bytes of a value.
@@ -197,23 +284,25 @@ pub(crate) struct Node {
 /// Parses the node at `pos`, whose previous sibling had key `prev` (0 for the first).
 #[inline]
 pub(crate) fn parse(buf: &[u8], pos: usize, prev: u8) -> Node {
-    parse_walk(buf, pos, prev)
+    ok(parse_in(buf, pos, prev))
 }
 
-/// The parser itself, always inlined: called directly by the ascending walk
+/// The parser itself, on any [`Bytes`], always inlined: called directly by the walks
 /// ([`Frame::next_up`]), where the call and the [`Node`] returned through memory cost a
-/// full scan about a fifth of its time (`docs/results/hyperion.md`, scan work); everything
-/// else calls it through [`parse`], which the compiler may keep out of line.
+/// full scan about a fifth of its time (`docs/results/hyperion.md`, scan work); the
+/// locked point paths call it through [`parse`], which the compiler may keep out of line.
+/// A parsed node is at least one byte long (`next > pos`), whatever the bytes say, so
+/// loops over nodes always advance.
 #[inline(always)]
-fn parse_walk(buf: &[u8], mut pos: usize, prev: u8) -> Node {
-    let b = buf[pos];
+pub(crate) fn parse_in<B: Bytes>(buf: B, mut pos: usize, prev: u8) -> R<Node> {
+    let b = buf.at(pos)?;
     pos += 1;
     let t = b >> 6;
     let is_s = b & 0x20 != 0;
     let d = (b >> 2) & 7;
     let key = if d == 0 {
         pos += 1;
-        buf[pos - 1]
+        buf.at(pos - 1)?
     } else {
         prev.wrapping_add(d)
     };
@@ -222,7 +311,7 @@ fn parse_walk(buf: &[u8], mut pos: usize, prev: u8) -> Node {
     }
     let val = match t {
         T_VALUE => {
-            let (v, p) = parse_val(buf, pos);
+            let (v, p) = parse_val_in(buf, pos)?;
             pos = p;
             Some(v)
         }
@@ -233,61 +322,72 @@ fn parse_walk(buf: &[u8], mut pos: usize, prev: u8) -> Node {
     if is_s {
         match b & 3 {
             C_HP => {
-                child = ChildRef::Hp(Hp::from_bytes(&buf[pos..]), pos);
+                child = ChildRef::Hp(hp_in(buf, pos)?, pos);
                 pos += Hp::BYTES;
             }
             C_EMB => {
-                let size = buf[pos] as usize;
+                let size = buf.at(pos)? as usize;
                 child = ChildRef::Emb(pos + 1, pos + size);
                 pos += size;
             }
             C_PC => {
-                let h = buf[pos];
+                let h = buf.at(pos)?;
                 pos += 1;
                 let suffix = if h & 0x80 != 0 {
                     pos += Hp::BYTES;
-                    Suffix::Long(Hp::from_bytes(&buf[pos - Hp::BYTES..]))
+                    Suffix::Long(hp_in(buf, pos - Hp::BYTES)?)
                 } else {
                     let n = (h & 0x7F) as usize;
                     pos += n;
                     Suffix::Inline(pos - n, pos)
                 };
-                let (v, p) = parse_val(buf, pos);
+                let (v, p) = parse_val_in(buf, pos)?;
                 pos = p;
                 child = ChildRef::Pc(suffix, v);
             }
             _ => {}
         }
     }
-    Node {
+    Ok(Node {
         is_s,
         key,
         val,
         child,
         next: pos,
-    }
+    })
 }
 
 /// The key of the node at `pos` whose previous sibling has key `prev`.
 #[inline]
 pub(crate) fn t_key(buf: &[u8], pos: usize, prev: u8) -> u8 {
-    match (buf[pos] >> 2) & 7 {
-        0 => buf[pos + 1],
+    ok(t_key_in(buf, pos, prev))
+}
+
+/// [`t_key`] on any [`Bytes`].
+#[inline(always)]
+pub(crate) fn t_key_in<B: Bytes>(buf: B, pos: usize, prev: u8) -> R<u8> {
+    Ok(match (buf.at(pos)? >> 2) & 7 {
+        0 => buf.at(pos + 1)?,
         d => prev.wrapping_add(d),
-    }
+    })
 }
 
 /// The jump successor of the T-Node at `pos` (flag bit `js`): the distance in bytes from
 /// its first byte to the next T-Node's (0 stored: none).
 #[inline]
 pub(crate) fn jump_successor(buf: &[u8], pos: usize) -> Option<usize> {
-    let f = buf[pos];
+    ok(jump_successor_in(buf, pos))
+}
+
+/// [`jump_successor`] on any [`Bytes`] (at least 1 when `Some`).
+#[inline(always)]
+pub(crate) fn jump_successor_in<B: Bytes>(buf: B, pos: usize) -> R<Option<usize>> {
+    let f = buf.at(pos)?;
     if f & 0x20 != 0 || f & 2 == 0 {
-        return None;
+        return Ok(None);
     }
-    let at = pos + 1 + usize::from((f >> 2) & 7 == 0);
-    let d = u16::from_le_bytes([buf[at], buf[at + 1]]) as usize;
-    (d != 0).then_some(d)
+    let d = u16_in(buf, pos + 1 + usize::from((f >> 2) & 7 == 0))?;
+    Ok((d != 0).then_some(d))
 }
 
 /// Where a key's search leaves a payload.
@@ -605,18 +705,18 @@ type Seek = Option<(u8, Option<u8>)>;
 
 /// The key of the T-Node group at `pos` (its delta decoded from `prev`) and the offset of
 /// the next T-Node (or of `end`): by the T-Node's jump successor when it has one, else by
-/// parsing its S-Nodes.
+/// parsing its S-Nodes. The offset returned is past `pos`.
 #[inline]
-fn skip_group(buf: &[u8], pos: usize, prev: u8, end: usize) -> (u8, usize) {
-    let key = t_key(buf, pos, prev);
-    if let Some(d) = jump_successor(buf, pos) {
-        return (key, pos + d);
+fn skip_group<B: Bytes>(buf: B, pos: usize, prev: u8, end: usize) -> R<(u8, usize)> {
+    let key = t_key_in(buf, pos, prev)?;
+    if let Some(d) = jump_successor_in(buf, pos)? {
+        return Ok((key, pos + d));
     }
-    let mut p = parse(buf, pos, prev).next;
-    while p < end && buf[p] & 0x20 != 0 {
-        p = parse(buf, p, 0).next;
+    let mut p = parse_in(buf, pos, prev)?.next;
+    while p < end && buf.at(p)? & 0x20 != 0 {
+        p = parse_in(buf, p, 0)?.next;
     }
-    (key, p)
+    Ok((key, p))
 }
 
 /// Appends to `out`, ascending, the events of the T-Node group at `pos` (the T-Node's key
@@ -627,17 +727,20 @@ fn skip_group(buf: &[u8], pos: usize, prev: u8, end: usize) -> (u8, usize) {
 /// S-Node past the bound). Descending walks use it; ascending ones parse in place
 /// (`Frame::next_up`).
 #[inline]
-fn group(
-    buf: &[u8],
+fn group<B: Bytes>(
+    buf: B,
     pos: usize,
     prev: u8,
     end: usize,
     seek: Seek,
     desc: bool,
     out: &mut Vec<Ev>,
-) -> (u8, usize) {
-    let n = parse(buf, pos, prev);
-    debug_assert!(!n.is_s, "a T-Node group starts with a T-Node");
+) -> R<(u8, usize)> {
+    let n = parse_in(buf, pos, prev)?;
+    if n.is_s {
+        // Under the lock a group starts with a T-Node; here the bytes are torn.
+        return Err(Torn);
+    }
     let t = n.key;
     let (lo, hi): (u8, i16) = match seek {
         Some((b0, b1)) if b0 == t => match (desc, b1) {
@@ -658,8 +761,8 @@ fn group(
     }
     let mut pos = n.next;
     let mut prev_s = 0u8;
-    while pos < end && buf[pos] & 0x20 != 0 {
-        let s = parse(buf, pos, prev_s);
+    while pos < end && buf.at(pos)? & 0x20 != 0 {
+        let s = parse_in(buf, pos, prev_s)?;
         pos = s.next;
         prev_s = s.key;
         if s.key < lo {
@@ -700,13 +803,13 @@ fn group(
             }),
         }
     }
-    (t, pos)
+    Ok((t, pos))
 }
 
 /// One level of an ordered walk's explicit stack: one payload, read one T-Node group at a
 /// time (a T-Node and its S-Nodes).
-struct Frame<'a> {
-    buf: &'a [u8],
+struct Frame<B> {
+    buf: B,
     end: usize,
     /// Going up: the offset of the next node, the key the next T-Node's delta is decoded
     /// from, the current T-Node's key, the previous S-Node's key, the least S-Node key
@@ -733,47 +836,51 @@ struct Frame<'a> {
 /// The reusable vectors of popped frames.
 type Spare = Vec<(Vec<Ev>, Vec<(usize, u8)>)>;
 
-impl<'a> Frame<'a> {
+impl<B: Bytes> Frame<B> {
     /// A frame over payload `buf[start..end]`, positioned at the bound (`seek`): going up
     /// at the first group whose T-Node key is at least the bound's byte — entering a
     /// container through its jump table (`cjt`: `buf` is a container and `start` its
     /// payload's start) and skipping groups by their jump successors; going down with the
-    /// list of groups whose T-Node key is at most the bound's byte.
+    /// list of groups whose T-Node key is at most the bound's byte. A range that does not
+    /// fit in `buf` is torn.
     #[allow(clippy::too_many_arguments)]
     fn new(
-        buf: &'a [u8],
+        buf: B,
         (start, end): (usize, usize),
         cjt: bool,
         plen: usize,
         seek: Seek,
         desc: bool,
         spare: &mut Spare,
-    ) -> Frame<'a> {
+    ) -> R<Frame<B>> {
+        if start > end || end > buf.size() {
+            return Err(Torn);
+        }
+        // (Torn: the vectors are dropped with the error, not returned to `spare`.)
         let (evs, mut groups) = spare.pop().unwrap_or_default();
         let (mut next, mut prev) = (start, 0u8);
         if desc {
             let top = seek.map(|(b0, _)| b0);
             while next < end {
-                let k = t_key(buf, next, prev);
+                let k = t_key_in(buf, next, prev)?;
                 if top.is_some_and(|b0| k > b0) {
                     break;
                 }
                 groups.push((next, prev));
-                (prev, next) = skip_group(buf, next, prev, end);
+                (prev, next) = skip_group(buf, next, prev, end)?;
             }
         } else if let Some((b0, _)) = seek {
             if cjt {
-                (next, prev) = crate::cjt::seek(buf, b0);
+                (next, prev) = crate::cjt::seek_in(buf, b0)?;
             }
             while next < end {
-                let k = t_key(buf, next, prev);
-                if k >= b0 {
+                if t_key_in(buf, next, prev)? >= b0 {
                     break;
                 }
-                (prev, next) = skip_group(buf, next, prev, end);
+                (prev, next) = skip_group(buf, next, prev, end)?;
             }
         }
-        Frame {
+        Ok(Frame {
             buf,
             end,
             next,
@@ -788,19 +895,19 @@ impl<'a> Frame<'a> {
             plen,
             bounded: seek.is_some(),
             seek,
-        }
+        })
     }
 
     /// Going up: the next event, parsed in place (no list).
     #[inline]
-    fn next_up(&mut self) -> Option<Ev> {
+    fn next_up(&mut self) -> R<Option<Ev>> {
         if let Some(ev) = self.pending.take() {
-            return Some(ev);
+            return Ok(Some(ev));
         }
         let buf = self.buf;
         while self.next < self.end {
-            if buf[self.next] & 0x20 == 0 {
-                let n = parse_walk(buf, self.next, self.prev);
+            if buf.at(self.next)? & 0x20 == 0 {
+                let n = parse_in(buf, self.next, self.prev)?;
                 self.next = n.next;
                 (self.prev, self.t, self.prev_s, self.lo) = (n.key, n.key, 0, 0);
                 if let Some((b0, b1)) = self.seek {
@@ -813,16 +920,16 @@ impl<'a> Frame<'a> {
                     }
                 }
                 if let Some(val) = n.val {
-                    return Some(Ev::Key {
+                    return Ok(Some(Ev::Key {
                         t: n.key,
                         s: None,
                         sfx: None,
                         val,
-                    });
+                    }));
                 }
                 continue;
             }
-            let s = parse_walk(buf, self.next, self.prev_s);
+            let s = parse_in(buf, self.next, self.prev_s)?;
             self.next = s.next;
             self.prev_s = s.key;
             if s.key < self.lo {
@@ -854,28 +961,28 @@ impl<'a> Frame<'a> {
             };
             if let Some(val) = s.val {
                 self.pending = child;
-                return Some(Ev::Key {
+                return Ok(Some(Ev::Key {
                     t,
                     s: Some(s.key),
                     sfx: None,
                     val,
-                });
+                }));
             }
             if child.is_some() {
-                return child;
+                return Ok(child);
             }
         }
-        None
+        Ok(None)
     }
 
     /// Going down: reads the next group's events (in walk order); `false` when none is
     /// left.
     #[inline]
-    fn load(&mut self) -> bool {
+    fn load(&mut self) -> R<bool> {
         self.evs.clear();
         self.i = 0;
         let Some((pos, prev)) = self.groups.pop() else {
-            return false;
+            return Ok(false);
         };
         let (t, _) = group(
             self.buf,
@@ -885,16 +992,83 @@ impl<'a> Frame<'a> {
             self.seek,
             true,
             &mut self.evs,
-        );
+        )?;
         self.evs.reverse();
         // Below the bound's T-Node every key here is inside the bound.
         if self.seek.is_some_and(|(b0, _)| b0 != t) {
             self.bounded = false;
             self.seek = None;
         }
-        true
+        Ok(true)
     }
 }
+
+/// Where an ordered walk finds containers and the bytes out of line: the memory manager
+/// under the arena's lock (`&MemoryManager`, plain slices), or an optimistic reader's
+/// view of it (`opt::OptSrc`: checked atomic reads, [`Torn`] when what it reads cannot be
+/// consistent).
+pub(crate) trait Src: Copy {
+    /// The bytes of one container.
+    type B: Bytes;
+    /// Whether reads may be torn: the walk then validates every [`CHECK_EVERY`] steps.
+    const OPTIMISTIC: bool;
+    /// The container `hp` names (not a chain: one part, or an unsplit container).
+    fn container(self, hp: Hp) -> R<Self::B>;
+    /// For a chain `hp` (a split container), which of its 8 slots hold a part; `None`
+    /// when `hp` is not a chain.
+    fn chain(self, hp: Hp) -> R<Option<[bool; 8]>>;
+    /// Appends suffix `s` of payload `buf` to `out`.
+    fn suffix(self, buf: Self::B, s: Suffix, out: &mut Vec<u8>) -> R<()>;
+    /// The bytes of value `v` of payload `buf`: borrowed, or copied into `scratch`.
+    fn value<'s>(self, buf: Self::B, v: ValRef, scratch: &'s mut Vec<u8>) -> R<&'s [u8]>
+    where
+        Self: 's;
+    /// `Ok` when everything read so far is consistent (the optimistic reader's version
+    /// still validates); always `Ok` under the lock.
+    fn check(self) -> R<()>;
+}
+
+impl<'a> Src for &'a MemoryManager {
+    type B = &'a [u8];
+    const OPTIMISTIC: bool = false;
+
+    #[inline(always)]
+    fn container(self, hp: Hp) -> R<&'a [u8]> {
+        Ok(self.get(hp))
+    }
+
+    #[inline(always)]
+    fn chain(self, hp: Hp) -> R<Option<[bool; 8]>> {
+        Ok(self
+            .is_chain(hp)
+            .then(|| std::array::from_fn(|i| !self.is_void(hp.slot(i)))))
+    }
+
+    #[inline(always)]
+    fn suffix(self, buf: &'a [u8], s: Suffix, out: &mut Vec<u8>) -> R<()> {
+        out.extend_from_slice(suffix_bytes(self, buf, s));
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn value<'s>(self, buf: &'a [u8], v: ValRef, _: &'s mut Vec<u8>) -> R<&'s [u8]>
+    where
+        Self: 's,
+    {
+        Ok(val_bytes(self, buf, v))
+    }
+
+    #[inline(always)]
+    fn check(self) -> R<()> {
+        Ok(())
+    }
+}
+
+/// Steps (events and containers entered) an optimistic walk takes between validations.
+/// Once the version validates, everything read so far was consistent, and a consistent
+/// trie has no cycles and bounded depth: so a walk over torn bytes — which may follow a
+/// torn child pointer back up the trie — ends within this many steps of going wrong.
+pub(crate) const CHECK_EVERY: usize = 256;
 
 /// Visits, in ascending (or, `desc`, descending) order, the keys below root container
 /// `root` that pass `bound` (a lower bound going up, an upper bound going down). `prefix`
@@ -910,15 +1084,19 @@ impl<'a> Frame<'a> {
 /// bound's. Of a split container only the parts on the bound's side are read.
 ///
 /// Generic over the visitor, so a scan's copy into its batch is compiled into the loop
-/// (`iter.rs`); [`Visit`] (a `dyn` visitor) works too.
-pub(crate) fn walk<'a, V>(
-    mm: &'a MemoryManager,
+/// (`iter.rs`); [`Visit`] (a `dyn` visitor) works too. Generic over where it reads
+/// ([`Src`]): under the arena's lock it cannot fail; optimistically it returns [`Torn`]
+/// as soon as it reads bytes that cannot be consistent or a periodic [`Src::check`]
+/// fails, and the keys it visited before must be dropped by the caller (the caller also
+/// validates at the end: keys visited since the last check are confirmed only then).
+pub(crate) fn walk<S: Src, V>(
+    src: S,
     root: Hp,
     prefix: &mut Vec<u8>,
     bound: Bound<&[u8]>,
     desc: bool,
     visit: &mut V,
-) -> ControlFlow<()>
+) -> R<ControlFlow<()>>
 where
     V: FnMut(&[u8], &[u8]) -> ControlFlow<()> + ?Sized,
 {
@@ -927,74 +1105,131 @@ where
         Bound::Included(b) | Bound::Excluded(b) => Some(b),
         Bound::Unbounded => None,
     };
-    // The bound's bytes below a prefix of length `plen` (of a subtree that fits Partial).
-    let seek_at = |plen: usize| -> Seek {
-        let b = b?;
-        Some((*b.get(plen)?, b.get(plen + 1).copied()))
-    };
     let root_fit = b.map_or(Fit::All, |b| fit(prefix, b, desc));
     if root_fit == Fit::Skip {
-        return ControlFlow::Continue(());
+        return Ok(ControlFlow::Continue(()));
     }
     // The explicit stack and the popped frames' vectors are reused from this thread's last
     // walk: a refill of a scan is one walk per trie, and a fresh stack's growth (a split
     // container pushes up to eight frames at once) would allocate per refill.
     let (stack, mut spare) = WALK_SCRATCH.with(|s| s.take());
-    let mut stack: Vec<Frame<'_>> = reuse(stack);
-    // Pushes the frames of the container `hp` (of the parts of a split container on the
-    // bound's side, the first on top when ascending).
-    let push_container =
-        |stack: &mut Vec<Frame<'a>>, spare: &mut Spare, hp: Hp, plen: usize, seek: Seek| {
-            let mut parts = [hp; 8];
-            let mut n = 1;
-            if mm.is_chain(hp) {
-                // The part holding the bound's T-Node key.
-                let at = seek.map(|(b0, _)| mm.resolve(hp, b0));
-                let mut seen = false;
-                n = 0;
-                for i in 0..8 {
-                    let p = hp.slot(i);
-                    if mm.is_void(p) {
-                        continue;
-                    }
-                    let here = at == Some(p);
-                    seen |= here;
-                    // Going up, the parts before the bound's hold only smaller keys; going
-                    // down, the parts after it only greater ones.
-                    let keep = match at {
-                        None => true,
-                        Some(_) => here || (seen != desc),
-                    };
-                    if keep {
-                        parts[n] = p;
-                        n += 1;
-                    }
-                }
-            }
-            let mut push_one = |p: Hp| {
-                let c = mm.get(p);
-                let range = (cjt::payload_start(c), used(c));
-                stack.push(Frame::new(c, range, true, plen, seek, desc, spare));
-            };
-            if desc {
-                parts[..n].iter().for_each(|&p| push_one(p));
-            } else {
-                parts[..n].iter().rev().for_each(|&p| push_one(p));
-            }
-        };
+    let mut stack: Vec<Frame<S::B>> = reuse(stack);
     let root_seek = if root_fit == Fit::Partial {
-        seek_at(base)
+        seek_at(b, base)
     } else {
         None
     };
-    push_container(&mut stack, &mut spare, root, base, root_seek);
-    let result = 'outer: loop {
+    let result = push_container(src, &mut stack, &mut spare, root, base, root_seek, desc)
+        .and_then(|()| run(src, &mut stack, &mut spare, prefix, bound, desc, visit));
+    prefix.truncate(base);
+    for f in stack.drain(..) {
+        spare.push((f.evs, f.groups));
+    }
+    for (evs, groups) in &mut spare {
+        evs.clear();
+        groups.clear();
+    }
+    WALK_SCRATCH.with(|s| s.set((reuse(stack), spare)));
+    result
+}
+
+/// The bound's bytes below a prefix of length `plen` (of a subtree that fits Partial).
+#[inline]
+fn seek_at(b: Option<&[u8]>, plen: usize) -> Seek {
+    let b = b?;
+    Some((*b.get(plen)?, b.get(plen + 1).copied()))
+}
+
+/// Pushes the frames of the container `hp` (of the parts of a split container on the
+/// bound's side, the first on top when ascending).
+#[inline]
+fn push_container<S: Src>(
+    src: S,
+    stack: &mut Vec<Frame<S::B>>,
+    spare: &mut Spare,
+    hp: Hp,
+    plen: usize,
+    seek: Seek,
+    desc: bool,
+) -> R<()> {
+    let mut parts = [hp; 8];
+    let mut n = 1;
+    if let Some(full) = src.chain(hp)? {
+        // The part holding the bound's T-Node key: slot `b0 / 32`, or the nearest slot
+        // below it that holds a part (`MemoryManager::resolve`).
+        let at = seek.map(|(b0, _)| {
+            let mut i = usize::from(b0 / 32);
+            while i > 0 && !full[i] {
+                i -= 1;
+            }
+            i
+        });
+        let mut seen = false;
+        n = 0;
+        for (i, &full) in full.iter().enumerate() {
+            if !full {
+                continue;
+            }
+            let here = at == Some(i);
+            seen |= here;
+            // Going up, the parts before the bound's hold only smaller keys; going
+            // down, the parts after it only greater ones.
+            let keep = match at {
+                None => true,
+                Some(_) => here || (seen != desc),
+            };
+            if keep {
+                parts[n] = hp.slot(i);
+                n += 1;
+            }
+        }
+    }
+    let mut push_one = |p: Hp| -> R<()> {
+        let c = src.container(p)?;
+        let range = (cjt::payload_start_in(c)?, used_in(c)?);
+        stack.push(Frame::new(c, range, true, plen, seek, desc, spare)?);
+        Ok(())
+    };
+    if desc {
+        parts[..n].iter().try_for_each(|&p| push_one(p))
+    } else {
+        parts[..n].iter().rev().try_for_each(|&p| push_one(p))
+    }
+}
+
+/// The walk's loop over its stack (see [`walk`]).
+#[inline(always)]
+fn run<S: Src, V>(
+    src: S,
+    stack: &mut Vec<Frame<S::B>>,
+    spare: &mut Spare,
+    prefix: &mut Vec<u8>,
+    bound: Bound<&[u8]>,
+    desc: bool,
+    visit: &mut V,
+) -> R<ControlFlow<()>>
+where
+    V: FnMut(&[u8], &[u8]) -> ControlFlow<()> + ?Sized,
+{
+    let b = match bound {
+        Bound::Included(b) | Bound::Excluded(b) => Some(b),
+        Bound::Unbounded => None,
+    };
+    let mut scratch = Vec::new();
+    let mut steps = 0usize;
+    loop {
+        if S::OPTIMISTIC {
+            steps += 1;
+            if steps.is_multiple_of(CHECK_EVERY) {
+                src.check()?;
+            }
+        }
         let Some(f) = stack.last_mut() else {
-            break ControlFlow::Continue(());
+            return Ok(ControlFlow::Continue(()));
         };
         let ev = if desc {
             let Some(&ev) = f.evs.get(f.i) else {
-                if !f.load() {
+                if !f.load()? {
                     let f = stack.pop().expect("a frame");
                     spare.push((f.evs, f.groups));
                 }
@@ -1003,7 +1238,7 @@ where
             f.i += 1;
             ev
         } else {
-            let Some(ev) = f.next_up() else {
+            let Some(ev) = f.next_up()? else {
                 let f = stack.pop().expect("a frame");
                 spare.push((f.evs, f.groups));
                 continue;
@@ -1017,12 +1252,12 @@ where
                 prefix.push(t);
                 prefix.extend(s);
                 if let Some(sfx) = sfx {
-                    prefix.extend_from_slice(suffix_bytes(mm, buf, sfx));
+                    src.suffix(buf, sfx, prefix)?;
                 }
                 if (!bounded || key_ok(prefix, bound, desc))
-                    && visit(prefix, val_bytes(mm, buf, val)).is_break()
+                    && visit(prefix, src.value(buf, val, &mut scratch)?).is_break()
                 {
-                    break 'outer ControlFlow::Break(());
+                    return Ok(ControlFlow::Break(()));
                 }
             }
             Ev::Enter {
@@ -1043,43 +1278,34 @@ where
                 }
                 let plen = prefix.len();
                 let seek = if f == Fit::Partial {
-                    seek_at(plen)
+                    seek_at(b, plen)
                 } else {
                     None
                 };
                 match chunk {
-                    Some(hp) => push_container(&mut stack, &mut spare, hp, plen, seek),
+                    Some(hp) => push_container(src, stack, spare, hp, plen, seek, desc)?,
                     None => {
-                        let fr = Frame::new(buf, (start, end), false, plen, seek, desc, &mut spare);
+                        let fr = Frame::new(buf, (start, end), false, plen, seek, desc, spare)?;
                         stack.push(fr);
                     }
                 }
             }
         }
-    };
-    prefix.truncate(base);
-    for f in stack.drain(..) {
-        spare.push((f.evs, f.groups));
     }
-    for (evs, groups) in &mut spare {
-        evs.clear();
-        groups.clear();
-    }
-    WALK_SCRATCH.with(|s| s.set((reuse(stack), spare)));
-    result
 }
 
 thread_local! {
     /// The last walk's emptied stack and spare frame vectors, kept for the next walk on
     /// this thread (see [`walk`]).
-    static WALK_SCRATCH: std::cell::Cell<(Vec<Frame<'static>>, Spare)> =
+    static WALK_SCRATCH: std::cell::Cell<(Vec<Frame<&'static [u8]>>, Spare)> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
-/// An empty stack of frames with another lifetime, keeping the allocation: `v` is emptied
-/// and collected in place (the standard library reuses a vector's buffer when collecting
-/// its own `into_iter` into elements of the same layout; were it not to, this allocates).
-fn reuse<'b>(mut v: Vec<Frame<'_>>) -> Vec<Frame<'b>> {
+/// An empty stack of frames of another type, keeping the allocation: `v` is emptied and
+/// collected in place (the standard library reuses a vector's buffer when collecting its
+/// own `into_iter` into elements of the same size and alignment — a locked walk's frames
+/// and an optimistic walk's have both; were it not to, this allocates).
+fn reuse<A, B>(mut v: Vec<Frame<A>>) -> Vec<Frame<B>> {
     v.clear();
     v.into_iter().map(|_| unreachable!("emptied")).collect()
 }

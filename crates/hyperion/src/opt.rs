@@ -28,9 +28,11 @@
 //! `lookup`), `cjt::seek` and `tjt::seek` with checked reads; it is kept separate so that
 //! the locked paths keep their unchecked slices.
 
+use crate::cjt;
 use crate::mm::{Dirs, Hp, RawBlock};
 use crate::node::{
-    C_EMB, C_HP, C_PC, ChildRef, HEADER, Node, Suffix, T_EMPTY, T_VALUE, TAG_OUT, ValRef,
+    Bytes, ChildRef, Node, R, Src, Suffix, ValRef, jump_successor_in, parse_in, t_key_in, u16_in,
+    u32_in, used_in,
 };
 
 /// An optimistic attempt saw bytes that cannot be a consistent container (or could not
@@ -38,35 +40,75 @@ use crate::node::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Torn;
 
-type R<T> = Result<T, Torn>;
-
 #[inline(always)]
 fn at(b: &RawBlock, i: usize) -> R<u8> {
     b.byte(i).ok_or(Torn)
 }
 
-#[inline(always)]
-fn u16_at(b: &RawBlock, i: usize) -> R<usize> {
-    Ok(usize::from(u16::from_le_bytes([at(b, i)?, at(b, i + 1)?])))
-}
-
-#[inline(always)]
-fn u32_at(b: &RawBlock, i: usize) -> R<u32> {
-    Ok(u32::from_le_bytes([
-        at(b, i)?,
-        at(b, i + 1)?,
-        at(b, i + 2)?,
-        at(b, i + 3)?,
-    ]))
-}
-
-#[inline(always)]
-fn hp_at(b: &RawBlock, i: usize) -> R<Hp> {
-    let mut x = [0u8; 5];
-    for (j, v) in x.iter_mut().enumerate() {
-        *v = at(b, i + j)?;
+impl Bytes for RawBlock {
+    #[inline(always)]
+    fn at(self, i: usize) -> R<u8> {
+        self.byte(i).ok_or(Torn)
     }
-    Ok(Hp::from_bytes(&x))
+
+    #[inline(always)]
+    fn size(self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn prefetch(self, i: usize) {
+        RawBlock::prefetch(&self, i);
+    }
+}
+
+/// An ordered walk's optimistic [`Src`]: containers reached through the bin directory
+/// (each eHP's pointer used only after `valid` passed), suffixes and values copied out
+/// with checked loads, and `check` the caller's version validation.
+#[derive(Clone, Copy)]
+pub(crate) struct OptSrc<'a> {
+    pub(crate) dirs: &'a Dirs,
+    pub(crate) valid: &'a dyn Fn() -> bool,
+}
+
+impl Src for OptSrc<'_> {
+    type B = RawBlock;
+    const OPTIMISTIC: bool = true;
+
+    #[inline]
+    fn container(self, hp: Hp) -> R<RawBlock> {
+        self.dirs.block(hp, self.valid).ok_or(Torn)
+    }
+
+    #[inline]
+    fn chain(self, hp: Hp) -> R<Option<[bool; 8]>> {
+        self.dirs.chain_parts(hp).ok_or(Torn)
+    }
+
+    #[inline]
+    fn suffix(self, buf: RawBlock, s: Suffix, out: &mut Vec<u8>) -> R<()> {
+        match s {
+            Suffix::Inline(a, e) => copy(&buf, a, e, out),
+            Suffix::Long(hp) => {
+                let (blk, a, e) = blob(self.dirs, hp, self.valid)?;
+                copy(&blk, a, e, out)
+            }
+        }
+    }
+
+    #[inline]
+    fn value<'s>(self, buf: RawBlock, v: ValRef, scratch: &'s mut Vec<u8>) -> R<&'s [u8]>
+    where
+        Self: 's,
+    {
+        copy_val(self.dirs, &buf, v, scratch, self.valid)?;
+        Ok(scratch)
+    }
+
+    #[inline]
+    fn check(self) -> R<()> {
+        if (self.valid)() { Ok(()) } else { Err(Torn) }
+    }
 }
 
 /// The block a key whose next byte is `k0` continues in: `hp` resolved (chains) and
@@ -74,135 +116,6 @@ fn hp_at(b: &RawBlock, i: usize) -> R<Hp> {
 #[inline]
 fn container(dirs: &Dirs, hp: Hp, k0: u8, valid: &dyn Fn() -> bool) -> R<RawBlock> {
     dirs.container(hp, Some(k0), valid).ok_or(Torn)
-}
-
-/// Bytes used by the container in `b` (checked against the block).
-#[inline]
-fn used(b: &RawBlock) -> R<usize> {
-    let n = (u32_at(b, 0)? & 0x00FF_FFFF) as usize;
-    if n < HEADER || n > b.len() {
-        return Err(Torn);
-    }
-    Ok(n)
-}
-
-/// `cjt::seek`, checked.
-#[inline]
-fn cjt_seek(b: &RawBlock, k0: u8) -> R<(usize, u8)> {
-    let groups = usize::from(at(b, 3)? & 7);
-    let mut best = None;
-    for i in 0..7 * groups {
-        let e = u32_at(b, HEADER + 4 * i)?;
-        let (k, off) = (e as u8, (e >> 8) as usize);
-        if off == 0 || k > k0 {
-            break;
-        }
-        best = Some((k, off));
-    }
-    Ok(match best {
-        Some((k, off)) => {
-            b.prefetch(off + 34);
-            (off, k.wrapping_sub((at(b, off)? >> 2) & 7))
-        }
-        None => (HEADER + 28 * groups, 0),
-    })
-}
-
-/// `node::parse`, checked.
-#[inline]
-fn parse(b: &RawBlock, mut pos: usize, prev: u8) -> R<Node> {
-    let f = at(b, pos)?;
-    pos += 1;
-    let t = f >> 6;
-    let is_s = f & 0x20 != 0;
-    let d = (f >> 2) & 7;
-    let key = if d == 0 {
-        pos += 1;
-        at(b, pos - 1)?
-    } else {
-        prev.wrapping_add(d)
-    };
-    if !is_s {
-        pos += 2 * usize::from(f & 2 != 0) + 30 * usize::from(f & 1 != 0);
-    }
-    let val = match t {
-        T_VALUE => {
-            let (v, p) = parse_val(b, pos)?;
-            pos = p;
-            Some(v)
-        }
-        T_EMPTY => Some(ValRef::Empty),
-        _ => None,
-    };
-    let mut child = ChildRef::None;
-    if is_s {
-        match f & 3 {
-            C_HP => {
-                child = ChildRef::Hp(hp_at(b, pos)?, pos);
-                pos += Hp::BYTES;
-            }
-            C_EMB => {
-                let size = usize::from(at(b, pos)?);
-                child = ChildRef::Emb(pos + 1, pos + size);
-                pos += size.max(1);
-            }
-            C_PC => {
-                let h = at(b, pos)?;
-                pos += 1;
-                let suffix = if h & 0x80 != 0 {
-                    pos += Hp::BYTES;
-                    Suffix::Long(hp_at(b, pos - Hp::BYTES)?)
-                } else {
-                    let n = usize::from(h & 0x7F);
-                    pos += n;
-                    Suffix::Inline(pos - n, pos)
-                };
-                let (v, p) = parse_val(b, pos)?;
-                pos = p;
-                child = ChildRef::Pc(suffix, v);
-            }
-            _ => {}
-        }
-    }
-    Ok(Node {
-        is_s,
-        key,
-        val,
-        child,
-        next: pos,
-    })
-}
-
-/// `node::parse_val`, checked.
-#[inline]
-fn parse_val(b: &RawBlock, pos: usize) -> R<(ValRef, usize)> {
-    Ok(match at(b, pos)? {
-        0 => (ValRef::Empty, pos + 1),
-        TAG_OUT => (ValRef::Out(hp_at(b, pos + 1)?), pos + 1 + Hp::BYTES),
-        n => (
-            ValRef::Inline(pos + 1, pos + 1 + usize::from(n)),
-            pos + 1 + usize::from(n),
-        ),
-    })
-}
-
-/// The T-Node key at `pos` (`node::t_key`), checked.
-#[inline]
-fn t_key(b: &RawBlock, pos: usize, prev: u8) -> R<u8> {
-    Ok(match (at(b, pos)? >> 2) & 7 {
-        0 => at(b, pos + 1)?,
-        d => prev.wrapping_add(d),
-    })
-}
-
-/// `node::jump_successor`, checked (`f` is the flag byte at `pos`).
-#[inline]
-fn jump_successor(b: &RawBlock, pos: usize, f: u8) -> R<Option<usize>> {
-    if f & 0x20 != 0 || f & 2 == 0 {
-        return Ok(None);
-    }
-    let d = u16_at(b, pos + 1 + usize::from((f >> 2) & 7 == 0))?;
-    Ok((d != 0).then_some(d))
 }
 
 /// `node::find_t`, checked. Ends: `pos` grows by at least one byte per round (a node, or
@@ -216,9 +129,9 @@ fn find_t(b: &RawBlock, start: usize, prev_t: u8, end: usize, k0: u8) -> R<Optio
         }
         let f = at(b, pos)?;
         if f & 0x20 == 0 && f & 2 != 0 {
-            let key = t_key(b, pos, prev_t)?;
+            let key = t_key_in(*b, pos, prev_t)?;
             if key < k0
-                && let Some(d) = jump_successor(b, pos, f)?
+                && let Some(d) = jump_successor_in(*b, pos)?
             {
                 prev_t = key;
                 pos += d;
@@ -226,7 +139,7 @@ fn find_t(b: &RawBlock, start: usize, prev_t: u8, end: usize, k0: u8) -> R<Optio
             }
         }
         let t = pos;
-        let n = parse(b, pos, prev_t)?;
+        let n = parse_in(*b, pos, prev_t)?;
         pos = n.next;
         if n.is_s {
             continue;
@@ -251,7 +164,7 @@ fn s_start(b: &RawBlock, t: usize, n: &Node, k1: u8) -> R<(usize, u8)> {
     }
     let i = usize::from(k1 >> 4) - 1;
     let tab = t + 1 + usize::from((f >> 2) & 7 == 0) + 2 * usize::from(f & 2 != 0);
-    let pos = n.next + u16_at(b, tab + 2 * i)?;
+    let pos = n.next + u16_in(*b, tab + 2 * i)?;
     b.prefetch(pos + 64);
     let d = (at(b, pos)? >> 2) & 7;
     Ok((pos, (k1 & 0xF0).wrapping_sub(d)))
@@ -271,7 +184,7 @@ enum Step {
 fn find_s(b: &RawBlock, mut pos: usize, mut prev_s: u8, end: usize, key: &[u8]) -> R<Step> {
     let k1 = key[1];
     while pos < end {
-        let s = parse(b, pos, prev_s)?;
+        let s = parse_in(*b, pos, prev_s)?;
         if !s.is_s || s.key > k1 {
             return Ok(Step::Missing);
         }
@@ -320,7 +233,7 @@ fn copy(b: &RawBlock, a: usize, e: usize, out: &mut Vec<u8>) -> R<()> {
 #[inline]
 fn blob(dirs: &Dirs, hp: Hp, valid: &dyn Fn() -> bool) -> R<(RawBlock, usize, usize)> {
     let b = dirs.block(hp, valid).ok_or(Torn)?;
-    let len = u32_at(&b, 0)? as usize;
+    let len = u32_in(b, 0)? as usize;
     if 4 + len > b.len() {
         return Err(Torn);
     }
@@ -386,8 +299,8 @@ pub(crate) fn lookup(
     valid: &dyn Fn() -> bool,
 ) -> R<bool> {
     let mut b = container(dirs, root, key[0], valid)?;
-    let (mut start, mut prev) = cjt_seek(&b, key[0])?;
-    let mut end = used(&b)?;
+    let (mut start, mut prev) = cjt::seek_in(b, key[0])?;
+    let mut end = used_in(b)?;
     // Each round consumes two key bytes or returns: at most `key.len() / 2 + 1` rounds.
     loop {
         match search(&b, start, prev, end, key)? {
@@ -409,8 +322,8 @@ pub(crate) fn lookup(
                 }
                 key = &key[2..];
                 b = container(dirs, hp, key[0], valid)?;
-                (start, prev) = cjt_seek(&b, key[0])?;
-                end = used(&b)?;
+                (start, prev) = cjt::seek_in(b, key[0])?;
+                end = used_in(b)?;
             }
             Step::Pc(sfx, v) => {
                 if key.len() < 2 || !suffix_is(dirs, &b, sfx, &key[2..], valid)? {
@@ -503,8 +416,8 @@ impl<'k> Probe<'k> {
                 Stage::Seek(b)
             }
             Stage::Seek(b) => {
-                let (pos, prev) = cjt_seek(&b, key[0])?;
-                let end = used(&b)?;
+                let (pos, prev) = cjt::seek_in(b, key[0])?;
+                let end = used_in(b)?;
                 b.prefetch(pos);
                 Stage::TNodes(b, pos, prev, end)
             }
@@ -662,6 +575,166 @@ mod tests {
             }
             for (k, _) in ks.iter().step_by(7) {
                 let _ = view.get(k, &mut out, &|| false);
+            }
+        }
+    }
+
+    /// Up to `limit` pairs of trie `b` from `bound`, read by the locked walk and by the
+    /// optimistic one (over `view`, with validation `valid`): `None` for a torn
+    /// optimistic walk.
+    #[allow(clippy::type_complexity)]
+    fn both_walks(
+        a: &ArenaInner,
+        view: &crate::arena::View,
+        b: u8,
+        (bound, desc, limit): (std::ops::Bound<&[u8]>, bool, usize),
+        valid: &dyn Fn() -> bool,
+    ) -> (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<(Vec<u8>, Vec<u8>)>>) {
+        use std::ops::ControlFlow;
+        let take = |got: &mut Vec<(Vec<u8>, Vec<u8>)>, k: &[u8], v: &[u8]| {
+            got.push((k.to_vec(), v.to_vec()));
+            if got.len() == limit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let mut buf = Vec::new();
+        let mut locked = Vec::new();
+        let _ = a.walk(b, bound, desc, &mut buf, &mut |k, v| {
+            take(&mut locked, k, v)
+        });
+        let mut opt = Vec::new();
+        let mut rv = Vec::new();
+        let src = super::OptSrc {
+            dirs: &view.dirs,
+            valid,
+        };
+        let got = view.get(&[b], &mut rv, valid).and_then(|found| {
+            crate::iter::walk_trie(
+                src,
+                view.root(b),
+                found.then_some(rv.as_slice()),
+                b,
+                bound,
+                desc,
+                &mut buf,
+                &mut |k: &[u8], v: &[u8]| take(&mut opt, k, v),
+            )
+        });
+        (locked, got.ok().map(|_| opt))
+    }
+
+    /// The optimistic walk (`node::walk` over [`super::OptSrc`]) visits exactly what the
+    /// locked walk visits, on a quiet arena: every trie whole, and 40 pairs from bounds
+    /// at, between and beside the keys, both ways — keys of every shape, and a split
+    /// container.
+    #[test]
+    fn opt_walk_matches_locked_walk() {
+        use std::ops::Bound;
+        let mut a = ArenaInner::new(256);
+        let n = if cfg!(miri) { 150 } else { 4000 };
+        let mut ks = keys(n);
+        // Many keys in trie 9: its root container splits (not under Miri: too slow).
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..if cfg!(miri) { 0 } else { 24_000 } {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            ks.push(([&[9u8][..], &x.to_be_bytes()].concat(), vec![x as u8]));
+        }
+        for (k, v) in &ks {
+            put(&mut a, k, v);
+        }
+        if !cfg!(miri) {
+            let root = a.roots[9].hp.expect("trie 9");
+            assert!(a.mm.is_chain(root), "trie 9's root is split");
+        }
+        let view = a.view();
+        let _g = orrery_core::sync::pin();
+        let mut bounds: Vec<Vec<u8>> = ks.iter().step_by(13).map(|(k, _)| k.clone()).collect();
+        bounds.extend(ks.iter().step_by(17).map(|(k, _)| [&k[..], b"\0"].concat()));
+        bounds.extend(
+            ks.iter()
+                .step_by(19)
+                .map(|(k, _)| k[..k.len().div_ceil(2)].to_vec()),
+        );
+        let tries: Vec<u8> = (0..=255u8)
+            .filter(|&b| a.roots[usize::from(b)].hp.is_some() || a.get(&[b]).is_some())
+            .collect();
+        for desc in [false, true] {
+            for &b in &tries {
+                let how = (Bound::Unbounded, desc, usize::MAX);
+                let (want, got) = both_walks(&a, &view, b, how, &|| true);
+                assert_eq!(got.as_ref(), Some(&want), "trie {b}, desc {desc}");
+            }
+            for k in &bounds {
+                for bound in [Bound::Included(&k[..]), Bound::Excluded(&k[..])] {
+                    let how = (bound, desc, 40);
+                    let (want, got) = both_walks(&a, &view, k[0], how, &|| true);
+                    assert_eq!(got.as_ref(), Some(&want), "bound {bound:?}, desc {desc}");
+                }
+            }
+        }
+    }
+
+    /// Torn bytes are safe for the optimistic walk too: with containers garbled, walks
+    /// from many bounds return anything (or `Torn`) but never read outside a block, panic
+    /// or loop forever — a walk sent round a cycle by a garbled child pointer is stopped
+    /// by its periodic validation (which fails here, as after any write).
+    #[test]
+    fn opt_walk_survives_garbage() {
+        use std::ops::Bound;
+        let mut a = ArenaInner::new(256);
+        let n = if cfg!(miri) { 150 } else { 3000 };
+        let ks = keys(n);
+        for (k, v) in &ks {
+            put(&mut a, k, v);
+        }
+        let view = a.view();
+        let _g = orrery_core::sync::pin();
+        let mut x = 0x2545_F491u32;
+        let rounds = if cfg!(miri) { 10 } else { 200 };
+        for round in 0..rounds {
+            for b in 0..3u8 {
+                let Some(hp) = a.roots[usize::from(b)].hp else {
+                    continue;
+                };
+                let hp = a.mm.resolve(hp, (round * 37) as u8);
+                let c = a.mm.get_mut(hp);
+                let len = c.len();
+                for _ in 0..4 {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    c[x as usize % len] = (x >> 16) as u8;
+                }
+            }
+            for (k, _) in ks.iter().step_by(if cfg!(miri) { 29 } else { 7 }) {
+                for desc in [false, true] {
+                    let view = &view;
+                    let src = super::OptSrc {
+                        dirs: &view.dirs,
+                        valid: &|| false,
+                    };
+                    let mut buf = Vec::new();
+                    let mut seen = 0usize;
+                    let _ = crate::iter::walk_trie(
+                        src,
+                        view.root(k[0]),
+                        None,
+                        k[0],
+                        Bound::Included(k),
+                        desc,
+                        &mut buf,
+                        &mut |_: &[u8], _: &[u8]| {
+                            seen += 1;
+                            std::ops::ControlFlow::Continue(())
+                        },
+                    );
+                    // At most one validation's worth of steps, then it fails.
+                    assert!(seen <= crate::node::CHECK_EVERY, "{seen} keys visited");
+                }
             }
         }
     }

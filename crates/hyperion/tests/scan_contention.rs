@@ -264,3 +264,85 @@ fn scans_do_not_wait_for_writers_of_other_arenas() {
         );
     });
 }
+
+/// Scans are optimistic (`iter.rs`, "Optimistic copies"): a writer that holds its arena's
+/// lock without changing the arena — parked inside `compute`, whose callback runs with
+/// the arena's version even — does not hold up scans of that same arena. On the locked
+/// scans before, every one of these waited for the holder (here: its deadline).
+#[test]
+fn scans_do_not_wait_for_a_lock_holder_of_their_own_arena() {
+    let _watchdog = Watchdog::arm(
+        "scans_do_not_wait_for_a_lock_holder_of_their_own_arena",
+        WATCHDOG,
+    );
+    let h = Hyperion::with_config(Config::builder().arenas(4).build().unwrap()).unwrap();
+    for i in 0..5_000u32 {
+        let mut k = vec![0x41];
+        k.extend_from_slice(&i.to_be_bytes());
+        // Some values out of line (longer than 8 bytes).
+        let v = if i % 3 == 0 {
+            vec![7u8; 20]
+        } else {
+            b"w".to_vec()
+        };
+        h.insert(&k, &v).unwrap();
+    }
+    h.insert(&[0x41], b"root").unwrap();
+    let holding = AtomicBool::new(false);
+    let release = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            h.compute(&[0x41, 0, 0, 0, 9], |old| {
+                holding.store(true, Ordering::Release);
+                // Bounded: the scanner releases it, or the deadline does.
+                let t0 = Instant::now();
+                while !release.load(Ordering::Acquire) && t0.elapsed() < DEADLINE {
+                    std::thread::yield_now();
+                }
+                old.map(<[u8]>::to_vec)
+            })
+            .unwrap();
+        });
+        orrery_core::testing::wait::wait_for("the writer holds arena 1", || {
+            holding.load(Ordering::Acquire)
+        });
+        let t0 = Instant::now();
+        // The held arena's trie, all of it, both ways, and short scans inside it.
+        let mut n = 0;
+        h.scan_prefix(&[0x41], &mut |k, v| {
+            if k.len() == 5 {
+                let i = u32::from_be_bytes(k[1..].try_into().unwrap());
+                assert_eq!(v.len(), if i % 3 == 0 { 20 } else { 1 }, "key {k:?}");
+            }
+            n += 1;
+            ControlFlow::Continue(())
+        });
+        assert_eq!(n, 5_001);
+        let mut n = 0;
+        h.scan_rev(Bound::Unbounded, &mut |k, _| {
+            assert_eq!(k[0], 0x41);
+            n += 1;
+            ControlFlow::Continue(())
+        });
+        assert_eq!(n, 5_001);
+        let got: Vec<_> = h
+            .range(&[0x41, 0, 0, 1, 0][..]..&[0x41, 0, 0, 2, 0][..])
+            .map(|e| e.key().to_vec())
+            .collect();
+        assert_eq!(got.len(), 256);
+        assert_eq!(h.iter().count(), 5_001);
+        assert_eq!(h.iter().rev().count(), 5_001);
+        assert_eq!(h.first().map(|(k, _)| k), Some(vec![0x41]));
+        assert_eq!(
+            h.last().map(|(k, _)| k),
+            Some([&[0x41][..], &4_999u32.to_be_bytes()].concat())
+        );
+        let took = t0.elapsed();
+        release.store(true, Ordering::Release);
+        holder.join().expect("holder");
+        assert!(
+            took < DEADLINE,
+            "scans of arena 1 waited {took:?} for a lock holder of arena 1"
+        );
+    });
+}
