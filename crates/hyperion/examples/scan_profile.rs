@@ -5,8 +5,14 @@
 //!
 //! ```text
 //! cargo build --release -p orrery-hyperion --example scan_profile
-//! target/release/examples/scan_profile rand-int 2000000 20 [hyperion|btree|both] [delay-s]
+//! target/release/examples/scan_profile rand-int 2000000 20 [hyperion|btree|both|held] [delay-s]
 //! ```
+//!
+//! `held` times Hyperion's full scans while 16 threads (one per arena of the default
+//! configuration) sit, asleep, inside `compute` callbacks that change nothing: each
+//! holds its arena's lock with the arena's version even, so every copy of the scan is
+//! optimistic (`iter.rs`, "Locks and optimistic copies") — the optimistic walk's cost
+//! against the locked walk's (`hyperion`).
 //!
 //! Data sets: `rand-int` (random 8-byte big-endian integers), `seq-int` (0..n big-endian),
 //! `ngram` (synthetic "word word year" strings, ~23 bytes). With a delay, the process
@@ -14,6 +20,9 @@
 
 use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use orrery_hyperion::Hyperion;
 
@@ -95,6 +104,8 @@ fn main() {
     let which = args.get(4).map_or("both", String::as_str);
     let delay: u64 = args.get(5).map_or(0, |s| s.parse().expect("delay seconds"));
     let ks = keys(set, n);
+    let held = which == "held";
+    let which = if held { "hyperion" } else { which };
     let h = Hyperion::new();
     let mut m = BTreeMap::new();
     for (i, k) in ks.iter().enumerate() {
@@ -114,27 +125,52 @@ fn main() {
     }
     let (mut th, mut tb) = (Vec::new(), Vec::new());
     let mut digest = 0u64;
-    for _ in 0..rounds {
-        if which != "btree" {
-            let t = cpu_now();
-            let mut c = 0usize;
-            h.scan(Bound::Unbounded, &mut |k, v| {
-                digest = digest.wrapping_add(k.len() as u64 + read_value(v));
-                c += 1;
-                ControlFlow::Continue(())
-            });
-            th.push(c as f64 / (cpu_now() - t) / 1e6);
-        }
-        if which != "hyperion" {
-            let t = cpu_now();
-            let mut c = 0usize;
-            for (k, v) in m.range::<[u8], _>((Bound::Unbounded, Bound::Unbounded)) {
-                digest = digest.wrapping_add(k.len() as u64 + read_value(v));
-                c += 1;
+    let gate = (Mutex::new(false), Condvar::new());
+    let entered = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        if held {
+            for i in 0..16u8 {
+                let (h, gate, entered) = (&h, &gate, &entered);
+                s.spawn(move || {
+                    h.compute(&[i], |old| {
+                        entered.fetch_add(1, Ordering::Release);
+                        let mut open = gate.0.lock().expect("gate");
+                        while !*open {
+                            open = gate.1.wait(open).expect("gate");
+                        }
+                        old.map(<[u8]>::to_vec)
+                    })
+                    .expect("compute");
+                });
             }
-            tb.push(c as f64 / (cpu_now() - t) / 1e6);
+            while entered.load(Ordering::Acquire) < 16 {
+                std::thread::yield_now();
+            }
         }
-    }
+        for _ in 0..rounds {
+            if which != "btree" {
+                let t = cpu_now();
+                let mut c = 0usize;
+                h.scan(Bound::Unbounded, &mut |k, v| {
+                    digest = digest.wrapping_add(k.len() as u64 + read_value(v));
+                    c += 1;
+                    ControlFlow::Continue(())
+                });
+                th.push(c as f64 / (cpu_now() - t) / 1e6);
+            }
+            if which != "hyperion" {
+                let t = cpu_now();
+                let mut c = 0usize;
+                for (k, v) in m.range::<[u8], _>((Bound::Unbounded, Bound::Unbounded)) {
+                    digest = digest.wrapping_add(k.len() as u64 + read_value(v));
+                    c += 1;
+                }
+                tb.push(c as f64 / (cpu_now() - t) / 1e6);
+            }
+        }
+        *gate.0.lock().expect("gate") = true;
+        gate.1.notify_all();
+    });
     let mu = h.memory_usage();
     println!(
         "{set} {n}: hyperion {:.2} M keys/s, btreemap {:.2} M keys/s per CPU-second (medians of {rounds}); hyperion {:.1} B/key; digest {digest}",
