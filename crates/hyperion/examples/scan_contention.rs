@@ -2,13 +2,22 @@
 //! writer inserts into *other* arenas, (c) while one writer inserts into *its own* arena —
 //! for short scans (1–100 pairs from random bounds) and for full-range scans.
 //!
-//! `cargo run --release -p orrery-hyperion --example scan_contention -- [KEYS] [SECS] [ROUNDS]`
+//! `cargo run --release -p orrery-hyperion --example scan_contention -- [KEYS] [SECS] [ROUNDS] [MODE]`
+//!
+//! `MODE` `arena` (default) spreads short scans' bounds and the writer's keys over the 16
+//! tries of an arena (first byte ≡ 0 or 1 mod 16, below); `one-trie` puts them in one
+//! trie (first byte 0, or 1 for the other arena's writer) — the worst case for
+//! optimistic scans, whose versions are per trie.
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values) into an index with the default 16
 //! arenas. Short scans start at a random bound whose first byte is ≡ 0 mod 16 (arena 0)
 //! and stop after 1–100 pairs (uniform), so nearly all of them read arena 0 only; a full
 //! scan reads every pair of every arena. The writer inserts fresh random keys whose first
-//! byte is ≡ 1 mod 16 (other arena) or ≡ 0 mod 16 (same arena). Scanner and writer start
+//! byte is ≡ 1 mod 16 (other arena) or ≡ 0 mod 16 (same arena) and removes them again
+//! in insertion order, keeping at most 4,096 of its own at a time (each insert and each
+//! removal counts as a write), so the index — and what a full scan reads — keeps its
+//! size across configurations and builds; `Mpairs/s` is the pairs scans visited per
+//! second (their cost per pair). Scanner and writer start
 //! together at a barrier and run for `SECS` seconds; every scan is timed (`Instant`, its
 //! own cost included); `max_ns` is the slowest scan. A writer stops at the latest
 //! `SECS + 20` seconds after the start even if the scanner is still inside a scan (a
@@ -23,6 +32,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use orrery_hyperion::Hyperion;
+
+/// Most keys of its own a writer keeps in the index (see the module docs).
+const LIVE: usize = 4096;
 
 fn xorshift(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -46,6 +58,8 @@ enum Scan {
 
 struct Sample {
     scans_per_s: f64,
+    /// Pairs visited per second, in millions.
+    mpairs_per_s: f64,
     p50: u64,
     p99: u64,
     p999: u64,
@@ -54,11 +68,11 @@ struct Sample {
 }
 
 /// One scan; returns the pairs visited (checking that keys ascend).
-fn scan_once(h: &Hyperion, kind: Scan, x: &mut u64) -> usize {
+fn scan_once(h: &Hyperion, kind: Scan, x: &mut u64, mask: u64) -> usize {
     let (from, want) = match kind {
         Scan::Short => {
             let r = xorshift(x);
-            let b = ((r & !(0xFF << 56)) | (((r >> 56) & 0xF0) << 56)).to_be_bytes();
+            let b = ((r & !(0xFF << 56)) | (((r >> 56) & mask) << 56)).to_be_bytes();
             (Some(b), 1 + (xorshift(x) % 100) as usize)
         }
         Scan::Full => (None, usize::MAX),
@@ -82,18 +96,29 @@ fn scan_once(h: &Hyperion, kind: Scan, x: &mut u64) -> usize {
     n
 }
 
-fn run(h: &Hyperion, w: Writer, kind: Scan, secs: f64, seed: u64, loaded: usize) -> Sample {
+#[allow(clippy::too_many_arguments)]
+fn run(
+    h: &Hyperion,
+    w: Writer,
+    kind: Scan,
+    secs: f64,
+    seed: u64,
+    loaded: usize,
+    mask: u64,
+) -> Sample {
     let start = Barrier::new(2);
     let stop = AtomicBool::new(false);
     let writes = AtomicU64::new(0);
     let capped = AtomicBool::new(false);
     let mut lat = Vec::with_capacity(1 << 16);
     let mut elapsed = Duration::ZERO;
+    let mut pairs = 0u64;
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut x = seed | 1;
             start.wait();
             let mut n = 0u64;
+            let mut live = std::collections::VecDeque::new();
             if w != Writer::None {
                 let b = if w == Writer::Same { 0u64 } else { 1 };
                 let cap = Instant::now() + Duration::from_secs_f64(secs + 20.0);
@@ -103,10 +128,21 @@ fn run(h: &Hyperion, w: Writer, kind: Scan, secs: f64, seed: u64, loaded: usize)
                         break;
                     }
                     let r = xorshift(&mut x);
-                    let k = ((r & !(0xFF << 56)) | (((r >> 56) & 0xF0 | b) << 56)).to_be_bytes();
+                    let k = ((r & !(0xFF << 56)) | (((r >> 56) & mask | b) << 56)).to_be_bytes();
                     h.insert(&k, &r.to_le_bytes()).unwrap();
+                    live.push_back(k);
                     n += 1;
+                    // Its own keys only, at most `LIVE` at a time: the index keeps its
+                    // size, so every configuration (and build) scans the same keys.
+                    if live.len() > LIVE {
+                        let old = live.pop_front().expect("a live key");
+                        h.remove(&old);
+                        n += 1;
+                    }
                 }
+            }
+            for k in live {
+                h.remove(&k);
             }
             writes.store(n, Ordering::Relaxed);
         });
@@ -116,8 +152,9 @@ fn run(h: &Hyperion, w: Writer, kind: Scan, secs: f64, seed: u64, loaded: usize)
         let deadline = t0 + Duration::from_secs_f64(secs);
         loop {
             let t = Instant::now();
-            let n = scan_once(h, kind, &mut x);
+            let n = scan_once(h, kind, &mut x, mask);
             lat.push(t.elapsed().as_nanos() as u64);
+            pairs += n as u64;
             if kind == Scan::Full {
                 assert!(n >= loaded, "a full scan saw {n} of {loaded} loaded keys");
             }
@@ -133,6 +170,7 @@ fn run(h: &Hyperion, w: Writer, kind: Scan, secs: f64, seed: u64, loaded: usize)
     let q = |f: f64| lat[((lat.len() as f64 * f) as usize).min(lat.len() - 1)];
     let s = Sample {
         scans_per_s: scans as f64 / elapsed.as_secs_f64(),
+        mpairs_per_s: pairs as f64 / elapsed.as_secs_f64() / 1e6,
         p50: q(0.5),
         p99: q(0.99),
         p999: q(0.999),
@@ -166,6 +204,13 @@ fn main() {
     let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("KEYS"));
     let secs: f64 = args.next().map_or(2.0, |a| a.parse().expect("SECS"));
     let rounds: usize = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
+    // The first key bytes of short scans' bounds and of the writer's keys: the 16 tries
+    // of an arena (default), or one trie (`one-trie`).
+    let mask = match args.next().as_deref() {
+        None | Some("arena") => 0xF0,
+        Some("one-trie") => 0,
+        Some(m) => panic!("MODE: arena or one-trie, not {m}"),
+    };
     let h = Hyperion::new();
     let mut x = 0x5EED_1234_ABCD_0001u64;
     for _ in 0..n {
@@ -190,20 +235,22 @@ fn main() {
                 secs,
                 77 + r as u64 * 31 + i as u64,
                 loaded,
+                mask,
             ));
         }
     }
     println!(
-        "scan   writer      scans/s     p50_ns     p99_ns    p999_ns      max_ns  writer_Mops (medians of {rounds})"
+        "scan   writer      scans/s  Mpairs/s     p50_ns     p99_ns    p999_ns      max_ns  writer_Mops (medians of {rounds})"
     );
     for (i, &(kind, w)) in configs.iter().enumerate() {
         let s = &res[i];
         let m = |f: &dyn Fn(&Sample) -> f64| median(s.iter().map(f).collect());
         println!(
-            "{:<6} {:<7} {:>11.1} {:>10.0} {:>10.0} {:>10.0} {:>11.0} {:>12.3}",
+            "{:<6} {:<7} {:>11.1} {:>9.2} {:>10.0} {:>10.0} {:>10.0} {:>11.0} {:>12.3}",
             format!("{kind:?}"),
             format!("{w:?}"),
             m(&|s| s.scans_per_s),
+            m(&|s| s.mpairs_per_s),
             m(&|s| s.p50 as f64),
             m(&|s| s.p99 as f64),
             m(&|s| s.p999 as f64),

@@ -252,7 +252,9 @@ impl Hyperion {
     /// [`OPT_ATTEMPTS`] attempts in a row that kept fewer than [`OPT_PROGRESS`] pairs, the
     /// rest is copied under the arena's fair scan lock
     /// ([`crate::arena::Arena::scan_lock`]): a copy beside a continuous writer wastes a
-    /// bounded amount of work before it waits.
+    /// bounded amount of work before it waits; and the next [`CONTENDED_COPIES`] copies
+    /// of the same trie on this thread wait for that lock at once (unless the shared
+    /// lock is free).
     fn copy_trie<S: Sink>(
         &self,
         arena: &Arena,
@@ -263,14 +265,31 @@ impl Hyperion {
         buf: &mut Vec<u8>,
     ) -> (Copied, usize) {
         let mut resume: Option<Vec<u8>> = None;
-        let (mut left, mut slow) = (max, 0);
+        // A trie whose last copy on this thread ended under the scan lock is copied under
+        // it again, for its next few copies, unless the shared lock is free.
+        let here = (std::ptr::from_ref(arena).addr(), b);
+        let skip = CONTENDED.with(|c| {
+            let (at, n) = c.get();
+            if at == here && n > 0 {
+                c.set((at, n - 1));
+                true
+            } else {
+                false
+            }
+        });
+        let (mut left, mut slow) = (max, if skip { OPT_ATTEMPTS } else { 0 });
         let mut scratch = Vec::new();
         let mut root_val = Vec::new();
         loop {
             let from = resume.as_deref().map_or(how.bound, Bound::Excluded);
             let guard = match arena.try_scan_lock() {
                 Some(g) => Some(g),
-                None if slow >= OPT_ATTEMPTS => Some(arena.scan_lock()),
+                None if slow >= OPT_ATTEMPTS => {
+                    if !skip {
+                        CONTENDED.with(|c| c.set((here, CONTENDED_COPIES)));
+                    }
+                    Some(arena.scan_lock())
+                }
                 None => None,
             };
             let mut c = Copier {
@@ -357,6 +376,19 @@ pub(crate) const OPT_ATTEMPTS: usize = 3;
 
 /// Pairs an optimistic attempt must keep to count as progress (see [`OPT_ATTEMPTS`]).
 pub(crate) const OPT_PROGRESS: usize = 8;
+
+/// Copies of a trie that go straight to the scan lock (when the shared lock is not free)
+/// after a copy of it on the same thread gave up its optimistic attempts: a trie that
+/// one writer keeps changing tears nearly every attempt, and the attempts' seeks then
+/// only add to the wait for the lock.
+pub(crate) const CONTENDED_COPIES: u32 = 16;
+
+thread_local! {
+    /// The trie (arena address, first byte) whose last copy on this thread gave up its
+    /// optimistic attempts, and how many of its next copies still skip them.
+    static CONTENDED: std::cell::Cell<((usize, u8), u32)> =
+        const { std::cell::Cell::new(((0, 0), 0)) };
+}
 
 /// What one trie's copy is for (see [`Hyperion::copy_trie`]).
 #[derive(Clone, Copy)]
