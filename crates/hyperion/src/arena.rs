@@ -13,12 +13,13 @@
 //!   publication of the trie's root in the [`View`]) runs with the version odd, and the
 //!   version is made even again when the change ends, fails or unwinds.
 //! - **Point readers** (`get`, `get_with`, `contains_key`, `get_many`) are optimistic:
-//!   pinned in an `orrery_core::sync` epoch, they read the version (waiting, with bounded
-//!   backoff, while it is odd), run the checked lookup of `opt.rs` on the [`View`] — the
+//!   pinned in an `orrery_core::sync` epoch, they read a version (waiting, with bounded
+//!   backoff, while it is odd) — `get`, `get_with` and `contains_key` their key's trie's,
+//!   `get_many` the arena's — run the checked lookup of `opt.rs` on the [`View`] — the
 //!   roots, the root values and the memory manager's bin directory, all atomics — copying
-//!   the value into a buffer, and validate the version: unchanged means no write began
-//!   since, so the copy is what the arena held when the version was read; only then is
-//!   the value handed out. A failed attempt is retried; after [`OPT_TRIES`] attempts the
+//!   the value into a buffer, and validate the version: unchanged means no write (of that
+//!   trie) began since, so the copy is what the arena held when the version was read;
+//!   only then is the value handed out. A failed attempt is retried; after [`OPT_TRIES`] attempts the
 //!   reader takes the arena's lock — exclusively, because the shared side of this
 //!   writer-preferring lock let a continuous writer starve readers (see
 //!   [`Arena::get_with`]) — so no reader retries forever.
@@ -26,8 +27,9 @@
 //!   memory unmapped or moved, bin directory tables, extended heap blocks, root values —
 //!   is retired through the epoch collector, not freed (`mm.rs`, "Optimistic readers").
 //! - Each trie also has a version (`View::tseq`), made odd after the arena's and even
-//!   before it by a write of a key of that trie; optimistic scans validate against it
-//!   ([`Arena::optimistic`], which says why that is sound).
+//!   before it by a write of a key of that trie; optimistic scans and point reads of one
+//!   key validate against it ([`Arena::optimistic`] says why that is sound), so writes
+//!   to the arena's other tries do not tear them.
 //! - **Scans** copy one batch from one trie at a time (`iter.rs`, "Locks and optimistic
 //!   copies"): under the arena's shared lock if it is free at once
 //!   ([`Arena::try_scan_lock`]); else optimistically ([`Arena::optimistic`]: pinned, the
@@ -397,9 +399,16 @@ impl Arena {
     /// `key` is present (its value in `out`), or `None` if every attempt failed.
     #[inline]
     pub(crate) fn try_get(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+        // The key's trie's version (the arena's for the empty key, which is no trie's):
+        // writes to the arena's other tries do not tear the read (see
+        // [`Arena::optimistic`] for why that is sound).
+        let seq = match key.first() {
+            Some(&b) => &self.view.tseq[usize::from(b)],
+            None => &self.view.seq,
+        };
         for _ in 0..OPT_TRIES {
-            let Some(v) = self.begin() else { continue };
-            let valid = || SEQ.validate(&self.view.seq, v);
+            let Some(v) = begin(seq) else { continue };
+            let valid = || SEQ.validate(seq, v);
             if let Ok(found) = self.view.get(key, out, &valid)
                 && valid()
             {
@@ -474,15 +483,22 @@ impl Arena {
     /// progress; `None` if it is still in progress.
     #[inline]
     pub(crate) fn begin(&self) -> Option<u64> {
-        let backoff = orrery_core::sync::Backoff::new();
-        for _ in 0..WAIT_ROUNDS {
-            if let Some(v) = SEQ.try_read(&self.view.seq) {
-                return Some(v);
-            }
-            backoff.snooze();
-        }
-        None
+        begin(&self.view.seq)
     }
+}
+
+/// A version of `seq` to validate against: waits (bounded backoff) while a write is in
+/// progress; `None` if it is still in progress.
+#[inline]
+fn begin(seq: &AtomicU64) -> Option<u64> {
+    let backoff = orrery_core::sync::Backoff::new();
+    for _ in 0..WAIT_ROUNDS {
+        if let Some(v) = SEQ.try_read(seq) {
+            return Some(v);
+        }
+        backoff.snooze();
+    }
+    None
 }
 
 /// One trie's root.
@@ -696,7 +712,9 @@ mod tests {
         assert_eq!(arena.fallbacks.load(Ordering::Relaxed), 0);
         let got = std::thread::scope(|s| {
             let mut a = arena.lock.write();
+            // A write of trie `k` in progress: the arena's and the trie's versions odd.
             let odd = SEQ.write_begin(&arena.view.seq);
+            let odd_k = SEQ.write_begin(&arena.view.tseq[usize::from(b'k')]);
             let reader = s.spawn(|| arena.get_with(b"key", <[u8]>::to_vec));
             assert!(
                 orrery_core::sync::wait_until(std::time::Duration::from_secs(60), || {
@@ -704,6 +722,7 @@ mod tests {
                 }),
                 "the reader gave up its optimistic attempts"
             );
+            SEQ.write_end(&arena.view.tseq[usize::from(b'k')], odd_k);
             SEQ.write_end(&arena.view.seq, odd);
             put(&mut a, b"key", b"v2");
             drop(a);
