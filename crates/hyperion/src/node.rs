@@ -1087,8 +1087,8 @@ pub(crate) const CHECK_EVERY: usize = 256;
 /// (`iter.rs`); [`Visit`] (a `dyn` visitor) works too. Generic over where it reads
 /// ([`Src`]): under the arena's lock it cannot fail; optimistically it returns [`Torn`]
 /// as soon as it reads bytes that cannot be consistent or a periodic [`Src::check`]
-/// fails, and the keys it visited before must be dropped by the caller (the caller also
-/// validates at the end: keys visited since the last check are confirmed only then).
+/// fails, and what it visited means something only as far as the caller validated it
+/// (a scan's copy validates before keeping each pair: `iter.rs`).
 pub(crate) fn walk<S: Src, V>(
     src: S,
     root: Hp,

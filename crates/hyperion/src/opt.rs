@@ -509,6 +509,25 @@ mod tests {
             .collect()
     }
 
+    /// Overwrites 4 random bytes of one part of each of the root containers of tries 0–2
+    /// (the part picked by `round`), as a reader racing a writer may see them.
+    fn garble(a: &mut ArenaInner, round: usize, x: &mut u32) {
+        for b in 0..3u8 {
+            let Some(hp) = a.roots[usize::from(b)].hp else {
+                continue;
+            };
+            let hp = a.mm.resolve(hp, (round * 37) as u8);
+            let c = a.mm.get_mut(hp);
+            let len = c.len();
+            for _ in 0..4 {
+                *x ^= *x << 13;
+                *x ^= *x >> 17;
+                *x ^= *x << 5;
+                c[*x as usize % len] = (*x >> 16) as u8;
+            }
+        }
+    }
+
     /// The checked lookup finds what the locked one finds, on a quiet arena: every key
     /// present with its value, absent keys absent.
     #[test]
@@ -558,21 +577,7 @@ mod tests {
         let mut x = 0x9E37_79B9u32;
         let rounds = if cfg!(miri) { 20 } else { 300 };
         for round in 0..rounds {
-            // Garble some bytes of some roots' containers.
-            for b in 0..3u8 {
-                let Some(hp) = a.roots[usize::from(b)].hp else {
-                    continue;
-                };
-                let hp = a.mm.resolve(hp, (round * 37) as u8);
-                let c = a.mm.get_mut(hp);
-                let len = c.len();
-                for _ in 0..4 {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    c[x as usize % len] = (x >> 16) as u8;
-                }
-            }
+            garble(&mut a, round, &mut x);
             for (k, _) in ks.iter().step_by(7) {
                 let _ = view.get(k, &mut out, &|| false);
             }
@@ -696,20 +701,7 @@ mod tests {
         let mut x = 0x2545_F491u32;
         let rounds = if cfg!(miri) { 10 } else { 200 };
         for round in 0..rounds {
-            for b in 0..3u8 {
-                let Some(hp) = a.roots[usize::from(b)].hp else {
-                    continue;
-                };
-                let hp = a.mm.resolve(hp, (round * 37) as u8);
-                let c = a.mm.get_mut(hp);
-                let len = c.len();
-                for _ in 0..4 {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    c[x as usize % len] = (x >> 16) as u8;
-                }
-            }
+            garble(&mut a, round, &mut x);
             for (k, _) in ks.iter().step_by(if cfg!(miri) { 29 } else { 7 }) {
                 for desc in [false, true] {
                     let view = &view;

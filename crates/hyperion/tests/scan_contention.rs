@@ -81,6 +81,37 @@ fn check_covers(seen: &[Vec<u8>], must: &[Vec<u8>], lo: &[u8], what: &str) {
     }
 }
 
+/// Runs `scans` while another thread sits inside `h.compute(key, …)` — holding the write
+/// lock of `key`'s arena, changing nothing — and returns how long `scans` took. The
+/// holder leaves when `scans` returns (or at the deadline).
+fn with_parked_writer(h: &Hyperion, key: &[u8], scans: impl FnOnce()) -> Duration {
+    let holding = AtomicBool::new(false);
+    let release = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            h.compute(key, |old| {
+                holding.store(true, Ordering::Release);
+                // Bounded: the scanner releases it, or the deadline does.
+                let t0 = Instant::now();
+                while !release.load(Ordering::Acquire) && t0.elapsed() < DEADLINE {
+                    std::thread::yield_now();
+                }
+                old.map(<[u8]>::to_vec)
+            })
+            .unwrap();
+        });
+        orrery_core::testing::wait::wait_for("the writer holds its arena", || {
+            holding.load(Ordering::Acquire)
+        });
+        let t0 = Instant::now();
+        scans();
+        let took = t0.elapsed();
+        release.store(true, Ordering::Release);
+        holder.join().expect("holder");
+        took
+    })
+}
+
 /// One scanner completes its scans — short ones (1–100 pairs) from random bounds and full
 /// ones, ascending and descending — within a deadline while one writer hammers the same
 /// (single) arena with inserts and removes; every scan yields the stable keys and the
@@ -205,25 +236,7 @@ fn scans_do_not_wait_for_writers_of_other_arenas() {
         k[0] = 0x41;
         h.insert(&k, b"w").unwrap();
     }
-    let holding = AtomicBool::new(false);
-    let release = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let holder = s.spawn(|| {
-            h.compute(&[0x41, 0, 0, 0, 0], |old| {
-                holding.store(true, Ordering::Release);
-                // Bounded: the scanner releases it, or the deadline does.
-                let t0 = Instant::now();
-                while !release.load(Ordering::Acquire) && t0.elapsed() < DEADLINE {
-                    std::thread::yield_now();
-                }
-                old.map(<[u8]>::to_vec)
-            })
-            .unwrap();
-        });
-        orrery_core::testing::wait::wait_for("the writer holds arena 1", || {
-            holding.load(Ordering::Acquire)
-        });
-        let t0 = Instant::now();
+    let took = with_parked_writer(&h, &[0x41, 0, 0, 0, 0], || {
         // Arena 0's trie, all of it, both ways, and short scans inside it.
         let mut n = 0;
         h.scan_prefix(&[0x40], &mut |_, _| {
@@ -255,17 +268,14 @@ fn scans_do_not_wait_for_writers_of_other_arenas() {
             ControlFlow::Break(())
         });
         assert_eq!(first, Some(vec![0x40, 0, 0, 0, 0]));
-        let took = t0.elapsed();
-        release.store(true, Ordering::Release);
-        holder.join().expect("holder");
-        assert!(
-            took < DEADLINE,
-            "scans of arena 0 waited {took:?} for a writer of arena 1"
-        );
     });
+    assert!(
+        took < DEADLINE,
+        "scans of arena 0 waited {took:?} for a writer of arena 1"
+    );
 }
 
-/// Scans are optimistic (`iter.rs`, "Optimistic copies"): a writer that holds its arena's
+/// Scans are optimistic (`iter.rs`, "Locks and optimistic copies"): a writer that holds its arena's
 /// lock without changing the arena — parked inside `compute`, whose callback runs with
 /// the arena's version even — does not hold up scans of that same arena. On the locked
 /// scans before, every one of these waited for the holder (here: its deadline).
@@ -288,25 +298,7 @@ fn scans_do_not_wait_for_a_lock_holder_of_their_own_arena() {
         h.insert(&k, &v).unwrap();
     }
     h.insert(&[0x41], b"root").unwrap();
-    let holding = AtomicBool::new(false);
-    let release = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let holder = s.spawn(|| {
-            h.compute(&[0x41, 0, 0, 0, 9], |old| {
-                holding.store(true, Ordering::Release);
-                // Bounded: the scanner releases it, or the deadline does.
-                let t0 = Instant::now();
-                while !release.load(Ordering::Acquire) && t0.elapsed() < DEADLINE {
-                    std::thread::yield_now();
-                }
-                old.map(<[u8]>::to_vec)
-            })
-            .unwrap();
-        });
-        orrery_core::testing::wait::wait_for("the writer holds arena 1", || {
-            holding.load(Ordering::Acquire)
-        });
-        let t0 = Instant::now();
+    let took = with_parked_writer(&h, &[0x41, 0, 0, 0, 9], || {
         // The held arena's trie, all of it, both ways, and short scans inside it.
         let mut n = 0;
         h.scan_prefix(&[0x41], &mut |k, v| {
@@ -337,12 +329,9 @@ fn scans_do_not_wait_for_a_lock_holder_of_their_own_arena() {
             h.last().map(|(k, _)| k),
             Some([&[0x41][..], &4_999u32.to_be_bytes()].concat())
         );
-        let took = t0.elapsed();
-        release.store(true, Ordering::Release);
-        holder.join().expect("holder");
-        assert!(
-            took < DEADLINE,
-            "scans of arena 1 waited {took:?} for a lock holder of arena 1"
-        );
     });
+    assert!(
+        took < DEADLINE,
+        "scans of arena 1 waited {took:?} for a lock holder of arena 1"
+    );
 }
