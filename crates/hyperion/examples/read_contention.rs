@@ -1,7 +1,8 @@
 //! What a reader loses to writers: one lookup thread (a) alone, (b) while one writer
 //! inserts into *other* arenas, (c) while one writer inserts into *its own* arena — for
-//! the optimistic read path (`get_with`) and the locked one (`get_with_locked`), side by
-//! side in one run (issue #22; `docs/results/hyperion.md`).
+//! the optimistic read path (`get_with`), the locked one (`get_with_locked`) and
+//! `get_many` (16 keys a call; optimistic), side by side in one run (issue #22;
+//! `docs/results/hyperion.md`).
 //!
 //! `cargo run --release -p orrery-hyperion --example read_contention -- [KEYS] [SECS] [ROUNDS] [locked-first]`
 //!
@@ -38,6 +39,8 @@ enum Writer {
 enum Path {
     Optimistic,
     Locked,
+    /// `get_many` of 16 keys at a time (optimistic; one timed batch counts 16 lookups).
+    GetMany,
 }
 
 struct Sample {
@@ -77,6 +80,28 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
         let t0 = Instant::now();
         let deadline = t0 + Duration::from_secs_f64(secs);
         'outer: loop {
+            if path == Path::GetMany {
+                for _ in 0..4 {
+                    let batch: [&[u8]; 16] = std::array::from_fn(|_| {
+                        &keys[(xorshift(&mut x) % keys.len() as u64) as usize][..]
+                    });
+                    let timed = ops.is_multiple_of(16 * 16);
+                    let t = timed.then(Instant::now);
+                    let mut hits = 0;
+                    h.get_many(&batch, &mut |_, v| {
+                        hits += usize::from(v.map(<[u8]>::len) == Some(8))
+                    });
+                    if let Some(t) = t {
+                        lat.push(t.elapsed().as_nanos() as u64);
+                    }
+                    assert_eq!(black_box(hits), 16);
+                    ops += 16;
+                }
+                if Instant::now() >= deadline {
+                    break 'outer;
+                }
+                continue;
+            }
             for _ in 0..64 {
                 let k = &keys[(xorshift(&mut x) % keys.len() as u64) as usize];
                 let timed = ops.is_multiple_of(16);
@@ -84,6 +109,7 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
                 let v = match path {
                     Path::Optimistic => h.get_with(k, |v| v.len()),
                     Path::Locked => h.get_with_locked(k, |v| v.len()),
+                    Path::GetMany => unreachable!("batched above"),
                 };
                 if let Some(t) = t {
                     lat.push(t.elapsed().as_nanos() as u64);
@@ -147,10 +173,13 @@ fn main() {
     let configs = [
         (Writer::None, p1),
         (Writer::None, p2),
+        (Writer::None, Path::GetMany),
         (Writer::Other, p1),
         (Writer::Other, p2),
+        (Writer::Other, Path::GetMany),
         (Writer::Same, p1),
         (Writer::Same, p2),
+        (Writer::Same, Path::GetMany),
     ];
     let mut res: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {

@@ -399,13 +399,7 @@ impl Arena {
     /// `key` is present (its value in `out`), or `None` if every attempt failed.
     #[inline]
     pub(crate) fn try_get(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
-        // The key's trie's version (the arena's for the empty key, which is no trie's):
-        // writes to the arena's other tries do not tear the read (see
-        // [`Arena::optimistic`] for why that is sound).
-        let seq = match key.first() {
-            Some(&b) => &self.view.tseq[usize::from(b)],
-            None => &self.view.seq,
-        };
+        let seq = self.seq_of(key);
         for _ in 0..OPT_TRIES {
             let Some(v) = begin(seq) else { continue };
             let valid = || SEQ.validate(seq, v);
@@ -473,17 +467,28 @@ impl Arena {
         self.lock.write()
     }
 
-    /// Whether the version is still `v` (from [`Arena::begin`]).
+    /// The version a point read of `key` (trie key space) validates: its trie's (the
+    /// arena's for the empty key, which is no trie's), so writes to the arena's other
+    /// tries do not tear the read (see [`Arena::optimistic`] for why that is sound).
     #[inline]
-    pub(crate) fn validate(&self, v: u64) -> bool {
-        SEQ.validate(&self.view.seq, v)
+    fn seq_of(&self, key: &[u8]) -> &AtomicU64 {
+        match key.first() {
+            Some(&b) => &self.view.tseq[usize::from(b)],
+            None => &self.view.seq,
+        }
     }
 
-    /// A version to validate against: waits (bounded backoff) while a write is in
-    /// progress; `None` if it is still in progress.
+    /// Whether the version of `key`'s trie is still `v` (from [`Arena::begin`]).
     #[inline]
-    pub(crate) fn begin(&self) -> Option<u64> {
-        begin(&self.view.seq)
+    pub(crate) fn validate(&self, key: &[u8], v: u64) -> bool {
+        SEQ.validate(self.seq_of(key), v)
+    }
+
+    /// A version of `key`'s trie to validate against: waits (bounded backoff) while a
+    /// write of the trie is in progress; `None` if it is still in progress.
+    #[inline]
+    pub(crate) fn begin(&self, key: &[u8]) -> Option<u64> {
+        begin(self.seq_of(key))
     }
 }
 

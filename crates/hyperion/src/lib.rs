@@ -239,7 +239,7 @@ impl Hyperion {
     /// misses of the window's keys overlap instead of following one another.
     ///
     /// Optimistic, as [`Hyperion::get_with`]: a window's lookups copy their values and
-    /// run without locks, and `f` sees them once the versions of the window's arenas
+    /// run without locks, and `f` sees them once the versions of the window's keys' tries
     /// validate, with no lock held. A window that fails a few attempts takes its arenas'
     /// locks (exclusively, in ascending arena order: writers hold one arena lock at a
     /// time, so the order rules out deadlock) and `f` then runs under them: it must be
@@ -263,7 +263,7 @@ impl Hyperion {
             order.dedup();
             let ok = {
                 let _guard = orrery_core::sync::pin();
-                self.window_optimistic(&tkeys, &order, &mut outs, &mut found)
+                self.window_optimistic(&tkeys, &mut outs, &mut found)
             };
             if ok {
                 for (i, (&hit, out)) in found.iter().zip(&outs).enumerate() {
@@ -304,27 +304,29 @@ impl Hyperion {
         }
     }
 
-    /// The optimistic attempts of a [`Hyperion::get_many`] window (the caller is pinned;
-    /// `order`: the window's arenas, ascending): whether one validated, then with
-    /// `found[i]` and `outs[i]` the result of key `i`.
+    /// The optimistic attempts of a [`Hyperion::get_many`] window (the caller is pinned):
+    /// whether one validated — every key's trie's version, so writes to other tries of
+    /// the same arenas do not tear it — then with `found[i]` and `outs[i]` the result of
+    /// key `i`.
     fn window_optimistic(
         &self,
         tkeys: &[Option<TrieKey<'_>>],
-        order: &[usize],
         outs: &mut [Vec<u8>],
         found: &mut Vec<bool>,
     ) -> bool {
-        let slot = |k: &[u8]| {
-            let a = k.first().map_or(0, |&b| usize::from(b) % self.arenas.len());
-            order.binary_search(&a).unwrap_or(0)
-        };
-        let mut vers: Vec<u64> = Vec::with_capacity(order.len());
+        let arena =
+            |k: &[u8]| &self.arenas[k.first().map_or(0, |&b| usize::from(b) % self.arenas.len())];
+        // One version per key, its trie's (keys of one trie read it once each: cheap).
+        let mut vers: Vec<u64> = Vec::with_capacity(tkeys.len());
         'attempt: for _ in 0..arena::OPT_TRIES {
             vers.clear();
-            for &a in order {
-                match self.arenas[a].begin() {
-                    Some(v) => vers.push(v),
-                    None => continue 'attempt,
+            for k in tkeys {
+                match k {
+                    None => vers.push(0),
+                    Some(k) => match arena(k).begin(k) {
+                        Some(v) => vers.push(v),
+                        None => continue 'attempt,
+                    },
                 }
             }
             let mut probes: Vec<opt::Probe<'_>> = tkeys
@@ -332,26 +334,26 @@ impl Hyperion {
                 .zip(outs.iter_mut())
                 .map(|(k, out)| match k {
                     None => opt::Probe::done(Ok(false)),
-                    Some(k) => self.arenas[order[slot(k)]].view().probe(k, out),
+                    Some(k) => arena(k).view().probe(k, out),
                 })
                 .collect();
             let mut pending = probes.len();
             while pending > 0 {
                 pending = 0;
-                for ((p, k), out) in probes.iter_mut().zip(tkeys).zip(outs.iter_mut()) {
+                for (((p, k), out), &v) in
+                    probes.iter_mut().zip(tkeys).zip(outs.iter_mut()).zip(&vers)
+                {
                     let Some(k) = k else { continue };
-                    let s = slot(k);
-                    let a = &self.arenas[order[s]];
-                    let v = vers[s];
-                    if !p.step(&a.view().dirs, out, &|| a.validate(v)) {
+                    let a = arena(k);
+                    if !p.step(&a.view().dirs, out, &|| a.validate(k, v)) {
                         pending += 1;
                     }
                 }
             }
-            if order
+            if tkeys
                 .iter()
                 .zip(&vers)
-                .all(|(&a, &v)| self.arenas[a].validate(v))
+                .all(|(k, &v)| k.as_ref().is_none_or(|k| arena(k).validate(k, v)))
             {
                 found.clear();
                 for p in &probes {
