@@ -391,7 +391,7 @@ pub(crate) fn jump_successor_in<B: Bytes>(buf: B, pos: usize) -> R<Option<usize>
 }
 
 /// Where a key's search leaves a payload.
-enum Step {
+pub(crate) enum Step {
     /// The key ends at a node with this value.
     Found(ValRef),
     /// Absent.
@@ -406,21 +406,29 @@ enum Step {
 
 /// Finds the T-Node of key `k0` in the payload `buf[start..end]`, from the T-Node at
 /// `start` whose previous sibling's key is `prev_t`, skipping the groups of smaller keys
-/// by their jump successors: its offset and the node.
+/// by their jump successors: its offset and the node. Ends on any bytes: `pos` grows by
+/// at least one byte per round (a node, or a jump successor of at least 1) and stops at
+/// `end`.
 #[inline]
-fn find_t(buf: &[u8], start: usize, prev_t: u8, end: usize, k0: u8) -> Option<(usize, Node)> {
+pub(crate) fn find_t<B: Bytes>(
+    buf: B,
+    start: usize,
+    prev_t: u8,
+    end: usize,
+    k0: u8,
+) -> R<Option<(usize, Node)>> {
     let mut pos = start;
     let mut prev_t = prev_t;
     loop {
         if pos >= end {
-            return None;
+            return Ok(None);
         }
-        let f = buf[pos];
+        let f = buf.at(pos)?;
         if f & 0x20 == 0 && f & 2 != 0 {
             // A T-Node with a jump successor: skip its S-Nodes if the key is further on.
-            let key = t_key(buf, pos, prev_t);
+            let key = t_key_in(buf, pos, prev_t)?;
             if key < k0
-                && let Some(d) = jump_successor(buf, pos)
+                && let Some(d) = jump_successor_in(buf, pos)?
             {
                 prev_t = key;
                 pos += d;
@@ -428,7 +436,7 @@ fn find_t(buf: &[u8], start: usize, prev_t: u8, end: usize, k0: u8) -> Option<(u
             }
         }
         let t = pos;
-        let n = parse(buf, pos, prev_t);
+        let n = parse_in(buf, pos, prev_t)?;
         pos = n.next;
         if n.is_s {
             continue;
@@ -438,9 +446,9 @@ fn find_t(buf: &[u8], start: usize, prev_t: u8, end: usize, k0: u8) -> Option<(u
             continue;
         }
         if n.key > k0 {
-            return None;
+            return Ok(None);
         }
-        return Some((t, n));
+        return Ok(Some((t, n)));
     }
 }
 
@@ -448,23 +456,29 @@ fn find_t(buf: &[u8], start: usize, prev_t: u8, end: usize, k0: u8) -> Option<(u
 /// jump table's destination at or below `k1` if it has one, else its first S-Node; and
 /// the key to decode that node's delta from.
 #[inline]
-fn s_start(buf: &[u8], t: usize, n: &Node, k1: u8) -> (usize, u8) {
-    if buf[t] & 1 != 0 {
-        tjt::seek(buf, t, n.next, k1)
+pub(crate) fn s_start<B: Bytes>(buf: B, t: usize, n: &Node, k1: u8) -> R<(usize, u8)> {
+    if buf.at(t)? & 1 != 0 {
+        tjt::seek_in(buf, t, n.next, k1)
     } else {
-        (n.next, 0)
+        Ok((n.next, 0))
     }
 }
 
 /// Searches the S-Nodes of one T-Node, from `pos` (previous sibling's key `prev_s`) to
 /// the next T-Node or `end`, for `key[1]` (`key` has at least 2 bytes).
 #[inline]
-fn find_s(buf: &[u8], mut pos: usize, mut prev_s: u8, end: usize, key: &[u8]) -> Step {
+pub(crate) fn find_s<B: Bytes>(
+    buf: B,
+    mut pos: usize,
+    mut prev_s: u8,
+    end: usize,
+    key: &[u8],
+) -> R<Step> {
     let k1 = key[1];
     while pos < end {
-        let s = parse(buf, pos, prev_s);
+        let s = parse_in(buf, pos, prev_s)?;
         if !s.is_s || s.key > k1 {
-            return Step::Missing;
+            return Ok(Step::Missing);
         }
         pos = s.next;
         prev_s = s.key;
@@ -472,29 +486,35 @@ fn find_s(buf: &[u8], mut pos: usize, mut prev_s: u8, end: usize, key: &[u8]) ->
             continue;
         }
         if key.len() == 2 {
-            return s.val.map_or(Step::Missing, Step::Found);
+            return Ok(s.val.map_or(Step::Missing, Step::Found));
         }
-        return match s.child {
+        return Ok(match s.child {
             ChildRef::None => Step::Missing,
             ChildRef::Hp(hp, _) => Step::Child(hp),
             ChildRef::Emb(a, b) => Step::Embedded(a, b),
             ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
-        };
+        });
     }
-    Step::Missing
+    Ok(Step::Missing)
 }
 
 /// Searches a payload `buf[start..end]` for `key` (non-empty), from the T-Node at `start`
 /// whose previous sibling's key is `prev_t`.
 #[inline]
-fn search(buf: &[u8], start: usize, prev_t: u8, end: usize, key: &[u8]) -> Step {
-    let Some((t, n)) = find_t(buf, start, prev_t, end, key[0]) else {
-        return Step::Missing;
+pub(crate) fn search<B: Bytes>(
+    buf: B,
+    start: usize,
+    prev_t: u8,
+    end: usize,
+    key: &[u8],
+) -> R<Step> {
+    let Some((t, n)) = find_t(buf, start, prev_t, end, key[0])? else {
+        return Ok(Step::Missing);
     };
     let Some(&k1) = key.get(1) else {
-        return n.val.map_or(Step::Missing, Step::Found);
+        return Ok(n.val.map_or(Step::Missing, Step::Found));
     };
-    let (pos, prev_s) = s_start(buf, t, &n, k1);
+    let (pos, prev_s) = s_start(buf, t, &n, k1)?;
     find_s(buf, pos, prev_s, end, key)
 }
 
@@ -505,7 +525,7 @@ pub(crate) fn lookup<'a>(mm: &'a MemoryManager, root: Hp, mut key: &[u8]) -> Opt
     let (mut start, mut prev) = cjt::seek(chunk, key[0]);
     let mut end = used(chunk);
     loop {
-        match search(chunk, start, prev, end, key) {
+        match ok(search(chunk, start, prev, end, key)) {
             Step::Found(v) => return Some(val_bytes(mm, chunk, v)),
             Step::Missing => return None,
             Step::Embedded(a, b) => {
@@ -601,18 +621,18 @@ impl<'a> Probe<'a> {
                 orrery_core::prefetch(chunk[pos.min(end)..].as_ptr());
                 Stage::TNodes(chunk, pos, prev, end)
             }
-            Stage::TNodes(buf, pos, prev, end) => match find_t(buf, pos, prev, end, key[0]) {
+            Stage::TNodes(buf, pos, prev, end) => match ok(find_t(buf, pos, prev, end, key[0])) {
                 None => Stage::Done(None),
                 Some((t, n)) => match key.get(1) {
                     None => Stage::Done(n.val.map(|v| val_bytes(mm, buf, v))),
                     Some(&k1) => {
-                        let (pos, prev) = s_start(buf, t, &n, k1);
+                        let (pos, prev) = ok(s_start(buf, t, &n, k1));
                         orrery_core::prefetch(buf[pos.min(end)..].as_ptr());
                         Stage::SNodes(buf, pos, prev, end)
                     }
                 },
             },
-            Stage::SNodes(buf, pos, prev, end) => match find_s(buf, pos, prev, end, key) {
+            Stage::SNodes(buf, pos, prev, end) => match ok(find_s(buf, pos, prev, end, key)) {
                 Step::Found(v) => Stage::Done(Some(val_bytes(mm, buf, v))),
                 Step::Missing => Stage::Done(None),
                 Step::Embedded(a, b) => {

@@ -24,15 +24,18 @@
 //! unmaps or regrows, extended heap blocks it frees or replaces, and its directory tables,
 //! through the `orrery_core::sync` epoch collector (`mm.rs`, "Optimistic readers"); a
 //! chunk freed and reused inside a still-mapped bin is read as garbage, which validation
-//! rejects. The parsing mirrors `node.rs` (`parse`, `find_t`, `find_s`, `search`,
-//! `lookup`), `cjt::seek` and `tjt::seek` with checked reads; it is kept separate so that
-//! the locked paths keep their unchecked slices.
+//! rejects. The parsers and searches are `node.rs`'s (`parse_in`, `find_t`, `find_s`,
+//! `search`, `cjt::seek_in`, `tjt::seek_in`), written once, generic over
+//! [`Bytes`]: here they read a [`RawBlock`], whose every byte is
+//! checked, and under the lock a slice, where the checks compile away. This module adds
+//! what only an optimistic reader needs: reaching blocks through the bin directory
+//! ([`Dirs`]), copying values and comparing suffixes with checked loads, the lookup's
+//! driver and its pipelined [`Probe`], and the walk's source [`OptSrc`].
 
 use crate::cjt;
 use crate::mm::{Dirs, Hp, RawBlock};
 use crate::node::{
-    Bytes, ChildRef, Node, R, Src, Suffix, ValRef, jump_successor_in, parse_in, t_key_in, u16_in,
-    u32_in, used_in,
+    Bytes, R, Src, Step, Suffix, ValRef, find_s, find_t, s_start, search, u32_in, used_in,
 };
 
 /// An optimistic attempt saw bytes that cannot be a consistent container (or could not
@@ -116,107 +119,6 @@ impl Src for OptSrc<'_> {
 #[inline]
 fn container(dirs: &Dirs, hp: Hp, k0: u8, valid: &dyn Fn() -> bool) -> R<RawBlock> {
     dirs.container(hp, Some(k0), valid).ok_or(Torn)
-}
-
-/// `node::find_t`, checked. Ends: `pos` grows by at least one byte per round (a node, or
-/// a jump successor of at least 1) and stops at `end`.
-#[inline]
-fn find_t(b: &RawBlock, start: usize, prev_t: u8, end: usize, k0: u8) -> R<Option<(usize, Node)>> {
-    let (mut pos, mut prev_t) = (start, prev_t);
-    loop {
-        if pos >= end {
-            return Ok(None);
-        }
-        let f = at(b, pos)?;
-        if f & 0x20 == 0 && f & 2 != 0 {
-            let key = t_key_in(*b, pos, prev_t)?;
-            if key < k0
-                && let Some(d) = jump_successor_in(*b, pos)?
-            {
-                prev_t = key;
-                pos += d;
-                continue;
-            }
-        }
-        let t = pos;
-        let n = parse_in(*b, pos, prev_t)?;
-        pos = n.next;
-        if n.is_s {
-            continue;
-        }
-        prev_t = n.key;
-        if n.key < k0 {
-            continue;
-        }
-        if n.key > k0 {
-            return Ok(None);
-        }
-        return Ok(Some((t, n)));
-    }
-}
-
-/// `node::s_start` with `tjt::seek`, checked.
-#[inline]
-fn s_start(b: &RawBlock, t: usize, n: &Node, k1: u8) -> R<(usize, u8)> {
-    let f = at(b, t)?;
-    if f & 1 == 0 || k1 < 16 {
-        return Ok((n.next, 0));
-    }
-    let i = usize::from(k1 >> 4) - 1;
-    let tab = t + 1 + usize::from((f >> 2) & 7 == 0) + 2 * usize::from(f & 2 != 0);
-    let pos = n.next + u16_in(*b, tab + 2 * i)?;
-    b.prefetch(pos + 64);
-    let d = (at(b, pos)? >> 2) & 7;
-    Ok((pos, (k1 & 0xF0).wrapping_sub(d)))
-}
-
-/// Where a key's search leaves a payload (`node::Step`).
-enum Step {
-    Found(ValRef),
-    Missing,
-    Embedded(usize, usize),
-    Child(Hp),
-    Pc(Suffix, ValRef),
-}
-
-/// `node::find_s`, checked (`key` has at least 2 bytes).
-#[inline]
-fn find_s(b: &RawBlock, mut pos: usize, mut prev_s: u8, end: usize, key: &[u8]) -> R<Step> {
-    let k1 = key[1];
-    while pos < end {
-        let s = parse_in(*b, pos, prev_s)?;
-        if !s.is_s || s.key > k1 {
-            return Ok(Step::Missing);
-        }
-        pos = s.next;
-        prev_s = s.key;
-        if s.key < k1 {
-            continue;
-        }
-        if key.len() == 2 {
-            return Ok(s.val.map_or(Step::Missing, Step::Found));
-        }
-        return Ok(match s.child {
-            ChildRef::None => Step::Missing,
-            ChildRef::Hp(hp, _) => Step::Child(hp),
-            ChildRef::Emb(a, b) => Step::Embedded(a, b),
-            ChildRef::Pc(sfx, v) => Step::Pc(sfx, v),
-        });
-    }
-    Ok(Step::Missing)
-}
-
-/// `node::search`, checked.
-#[inline]
-fn search(b: &RawBlock, start: usize, prev_t: u8, end: usize, key: &[u8]) -> R<Step> {
-    let Some((t, n)) = find_t(b, start, prev_t, end, key[0])? else {
-        return Ok(Step::Missing);
-    };
-    let Some(&k1) = key.get(1) else {
-        return Ok(n.val.map_or(Step::Missing, Step::Found));
-    };
-    let (pos, prev_s) = s_start(b, t, &n, k1)?;
-    find_s(b, pos, prev_s, end, key)
 }
 
 /// Appends bytes `a..e` of `b` to `out`.
@@ -303,7 +205,7 @@ pub(crate) fn lookup(
     let mut end = used_in(b)?;
     // Each round consumes two key bytes or returns: at most `key.len() / 2 + 1` rounds.
     loop {
-        match search(&b, start, prev, end, key)? {
+        match search(b, start, prev, end, key)? {
             Step::Found(v) => {
                 copy_val(dirs, &b, v, out, valid)?;
                 return Ok(true);
@@ -421,7 +323,7 @@ impl<'k> Probe<'k> {
                 b.prefetch(pos);
                 Stage::TNodes(b, pos, prev, end)
             }
-            Stage::TNodes(b, pos, prev, end) => match find_t(&b, pos, prev, end, key[0])? {
+            Stage::TNodes(b, pos, prev, end) => match find_t(b, pos, prev, end, key[0])? {
                 None => Stage::Done(Ok(false)),
                 Some((t, n)) => match key.get(1) {
                     None => match n.val {
@@ -432,13 +334,13 @@ impl<'k> Probe<'k> {
                         }
                     },
                     Some(&k1) => {
-                        let (pos, prev) = s_start(&b, t, &n, k1)?;
+                        let (pos, prev) = s_start(b, t, &n, k1)?;
                         b.prefetch(pos);
                         Stage::SNodes(b, pos, prev, end)
                     }
                 },
             },
-            Stage::SNodes(b, pos, prev, end) => match find_s(&b, pos, prev, end, key)? {
+            Stage::SNodes(b, pos, prev, end) => match find_s(b, pos, prev, end, key)? {
                 Step::Found(v) => {
                     copy_val(dirs, &b, v, out, valid)?;
                     Stage::Done(Ok(true))

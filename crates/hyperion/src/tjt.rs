@@ -52,7 +52,7 @@ use orrery_core::api::Result;
 
 use crate::arena::ArenaInner;
 use crate::edit::Txn;
-use crate::node::parse;
+use crate::node::{Bytes, R, ok, parse, u16_in};
 use crate::write::{Splice, descend, locate};
 
 /// Entries of a T-Node jump table.
@@ -88,16 +88,23 @@ pub(crate) fn table_at(buf: &[u8], t: usize) -> usize {
 /// first S-Node and 0.
 #[inline]
 pub(crate) fn seek(buf: &[u8], t: usize, t_end: usize, k1: u8) -> (usize, u8) {
+    ok(seek_in(buf, t, t_end, k1))
+}
+
+/// [`seek`] on any [`Bytes`] (an optimistic reader's block: every read checked).
+#[inline]
+pub(crate) fn seek_in<B: Bytes>(buf: B, t: usize, t_end: usize, k1: u8) -> R<(usize, u8)> {
     if k1 < 16 {
-        return (t_end, 0);
+        return Ok((t_end, 0));
     }
     let i = usize::from(k1 >> 4) - 1;
-    let at = table_at(buf, t) + 2 * i;
-    let pos = t_end + usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]));
+    let f = buf.at(t)?;
+    let tab = t + 1 + usize::from((f >> 2) & 7 == 0) + 2 * usize::from(f & 2 != 0);
+    let pos = t_end + u16_in(buf, tab + 2 * i)?;
     // The scan from here passes about half of 16 keys' S-Nodes: usually the next line too.
-    orrery_core::prefetch(buf.as_ptr().wrapping_add(pos + 64));
-    let d = (buf[pos] >> 2) & 7;
-    (pos, (k1 & 0xF0).wrapping_sub(d))
+    buf.prefetch(pos + 64);
+    let d = (buf.at(pos)? >> 2) & 7;
+    Ok((pos, (k1 & 0xF0).wrapping_sub(d)))
 }
 
 /// As [`seek`], but from a destination *below* `k1`, so that a writer reaching the S-Node
