@@ -66,6 +66,40 @@ fn is_value_of(v: &[u8], i: usize) -> bool {
     a == i && value(i, g) == v
 }
 
+/// Runs `readers` reader threads, each calling `check(x, done)` in a loop — `x` its own
+/// xorshift state (seeded `seed + r`), `done` the checks it made so far — until `write`
+/// (run on this thread with the start time; it stops itself past [`DEADLINE`]) returns.
+/// Threads start together at a barrier. Returns the checks the readers made.
+fn race(
+    readers: usize,
+    seed: u64,
+    check: impl Fn(&mut u64, usize) + Sync,
+    write: impl FnOnce(Instant),
+) -> usize {
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(readers + 1);
+    let checks = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for r in 0..readers {
+            let (stop, start, checks, check) = (&stop, &start, &checks, &check);
+            s.spawn(move || {
+                let mut x = seed + r as u64;
+                start.wait();
+                let mut local = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    check(&mut x, local);
+                    local += 1;
+                }
+                checks.fetch_add(local, Ordering::Relaxed);
+            });
+        }
+        start.wait();
+        write(Instant::now());
+        stop.store(true, Ordering::Relaxed);
+    });
+    checks.load(Ordering::Relaxed)
+}
+
 /// One writer inserts keys `0..n` in order, publishing a watermark after each
 /// acknowledgement; readers look up random keys below the watermark (present, with their
 /// value) and keys never inserted (absent).
@@ -74,68 +108,54 @@ fn readers_see_every_acknowledged_insert() {
     let _watchdog = Watchdog::arm("readers_see_every_acknowledged_insert", WATCHDOG);
     let h = one_arena();
     let n = 60_000;
-    let readers = 2;
     let mark = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let start = Barrier::new(readers + 1);
-    let checks = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for r in 0..readers {
-            let (h, mark, stop, start, checks) = (&h, &mark, &stop, &start, &checks);
-            s.spawn(move || {
-                let mut x = 0x1234_5678 + r as u64;
-                start.wait();
-                let mut local = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let m = mark.load(Ordering::Acquire);
-                    if m > 0 {
-                        let i = xorshift(&mut x) as usize % m;
-                        assert_eq!(h.get(&key(i)), Some(value(i, 0)), "acknowledged key {i}");
-                    }
-                    let absent = [&key(xorshift(&mut x) as usize % n)[..], b"-"].concat();
-                    assert_eq!(h.get(&absent), None, "never inserted: {absent:?}");
-                    if m > 0 && local % 8 == 0 {
-                        // A batch across pipeline windows: acknowledged and absent keys.
-                        let ids: Vec<usize> =
-                            (0..40).map(|_| xorshift(&mut x) as usize % m).collect();
-                        let batch: Vec<Vec<u8>> = ids
-                            .iter()
-                            .enumerate()
-                            .map(|(j, &i)| {
-                                let k = key(i);
-                                if j % 5 == 0 {
-                                    [&k[..], b"-"].concat()
-                                } else {
-                                    k
-                                }
-                            })
-                            .collect();
-                        let refs: Vec<&[u8]> = batch.iter().map(|k| &k[..]).collect();
-                        let mut seen = 0;
-                        h.get_many(&refs, &mut |j, v| {
-                            let want = (j % 5 != 0).then(|| value(ids[j], 0));
-                            assert_eq!(v.map(<[u8]>::to_vec), want, "get_many {:?}", refs[j]);
-                            seen += 1;
-                        });
-                        assert_eq!(seen, refs.len());
-                    }
-                    local += 1;
-                }
-                checks.fetch_add(local, Ordering::Relaxed);
-            });
-        }
-        start.wait();
-        let t0 = Instant::now();
-        for i in 0..n {
-            h.insert(&key(i), &value(i, 0)).unwrap();
-            mark.store(i + 1, Ordering::Release);
-            if t0.elapsed() > DEADLINE {
-                break;
+    let checks = race(
+        2,
+        0x1234_5678,
+        |x, local| {
+            let m = mark.load(Ordering::Acquire);
+            if m > 0 {
+                let i = xorshift(x) as usize % m;
+                assert_eq!(h.get(&key(i)), Some(value(i, 0)), "acknowledged key {i}");
             }
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    assert!(checks.load(Ordering::Relaxed) > 0);
+            let absent = [&key(xorshift(x) as usize % n)[..], b"-"].concat();
+            assert_eq!(h.get(&absent), None, "never inserted: {absent:?}");
+            if m > 0 && local % 8 == 0 {
+                // A batch across pipeline windows: acknowledged and absent keys.
+                let ids: Vec<usize> = (0..40).map(|_| xorshift(x) as usize % m).collect();
+                let batch: Vec<Vec<u8>> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &i)| {
+                        let k = key(i);
+                        if j % 5 == 0 {
+                            [&k[..], b"-"].concat()
+                        } else {
+                            k
+                        }
+                    })
+                    .collect();
+                let refs: Vec<&[u8]> = batch.iter().map(|k| &k[..]).collect();
+                let mut seen = 0;
+                h.get_many(&refs, &mut |j, v| {
+                    let want = (j % 5 != 0).then(|| value(ids[j], 0));
+                    assert_eq!(v.map(<[u8]>::to_vec), want, "get_many {:?}", refs[j]);
+                    seen += 1;
+                });
+                assert_eq!(seen, refs.len());
+            }
+        },
+        |t0| {
+            for i in 0..n {
+                h.insert(&key(i), &value(i, 0)).unwrap();
+                mark.store(i + 1, Ordering::Release);
+                if t0.elapsed() > DEADLINE {
+                    break;
+                }
+            }
+        },
+    );
+    assert!(checks > 0);
     for i in 0..mark.load(Ordering::Relaxed) {
         assert_eq!(h.get(&key(i)), Some(value(i, 0)));
     }
@@ -156,55 +176,42 @@ fn readers_survive_shrinking_and_freed_containers() {
     for i in 0..stable {
         h.insert(&key(i), &value(i, 0)).unwrap();
     }
-    let readers = 2;
-    let stop = AtomicBool::new(false);
-    let start = Barrier::new(readers + 1);
-    let checks = AtomicUsize::new(0);
-    let rounds = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for r in 0..readers {
-            let (h, stop, start, checks) = (&h, &stop, &start, &checks);
-            s.spawn(move || {
-                let mut x = 0xABCD_0000 + r as u64;
-                start.wait();
-                let mut local = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let i = xorshift(&mut x) as usize % stable;
-                    let v = h
-                        .get(&key(i))
-                        .unwrap_or_else(|| panic!("stable key {i} lost"));
-                    assert!(is_value_of(&v, i), "stable key {i}: {v:?}");
-                    let j = stable + xorshift(&mut x) as usize % churn;
-                    if let Some(v) = h.get(&key(j)) {
-                        assert!(is_value_of(&v, j), "churned key {j}: {v:?}");
+    let mut rounds = 0;
+    let checks = race(
+        2,
+        0xABCD_0000,
+        |x, _| {
+            let i = xorshift(x) as usize % stable;
+            let v = h
+                .get(&key(i))
+                .unwrap_or_else(|| panic!("stable key {i} lost"));
+            assert!(is_value_of(&v, i), "stable key {i}: {v:?}");
+            let j = stable + xorshift(x) as usize % churn;
+            if let Some(v) = h.get(&key(j)) {
+                assert!(is_value_of(&v, j), "churned key {j}: {v:?}");
+            }
+        },
+        |t0| {
+            for g in 1..=4 {
+                for i in stable..stable + churn {
+                    h.insert(&key(i), &value(i, g)).unwrap();
+                    if i % 3 == 0 {
+                        let s = i % stable;
+                        h.insert(&key(s), &value(s, g)).unwrap();
                     }
-                    local += 1;
                 }
-                checks.fetch_add(local, Ordering::Relaxed);
-            });
-        }
-        start.wait();
-        let t0 = Instant::now();
-        for g in 1..=4 {
-            for i in stable..stable + churn {
-                h.insert(&key(i), &value(i, g)).unwrap();
-                if i % 3 == 0 {
-                    let s = i % stable;
-                    h.insert(&key(s), &value(s, g)).unwrap();
+                for i in stable..stable + churn {
+                    assert!(h.remove(&key(i)));
+                }
+                rounds += 1;
+                if t0.elapsed() > DEADLINE {
+                    break;
                 }
             }
-            for i in stable..stable + churn {
-                assert!(h.remove(&key(i)));
-            }
-            rounds.fetch_add(1, Ordering::Relaxed);
-            if t0.elapsed() > DEADLINE {
-                break;
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    assert!(rounds.load(Ordering::Relaxed) >= 1);
-    assert!(checks.load(Ordering::Relaxed) > 0);
+        },
+    );
+    assert!(rounds >= 1);
+    assert!(checks > 0);
     assert_eq!(h.len(), stable);
     for i in 0..stable {
         assert!(is_value_of(&h.get(&key(i)).unwrap(), i));
@@ -234,64 +241,51 @@ fn readers_of_one_trie_survive_writers_of_another() {
     for (k, v) in &want {
         h.insert(k, v).unwrap();
     }
-    let readers = 2;
-    let stop = AtomicBool::new(false);
-    let start = Barrier::new(readers + 1);
-    let checks = AtomicUsize::new(0);
-    let rounds = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for r in 0..readers {
-            let (h, stop, start, checks, want) = (&h, &stop, &start, &checks, &want);
-            s.spawn(move || {
-                let mut x = 0x7777_0000 + r as u64;
-                start.wait();
-                let mut local = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let i = xorshift(&mut x) as usize % stable;
-                    assert_eq!(h.get(&key(i)), Some(value(i, 0)), "get of stable key {i}");
-                    let batch: Vec<Vec<u8>> = (0..16)
-                        .map(|_| key(xorshift(&mut x) as usize % stable))
-                        .collect();
-                    let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
-                    h.get_many(&refs, &mut |j, v| {
-                        assert_eq!(v, Some(&want[refs[j]][..]), "get_many {:?}", refs[j]);
-                    });
-                    let from = key(xorshift(&mut x) as usize % stable);
-                    let mut seen: Vec<Vec<u8>> = Vec::new();
-                    h.scan(Bound::Included(&from), &mut |k, v| {
-                        assert_eq!(Some(v), want.get(k).map(Vec::as_slice), "scan at {k:?}");
-                        seen.push(k.to_vec());
-                        if seen.len() == 20 {
-                            ControlFlow::Break(())
-                        } else {
-                            ControlFlow::Continue(())
-                        }
-                    });
-                    assert!(seen.windows(2).all(|w| w[0] < w[1]), "scan keys ascend");
-                    let expect = want.keys().filter(|k| **k >= from).count().min(20);
-                    assert_eq!(seen.len(), expect, "scan from {from:?} lost a stable key");
-                    local += 1;
-                }
-                checks.fetch_add(local, Ordering::Relaxed);
+    let mut rounds = 0;
+    let checks = race(
+        2,
+        0x7777_0000,
+        |x, _| {
+            let i = xorshift(x) as usize % stable;
+            assert_eq!(h.get(&key(i)), Some(value(i, 0)), "get of stable key {i}");
+            let batch: Vec<Vec<u8>> = (0..16)
+                .map(|_| key(xorshift(x) as usize % stable))
+                .collect();
+            let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+            h.get_many(&refs, &mut |j, v| {
+                assert_eq!(v, Some(&want[refs[j]][..]), "get_many {:?}", refs[j]);
             });
-        }
-        start.wait();
-        let t0 = Instant::now();
-        for g in 1..=30 {
-            for i in 0..churn {
-                h.insert(&other(i), &value(i, g).repeat(1 + i % 3)).unwrap();
+            let from = key(xorshift(x) as usize % stable);
+            let mut seen: Vec<Vec<u8>> = Vec::new();
+            h.scan(Bound::Included(&from), &mut |k, v| {
+                assert_eq!(Some(v), want.get(k).map(Vec::as_slice), "scan at {k:?}");
+                seen.push(k.to_vec());
+                if seen.len() == 20 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            assert!(seen.windows(2).all(|w| w[0] < w[1]), "scan keys ascend");
+            let expect = want.keys().filter(|k| **k >= from).count().min(20);
+            assert_eq!(seen.len(), expect, "scan from {from:?} lost a stable key");
+        },
+        |t0| {
+            for g in 1..=30 {
+                for i in 0..churn {
+                    h.insert(&other(i), &value(i, g).repeat(1 + i % 3)).unwrap();
+                }
+                for i in 0..churn {
+                    assert!(h.remove(&other(i)));
+                }
+                rounds += 1;
+                if t0.elapsed() > DEADLINE {
+                    break;
+                }
             }
-            for i in 0..churn {
-                assert!(h.remove(&other(i)));
-            }
-            rounds.fetch_add(1, Ordering::Relaxed);
-            if t0.elapsed() > DEADLINE {
-                break;
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    assert!(rounds.load(Ordering::Relaxed) >= 1);
-    assert!(checks.load(Ordering::Relaxed) > 0);
+        },
+    );
+    assert!(rounds >= 1);
+    assert!(checks > 0);
     assert_eq!(h.len(), stable);
 }
