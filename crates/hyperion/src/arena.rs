@@ -13,9 +13,9 @@
 //!   publication of the trie's root in the [`View`]) runs with the version odd, and the
 //!   version is made even again when the change ends, fails or unwinds.
 //! - **Point readers** (`get`, `get_with`, `contains_key`, `get_many`) are optimistic:
-//!   pinned in an `orrery_core::sync` epoch, they read a version (waiting, with bounded
-//!   backoff, while it is odd) — `get`, `get_with` and `contains_key` their key's trie's,
-//!   `get_many` the arena's — run the checked lookup of `opt.rs` on the [`View`] — the
+//!   pinned in an `orrery_core::sync` epoch, they read their key's trie's version
+//!   (waiting, with bounded backoff, while it is odd; `get_many` one per key of its
+//!   window) — run the checked lookup of `opt.rs` on the [`View`] — the
 //!   roots, the root values and the memory manager's bin directory, all atomics — copying
 //!   the value into a buffer, and validate the version: unchanged means no write (of that
 //!   trie) began since, so the copy is what the arena held when the version was read;
