@@ -159,7 +159,8 @@ impl View {
     }
 
     /// The optimistic lookup of `key` (trie key space): its value copied into `out`.
-    /// The caller is pinned and validates the arena's version afterwards.
+    /// The caller is pinned and validates a version afterwards (the key's trie's, or the
+    /// arena's).
     pub(crate) fn get(
         &self,
         key: &[u8],
@@ -401,7 +402,9 @@ impl Arena {
     pub(crate) fn try_get(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
         let seq = self.seq_of(key);
         for _ in 0..OPT_TRIES {
-            let Some(v) = begin(seq) else { continue };
+            let Some(v) = begin(seq, WAIT_ROUNDS, true) else {
+                continue;
+            };
             let valid = || SEQ.validate(seq, v);
             if let Ok(found) = self.view.get(key, out, &valid)
                 && valid()
@@ -437,16 +440,7 @@ impl Arena {
         let _guard = orrery_core::sync::pin();
         // A write in progress is waited out by spinning only (never yielding): the caller
         // has the lock to fall back on, and a writer's change is short.
-        let backoff = orrery_core::sync::Backoff::new();
-        let mut v = SEQ.try_read(seq);
-        for _ in 0..SCAN_SPINS {
-            if v.is_some() {
-                break;
-            }
-            backoff.spin();
-            v = SEQ.try_read(seq);
-        }
-        let v = v.ok_or(opt::Torn)?;
+        let v = begin(seq, SCAN_SPINS, false).ok_or(opt::Torn)?;
         let valid = || SEQ.validate(seq, v);
         let r = f(&self.view, &valid)?;
         if valid() { Ok(r) } else { Err(opt::Torn) }
@@ -488,22 +482,27 @@ impl Arena {
     /// write of the trie is in progress; `None` if it is still in progress.
     #[inline]
     pub(crate) fn begin(&self, key: &[u8]) -> Option<u64> {
-        begin(self.seq_of(key))
+        begin(self.seq_of(key), WAIT_ROUNDS, true)
     }
 }
 
-/// A version of `seq` to validate against: waits (bounded backoff) while a write is in
-/// progress; `None` if it is still in progress.
+/// A version of `seq` to validate against: waits while a write is in progress, at most
+/// `rounds` backoff steps (`yields`: spins then yields, as `Backoff::snooze`; else spins
+/// only); `None` if it is still in progress.
 #[inline]
-fn begin(seq: &AtomicU64) -> Option<u64> {
+fn begin(seq: &AtomicU64, rounds: usize, yields: bool) -> Option<u64> {
     let backoff = orrery_core::sync::Backoff::new();
-    for _ in 0..WAIT_ROUNDS {
+    for _ in 0..rounds {
         if let Some(v) = SEQ.try_read(seq) {
             return Some(v);
         }
-        backoff.snooze();
+        if yields {
+            backoff.snooze();
+        } else {
+            backoff.spin();
+        }
     }
-    None
+    SEQ.try_read(seq)
 }
 
 /// One trie's root.

@@ -250,8 +250,8 @@ impl Hyperion {
     ///
     /// Each attempt takes the arena's shared lock if it is free at once (no writer holds
     /// or waits for it) and copies under it; otherwise it copies optimistically (see the
-    /// module docs, "Optimistic copies"): pinned, reading through [`OptSrc`], validating
-    /// the arena's version before it keeps each pair, so a torn attempt keeps the pairs
+    /// module docs, "Locks and optimistic copies"): pinned, reading through [`OptSrc`],
+    /// validating the trie's version before it keeps each pair, so a torn attempt keeps the pairs
     /// it copied before and the next attempt resumes after the last of them. After
     /// [`OPT_ATTEMPTS`] attempts in a row that kept fewer than [`OPT_PROGRESS`] pairs, the
     /// rest is copied under the arena's fair scan lock

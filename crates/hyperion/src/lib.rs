@@ -44,16 +44,18 @@
 //!
 //! Those of [`orrery_core::api`]. Concurrency is the paper's arenas: the tries of the 256
 //! first key bytes are spread over [`Config::arenas`] arenas, each with its own memory
-//! manager, a reader-writer spin lock and a version. Writes take their arena's lock, so
-//! point operations are linearizable. Point reads ([`Hyperion::get`],
+//! manager, a reader-writer spin lock and a version per trie. Writes take their arena's
+//! lock, so point operations are linearizable. Point reads ([`Hyperion::get`],
 //! [`Hyperion::get_with`], [`Hyperion::contains_key`], [`Hyperion::get_many`]) take no
-//! lock: they are optimistic, validated by the arena's version, with memory reclaimed
-//! through `orrery_core::sync` epochs, so they wait neither for writers of other arenas
-//! nor — except while a change is being applied, and after a few failed attempts, when
-//! they fall back to the lock — for writers of their own (`arena.rs`, "Protocol").
-//! Their callbacks run on a validated copy of the value with no lock held. Scans lock one
-//! arena per copied batch — only the arena they copy from, and in a way writers cannot
-//! starve (shared, or exclusive after a bounded wait; `arena.rs`, "Protocol").
+//! lock: they are optimistic, validated by their key's trie's version, with memory
+//! reclaimed through `orrery_core::sync` epochs, so they wait neither for writers of
+//! other arenas nor — except while a change of their trie is being applied, and after a
+//! few failed attempts, when they fall back to the lock — for writers of their own
+//! (`arena.rs`, "Protocol"). Their callbacks run on a validated copy of the value with no
+//! lock held. Scans copy one batch of one trie at a time: under the shared lock when it
+//! is free, else optimistically (validated per pair), else — when writes of that very
+//! trie keep tearing the attempts — under a lock writers cannot starve (`iter.rs`,
+//! "Locks and optimistic copies").
 //!
 //! # Memory usage
 //!
@@ -196,8 +198,8 @@ impl Hyperion {
     /// Lookup: `f`'s result on the value of `key`, `None` when absent.
     ///
     /// Optimistic: the lookup takes no lock; it copies the value into a (thread-local)
-    /// buffer and validates the arena's version, and `f` runs on that validated copy with
-    /// no lock held. After a few attempts invalidated by writers of the same arena it
+    /// buffer and validates its trie's version, and `f` runs on that validated copy with
+    /// no lock held. After a few attempts invalidated by writers of the same trie it
     /// falls back to the arena's lock, taken exclusively (the shared side can starve under
     /// a continuous writer; `f` then runs under it: it must be short and must not call
     /// back into the index).

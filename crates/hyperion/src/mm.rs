@@ -63,7 +63,7 @@
 //! bin is unmapped. A writer publishes a bin's word when it maps, grows or frees it, and
 //! replaces a table by a larger copy when a bin id passes its end. A reader bounds-checks
 //! the chunk index against the word and reads an eHP's fields with atomic loads,
-//! validating the arena's version before it follows the eHP's pointer (pointer and
+//! validating its version before it follows the eHP's pointer (pointer and
 //! capacity are two fields a writer changes one after the other).
 //!
 //! Nothing a reader may hold is freed at once: a bin's old memory after it grows, a freed

@@ -18,7 +18,7 @@
 //!   consumes two key bytes — so a lookup ends within a bounded number of steps whatever
 //!   the bytes say;
 //! - the value is *copied* into the caller's buffer, and handed out only after the
-//!   arena's version validates (`arena::Arena::get_with`).
+//!   version (the key's trie's) validates (`arena::Arena::get_with`).
 //!
 //! The blocks stay mapped while the reader is pinned: the memory manager retires bins it
 //! unmaps or regrows, extended heap blocks it frees or replaces, and its directory tables,
@@ -411,6 +411,19 @@ mod tests {
             .collect()
     }
 
+    /// Pairs of a test.
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// An arena holding [`keys`]`(n)`, and the keys.
+    fn loaded(n: usize) -> (ArenaInner, Pairs) {
+        let mut a = ArenaInner::new(256);
+        let ks = keys(n);
+        for (k, v) in &ks {
+            put(&mut a, k, v);
+        }
+        (a, ks)
+    }
+
     /// Overwrites 4 random bytes of one part of each of the root containers of tries 0–2
     /// (the part picked by `round`), as a reader racing a writer may see them.
     fn garble(a: &mut ArenaInner, round: usize, x: &mut u32) {
@@ -434,12 +447,7 @@ mod tests {
     /// present with its value, absent keys absent.
     #[test]
     fn opt_lookup_matches_locked_lookup() {
-        let mut a = ArenaInner::new(256);
-        let n = if cfg!(miri) { 200 } else { 4000 };
-        let ks = keys(n);
-        for (k, v) in &ks {
-            put(&mut a, k, v);
-        }
+        let (mut a, ks) = loaded(if cfg!(miri) { 200 } else { 4000 });
         put(&mut a, b"", b"empty");
         let view = a.view();
         let _g = orrery_core::sync::pin();
@@ -467,12 +475,7 @@ mod tests {
     /// (validation fails, as it would for a reader that read a changing eHP).
     #[test]
     fn opt_lookup_survives_garbage() {
-        let mut a = ArenaInner::new(256);
-        let n = if cfg!(miri) { 150 } else { 3000 };
-        let ks = keys(n);
-        for (k, v) in &ks {
-            put(&mut a, k, v);
-        }
+        let (mut a, ks) = loaded(if cfg!(miri) { 150 } else { 3000 });
         let view = a.view();
         let _g = orrery_core::sync::pin();
         let mut out = Vec::new();
@@ -592,12 +595,7 @@ mod tests {
     #[test]
     fn opt_walk_survives_garbage() {
         use std::ops::Bound;
-        let mut a = ArenaInner::new(256);
-        let n = if cfg!(miri) { 150 } else { 3000 };
-        let ks = keys(n);
-        for (k, v) in &ks {
-            put(&mut a, k, v);
-        }
+        let (mut a, ks) = loaded(if cfg!(miri) { 150 } else { 3000 });
         let view = a.view();
         let _g = orrery_core::sync::pin();
         let mut x = 0x2545_F491u32;

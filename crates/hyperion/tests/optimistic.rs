@@ -67,19 +67,21 @@ fn is_value_of(v: &[u8], i: usize) -> bool {
 }
 
 /// Runs `readers` reader threads, each calling `check(x, done)` in a loop — `x` its own
-/// xorshift state (seeded `seed + r`), `done` the checks it made so far — until `write`
-/// (run on this thread with the start time; it stops itself past [`DEADLINE`]) returns.
-/// Threads start together at a barrier. Returns the checks the readers made.
+/// xorshift state (seeded `seed + r`), `done` the checks it made so far — while this
+/// thread runs the writer's `round(0)`, `round(1)`, … up to `rounds` of them, stopping
+/// early once [`DEADLINE`] has passed. Threads start together at a barrier. Returns the
+/// rounds written and the checks the readers made.
 fn race(
     readers: usize,
     seed: u64,
     check: impl Fn(&mut u64, usize) + Sync,
-    write: impl FnOnce(Instant),
-) -> usize {
+    rounds: usize,
+    mut round: impl FnMut(usize),
+) -> (usize, usize) {
     let stop = AtomicBool::new(false);
     let start = Barrier::new(readers + 1);
     let checks = AtomicUsize::new(0);
-    std::thread::scope(|s| {
+    let done = std::thread::scope(|s| {
         for r in 0..readers {
             let (stop, start, checks, check) = (&stop, &start, &checks, &check);
             s.spawn(move || {
@@ -94,10 +96,20 @@ fn race(
             });
         }
         start.wait();
-        write(Instant::now());
+        let t0 = Instant::now();
+        let mut done = 0;
+        while done < rounds {
+            round(done);
+            done += 1;
+            if t0.elapsed() > DEADLINE {
+                break;
+            }
+        }
         stop.store(true, Ordering::Relaxed);
+        done
     });
-    checks.load(Ordering::Relaxed)
+    // The scope joined the readers: their checks are all counted.
+    (done, checks.load(Ordering::Relaxed))
 }
 
 /// One writer inserts keys `0..n` in order, publishing a watermark after each
@@ -109,7 +121,7 @@ fn readers_see_every_acknowledged_insert() {
     let h = one_arena();
     let n = 60_000;
     let mark = AtomicUsize::new(0);
-    let checks = race(
+    let (_, checks) = race(
         2,
         0x1234_5678,
         |x, local| {
@@ -145,14 +157,10 @@ fn readers_see_every_acknowledged_insert() {
                 assert_eq!(seen, refs.len());
             }
         },
-        |t0| {
-            for i in 0..n {
-                h.insert(&key(i), &value(i, 0)).unwrap();
-                mark.store(i + 1, Ordering::Release);
-                if t0.elapsed() > DEADLINE {
-                    break;
-                }
-            }
+        n,
+        |i| {
+            h.insert(&key(i), &value(i, 0)).unwrap();
+            mark.store(i + 1, Ordering::Release);
         },
     );
     assert!(checks > 0);
@@ -176,8 +184,7 @@ fn readers_survive_shrinking_and_freed_containers() {
     for i in 0..stable {
         h.insert(&key(i), &value(i, 0)).unwrap();
     }
-    let mut rounds = 0;
-    let checks = race(
+    let (rounds, checks) = race(
         2,
         0xABCD_0000,
         |x, _| {
@@ -191,22 +198,18 @@ fn readers_survive_shrinking_and_freed_containers() {
                 assert!(is_value_of(&v, j), "churned key {j}: {v:?}");
             }
         },
-        |t0| {
-            for g in 1..=4 {
-                for i in stable..stable + churn {
-                    h.insert(&key(i), &value(i, g)).unwrap();
-                    if i % 3 == 0 {
-                        let s = i % stable;
-                        h.insert(&key(s), &value(s, g)).unwrap();
-                    }
+        4,
+        |g| {
+            let g = g + 1;
+            for i in stable..stable + churn {
+                h.insert(&key(i), &value(i, g)).unwrap();
+                if i % 3 == 0 {
+                    let s = i % stable;
+                    h.insert(&key(s), &value(s, g)).unwrap();
                 }
-                for i in stable..stable + churn {
-                    assert!(h.remove(&key(i)));
-                }
-                rounds += 1;
-                if t0.elapsed() > DEADLINE {
-                    break;
-                }
+            }
+            for i in stable..stable + churn {
+                assert!(h.remove(&key(i)));
             }
         },
     );
@@ -241,8 +244,7 @@ fn readers_of_one_trie_survive_writers_of_another() {
     for (k, v) in &want {
         h.insert(k, v).unwrap();
     }
-    let mut rounds = 0;
-    let checks = race(
+    let (rounds, checks) = race(
         2,
         0x7777_0000,
         |x, _| {
@@ -270,18 +272,14 @@ fn readers_of_one_trie_survive_writers_of_another() {
             let expect = want.keys().filter(|k| **k >= from).count().min(20);
             assert_eq!(seen.len(), expect, "scan from {from:?} lost a stable key");
         },
-        |t0| {
-            for g in 1..=30 {
-                for i in 0..churn {
-                    h.insert(&other(i), &value(i, g).repeat(1 + i % 3)).unwrap();
-                }
-                for i in 0..churn {
-                    assert!(h.remove(&other(i)));
-                }
-                rounds += 1;
-                if t0.elapsed() > DEADLINE {
-                    break;
-                }
+        30,
+        |g| {
+            for i in 0..churn {
+                h.insert(&other(i), &value(i, g + 1).repeat(1 + i % 3))
+                    .unwrap();
+            }
+            for i in 0..churn {
+                assert!(h.remove(&other(i)));
             }
         },
     );

@@ -277,8 +277,8 @@ fn scans_do_not_wait_for_writers_of_other_arenas() {
 
 /// Scans are optimistic (`iter.rs`, "Locks and optimistic copies"): a writer that holds its arena's
 /// lock without changing the arena — parked inside `compute`, whose callback runs with
-/// the arena's version even — does not hold up scans of that same arena. On the locked
-/// scans before, every one of these waited for the holder (here: its deadline).
+/// the versions even — does not hold up scans of that same arena. Scans that take the
+/// arena's lock fail this test: each waits for the holder (here: its deadline).
 #[test]
 fn scans_do_not_wait_for_a_lock_holder_of_their_own_arena() {
     let _watchdog = Watchdog::arm(
