@@ -20,25 +20,9 @@ use crate::machine::{self, Machine};
 use crate::matrix::{Matrix, Plan};
 use crate::output::{Record, json::JsonSink, table};
 use crate::progress::Progress;
-use crate::settings::{EpochPin, Settings, defaults};
+use crate::settings::{EpochPin, Settings, defaults, parse_count};
 use crate::workloads::{self, Workload};
-use crate::{registry, report, suites};
-
-/// Parses a count: `1000`, `100K`, `10M`, `1G` (decimal multipliers), `1_000_000`.
-pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
-    let t = s.trim().replace('_', "");
-    let (num, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1_000_000_000),
-        _ => (&t[..], 1),
-    };
-    let n: u64 = num.parse().map_err(|_| {
-        format!("bad number {s:?} (expected digits with an optional K, M or G suffix)")
-    })?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("number {s:?} is too large"))
-}
+use crate::{lab, registry, report, suites};
 
 fn count(s: &str) -> Result<u64, String> {
     parse_count(s)
@@ -80,6 +64,14 @@ enum Cmd {
     Machine(MachineArgs),
     /// Turn JSON-lines results into markdown tables and SVG/PNG plots.
     Report(report::ReportArgs),
+    /// Run a structure's measurement program (`lab` alone lists them).
+    Lab {
+        /// The program's name.
+        name: Option<String>,
+        /// The program's own arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -318,6 +310,7 @@ fn dispatch(cmd: Cmd, args: &[OsString]) -> Result<(), String> {
             Ok(())
         }
         Cmd::Report(a) => report::run(&a),
+        Cmd::Lab { name, args } => lab::main(name.as_deref(), &args),
     }
 }
 

@@ -15,6 +15,7 @@
 //! | [`output`], [`report`] | table, JSON lines, markdown and plots |
 //! | [`settings`] | the run's defaults and recorded switches, written once |
 //! | [`suites`], [`cli`] | named matrices; the command line |
+//! | [`lab`] | the structures' measurement programs (`orrery-bench lab`) |
 
 mod cli;
 mod datasets;
@@ -22,6 +23,7 @@ mod dist;
 mod exec;
 mod facebook;
 mod isolate;
+mod lab;
 mod machine;
 mod matrix;
 mod metrics;

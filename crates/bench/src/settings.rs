@@ -251,3 +251,19 @@ pub(crate) struct Recorded {
     /// Per-phase time limit, seconds.
     pub(crate) max_secs: Option<f64>,
 }
+
+/// Parses a count: `1000`, `100K`, `10M`, `1G` (decimal multipliers), `1_000_000`.
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (&t[..], 1),
+    };
+    let n: u64 = num.parse().map_err(|_| {
+        format!("bad number {s:?} (expected digits with an optional K, M or G suffix)")
+    })?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("number {s:?} is too large"))
+}

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::cli::parse_count;
 use crate::dist::Dist;
 use crate::matrix::Matrix;
+use crate::settings::parse_count;
 use crate::settings::{Settings, defaults};
 use crate::workloads::Workload;
 
