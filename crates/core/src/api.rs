@@ -37,29 +37,42 @@
 //!   some moment; every key present for the whole iteration (and in range) is yielded
 //!   exactly once. An unordered iterator (Mercury) gives the same minus the order.
 //!
-//! # Naming: one meaning per name
+//! # One API, every edge decided once
 //!
 //! The traits are object safe (callbacks are `&mut dyn FnMut`). Every concrete structure
-//! (`Wormhole`, `Mercury`, `Slb<I>`) also has these inherent methods, with these shapes and
-//! meanings:
+//! (`Wormhole`, `CuckooTrie`, `Hyperion`, `Mercury`, `Slb<I>`) also has these inherent
+//! methods, with these shapes and meanings; they are written once, by
+//! [`index_api!`](crate::index_api) over each structure's primitives
+//! ([`crate::raw`]), so they cannot drift apart:
 //!
 //! | method | meaning |
 //! |---|---|
+//! | `new()`, `try_new()`, `with_config(config)` | empty index; `new` aborts as a failed `Box::new` does when even that memory cannot be had, `try_new` returns [`Error::OutOfMemory`], `with_config` validates (`ConfigError`) |
 //! | `get_with<R>(&self, key, f: impl FnOnce(&[u8]) -> R) -> Option<R>` | zero-copy lookup: `f`'s result, `None` when absent (the trait's form returns `bool`) |
+//! | `get_many(keys, f)` | batched lookups, `f(i, value)` in order of `i`, overlapping the DRAM reads of several keys |
 //! | `update(&self, key, f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool>` | atomically replace the value of an *existing* key by `f(old)`; `Ok(false)` without calling `f` when absent; never inserts |
-//! | `update_in_place(&self, key, f: impl FnOnce(&mut [u8])) -> Result<bool>` | the same, rewriting the value's bytes in place (same length) |
-//! | `compute(&self, key, f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>) -> Result<bool>` | upsert or remove (like `HashMap::entry` / dashmap's `compute`): `f` sees the current value or `None`, returns the new one or `None` to remove; `Ok(was present)`. Wormhole only |
+//! | `update_in_place(&self, key, f: impl FnOnce(&mut [u8])) -> Result<bool>` | the same, rewriting the value's bytes (same length) |
+//! | `compute(&self, key, f: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>) -> Result<bool>` | upsert or remove (like `HashMap::entry` / dashmap's `compute`): `f` sees the current value or `None`, returns the new one or `None` to remove; `Ok(was present)` |
 //! | `insert_all(&self, pairs) -> Result<usize>` | upsert every pair, stopping at the first error; returns how many keys were new |
 //! | `Extend<(K, V)>` / `FromIterator<(K, V)>` | bulk loading, as for `BTreeMap`; panics on input over the limits (`insert_all` returns the error) |
-//! | `iter()`, `IntoIterator for &Index` | Wormhole: all pairs in key order; Mercury: in no order; `Slb` iterates the wrapped index |
-//! | `range(r: impl RangeBounds)` | ordered indexes: a double-ended, seekable iterator over a key range (`.rev()` descends) |
-//! | [`OrderedKvIndexExt::range_with`] | the callback form of `range`, on every ordered index, trait objects included |
+//! | `scan`, `scan_rev`, `scan_prefix`, `first`, `last`, `remove_range` | ordered structures: callback scans both ways |
+//! | `iter()`, `range(r)`, `IntoIterator for &Index` | ordered structures: a double-ended, seekable iterator (`.rev()` descends); Mercury: `iter()` in no order |
+//! | `config()`, `stats()`, `check_invariants()` | the configuration; the structure's own counters; a full walk checking its invariants (tests, no concurrent writer) |
 //!
-//! Methods returning `Result` reject an over-long key or value with [`Error::KeyTooLong`] /
-//! [`Error::ValueTooLong`]; methods returning `bool` or `Option` (`get_with`, `remove`,
-//! `contains_key`) treat an over-long key as absent (it can never be present). `f` runs
-//! under the structure's lock or guard: it must be short and must not call back into the
-//! index.
+//! [`KvUpdate`] has `compute`, `update` and `update_in_place` in object-safe form.
+//!
+//! What each operation answers at the edges:
+//!
+//! | input | `get`, `get_with`, `contains_key`, `get_many` | `insert` | `update`, `update_in_place` | `compute` | `remove` | scans, iterators, `remove_range` |
+//! |---|---|---|---|---|---|---|
+//! | empty key | an ordinary key | an ordinary key | an ordinary key | an ordinary key | an ordinary key | an ordinary bound |
+//! | key over [`MAX_KEY_LEN`] | absent (`None`, `false`) | [`Error::KeyTooLong`] | [`Error::KeyTooLong`], `f` not called | [`Error::KeyTooLong`], `f` not called | `false` | an ordinary bound |
+//! | value over [`MAX_VALUE_LEN`] | — | [`Error::ValueTooLong`] | [`Error::ValueTooLong`] from `f`'s result, index unchanged | the same | — | — |
+//! | absent key | `None` / `false` | inserted, `Ok(true)` | `Ok(false)`, `f` not called | `f(None)`; `None` leaves it absent | `false` | — |
+//! | out of memory | — | [`Error::OutOfMemory`], index unchanged | the same | the same | never fails | — |
+//!
+//! Every closure runs under the structure's lock or guard: it must be short and must not
+//! call back into the index. `compute` and `update` call their closure exactly once.
 //!
 //! # Iterators
 //!
@@ -73,18 +86,18 @@
 //!
 //! # Configuration
 //!
-//! Every structure has a `Config` (`SlbConfig` for the SLB) with public fields and the
-//! paper's defaults, `Config::builder()` with one setter per field, and `build()`, which
-//! validates into `Result<Config, `[`ConfigError`]`>`; `Index::with_config(config)`
-//! validates again (the fields are public) and returns `Result<Index, ConfigError>`
-//! ([`ConfigError::OutOfMemory`] if the initial memory cannot be had). Nothing is clamped:
-//! a field out of its documented range is a [`ConfigError::Invalid`] naming the field.
-//! Sizes documented as rounded to a power of two are rounded.
+//! Every structure has a `Config` (`orrery_slb::Config` for the SLB too) with public fields
+//! and the paper's defaults, `Config::builder()` with one setter per field (written by
+//! [`config_builder!`](crate::config_builder)), and `build()`, which validates into
+//! `Result<Config, `[`ConfigError`]`>`; `Index::with_config(config)` validates again (the
+//! fields are public) and returns `Result<Index, ConfigError>` ([`ConfigError::OutOfMemory`]
+//! if the initial memory cannot be had). Nothing is clamped: a field out of its documented
+//! range is a [`ConfigError::Invalid`] naming the field. Sizes documented as rounded to a
+//! power of two are rounded.
 //!
-//! Diagnostics used by the benchmarks and tests (Wormhole's `debug_validate`,
-//! `meta_stats`, `leaf_count`, `restarts`, `populator_stats`, `debug_search_trace`,
-//! `debug_anchor_lens`; Mercury's `chain_stats`, `buckets`) stay callable but are
-//! `#[doc(hidden)]`: they are not part of the API and may change.
+//! Tuning constants (batch sizes, windows) are private; diagnostics beyond `stats()` and
+//! `check_invariants()` live behind each structure's `bench-internals` feature, which only
+//! the benchmark enables.
 
 use std::fmt;
 use std::ops::{Bound, ControlFlow, RangeBounds};
@@ -367,6 +380,30 @@ pub trait KvIndex: Send + Sync {
     }
 }
 
+/// The closure of [`KvUpdate::compute_with`]: the current value (`None` when absent) to the
+/// new one (`None` removes).
+pub type ComputeFn<'a> = dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>> + 'a;
+
+/// The read-modify-write operations, in object-safe form: what every Orrery structure has
+/// as the generic inherent methods `compute`, `update` and `update_in_place` (see the
+/// module docs' table), so that trait objects, wrappers and the conformance suite can call
+/// them. Each is atomic with respect to every other operation on the key.
+pub trait KvUpdate: KvIndex {
+    /// Upsert or remove by `f(current)`: `Some(v)` stores `v`, `None` removes the key (or
+    /// leaves it absent); `Ok(was present)`. `f` is called exactly once, after the key was
+    /// checked: [`Error::KeyTooLong`] before it runs, [`Error::ValueTooLong`] (index
+    /// unchanged) when it returns an over-long value.
+    fn compute_with(&self, key: &[u8], f: &mut ComputeFn<'_>) -> Result<bool>;
+
+    /// Replaces the value of a present key by `f(old)`; `Ok(false)` without calling `f`
+    /// when absent; never inserts. Errors as [`KvUpdate::compute_with`].
+    fn update_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8]) -> Vec<u8>) -> Result<bool>;
+
+    /// Rewrites the bytes of a present key's value through `f` (same length); `Ok(false)`
+    /// without calling `f` when absent; [`Error::KeyTooLong`] for an over-long key.
+    fn update_in_place_with(&self, key: &[u8], f: &mut dyn FnMut(&mut [u8])) -> Result<bool>;
+}
+
 /// The visitor of a scan: called with each `(key, value)` pair in ascending key order; returns
 /// [`ControlFlow::Break`] to stop the scan.
 pub type ScanVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
@@ -380,6 +417,34 @@ pub trait OrderedKvIndex: KvIndex {
     ///
     /// The visitor runs while the pair is protected: it must not call back into the index.
     fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>);
+
+    /// Visits pairs in descending key order from `end` down (`Included(k)`: `k` and below;
+    /// `Excluded(k)`: below `k`), until the visitor returns [`ControlFlow::Break`] or the
+    /// keys run out. The same guarantees as [`OrderedKvIndex::scan`], mirrored.
+    ///
+    /// The default collects the pairs up to `end` with an ascending scan and visits them
+    /// backwards: correct, but it copies everything below `end` first. Every Orrery
+    /// structure overrides it with a real descending scan.
+    fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let mut pairs = Vec::new();
+        self.scan(Bound::Unbounded, &mut |k, v| {
+            let inside = match end {
+                Bound::Included(e) => k <= e,
+                Bound::Excluded(e) => k < e,
+                Bound::Unbounded => true,
+            };
+            if !inside {
+                return ControlFlow::Break(());
+            }
+            pairs.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        for (k, v) in pairs.iter().rev() {
+            if visitor(k, v).is_break() {
+                return;
+            }
+        }
+    }
 
     /// The pair with the largest key, if any.
     fn last(&self) -> Option<(Vec<u8>, Vec<u8>)>;
@@ -467,6 +532,9 @@ macro_rules! forward_index {
             fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
                 (**self).scan(start, visitor)
             }
+            fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+                (**self).scan_rev(end, visitor)
+            }
             fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
                 (**self).last()
             }
@@ -484,6 +552,24 @@ macro_rules! forward_index {
 }
 
 forward_index!(Box<T>, std::sync::Arc<T>, &T);
+
+macro_rules! forward_update {
+    ($($ptr:ty),*) => {$(
+        impl<T: KvUpdate + ?Sized> KvUpdate for $ptr {
+            fn compute_with(&self, key: &[u8], f: &mut ComputeFn<'_>) -> Result<bool> {
+                (**self).compute_with(key, f)
+            }
+            fn update_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8]) -> Vec<u8>) -> Result<bool> {
+                (**self).update_with(key, f)
+            }
+            fn update_in_place_with(&self, key: &[u8], f: &mut dyn FnMut(&mut [u8])) -> Result<bool> {
+                (**self).update_in_place_with(key, f)
+            }
+        }
+    )*};
+}
+
+forward_update!(Box<T>, std::sync::Arc<T>, &T);
 
 /// Generic conveniences over every [`OrderedKvIndex`], trait objects included.
 pub trait OrderedKvIndexExt: OrderedKvIndex {

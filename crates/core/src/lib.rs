@@ -7,6 +7,7 @@
 //! | [`hash`] | CRC32C (hardware when the CPU has it), incremental, 16-bit tags |
 //! | [`sync`] | memory reclamation, version words (seqlocks), padded spin and RW locks |
 //! | [`alloc`] | huge-page-backed memory, size-class pools, byte accounting |
+//! | [`raw`] | the primitives a structure supplies, and the API built on them once ([`index_api!`]) |
 //! | [`prefetch`] | the software prefetch hint |
 //! | [`reference`](mod@reference) | [`LockedBTreeMap`](reference::LockedBTreeMap): the baseline semantics and peer |
 //! | `testing` | the conformance suite (feature `testing`) |
@@ -19,13 +20,14 @@ pub mod batch;
 pub mod hash;
 mod hint;
 pub mod impls;
+pub mod raw;
 pub mod reference;
 pub mod sync;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use api::{
-    ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt, Result,
-    ScanVisitor,
+    ComputeFn, ConfigError, Error, KvIndex, KvUpdate, MemoryUsage, OrderedKvIndex,
+    OrderedKvIndexExt, Result, ScanVisitor,
 };
 pub use hint::prefetch;

@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::api::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, check_entry};
+use crate::api::{
+    KvIndex, KvUpdate, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, check_entry,
+};
 use crate::batch::{BatchSource, PairBatch};
+use crate::raw::{self, RawIndex, WriteMode};
 
 /// Estimated heap bytes of one `BTreeMap<Vec<u8>, Vec<u8>>` entry beyond its key and value
 /// bytes: the two `Vec` headers (24 B each) in a node that is on average about 2/3 full
@@ -39,18 +42,18 @@ impl LockedBTreeMap {
     // A panic while holding the lock cannot leave `Inner` half-updated in a way that breaks
     // its invariants (the map is always valid; the byte count is updated after), so a
     // poisoned lock is simply taken over.
-    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+    fn shared(&self) -> RwLockReadGuard<'_, Inner> {
         self.map.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+    fn exclusive(&self) -> RwLockWriteGuard<'_, Inner> {
         self.map.write().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl KvIndex for LockedBTreeMap {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        match self.read().map.get(key) {
+        match self.shared().map.get(key) {
             Some(v) => {
                 f(v);
                 true
@@ -61,7 +64,7 @@ impl KvIndex for LockedBTreeMap {
 
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         check_entry(key, value)?;
-        let mut inner = self.write();
+        let mut inner = self.exclusive();
         match inner.map.get_mut(key) {
             Some(old) => {
                 let old_len = old.len();
@@ -79,7 +82,7 @@ impl KvIndex for LockedBTreeMap {
     }
 
     fn remove(&self, key: &[u8]) -> bool {
-        let mut inner = self.write();
+        let mut inner = self.exclusive();
         match inner.map.remove(key) {
             Some(v) => {
                 inner.key_value_bytes -= key.len() + v.len();
@@ -90,11 +93,11 @@ impl KvIndex for LockedBTreeMap {
     }
 
     fn len(&self) -> usize {
-        self.read().map.len()
+        self.shared().map.len()
     }
 
     fn memory_usage(&self) -> MemoryUsage {
-        let inner = self.read();
+        let inner = self.shared();
         MemoryUsage {
             structure_bytes: size_of::<Self>() + inner.map.len() * BTREE_ENTRY_OVERHEAD,
             key_value_bytes: inner.key_value_bytes,
@@ -104,7 +107,7 @@ impl KvIndex for LockedBTreeMap {
 
 impl OrderedKvIndex for LockedBTreeMap {
     fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let inner = self.read();
+        let inner = self.shared();
         for (k, v) in inner.map.range::<[u8], _>((start, Bound::Unbounded)) {
             if visitor(k, v).is_break() {
                 break;
@@ -112,11 +115,84 @@ impl OrderedKvIndex for LockedBTreeMap {
         }
     }
 
+    fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let inner = self.shared();
+        for (k, v) in inner.map.range::<[u8], _>((Bound::Unbounded, end)).rev() {
+            if visitor(k, v).is_break() {
+                break;
+            }
+        }
+    }
+
     fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.read()
+        self.shared()
             .map
             .last_key_value()
             .map(|(k, v)| (k.clone(), v.clone()))
+    }
+}
+
+/// The read-modify-writes through the one mechanism every structure uses
+/// ([`crate::raw`]): the reference decides the edges as the structures do.
+impl KvUpdate for LockedBTreeMap {
+    fn compute_with(&self, key: &[u8], f: &mut crate::api::ComputeFn<'_>) -> Result<bool> {
+        raw::compute(self, key, f)
+    }
+
+    fn update_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8]) -> Vec<u8>) -> Result<bool> {
+        raw::update(self, key, f)
+    }
+
+    fn update_in_place_with(&self, key: &[u8], f: &mut dyn FnMut(&mut [u8])) -> Result<bool> {
+        raw::update_in_place(self, key, f)
+    }
+}
+
+/// The primitives, under the write lock.
+impl RawIndex for LockedBTreeMap {
+    fn read<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.shared().map.get(key).map(|v| f(v))
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        KvIndex::insert(self, key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> bool {
+        KvIndex::remove(self, key)
+    }
+
+    fn write(
+        &self,
+        key: &[u8],
+        _mode: WriteMode,
+        decide: &mut dyn FnMut(Option<&[u8]>) -> raw::Decision,
+    ) -> Result<bool> {
+        let mut inner = self.exclusive();
+        let old_len = inner.map.get(key).map(Vec::len);
+        match decide(inner.map.get(key).map(Vec::as_slice)) {
+            raw::Decision::Keep => {}
+            raw::Decision::Store(v) => {
+                inner.key_value_bytes += v.len();
+                inner.key_value_bytes -= old_len.map_or(0, |n| n + key.len());
+                inner.key_value_bytes += key.len();
+                inner.map.insert(key.to_vec(), v);
+            }
+            raw::Decision::Remove => {
+                if let Some(v) = inner.map.remove(key) {
+                    inner.key_value_bytes -= key.len() + v.len();
+                }
+            }
+        }
+        Ok(old_len.is_some())
+    }
+
+    fn count(&self) -> usize {
+        KvIndex::len(self)
+    }
+
+    fn bytes(&self) -> MemoryUsage {
+        KvIndex::memory_usage(self)
     }
 }
 
@@ -128,7 +204,7 @@ const GROUP: usize = 4;
 /// in groups of four pairs, so the iterator checks can be run on it.
 impl BatchSource for LockedBTreeMap {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        let inner = self.read();
+        let inner = self.shared();
         let mut it = inner.map.range::<[u8], _>((start, Bound::Unbounded));
         for (k, v) in it.by_ref().take(GROUP) {
             out.push(k, v);
@@ -137,7 +213,7 @@ impl BatchSource for LockedBTreeMap {
     }
 
     fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
-        let inner = self.read();
+        let inner = self.shared();
         let mut it = inner.map.range::<[u8], _>((Bound::Unbounded, end)).rev();
         let group: Vec<_> = it.by_ref().take(GROUP).collect();
         for (k, v) in group.iter().rev() {

@@ -284,3 +284,29 @@ fn fuzz_runner_with_failures_catches_half_applied_inserts() {
         "fuzz runners with failures caught {caught:?}"
     );
 }
+
+/// The contract's edges of the read-modify-writes: a wrapper answering `Ok(false)` where
+/// the contract says `Err(KeyTooLong)` (the bug two structures had) is caught.
+#[test]
+fn update_of_over_long_key_answering_ok_false_is_caught() {
+    caught_by!(Fault::UpdateOverLongKeyOkFalse => check_update);
+    passes!(Fault::UpdateOverLongKeyOkFalse => check_compute, check_update_in_place, check_rmw_differential);
+}
+
+#[test]
+fn compute_that_cannot_remove_is_caught() {
+    caught_by!(Fault::ComputeNoneKeepsKey => check_compute, check_rmw_differential);
+    passes!(Fault::ComputeNoneKeepsKey => check_update, check_update_in_place);
+}
+
+#[test]
+fn lost_in_place_updates_are_caught() {
+    caught_by!(Fault::UpdateInPlaceLost => check_update_in_place, check_rmw_differential);
+    passes!(Fault::UpdateInPlaceLost => check_update, check_compute);
+}
+
+#[test]
+fn descending_scans_missing_a_pair_are_caught() {
+    caught_by!(Fault::ScanRevSkipsFirst => check_scan_rev);
+    passes!(Fault::ScanRevSkipsFirst => check_scan_bounds, check_ranges);
+}

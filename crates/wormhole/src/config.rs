@@ -2,8 +2,9 @@
 //! optimizations are not options but the const parameter of the index type: `ablation`.)
 //!
 //! The pattern every Orrery structure shares: a `Config` with public fields and the
-//! paper's defaults, a builder whose `build` validates into a `Result`, and
-//! `with_config`, which validates again (fields are public). Nothing is clamped.
+//! paper's defaults, a builder (`orrery_core::config_builder!`) whose `build` validates
+//! into a `Result`, and `with_config`, which validates again (fields are public). Nothing
+//! is clamped.
 
 use orrery_core::api::ConfigError;
 
@@ -15,6 +16,14 @@ use crate::leaf::{MAX_CAP, MIN_CAP};
 /// `prefault` and `prefetch_items` change speed only, never results. The optimizations the
 /// paper turns on one at a time in Fig 11 are compile-time parameters of the index type
 /// instead (`crate::ablation`), so that the default build does not test them.
+///
+/// ```
+/// use orrery_wormhole::{Config, Wormhole};
+/// let cfg = Config::builder().leaf_capacity(64).prefault(false).build().unwrap();
+/// let wh = Wormhole::with_config(cfg).unwrap();
+/// assert_eq!(wh.config().leaf_capacity, 64);
+/// assert!(Config::builder().leaf_capacity(1).build().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Keys per leaf before it splits (paper default 128; 8..=256).
@@ -52,19 +61,6 @@ impl Config {
 }
 
 impl Config {
-    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
-    ///
-    /// ```
-    /// use orrery_wormhole::{Config, Wormhole};
-    /// let cfg = Config::builder().leaf_capacity(64).prefault(false).build().unwrap();
-    /// let wh = Wormhole::with_config(cfg).unwrap();
-    /// assert_eq!(wh.config().leaf_capacity, 64);
-    /// assert!(Config::builder().leaf_capacity(1).build().is_err());
-    /// ```
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::default()
-    }
-
     /// Checks every field: `leaf_capacity` must be in `8..=256` (nothing is clamped).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(MIN_CAP..=MAX_CAP).contains(&self.leaf_capacity) {
@@ -77,35 +73,8 @@ impl Config {
     }
 }
 
-/// Builds a validated [`Config`] (start with [`Config::builder`]).
-#[derive(Clone, Debug, Default)]
-pub struct ConfigBuilder {
-    config: Config,
-}
-
-impl ConfigBuilder {
-    /// Keys per leaf (8..=256, default 128).
-    pub fn leaf_capacity(mut self, n: usize) -> Self {
-        self.config.leaf_capacity = n;
-        self
-    }
-
-    /// Pre-faulting of new slab chunks by a background thread (default on; see
-    /// [`Config::prefault`]).
-    pub fn prefault(mut self, on: bool) -> Self {
-        self.config.prefault = on;
-        self
-    }
-
-    /// The item prefetch (default on; see [`Config::prefetch_items`]).
-    pub fn prefetch_items(mut self, on: bool) -> Self {
-        self.config.prefetch_items = on;
-        self
-    }
-
-    /// The validated configuration, or the first invalid field.
-    pub fn build(self) -> Result<Config, ConfigError> {
-        self.config.validate()?;
-        Ok(self.config)
-    }
-}
+orrery_core::config_builder!(Config => ConfigBuilder {
+    leaf_capacity: usize,
+    prefault: bool,
+    prefetch_items: bool,
+});

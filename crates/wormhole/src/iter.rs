@@ -159,17 +159,6 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
         }
     }
 
-    /// Visits the pairs whose key starts with `prefix`, ascending.
-    pub(crate) fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.scan(Bound::Included(prefix), &mut |k, v| {
-            if k.starts_with(prefix) {
-                visitor(k, v)
-            } else {
-                ControlFlow::Break(())
-            }
-        });
-    }
-
     /// The pair with the smallest key.
     pub(crate) fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut out = None;

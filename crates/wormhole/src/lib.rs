@@ -180,11 +180,7 @@ mod tests_unit;
 mod traits;
 mod write;
 
-use std::ops::{Bound, RangeBounds};
-
-use orrery_core::ScanVisitor;
 use orrery_core::alloc::PopulatorStats;
-use orrery_core::api::{self, MemoryUsage};
 use orrery_core::batch::BatchIter;
 
 use crate::raw::RawWormhole;
@@ -209,12 +205,6 @@ pub struct WormholeWith<const OPTS: u32> {
     raw: RawWormhole<OPTS>,
 }
 
-impl<const OPTS: u32> Default for WormholeWith<OPTS> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<const OPTS: u32> std::fmt::Debug for WormholeWith<OPTS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wormhole")
@@ -227,184 +217,6 @@ impl<const OPTS: u32> std::fmt::Debug for WormholeWith<OPTS> {
 }
 
 impl<const OPTS: u32> WormholeWith<OPTS> {
-    /// An empty index with the default [`Config`].
-    ///
-    /// Allocates the first leaf (taking the first 2 MiB chunk of the leaf pool) and the
-    /// two MetaTrieHTs; if even that memory cannot be had it reports the failure as a
-    /// failed `Box::new` does ([`std::alloc::handle_alloc_error`]).
-    /// [`WormholeWith::try_new`] returns the error instead.
-    pub fn new() -> Self {
-        Self::try_new().unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(std::alloc::Layout::new::<meta::MetaTable>())
-        })
-    }
-
-    /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`] when its
-    /// first leaf and MetaTrieHTs cannot be allocated.
-    pub fn try_new() -> api::Result<Self> {
-        Ok(WormholeWith {
-            raw: RawWormhole::new(Config::default())?,
-        })
-    }
-
-    /// An empty index with the given options, validated first ([`Config::validate`]);
-    /// [`ConfigError::OutOfMemory`] when its first leaf and MetaTrieHTs cannot be
-    /// allocated.
-    pub fn with_config(config: Config) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let raw = RawWormhole::new(config).map_err(|_| ConfigError::OutOfMemory)?;
-        Ok(WormholeWith { raw })
-    }
-
-    /// The options this index was built with.
-    pub fn config(&self) -> &Config {
-        &self.raw.cfg
-    }
-
-    /// Calls `f` with the value of `key` (zero-copy, under the leaf's shared lock) and
-    /// returns its result, or `None` if the key is absent.
-    ///
-    /// `f` must be short and must not call back into the index.
-    #[inline]
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        self.raw.get_with(key, f)
-    }
-
-    /// A copy of the value stored under `key`.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.raw.get_with(key, <[u8]>::to_vec)
-    }
-
-    /// Whether `key` is present.
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.raw.get_with(key, |_| ()).is_some()
-    }
-
-    /// Looks up every key of `keys` and calls `f(i, value)` in order of `i` (`None` when
-    /// absent), overlapping the memory accesses of up to 16 keys at a time.
-    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        self.raw.get_many(keys, f)
-    }
-
-    /// Inserts or replaces; `Ok(true)` if the key was new.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        self.raw.insert(key, value)
-    }
-
-    /// Removes `key`; whether it was present. Merges the leaf with a neighbour when their
-    /// combined size falls to 3/4 of a leaf.
-    pub fn remove(&self, key: &[u8]) -> bool {
-        self.raw.remove(key)
-    }
-
-    /// Atomically computes the entry of `key` under its leaf's exclusive lock (upsert or
-    /// remove, like `HashMap::entry` / dashmap's `compute`): `f` gets the current value
-    /// (`None` if absent) and returns the new one (`None` removes the key, or leaves it
-    /// absent). Returns whether the key was present before.
-    ///
-    /// `f` must not call into the index. It is called exactly once; if the new value is
-    /// too long, or the key is, the index is unchanged and the error is returned (an
-    /// over-long key is rejected before `f` is called).
-    pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
-    where
-        F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
-    {
-        self.raw.compute(key, f)
-    }
-
-    /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
-    /// the limit) under its leaf's exclusive lock; returns `Ok(false)` without calling `f`
-    /// if the key is absent. An over-long key gets [`api::Error::KeyTooLong`] and a new
-    /// value over the limit [`api::Error::ValueTooLong`]; the index is then unchanged.
-    ///
-    /// `f` must not call into the index.
-    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
-        self.raw.update(key, f)
-    }
-
-    /// Atomically applies `f` to the bytes of the value of an existing key (same length,
-    /// rewritten in place) under its leaf's exclusive lock; returns `Ok(false)` without
-    /// calling `f` if the key is absent, [`api::Error::KeyTooLong`] for an over-long key.
-    ///
-    /// `f` must not call into the index.
-    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
-        self.raw.update_in_place(key, f)
-    }
-
-    /// Inserts (upserts) every pair of `pairs`; returns how many keys were new. Stops at
-    /// the first pair over the limits and returns its error: the pairs before it stay
-    /// inserted, it and those after it are not.
-    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
-    where
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-    {
-        let mut new = 0;
-        for (k, v) in pairs {
-            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
-        }
-        Ok(new)
-    }
-
-    /// Visits pairs in ascending key order from `start` until the visitor breaks.
-    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        self.raw.scan(start, visitor)
-    }
-
-    /// Visits the pairs whose key starts with `prefix`, ascending.
-    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.raw.scan_prefix(prefix, visitor)
-    }
-
-    /// The pair with the smallest key.
-    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.raw.first()
-    }
-
-    /// The pair with the largest key.
-    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.raw.last()
-    }
-
-    /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
-    pub fn iter(&self) -> Iter<'_, OPTS> {
-        BatchIter::all(self)
-    }
-
-    /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
-    /// `.rev()` for descending), as `BTreeMap::range`. Any [`RangeBounds`] over byte
-    /// strings works: `wh.range(&b"a"[..]..&b"m"[..])`, `wh.range(b"k".to_vec()..)`, or a
-    /// pair of [`Bound`]s (`wh.range::<[u8], _>((Bound::Excluded(k), Bound::Unbounded))`).
-    /// An empty or inverted range yields nothing (where `BTreeMap::range` panics).
-    pub fn range<K, R>(&self, range: R) -> Iter<'_, OPTS>
-    where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
-    {
-        BatchIter::range(self, range)
-    }
-
-    /// Removes every key in `[start, end]` bounds; returns how many were removed. Each leaf
-    /// is rewritten once under its exclusive lock; emptied leaves are merged.
-    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
-        self.raw.remove_range(start, end)
-    }
-
-    /// Number of keys (exact when no writer runs concurrently).
-    pub fn len(&self) -> usize {
-        self.raw.len()
-    }
-
-    /// Whether the index holds no key.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes held (see the crate docs for what is counted where).
-    pub fn memory_usage(&self) -> MemoryUsage {
-        self.raw.memory_usage()
-    }
-
     /// Number of lookups that restarted because their table was stale (diagnostics).
     #[doc(hidden)]
     pub fn restarts(&self) -> u64 {

@@ -41,6 +41,29 @@ impl<T: BatchSource + ?Sized> BatchSource for &T {
     }
 }
 
+/// A descending callback scan over a source's `fill_back` groups (`end` and below,
+/// descending, until the visitor breaks): for structures whose descending walk is their
+/// iterator's. Each group is copied under the source's protection, then visited.
+pub fn scan_back(
+    end: Bound<&[u8]>,
+    visitor: &mut crate::api::ScanVisitor<'_>,
+    mut fill_back: impl FnMut(Bound<&[u8]>, &mut PairBatch) -> Option<Bound<Vec<u8>>>,
+) {
+    let mut batch = PairBatch::default();
+    let mut next = fill_back(end, &mut batch);
+    loop {
+        for i in (0..batch.len()).rev() {
+            let (k, v) = batch.pair(i);
+            if visitor(k, v).is_break() {
+                return;
+            }
+        }
+        let Some(end) = next else { return };
+        batch.clear();
+        next = fill_back(borrowed(&end), &mut batch);
+    }
+}
+
 /// One end of a [`BatchIter`]: the batch it reads, where it stands in it, where it reloads.
 struct End {
     batch: Arc<PairBatch>,

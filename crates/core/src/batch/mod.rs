@@ -12,7 +12,7 @@
 
 mod cursor;
 
-pub use cursor::{BatchIter, BatchSource};
+pub use cursor::{BatchIter, BatchSource, scan_back};
 
 use std::fmt;
 use std::sync::Arc;

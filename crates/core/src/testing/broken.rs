@@ -7,6 +7,7 @@
 //! (`crates/core/tests/conformance_selftest.rs`) assert that the parts meant to catch each
 //! fault return `Err` on it, and every part returns `Ok` on the correct reference.
 //!
+//! `scan_rev` is forwarded to the wrapped index's (the reference's real descending scan).
 //! Scan-derived methods (`scan_range`, `scan_prefix`, `first`) are not forwarded but left to
 //! the trait's defaults on top of the wrapper's `scan`, so a scan fault shows in all of them.
 
@@ -16,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::api::{
-    KvIndex, MAX_KEY_LEN, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, check_entry,
+    KvIndex, KvUpdate, MAX_KEY_LEN, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, check_entry,
 };
 
 /// The bug [`Broken`] injects.
@@ -60,6 +61,14 @@ pub enum Fault {
     /// [`SlabPool`](crate::alloc::SlabPool), so the test fail point reaches it) and
     /// reports `OutOfMemory` when that fails: a half-applied insert.
     StoreBeforeAllocating,
+    /// `update` of an over-long key answers `Ok(false)` instead of `Err(KeyTooLong)`.
+    UpdateOverLongKeyOkFalse,
+    /// `compute` whose closure returns `None` for a present key leaves the key in place.
+    ComputeNoneKeepsKey,
+    /// `update_in_place` calls its closure on a copy and never stores it.
+    UpdateInPlaceLost,
+    /// `scan_rev` skips the first pair it would yield.
+    ScanRevSkipsFirst,
     /// `insert` allocates a block first (as above) and reports `OutOfMemory` before
     /// storing anything when that fails: correct, for the suite's own check that it passes.
     AllocateBeforeStoring,
@@ -251,6 +260,36 @@ impl<I: KvIndex> KvIndex for Broken<I> {
     }
 }
 
+impl<I: KvUpdate> KvUpdate for Broken<I> {
+    fn compute_with(&self, key: &[u8], f: &mut crate::api::ComputeFn<'_>) -> Result<bool> {
+        let key = self.key(key);
+        if self.fault == Fault::ComputeNoneKeepsKey {
+            return self
+                .inner
+                .compute_with(key, &mut |old| f(old).or_else(|| old.map(<[u8]>::to_vec)));
+        }
+        self.inner.compute_with(key, f)
+    }
+
+    fn update_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8]) -> Vec<u8>) -> Result<bool> {
+        let key = self.key(key);
+        if self.fault == Fault::UpdateOverLongKeyOkFalse && key.len() > MAX_KEY_LEN {
+            return Ok(false);
+        }
+        self.inner.update_with(key, f)
+    }
+
+    fn update_in_place_with(&self, key: &[u8], f: &mut dyn FnMut(&mut [u8])) -> Result<bool> {
+        let key = self.key(key);
+        if self.fault == Fault::UpdateInPlaceLost {
+            return self
+                .inner
+                .update_in_place_with(key, &mut |v| f(&mut v.to_vec()));
+        }
+        self.inner.update_in_place_with(key, f)
+    }
+}
+
 /// Iteration is forwarded without a fault, so a scan fault shows as a difference between
 /// the scan and the iterator.
 impl<I: crate::batch::BatchSource> crate::batch::BatchSource for Broken<I> {
@@ -323,6 +362,22 @@ impl<I: OrderedKvIndex> OrderedKvIndex for Broken<I> {
             }
             _ => self.inner.scan(start, visitor),
         }
+    }
+
+    fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        let end = end.map(|k| self.key(k));
+        if self.fault != Fault::ScanRevSkipsFirst {
+            return self.inner.scan_rev(end, visitor);
+        }
+        let mut skipped = false;
+        self.inner.scan_rev(end, &mut |k, v| {
+            if skipped {
+                visitor(k, v)
+            } else {
+                skipped = true;
+                ControlFlow::Continue(())
+            }
+        });
     }
 
     fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {

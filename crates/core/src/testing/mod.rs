@@ -25,6 +25,9 @@
 //! | [`check_limits`] (`_ordered`) | over-long key/value → exact error, index unchanged | [`edge`] |
 //! | [`check_get_many`] | batches: empty, duplicates, misses, huge, over-long keys | [`edge`] |
 //! | [`check_memory_usage`] | plausible totals, no counter underflow, no leak per upsert | [`edge`] |
+//! | [`check_update`], [`check_compute`], [`check_update_in_place`] | every edge of the read-modify-writes: absent, empty, over-long key and value, closure calls | [`rmw`] |
+//! | [`check_rmw_differential`] | seeded mixes of the read-modify-writes, inserts and removes vs `BTreeMap` | [`rmw`] |
+//! | [`check_scan_rev`] | descending scans from every kind of bound, early stops | [`rmw`] |
 //! | [`check_scan_bounds`] | every start bound × early stops on a small universe | [`ordered`] |
 //! | [`check_ranges`] | `scan_range`, `range`, `scan_prefix`, `first`/`last` | [`ordered`] |
 //! | [`check_differential`] (`_ordered`) | seeded random operations vs `BTreeMap` | [`differential`] |
@@ -69,6 +72,7 @@ pub mod fuzz;
 pub mod iter;
 pub mod oom;
 pub mod ordered;
+pub mod rmw;
 pub mod rng;
 pub mod stress;
 pub mod wait;
@@ -85,6 +89,9 @@ pub use edge::{
 pub use iter::{Cursor, CursorUnderTest, check_iter, check_iter_differential};
 pub use oom::{check_out_of_memory, check_out_of_memory_ordered};
 pub use ordered::{check_ranges, check_scan_bounds};
+pub use rmw::{
+    check_compute, check_rmw_differential, check_scan_rev, check_update, check_update_in_place,
+};
 pub use stress::{check_contention, check_stress, check_stress_ordered};
 
 use crate::api::{KvIndex, OrderedKvIndex};
@@ -133,6 +140,9 @@ pub fn check_all_ordered<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), 
 ///   `fn open<'a>(&'a MyIndex, Bound<&[u8]>, Bound<&[u8]>) -> Box<dyn CursorUnderTest + 'a>`
 ///   that makes the concrete iterator (see [`iter`]).
 /// - `conformance_tests!(point, || MyHashIndex::new());` — a point-only [`KvIndex`].
+///   Both forms need the index to implement [`KvUpdate`](crate::KvUpdate) too (the
+///   read-modify-write parts); `conformance_tests!(point, make, without_rmw)` leaves those
+///   parts out for a measurement variant that has no `compute`.
 /// - `conformance_tests!(ordered, || MyIndex::new(), std_alloc);` (or `point`) — every part
 ///   but the out-of-memory one, for an index that allocates only from the standard library
 ///   (the reference `LockedBTreeMap`): the test fail point of [`crate::alloc`] cannot reach
@@ -151,6 +161,10 @@ macro_rules! conformance_tests {
     (ordered, $make:expr, std_alloc $(,)?) => {
         $crate::conformance_tests!(@ordered, $make);
     };
+    (point, $make:expr, without_rmw $(,)?) => {
+        $crate::conformance_tests!(@point_only, $make);
+        $crate::__conformance_test!(conformance_out_of_memory, check_out_of_memory, $make);
+    };
     (point, $make:expr $(,)?) => {
         $crate::conformance_tests!(@point, $make);
         $crate::__conformance_test!(conformance_out_of_memory, check_out_of_memory, $make);
@@ -164,6 +178,16 @@ macro_rules! conformance_tests {
         );
     };
     (@point, $make:expr) => {
+        $crate::conformance_tests!(@point_only, $make);
+        $crate::conformance_tests!(@rmw, $make);
+    };
+    (@rmw, $make:expr) => {
+        $crate::__conformance_test!(conformance_update, check_update, $make);
+        $crate::__conformance_test!(conformance_compute, check_compute, $make);
+        $crate::__conformance_test!(conformance_update_in_place, check_update_in_place, $make);
+        $crate::__conformance_test!(conformance_rmw_differential, check_rmw_differential, $make);
+    };
+    (@point_only, $make:expr) => {
         $crate::__conformance_test!(conformance_basic, check_basic, $make);
         $crate::__conformance_test!(conformance_edge_keys, check_edge_keys, $make);
         $crate::__conformance_test!(conformance_shared_prefix, check_shared_prefix, $make);
@@ -215,6 +239,8 @@ macro_rules! conformance_tests {
         $crate::__conformance_test!(conformance_memory_usage, check_memory_usage, $make);
         $crate::__conformance_test!(conformance_scan_bounds, check_scan_bounds, $make);
         $crate::__conformance_test!(conformance_ranges, check_ranges, $make);
+        $crate::__conformance_test!(conformance_scan_rev, check_scan_rev, $make);
+        $crate::conformance_tests!(@rmw, $make);
         $crate::__conformance_test!(conformance_differential, check_differential_ordered, $make);
         $crate::__conformance_test!(
             #[cfg_attr(miri, ignore = "multi-threaded stress is too slow under Miri")]
