@@ -124,6 +124,19 @@ pub trait RawOrdered: RawIndex {
         out
     }
 
+    /// Pairs whose key starts with `prefix`, ascending. The default is a scan from
+    /// `prefix` stopped at the first key without it; a structure that copies ahead
+    /// overrides it to bound its copies by the prefix's end.
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.scan(Bound::Included(prefix), &mut |k, v| {
+            if k.starts_with(prefix) {
+                visitor(k, v)
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+    }
+
     /// Removes every key within `start..end`; how many this call removed. The default
     /// collects keys by ascending scans of up to [`RANGE_DELETE_BATCH`] keys and removes
     /// each (each removal linearizable on its own; not atomic as a whole).
@@ -287,19 +300,13 @@ where
     Ok(new)
 }
 
-/// `scan_prefix`: an ascending scan from `prefix`, stopped at the first key without it.
+/// `scan_prefix`: the structure's prefix scan.
 pub fn scan_prefix<I: RawOrdered + ?Sized>(
     index: &I,
     prefix: &[u8],
     visitor: &mut ScanVisitor<'_>,
 ) {
-    index.scan(Bound::Included(prefix), &mut |k, v| {
-        if k.starts_with(prefix) {
-            visitor(k, v)
-        } else {
-            ControlFlow::Break(())
-        }
-    });
+    index.scan_prefix(prefix, visitor)
 }
 
 /// The error `Extend` panics with, and `new()` aborts on: kept in one place so every

@@ -9,9 +9,9 @@
 //! mirrored walk (`Raw::scan_batch_rev`), and stores the pairs ascending, as the front
 //! does.
 
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
-use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
+use orrery_core::batch::{BatchIter, BatchSource, PairBatch};
 
 use crate::CuckooTrie;
 use crate::trie::ScanEnd;
@@ -20,24 +20,6 @@ use crate::trie::ScanEnd;
 pub const BATCH: usize = 32;
 
 impl CuckooTrie {
-    /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
-    pub fn iter(&self) -> Iter<'_> {
-        BatchIter::all(self)
-    }
-
-    /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
-    /// `.rev()` for descending), as `BTreeMap::range`. Any [`RangeBounds`] over byte
-    /// strings works: `ct.range(&b"a"[..]..&b"m"[..])`, `ct.range(b"k".to_vec()..)`, or a
-    /// pair of [`Bound`]s. An empty or inverted range yields nothing (where
-    /// `BTreeMap::range` panics).
-    pub fn range<K, R>(&self, range: R) -> Iter<'_>
-    where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
-    {
-        BatchIter::range(self, range)
-    }
-
     /// Copies up to [`BATCH`] pairs from `start` on, ascending, into `out`; returns where
     /// the next batch starts, or `None` when the keys ran out.
     fn copy_batch(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
@@ -118,14 +100,5 @@ impl BatchSource for CuckooTrie {
 
     fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_batch_rev(end, out)
-    }
-}
-
-impl<'a> IntoIterator for &'a CuckooTrie {
-    type Item = Entry;
-    type IntoIter = Iter<'a>;
-
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
     }
 }

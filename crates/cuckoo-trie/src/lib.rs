@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use orrery_cuckoo_trie::CuckooTrie;
-//! use std::ops::{Bound, ControlFlow};
+//! use std::ops::Bound;
 //!
 //! let ct = CuckooTrie::new();
 //! ct.insert(b"Jam", b"1").unwrap();
@@ -72,41 +72,25 @@ mod config;
 mod hash;
 mod iter;
 mod lockset;
+mod prims;
 mod record;
 #[cfg_attr(not(test), allow(dead_code))]
 mod table;
 mod trie;
 
-use std::ops::{Bound, ControlFlow};
+use std::ops::Bound;
 
-use orrery_core::api::{self, MemoryUsage, ScanVisitor};
+use orrery_core::api::ScanVisitor;
 
 pub use config::{Config, ConfigBuilder};
 pub use iter::{BATCH, Iter};
 pub use trie::GrowthStats;
-use trie::{Decision, Mode};
-
-/// Pairs [`CuckooTrie::scan`] and [`CuckooTrie::scan_rev`] visit under one epoch guard
-/// before they resume by a new search past the last key visited. Large, so that a typical
-/// range (YCSB-E: up to 100 keys) costs one search; bounded, so that a long scan does not
-/// hold back memory reclamation.
-pub const SCAN_BATCH: usize = 512;
-
-/// Keys [`CuckooTrie::remove_range`] collects by one scan before removing them: bounds
-/// the memory a large range delete holds (the keys copied) without a search per key.
-pub const RANGE_DELETE_BATCH: usize = 1024;
 
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
 ///
 /// See the [crate docs](crate) for an example and the guarantees.
 pub struct CuckooTrie {
     raw: trie::Raw,
-}
-
-impl Default for CuckooTrie {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl std::fmt::Debug for CuckooTrie {
@@ -119,180 +103,6 @@ impl std::fmt::Debug for CuckooTrie {
 }
 
 impl CuckooTrie {
-    /// An empty index with the default [`Config`].
-    ///
-    /// # Panics
-    /// If the initial table (64 KiB) cannot be allocated; [`CuckooTrie::try_new`] returns
-    /// the error instead.
-    pub fn new() -> Self {
-        Self::try_new().unwrap_or_else(|e| panic!("CuckooTrie::new: {e}"))
-    }
-
-    /// An empty index with the default [`Config`], or [`api::Error::OutOfMemory`].
-    pub fn try_new() -> api::Result<Self> {
-        Ok(CuckooTrie {
-            raw: trie::Raw::new(Config::default())?,
-        })
-    }
-
-    /// An empty index with the given options, validated first ([`Config::validate`]);
-    /// [`api::ConfigError::OutOfMemory`] when the initial table cannot be allocated.
-    pub fn with_config(config: Config) -> Result<Self, api::ConfigError> {
-        config.validate()?;
-        Ok(CuckooTrie {
-            raw: trie::Raw::new(config).map_err(|_| api::ConfigError::OutOfMemory)?,
-        })
-    }
-
-    /// The options the index was built with.
-    pub fn config(&self) -> &Config {
-        &self.raw.config
-    }
-
-    /// Zero-copy lookup: `f`'s result on the value of `key`, `None` when absent. `f` runs
-    /// under an epoch guard: it must be short and must not call back into the index.
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        if key.len() > api::MAX_KEY_LEN {
-            return None;
-        }
-        let g = orrery_core::sync::pin();
-        self.raw.lookup(key, &g).map(|(_, v)| f(v))
-    }
-
-    /// A copy of the value of `key`.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.get_with(key, <[u8]>::to_vec)
-    }
-
-    /// Whether `key` is present.
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get_with(key, |_| ()).is_some()
-    }
-
-    /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`. Keys are
-    /// walked in groups of 16 whose searches advance in rounds, one step per key per round,
-    /// each step reading what the same walk prefetched a round before (the primary bucket
-    /// of the next prefix; the secondary one only when the node is not in the primary; the
-    /// record once the leaf is read), so the DRAM reads of different keys' walks overlap
-    /// (memory-level parallelism across operations; `trie.rs`, `Raw::lookup_group`).
-    /// Nothing is allocated. Each lookup is linearizable on its own.
-    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        let g = orrery_core::sync::pin();
-        let mut out = [None; trie::GROUP];
-        let mut group: [&[u8]; trie::GROUP] = [&[]; trie::GROUP];
-        let mut base = 0;
-        while base < keys.len() {
-            // Over-long keys are absent: they are answered without a walk.
-            let mut n = 0;
-            let mut idx = [0usize; trie::GROUP];
-            let mut end = base;
-            while end < keys.len() && n < trie::GROUP {
-                if keys[end].len() <= api::MAX_KEY_LEN {
-                    group[n] = keys[end];
-                    idx[n] = end;
-                    n += 1;
-                }
-                end += 1;
-            }
-            self.raw.lookup_group(&group[..n], &g, &mut out[..n]);
-            let mut m = 0;
-            for (i, _) in keys.iter().enumerate().take(end).skip(base) {
-                if m < n && idx[m] == i {
-                    f(i, out[m].map(|(_, v)| v));
-                    m += 1;
-                } else {
-                    f(i, None);
-                }
-            }
-            base = end;
-        }
-    }
-
-    /// Inserts or replaces the value of `key`; `Ok(true)` if the key was new.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        api::check_entry(key, value)?;
-        let present =
-            self.raw
-                .upsert(key, &mut |_| Decision::Store(value.to_vec()), Mode::INSERT)?;
-        Ok(!present)
-    }
-
-    /// Removes `key`; returns whether it was present.
-    ///
-    /// A removal that leaves the trie's entries under a quarter of the table's slots
-    /// shrinks the table (the same cooperative migration as a growth, into the smallest
-    /// table that holds the entries at most half full, never below
-    /// [`Config::initial_buckets`]), so this call may take as long as a growth. A shrink
-    /// that cannot run (out of memory for the smaller table) does not fail the removal:
-    /// the key is removed and the table keeps its size; the shrink is tried again once the
-    /// entries have halved ([`GrowthStats::abandoned_shrinks`]).
-    pub fn remove(&self, key: &[u8]) -> bool {
-        key.len() <= api::MAX_KEY_LEN && self.raw.remove(key)
-    }
-
-    /// Upsert or remove by `f(current)`: `Some(v)` stores `v`, `None` removes the key (or
-    /// leaves it absent). Returns `Ok(was present)`. Atomic: `f` runs while the buckets
-    /// the change writes are locked (the key's leaf, or every bucket an insert of the key
-    /// writes), and its result is applied before any other writer can change the key.
-    pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
-    where
-        F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
-    {
-        api::check_key(key)?;
-        let mut c = api::ComputeOnce::new(f);
-        let present = self
-            .raw
-            .upsert(key, &mut |old| c.decide(old), Mode::COMPUTE)?;
-        c.finish(present)
-    }
-
-    /// Replaces the value of an existing key by `f(old)`; `Ok(false)` without calling `f`
-    /// when absent; never inserts.
-    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
-        if key.len() > api::MAX_KEY_LEN {
-            return Ok(false);
-        }
-        let mut c = api::ComputeOnce::new(|old: Option<&[u8]>| old.map(f));
-        let present = self
-            .raw
-            .upsert(key, &mut |old| c.decide(old), Mode::UPDATE)?;
-        c.finish(present)
-    }
-
-    /// Rewrites the value of an existing key through `f` (same length). Records are
-    /// immutable (readers read them without locks), so this copies the value, lets `f`
-    /// change the copy, and publishes it as a new record.
-    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
-        self.update(key, |old| {
-            let mut v = old.to_vec();
-            f(&mut v);
-            v
-        })
-    }
-
-    /// Upserts every pair, stopping at the first error; returns how many keys were new.
-    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
-    where
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-    {
-        let mut new = 0;
-        for (k, v) in pairs {
-            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
-        }
-        Ok(new)
-    }
-
-    /// Number of keys.
-    pub fn len(&self) -> usize {
-        self.raw.len()
-    }
-
-    /// Whether the index is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Whether a growth or a shrink of the table (§5 "Resizing": freezing and
     /// cooperatively copying it into one of twice the buckets, or fewer after removals,
     /// `trie/grow.rs`) is in progress right now. Lookups and scans never wait for it;
@@ -330,136 +140,14 @@ impl CuckooTrie {
         self.raw.slots()
     }
 
-    /// Bytes held: the bucket array, and the record pools.
-    pub fn memory_usage(&self) -> MemoryUsage {
-        let (table, records) = self.raw.bytes();
-        MemoryUsage {
-            structure_bytes: table,
-            key_value_bytes: records,
-        }
-    }
-
-    /// Visits pairs in ascending key order from `start` until the visitor breaks: one
-    /// successor search, then a depth-first walk of the trie that keeps the buckets of the
-    /// next nodes and the records of the next leaves in flight (`trie/scan.rs`), in
-    /// batches of [`SCAN_BATCH`] pairs under one epoch guard each.
-    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
-        loop {
-            let g = orrery_core::sync::pin();
-            let bound = from.as_ref().map(Vec::as_slice);
-            match self
-                .raw
-                .scan_batch(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
-            {
-                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
-            }
-        }
-    }
-
     /// [`CuckooTrie::scan`] by the paper's leaf list (§4.4: one successor search, then the
     /// leaves' next-leaf locators, one dependent chain of reads per key): the reference the
     /// trie walk is measured against (`examples/scan_walk.rs`). Same guarantees.
     #[doc(hidden)]
     pub fn scan_leaf_list(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
-        loop {
-            let g = orrery_core::sync::pin();
-            let bound = from.as_ref().map(Vec::as_slice);
-            match self
-                .raw
-                .scan_batch_list(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
-            {
-                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
-            }
-        }
-    }
-
-    /// Visits, in descending key order, the pairs below `end` until the visitor breaks:
-    /// one predecessor search, then the walk of [`CuckooTrie::scan`] mirrored, in batches
-    /// of [`SCAN_BATCH`] pairs under one epoch guard each.
-    pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from: Bound<Vec<u8>> = end.map(<[u8]>::to_vec);
-        loop {
-            let g = orrery_core::sync::pin();
-            let bound = from.as_ref().map(Vec::as_slice);
-            match self
-                .raw
-                .scan_batch_rev(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
-            {
-                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
-            }
-        }
-    }
-
-    /// Removes every key within the bounds `start..end`; returns how many this call
-    /// removed. Keys are collected by ascending scans of up to [`RANGE_DELETE_BATCH`]
-    /// keys, each batch then removed key by key (each removal linearizable on its own, a
-    /// removal may shrink the table: [`CuckooTrie::remove`]). Not atomic as a whole: a
-    /// key inserted into the range during the call may survive it, and a concurrent
-    /// remover may take keys first (they are not counted here).
-    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
-        let beyond = |k: &[u8]| match end {
-            Bound::Included(e) => k > e,
-            Bound::Excluded(e) => k >= e,
-            Bound::Unbounded => false,
-        };
-        let mut removed = 0;
-        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
-        let mut batch: Vec<Vec<u8>> = Vec::new();
-        loop {
-            batch.clear();
-            let mut ended = true;
-            self.scan(from.as_ref().map(Vec::as_slice), &mut |k, _| {
-                if beyond(k) {
-                    return ControlFlow::Break(());
-                }
-                batch.push(k.to_vec());
-                if batch.len() == RANGE_DELETE_BATCH {
-                    ended = false;
-                    return ControlFlow::Break(());
-                }
-                ControlFlow::Continue(())
-            });
-            for k in &batch {
-                removed += usize::from(self.remove(k));
-            }
-            match batch.pop() {
-                Some(last) if !ended => from = Bound::Excluded(last),
-                _ => return removed,
-            }
-        }
-    }
-
-    /// Visits the pairs whose key starts with `prefix`, ascending.
-    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.scan(Bound::Included(prefix), &mut |k, v| {
-            if k.starts_with(prefix) {
-                visitor(k, v)
-            } else {
-                ControlFlow::Break(())
-            }
-        });
-    }
-
-    /// The pair with the smallest key.
-    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let g = orrery_core::sync::pin();
-        self.raw
-            .seek(Bound::Unbounded, true, &g)
-            .map(|(k, v)| (k.to_vec(), v.to_vec()))
-    }
-
-    /// The pair with the largest key.
-    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let g = orrery_core::sync::pin();
-        self.raw
-            .seek(Bound::Unbounded, false, &g)
-            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        prims::scan_batches(start, visitor, |from, g, v| {
+            self.raw
+                .scan_batch_list(from, g, prims::SCAN_BATCH, &mut |k, x| v(k, x))
+        })
     }
 }
-
-orrery_core::index_traits!(impl[] CuckooTrie as "CuckooTrie"; ordered + scan_prefix);

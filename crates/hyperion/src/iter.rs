@@ -63,9 +63,9 @@
 //! skipped without reading the arena (its `View`), the empty key is read as a point read
 //! (`Arena::get_with`), and a bound `Excluded([t])` ends before trie `t`.
 
-use std::ops::{Bound, ControlFlow, RangeBounds};
+use std::ops::{Bound, ControlFlow};
 
-use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
+use orrery_core::batch::{BatchIter, BatchSource, PairBatch};
 
 use crate::arena::Arena;
 use crate::mm::Hp;
@@ -83,22 +83,6 @@ pub const BATCH: usize = 64;
 pub const SCAN_BATCH: usize = 1024;
 
 impl Hyperion {
-    /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
-    pub fn iter(&self) -> Iter<'_> {
-        BatchIter::all(self)
-    }
-
-    /// An iterator over the pairs whose keys fall in `range`, in key order (ascending;
-    /// `.rev()` for descending), as `BTreeMap::range`. An empty or inverted range yields
-    /// nothing (where `BTreeMap::range` panics).
-    pub fn range<K, R>(&self, range: R) -> Iter<'_>
-    where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
-    {
-        BatchIter::range(self, range)
-    }
-
     fn to_trie(&self, b: Bound<&[u8]>) -> Bound<Vec<u8>> {
         b.map(|k| self.trie_key(k).to_vec())
     }
@@ -641,15 +625,6 @@ impl BatchSource for Hyperion {
 
     fn fill_back(&self, end: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_back(end, BATCH, out)
-    }
-}
-
-impl<'a> IntoIterator for &'a Hyperion {
-    type Item = Entry;
-    type IntoIter = Iter<'a>;
-
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
     }
 }
 

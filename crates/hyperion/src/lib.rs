@@ -91,6 +91,7 @@ mod mm;
 mod node;
 mod opt;
 mod prep;
+mod prims;
 mod split;
 mod tjt;
 mod write;
@@ -119,12 +120,6 @@ pub struct Hyperion {
     config: Config,
 }
 
-impl Default for Hyperion {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl std::fmt::Debug for Hyperion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hyperion")
@@ -151,30 +146,19 @@ impl std::ops::Deref for TrieKey<'_> {
 }
 
 impl Hyperion {
-    /// An empty index with the default [`Config`]. Maps nothing until the first insert.
-    pub fn new() -> Self {
-        Self::build(Config::default())
-    }
-
-    /// An empty index with the given options, validated first ([`Config::validate`]).
-    pub fn with_config(config: Config) -> Result<Self, api::ConfigError> {
-        config.validate()?;
-        Ok(Self::build(config))
-    }
-
-    fn build(config: Config) -> Self {
+    /// Maps nothing until the first insert: never out of memory.
+    fn build(config: Config) -> api::Result<Self> {
         let arenas = (0..config.arenas)
             .map(|_| CachePadded::new(Arena::new(config.eject_threshold)))
             .collect();
-        Hyperion {
+        Ok(Hyperion {
             arenas,
             len: CachePadded::new(AtomicIsize::new(0)),
             config,
-        }
+        })
     }
 
-    /// The options the index was built with.
-    pub fn config(&self) -> &Config {
+    fn config_ref(&self) -> &Config {
         &self.config
     }
 
@@ -203,10 +187,7 @@ impl Hyperion {
     /// falls back to the arena's lock, taken exclusively (the shared side can starve under
     /// a continuous writer; `f` then runs under it: it must be short and must not call
     /// back into the index).
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        if key.len() > api::MAX_KEY_LEN {
-            return None;
-        }
+    fn read_key<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let key = self.trie_key(key);
         self.arena_of(&key).get_with(&key, f)
     }
@@ -223,16 +204,6 @@ impl Hyperion {
         a.get(&key).map(f)
     }
 
-    /// A copy of the value of `key`.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.get_with(key, <[u8]>::to_vec)
-    }
-
-    /// Whether `key` is present.
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get_with(key, |_| ()).is_some()
-    }
-
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
     ///
     /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`], and the window's
@@ -246,7 +217,7 @@ impl Hyperion {
     /// locks (exclusively, in ascending arena order: writers hold one arena lock at a
     /// time, so the order rules out deadlock) and `f` then runs under them: it must be
     /// short and must not call back into the index.
-    pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+    fn read_keys(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let mut tkeys: Vec<Option<TrieKey<'_>>> = Vec::with_capacity(GET_MANY_WINDOW);
         let mut order: Vec<usize> = Vec::with_capacity(GET_MANY_WINDOW);
         let mut outs: Vec<Vec<u8>> = (0..GET_MANY_WINDOW).map(|_| Vec::new()).collect();
@@ -370,7 +341,11 @@ impl Hyperion {
         false
     }
 
-    fn write(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>) -> Decision) -> api::Result<bool> {
+    fn write_key(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&[u8]>) -> Decision,
+    ) -> api::Result<bool> {
         let key = self.trie_key(key);
         let (present, delta) = self.arena_of(&key).write(|a| a.write(&key, f))?;
         if delta != 0 {
@@ -380,10 +355,9 @@ impl Hyperion {
     }
 
     /// Inserts or replaces the value of `key`; `Ok(true)` if the key was new.
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        api::check_entry(key, value)?;
+    fn put_key(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
         let mut v = Some(value);
-        let present = self.write(key, &mut |_| match v.take() {
+        let present = self.write_key(key, &mut |_| match v.take() {
             Some(v) => Decision::Store(v.to_vec()),
             None => Decision::Keep,
         })?;
@@ -391,81 +365,16 @@ impl Hyperion {
     }
 
     /// Removes `key`; returns whether it was present.
-    pub fn remove(&self, key: &[u8]) -> bool {
-        key.len() <= api::MAX_KEY_LEN && self.write(key, &mut |_| Decision::Remove).unwrap_or(false)
+    fn delete_key(&self, key: &[u8]) -> bool {
+        self.write_key(key, &mut |_| Decision::Remove)
+            .unwrap_or(false)
     }
 
-    /// Upsert or remove by `f(current)`: `Some(v)` stores `v`, `None` removes the key (or
-    /// leaves it absent). Returns `Ok(was present)`. Atomic: `f` runs under the arena's
-    /// write lock.
-    pub fn compute<F>(&self, key: &[u8], f: F) -> api::Result<bool>
-    where
-        F: FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
-    {
-        api::check_key(key)?;
-        let mut c = api::ComputeOnce::new(f);
-        let present = self.write(key, &mut |old| c.decide(old))?;
-        c.finish(present)
-    }
-
-    /// Replaces the value of an existing key by `f(old)`; `Ok(false)` without calling `f`
-    /// when absent; never inserts.
-    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> api::Result<bool> {
-        if key.len() > api::MAX_KEY_LEN {
-            return Ok(false);
-        }
-        let mut c = api::ComputeOnce::new(|old: Option<&[u8]>| old.map(f));
-        let present = self.write(key, &mut |old| c.decide(old))?;
-        c.finish(present)
-    }
-
-    /// Rewrites the value of an existing key through `f` (same length): the value is
-    /// copied, changed and stored again (values are encoded inside containers).
-    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> api::Result<bool> {
-        self.update(key, |old| {
-            let mut v = old.to_vec();
-            f(&mut v);
-            v
-        })
-    }
-
-    /// Upserts every pair, stopping at the first error; returns how many keys were new.
-    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> api::Result<usize>
-    where
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-    {
-        let mut new = 0;
-        for (k, v) in pairs {
-            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
-        }
-        Ok(new)
-    }
-
-    /// Removes every key in `[start, end]` bounds; returns how many were removed. Not
-    /// atomic: keys inserted into the range concurrently may survive.
-    pub fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
-        let mut removed = 0;
-        let mut it = self.range::<[u8], _>((start, end));
-        while let Some((k, _)) = it.next_pair() {
-            let k = k.to_vec();
-            removed += usize::from(self.remove(&k));
-        }
-        removed
-    }
-
-    /// Number of keys.
-    pub fn len(&self) -> usize {
+    fn count_keys(&self) -> usize {
         self.len.load(Ordering::Relaxed).max(0) as usize
     }
 
-    /// Whether the index is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes held (see the crate docs, "Memory usage").
-    pub fn memory_usage(&self) -> MemoryUsage {
+    fn bytes_held(&self) -> MemoryUsage {
         let arenas: usize = self.arenas.iter().map(|a| a.read().bytes()).sum();
         MemoryUsage {
             structure_bytes: arenas
@@ -494,7 +403,7 @@ impl Hyperion {
     /// visitor runs without any lock held: pairs are copied a batch at a time (the first
     /// [`BATCH`] pairs, each next batch twice as many up to [`SCAN_BATCH`]), each trie's
     /// under its arena's lock.
-    pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+    fn scan_from(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.scan_until(start, Bound::Unbounded, visitor);
     }
 
@@ -507,7 +416,7 @@ impl Hyperion {
 
     /// Visits, in descending key order, the pairs below `end` until the visitor breaks.
     /// The visitor runs without any lock held (pairs are copied as by [`Hyperion::scan`]).
-    pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+    fn scan_down(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         Self::visit_batches(end, true, visitor, |from, max, batch| {
             self.copy_back(from, max, batch)
         });
@@ -546,7 +455,7 @@ impl Hyperion {
     }
 
     /// Visits the pairs whose key starts with `prefix`, ascending.
-    pub fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+    fn scan_with_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
         // The least key above every key with the prefix: the prefix without its trailing
         // 0xFF bytes, its last byte incremented (none: all bytes 0xFF).
         let mut up = prefix.to_vec();
@@ -568,19 +477,7 @@ impl Hyperion {
             }
         });
     }
-
-    /// The pair with the smallest key.
-    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.iter().next().map(|e| e.into_pair())
-    }
-
-    /// The pair with the largest key.
-    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.iter().next_back().map(|e| e.into_pair())
-    }
 }
-
-orrery_core::index_traits!(impl[] Hyperion as "Hyperion"; ordered + scan_prefix);
 
 #[cfg(test)]
 mod tests {

@@ -208,7 +208,8 @@ use std::sync::Arc;
 #[cfg(any(doc, test))]
 use orrery_core::Error;
 use orrery_core::Result;
-use orrery_core::api::{KvIndex, MemoryUsage, check_key};
+use orrery_core::api::{Decision, MemoryUsage};
+use orrery_core::raw::{RawIndex, WriteMode};
 
 #[doc(hidden)]
 pub use crate::iter::ChainStats;
@@ -377,12 +378,6 @@ impl Drop for Mercury {
     }
 }
 
-impl Default for Mercury {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl std::fmt::Debug for Mercury {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mercury")
@@ -393,25 +388,6 @@ impl std::fmt::Debug for Mercury {
 }
 
 impl Mercury {
-    /// An empty table with the default [`Config`].
-    ///
-    /// Maps the first bucket array (one 2 MiB huge-page region); if even that memory cannot
-    /// be had it reports the failure as a failed `Box::new` does
-    /// ([`std::alloc::handle_alloc_error`]) instead of panicking. [`Mercury::try_new`]
-    /// returns the error instead.
-    pub fn new() -> Mercury {
-        Self::try_new().unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(std::alloc::Layout::new::<crate::raw::Inner>())
-        })
-    }
-
-    /// An empty table with the default [`Config`], or [`Error::OutOfMemory`] when its
-    /// first bucket array cannot be allocated.
-    pub fn try_new() -> Result<Mercury> {
-        // The default configuration is valid: the only error left is out of memory.
-        Self::with_config(Config::default()).map_err(|_| orrery_core::Error::OutOfMemory)
-    }
-
     /// An empty table sized for about `n` items without expanding
     /// ([`ConfigError::Invalid`] beyond [`MAX_INITIAL_BUCKETS`] buckets).
     pub fn with_capacity(n: usize) -> std::result::Result<Mercury, ConfigError> {
@@ -423,69 +399,6 @@ impl Mercury {
         })
     }
 
-    /// An empty table with the given parameters, validated first ([`Config::validate`]);
-    /// [`ConfigError::OutOfMemory`] if the first bucket array cannot be allocated.
-    pub fn with_config(config: Config) -> std::result::Result<Mercury, ConfigError> {
-        config.validate()?;
-        Ok(Mercury {
-            inner: Arc::new(Inner::new(config.normalized())?),
-        })
-    }
-
-    /// Calls `f` with the value of `key` and returns its result, or `None` if absent.
-    ///
-    /// `f` runs while the value is protected by an epoch guard: keep it short and do not
-    /// call back into this table from it.
-    #[inline]
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        self.inner.get_with(key, f)
-    }
-
-    /// Returns a copy of the value of `key`.
-    #[inline]
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.inner.get_with(key, <[u8]>::to_vec)
-    }
-
-    /// Whether `key` is present.
-    #[inline]
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.inner.get_with(key, |_| ()).is_some()
-    }
-
-    /// Inserts or replaces the value of `key`; returns `Ok(true)` if the key was new.
-    #[inline]
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.inner.insert(key, value)
-    }
-
-    /// Removes `key`; returns whether it was present.
-    #[inline]
-    pub fn remove(&self, key: &[u8]) -> bool {
-        self.inner.remove(key)
-    }
-
-    /// Atomically replaces the value of an existing key by `f(old value)` (any length up to
-    /// the limit); returns `Ok(false)` without calling `f` if the key is absent.
-    ///
-    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
-    /// `f` panics, the value is unchanged and the lock is released.
-    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
-        self.inner.update(key, f)
-    }
-
-    /// Atomically applies `f` to the bytes of the value of an existing key (same length);
-    /// returns whether the key was present ([`Error::KeyTooLong`] for an over-long key,
-    /// as [`Mercury::update`]). Values up to 64 bytes are rewritten in place
-    /// (no allocation); longer ones are copied.
-    ///
-    /// `f` runs under the bucket lock: keep it short and do not call back into this table. If
-    /// `f` panics, the value is unchanged and the lock is released.
-    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
-        check_key(key)?;
-        self.inner.update_in_place(key, f)
-    }
-
     /// Visits every pair in no particular order until `f` returns `Break`. Not a snapshot:
     /// every key present for the whole walk is visited exactly once, a key inserted or
     /// removed meanwhile at most once.
@@ -495,35 +408,10 @@ impl Mercury {
         self.inner.for_each(&mut f);
     }
 
-    /// Number of items (exact when no writer runs concurrently).
-    pub fn len(&self) -> usize {
-        self.inner.counters.sum(crate::raw::ITEMS)
-    }
-
-    /// Whether the table holds no item.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// An iterator over the pairs in no particular order (see [`Iter`] for what it
     /// guarantees under concurrent writers).
     pub fn iter(&self) -> Iter<'_> {
         Iter::new(&self.inner)
-    }
-
-    /// Inserts (upserts) every pair of `pairs`; returns how many keys were new. Stops at
-    /// the first pair over the limits and returns its error: the pairs before it stay
-    /// inserted, it and those after it are not.
-    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<usize>
-    where
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-    {
-        let mut new = 0;
-        for (k, v) in pairs {
-            new += usize::from(self.insert(k.as_ref(), v.as_ref())?);
-        }
-        Ok(new)
     }
 
     /// Chain-shape statistics from a walk of every bucket: the expected number of node reads
@@ -618,10 +506,10 @@ impl Session<'_> {
         self.map.get(key)
     }
 
-    /// [`KvIndex::get_many`].
+    /// [`Mercury::get_many`].
     #[inline]
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        self.map.inner.get_many(keys, f);
+        self.map.get_many(keys, f);
     }
 
     /// [`Mercury::insert`].
@@ -656,34 +544,49 @@ impl<'a> IntoIterator for &'a Mercury {
     }
 }
 
-orrery_core::index_traits!(extend impl[] Mercury as "Mercury");
-
-impl KvIndex for Mercury {
-    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        self.inner.get_with(key, f).is_some()
+impl RawIndex for Mercury {
+    #[inline]
+    fn read<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.inner.get_with(key, f)
     }
 
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        Mercury::get(self, key)
+    #[inline]
+    fn read_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+        self.inner.get_many(keys, f);
     }
 
-    fn contains_key(&self, key: &[u8]) -> bool {
-        Mercury::contains_key(self, key)
-    }
-
-    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    #[inline]
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         self.inner.insert(key, value)
     }
 
-    fn remove(&self, key: &[u8]) -> bool {
+    #[inline]
+    fn delete(&self, key: &[u8]) -> bool {
         self.inner.remove(key)
     }
 
-    fn len(&self) -> usize {
-        Mercury::len(self)
+    /// Under the key's bucket lock; if the decision panics, the value is unchanged and the
+    /// lock is released.
+    fn write(
+        &self,
+        key: &[u8],
+        _mode: WriteMode,
+        decide: &mut dyn FnMut(Option<&[u8]>) -> Decision,
+    ) -> Result<bool> {
+        self.inner.write(key, decide)
     }
 
-    fn memory_usage(&self) -> MemoryUsage {
+    /// Values up to 64 bytes are rewritten in place (no allocation); longer ones are
+    /// copied. Under the bucket lock, released if `f` panics.
+    fn write_in_place(&self, key: &[u8], f: &mut dyn FnMut(&mut [u8])) -> Result<bool> {
+        self.inner.update_in_place(key, f)
+    }
+
+    fn count(&self) -> usize {
+        self.inner.counters.sum(crate::raw::ITEMS)
+    }
+
+    fn bytes(&self) -> MemoryUsage {
         let guard = pin();
         let kv = self.inner.counters.sum(crate::raw::KV_BYTES);
         let held = self.inner.table_bytes(&guard) + self.inner.alloc.bytes();
@@ -692,11 +595,28 @@ impl KvIndex for Mercury {
             key_value_bytes: kv,
         }
     }
+}
 
-    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
-        self.inner.get_many(keys, f);
+impl Mercury {
+    /// The table is its own engine.
+    #[inline]
+    fn raw(&self) -> &Self {
+        self
+    }
+
+    fn build(config: Config) -> Result<Mercury> {
+        Ok(Mercury {
+            inner: Arc::new(Inner::new(config.normalized())?),
+        })
+    }
+
+    fn config_ref(&self) -> &Config {
+        &self.inner.config
     }
 }
+
+orrery_core::index_api!(point impl[] Mercury as "Mercury");
+orrery_core::index_api!(new impl[] Mercury as "Mercury", Config);
 
 #[cfg(test)]
 mod tests {
@@ -749,7 +669,7 @@ mod tests {
         let keys: Vec<[u8; 8]> = (0..n as u64).map(u64::to_be_bytes).collect();
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let mut got = 0;
-        KvIndex::get_many(&m, &refs, &mut |i, v| {
+        orrery_core::KvIndex::get_many(&m, &refs, &mut |i, v| {
             assert_eq!(v.is_some(), i % 2 == 1, "key {i}");
             got += 1;
         });

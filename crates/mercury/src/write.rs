@@ -1,4 +1,6 @@
-//! Writes: insert/upsert, remove, and read-modify-write updates.
+//! Writes: insert/upsert, remove, the read-modify-write primitive (`write`, behind
+//! `compute` and `update`) and in-place updates. Keys and values arrive checked against the
+//! limits (`orrery_core::raw`).
 //!
 //! Every write takes the lock of the one bucket that holds its key (§3 "Locks": a
 //! test-and-set bit inside the bucket word, so the lock comes with the bucket's cache line),
@@ -20,7 +22,7 @@
 
 use std::sync::atomic::Ordering;
 
-use orrery_core::api::{MAX_KEY_LEN, check_entry, check_key};
+use orrery_core::api::Decision;
 use std::ptr::NonNull;
 
 use orrery_core::Result;
@@ -28,7 +30,7 @@ use orrery_core::Result;
 use crate::inline_pair::{self, INLINE_MAX};
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, SHORT_VALUE_MAX};
-use crate::raw::{Inner, Pos, find_locked, hashed, lock_bucket};
+use crate::raw::{Hashed, Inner, Pos, find_locked, hashed, lock_bucket};
 use crate::table::Table;
 use orrery_core::sync::{Guard, pin};
 
@@ -72,7 +74,6 @@ impl Drop for UnlockOnUnwind<'_> {
 impl Inner {
     /// Inserts or replaces; returns whether the key was new.
     pub(crate) fn insert(self: &std::sync::Arc<Self>, key: &[u8], value: &[u8]) -> Result<bool> {
-        check_entry(key, value)?;
         let h = hashed(key);
         // Start the bucket's miss before the pin's barrier (see `Inner::prefetch_bucket`).
         self.prefetch_bucket(h.hash);
@@ -95,37 +96,60 @@ impl Inner {
                 Ok(false)
             }
             None => {
-                let head = word.head();
-                if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
-                    area.write(key, value);
-                    locked.unlock();
-                } else {
-                    let n = match self.alloc.alloc(key, value, head) {
-                        Ok(n) => n,
-                        Err(e) => {
-                            locked.unlock();
-                            return Err(e);
-                        }
-                    };
-                    locked.unlock_with(Link::new(n, h.tag, head.is_null()));
-                }
-                let local = self
-                    .counters
-                    .add_all([1, (key.len() + value.len()) as isize]);
-                if self.after_insert(local, &guard) {
-                    // The successor is full: finish the expansion, unpinned between runs.
-                    drop(guard);
-                    if orrery_core::sync::epoch::is_pinned() {
-                        // An outer guard (a `Session`, or the caller's own pin) keeps this
-                        // thread pinned: waiting for the token here would hold the
-                        // process's epoch back for as long as its holder takes. Help while
-                        // the token is free; the holder and later inserts do the rest.
-                        self.help_expansion();
-                    } else {
-                        self.finish_expansion();
-                    }
-                }
+                let full = self.insert_new(&guard, locked, h, key, value)?;
+                self.expand_if(guard, full);
                 Ok(true)
+            }
+        }
+    }
+
+    /// Inserts the absent `key` into the locked bucket (inline when the pair fits and the
+    /// area is free, else as a new head node), releases the lock, counts it, and helps or
+    /// finishes an expansion when the successor table is full.
+    ///
+    /// Returns whether the successor table is full, for [`Inner::expand_if`].
+    fn insert_new(
+        self: &std::sync::Arc<Self>,
+        guard: &Guard,
+        locked: Locked<'_>,
+        h: Hashed,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool> {
+        let head = locked.word.head();
+        let area = &locked.t.cell(locked.idx).inline;
+        if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
+            area.write(key, value);
+            locked.unlock();
+        } else {
+            let n = match self.alloc.alloc(key, value, head) {
+                Ok(n) => n,
+                Err(e) => {
+                    locked.unlock();
+                    return Err(e);
+                }
+            };
+            locked.unlock_with(Link::new(n, h.tag, head.is_null()));
+        }
+        let local = self
+            .counters
+            .add_all([1, (key.len() + value.len()) as isize]);
+        Ok(self.after_insert(local, guard))
+    }
+
+    /// After an insert that found the successor table full (`full`): finishes the
+    /// expansion, unpinned between runs (the insert's `guard` dropped first).
+    fn expand_if(self: &std::sync::Arc<Self>, guard: Guard, full: bool) {
+        if full {
+            drop(guard);
+            if orrery_core::sync::epoch::is_pinned() {
+                // An outer guard (a `Session`, or the caller's own pin) keeps this
+                // thread pinned: waiting for the token here would hold the
+                // process's epoch back for as long as its holder takes. Help while
+                // the token is free; the holder and later inserts do the rest.
+                self.help_expansion();
+            } else {
+                self.finish_expansion();
             }
         }
     }
@@ -159,19 +183,14 @@ impl Inner {
 
     /// Removes `key`; returns whether it was present.
     pub(crate) fn remove(&self, key: &[u8]) -> bool {
-        if key.len() > MAX_KEY_LEN {
-            return false;
-        }
         let h = hashed(key);
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
         let locked = Locked { t, idx, word };
         let area = &t.cell(idx).inline;
         if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
-            area.clear();
-            locked.unlock();
-            self.counters
-                .add_all([-1, -((e.key().len() + e.value().len()) as isize)]);
+            let bytes = e.key().len() + e.value().len();
+            self.clear_inline(locked, bytes);
             return true;
         }
         // SAFETY: we hold the bucket lock and a guard.
@@ -179,6 +198,21 @@ impl Inner {
             locked.unlock();
             return false;
         };
+        self.unlink(&guard, locked, pos);
+        true
+    }
+
+    /// Clears the locked bucket's inline pair (of `bytes` key and value bytes), releases
+    /// the lock and counts the removal.
+    fn clear_inline(&self, locked: Locked<'_>, bytes: usize) {
+        locked.t.cell(locked.idx).inline.clear();
+        locked.unlock();
+        self.counters.add_all([-1, -(bytes as isize)]);
+    }
+
+    /// Unlinks the node at `pos` from the locked chain, releases the lock, retires the node
+    /// and counts the removal.
+    fn unlink(&self, guard: &Guard, locked: Locked<'_>, pos: Pos) {
         // SAFETY: `pos.node` is in our locked chain; its key length is immutable and its
         // value is only written by lock holders (us).
         let meta = unsafe { node::node_meta(pos.node, Ordering::Relaxed) };
@@ -188,7 +222,7 @@ impl Inner {
                 .next
                 .load(Ordering::Relaxed),
         );
-        let mut head = word.head();
+        let mut head = locked.word.head();
         match pos.prev {
             None => head = succ,
             Some(prev) => {
@@ -211,16 +245,21 @@ impl Inner {
         }
         locked.unlock_with(head);
         // SAFETY: the node was unlinked above under the lock, and is retired once.
-        unsafe { self.retire(&guard, pos.node) };
+        unsafe { self.retire(guard, pos.node) };
         self.counters
             .add_all([-1, -((meta.klen() + meta.vlen()) as isize)]);
-        true
     }
 
-    /// Replaces the value of an existing key by `f(old)`; returns `Ok(false)` (without
-    /// calling `f`) when the key is absent.
-    pub(crate) fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
-        check_key(key)?;
+    /// The read-modify-write primitive: under the key's bucket lock, `decide` sees the
+    /// current value (`None` if absent) and its decision is applied before the lock is
+    /// released — a replaced value as `insert` replaces one, a removal as `remove`, a new
+    /// key as `insert` adds one. Returns whether the key was present. If `decide` panics,
+    /// the lock is released with the chain unchanged.
+    pub(crate) fn write(
+        self: &std::sync::Arc<Self>,
+        key: &[u8],
+        decide: &mut dyn FnMut(Option<&[u8]>) -> Decision,
+    ) -> Result<bool> {
         let h = hashed(key);
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
@@ -230,38 +269,56 @@ impl Inner {
             idx,
             head: word.head(),
         };
-        if let Some(e) = t.cell(idx).inline.locked_entry().filter(|e| e.key() == key) {
-            let new = f(e.value());
+        let area = &t.cell(idx).inline;
+        if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
+            let old_len = e.value().len();
+            let decision = decide(Some(e.value()));
             std::mem::forget(on_unwind);
-            if let Err(err) = check_entry(key, &new) {
-                locked.unlock();
-                return Err(err);
+            match decision {
+                Decision::Keep => locked.unlock(),
+                Decision::Store(new) => {
+                    self.set_inline(locked, key, &new)?;
+                    self.counters
+                        .add_all([0, new.len() as isize - old_len as isize]);
+                }
+                Decision::Remove => self.clear_inline(locked, key.len() + old_len),
             }
-            self.set_inline(locked, key, &new)?;
-            self.counters
-                .add_all([0, new.len() as isize - e.value().len() as isize]);
             return Ok(true);
         }
         // SAFETY: we hold the bucket lock and a guard.
-        let Some(pos) = (unsafe { find_locked(word.head(), h, key) }) else {
-            std::mem::forget(on_unwind);
-            locked.unlock();
-            return Ok(false);
-        };
-        // SAFETY: the node is in our locked chain; nobody else writes its value.
-        let new = unsafe { node::with_value(pos.node, f) };
-        std::mem::forget(on_unwind);
-        let set = check_entry(key, &new).and_then(|()| self.set_value(word.head(), pos, &new));
-        self.finish(&guard, locked, set)?;
-        Ok(true)
+        match unsafe { find_locked(word.head(), h, key) } {
+            Some(pos) => {
+                // SAFETY: the node is in our locked chain; nobody else writes its value.
+                let decision = unsafe { node::with_value(pos.node, |v| decide(Some(v))) };
+                std::mem::forget(on_unwind);
+                match decision {
+                    Decision::Keep => locked.unlock(),
+                    Decision::Store(new) => {
+                        let set = self.set_value(word.head(), pos, &new);
+                        self.finish(&guard, locked, set)?;
+                    }
+                    Decision::Remove => self.unlink(&guard, locked, pos),
+                }
+                Ok(true)
+            }
+            None => {
+                let decision = decide(None);
+                std::mem::forget(on_unwind);
+                match decision {
+                    Decision::Store(new) => {
+                        let full = self.insert_new(&guard, locked, h, key, &new)?;
+                        self.expand_if(guard, full);
+                    }
+                    Decision::Keep | Decision::Remove => locked.unlock(),
+                }
+                Ok(false)
+            }
+        }
     }
 
     /// Applies `f` to the value of an existing key, keeping its length; returns whether the
     /// key was present.
     pub(crate) fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
-        if key.len() > MAX_KEY_LEN {
-            return Ok(false);
-        }
         let h = hashed(key);
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);

@@ -39,5 +39,9 @@ mod dedicated_expander {
 /// The memcached-like bench variant is thread-safe too, so it must conform as well.
 #[cfg(feature = "variants")]
 mod striped_variant {
-    orrery_core::conformance_tests!(point, orrery_mercury::variants::StripedMercury::new);
+    orrery_core::conformance_tests!(
+        point,
+        orrery_mercury::variants::StripedMercury::new,
+        without_rmw
+    );
 }

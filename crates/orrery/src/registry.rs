@@ -152,8 +152,13 @@ pub fn build(name: &str) -> Result<AnyIndex, RegistryError> {
         #[cfg(feature = "slb")]
         {
             return Ok(match build(inner)? {
-                AnyIndex::Ordered(i) => AnyIndex::Ordered(Box::new(crate::slb::Slb::new(i)?)),
-                AnyIndex::Unordered(i) => AnyIndex::Unordered(Box::new(crate::slb::Slb::new(i)?)),
+                AnyIndex::Ordered(i) => AnyIndex::Ordered(Box::new(crate::slb::Slb::with_config(
+                    i,
+                    Default::default(),
+                )?)),
+                AnyIndex::Unordered(i) => AnyIndex::Unordered(Box::new(
+                    crate::slb::Slb::with_config(i, Default::default())?,
+                )),
             });
         }
         #[cfg(not(feature = "slb"))]

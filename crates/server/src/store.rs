@@ -288,7 +288,7 @@ impl Store {
             }
             "slb:mercury" => {
                 let m = mercury()?;
-                let slb = orrery::slb::Slb::new(m.clone()).map_err(|e| e.to_string())?;
+                let slb = orrery::slb::Slb::try_new(m.clone()).map_err(|e| e.to_string())?;
                 Ok(Store::with_parts(
                     AnyIndex::Unordered(Box::new(slb)),
                     Some(m),

@@ -103,6 +103,8 @@ mod record;
 
 use std::ops::Bound;
 
+use orrery_core::api::Decision;
+use orrery_core::raw::{RawIndex, RawOrdered, WriteMode};
 use orrery_core::sync;
 use orrery_core::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, api};
 
@@ -141,11 +143,21 @@ pub struct Slb<I: ?Sized> {
 
 impl<I: KvIndex> Slb<I> {
     /// Wraps `inner` with the paper's default SLB (16 MiB Cache Table, 64 MiB Log Table).
-    pub fn new(inner: I) -> std::result::Result<Self, ConfigError> {
-        Self::with_config(inner, SlbConfig::default())
+    /// If that memory cannot be had, this reports the failure as a failed `Box::new` does
+    /// ([`std::alloc::handle_alloc_error`]); [`Slb::try_new`] returns the error instead.
+    pub fn new(inner: I) -> Self {
+        Self::try_new(inner).unwrap_or_else(|_| orrery_core::raw::alloc_failure("Slb"))
     }
 
-    /// Wraps `inner` with an SLB built from `config`.
+    /// Wraps `inner` with the paper's default SLB, or [`api::Error::OutOfMemory`] when its
+    /// tables cannot be allocated.
+    pub fn try_new(inner: I) -> Result<Self> {
+        Self::with_config(inner, SlbConfig::default()).map_err(|_| api::Error::OutOfMemory)
+    }
+
+    /// Wraps `inner` with an SLB built from `config`, validated first
+    /// ([`ConfigError::Invalid`] names a field out of range);
+    /// [`ConfigError::OutOfMemory`] when its tables cannot be allocated.
     pub fn with_config(inner: I, config: SlbConfig) -> std::result::Result<Self, ConfigError> {
         Ok(Slb {
             buffer: LookasideBuffer::new(config)?,
@@ -180,65 +192,6 @@ impl<I: ?Sized> Slb<I> {
     }
 }
 
-impl<I: KvIndex + ?Sized> Slb<I> {
-    /// Calls `f` with the value of `key` (from the cache or the index, zero-copy) and
-    /// returns its result, or `None` if the key is absent: the generic form every concrete
-    /// Orrery index has. `f` must be short and must not call back into the index.
-    #[inline]
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let mut f = Some(f);
-        let mut out = None;
-        KvIndex::get_with(self, key, &mut |v| {
-            if let Some(f) = f.take() {
-                out = Some(f(v));
-            }
-        });
-        out
-    }
-
-    /// Atomically replaces the value of an existing key by `f(old value)`; `Ok(false)`
-    /// without calling `f` if the key is absent. Atomic with respect to every write made
-    /// through this `Slb` (they hold the key's stripe lock, as this does around its read
-    /// and write of the index). Over-long keys or new values get the [`Error`](api::Error)
-    /// and leave the index unchanged. `f` must not call back into the index.
-    pub fn update(&self, key: &[u8], f: impl FnOnce(&[u8]) -> Vec<u8>) -> Result<bool> {
-        api::check_key(key)?;
-        let mut lock = self.buffer.lock(key);
-        let Some(old) = self.inner.get(key) else {
-            return Ok(false);
-        };
-        let new = f(&old);
-        self.inner.insert(key, &new)?;
-        lock.update(&new);
-        Ok(true)
-    }
-
-    /// Atomically applies `f` to the bytes of the value of an existing key (same length);
-    /// `Ok(false)` without calling `f` if the key is absent (as [`Slb::update`]).
-    pub fn update_in_place(&self, key: &[u8], f: impl FnOnce(&mut [u8])) -> Result<bool> {
-        self.update(key, |old| {
-            let mut v = old.to_vec();
-            f(&mut v);
-            v
-        })
-    }
-
-    /// Inserts (upserts) every pair through the SLB; returns how many keys were new. Stops
-    /// at the first pair over the limits and returns its error (the pairs before it stay
-    /// inserted).
-    pub fn insert_all<K, V>(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<usize>
-    where
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-    {
-        let mut new = 0;
-        for (k, v) in pairs {
-            new += usize::from(KvIndex::insert(self, k.as_ref(), v.as_ref())?);
-        }
-        Ok(new)
-    }
-}
-
 /// Bulk loading through the SLB (so the cache stays coherent).
 ///
 /// # Panics
@@ -247,7 +200,7 @@ impl<I: KvIndex + ?Sized> Slb<I> {
 impl<I: KvIndex, K: AsRef<[u8]>, V: AsRef<[u8]>> Extend<(K, V)> for Slb<I> {
     fn extend<T: IntoIterator<Item = (K, V)>>(&mut self, pairs: T) {
         if let Err(e) = self.insert_all(pairs) {
-            panic!("Slb::extend: {e}");
+            orrery_core::raw::extend_failure("Slb", e);
         }
     }
 }
@@ -266,8 +219,9 @@ where
     }
 }
 
-impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
-    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
+impl<I: KvIndex + ?Sized> Slb<I> {
+    /// The SLB's lookup: the Cache Table first, then the index, emitting what it finds.
+    fn lookup(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
         if self.buffer.locks_reads() {
             return self
                 .buffer
@@ -291,8 +245,27 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
         }
     }
 
-    fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        api::check_entry(key, value)?;
+    /// The engine the API is written over: the SLB itself.
+    #[inline]
+    fn raw(&self) -> &Self {
+        self
+    }
+}
+
+impl<I: KvIndex + ?Sized> RawIndex for Slb<I> {
+    #[inline]
+    fn read<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.lookup(key, &mut |v| {
+            if let Some(f) = f.take() {
+                out = Some(f(v));
+            }
+        });
+        out
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let mut lock = self.buffer.lock(key);
         let result = self.inner.insert(key, value);
         if result.is_ok() {
@@ -301,31 +274,49 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
         result
     }
 
-    fn remove(&self, key: &[u8]) -> bool {
-        if key.len() > api::MAX_KEY_LEN {
-            return self.inner.remove(key);
-        }
+    fn delete(&self, key: &[u8]) -> bool {
         let _lock = self.buffer.lock(key);
         self.inner.remove(key)
     }
 
-    fn len(&self) -> usize {
+    /// Atomic with respect to every write made through this `Slb` (they hold the key's
+    /// stripe lock, as this does around its read and write of the index): the current
+    /// value is copied from the index, decided on, and the decision written to the index
+    /// and the cache before the stripe is released.
+    fn write(
+        &self,
+        key: &[u8],
+        _mode: WriteMode,
+        decide: &mut dyn FnMut(Option<&[u8]>) -> Decision,
+    ) -> Result<bool> {
+        let mut lock = self.buffer.lock(key);
+        let old = self.inner.get(key);
+        match decide(old.as_deref()) {
+            Decision::Keep => {}
+            Decision::Store(new) => {
+                self.inner.insert(key, &new)?;
+                lock.update(&new);
+            }
+            Decision::Remove => {
+                self.inner.remove(key);
+            }
+        }
+        Ok(old.is_some())
+    }
+
+    fn count(&self) -> usize {
         self.inner.len()
     }
 
-    fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-
-    fn memory_usage(&self) -> MemoryUsage {
+    fn bytes(&self) -> MemoryUsage {
         self.inner.memory_usage() + self.buffer.memory_usage()
     }
 
-    fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
+    fn read_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let buffer = &self.buffer;
         if buffer.locks_reads() {
             for (i, key) in keys.iter().enumerate() {
-                if !KvIndex::get_with(self, key, &mut |v| f(i, Some(v))) {
+                if !self.lookup(key, &mut |v| f(i, Some(v))) {
                     f(i, None);
                 }
             }
@@ -389,27 +380,34 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
     }
 }
 
-impl<I: OrderedKvIndex + ?Sized> OrderedKvIndex for Slb<I> {
+/// Scans are served by the index, which every write through the SLB has reached.
+impl<I: OrderedKvIndex + ?Sized> RawOrdered for Slb<I> {
     fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.inner.scan(start, visitor);
     }
 
-    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.inner.last()
+    fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
+        self.inner.scan_rev(end, visitor);
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
+        self.inner.scan_prefix(prefix, visitor);
     }
 
     fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         self.inner.first()
     }
 
-    fn scan_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        self.inner.scan_range(start, end, visitor);
+    fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.inner.last()
     }
 
-    fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.inner.scan_prefix(prefix, visitor);
-    }
+    // `remove_range`: the default, each key removed through the SLB (its cached copy
+    // invalidated under its stripe lock).
 }
+
+orrery_core::index_api!(point impl[I: KvIndex + ?Sized] Slb<I> as "Slb");
+orrery_core::index_api!(ordered impl[I: OrderedKvIndex + ?Sized] Slb<I>);
 
 impl<I: ?Sized> std::fmt::Debug for Slb<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -239,7 +239,7 @@ fn paper_default_sizes() {
         let m = slb.buffer().memory_usage();
         assert!(m.structure_bytes >= (mib * 5) << 20);
     }
-    assert!(Slb::new(HashIndex::new()).is_ok());
+    assert!(Slb::try_new(HashIndex::new()).is_ok());
     let bad = Slb::with_config(
         HashIndex::new(),
         SlbConfig {
