@@ -7,15 +7,22 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::clock::now_ms;
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::resp::{self, Limits};
-use crate::server::{Client, Shared, now_ms};
+use crate::state::{Client, Shared};
+use crate::store::Call;
 
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let config = Config::default();
     let index = orrery::registry::build(&config.index).expect("the default index builds");
-    Arc::new(Shared::new(config, crate::store::Store::new(index), 0))
+    Arc::new(Shared::new(
+        config,
+        crate::store::Store::new(index),
+        None,
+        0,
+    ))
 });
 
 /// Parses `data` as a stream of requests and runs each one; see the module docs.
@@ -30,10 +37,11 @@ pub fn requests(data: &[u8]) {
     // that every input starts from the same settings and reaches every command.
     let _ = shared.live.set(&[("requirepass", "")]);
     let mut client = Client::new(shared.clients.detached(), !shared.live.needs_auth());
+    let call = Call::new(now_ms());
     let mut ctx = Ctx {
         shared,
         client: &mut client,
-        now: now_ms(),
+        call: &call,
     };
     cmd::dispatch(&mut ctx, &[b"FLUSHALL".to_vec()]);
     let mut at = 0;
@@ -46,10 +54,11 @@ pub fn requests(data: &[u8]) {
                 if args.is_empty() {
                     continue;
                 }
+                let call = Call::new(now_ms());
                 let mut ctx = Ctx {
                     shared,
                     client: &mut client,
-                    now: now_ms(),
+                    call: &call,
                 };
                 let reply = cmd::dispatch(&mut ctx, &args);
                 out.clear();

@@ -38,13 +38,16 @@
 //! is seen exactly once), not Redis's single-threaded snapshot.
 
 mod aof;
+mod clock;
 mod cmd;
 mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glob;
+mod num;
 mod resp;
 mod server;
+mod state;
 mod store;
 mod zset;
 

@@ -297,6 +297,17 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     }
 }
 
+/// Appends `parts` as one request (a RESP array of bulk strings) to `out`: the inverse
+/// of [`parse`], and the form of the append-only file's records.
+pub(crate) fn encode_request(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
+    for p in parts {
+        out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+        out.extend_from_slice(p);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// A reply, encoded for the client's protocol version by [`Reply::encode`].
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Reply {
@@ -381,8 +392,8 @@ impl Reply {
             }
             Reply::Verbatim(b) => Reply::Bulk(b.clone()).encode(proto, out),
             Reply::Silence => {}
-            Reply::Double(d) if proto >= 3 => line(out, b',', &crate::cmd::format_score(*d)),
-            Reply::Double(d) => Reply::bulk(crate::cmd::format_score(*d)).encode(proto, out),
+            Reply::Double(d) if proto >= 3 => line(out, b',', &crate::num::format_score(*d)),
+            Reply::Double(d) => Reply::bulk(crate::num::format_score(*d)).encode(proto, out),
         }
     }
 }

@@ -3,7 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Ctx, arity_error, not_integer, parse_i64, syntax_error};
+use super::{Ctx, arity_error, not_integer, syntax_error};
+use crate::num::parse_i64;
 use crate::resp::Reply;
 
 pub(super) fn ping(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
@@ -142,13 +143,15 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if let Some(e) = check {
         return e;
     }
-    ctx.client.info.set_last_subcommand(match sub.as_str() {
-        "setname" => "client|setname",
-        "getname" => "client|getname",
-        "id" => "client|id",
-        "info" => "client|info",
-        _ => "client|list",
-    });
+    ctx.client
+        .info
+        .set_last_command(super::subcommand_number(match sub.as_str() {
+            "setname" => "client|setname",
+            "getname" => "client|getname",
+            "id" => "client|id",
+            "info" => "client|info",
+            _ => "client|list",
+        }));
     match sub.as_str() {
         "setname" => {
             if !valid_name(&args[2]) {
@@ -160,7 +163,11 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         "getname" => ctx.client.info.name().map_or(Reply::Nil, Reply::Bulk),
         "id" => Reply::Int(ctx.client.info.id as i64),
         "info" => {
-            let mut line = ctx.client.info.describe(ctx.now, ctx.client.proto);
+            let mut line = ctx.client.info.describe(
+                ctx.now(),
+                ctx.client.proto,
+                super::command_name(ctx.client.info.last_command()),
+            );
             line.push('\n');
             Reply::Verbatim(line.into_bytes())
         }
@@ -171,7 +178,7 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             let mut text = String::new();
             for c in ctx.shared.clients.snapshot() {
                 let proto = c.proto.load(Ordering::Relaxed);
-                text.push_str(&c.describe(ctx.now, proto));
+                text.push_str(&c.describe(ctx.now(), proto, super::command_name(c.last_command())));
                 text.push('\n');
             }
             Reply::Verbatim(text.into_bytes())

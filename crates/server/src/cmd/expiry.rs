@@ -34,12 +34,12 @@ pub(super) fn expire(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if gt && lt {
         return Reply::err("ERR GT and LT options at the same time are not compatible");
     }
-    let when = match deadline(&args[2], unit, absolute, ctx.now, &name, true) {
+    let when = match deadline(&args[2], unit, absolute, ctx.now(), &name, true) {
         Ok(d) => d,
         Err(r) => return r,
     };
     let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let Some(mut e) = t.load(key) else {
             return Reply::Int(0);
         };
@@ -64,8 +64,8 @@ pub(super) fn expire(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 
 pub(super) fn ttl(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let millis = args[0].eq_ignore_ascii_case(b"pttl");
-    let now = ctx.now;
-    match ctx.shared.store.read(&args[1], now, |_, d, _| d) {
+    let now = ctx.now();
+    match ctx.shared.store.read(&args[1], ctx.call, |_, d, _| d) {
         None => Reply::Int(-2),
         Some(None) => Reply::Int(-1),
         Some(Some(d)) => {
@@ -79,7 +79,7 @@ pub(super) fn persist(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let key = &args[1][..];
     ctx.shared
         .store
-        .write(&[key], ctx.now, |t| match t.load(key) {
+        .write(&[key], ctx.call, |t| match t.load(key) {
             Some(mut e) if e.deadline.is_some() => {
                 e.deadline = None;
                 match t.store(key, &e) {

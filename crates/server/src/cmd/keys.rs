@@ -17,8 +17,9 @@
 
 use std::ops::{Bound, ControlFlow};
 
-use super::{Ctx, not_integer, parse_i64, syntax_error};
+use super::{Ctx, not_integer, syntax_error};
 use crate::glob;
+use crate::num::parse_i64;
 use crate::resp::Reply;
 use crate::store::Store;
 
@@ -28,7 +29,7 @@ pub(super) fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         if ctx
             .shared
             .store
-            .write(&[key], ctx.now, |t| t.load(key).is_some() && t.delete(key))
+            .write(&[key], ctx.call, |t| t.load(key).is_some() && t.delete(key))
         {
             n += 1;
         }
@@ -39,7 +40,7 @@ pub(super) fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 pub(super) fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let n = args[1..]
         .iter()
-        .filter(|k| ctx.shared.store.read(k, ctx.now, |_, _, _| ()).is_some())
+        .filter(|k| ctx.shared.store.read(k, ctx.call, |_, _, _| ()).is_some())
         .count();
     Reply::Int(n as i64)
 }
@@ -48,13 +49,13 @@ pub(super) fn type_(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let name = ctx
         .shared
         .store
-        .read(&args[1], ctx.now, |kind, _, _| kind.name());
+        .read(&args[1], ctx.call, |kind, _, _| kind.name());
     Reply::Simple(name.unwrap_or("none"))
 }
 
 pub(super) fn rename(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let (src, dst) = (&args[1][..], &args[2][..]);
-    ctx.shared.store.write(&[src, dst], ctx.now, |t| {
+    ctx.shared.store.write(&[src, dst], ctx.call, |t| {
         let Some(e) = t.load(src) else {
             return Reply::err("ERR no such key");
         };
@@ -79,7 +80,7 @@ pub(super) fn flush(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         Some(m) if args.len() == 2 && (m == b"ASYNC" || m == b"SYNC") => {}
         Some(_) => return syntax_error(),
     }
-    if ctx.shared.store.flush(ctx.now) {
+    if ctx.shared.store.flush(ctx.call) {
         Reply::OK
     } else {
         cannot_iterate(ctx, "FLUSHDB")
@@ -96,7 +97,7 @@ fn cannot_iterate(ctx: &Ctx<'_>, cmd: &str) -> Reply {
 pub(super) fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let pattern = &args[1];
     let mut out = Vec::new();
-    let now = ctx.now;
+    let now = ctx.now();
     let mut visit = |k: &[u8], v: &[u8]| {
         if Store::live(v, now).is_some() && glob::matches(pattern, k) {
             out.push(Reply::bulk(k));
@@ -150,7 +151,7 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     };
     let bound = start.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let (mut visited, mut last, mut out) = (0usize, None, Vec::new());
-    let now = ctx.now;
+    let now = ctx.now();
     ordered.scan(bound, &mut |k, v| {
         visited += 1;
         if let Some(live) = Store::live(v, now) {
@@ -201,7 +202,7 @@ fn scan_unordered(
     let end = keys.len().min(at.saturating_add(count));
     let mut out = Vec::new();
     for k in &keys[at..end] {
-        let Some(live) = shared.store.read(k, ctx.now, |kind, _, _| kind) else {
+        let Some(live) = shared.store.read(k, ctx.call, |kind, _, _| kind) else {
             continue;
         };
         let type_ok = kind.is_none_or(|t| t == live.name().as_bytes());

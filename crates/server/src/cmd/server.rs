@@ -64,7 +64,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let sh = ctx.shared;
     let mut out = String::new();
     if want("server") {
-        let uptime = ctx.now.saturating_sub(sh.started_ms) / 1000;
+        let uptime = ctx.now().saturating_sub(sh.started_ms) / 1000;
         let _ = write!(
             out,
             "# Server\r\nredis_version:{}\r\norrery_version:{}\r\norrery_index:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:{}\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\r\n",
@@ -98,7 +98,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     }
     if want("persistence") {
         out.push_str("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\n");
-        match sh.store.aof() {
+        match sh.aof.as_ref() {
             None => out.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n"),
             Some(aof) => {
                 let st = &aof.stats;
@@ -262,7 +262,7 @@ fn persistence_off() -> Reply {
 
 pub(super) fn save(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
     let store = &ctx.shared.store;
-    let Some(aof) = store.aof() else {
+    let Some(aof) = &ctx.shared.aof else {
         return persistence_off();
     };
     let res = if tokio::runtime::Handle::try_current().is_ok() {
@@ -280,7 +280,7 @@ pub(super) fn save(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
 
 pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
     let store = &ctx.shared.store;
-    let Some(aof) = store.aof() else {
+    let Some(aof) = &ctx.shared.aof else {
         return persistence_off();
     };
     if aof.rewrite_in_background(store.clone(), false) {
@@ -293,7 +293,7 @@ pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
 pub(super) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
     let micros = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(ctx.now * 1000, |d| d.as_micros() as u64);
+        .map_or(ctx.now() * 1000, |d| d.as_micros() as u64);
     Reply::Array(vec![
         Reply::bulk((micros / 1_000_000).to_string()),
         Reply::bulk((micros % 1_000_000).to_string()),

@@ -4,7 +4,8 @@
 //! Read-only commands read without locking; every write is one [`Store::write`]
 //! (crate::store::Store::write) closure, so its read-modify-write is atomic per key.
 
-use super::{Ctx, format_f64, not_integer, parse_f64, parse_i64, syntax_error, wrong_type};
+use super::{Ctx, not_integer, syntax_error, wrong_type};
+use crate::num::{format_f64, parse_f64, parse_i64};
 use crate::resp::Reply;
 use crate::store::{Entry, Kind};
 
@@ -15,7 +16,7 @@ fn write_err(e: crate::store::WriteError) -> Reply {
 pub(super) fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     ctx.shared
         .store
-        .read(&args[1], ctx.now, |kind, _, payload| match kind {
+        .read(&args[1], ctx.call, |kind, _, payload| match kind {
             Kind::String => Reply::bulk(payload),
             _ => wrong_type(),
         })
@@ -25,7 +26,7 @@ pub(super) fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 pub(super) fn strlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     ctx.shared
         .store
-        .read(&args[1], ctx.now, |kind, _, payload| match kind {
+        .read(&args[1], ctx.call, |kind, _, payload| match kind {
             Kind::String => Reply::Int(payload.len() as i64),
             _ => wrong_type(),
         })
@@ -35,7 +36,7 @@ pub(super) fn strlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 pub(super) fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
     let mut out = vec![Reply::Nil; keys.len()];
-    ctx.shared.store.read_many(&keys, ctx.now, &mut |i, v| {
+    ctx.shared.store.read_many(&keys, ctx.call, &mut |i, v| {
         if let Some((Kind::String, payload)) = v {
             out[i] = Reply::bulk(payload);
         }
@@ -101,7 +102,7 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         i += 1;
     }
     if let Some((v, unit, absolute)) = expiry {
-        match deadline(v, unit, absolute, ctx.now, "set", false) {
+        match deadline(v, unit, absolute, ctx.now(), "set", false) {
             Ok(d) => ttl = Ttl::At(d as u64),
             Err(r) => return r,
         }
@@ -113,14 +114,14 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             Ttl::At(d) => Some(d),
             _ => None,
         };
-        return ctx.shared.store.write(&[key], ctx.now, |t| {
+        return ctx.shared.store.write(&[key], ctx.call, |t| {
             match t.store_string(key, deadline, value) {
                 Ok(()) => Reply::OK,
                 Err(e) => write_err(e),
             }
         });
     }
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let old = t.load(key);
         if get && old.as_ref().is_some_and(|e| e.kind != Kind::String) {
             return wrong_type();
@@ -152,7 +153,7 @@ pub(super) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 
 pub(super) fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         if t.load(key).is_some() {
             return Reply::Int(0);
         }
@@ -165,7 +166,7 @@ pub(super) fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 
 pub(super) fn getset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let old = t.load(key);
         match &old {
             Some(e) if e.kind != Kind::String => return wrong_type(),
@@ -182,7 +183,7 @@ pub(super) fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let key = &args[1][..];
     ctx.shared
         .store
-        .write(&[key], ctx.now, |t| match t.load(key) {
+        .write(&[key], ctx.call, |t| match t.load(key) {
             None => Reply::Nil,
             Some(e) if e.kind != Kind::String => wrong_type(),
             Some(e) => {
@@ -226,7 +227,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Vec<u8>], nx: bool) -> Reply {
         return r;
     }
     let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-    ctx.shared.store.write(&keys, ctx.now, |t| {
+    ctx.shared.store.write(&keys, ctx.call, |t| {
         if nx && keys.iter().any(|k| t.load(k).is_some()) {
             return Reply::Int(0);
         }
@@ -249,7 +250,7 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 
 pub(super) fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let mut e = match t.load(key) {
             Some(e) if e.kind != Kind::String => return wrong_type(),
             Some(e) => e,
@@ -264,7 +265,7 @@ pub(super) fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
 }
 
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let mut e = match t.load(key) {
             Some(e) if e.kind != Kind::String => return wrong_type(),
             Some(e) => e,
@@ -313,7 +314,7 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         return not_float();
     };
     let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let mut e = match t.load(key) {
             Some(e) if e.kind != Kind::String => return wrong_type(),
             Some(e) => e,

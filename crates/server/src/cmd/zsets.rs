@@ -10,7 +10,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{Ctx, not_integer, parse_f64, parse_i64, syntax_error, wrong_type};
+use super::{Ctx, not_integer, syntax_error, wrong_type};
+use crate::num::{parse_f64, parse_i64};
 use crate::resp::Reply;
 use crate::store::{Kind, Txn};
 use crate::zset::{Limit, MAX_MEMBER, ScoreBound, ZSet, score_key};
@@ -32,7 +33,7 @@ fn lookup(t: &Txn<'_>, key: &[u8]) -> Result<Option<Arc<ZSet>>, Reply> {
 fn read(ctx: &Ctx<'_>, key: &[u8], missing: Reply, f: impl FnOnce(&ZSet) -> Reply) -> Reply {
     ctx.shared
         .store
-        .write(&[key], ctx.now, |t| match lookup(t, key) {
+        .write(&[key], ctx.call, |t| match lookup(t, key) {
             Err(r) => r,
             Ok(None) => missing,
             Ok(Some(z)) => f(&z),
@@ -80,7 +81,7 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     }
     let proto_nil = Reply::Nil;
     let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
         let set = match lookup(t, key) {
             Err(r) => return r,
             Ok(Some(z)) => z,
@@ -156,7 +157,7 @@ pub(super) fn zrem(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let key = &args[1][..];
     ctx.shared
         .store
-        .write(&[key], ctx.now, |t| match lookup(t, key) {
+        .write(&[key], ctx.call, |t| match lookup(t, key) {
             Err(r) => r,
             Ok(None) => Reply::Int(0),
             Ok(Some(z)) => {
