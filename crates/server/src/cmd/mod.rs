@@ -1,10 +1,12 @@
-//! The command table and dispatch: name → arity, flags, key positions and handler.
+//! The command table and dispatch: name → arity, flags, key positions and command type.
 //!
-//! One file per command family (`connection`, `strings`, `keys`, `expiry`, `server`). A
-//! handler gets the whole argument vector (name first) after [`dispatch`] has checked the
-//! name, the arity and authentication, in that order and with Redis's error replies.
-//! Handlers parse their options before touching the store, so a syntax error never leaves
-//! a partial write.
+//! One file per command family (`connection`, `strings`, `keys`, `expiry`, `server`,
+//! `zsets`), each with one type per command. [`dispatch`] checks the name, the arity and
+//! authentication, in that order and with Redis's error replies; then the command's
+//! [`Command::parse`] turns the argument vector (name first) into its typed form, with
+//! Redis's reply for any syntax error, and only then [`Command::apply`] runs it against
+//! the store. So a syntax error is a parse error: it never reaches the store and never
+//! leaves a partial write, and `apply` sees only valid input.
 
 mod connection;
 mod expiry;
@@ -39,6 +41,17 @@ impl Ctx<'_> {
     }
 }
 
+/// A command in its typed form, parsed from its arguments before it touches the store.
+pub(crate) trait Command<'a>: Sized {
+    /// Parses the arguments (the name first; the arity is already checked): `Err` is
+    /// Redis's reply for what is wrong with them.
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply>;
+
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply;
+}
+
+/// A table entry's entry point: parse, then apply.
 type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Reply;
 
 /// One command's entry in the table (the fields `COMMAND` reports).
@@ -66,75 +79,91 @@ const C: &[&str] = &["fast", "loading", "stale"];
 const NA: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 
 macro_rules! specs {
-    ($($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $h:path;)*) => {
-        &[$(Spec { name: $name, arity: $arity, flags: $flags, first_key: $first, last_key: $last, step: $step, handler: $h }),*]
+    ($($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $($t:ident)::+;)*) => {
+        &[$(Spec {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            handler: {
+                fn handler(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+                    match $($t)::+::parse(args) {
+                        Ok(command) => command.apply(ctx),
+                        Err(reply) => reply,
+                    }
+                }
+                handler
+            },
+        }),*]
     };
 }
 
 /// Every command the server knows.
 pub(crate) static TABLE: &[Spec] = specs! {
-    "ping", -1, C, 0, 0, 0, connection::ping;
-    "echo", 2, C, 0, 0, 0, connection::echo;
-    "hello", -1, NA, 0, 0, 0, connection::hello;
-    "auth", -2, NA, 0, 0, 0, connection::auth;
-    "select", 2, C, 0, 0, 0, connection::select;
-    "client", -2, &["noscript", "loading", "stale"], 0, 0, 0, connection::client;
-    "quit", -1, NA, 0, 0, 0, connection::quit;
-    "reset", 1, NA, 0, 0, 0, connection::reset;
-    "get", 2, R, 1, 1, 1, strings::get;
-    "set", -3, &["write", "denyoom"], 1, 1, 1, strings::set;
-    "setnx", 3, W, 1, 1, 1, strings::setnx;
-    "getset", 3, W, 1, 1, 1, strings::getset;
-    "getdel", 2, &["write", "fast"], 1, 1, 1, strings::getdel;
-    "mget", -2, R, 1, -1, 1, strings::mget;
-    "mset", -3, &["write", "denyoom"], 1, -1, 2, strings::mset;
-    "msetnx", -3, &["write", "denyoom"], 1, -1, 2, strings::msetnx;
-    "append", 3, W, 1, 1, 1, strings::append;
-    "strlen", 2, R, 1, 1, 1, strings::strlen;
-    "incr", 2, W, 1, 1, 1, strings::incr;
-    "decr", 2, W, 1, 1, 1, strings::decr;
-    "incrby", 3, W, 1, 1, 1, strings::incrby;
-    "decrby", 3, W, 1, 1, 1, strings::decrby;
-    "incrbyfloat", 3, W, 1, 1, 1, strings::incrbyfloat;
-    "del", -2, WS, 1, -1, 1, keys::del;
-    "unlink", -2, &["write", "fast"], 1, -1, 1, keys::del;
-    "exists", -2, R, 1, -1, 1, keys::exists;
-    "type", 2, R, 1, 1, 1, keys::type_;
-    "rename", 3, WS, 1, 2, 1, keys::rename;
-    "keys", 2, RS, 0, 0, 0, keys::keys;
-    "scan", -2, RS, 0, 0, 0, keys::scan;
-    "dbsize", 1, R, 0, 0, 0, keys::dbsize;
-    "flushdb", -1, WS, 0, 0, 0, keys::flush;
-    "flushall", -1, WS, 0, 0, 0, keys::flush;
-    "expire", -3, &["write", "fast"], 1, 1, 1, expiry::expire;
-    "pexpire", -3, &["write", "fast"], 1, 1, 1, expiry::expire;
-    "expireat", -3, &["write", "fast"], 1, 1, 1, expiry::expire;
-    "pexpireat", -3, &["write", "fast"], 1, 1, 1, expiry::expire;
-    "ttl", 2, R, 1, 1, 1, expiry::ttl;
-    "pttl", 2, R, 1, 1, 1, expiry::ttl;
-    "persist", 2, &["write", "fast"], 1, 1, 1, expiry::persist;
-    "command", -1, &["loading", "stale"], 0, 0, 0, server::command;
-    "info", -1, &["loading", "stale"], 0, 0, 0, server::info;
-    "config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::config;
-    "shutdown", -1, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::shutdown;
-    "time", 1, &["loading", "stale", "fast"], 0, 0, 0, server::time;
-    "save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, server::save;
-    "bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], 0, 0, 0, server::bgrewriteaof;
-    "zadd", -4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::zadd;
-    "zincrby", 4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::zincrby;
-    "zrem", -3, &["write", "fast"], 1, 1, 1, zsets::zrem;
-    "zscore", 3, R, 1, 1, 1, zsets::zscore;
-    "zmscore", -3, R, 1, 1, 1, zsets::zmscore;
-    "zcard", 2, R, 1, 1, 1, zsets::zcard;
-    "zcount", 4, R, 1, 1, 1, zsets::zcount;
-    "zlexcount", 4, R, 1, 1, 1, zsets::zlexcount;
-    "zrank", 3, R, 1, 1, 1, zsets::zrank;
-    "zrevrank", 3, R, 1, 1, 1, zsets::zrank;
-    "zrange", -4, RS, 1, 1, 1, zsets::zrange;
-    "zrangebyscore", -4, RS, 1, 1, 1, zsets::zrange_by;
-    "zrevrangebyscore", -4, RS, 1, 1, 1, zsets::zrange_by;
-    "zrangebylex", -4, RS, 1, 1, 1, zsets::zrange_by;
-    "zrevrangebylex", -4, RS, 1, 1, 1, zsets::zrange_by;
+    "ping", -1, C, 0, 0, 0, connection::Ping;
+    "echo", 2, C, 0, 0, 0, connection::Echo;
+    "hello", -1, NA, 0, 0, 0, connection::Hello;
+    "auth", -2, NA, 0, 0, 0, connection::Auth;
+    "select", 2, C, 0, 0, 0, connection::Select;
+    "client", -2, &["noscript", "loading", "stale"], 0, 0, 0, connection::Client;
+    "quit", -1, NA, 0, 0, 0, connection::Quit;
+    "reset", 1, NA, 0, 0, 0, connection::Reset;
+    "get", 2, R, 1, 1, 1, strings::Get;
+    "set", -3, &["write", "denyoom"], 1, 1, 1, strings::Set;
+    "setnx", 3, W, 1, 1, 1, strings::SetNx;
+    "getset", 3, W, 1, 1, 1, strings::GetSet;
+    "getdel", 2, &["write", "fast"], 1, 1, 1, strings::GetDel;
+    "mget", -2, R, 1, -1, 1, strings::MGet;
+    "mset", -3, &["write", "denyoom"], 1, -1, 2, strings::MSet;
+    "msetnx", -3, &["write", "denyoom"], 1, -1, 2, strings::MSet;
+    "append", 3, W, 1, 1, 1, strings::Append;
+    "strlen", 2, R, 1, 1, 1, strings::StrLen;
+    "incr", 2, W, 1, 1, 1, strings::IncrBy;
+    "decr", 2, W, 1, 1, 1, strings::IncrBy;
+    "incrby", 3, W, 1, 1, 1, strings::IncrBy;
+    "decrby", 3, W, 1, 1, 1, strings::IncrBy;
+    "incrbyfloat", 3, W, 1, 1, 1, strings::IncrByFloat;
+    "del", -2, WS, 1, -1, 1, keys::Del;
+    "unlink", -2, &["write", "fast"], 1, -1, 1, keys::Del;
+    "exists", -2, R, 1, -1, 1, keys::Exists;
+    "type", 2, R, 1, 1, 1, keys::Type;
+    "rename", 3, WS, 1, 2, 1, keys::Rename;
+    "keys", 2, RS, 0, 0, 0, keys::Keys;
+    "scan", -2, RS, 0, 0, 0, keys::Scan;
+    "dbsize", 1, R, 0, 0, 0, keys::DbSize;
+    "flushdb", -1, WS, 0, 0, 0, keys::Flush;
+    "flushall", -1, WS, 0, 0, 0, keys::Flush;
+    "expire", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
+    "pexpire", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
+    "expireat", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
+    "pexpireat", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
+    "ttl", 2, R, 1, 1, 1, expiry::Ttl;
+    "pttl", 2, R, 1, 1, 1, expiry::Ttl;
+    "persist", 2, &["write", "fast"], 1, 1, 1, expiry::Persist;
+    "command", -1, &["loading", "stale"], 0, 0, 0, server::CommandInfo;
+    "info", -1, &["loading", "stale"], 0, 0, 0, server::Info;
+    "config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::Config;
+    "shutdown", -1, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::Shutdown;
+    "time", 1, &["loading", "stale", "fast"], 0, 0, 0, server::Time;
+    "save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, server::Save;
+    "bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], 0, 0, 0, server::BgRewriteAof;
+    "zadd", -4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::ZAdd;
+    "zincrby", 4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::ZIncrBy;
+    "zrem", -3, &["write", "fast"], 1, 1, 1, zsets::ZRem;
+    "zscore", 3, R, 1, 1, 1, zsets::ZScore;
+    "zmscore", -3, R, 1, 1, 1, zsets::ZMScore;
+    "zcard", 2, R, 1, 1, 1, zsets::ZCard;
+    "zcount", 4, R, 1, 1, 1, zsets::ZCount;
+    "zlexcount", 4, R, 1, 1, 1, zsets::ZLexCount;
+    "zrank", 3, R, 1, 1, 1, zsets::ZRank;
+    "zrevrank", 3, R, 1, 1, 1, zsets::ZRank;
+    "zrange", -4, RS, 1, 1, 1, zsets::ZRange;
+    "zrangebyscore", -4, RS, 1, 1, 1, zsets::ZRange;
+    "zrevrangebyscore", -4, RS, 1, 1, 1, zsets::ZRange;
+    "zrangebylex", -4, RS, 1, 1, 1, zsets::ZRange;
+    "zrevrangebylex", -4, RS, 1, 1, 1, zsets::ZRange;
 };
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Spec>> =
