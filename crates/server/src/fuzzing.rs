@@ -120,28 +120,23 @@ mod tests {
             b"nan",
             b"1e308",
         ];
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        use rand::Rng;
+        let mut rng = orrery_core::testing::rng::rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..3000 {
             let mut data = Vec::new();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let mut s = x;
-            let n = 1 + s % 12;
-            if s & 1 == 0 {
+            let n = rng.random_range(1..=12);
+            if rng.random() {
                 data.extend_from_slice(format!("*{n}\r\n").as_bytes());
                 for _ in 0..n {
-                    let w = words[(s >> 5) as usize % words.len()];
+                    let w = words[rng.random_range(0..words.len())];
                     data.extend_from_slice(format!("${}\r\n", w.len()).as_bytes());
                     data.extend_from_slice(w);
                     data.extend_from_slice(b"\r\n");
-                    s = s.rotate_left(7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 }
             } else {
                 for _ in 0..n {
-                    data.extend_from_slice(words[(s >> 5) as usize % words.len()]);
+                    data.extend_from_slice(words[rng.random_range(0..words.len())]);
                     data.push(b' ');
-                    s = s.rotate_left(7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 }
                 data.push(b'\n');
             }
