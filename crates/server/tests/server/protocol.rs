@@ -1,5 +1,5 @@
-//! Framing and limits: inline requests, pipelining, malformed input, the bulk, query-
-//! buffer, client and output-buffer limits.
+//! Framing and limits: inline requests, pipelining, malformed input, and the limits on
+//! bulks, the query buffer, clients and the output buffer.
 
 use std::io::Write as _;
 
