@@ -7,15 +7,22 @@
 
 use std::sync::{Arc, LazyLock};
 
+use crate::clock::now_ms;
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::resp::{self, Limits};
-use crate::server::{Client, Shared, now_ms};
+use crate::state::{Client, Shared};
+use crate::store::Call;
 
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let config = Config::default();
     let index = orrery::registry::build(&config.index).expect("the default index builds");
-    Arc::new(Shared::new(config, crate::store::Store::new(index), 0))
+    Arc::new(Shared::new(
+        config,
+        crate::store::Store::new(index),
+        None,
+        0,
+    ))
 });
 
 /// Parses `data` as a stream of requests and runs each one; see the module docs.
@@ -30,10 +37,11 @@ pub fn requests(data: &[u8]) {
     // that every input starts from the same settings and reaches every command.
     let _ = shared.live.set(&[("requirepass", "")]);
     let mut client = Client::new(shared.clients.detached(), !shared.live.needs_auth());
+    let call = Call::new(now_ms());
     let mut ctx = Ctx {
         shared,
         client: &mut client,
-        now: now_ms(),
+        call: &call,
     };
     cmd::dispatch(&mut ctx, &[b"FLUSHALL".to_vec()]);
     let mut at = 0;
@@ -46,10 +54,11 @@ pub fn requests(data: &[u8]) {
                 if args.is_empty() {
                     continue;
                 }
+                let call = Call::new(now_ms());
                 let mut ctx = Ctx {
                     shared,
                     client: &mut client,
-                    now: now_ms(),
+                    call: &call,
                 };
                 let reply = cmd::dispatch(&mut ctx, &args);
                 out.clear();
@@ -111,28 +120,23 @@ mod tests {
             b"nan",
             b"1e308",
         ];
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        use rand::Rng;
+        let mut rng = orrery_core::testing::rng::rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..3000 {
             let mut data = Vec::new();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let mut s = x;
-            let n = 1 + s % 12;
-            if s & 1 == 0 {
+            let n = rng.random_range(1..=12);
+            if rng.random() {
                 data.extend_from_slice(format!("*{n}\r\n").as_bytes());
                 for _ in 0..n {
-                    let w = words[(s >> 5) as usize % words.len()];
+                    let w = words[rng.random_range(0..words.len())];
                     data.extend_from_slice(format!("${}\r\n", w.len()).as_bytes());
                     data.extend_from_slice(w);
                     data.extend_from_slice(b"\r\n");
-                    s = s.rotate_left(7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 }
             } else {
                 for _ in 0..n {
-                    data.extend_from_slice(words[(s >> 5) as usize % words.len()]);
+                    data.extend_from_slice(words[rng.random_range(0..words.len())]);
                     data.push(b' ');
-                    s = s.rotate_left(7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 }
                 data.push(b'\n');
             }

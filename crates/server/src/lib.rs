@@ -18,16 +18,19 @@
 //!
 //! # Layout
 //!
+//! Modules in layers, each importing only those below it (`scripts/module-deps.py`):
+//!
 //! | module | what |
 //! |---|---|
+//! | `server` | top: the accept loop, connections (framing, pipelining, limits, group-commit waits), the cron, shutdown |
+//! | `cmd` | the command table and dispatch; one file per command family, one type per command: parsed (`Command::parse`) before it runs |
+//! | `state` | what connections share (`Shared`: store, settings, client registry, `SCAN` cursors, counters) and each one's own (`Client`) |
+//! | `aof` | persistence: the append-only file chain, its replay, group commit and rewrite (a folder, one file per job) |
 //! | `config` | settings, the command line, and the run-time settings `CONFIG SET` changes |
+//! | `store` | the keyspace: value header (type, deadline), striped writes, expiry; logs through a `Journal` and reports each command's log position in its `Call` |
 //! | `resp` | request parser (with limits) and reply encoder (RESP2/RESP3) |
-//! | `server` | accept loop, connections, client registry, `SCAN` cursors, cron (active expiry, automatic rewrite) |
-//! | `cmd` | the command table and one file per command family |
-//! | `store` | the keyspace: value header (type, deadline), striped writes, expiry |
-//! | `glob` | Redis's glob patterns |
 //! | `zset` | a sorted set as two ordered Orrery indexes |
-//! | `aof` | persistence: the append-only file chain (base + increments), its replay, rewrite and group commit |
+//! | `glob`, `num`, `clock` | leaves: Redis's glob patterns, Redis's number syntax and formats, the wall clock |
 //!
 //! # Consistency
 //!
@@ -38,13 +41,16 @@
 //! is seen exactly once), not Redis's single-threaded snapshot.
 
 mod aof;
+mod clock;
 mod cmd;
 mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glob;
+mod num;
 mod resp;
 mod server;
+mod state;
 mod store;
 mod zset;
 

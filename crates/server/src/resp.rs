@@ -297,6 +297,17 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     }
 }
 
+/// Appends `parts` as one request (a RESP array of bulk strings) to `out`: the inverse
+/// of [`parse`], and the form of the append-only file's records.
+pub(crate) fn encode_request(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", parts.len()).as_bytes());
+    for p in parts {
+        out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+        out.extend_from_slice(p);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// A reply, encoded for the client's protocol version by [`Reply::encode`].
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Reply {
@@ -381,8 +392,8 @@ impl Reply {
             }
             Reply::Verbatim(b) => Reply::Bulk(b.clone()).encode(proto, out),
             Reply::Silence => {}
-            Reply::Double(d) if proto >= 3 => line(out, b',', &crate::cmd::format_score(*d)),
-            Reply::Double(d) => Reply::bulk(crate::cmd::format_score(*d)).encode(proto, out),
+            Reply::Double(d) if proto >= 3 => line(out, b',', &crate::num::format_score(*d)),
+            Reply::Double(d) => Reply::bulk(crate::num::format_score(*d)).encode(proto, out),
         }
     }
 }
@@ -529,17 +540,13 @@ mod tests {
     #[test]
     fn arbitrary_bytes_never_panic() {
         // A deterministic walk over many short byte strings built from RESP's own symbols.
+        use rand::Rng;
         let alphabet = b"*$\r\n0129-x\"' \\";
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = orrery_core::testing::rng::rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..20_000 {
             let mut buf = Vec::new();
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let mut s = state;
-            for _ in 0..(s % 24) {
-                buf.push(alphabet[(s >> 8) as usize % alphabet.len()]);
-                s = s.rotate_left(5).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            for _ in 0..rng.random_range(0..24) {
+                buf.push(alphabet[rng.random_range(0..alphabet.len())]);
             }
             if let Ok(Some((_, used))) = parse(&buf, &lim()) {
                 assert!(used <= buf.len() && used > 0);

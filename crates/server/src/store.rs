@@ -44,7 +44,7 @@ use orrery::registry::AnyIndex;
 use orrery::wormhole::Wormhole;
 use orrery::{KvIndex, OrderedKvIndex};
 
-use crate::aof::{self, Aof};
+use crate::resp;
 use crate::zset::ZSet;
 
 /// Number of write-lock stripes (a power of two).
@@ -202,6 +202,50 @@ impl From<orrery::Error> for WriteError {
     }
 }
 
+/// Where the store logs its writes: the append-only file (`crate::aof`), attached with
+/// [`Store::set_journal`]. The store sees only this, so persistence, which replays into
+/// the store and walks it to rewrite, sits above it.
+pub(crate) trait Journal: Send + Sync {
+    /// Appends one command's effect records (RESP arrays, see `crate::aof`) as one frame;
+    /// returns the position that must be durable before the command's reply is sent.
+    fn append(&self, records: &[u8]) -> u64;
+}
+
+/// What a store call knows of the command that makes it, and what it tells back: the time
+/// the command runs at, and the journal position its writes reached (0: none). A
+/// connection gives one to a batch of requests (through the handlers' context) and, after
+/// the batch, waits for [`Call::logged`] to be durable before it sends the replies.
+#[derive(Debug, Default)]
+pub(crate) struct Call {
+    now: u64,
+    logged: Cell<u64>,
+}
+
+impl Call {
+    /// A call at `now` (Unix milliseconds) that has logged nothing yet.
+    pub(crate) fn new(now: u64) -> Call {
+        Call {
+            now,
+            logged: Cell::new(0),
+        }
+    }
+
+    /// The time the command runs at (Unix milliseconds).
+    pub(crate) fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The journal position the writes made through this call must reach before their
+    /// replies are sent (0: none).
+    pub(crate) fn logged(&self) -> u64 {
+        self.logged.get()
+    }
+
+    fn note(&self, position: u64) {
+        self.logged.set(self.logged.get().max(position));
+    }
+}
+
 /// The shared keyspace; see the [module docs](self).
 pub(crate) struct Store {
     index: AnyIndex,
@@ -209,7 +253,7 @@ pub(crate) struct Store {
     /// its unordered iteration (the `KvIndex` trait object has none).
     unordered: Option<Arc<Mercury>>,
     /// The append-only file, when persistence is on.
-    aof: Option<Arc<Aof>>,
+    journal: Option<Arc<dyn Journal>>,
     deadlines: Wormhole,
     stripes: Box<[Mutex<()>]>,
     hasher: std::collections::hash_map::RandomState,
@@ -239,7 +283,7 @@ impl ZSets {
 /// The keys a command has locked; the only way to write the store.
 pub(crate) struct Txn<'a> {
     store: &'a Store,
-    now: u64,
+    call: &'a Call,
     /// The effect records of this command (empty unless persistence is on), appended to
     /// the append-only file as one frame before the stripes are released.
     log: RefCell<Vec<u8>>,
@@ -250,19 +294,6 @@ pub(crate) struct Txn<'a> {
 enum Guards<'a> {
     One(#[allow(dead_code)] MutexGuard<'a, ()>),
     Many(#[allow(dead_code)] Vec<MutexGuard<'a, ()>>),
-}
-
-thread_local! {
-    /// The append-only-file position the last write on this thread must reach before its
-    /// reply may be sent. A connection clears it before a batch of requests and reads it
-    /// after (a batch runs without an `.await`, so on one thread).
-    static PENDING: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Clears and returns the append-only-file position the writes run on this thread since
-/// the last call must reach before their replies are sent (0: none).
-pub(crate) fn take_pending() -> u64 {
-    PENDING.with(|p| p.replace(0))
 }
 
 impl Store {
@@ -304,7 +335,7 @@ impl Store {
         Store {
             index,
             unordered,
-            aof: None,
+            journal: None,
             deadlines: Wormhole::new(),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             hasher: Default::default(),
@@ -329,13 +360,8 @@ impl Store {
     }
 
     /// Attaches the append-only file: every write from now on is logged to it.
-    pub(crate) fn set_aof(&mut self, aof: Arc<Aof>) {
-        self.aof = Some(aof);
-    }
-
-    /// The append-only file, when persistence is on.
-    pub(crate) fn aof(&self) -> Option<&Arc<Aof>> {
-        self.aof.as_ref()
+    pub(crate) fn set_journal(&mut self, journal: Arc<dyn Journal>) {
+        self.journal = Some(journal);
     }
 
     /// Whether the backend can list its keys (ordered, or Mercury's unordered iteration).
@@ -380,8 +406,9 @@ impl Store {
         h.finish() as usize & (STRIPES - 1)
     }
 
-    /// Locks the stripes of `keys` (in ascending order) and runs `f` with the write access.
-    pub(crate) fn write<R>(&self, keys: &[&[u8]], now: u64, f: impl FnOnce(&Txn<'_>) -> R) -> R {
+    /// Locks the stripes of `keys` (in ascending order) and runs `f` with the write access;
+    /// the journal position of its records is noted in `call`.
+    pub(crate) fn write<R>(&self, keys: &[&[u8]], call: &Call, f: impl FnOnce(&Txn<'_>) -> R) -> R {
         // A panic while a stripe was held cannot leave a half-written value (every write
         // is one index call), so a poisoned stripe is still usable.
         let lock = |i: usize| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner());
@@ -396,32 +423,32 @@ impl Store {
         };
         let txn = Txn {
             store: self,
-            now,
+            call,
             log: RefCell::new(Vec::new()),
             _guards: guards,
         };
         let r = f(&txn);
-        if let Some(aof) = &self.aof {
+        if let Some(journal) = &self.journal {
             let log = txn.log.take();
             if !log.is_empty() {
                 // Appended while the stripes are held: records of one key are in the
                 // order their writes were applied.
-                let seq = aof.append(&log);
-                PENDING.with(|p| p.set(p.get().max(seq)));
+                call.note(journal.append(&log));
             }
         }
         r
     }
 
     /// Runs `f` on the live value of `key` without locking (zero-copy); `None` when absent
-    /// or expired (an expired key is then removed).
+    /// or expired (an expired key is then removed, through `call`).
     pub(crate) fn read<R>(
         &self,
         key: &[u8],
-        now: u64,
+        call: &Call,
         f: impl FnOnce(Kind, Option<u64>, &[u8]) -> R,
     ) -> Option<R> {
         let mut f = Some(f);
+        let now = call.now();
         let mut out = None;
         let mut expired = false;
         self.kv().get_with(key, &mut |v| {
@@ -434,7 +461,7 @@ impl Store {
             }
         });
         if expired {
-            self.write(&[key], now, |t| {
+            self.write(&[key], call, |t| {
                 t.load(key);
             });
         }
@@ -443,7 +470,8 @@ impl Store {
 
     /// Runs `f(i, value)` for every key of `keys` in order, through the backend's
     /// `get_many`; expired keys are seen as absent (and removed afterwards).
-    pub(crate) fn read_many(&self, keys: &[&[u8]], now: u64, f: &mut ManyVisitor<'_>) {
+    pub(crate) fn read_many(&self, keys: &[&[u8]], call: &Call, f: &mut ManyVisitor<'_>) {
+        let now = call.now();
         let mut expired = Vec::new();
         self.kv().get_many(
             keys,
@@ -457,7 +485,7 @@ impl Store {
             },
         );
         for i in expired {
-            self.write(&[keys[i]], now, |t| {
+            self.write(&[keys[i]], call, |t| {
                 t.load(keys[i]);
             });
         }
@@ -474,6 +502,8 @@ impl Store {
     /// Active expiry: removes up to `budget` keys whose deadline is due at `now`; returns
     /// how many due entries were handled (a full budget means more may be due).
     pub(crate) fn expire_cycle(&self, now: u64, budget: usize) -> usize {
+        // Nobody waits for these deletions: their journal position is not needed.
+        let call = Call::new(now);
         let mut due = Vec::new();
         self.deadlines.scan(Bound::Unbounded, &mut |k, _| {
             let d = u64::from_be_bytes(k[..8].try_into().expect("deadline keys have 8 bytes"));
@@ -484,7 +514,7 @@ impl Store {
             ControlFlow::Continue(())
         });
         for (d, key) in &due {
-            self.write(&[key], now, |t| {
+            self.write(&[key], &call, |t| {
                 let live_deadline = t.load(key).and_then(|e| e.deadline);
                 if live_deadline != Some(*d) {
                     // Stale (cannot happen while both change under the stripe, but an
@@ -498,7 +528,7 @@ impl Store {
 
     /// Removes every key; `false` when the backend cannot iterate. Keys written while the
     /// flush runs may survive it.
-    pub(crate) fn flush(&self, now: u64) -> bool {
+    pub(crate) fn flush(&self, call: &Call) -> bool {
         if !self.iterable() {
             return false;
         }
@@ -516,7 +546,7 @@ impl Store {
                 break;
             }
             for key in &batch {
-                self.write(&[key], now, |t| t.delete(key));
+                self.write(&[key], call, |t| t.delete(key));
             }
         }
         true
@@ -526,13 +556,13 @@ impl Store {
 impl Txn<'_> {
     /// The time the command runs at (Unix milliseconds).
     pub(crate) fn now(&self) -> u64 {
-        self.now
+        self.call.now()
     }
 
     /// The live value of `key` (an expired one is removed and reported absent).
     pub(crate) fn load(&self, key: &[u8]) -> Option<Entry> {
         let e = decode(&self.store.kv().get(key)?)?;
-        if e.deadline.is_some_and(|d| d <= self.now) {
+        if e.deadline.is_some_and(|d| d <= self.now()) {
             self.delete(key);
             self.store.expired.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -620,12 +650,12 @@ impl Txn<'_> {
 
     /// Whether writes are being logged (persistence on).
     fn logging(&self) -> bool {
-        self.store.aof.is_some()
+        self.store.journal.is_some()
     }
 
     /// Adds one effect record (see `crate::aof` for the records).
     fn record(&self, parts: &[&[u8]]) {
-        aof::encode_op(&mut self.log.borrow_mut(), parts);
+        resp::encode_request(&mut self.log.borrow_mut(), parts);
     }
 
     /// The records of a successful [`Txn::store`]: a string is logged whole (header
@@ -789,26 +819,27 @@ mod tests {
             deadline: d,
             payload: b"v".to_vec(),
         };
-        s.write(&[b"a"], 100, |t| t.store(b"a", &e(Some(200))))
+        s.write(&[b"a"], &Call::new(100), |t| t.store(b"a", &e(Some(200))))
             .unwrap();
-        s.write(&[b"b"], 100, |t| t.store(b"b", &e(Some(300))))
-            .unwrap();
-        assert_eq!(s.keys_with_deadline(), 2);
-        s.write(&[b"a"], 100, |t| t.store(b"a", &e(Some(250))))
+        s.write(&[b"b"], &Call::new(100), |t| t.store(b"b", &e(Some(300))))
             .unwrap();
         assert_eq!(s.keys_with_deadline(), 2);
-        s.write(&[b"b"], 100, |t| t.store(b"b", &e(None))).unwrap();
+        s.write(&[b"a"], &Call::new(100), |t| t.store(b"a", &e(Some(250))))
+            .unwrap();
+        assert_eq!(s.keys_with_deadline(), 2);
+        s.write(&[b"b"], &Call::new(100), |t| t.store(b"b", &e(None)))
+            .unwrap();
         assert_eq!(s.keys_with_deadline(), 1);
-        assert!(s.read(b"a", 249, |_, _, _| ()).is_some());
+        assert!(s.read(b"a", &Call::new(249), |_, _, _| ()).is_some());
         assert_eq!(s.expire_cycle(249, 10), 0);
         assert_eq!(s.expire_cycle(250, 10), 1);
         assert_eq!(s.keys_with_deadline(), 0);
         assert_eq!(s.kv().len(), 1);
         assert_eq!(s.expired_keys(), 1);
         // Lazy expiry on read.
-        s.write(&[b"c"], 100, |t| t.store(b"c", &e(Some(150))))
+        s.write(&[b"c"], &Call::new(100), |t| t.store(b"c", &e(Some(150))))
             .unwrap();
-        assert!(s.read(b"c", 150, |_, _, _| ()).is_none());
+        assert!(s.read(b"c", &Call::new(150), |_, _, _| ()).is_none());
         assert!(!s.kv().contains_key(b"c"));
         assert_eq!(s.keys_with_deadline(), 0);
     }
@@ -817,7 +848,7 @@ mod tests {
     fn limits_are_errors_that_leave_the_store_unchanged() {
         let s = store();
         let long_key = vec![b'k'; MAX_KEY + 1];
-        let r = s.write(&[&long_key], 0, |t| {
+        let r = s.write(&[&long_key], &Call::new(0), |t| {
             t.store(&long_key, &Entry::string(vec![]))
         });
         assert_eq!(r, Err(WriteError::KeyTooLong));
@@ -827,7 +858,7 @@ mod tests {
             payload: vec![0; MAX_VALUE_LEN],
         };
         assert_eq!(
-            s.write(&[b"k"], 0, |t| t.store(b"k", &big)),
+            s.write(&[b"k"], &Call::new(0), |t| t.store(b"k", &big)),
             Err(WriteError::ValueTooLong)
         );
         assert_eq!(s.kv().len(), 0);
@@ -839,23 +870,27 @@ mod tests {
         let s = store();
         for i in 0..3000u32 {
             let k = i.to_be_bytes();
-            s.write(&[&k], 0, |t| t.store(&k, &Entry::string(vec![1])))
-                .unwrap();
+            s.write(&[&k], &Call::new(0), |t| {
+                t.store(&k, &Entry::string(vec![1]))
+            })
+            .unwrap();
         }
-        assert!(s.flush(0));
+        assert!(s.flush(&Call::new(0)));
         assert_eq!(s.kv().len(), 0);
         for name in ["mercury", "slb:mercury"] {
             let m = Store::open(name).unwrap();
             for i in 0..3000u32 {
                 let k = i.to_be_bytes();
-                m.write(&[&k], 0, |t| t.store(&k, &Entry::string(vec![1])))
-                    .unwrap();
+                m.write(&[&k], &Call::new(0), |t| {
+                    t.store(&k, &Entry::string(vec![1]))
+                })
+                .unwrap();
             }
-            assert!(m.flush(0), "{name}");
+            assert!(m.flush(&Call::new(0)), "{name}");
             assert_eq!(m.kv().len(), 0, "{name}");
         }
         // Without the handle to the table there is no iteration.
         let m = Store::new(orrery::registry::build("mercury").unwrap());
-        assert!(!m.flush(0));
+        assert!(!m.flush(&Call::new(0)));
     }
 }

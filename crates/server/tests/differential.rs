@@ -14,6 +14,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+use rand::Rng as _;
+use rand::rngs::SmallRng;
+
 use common::{DEADLINE, Raw, Server};
 
 struct Redis(Child);
@@ -98,17 +101,16 @@ fn raw(port: u16) -> Raw {
     }
 }
 
-struct Rng(u64);
+/// The command generator's random source: the suite's seeded generator
+/// (`orrery_core::testing::rng`) with the two draws the generator needs.
+struct Rng(SmallRng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+    fn new(seed: u64) -> Rng {
+        Rng(orrery_core::testing::rng::rng(seed))
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.random_range(0..n)
     }
     fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[self.below(xs.len())]
@@ -311,7 +313,7 @@ fn same_replies_as_redis_server() {
         0x0bad_5eed_0000_0001,
         0x5eed_0000_0000_0004,
     ] {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         for i in 0..20_000 {
             let cmd = command(&mut rng);
             let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
@@ -408,7 +410,7 @@ fn config_set_replies_match_redis_server() {
     let (ours, theirs) = (&mut both.ours, &mut both.theirs);
     // Start from the same settings: this server's defaults differ from Redis's only in
     // the output-buffer classes it reports.
-    let mut rng = Rng(0x00c0_ff1e_5eed_0001);
+    let mut rng = Rng::new(0x00c0_ff1e_5eed_0001);
     for i in 0..3_000 {
         let cmd = config_command(&mut rng);
         let args: Vec<&str> = cmd.iter().map(String::as_str).collect();

@@ -17,72 +17,139 @@
 
 use std::ops::{Bound, ControlFlow};
 
-use super::{Ctx, not_integer, parse_i64, syntax_error};
+use super::{Command, Ctx, not_integer, syntax_error};
 use crate::glob;
+use crate::num::parse_i64;
 use crate::resp::Reply;
 use crate::store::Store;
 
-pub(super) fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let mut n = 0;
-    for key in &args[1..] {
-        if ctx
+/// `DEL key …` and `UNLINK key …`.
+pub(super) struct Del<'a> {
+    keys: &'a [Vec<u8>],
+}
+
+impl<'a> Command<'a> for Del<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Del { keys: &args[1..] })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let mut n = 0;
+        for key in self.keys {
+            if ctx
+                .shared
+                .store
+                .write(&[key], ctx.call, |t| t.load(key).is_some() && t.delete(key))
+            {
+                n += 1;
+            }
+        }
+        Reply::Int(n)
+    }
+}
+
+/// `EXISTS key …`.
+pub(super) struct Exists<'a> {
+    keys: &'a [Vec<u8>],
+}
+
+impl<'a> Command<'a> for Exists<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Exists { keys: &args[1..] })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.shared.store.read(k, ctx.call, |_, _, _| ()).is_some())
+            .count();
+        Reply::Int(n as i64)
+    }
+}
+
+/// `TYPE key`.
+pub(super) struct Type<'a> {
+    key: &'a [u8],
+}
+
+impl<'a> Command<'a> for Type<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Type { key: &args[1] })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let name = ctx
             .shared
             .store
-            .write(&[key], ctx.now, |t| t.load(key).is_some() && t.delete(key))
-        {
-            n += 1;
+            .read(self.key, ctx.call, |kind, _, _| kind.name());
+        Reply::Simple(name.unwrap_or("none"))
+    }
+}
+
+/// `RENAME key newkey`.
+pub(super) struct Rename<'a> {
+    src: &'a [u8],
+    dst: &'a [u8],
+}
+
+impl<'a> Command<'a> for Rename<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Rename {
+            src: &args[1],
+            dst: &args[2],
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let Rename { src, dst } = self;
+        ctx.shared.store.write(&[src, dst], ctx.call, |t| {
+            let Some(e) = t.load(src) else {
+                return Reply::err("ERR no such key");
+            };
+            if src == dst {
+                return Reply::OK;
+            }
+            if let Err(err) = t.store(dst, &e) {
+                return Reply::err(err.message());
+            }
+            t.detach(src);
+            Reply::OK
+        })
+    }
+}
+
+/// `DBSIZE`.
+pub(super) struct DbSize;
+
+impl Command<'_> for DbSize {
+    fn parse(_args: &[Vec<u8>]) -> Result<Self, Reply> {
+        Ok(DbSize)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        Reply::Int(ctx.shared.store.kv().len() as i64)
+    }
+}
+
+/// `FLUSHDB [ASYNC|SYNC]` and `FLUSHALL [ASYNC|SYNC]` (both run synchronously).
+pub(super) struct Flush;
+
+impl Command<'_> for Flush {
+    fn parse(args: &[Vec<u8>]) -> Result<Self, Reply> {
+        match args.get(1).map(|a| a.to_ascii_uppercase()) {
+            None => Ok(Flush),
+            Some(m) if args.len() == 2 && (m == b"ASYNC" || m == b"SYNC") => Ok(Flush),
+            Some(_) => Err(syntax_error()),
         }
     }
-    Reply::Int(n)
-}
 
-pub(super) fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let n = args[1..]
-        .iter()
-        .filter(|k| ctx.shared.store.read(k, ctx.now, |_, _, _| ()).is_some())
-        .count();
-    Reply::Int(n as i64)
-}
-
-pub(super) fn type_(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let name = ctx
-        .shared
-        .store
-        .read(&args[1], ctx.now, |kind, _, _| kind.name());
-    Reply::Simple(name.unwrap_or("none"))
-}
-
-pub(super) fn rename(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let (src, dst) = (&args[1][..], &args[2][..]);
-    ctx.shared.store.write(&[src, dst], ctx.now, |t| {
-        let Some(e) = t.load(src) else {
-            return Reply::err("ERR no such key");
-        };
-        if src == dst {
-            return Reply::OK;
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        if ctx.shared.store.flush(ctx.call) {
+            Reply::OK
+        } else {
+            cannot_iterate(ctx, "FLUSHDB")
         }
-        if let Err(err) = t.store(dst, &e) {
-            return Reply::err(err.message());
-        }
-        t.detach(src);
-        Reply::OK
-    })
-}
-
-pub(super) fn dbsize(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
-    Reply::Int(ctx.shared.store.kv().len() as i64)
-}
-
-pub(super) fn flush(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    match args.get(1).map(|a| a.to_ascii_uppercase()) {
-        None => {}
-        Some(m) if args.len() == 2 && (m == b"ASYNC" || m == b"SYNC") => {}
-        Some(_) => return syntax_error(),
-    }
-    if ctx.shared.store.flush(ctx.now) {
-        Reply::OK
-    } else {
-        cannot_iterate(ctx, "FLUSHDB")
     }
 }
 
@@ -93,127 +160,163 @@ fn cannot_iterate(ctx: &Ctx<'_>, cmd: &str) -> Reply {
     ))
 }
 
-pub(super) fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let pattern = &args[1];
-    let mut out = Vec::new();
-    let now = ctx.now;
-    let mut visit = |k: &[u8], v: &[u8]| {
-        if Store::live(v, now).is_some() && glob::matches(pattern, k) {
-            out.push(Reply::bulk(k));
-        }
-        ControlFlow::Continue(())
-    };
-    if let Some(ordered) = ctx.shared.store.ordered() {
-        ordered.scan_prefix(&glob::literal_prefix(pattern), &mut visit);
-    } else if !ctx.shared.store.walk(&mut visit) {
-        return cannot_iterate(ctx, "KEYS");
-    }
-    Reply::Array(out)
+/// `KEYS pattern`.
+pub(super) struct Keys<'a> {
+    pattern: &'a [u8],
 }
 
-pub(super) fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let Some(cursor) = std::str::from_utf8(&args[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        return Reply::err("ERR invalid cursor");
-    };
-    let (mut pattern, mut count, mut kind) = (None, 10usize, None);
-    let mut i = 2;
-    while i < args.len() {
-        let opt = args[i].to_ascii_uppercase();
-        let Some(v) = args.get(i + 1) else {
-            return syntax_error();
-        };
-        match &opt[..] {
-            b"MATCH" => pattern = Some(v.clone()),
-            b"COUNT" => match parse_i64(v) {
-                Some(n) if n >= 1 => count = n as usize,
-                Some(_) => return syntax_error(),
-                None => return not_integer(),
-            },
-            b"TYPE" => kind = Some(v.to_ascii_lowercase()),
-            _ => return syntax_error(),
-        }
-        i += 2;
+impl<'a> Command<'a> for Keys<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Keys { pattern: &args[1] })
     }
-    let Some(ordered) = ctx.shared.store.ordered() else {
-        return scan_unordered(ctx, cursor, count, pattern.as_deref(), kind.as_deref());
-    };
-    let start = if cursor == 0 {
-        None
-    } else {
-        match ctx.shared.cursors.get(cursor) {
-            Some(k) => Some(k),
-            None => return Reply::err("ERR invalid cursor"),
-        }
-    };
-    let bound = start.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-    let (mut visited, mut last, mut out) = (0usize, None, Vec::new());
-    let now = ctx.now;
-    ordered.scan(bound, &mut |k, v| {
-        visited += 1;
-        if let Some(live) = Store::live(v, now) {
-            let type_ok = kind.as_deref().is_none_or(|t| t == live.name().as_bytes());
-            let match_ok = pattern.as_deref().is_none_or(|p| glob::matches(p, k));
-            if type_ok && match_ok {
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let pattern = self.pattern;
+        let mut out = Vec::new();
+        let now = ctx.now();
+        let mut visit = |k: &[u8], v: &[u8]| {
+            if Store::live(v, now).is_some() && glob::matches(pattern, k) {
                 out.push(Reply::bulk(k));
             }
-        }
-        if visited >= count {
-            last = Some(k.to_vec());
-            ControlFlow::Break(())
-        } else {
             ControlFlow::Continue(())
+        };
+        if let Some(ordered) = ctx.shared.store.ordered() {
+            ordered.scan_prefix(&glob::literal_prefix(pattern), &mut visit);
+        } else if !ctx.shared.store.walk(&mut visit) {
+            return cannot_iterate(ctx, "KEYS");
         }
-    });
-    let next = match last {
-        Some(k) => ctx.shared.cursors.put(k),
-        None => 0,
-    };
-    Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+        Reply::Array(out)
+    }
 }
 
-/// `SCAN` over an unordered backend (see the module docs).
-fn scan_unordered(
-    ctx: &Ctx<'_>,
+/// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`.
+pub(super) struct Scan<'a> {
     cursor: u64,
+    pattern: Option<&'a [u8]>,
     count: usize,
-    pattern: Option<&[u8]>,
-    kind: Option<&[u8]>,
-) -> Reply {
-    let shared = ctx.shared;
-    let (keys, at) = if cursor == 0 {
-        let mut keys = Vec::new();
-        if !shared.store.walk(&mut |k, _| {
-            keys.push(k.to_vec());
-            ControlFlow::Continue(())
-        }) {
-            return cannot_iterate(ctx, "SCAN");
-        }
-        (std::sync::Arc::new(keys), 0)
-    } else {
-        match shared.listed.take(cursor) {
-            Some(x) => x,
-            None => return Reply::err("ERR invalid cursor"),
-        }
-    };
-    let end = keys.len().min(at.saturating_add(count));
-    let mut out = Vec::new();
-    for k in &keys[at..end] {
-        let Some(live) = shared.store.read(k, ctx.now, |kind, _, _| kind) else {
-            continue;
+    /// The type name asked for, lower case.
+    kind: Option<Vec<u8>>,
+}
+
+impl<'a> Command<'a> for Scan<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let Some(cursor) = std::str::from_utf8(&args[1])
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            return Err(Reply::err("ERR invalid cursor"));
         };
-        let type_ok = kind.is_none_or(|t| t == live.name().as_bytes());
-        let match_ok = pattern.is_none_or(|p| glob::matches(p, k));
-        if type_ok && match_ok {
-            out.push(Reply::bulk(&k[..]));
+        let mut scan = Scan {
+            cursor,
+            pattern: None,
+            count: 10,
+            kind: None,
+        };
+        let mut i = 2;
+        while i < args.len() {
+            let opt = args[i].to_ascii_uppercase();
+            let Some(v) = args.get(i + 1) else {
+                return Err(syntax_error());
+            };
+            match &opt[..] {
+                b"MATCH" => scan.pattern = Some(v),
+                b"COUNT" => match parse_i64(v) {
+                    Some(n) if n >= 1 => scan.count = n as usize,
+                    Some(_) => return Err(syntax_error()),
+                    None => return Err(not_integer()),
+                },
+                b"TYPE" => scan.kind = Some(v.to_ascii_lowercase()),
+                _ => return Err(syntax_error()),
+            }
+            i += 2;
         }
+        Ok(scan)
     }
-    let next = if end < keys.len() {
-        shared.listed.put(&shared.cursors, keys, end)
-    } else {
-        0
-    };
-    Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let Some(ordered) = ctx.shared.store.ordered() else {
+            return self.apply_unordered(ctx);
+        };
+        let Scan {
+            cursor,
+            pattern,
+            count,
+            kind,
+        } = self;
+        let start = if cursor == 0 {
+            None
+        } else {
+            match ctx.shared.cursors.get(cursor) {
+                Some(k) => Some(k),
+                None => return Reply::err("ERR invalid cursor"),
+            }
+        };
+        let bound = start.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let (mut visited, mut last, mut out) = (0usize, None, Vec::new());
+        let now = ctx.now();
+        ordered.scan(bound, &mut |k, v| {
+            visited += 1;
+            if let Some(live) = Store::live(v, now) {
+                let type_ok = kind.as_deref().is_none_or(|t| t == live.name().as_bytes());
+                let match_ok = pattern.is_none_or(|p| glob::matches(p, k));
+                if type_ok && match_ok {
+                    out.push(Reply::bulk(k));
+                }
+            }
+            if visited >= count {
+                last = Some(k.to_vec());
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let next = match last {
+            Some(k) => ctx.shared.cursors.put(k),
+            None => 0,
+        };
+        Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+    }
+}
+
+impl Scan<'_> {
+    /// `SCAN` over an unordered backend (see the module docs).
+    fn apply_unordered(self, ctx: &Ctx<'_>) -> Reply {
+        let shared = ctx.shared;
+        let (keys, at) = if self.cursor == 0 {
+            let mut keys = Vec::new();
+            if !shared.store.walk(&mut |k, _| {
+                keys.push(k.to_vec());
+                ControlFlow::Continue(())
+            }) {
+                return cannot_iterate(ctx, "SCAN");
+            }
+            (std::sync::Arc::new(keys), 0)
+        } else {
+            match shared.listed.take(self.cursor) {
+                Some(x) => x,
+                None => return Reply::err("ERR invalid cursor"),
+            }
+        };
+        let end = keys.len().min(at.saturating_add(self.count));
+        let mut out = Vec::new();
+        for k in &keys[at..end] {
+            let Some(live) = shared.store.read(k, ctx.call, |kind, _, _| kind) else {
+                continue;
+            };
+            let type_ok = self
+                .kind
+                .as_deref()
+                .is_none_or(|t| t == live.name().as_bytes());
+            let match_ok = self.pattern.is_none_or(|p| glob::matches(p, k));
+            if type_ok && match_ok {
+                out.push(Reply::bulk(&k[..]));
+            }
+        }
+        let next = if end < keys.len() {
+            shared.listed.put(&shared.cursors, keys, end)
+        } else {
+            0
+        };
+        Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)])
+    }
 }

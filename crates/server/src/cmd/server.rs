@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use super::{Ctx, Spec, TABLE, arity_error, lookup, syntax_error};
+use super::{Command, Ctx, Spec, TABLE, arity_error, lookup, syntax_error};
 use crate::config::Refused;
 use crate::resp::Reply;
 
@@ -27,35 +27,73 @@ fn describe(spec: &Spec) -> Reply {
     ])
 }
 
-pub(super) fn command(_ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let Some(sub) = args.get(1) else {
-        return Reply::Array(TABLE.iter().map(describe).collect());
-    };
-    match &sub.to_ascii_uppercase()[..] {
-        b"COUNT" if args.len() == 2 => Reply::Int(TABLE.len() as i64),
-        b"COUNT" => arity_error("command|count"),
-        b"LIST" => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
-        b"INFO" => Reply::Array(
-            args[2..]
-                .iter()
-                .map(|n| lookup(n).map_or(Reply::Nil, describe))
-                .collect(),
-        ),
-        // Documentation is optional for clients (`redis-cli` falls back to its own hints):
-        // an empty map says "no docs" without an error.
-        b"DOCS" => Reply::Map(vec![]),
-        _ => Reply::err(format!(
-            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-            String::from_utf8_lossy(sub)
-        )),
+/// `COMMAND`, `COMMAND COUNT`, `COMMAND LIST`, `COMMAND INFO name …`, `COMMAND DOCS …`.
+pub(super) enum CommandInfo<'a> {
+    All,
+    Count,
+    List,
+    Info(&'a [Vec<u8>]),
+    Docs,
+}
+
+impl<'a> Command<'a> for CommandInfo<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let Some(sub) = args.get(1) else {
+            return Ok(CommandInfo::All);
+        };
+        match &sub.to_ascii_uppercase()[..] {
+            b"COUNT" if args.len() == 2 => Ok(CommandInfo::Count),
+            b"COUNT" => Err(arity_error("command|count")),
+            b"LIST" => Ok(CommandInfo::List),
+            b"INFO" => Ok(CommandInfo::Info(&args[2..])),
+            b"DOCS" => Ok(CommandInfo::Docs),
+            _ => Err(Reply::err(format!(
+                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+                String::from_utf8_lossy(sub)
+            ))),
+        }
+    }
+
+    fn apply(self, _ctx: &mut Ctx<'_>) -> Reply {
+        match self {
+            CommandInfo::All => Reply::Array(TABLE.iter().map(describe).collect()),
+            CommandInfo::Count => Reply::Int(TABLE.len() as i64),
+            CommandInfo::List => Reply::Array(TABLE.iter().map(|s| Reply::bulk(s.name)).collect()),
+            CommandInfo::Info(names) => Reply::Array(
+                names
+                    .iter()
+                    .map(|n| lookup(n).map_or(Reply::Nil, describe))
+                    .collect(),
+            ),
+            // Documentation is optional for clients (`redis-cli` falls back to its own
+            // hints): an empty map says "no docs" without an error.
+            CommandInfo::Docs => Reply::Map(vec![]),
+        }
     }
 }
 
-pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let wanted: Vec<String> = args[1..]
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
-        .collect();
+/// `INFO [section …]`.
+pub(super) struct Info {
+    /// The sections asked for, lower case (none: all).
+    wanted: Vec<String>,
+}
+
+impl Command<'_> for Info {
+    fn parse(args: &[Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Info {
+            wanted: args[1..]
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+                .collect(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        info(ctx, &self.wanted)
+    }
+}
+
+fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
     let all = wanted.is_empty()
         || wanted
             .iter()
@@ -64,7 +102,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     let sh = ctx.shared;
     let mut out = String::new();
     if want("server") {
-        let uptime = ctx.now.saturating_sub(sh.started_ms) / 1000;
+        let uptime = ctx.now().saturating_sub(sh.started_ms) / 1000;
         let _ = write!(
             out,
             "# Server\r\nredis_version:{}\r\norrery_version:{}\r\norrery_index:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:{}\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\r\n",
@@ -98,7 +136,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     }
     if want("persistence") {
         out.push_str("# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\n");
-        match sh.store.aof() {
+        match sh.aof.as_ref() {
             None => out.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n"),
             Some(aof) => {
                 let st = &aof.stats;
@@ -148,8 +186,64 @@ pub(super) fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     Reply::Verbatim(text.into_bytes())
 }
 
-pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let sub = args[1].to_ascii_uppercase();
+/// `CONFIG GET pattern …`, `CONFIG SET name value …`, `CONFIG RESETSTAT`.
+pub(super) enum Config<'a> {
+    Get(&'a [Vec<u8>]),
+    Set(Vec<(String, String)>),
+    ResetStat,
+}
+
+impl<'a> Command<'a> for Config<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        match &args[1].to_ascii_uppercase()[..] {
+            b"GET" if args.len() >= 3 => Ok(Config::Get(&args[2..])),
+            b"GET" => Err(arity_error("config|get")),
+            b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => Ok(Config::Set(
+                args[2..]
+                    .chunks(2)
+                    .map(|p| {
+                        (
+                            String::from_utf8_lossy(&p[0]).into_owned(),
+                            String::from_utf8_lossy(&p[1]).into_owned(),
+                        )
+                    })
+                    .collect(),
+            )),
+            b"SET" if args.len() >= 4 => Err(syntax_error()),
+            b"SET" => Err(arity_error("config|set")),
+            b"RESETSTAT" => Ok(Config::ResetStat),
+            _ => Err(Reply::err(format!(
+                "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+                String::from_utf8_lossy(&args[1])
+            ))),
+        }
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        match self {
+            Config::Get(patterns) => config_get(ctx, patterns),
+            Config::Set(pairs) => {
+                let pairs: Vec<(&str, &str)> = pairs
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                match ctx.shared.live.set(&pairs) {
+                    Ok(()) => Reply::OK,
+                    Err((name, Refused::Unknown)) => Reply::err(format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                    )),
+                    Err((name, Refused::Bad(why))) => Reply::err(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                    )),
+                }
+            }
+            Config::ResetStat => Reply::OK,
+        }
+    }
+}
+
+/// `CONFIG GET`: every setting whose name matches one of `patterns`, once.
+fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
     let c = &ctx.shared.config;
     let live = &ctx.shared.live;
     let aof = &live.aof;
@@ -189,113 +283,118 @@ pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         ),
         ("client-output-buffer-limit", live.output_limits()),
     ];
-    match &sub[..] {
-        b"GET" if args.len() >= 3 => {
-            let mut out = Vec::new();
-            let mut seen = Vec::new();
-            for p in &args[2..] {
-                let lower = p.to_ascii_lowercase();
-                if !lower.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
-                    // A plain name is answered under the name as given (as Redis does).
-                    if let Some((name, value)) = settings.iter().find(|s| s.0.as_bytes() == lower)
-                        && !seen.contains(name)
-                    {
-                        seen.push(*name);
-                        out.push((Reply::bulk(p), Reply::bulk(value)));
-                    }
-                    continue;
-                }
-                for (name, value) in &settings {
-                    if !seen.contains(name) && crate::glob::matches(&lower, name.as_bytes()) {
-                        seen.push(*name);
-                        out.push((Reply::bulk(name), Reply::bulk(value)));
-                    }
-                }
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for p in patterns {
+        let lower = p.to_ascii_lowercase();
+        if !lower.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+            // A plain name is answered under the name as given (as Redis does).
+            if let Some((name, value)) = settings.iter().find(|s| s.0.as_bytes() == lower)
+                && !seen.contains(name)
+            {
+                seen.push(*name);
+                out.push((Reply::bulk(p), Reply::bulk(value)));
             }
-            Reply::Map(out)
+            continue;
         }
-        b"GET" => arity_error("config|get"),
-        b"SET" if args.len() >= 4 && args.len().is_multiple_of(2) => {
-            let text: Vec<String> = args[2..]
-                .iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            let pairs: Vec<(&str, &str)> = text
-                .chunks(2)
-                .map(|p| (p[0].as_str(), p[1].as_str()))
-                .collect();
-            match live.set(&pairs) {
-                Ok(()) => Reply::OK,
-                Err((name, Refused::Unknown)) => Reply::err(format!(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
-                )),
-                Err((name, Refused::Bad(why))) => Reply::err(format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-                )),
+        for (name, value) in &settings {
+            if !seen.contains(name) && crate::glob::matches(&lower, name.as_bytes()) {
+                seen.push(*name);
+                out.push((Reply::bulk(name), Reply::bulk(value)));
             }
         }
-        b"SET" if args.len() >= 4 => syntax_error(),
-        b"SET" => arity_error("config|set"),
-        b"RESETSTAT" => Reply::OK,
-        _ => Reply::err(format!(
-            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
-            String::from_utf8_lossy(&args[1])
-        )),
     }
+    Reply::Map(out)
 }
 
-pub(super) fn shutdown(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    for a in &args[1..] {
-        match &a.to_ascii_uppercase()[..] {
-            b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
-            _ => return syntax_error(),
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]` (there is no snapshot to save: the options are
+/// accepted and ignored).
+pub(super) struct Shutdown;
+
+impl Command<'_> for Shutdown {
+    fn parse(args: &[Vec<u8>]) -> Result<Self, Reply> {
+        for a in &args[1..] {
+            match &a.to_ascii_uppercase()[..] {
+                b"NOSAVE" | b"SAVE" | b"NOW" | b"FORCE" => {}
+                _ => return Err(syntax_error()),
+            }
         }
+        Ok(Shutdown)
     }
-    ctx.shared.shutdown.notify_one();
-    ctx.client.close_after_reply = true;
-    Reply::Silence
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        ctx.shared.shutdown.notify_one();
+        ctx.client.close_after_reply = true;
+        Reply::Silence
+    }
 }
 
 fn persistence_off() -> Reply {
     Reply::err("ERR persistence is off: start the server with --appendonly yes")
 }
 
-pub(super) fn save(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
-    let store = &ctx.shared.store;
-    let Some(aof) = store.aof() else {
-        return persistence_off();
-    };
-    let res = if tokio::runtime::Handle::try_current().is_ok() {
-        // The rewrite blocks this connection only: the runtime moves the worker's other
-        // tasks to another thread meanwhile.
-        tokio::task::block_in_place(|| aof.rewrite(store))
-    } else {
-        aof.rewrite(store)
-    };
-    match res {
-        Ok(()) => Reply::OK,
-        Err(e) => Reply::err(format!("ERR {e}")),
+/// `SAVE`: rewrites the append-only file on this connection.
+pub(super) struct Save;
+
+impl Command<'_> for Save {
+    fn parse(_args: &[Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Save)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let store = &ctx.shared.store;
+        let Some(aof) = &ctx.shared.aof else {
+            return persistence_off();
+        };
+        let res = if tokio::runtime::Handle::try_current().is_ok() {
+            // The rewrite blocks this connection only: the runtime moves the worker's
+            // other tasks to another thread meanwhile.
+            tokio::task::block_in_place(|| aof.rewrite(store))
+        } else {
+            aof.rewrite(store)
+        };
+        match res {
+            Ok(()) => Reply::OK,
+            Err(e) => Reply::err(format!("ERR {e}")),
+        }
     }
 }
 
-pub(super) fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
-    let store = &ctx.shared.store;
-    let Some(aof) = store.aof() else {
-        return persistence_off();
-    };
-    if aof.rewrite_in_background(store.clone(), false) {
-        Reply::Simple("Background append only file rewriting started")
-    } else {
-        Reply::err("ERR Background append only file rewriting already in progress")
+/// `BGREWRITEAOF`: rewrites the append-only file on a thread of its own.
+pub(super) struct BgRewriteAof;
+
+impl Command<'_> for BgRewriteAof {
+    fn parse(_args: &[Vec<u8>]) -> Result<Self, Reply> {
+        Ok(BgRewriteAof)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let Some(aof) = &ctx.shared.aof else {
+            return persistence_off();
+        };
+        if aof.rewrite_in_background(ctx.shared.store.clone(), false) {
+            Reply::Simple("Background append only file rewriting started")
+        } else {
+            Reply::err("ERR Background append only file rewriting already in progress")
+        }
     }
 }
 
-pub(super) fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Reply {
-    let micros = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(ctx.now * 1000, |d| d.as_micros() as u64);
-    Reply::Array(vec![
-        Reply::bulk((micros / 1_000_000).to_string()),
-        Reply::bulk((micros % 1_000_000).to_string()),
-    ])
+/// `TIME`.
+pub(super) struct Time;
+
+impl Command<'_> for Time {
+    fn parse(_args: &[Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Time)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(ctx.now() * 1000, |d| d.as_micros() as u64);
+        Reply::Array(vec![
+            Reply::bulk((micros / 1_000_000).to_string()),
+            Reply::bulk((micros % 1_000_000).to_string()),
+        ])
+    }
 }

@@ -1,335 +1,512 @@
 //! String commands: `GET`, `SET` and its options, `SETNX`, `GETSET`, `GETDEL`, `MGET`,
 //! `MSET`, `MSETNX`, `APPEND`, `STRLEN` and the counters (`INCR` … `INCRBYFLOAT`).
 //!
-//! Read-only commands read without locking; every write is one [`Store::write`]
-//! (crate::store::Store::write) closure, so its read-modify-write is atomic per key.
+//! Read-only commands read without locking; every write is one
+//! [`Store::write`](crate::store::Store::write) closure, so its read-modify-write is
+//! atomic per key.
 
-use super::{Ctx, format_f64, not_integer, parse_f64, parse_i64, syntax_error, wrong_type};
+use super::{Command, Ctx, not_integer, syntax_error, wrong_type};
+use crate::num::{format_f64, parse_f64, parse_i64};
 use crate::resp::Reply;
-use crate::store::{Entry, Kind};
+use crate::store::{Entry, Kind, MAX_KEY, WriteError};
 
-fn write_err(e: crate::store::WriteError) -> Reply {
+fn write_err(e: WriteError) -> Reply {
     Reply::err(e.message())
 }
 
-pub(super) fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    ctx.shared
-        .store
-        .read(&args[1], ctx.now, |kind, _, payload| match kind {
-            Kind::String => Reply::bulk(payload),
-            _ => wrong_type(),
+/// `GET key`.
+pub(super) struct Get<'a> {
+    key: &'a [u8],
+}
+
+impl<'a> Command<'a> for Get<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Get { key: &args[1] })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        ctx.shared
+            .store
+            .read(self.key, ctx.call, |kind, _, payload| match kind {
+                Kind::String => Reply::bulk(payload),
+                _ => wrong_type(),
+            })
+            .unwrap_or(Reply::Nil)
+    }
+}
+
+/// `STRLEN key`.
+pub(super) struct StrLen<'a> {
+    key: &'a [u8],
+}
+
+impl<'a> Command<'a> for StrLen<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(StrLen { key: &args[1] })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        ctx.shared
+            .store
+            .read(self.key, ctx.call, |kind, _, payload| match kind {
+                Kind::String => Reply::Int(payload.len() as i64),
+                _ => wrong_type(),
+            })
+            .unwrap_or(Reply::Int(0))
+    }
+}
+
+/// `MGET key …`.
+pub(super) struct MGet<'a> {
+    keys: Vec<&'a [u8]>,
+}
+
+impl<'a> Command<'a> for MGet<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(MGet {
+            keys: args[1..].iter().map(Vec::as_slice).collect(),
         })
-        .unwrap_or(Reply::Nil)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let mut out = vec![Reply::Nil; self.keys.len()];
+        ctx.shared
+            .store
+            .read_many(&self.keys, ctx.call, &mut |i, v| {
+                if let Some((Kind::String, payload)) = v {
+                    out[i] = Reply::bulk(payload);
+                }
+            });
+        Reply::Array(out)
+    }
 }
 
-pub(super) fn strlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    ctx.shared
-        .store
-        .read(&args[1], ctx.now, |kind, _, payload| match kind {
-            Kind::String => Reply::Int(payload.len() as i64),
-            _ => wrong_type(),
-        })
-        .unwrap_or(Reply::Int(0))
-}
-
-pub(super) fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
-    let mut out = vec![Reply::Nil; keys.len()];
-    ctx.shared.store.read_many(&keys, ctx.now, &mut |i, v| {
-        if let Some((Kind::String, payload)) = v {
-            out[i] = Reply::bulk(payload);
-        }
-    });
-    Reply::Array(out)
-}
-
-/// When a `SET` expires: none, keep the old deadline, or at this Unix millisecond.
-enum Ttl {
-    Clear,
-    Keep,
-    At(u64),
-}
-
-/// Converts an expiry argument to a deadline: `unit_ms` per unit, relative to `now` unless
-/// `absolute`. `Err` is the reply (`cmd` names the command in the message).
-pub(super) fn deadline(
-    arg: &[u8],
-    unit_ms: i64,
+/// An expiry time as a command gave it, checked: milliseconds, relative to the time the
+/// command runs unless absolute.
+#[derive(Clone, Copy)]
+pub(super) struct ExpireTime {
+    ms: i64,
     absolute: bool,
-    now: u64,
-    cmd: &str,
-    allow_nonpositive: bool,
-) -> Result<i64, Reply> {
-    let v = parse_i64(arg).ok_or_else(not_integer)?;
-    let invalid = || Reply::err(format!("ERR invalid expire time in '{cmd}' command"));
-    if v <= 0 && !allow_nonpositive {
-        return Err(invalid());
+    /// The command's name, for the error reply.
+    cmd: &'static str,
+}
+
+impl ExpireTime {
+    /// Parses an expiry argument in units of `unit_ms`; `Err` is the reply (`cmd` names
+    /// the command in the message; a time ≤ 0 is refused unless `allow_nonpositive`).
+    pub(super) fn parse(
+        arg: &[u8],
+        unit_ms: i64,
+        absolute: bool,
+        cmd: &'static str,
+        allow_nonpositive: bool,
+    ) -> Result<ExpireTime, Reply> {
+        let v = parse_i64(arg).ok_or_else(not_integer)?;
+        let t = ExpireTime {
+            ms: 0,
+            absolute,
+            cmd,
+        };
+        if v <= 0 && !allow_nonpositive {
+            return Err(t.invalid());
+        }
+        let ms = v.checked_mul(unit_ms).ok_or_else(|| t.invalid())?;
+        Ok(ExpireTime { ms, ..t })
     }
-    let ms = v.checked_mul(unit_ms).ok_or_else(invalid)?;
-    if absolute {
-        Ok(ms)
-    } else {
-        ms.checked_add(now as i64).ok_or_else(invalid)
+
+    fn invalid(self) -> Reply {
+        Reply::err(format!("ERR invalid expire time in '{}' command", self.cmd))
+    }
+
+    /// The deadline in Unix milliseconds for a command running at `now`; `Err` when it
+    /// overflows (Redis's reply).
+    pub(super) fn deadline(self, now: u64) -> Result<i64, Reply> {
+        if self.absolute {
+            Ok(self.ms)
+        } else {
+            self.ms
+                .checked_add(now as i64)
+                .ok_or_else(|| self.invalid())
+        }
     }
 }
 
-pub(super) fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let (mut nx, mut xx, mut get, mut ttl) = (false, false, false, Ttl::Clear);
-    let mut expiry: Option<(&[u8], i64, bool)> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let opt = args[i].to_ascii_uppercase();
-        let next = args.get(i + 1);
-        // As Redis: an option may repeat (the last value wins), but two different expiry
-        // options, or one with KEEPTTL, conflict.
-        let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
-        let absolute = opt.ends_with(b"AT");
-        let same_expiry = expiry.is_none_or(|(_, u, a)| (u, a) == (unit, absolute));
-        match (&opt[..], next) {
-            (b"NX", _) if !xx => nx = true,
-            (b"XX", _) if !nx => xx = true,
-            (b"GET", _) => get = true,
-            (b"KEEPTTL", _) if expiry.is_none() => ttl = Ttl::Keep,
-            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v))
-                if matches!(ttl, Ttl::Clear) && same_expiry =>
-            {
-                expiry = Some((v, unit, absolute));
-                i += 1;
+/// What a `SET` does to the key's deadline.
+enum Ttl {
+    /// None (the default).
+    Clear,
+    /// Keep the old one (`KEEPTTL`).
+    Keep,
+    /// This one (`EX`, `PX`, `EXAT`, `PXAT`).
+    At(ExpireTime),
+}
+
+/// `SET`'s condition on the key's existence.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Always,
+    /// `NX`: only when absent.
+    Absent,
+    /// `XX`: only when present.
+    Present,
+}
+
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`.
+pub(super) struct Set<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
+    cond: Cond,
+    get: bool,
+    ttl: Ttl,
+}
+
+impl<'a> Command<'a> for Set<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let (mut cond, mut get, mut keep) = (Cond::Always, false, false);
+        let mut expiry: Option<(&[u8], i64, bool)> = None;
+        let mut i = 3;
+        while i < args.len() {
+            let opt = args[i].to_ascii_uppercase();
+            let next = args.get(i + 1);
+            // As Redis: an option may repeat (the last value wins), but two different
+            // expiry options, or one with KEEPTTL, conflict.
+            let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
+            let absolute = opt.ends_with(b"AT");
+            let same_expiry = expiry.is_none_or(|(_, u, a)| (u, a) == (unit, absolute));
+            match (&opt[..], next) {
+                (b"NX", _) if cond != Cond::Present => cond = Cond::Absent,
+                (b"XX", _) if cond != Cond::Absent => cond = Cond::Present,
+                (b"GET", _) => get = true,
+                (b"KEEPTTL", _) if expiry.is_none() => keep = true,
+                (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v)) if !keep && same_expiry => {
+                    expiry = Some((v, unit, absolute));
+                    i += 1;
+                }
+                _ => return Err(syntax_error()),
             }
-            _ => return syntax_error(),
+            i += 1;
         }
-        i += 1;
+        let ttl = match expiry {
+            Some((v, unit, absolute)) => {
+                Ttl::At(ExpireTime::parse(v, unit, absolute, "set", false)?)
+            }
+            None if keep => Ttl::Keep,
+            None => Ttl::Clear,
+        };
+        Ok(Set {
+            key: &args[1],
+            value: &args[2],
+            cond,
+            get,
+            ttl,
+        })
     }
-    if let Some((v, unit, absolute)) = expiry {
-        match deadline(v, unit, absolute, ctx.now, "set", false) {
-            Ok(d) => ttl = Ttl::At(d as u64),
-            Err(r) => return r,
-        }
-    }
-    let (key, value) = (&args[1][..], &args[2]);
-    if !(nx || xx || get || matches!(ttl, Ttl::Keep)) {
-        // The plain SET needs nothing of the old value: one lookup less.
-        let deadline = match ttl {
-            Ttl::At(d) => Some(d),
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let deadline = match self.ttl {
+            Ttl::At(t) => match t.deadline(ctx.now()) {
+                Ok(d) => Some(d as u64),
+                Err(r) => return r,
+            },
             _ => None,
         };
-        return ctx.shared.store.write(&[key], ctx.now, |t| {
-            match t.store_string(key, deadline, value) {
+        let Set {
+            key,
+            value,
+            cond,
+            get,
+            ttl,
+        } = self;
+        let keep = matches!(ttl, Ttl::Keep);
+        if cond == Cond::Always && !get && !keep {
+            // The plain SET needs nothing of the old value: one lookup less.
+            return ctx.shared.store.write(&[key], ctx.call, |t| {
+                match t.store_string(key, deadline, value) {
+                    Ok(()) => Reply::OK,
+                    Err(e) => write_err(e),
+                }
+            });
+        }
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let old = t.load(key);
+            if get && old.as_ref().is_some_and(|e| e.kind != Kind::String) {
+                return wrong_type();
+            }
+            let old_reply = || match &old {
+                Some(e) => Reply::bulk(&e.payload),
+                None => Reply::Nil,
+            };
+            if (cond == Cond::Absent && old.is_some()) || (cond == Cond::Present && old.is_none()) {
+                return if get { old_reply() } else { Reply::Nil };
+            }
+            let deadline = if keep {
+                old.as_ref().and_then(|e| e.deadline)
+            } else {
+                deadline
+            };
+            let entry = Entry {
+                kind: Kind::String,
+                deadline,
+                payload: value.to_vec(),
+            };
+            match t.store(key, &entry) {
+                Ok(()) if get => old_reply(),
                 Ok(()) => Reply::OK,
                 Err(e) => write_err(e),
             }
-        });
+        })
     }
-    ctx.shared.store.write(&[key], ctx.now, |t| {
-        let old = t.load(key);
-        if get && old.as_ref().is_some_and(|e| e.kind != Kind::String) {
-            return wrong_type();
-        }
-        let old_reply = || match &old {
-            Some(e) => Reply::bulk(&e.payload),
-            None => Reply::Nil,
-        };
-        if (nx && old.is_some()) || (xx && old.is_none()) {
-            return if get { old_reply() } else { Reply::Nil };
-        }
-        let deadline = match ttl {
-            Ttl::Clear => None,
-            Ttl::Keep => old.as_ref().and_then(|e| e.deadline),
-            Ttl::At(d) => Some(d),
-        };
-        let entry = Entry {
-            kind: Kind::String,
-            deadline,
-            payload: value.clone(),
-        };
-        match t.store(key, &entry) {
-            Ok(()) if get => old_reply(),
-            Ok(()) => Reply::OK,
-            Err(e) => write_err(e),
-        }
-    })
 }
 
-pub(super) fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
-        if t.load(key).is_some() {
-            return Reply::Int(0);
-        }
-        match t.store(key, &Entry::string(args[2].clone())) {
-            Ok(()) => Reply::Int(1),
-            Err(e) => write_err(e),
-        }
-    })
+/// `SETNX key value`.
+pub(super) struct SetNx<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
 }
 
-pub(super) fn getset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
-        let old = t.load(key);
-        match &old {
-            Some(e) if e.kind != Kind::String => return wrong_type(),
-            _ => {}
-        }
-        if let Err(e) = t.store(key, &Entry::string(args[2].clone())) {
-            return write_err(e);
-        }
-        old.map_or(Reply::Nil, |e| Reply::Bulk(e.payload))
-    })
-}
+impl<'a> Command<'a> for SetNx<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(SetNx {
+            key: &args[1],
+            value: &args[2],
+        })
+    }
 
-pub(super) fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let key = &args[1][..];
-    ctx.shared
-        .store
-        .write(&[key], ctx.now, |t| match t.load(key) {
-            None => Reply::Nil,
-            Some(e) if e.kind != Kind::String => wrong_type(),
-            Some(e) => {
-                t.delete(key);
-                Reply::Bulk(e.payload)
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let key = self.key;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            if t.load(key).is_some() {
+                return Reply::Int(0);
+            }
+            match t.store(key, &Entry::string(self.value.to_vec())) {
+                Ok(()) => Reply::Int(1),
+                Err(e) => write_err(e),
             }
         })
+    }
 }
 
-fn pairs(args: &[Vec<u8>]) -> Option<Vec<(&[u8], &[u8])>> {
-    if args.len().is_multiple_of(2) {
-        return None;
-    }
-    Some(
-        args[1..]
-            .chunks(2)
-            .map(|p| (&p[0][..], &p[1][..]))
-            .collect(),
-    )
+/// `GETSET key value`.
+pub(super) struct GetSet<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
 }
 
-/// Checks every pair against the limits first, so that a multi-key write is all or nothing.
-fn check_pairs(pairs: &[(&[u8], &[u8])]) -> Result<(), Reply> {
-    for (k, v) in pairs {
-        if k.len() > crate::store::MAX_KEY {
-            return Err(write_err(crate::store::WriteError::KeyTooLong));
-        }
-        if v.len() + 9 > orrery::api::MAX_VALUE_LEN {
-            return Err(write_err(crate::store::WriteError::ValueTooLong));
-        }
+impl<'a> Command<'a> for GetSet<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(GetSet {
+            key: &args[1],
+            value: &args[2],
+        })
     }
-    Ok(())
-}
 
-fn mset_generic(ctx: &mut Ctx<'_>, args: &[Vec<u8>], nx: bool) -> Reply {
-    let name = if nx { "msetnx" } else { "mset" };
-    let Some(pairs) = pairs(args) else {
-        return super::arity_error(name);
-    };
-    if let Err(r) = check_pairs(&pairs) {
-        return r;
-    }
-    let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-    ctx.shared.store.write(&keys, ctx.now, |t| {
-        if nx && keys.iter().any(|k| t.load(k).is_some()) {
-            return Reply::Int(0);
-        }
-        for (k, v) in &pairs {
-            if let Err(e) = t.store(k, &Entry::string(v.to_vec())) {
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let key = self.key;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let old = t.load(key);
+            match &old {
+                Some(e) if e.kind != Kind::String => return wrong_type(),
+                _ => {}
+            }
+            if let Err(e) = t.store(key, &Entry::string(self.value.to_vec())) {
                 return write_err(e);
             }
-        }
-        if nx { Reply::Int(1) } else { Reply::OK }
-    })
-}
-
-pub(super) fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    mset_generic(ctx, args, false)
-}
-
-pub(super) fn msetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    mset_generic(ctx, args, true)
-}
-
-pub(super) fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
-        let mut e = match t.load(key) {
-            Some(e) if e.kind != Kind::String => return wrong_type(),
-            Some(e) => e,
-            None => Entry::string(Vec::new()),
-        };
-        e.payload.extend_from_slice(&args[2]);
-        match t.store(key, &e) {
-            Ok(()) => Reply::Int(e.payload.len() as i64),
-            Err(err) => write_err(err),
-        }
-    })
-}
-
-fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
-    ctx.shared.store.write(&[key], ctx.now, |t| {
-        let mut e = match t.load(key) {
-            Some(e) if e.kind != Kind::String => return wrong_type(),
-            Some(e) => e,
-            None => Entry::string(b"0".to_vec()),
-        };
-        let Some(old) = parse_i64(&e.payload) else {
-            return not_integer();
-        };
-        let Some(new) = old.checked_add(delta) else {
-            return Reply::err("ERR increment or decrement would overflow");
-        };
-        e.payload = new.to_string().into_bytes();
-        match t.store(key, &e) {
-            Ok(()) => Reply::Int(new),
-            Err(err) => write_err(err),
-        }
-    })
-}
-
-pub(super) fn incr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    incr_by(ctx, &args[1], 1)
-}
-
-pub(super) fn decr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    incr_by(ctx, &args[1], -1)
-}
-
-pub(super) fn incrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    match parse_i64(&args[2]) {
-        Some(d) => incr_by(ctx, &args[1], d),
-        None => not_integer(),
+            old.map_or(Reply::Nil, |e| Reply::Bulk(e.payload))
+        })
     }
 }
 
-pub(super) fn decrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    match parse_i64(&args[2]) {
-        Some(i64::MIN) => Reply::err("ERR decrement would overflow"),
-        Some(d) => incr_by(ctx, &args[1], -d),
-        None => not_integer(),
+/// `GETDEL key`.
+pub(super) struct GetDel<'a> {
+    key: &'a [u8],
+}
+
+impl<'a> Command<'a> for GetDel<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(GetDel { key: &args[1] })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let key = self.key;
+        ctx.shared
+            .store
+            .write(&[key], ctx.call, |t| match t.load(key) {
+                None => Reply::Nil,
+                Some(e) if e.kind != Kind::String => wrong_type(),
+                Some(e) => {
+                    t.delete(key);
+                    Reply::Bulk(e.payload)
+                }
+            })
     }
 }
 
-pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let not_float = || Reply::err("ERR value is not a valid float");
-    let Some(delta) = parse_f64(&args[2]) else {
-        return not_float();
-    };
-    let key = &args[1][..];
-    ctx.shared.store.write(&[key], ctx.now, |t| {
-        let mut e = match t.load(key) {
-            Some(e) if e.kind != Kind::String => return wrong_type(),
-            Some(e) => e,
-            None => Entry::string(b"0".to_vec()),
-        };
-        let Some(old) = parse_f64(&e.payload) else {
-            return not_float();
-        };
-        let new = old + delta;
-        if !new.is_finite() {
-            return Reply::err("ERR increment would produce NaN or Infinity");
+/// `MSET key value …` and `MSETNX key value …` (`nx`).
+pub(super) struct MSet<'a> {
+    pairs: Vec<(&'a [u8], &'a [u8])>,
+    nx: bool,
+}
+
+impl<'a> Command<'a> for MSet<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let nx = args[0].eq_ignore_ascii_case(b"msetnx");
+        if args.len().is_multiple_of(2) {
+            return Err(super::arity_error(if nx { "msetnx" } else { "mset" }));
         }
-        e.payload = format_f64(new).into_bytes();
-        match t.store(key, &e) {
-            Ok(()) => Reply::Bulk(e.payload),
-            Err(err) => write_err(err),
+        let pairs: Vec<(&[u8], &[u8])> = args[1..]
+            .chunks(2)
+            .map(|p| (&p[0][..], &p[1][..]))
+            .collect();
+        // Every pair is checked against the limits first, so that a multi-key write is
+        // all or nothing.
+        for (k, v) in &pairs {
+            if k.len() > MAX_KEY {
+                return Err(write_err(WriteError::KeyTooLong));
+            }
+            if v.len() + 9 > orrery::api::MAX_VALUE_LEN {
+                return Err(write_err(WriteError::ValueTooLong));
+            }
         }
-    })
+        Ok(MSet { pairs, nx })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let MSet { pairs, nx } = self;
+        let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+        ctx.shared.store.write(&keys, ctx.call, |t| {
+            if nx && keys.iter().any(|k| t.load(k).is_some()) {
+                return Reply::Int(0);
+            }
+            for (k, v) in &pairs {
+                if let Err(e) = t.store(k, &Entry::string(v.to_vec())) {
+                    return write_err(e);
+                }
+            }
+            if nx { Reply::Int(1) } else { Reply::OK }
+        })
+    }
+}
+
+/// `APPEND key value`.
+pub(super) struct Append<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+impl<'a> Command<'a> for Append<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(Append {
+            key: &args[1],
+            value: &args[2],
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let key = self.key;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let mut e = match t.load(key) {
+                Some(e) if e.kind != Kind::String => return wrong_type(),
+                Some(e) => e,
+                None => Entry::string(Vec::new()),
+            };
+            e.payload.extend_from_slice(self.value);
+            match t.store(key, &e) {
+                Ok(()) => Reply::Int(e.payload.len() as i64),
+                Err(err) => write_err(err),
+            }
+        })
+    }
+}
+
+/// `INCR`, `DECR`, `INCRBY`, `DECRBY`: the key's integer plus `delta`.
+pub(super) struct IncrBy<'a> {
+    key: &'a [u8],
+    delta: i64,
+}
+
+impl<'a> Command<'a> for IncrBy<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let name = &args[0];
+        let delta = if name.eq_ignore_ascii_case(b"incr") {
+            1
+        } else if name.eq_ignore_ascii_case(b"decr") {
+            -1
+        } else if name.eq_ignore_ascii_case(b"incrby") {
+            parse_i64(&args[2]).ok_or_else(not_integer)?
+        } else {
+            match parse_i64(&args[2]) {
+                Some(i64::MIN) => return Err(Reply::err("ERR decrement would overflow")),
+                Some(d) => -d,
+                None => return Err(not_integer()),
+            }
+        };
+        Ok(IncrBy {
+            key: &args[1],
+            delta,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let IncrBy { key, delta } = self;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let mut e = match t.load(key) {
+                Some(e) if e.kind != Kind::String => return wrong_type(),
+                Some(e) => e,
+                None => Entry::string(b"0".to_vec()),
+            };
+            let Some(old) = parse_i64(&e.payload) else {
+                return not_integer();
+            };
+            let Some(new) = old.checked_add(delta) else {
+                return Reply::err("ERR increment or decrement would overflow");
+            };
+            e.payload = new.to_string().into_bytes();
+            match t.store(key, &e) {
+                Ok(()) => Reply::Int(new),
+                Err(err) => write_err(err),
+            }
+        })
+    }
+}
+
+fn not_float() -> Reply {
+    Reply::err("ERR value is not a valid float")
+}
+
+/// `INCRBYFLOAT key delta`.
+pub(super) struct IncrByFloat<'a> {
+    key: &'a [u8],
+    delta: f64,
+}
+
+impl<'a> Command<'a> for IncrByFloat<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(IncrByFloat {
+            key: &args[1],
+            delta: parse_f64(&args[2]).ok_or_else(not_float)?,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let IncrByFloat { key, delta } = self;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let mut e = match t.load(key) {
+                Some(e) if e.kind != Kind::String => return wrong_type(),
+                Some(e) => e,
+                None => Entry::string(b"0".to_vec()),
+            };
+            let Some(old) = parse_f64(&e.payload) else {
+                return not_float();
+            };
+            let new = old + delta;
+            if !new.is_finite() {
+                return Reply::err("ERR increment would produce NaN or Infinity");
+            }
+            e.payload = format_f64(new).into_bytes();
+            match t.store(key, &e) {
+                Ok(()) => Reply::Bulk(e.payload),
+                Err(err) => write_err(err),
+            }
+        })
+    }
 }

@@ -1,0 +1,48 @@
+//! Persistence: the append-only file (`--appendonly yes`), its replay at start, its rewrite
+//! while the server runs (`BGREWRITEAOF`, `SAVE`, or automatically on growth), and group
+//! commit.
+//!
+//! # What is logged
+//!
+//! Not the commands but their *effects*, as one record per change, written by the store
+//! while the command still holds its keys' stripes ([`crate::store::Txn`]):
+//!
+//! | record | effect on replay |
+//! |---|---|
+//! | `SET key raw` | the key holds the string value `raw` (the stored bytes: type, deadline, payload) |
+//! | `DEL key` | the key is absent |
+//! | `ZADD key member score` | the key is a sorted set (a new one if it held anything else) in which `member` has `score` (8 bytes: the `f64`'s bits, big-endian) |
+//! | `ZREM key member` | `member` is not in the set (an emptied set deletes its key) |
+//! | `PEXPIREAT key ms` / `PERSIST key` | the key's deadline (on a sorted set; strings carry theirs in `SET`) |
+//!
+//! Effects make replay deterministic (an `INCRBYFLOAT` or a relative `EXPIRE` is logged as
+//! its result), and each is an assignment to a part of the keyspace, which is what makes
+//! the rewrite below correct. A record is a RESP array, so the file can be read with a hex
+//! dump and a little patience.
+//!
+//!
+//! # Layout
+//!
+//! | module | job |
+//! |---|---|
+//! | `chain` | the files: names of the base and increments, the frame format, directory syncs |
+//! | `replay` | loading the chain at start: frames applied in order, a torn tail cut off |
+//! | `commit` | the open log: appending frames, the flusher thread, the fsync policy, group commit |
+//! | `rewrite` | compaction while the server runs (`BGREWRITEAOF`, `SAVE`, automatic) |
+//! | `settings` | the fsync policy, the settings `CONFIG SET` changes, the `INFO` figures |
+//!
+//! The store ([`crate::store`]) sees the log only as its `Journal`, which [`Aof`]
+//! implements: persistence replays into the store and walks it, so it sits above it.
+
+mod chain;
+mod commit;
+mod replay;
+mod rewrite;
+mod settings;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use chain::FILE_NAME;
+pub(crate) use commit::Aof;
+pub(crate) use settings::AofSettings;
+pub use settings::Fsync;

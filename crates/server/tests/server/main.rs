@@ -1,0 +1,15 @@
+//! Integration tests of the `orrery-server` binary, driven by the Rust `redis` crate and
+//! by raw sockets (exact replies, protocol errors, limits): one module per command family
+//! or concern, one test binary.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod admin;
+mod concurrency;
+mod connection;
+mod expiry;
+mod keys;
+mod protocol;
+mod strings;
+mod zsets;
