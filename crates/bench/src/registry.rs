@@ -18,7 +18,6 @@
 //! Table); `slb16:`, `slb32:`, `slb64:<name>` choose the Cache Table size in MiB (the
 //! paper's Table 2; any power of two from 1 to 1024 is accepted).
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -26,6 +25,7 @@ use orrery::api::ScanVisitor;
 use orrery::wormhole::ablation;
 use orrery::{KvIndex, MemoryUsage, OrderedKvIndex, Result};
 
+use crate::metrics::index_stats::StatsFn;
 use crate::peers;
 use crate::settings::Settings;
 
@@ -204,15 +204,6 @@ pub(crate) struct Hooks {
 /// Shared [`Hooks`].
 pub(crate) type Probe = Arc<Hooks>;
 
-/// Figures an index reports about its own internals (name → value), recorded after each
-/// load as `Record::index_stats` and shown by `report`: Hyperion's memory-manager
-/// breakdown (`Hyperion::mem_stats`, the paper's Fig 14/16). Names ending in `_bytes` are
-/// bytes (`report` shows them per key); the others are counts.
-pub(crate) type IndexStats = BTreeMap<String, f64>;
-
-/// Reads an index's [`IndexStats`] (it shares the index with the harness).
-pub(crate) type StatsFn = Arc<dyn Fn() -> IndexStats + Send + Sync>;
-
 /// A freshly built index with its hooks.
 pub(crate) struct Built {
     /// The index.
@@ -244,9 +235,9 @@ enum Maker {
     /// whose table cannot grow), or that can fail to build (`Err` says why), with its
     /// statistics if it reports any.
     OrderedSized(SizedMaker),
-    /// An ordered index that reports [`IndexStats`].
+    /// An ordered index that reports [`IndexStats`](crate::metrics::index_stats::IndexStats).
     OrderedStats(fn(&Settings) -> (Box<dyn OrderedKvIndex>, StatsFn)),
-    /// An ordered index with a [`Probe`] and [`IndexStats`].
+    /// An ordered index with a [`Probe`] and [`IndexStats`](crate::metrics::index_stats::IndexStats).
     OrderedProbedStats(ProbedStatsMaker),
 }
 
