@@ -12,7 +12,7 @@ use super::make::{
 
 /// Orrery's own structures, as the facade's registry ([`orrery::registry`]) names them, in
 /// its order: a structure added there is in the benchmark too. The facade builds each in
-/// its default configuration; the two whose configuration the run's [`Settings`] change
+/// its default configuration; the two whose configuration the run's [`Settings`](crate::settings::Settings) change
 /// (Wormhole's pre-fault and item prefetch, Mercury's load factor and pre-fault, plus
 /// Mercury's expansion probe) are built here with those settings.
 pub(super) fn entries() -> Vec<Entry> {
