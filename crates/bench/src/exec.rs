@@ -30,10 +30,10 @@
 //! fetches ahead instead: before operation `j` runs, the offset entry of the key of
 //! operation `j + 16` and the bytes of the key of operation `j + 8` are prefetched.
 //!
-//! Measured (issue 4; 10M `rand-8`, Wormhole lookups, thread CPU time, same process): keys
-//! fetched from the data set with the prefetching cost 15–25% of the lookup throughput
-//! against keys read in sequence; see `docs/results/wormhole.md`, "Harness: keys in a
-//! trace". Index memory is never touched ahead.
+//! Why a trace: keys fetched from the data set, even with that prefetching, cost a
+//! measurable share of a fast index's lookup throughput against keys read in sequence
+//! (measured: `docs/results/wormhole.md`, "Harness: keys in a trace"). Index memory is
+//! never touched ahead.
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::Barrier;
@@ -45,8 +45,9 @@ use indicatif::ProgressBar;
 use crate::datasets::KeySet;
 use crate::dist::Dist;
 use crate::metrics::{cpu, latency};
+use crate::op::{Kind, Op};
 use crate::registry::{AnyIndex, Probe};
-use crate::workloads::{self, Kind, Op, StreamSpec, Workload};
+use crate::workloads::{self, StreamSpec, Workload};
 
 /// Operations between two clock reads.
 pub(crate) const BATCH: usize = 1024;

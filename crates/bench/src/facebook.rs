@@ -37,8 +37,8 @@
 
 use std::fmt;
 
+use crate::op::{Kind, Op};
 use crate::rng::Rng;
-use crate::workloads::{Kind, Op, StreamSpec};
 
 /// One of the five pools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,15 +322,17 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// One thread's stream of requests of `trace` over the loaded keys `0..s.n`.
-pub(crate) fn stream(trace: Trace, s: &StreamSpec, rng: &mut Rng) -> Vec<Op> {
+/// One thread's stream of `ops` requests of `trace` over the loaded keys `0..n` (`seed`:
+/// the run's seed, which fixes the rank-to-key bijection every thread shares; `rng`: this
+/// thread's generator).
+pub(crate) fn stream(trace: Trace, n: u64, ops: u64, seed: u64, rng: &mut Rng) -> Vec<Op> {
     let p = trace.params();
-    let n = s.n.max(1);
+    let n = n.max(1);
     let pop = Popularity::new(n, solve_exponent(n, p.hot_keys, p.hot_share));
-    let key_of = rank_map(n, s.seed);
+    let key_of = rank_map(n, seed);
     let total: f64 = p.mix.iter().sum();
-    let mut out = Vec::with_capacity(s.ops as usize + s.ops as usize / 4);
-    for _ in 0..s.ops {
+    let mut out = Vec::with_capacity(ops as usize + ops as usize / 4);
+    for _ in 0..ops {
         let key = key_of(pop.sample(rng));
         let u = rng.f64() * total;
         if u < p.mix[0] {
@@ -351,7 +353,7 @@ pub(crate) fn stream(trace: Trace, s: &StreamSpec, rng: &mut Rng) -> Vec<Op> {
 mod tests {
     use super::*;
     use crate::dist::Dist;
-    use crate::workloads::Workload;
+    use crate::workloads::{StreamSpec, Workload};
 
     #[test]
     fn value_classes_round_trip() {

@@ -2,8 +2,8 @@
 //!
 //! Indexes measured one after another in one process do not start equal: the heap left
 //! fragmented by earlier indexes, the transparent-huge-page state of memory they returned,
-//! the page cache and the allocator's arenas all carry over, and the late indexes measure
-//! low (congee, rand-8, 10M keys, lookups: 0.77 Mops/s fifth in a suite, 1.2–1.3 alone).
+//! the page cache and the allocator's arenas all carry over, and the late indexes can
+//! measure low (measured: `docs/results/wormhole.md`, "Lookups at 10M keys", on congee).
 //! So by default `run` measures each [`Group`] — one index on one dataset at one key
 //! count, everything that shares a loaded index — in a child process of its own:
 //!

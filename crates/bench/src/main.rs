@@ -7,7 +7,7 @@
 //! | module | concern |
 //! |---|---|
 //! | [`datasets`] | deterministic key sets (`rand-8`, `k3`…, `az`, `url`, `ngram`, `file:`) |
-//! | [`dist`], [`workloads`] | request distributions; YCSB and paper workloads as op streams |
+//! | [`op`], [`dist`], [`workloads`], [`facebook`] | one packed operation; request distributions; YCSB, paper and Facebook workloads as op streams |
 //! | [`exec`], [`matrix`] | threads, warm-up, batches, repeats and medians |
 //! | [`isolate`] | each index group of a run measured in a fresh process |
 //! | [`metrics`], [`machine`] | counting allocator, RSS, latency; DRAM latency and MLP |
@@ -27,6 +27,7 @@ mod lab;
 mod machine;
 mod matrix;
 mod metrics;
+mod op;
 mod output;
 mod peers;
 mod progress;

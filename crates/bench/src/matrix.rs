@@ -13,9 +13,10 @@
 //! The index a workload runs on is loaded with [`Matrix::load_threads`] threads (default 1),
 //! whatever thread counts the matrix's cells have; only the `load` workload itself loads with
 //! each cell's thread count. A structure built by two threads can be laid out differently
-//! from one built by one (congee's ART, measured: 1-thread lookups about 30% slower after a
-//! 2-thread load, Wormhole indifferent), so loading with the matrix's largest thread count
-//! made the 1-thread cells of a 1- and 2-thread matrix depend on the other cells.
+//! from one built by one (congee's ART: its 1-thread lookups are slower after a 2-thread
+//! load; measured: `docs/results/wormhole.md`, "Lookups at 10M keys"), so loading with the
+//! matrix's largest thread count would make the 1-thread cells of a 1- and 2-thread matrix
+//! depend on the other cells.
 //!
 //! Every lookup of a loaded key must find it, and no lookup of an absent key may: a miss
 //! there is reported as an error, so a broken index cannot produce a fast-looking number.
@@ -24,7 +25,7 @@ use crate::datasets::{KeySet, Spec};
 use crate::dist::Dist;
 use crate::exec::{self, Knobs, MAX_GET_MANY, Phase, PhaseSpec};
 use crate::machine::Machine;
-use crate::metrics::{alloc_count, cpu, latency, rss};
+use crate::metrics::{alloc_count, cpu, index_stats, latency, rss};
 use crate::output::Record;
 use crate::output::record::{git_rev, loadavg};
 use crate::progress::Progress;
@@ -751,8 +752,8 @@ struct Load {
     mem_bpk: Option<f64>,
     /// `memory_usage().structure_bytes` per key.
     struct_bpk: Option<f64>,
-    /// The index's own statistics right after the load (`registry::IndexStats`).
-    index_stats: Option<registry::IndexStats>,
+    /// The index's own statistics right after the load (`metrics::index_stats::IndexStats`).
+    index_stats: Option<index_stats::IndexStats>,
 }
 
 /// One repeat of one cell.

@@ -1,6 +1,6 @@
 //! The run's settings and their defaults, written once.
 //!
-//! [`defaults`] holds every default of a run; the command line (`cli.rs`, through clap's
+//! [`defaults`] holds every default of a run; the command line (`cli/args.rs`, through clap's
 //! `default_value_t`) and the suite files (`suites.rs`) take them from there. [`Settings`]
 //! are the switches that change how an index or the process behaves without changing the
 //! index's name (pre-fault threads, prefetches, load factors, the epoch pin barrier): one

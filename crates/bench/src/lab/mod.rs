@@ -11,6 +11,8 @@
 //!
 //! `orrery-bench lab` with no name lists the programs.
 
+mod wormhole_workingset;
+
 /// A lab program: its name on the command line, a line saying what it measures and its
 /// arguments, and its entry point (the arguments after the name).
 pub(crate) struct Program {
@@ -23,7 +25,11 @@ pub(crate) struct Program {
 }
 
 /// Every lab program, by name.
-pub(crate) const PROGRAMS: &[Program] = &[];
+pub(crate) const PROGRAMS: &[Program] = &[Program {
+    name: "wormhole_workingset",
+    about: "Wormhole lookups over key subsets: cache lines or pages? (N M R [sorted|thin])",
+    run: wormhole_workingset::run,
+}];
 
 /// Runs the program `name` on `args`; with no name, lists the programs.
 pub(crate) fn main(name: Option<&str>, args: &[String]) -> Result<(), String> {

@@ -1,6 +1,7 @@
 //! `orrery-bench machine --sweep`: dependent-read latency against working-set size.
 //!
-//! The question it answers (issue 4, Wormhole lookups at 64M keys against 8M): once a
+//! The question it answers (raised by Wormhole's lookups at 64M keys against 8M; findings
+//! in `docs/results/wormhole.md`, "Lookups against key count (8M vs 64M)"): once a
 //! structure is far out of the 32 MiB L3, does a random DRAM read still get *slower* as the
 //! structure grows? On bare metal with huge pages it barely does (the TLB entries and the
 //! page-table lines stay cached). In a VM every TLB miss walks two page tables (the

@@ -45,7 +45,7 @@ pub(crate) struct Record {
     /// the index counts them); absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) structure_bytes_per_key: Option<f64>,
-    /// The index's own statistics right after loading (`registry::IndexStats`: Hyperion's
+    /// The index's own statistics right after loading (`metrics::index_stats::IndexStats`: Hyperion's
     /// memory-manager breakdown); absent for indexes that report none and in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) index_stats: Option<std::collections::BTreeMap<String, f64>>,

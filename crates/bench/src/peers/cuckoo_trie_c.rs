@@ -322,10 +322,10 @@ impl CuckooTrieC {
     /// estimate for a table grown ×2 on demand (1.5 M). The closure reads nothing after the
     /// trie is dropped (it returns no statistics then). It reads buckets without their
     /// locks: call it when no writer runs (the harness calls it after a load).
-    pub(crate) fn stats_fn(&self) -> crate::registry::StatsFn {
+    pub(crate) fn stats_fn(&self) -> crate::metrics::index_stats::StatsFn {
         let (lib, live, cells) = (self.lib, Arc::clone(&self.live), self.cells);
         Arc::new(move || {
-            let mut out = crate::registry::IndexStats::new();
+            let mut out = crate::metrics::index_stats::IndexStats::new();
             let guard = live.lock().unwrap_or_else(|e| e.into_inner());
             if guard.0.is_null() {
                 return out;

@@ -1,5 +1,5 @@
-//! Issue 4 experiment: does Wormhole's lookup cost at large N come from the number of cache
-//! lines a lookup touches, or from how many *pages* they are spread over?
+//! `wormhole_workingset`: does Wormhole's lookup cost at a large key count come from the
+//! number of cache lines a lookup touches, or from how many *pages* they are spread over?
 //!
 //! Loads `N` random 8-byte keys (8-byte values) into one Wormhole, in random order (as
 //! `orrery-bench`'s `rand-8` load) or, with `sorted`, in key order (then a leaf's pair
@@ -19,54 +19,54 @@
 //! page span (address translation) from the structure's shape.
 //!
 //! Prints the Rss and AnonHugePages of the process (are leaves and pairs on 2 MiB pages?).
+//! Findings: `docs/results/wormhole.md`, "Lookups against key count (8M vs 64M)".
 //!
-//! `cargo run --release -p orrery-bench --example wh_workingset -- N M R [sorted|thin]`
+//! Arguments: `N` keys (default 1M), `M` lookups per round (default 1M), `R` rounds
+//! (default 3), then optionally `sorted` or `thin`. Example:
+//! `orrery-bench lab wormhole_workingset 64M 1M 3 thin`.
+
 use orrery::wormhole::Wormhole;
 
-fn cpu_now() -> f64 {
-    orrery::testing::clock::thread_cpu_secs()
-}
+use super::count_arg;
+use crate::metrics::cpu::thread_cpu_secs as cpu_now;
+use crate::rng::Rng;
 
-fn parse(s: Option<String>, default: usize) -> usize {
-    let Some(s) = s else { return default };
-    let (num, mul) = match s.strip_suffix(['M', 'm']) {
-        Some(n) => (n.to_string(), 1_000_000),
-        None => (s.clone(), 1),
-    };
-    num.parse::<usize>().expect("a count") * mul
-}
-
+/// The median of `v` (upper median for an even count).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let n = parse(args.next(), 1_000_000);
-    let m = parse(args.next(), 1_000_000);
-    let rounds = parse(args.next(), 3).max(1);
-    let opt = args.next().unwrap_or_default();
-    let (sorted, thin) = (opt == "sorted", opt == "thin");
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
+/// Runs the program on `N M R [sorted|thin]`.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let n = count_arg(args, 0, 1_000_000)? as usize;
+    let m = count_arg(args, 1, 1_000_000)? as usize;
+    let rounds = (count_arg(args, 2, 3)? as usize).max(1);
+    let opt = args.get(3).map_or("", String::as_str);
+    let (sorted, thin) = match opt {
+        "" => (false, false),
+        "sorted" => (true, false),
+        "thin" => (false, true),
+        other => return Err(format!("unknown mode {other:?}: expected sorted or thin")),
     };
-    let keys: Vec<u64> = (0..n).map(|_| rnd()).collect();
+    if n == 0 || m == 0 {
+        return Err("N and M must be at least 1".into());
+    }
+    let mut rng = Rng::fork(0, "wormhole_workingset", 0);
+    let keys: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
     let wh = Wormhole::new();
     let t = cpu_now();
     if sorted {
         let mut s = keys.clone();
         s.sort_unstable();
         for k in &s {
-            wh.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+            wh.insert(&k.to_be_bytes(), &k.to_le_bytes())
+                .map_err(|e| e.to_string())?;
         }
     } else {
         for k in &keys {
-            wh.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+            wh.insert(&k.to_be_bytes(), &k.to_le_bytes())
+                .map_err(|e| e.to_string())?;
         }
     }
     let load = n as f64 / (cpu_now() - t) / 1e6;
@@ -88,8 +88,8 @@ fn main() {
     let (keys, range8) = if thin {
         let t = cpu_now();
         for (i, k) in keys.iter().enumerate() {
-            if i % 8 != 0 {
-                assert!(wh.remove(&k.to_be_bytes()));
+            if i % 8 != 0 && !wh.remove(&k.to_be_bytes()) {
+                return Err(format!("key {i} of the load is missing"));
             }
         }
         println!(
@@ -114,9 +114,12 @@ fn main() {
     ];
     let mut res: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..rounds {
-        for (mi, (_, pool)) in modes.iter().enumerate() {
+        for (mi, (name, pool)) in modes.iter().enumerate() {
+            if pool.is_empty() {
+                continue;
+            }
             let order: Vec<u64> = (0..m)
-                .map(|_| pool[(rnd() % pool.len() as u64) as usize])
+                .map(|_| pool[rng.below(pool.len() as u64) as usize])
                 .collect();
             let t = cpu_now();
             let mut hit = 0usize;
@@ -124,10 +127,16 @@ fn main() {
                 hit += usize::from(wh.get_with(&k.to_be_bytes(), |_| ()).is_some());
             }
             res[mi].push(m as f64 / (cpu_now() - t) / 1e6);
-            assert_eq!(hit, m, "every looked-up key is present");
+            if hit != m {
+                return Err(format!("{name}: {hit} of {m} looked-up keys found"));
+            }
         }
     }
     for ((name, pool), r) in modes.iter().zip(&res) {
+        if r.is_empty() {
+            println!("{name:<8} (no keys)");
+            continue;
+        }
         let runs: Vec<String> = r.iter().map(|x| format!("{x:.3}")).collect();
         println!(
             "{name:<8} ({} keys): median {:.3} Mops/s ({:.0} ns/lookup) runs {}",
@@ -137,4 +146,5 @@ fn main() {
             runs.join(" ")
         );
     }
+    Ok(())
 }
