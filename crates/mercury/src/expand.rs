@@ -55,13 +55,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use crate::Expansion;
+use crate::config::Expansion;
 use crate::inline_pair;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node};
 use crate::raw::{Inner, hashed};
-use crate::read::prefetch;
 use crate::table::Table;
+use orrery_core::prefetch;
 use orrery_core::sync::{Backoff, Guard, pin};
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.

@@ -277,7 +277,7 @@ mod chain {
     }
 }
 
-const LOAD_PERCENT: usize = crate::DEFAULT_LOAD_PERCENT;
+const LOAD_PERCENT: usize = crate::config::DEFAULT_LOAD_PERCENT;
 const INITIAL_BUCKETS: usize = 1024;
 
 /// Mercury without any synchronization: the paper's "Mercury (nolock)" upper bound.
