@@ -199,7 +199,8 @@ mod prefault;
 mod raw;
 mod read;
 mod table;
-#[cfg(feature = "variants")]
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
 pub mod variants;
 mod write;
 

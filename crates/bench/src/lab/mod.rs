@@ -11,6 +11,13 @@
 //!
 //! `orrery-bench lab` with no name lists the programs.
 
+mod common;
+mod mercury_chains;
+mod mercury_expansion;
+mod mercury_expansion_stalls;
+mod mercury_migrate_cost;
+mod mercury_quick;
+
 /// A lab program: its name on the command line, a line saying what it measures and its
 /// arguments, and its entry point (the arguments after the name).
 pub(crate) struct Program {
@@ -23,7 +30,33 @@ pub(crate) struct Program {
 }
 
 /// Every lab program, by name.
-pub(crate) const PROGRAMS: &[Program] = &[];
+pub(crate) const PROGRAMS: &[Program] = &[
+    Program {
+        name: "mercury_chains",
+        about: "Mercury's inline share and node reads per GET after loads of N keys: [N...]",
+        run: mercury_chains::run,
+    },
+    Program {
+        name: "mercury_expansion",
+        about: "Mercury loads and GETs while expanding, cooperative vs dedicated: [N]",
+        run: mercury_expansion::run,
+    },
+    Program {
+        name: "mercury_expansion_stalls",
+        about: "Mercury mix-5 batches steady vs expanding, long batches, vmstat: [keys] [ops] [prefault 0|1]",
+        run: mercury_expansion_stalls::run,
+    },
+    Program {
+        name: "mercury_migrate_cost",
+        about: "Mercury CPU cost of a GET and of migrating one bucket: [log2 buckets] [gets]",
+        run: mercury_migrate_cost::run,
+    },
+    Program {
+        name: "mercury_quick",
+        about: "Mercury and its variants vs a locked HashMap, GET ratios: [N] [secs] [table|pin-ab|nolock-ab|nolock-ab-presized]",
+        run: mercury_quick::run,
+    },
+];
 
 /// Runs the program `name` on `args`; with no name, lists the programs.
 pub(crate) fn main(name: Option<&str>, args: &[String]) -> Result<(), String> {
