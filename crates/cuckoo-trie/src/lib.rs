@@ -80,21 +80,53 @@ mod trie;
 use std::ops::{Bound, ControlFlow};
 
 use orrery_core::api::{self, MemoryUsage, ScanVisitor};
+use orrery_core::batch::BatchIter;
 
 pub use config::{Config, ConfigBuilder};
-pub use iter::{BATCH, Iter};
 pub use trie::GrowthStats;
 use trie::{Decision, Mode};
 
-/// Pairs [`CuckooTrie::scan`] and [`CuckooTrie::scan_rev`] visit under one epoch guard
-/// before they resume by a new search past the last key visited. Large, so that a typical
-/// range (YCSB-E: up to 100 keys) costs one search; bounded, so that a long scan does not
-/// hold back memory reclamation.
-pub const SCAN_BATCH: usize = 512;
-
 /// Keys [`CuckooTrie::remove_range`] collects by one scan before removing them: bounds
 /// the memory a large range delete holds (the keys copied) without a search per key.
-pub const RANGE_DELETE_BATCH: usize = 1024;
+const RANGE_DELETE_BATCH: usize = 1024;
+
+/// An iterator over a key range of a [`CuckooTrie`], in key order from either end: a
+/// seekable cursor that copies a batch of pairs at a time into a reusable arena.
+///
+/// Made by [`CuckooTrie::iter`] and [`CuckooTrie::range`]. It implements [`Iterator`] and
+/// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
+/// stop where they meet). Items are [`Entry`]s: handles into the arena (a reference count),
+/// so iterating allocates nothing per pair; the arena is refilled in place once per batch
+/// when no entry of the previous batch is still held. [`Iter::next_pair`] and
+/// [`Iter::next_back_pair`] lend the pair as slices instead.
+///
+/// No lock or guard is held between calls: each refill copies a batch of pairs (a few dozen) under
+/// an epoch guard (one successor or predecessor search, then the prefetching trie walk of
+/// `trie/scan.rs`) and records where to resume
+/// (after the last key copied going up, below the smallest going down), so a user may keep
+/// an `Iter` while writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
+/// ([`orrery_core::api`]): keys come strictly ascending from the front and strictly
+/// descending from the back, every pair yielded was present with that value at some
+/// moment, and every key present throughout (and in range) is yielded once.
+///
+/// ```
+/// use orrery_cuckoo_trie::CuckooTrie;
+/// use std::ops::Bound;
+/// let ct = CuckooTrie::new();
+/// for i in 0u32..1000 {
+///     ct.insert(&i.to_be_bytes(), b"v").unwrap();
+/// }
+/// let mut it = ct.iter();
+/// assert_eq!(it.next_pair().map(|(k, _)| k.to_vec()), Some(0u32.to_be_bytes().to_vec()));
+/// it.seek(Bound::Excluded(&500u32.to_be_bytes()));
+/// assert_eq!(it.next().unwrap().key(), 501u32.to_be_bytes());
+/// assert_eq!(it.next_back().unwrap().key(), 999u32.to_be_bytes());
+/// assert_eq!(it.count(), 497);
+/// let down: Vec<_> = ct.range(&10u32.to_be_bytes()[..]..&13u32.to_be_bytes()[..]).rev().collect();
+/// assert_eq!(down.len(), 3);
+/// assert_eq!(down[0].key(), 12u32.to_be_bytes());
+/// ```
+pub type Iter<'a> = BatchIter<&'a CuckooTrie>;
 
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
 ///
@@ -342,62 +374,33 @@ impl CuckooTrie {
     /// Visits pairs in ascending key order from `start` until the visitor breaks: one
     /// successor search, then a depth-first walk of the trie that keeps the buckets of the
     /// next nodes and the records of the next leaves in flight (`trie/scan.rs`), in
-    /// batches of [`SCAN_BATCH`] pairs under one epoch guard each.
+    /// batches of a few hundred pairs under one epoch guard each.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
-        loop {
-            let g = orrery_core::sync::pin();
-            let bound = from.as_ref().map(Vec::as_slice);
-            match self
-                .raw
-                .scan_batch(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
-            {
-                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
-            }
-        }
+        self.raw
+            .scan_resumable(start, visitor, trie::Raw::scan_batch);
     }
 
     /// [`CuckooTrie::scan`] by the paper's leaf list (§4.4: one successor search, then the
     /// leaves' next-leaf locators, one dependent chain of reads per key): the reference the
-    /// trie walk is measured against (`examples/scan_walk.rs`). Same guarantees.
+    /// trie walk is measured against (`orrery-bench lab cuckoo_trie_scan_walk`). Same
+    /// guarantees. Feature `bench-internals` only.
+    #[cfg(feature = "bench-internals")]
     #[doc(hidden)]
     pub fn scan_leaf_list(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
-        loop {
-            let g = orrery_core::sync::pin();
-            let bound = from.as_ref().map(Vec::as_slice);
-            match self
-                .raw
-                .scan_batch_list(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
-            {
-                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
-            }
-        }
+        self.raw
+            .scan_resumable(start, visitor, trie::Raw::scan_batch_list);
     }
 
     /// Visits, in descending key order, the pairs below `end` until the visitor breaks:
     /// one predecessor search, then the walk of [`CuckooTrie::scan`] mirrored, in batches
-    /// of [`SCAN_BATCH`] pairs under one epoch guard each.
+    /// of a few hundred pairs under one epoch guard each.
     pub fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        let mut from: Bound<Vec<u8>> = end.map(<[u8]>::to_vec);
-        loop {
-            let g = orrery_core::sync::pin();
-            let bound = from.as_ref().map(Vec::as_slice);
-            match self
-                .raw
-                .scan_batch_rev(bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v))
-            {
-                trie::ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-                trie::ScanEnd::Done | trie::ScanEnd::Stopped => return,
-            }
-        }
+        self.raw
+            .scan_resumable(end, visitor, trie::Raw::scan_batch_rev);
     }
 
     /// Removes every key within the bounds `start..end`; returns how many this call
-    /// removed. Keys are collected by ascending scans of up to [`RANGE_DELETE_BATCH`]
-    /// keys, each batch then removed key by key (each removal linearizable on its own, a
+    /// removed. Keys are collected by ascending scans of up to a thousand keys, each batch then removed key by key (each removal linearizable on its own, a
     /// removal may shrink the table: [`CuckooTrie::remove`]). Not atomic as a whole: a
     /// key inserted into the range during the call may survive it, and a concurrent
     /// remover may take keys first (they are not counted here).
