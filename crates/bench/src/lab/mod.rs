@@ -12,6 +12,12 @@
 //! `orrery-bench lab` with no name lists the programs.
 
 mod common;
+mod cuckoo_trie_growth_readers;
+mod cuckoo_trie_load;
+mod cuckoo_trie_lookups;
+mod cuckoo_trie_readers;
+mod cuckoo_trie_scan_walk;
+mod cuckoo_trie_shrink;
 mod mercury_chains;
 mod mercury_expansion;
 mod mercury_expansion_stalls;
@@ -31,6 +37,31 @@ pub(crate) struct Program {
 
 /// Every lab program, by name.
 pub(crate) const PROGRAMS: &[Program] = &[
+    Program {
+        name: "cuckoo_trie_growth_readers",
+        about: "Cuckoo Trie lookups steady vs during a growth forced by a writer: [KEYS] [READERS]",
+        run: cuckoo_trie_growth_readers::run,
+    },
+    Program {
+        name: "cuckoo_trie_load",
+        about: "Cuckoo Trie rand-8 load: growths, B/key sawtooth, insert cost by load: [KEYS] [SEED]",
+        run: cuckoo_trie_load::run,
+    },
+    Program {
+        name: "cuckoo_trie_lookups",
+        about: "Cuckoo Trie get vs get_many CPU per lookup: [KEYS] [ROUNDS] [D] [both|get|many]",
+        run: cuckoo_trie_lookups::run,
+    },
+    Program {
+        name: "cuckoo_trie_scan_walk",
+        about: "Cuckoo Trie scans: trie walk vs leaf list vs descending walk: [KEYS] [ROUNDS] [OPS] [MAXLEN]",
+        run: cuckoo_trie_scan_walk::run,
+    },
+    Program {
+        name: "cuckoo_trie_shrink",
+        about: "Cuckoo Trie memory and lookups around a shrink after removals: [KEYS] [READERS] [PERCENT]",
+        run: cuckoo_trie_shrink::run,
+    },
     Program {
         name: "mercury_chains",
         about: "Mercury's inline share and node reads per GET after loads of N keys: [N...]",
