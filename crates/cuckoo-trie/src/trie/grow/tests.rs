@@ -4,6 +4,7 @@
 use super::*;
 use crate::Config;
 use crate::trie::{Decision, Mode};
+use rand::Rng;
 
 fn raw(bits: u32) -> Raw {
     Raw::new(Config {
@@ -132,7 +133,7 @@ fn growth_happens_at_high_load_and_counts_what_it_copied() {
     let n = if cfg!(miri) { 300 } else { 15_000 };
     let r = raw(5);
     let mut growths = 0;
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut rng = orrery_core::testing::rng::rng(0x2545_F491_4F6C_DD1D);
     let mut loads = Vec::new();
     for _ in 0..n {
         let before = {
@@ -141,9 +142,7 @@ fn growth_happens_at_high_load_and_counts_what_it_copied() {
             r.table(&g).for_each(|_, _| e += 1);
             e
         };
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x: u64 = rng.random();
         insert(&r, &x.to_be_bytes());
         let st = r.growth_stats();
         if st.growths != growths {
@@ -292,59 +291,4 @@ fn a_shrink_into_too_small_a_table_retries_larger_or_gives_up() {
     remove(&r, &key(j));
     assert_eq!(r.check_invariants().unwrap(), len);
     drop_and_drain(r);
-}
-
-/// Measurement for the shrink's target (`docs/results/cuckoo-trie.md`, "Shrink
-/// after removals"): the same trie (random 8-byte keys, about 45% of a 2^19-bucket
-/// table, first grown to 2^20 buckets) shrunk by one thread into 2^19 buckets (the
-/// target: at most half full) and into 2^18 (about 90% full, the next size down),
-/// alternately, on fresh tries;
-/// prints the time of each `migrate` and the size published. Asserts only that the
-/// trie survives. `cargo test --release -p orrery-cuckoo-trie --lib -- --ignored
-/// --nocapture shrink_target_cost`
-#[test]
-#[ignore = "measurement for docs/results/cuckoo-trie.md; prints, asserts only consistency"]
-fn shrink_target_cost() {
-    let target_entries = (1usize << 19) * crate::bucket::SLOTS * 45 / 100;
-    for round in 0..3 {
-        for shift in [19u32, 18] {
-            let r = Raw::new(Config {
-                symbol_bits: 5,
-                prefetch_depth: 5,
-                initial_buckets: 1024,
-            })
-            .unwrap();
-            let mut x = 0x2545_F491_4F6C_DD1Du64 ^ round;
-            while r.entries() < target_entries {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                insert(&r, &x.to_be_bytes());
-            }
-            let len = r.len();
-            // Both shrink from the same size: grow to 2^20 first (about 22% full).
-            {
-                let g = orrery_core::sync::pin();
-                r.migrate(r.table(&g), 1 << 20, &g).unwrap();
-            }
-            let from = buckets(&r);
-            assert_eq!(from, 1 << 20);
-            let g = orrery_core::sync::pin();
-            let t0 = std::time::Instant::now();
-            r.migrate(r.table(&g), 1 << shift, &g).unwrap();
-            let dt = t0.elapsed();
-            drop(g);
-            let st = r.growth_stats();
-            println!(
-                "round {round}: {} entries ({len} keys), {from} -> 2^{shift} buckets asked, \
-                 {} published ({} shrinks, {} given up), {:.3} s",
-                r.entries(),
-                buckets(&r),
-                st.shrinks,
-                st.abandoned_shrinks,
-                dt.as_secs_f64()
-            );
-            assert_eq!(r.check_invariants().unwrap(), len);
-        }
-    }
 }
