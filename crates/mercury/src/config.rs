@@ -40,11 +40,11 @@ pub struct Config {
     /// Whether a background thread populates the successor's pages ahead of the migration
     /// during expansions of tables of at least 64 Ki buckets (2 MiB of cells; smaller
     /// tables never start it). Default `true`: the first touch of a successor's fresh pages
-    /// is most of a migration's cost (4-14 ms per 2 MiB page on the project's VM), and the
+    /// is most of a migration's cost (measured: `docs/results/mercury.md`), and the
     /// thread moves it off the inserts that migrate, onto a core that is idle unless every
     /// core runs a worker (then the work is the same pages the workers would have faulted).
     /// One thread per table, parked between expansions, joined when the table is dropped.
-    /// See `prefault.rs` and `docs/mercury.md`, "Pre-faulting the successor".
+    /// See `prefault.rs` and `docs/mercury.md`, "Choices made by measurement".
     pub prefault: bool,
 }
 

@@ -38,8 +38,8 @@
 //! - **Inline pairs (beyond the paper).** A bucket is a 32-byte cell: the bucket word plus an
 //!   inline area holding one pair whose key and value total at most 16 bytes (`table.rs`,
 //!   `inline_pair.rs`). A new small key takes its bucket's area when it is free, so most
-//!   small pairs are read with the bucket's one miss, no node access. Measured on 32M 8 B/8 B
-//!   pairs: the reason and the cost (4x the bucket-array bytes) are in `docs/mercury.md`.
+//!   small pairs are read with the bucket's one miss, no node access. The reason and the cost
+//!   (4x the bucket-array bytes) are in `docs/mercury.md`, "Inline pairs".
 //! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
 //!   size class (32 B for an 8 B key and 8 B value); layout in `node.rs`. A GET reads the
 //!   bucket line and the node's line: two DRAM accesses when the chain is one node long.
@@ -153,9 +153,9 @@
 //! another pair costs the bucket's line and then the node's (two DRAM accesses when it is
 //! the chain's first node). At 0.5–1 items per bucket, 63–79% of small pairs are
 //! inline ([`Mercury::chain_stats`] counts them). A miss and the absence check of an insert
-//! skip the last node thanks to the tags in links. Measured with the quick examples (ratios within one run; figures and
-//! caveats in `docs/mercury.md`): single-thread GETs run at 0.93–0.99× of the unsynchronized
-//! `variants::NoLockMercury`, and `get_many` several times faster than single GETs. Hold a
+//! skip the last node thanks to the tags in links. Single-thread GETs come close to the
+//! unsynchronized bench-only variant, and `get_many` overlaps the DRAM reads of many keys
+//! (measured: `docs/results/mercury.md`; `orrery-bench lab mercury_quick`). Hold a
 //! [`Session`] around batches to share one epoch pin. Call [`Mercury::finish_expansion`]
 //! after a bulk load that may have stopped mid-expansion.
 //!
@@ -186,8 +186,9 @@
 //!
 //! # Alternatives
 //!
-//! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The bench-only
-//! module `variants` (feature `variants`) holds the paper's measurement variants.
+//! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The paper's
+//! measurement variants (nolock, striped) are not part of the API: they live behind the
+//! feature `bench-internals`, which only `orrery-bench` enables.
 
 mod config;
 mod expand;
@@ -417,8 +418,9 @@ impl Mercury {
 /// Every `Mercury` operation pins an epoch guard; pinning from scratch is one locked
 /// instruction (a full barrier on x86). A `Session` pins once, and the operations made
 /// through it (or through the table itself while the session lives) only nest in that pin (a
-/// counter increment). On uniform single-threaded GETs over 4–8 M keys the saving was a few
-/// percent at most (the DRAM misses dominate); it matters more for cache-resident tables.
+/// counter increment). When every GET misses DRAM the saving is small (the misses
+/// dominate); it matters more for cache-resident tables (`orrery-bench lab mercury_quick`,
+/// mode `pin-ab`).
 ///
 /// A session holds back memory reclamation for every thread while it lives: keep it to a
 /// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.

@@ -10,7 +10,7 @@
 //! pre-faulting, that first toucher is the migrating insert (`expand.rs`): every 1024th run
 //! of 64 buckets enters a fresh page of each half of the successor and stalls for two page
 //! faults. `perf record` of an expansion attributes about 85% of the migration's time to
-//! `clear_page_erms` under the huge-page fault (`docs/mercury.md`, "The 32M load").
+//! `clear_page_erms` under the huge-page fault (measured: `docs/results/mercury.md`, "The 32M load").
 //!
 //! # What
 //!
@@ -59,7 +59,7 @@
 //! stalls off the worker. With as many workers as cores it competes with them for CPU, but
 //! only for work they would otherwise have done themselves (the same pages, populated once),
 //! so the total stays the same; its CPU time is not the workers' (benchmarks that count
-//! worker CPU time only see that the workers stopped paying for it: `docs/mercury.md`,
+//! worker CPU time only see that the workers stopped paying for it: `docs/results/mercury.md`,
 //! "Pre-faulting the successor").
 
 use std::ops::Range;
