@@ -39,8 +39,8 @@
 //!
 //! Those of [`orrery_core::api`]. Lookups and scans take no lock; writers lock only the
 //! buckets they change, by compare-and-swap on the buckets' version/lock words (§5), so
-//! writers to different parts of the trie run in parallel (protocol in `trie.rs` and
-//! `trie/update.rs`, and `docs/cuckoo-trie.md`).
+//! writers to different parts of the trie run in parallel (protocol in `trie/mod.rs` and
+//! `trie/update/`, and `docs/cuckoo-trie.md`).
 //!
 //! # Memory usage
 //!
@@ -55,16 +55,17 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor search; the protocol |
-//! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight |
-//! | `trie/grow` | growth and shrink (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it, into a larger table when a placement finds no room, into a smaller one when removals leave it under a quarter full |
-//! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
+//! | `trie` | the engine (`trie/mod.rs`: the raw trie, node steps, the protocol); `lookup` (point lookups, `get_many` groups), `locate` (successor/predecessor search, subtree-max locators), `invariants` (the full-walk checker) |
+//! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight, and the one batch-and-resume loop of every scan |
+//! | `trie/leaf_list` | the paper's leaf-list scan, kept as the walk's reference (feature `bench-internals`) |
+//! | `trie/grow` | growth and shrink (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it (`grow/copy.rs`: copy units and the finisher's table), into a larger table when a placement finds no room, into a smaller one when removals leave it under a quarter full |
+//! | `trie/update` | insert (`update/insert.rs`), remove (`update/remove.rs`), read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
 //! | `lockset` | the buckets one update locks, its private edits and its commit |
-//! | `iter` | [`Iter`] |
+//! | `iter` | `iter`, `range` and the batch source of [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
 // Subtree-max locators are laid out and unit-tested but not used by the trie (see
-// `trie.rs`, "The leaf list"): their codec items are otherwise dead.
+// `trie/mod.rs`, "The leaf list"): their codec items are otherwise dead.
 #[cfg_attr(not(test), allow(dead_code))]
 mod bucket;
 mod config;
@@ -95,7 +96,7 @@ const RANGE_DELETE_BATCH: usize = 1024;
 ///
 /// Made by [`CuckooTrie::iter`] and [`CuckooTrie::range`]. It implements [`Iterator`] and
 /// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
-/// stop where they meet). Items are [`Entry`]s: handles into the arena (a reference count),
+/// stop where they meet). Items are [`Entry`](orrery_core::batch::Entry)s: handles into the arena (a reference count),
 /// so iterating allocates nothing per pair; the arena is refilled in place once per batch
 /// when no entry of the previous batch is still held. [`Iter::next_pair`] and
 /// [`Iter::next_back_pair`] lend the pair as slices instead.
@@ -206,7 +207,7 @@ impl CuckooTrie {
     /// each step reading what the same walk prefetched a round before (the primary bucket
     /// of the next prefix; the secondary one only when the node is not in the primary; the
     /// record once the leaf is read), so the DRAM reads of different keys' walks overlap
-    /// (memory-level parallelism across operations; `trie.rs`, `Raw::lookup_group`).
+    /// (memory-level parallelism across operations; `trie/lookup.rs`, `Raw::lookup_group`).
     /// Nothing is allocated. Each lookup is linearizable on its own.
     pub fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let g = orrery_core::sync::pin();
@@ -327,7 +328,7 @@ impl CuckooTrie {
 
     /// Whether a growth or a shrink of the table (§5 "Resizing": freezing and
     /// cooperatively copying it into one of twice the buckets, or fewer after removals,
-    /// `trie/grow.rs`) is in progress right now. Lookups and scans never wait for it;
+    /// `trie/grow/`) is in progress right now. Lookups and scans never wait for it;
     /// writers help it. For benchmarks and tests (the throughput and latency of
     /// operations that overlap a migration).
     pub fn is_growing(&self) -> bool {

@@ -23,7 +23,7 @@ pub enum Expansion {
 /// GET stays near 1.3 DRAM round trips (measured: `docs/results/mercury.md`, "Load factor").
 pub const DEFAULT_LOAD_PERCENT: usize = 100;
 
-/// Construction parameters of a [`Mercury`] table.
+/// Construction parameters of a [`Mercury`](crate::Mercury) table.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Buckets of the initial table, `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power

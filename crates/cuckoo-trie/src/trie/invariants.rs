@@ -104,7 +104,7 @@ impl Raw {
     /// below it and clears its stale mark (the dirty flag of an internal node): for a
     /// table no writer and no reader uses. One depth-first walk, largest child first: the
     /// first leaf reached after entering a node is its subtree's maximum. The tests'
-    /// reference for the locators the growth copy sets as it goes (`trie/grow.rs`).
+    /// reference for the locators the growth copy sets as it goes (`trie/grow/`).
     #[cfg(test)]
     pub(crate) fn fill_subtree_max(t: &Table) -> Result<(), Full> {
         let root = t.find(Locator { hash: 0, color: 0 }).ok_or(Full)?;

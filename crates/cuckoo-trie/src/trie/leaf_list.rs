@@ -2,7 +2,7 @@
 //! the leaves' next-leaf locators, one dependent chain of reads per key. The trie walk of
 //! `trie/scan.rs` replaced it for scans; it is kept (feature `bench-internals`, and the
 //! tests) as the reference the walk is measured against, and because every writer still
-//! keeps the list (`trie/update.rs`; the full walk of `trie/invariants.rs` checks it).
+//! keeps the list (`trie/update/`; the full walk of `trie/invariants.rs` checks it).
 
 use std::ops::{Bound, ControlFlow};
 

@@ -163,7 +163,7 @@ impl Raw {
     /// locator is read from `node`'s validated entry, the leaf it names is read, then
     /// `node`'s bucket is checked unchanged: so the locator was `node`'s current one when
     /// the leaf was read, and every update that makes another leaf the maximum of `node`'s
-    /// subtree rewrites (hence locks) `node` (`trie/update.rs`). A node whose locator is
+    /// subtree rewrites (hence locks) `node` (`trie/update/`). A node whose locator is
     /// marked stale (its dirty flag: a copy by growth not yet recomputed) is passed by one
     /// rightmost step instead. Pushes `node` (and the nodes of such steps) and then the
     /// leaf onto `path`; a leaf reached by a locator has depth 0 and the node before it on

@@ -35,7 +35,7 @@
 //! larger key (`has-next` clear on the last leaf) — so the leaves form a singly linked list
 //! in key order. Invariant (checked by the unit test's full walk): at rest, following the
 //! locators from the smallest leaf visits every leaf once, in key order, and no leaf is
-//! dirty. Each update changes it within one commit of its lock set (`trie/update.rs`), in
+//! dirty. Each update changes it within one commit of its lock set (`trie/update/`), in
 //! the order of the paper (§4.5), which is also the order in which the intermediate states
 //! would be correct tries if they were visible:
 //!
@@ -53,7 +53,7 @@
 //!   locator, the list predecessor is pointed at it, and the nodes below it are cleared.
 //! - growth: each copy unit (a subtree of the root) links its leaves as it places them in
 //!   key order; the participant that finishes the growth links the units' lists together
-//!   before the new table is published (`trie/grow.rs`).
+//!   before the new table is published (`trie/grow/`).
 //!
 //! # Subtree-max locators (§4.4, Fig 3c, Fig 5)
 //!
@@ -61,7 +61,7 @@
 //! it. Invariant (checked by the unit test's full walk): at rest, every internal node's
 //! locator names the leaf at the end of its rightmost edge, unless the node is marked
 //! stale (its dirty flag: only copies made by growth, until the copy sets them). Updates keep the
-//! locators in their commits (`trie/update.rs` has what changes and what is locked).
+//! locators in their commits (`trie/update/` has what changes and what is locked).
 //! A predecessor search climbs the searched path to the first ancestor with a child on the
 //! left and reads that child's locator (`max_leaf`: the child's entry, the leaf's bucket
 //! pair, then the child's bucket validated), instead of one validated bucket pair per level
@@ -88,7 +88,7 @@
 //!
 //! # Concurrency protocol (§5)
 //!
-//! - Writers lock only the buckets they change (§5 "Updates"; `trie/update.rs` has the
+//! - Writers lock only the buckets they change (§5 "Updates"; `trie/update/` has the
 //!   table of what each update locks and why it suffices, `lockset.rs` the locking
 //!   rules): read-only validated searches find every node the update writes, the buckets
 //!   are locked by compare-and-swap on their version/lock words at the versions those
@@ -110,14 +110,14 @@
 //!   before clearing the child.
 //! - Records are immutable; a replaced or removed record is retired through the epoch
 //!   collector, so a reader may read any record it reached under its guard.
-//! - Growth (`trie/grow.rs`) freezes every bucket of the current table (a bit of the
+//! - Growth (`trie/grow/`) freezes every bucket of the current table (a bit of the
 //!   version word that makes every writer's lock fail; readers ignore it), copies it into
 //!   a table of twice the buckets while readers keep using it, then publishes the new
 //!   table and retires the old one through the epoch collector. The freezing and the copy
 //!   are split into units (bucket chunks; subtrees of the root) claimed with one counter
 //!   by every writer that meets the frozen table: writers help instead of waiting.
 //!   A removal that leaves the trie's entries under a quarter of the slots shrinks the
-//!   table by the same migration into a smaller one (`trie/grow.rs`, "Shrinking"); the
+//!   table by the same migration into a smaller one (`trie/grow/`, "Shrinking"); the
 //!   entries are counted at each update's commit (`Counts`).
 //!
 //! - Scans (beyond §4.4; `trie/scan.rs`): one validated successor (predecessor) search
@@ -272,7 +272,7 @@ struct Counts {
     len: AtomicUsize,
     /// Entries of the trie (nodes, the root included), changed at each update's commit by
     /// what it placed and cleared (`LockSet::commit`); a migration copies them all, so it
-    /// does not change it. The shrink trigger reads it (`trie/grow.rs`). Signed: a removal
+    /// does not change it. The shrink trigger reads it (`trie/grow/`). Signed: a removal
     /// may count its commit before the insert of the nodes it clears counts its own, so
     /// the sum can dip below the truth (never below it by more than the updates in flight).
     entries: AtomicIsize,
@@ -282,7 +282,7 @@ struct Counts {
 pub(crate) struct Raw {
     table: AtomicPtr<Table>,
     records: Arc<Records>,
-    /// The running migration and growth counters (`trie/grow.rs`).
+    /// The running migration and growth counters (`trie/grow/`).
     growth: grow::Growth,
     /// A growth is freezing or copying the current table.
     resizing: AtomicBool,

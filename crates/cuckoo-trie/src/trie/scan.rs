@@ -50,7 +50,7 @@
 //! parent announces but neither bucket shows (relocation in flight), an empty or dirty
 //! node, or a key not beyond the last one yielded resynchronises the walk: a new successor
 //! (predecessor) search past the last key yielded, and the stack rebuilt from its path.
-//! So, as for the leaf list (`trie.rs`, "Concurrency protocol"):
+//! So, as for the leaf list (`trie/mod.rs`, "Concurrency protocol"):
 //!
 //! - keys come strictly ascending (descending) — checked against the last key yielded;
 //! - a key yielded was present when its leaf was read: its leaf was a child of its parent

@@ -10,7 +10,7 @@
 //!
 //! # The migration
 //!
-//! A [`Migration`] is created by the writer that found no room (`trie/update.rs`), under
+//! A [`Migration`] is created by the writer that found no room (`trie/update/`), under
 //! `Raw::migration` (a mutex held only to install or look up the migration, never while
 //! copying). That writer first allocates the new table (twice the buckets) and places its
 //! root: out of memory is returned as [`Error::OutOfMemory`] before anything is frozen, so

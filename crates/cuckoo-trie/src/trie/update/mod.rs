@@ -29,7 +29,7 @@
 //!
 //! **Subtree-max locators** (§4.4, Fig 3c). Every internal node (bitmap or jump, the
 //! root included) holds the locator of the largest leaf below it; predecessor searches
-//! follow it instead of descending the rightmost edge (`trie.rs`, `max_leaf`). The *max
+//! follow it instead of descending the rightmost edge (`trie/mod.rs`, `max_leaf`). The *max
 //! ancestors* of a node `N` on the searched path are the nodes above it that `N` lies on
 //! the rightmost edge of (`rightmost_from`: each node on the way is its parent's highest
 //! child, or a jump node's only child); their maximum is the maximum below `N`. They are
@@ -62,7 +62,7 @@
 //! flag marks the one transient stale state: a growth copies internal nodes with
 //! locators of the old table ([`crate::bucket::Entry::rebased`] sets the flag on the
 //! copy), and the copy sets each node's locator, clearing the flag, when its subtree is
-//! done (`trie/grow.rs`), so no published table holds a flagged node. Readers would pass
+//! done (`trie/grow/`), so no published table holds a flagged node. Readers would pass
 //! a flagged node by one rightmost step, and a writer that sets a node's locator clears it.
 //!
 //! **Deadlock freedom and linearizability** are unchanged by the extra locks: they are
@@ -107,7 +107,7 @@
 //! often) no free slot, the writer grows the table: it marks every bucket *frozen* (no
 //! writer can lock it any more; readers keep reading it), copies the trie into a table of
 //! twice the buckets, publishes it with one pointer swap and retires the old one. Writers
-//! whose locks fail on a frozen bucket help copy it (`trie/grow.rs`); readers never wait.
+//! whose locks fail on a frozen bucket help copy it (`trie/grow/`); readers never wait.
 //! A removal whose commit leaves fewer entries than a quarter of the slots then shrinks
 //! the table the same way, into a smaller one (`Raw::maybe_shrink`, after the commit: the
 //! removal is done whatever the shrink does).
@@ -311,7 +311,7 @@ impl Raw {
     }
 
     /// While a growth is copying the table (its buckets are frozen), helps copy it and
-    /// waits for the new table (`trie/grow.rs`); the writer continues there.
+    /// waits for the new table (`trie/grow/`); the writer continues there.
     fn wait_growth(&self) {
         self.help_growth();
     }
