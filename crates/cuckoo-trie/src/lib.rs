@@ -39,8 +39,8 @@
 //!
 //! Those of [`orrery_core::api`]. Lookups and scans take no lock; writers lock only the
 //! buckets they change, by compare-and-swap on the buckets' version/lock words (§5), so
-//! writers to different parts of the trie run in parallel (protocol in `trie.rs` and
-//! `trie/update.rs`, and `docs/cuckoo-trie.md`).
+//! writers to different parts of the trie run in parallel (protocol in `trie/mod.rs` and
+//! `trie/update/`, and `docs/cuckoo-trie.md`).
 //!
 //! # Memory usage
 //!
@@ -55,16 +55,17 @@
 //! | `bucket` | the bucket and entry layouts (bytes), the version/lock protocol of a bucket |
 //! | `table` | `ENTRIESFOR`, `SEARCHBYPARENT`, `SEARCHBYCOLOR`, placement and relocation |
 //! | `record` | the immutable key-value records leaves reference |
-//! | `trie` | search, `get_many` groups, the leaf list, successor/predecessor search; the protocol |
-//! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight |
-//! | `trie/grow` | growth and shrink (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it, into a larger table when a placement finds no room, into a smaller one when removals leave it under a quarter full |
-//! | `trie/update` | insert, remove, read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
+//! | `trie` | the engine (`trie/mod.rs`: the raw trie, node steps, the protocol); `lookup` (point lookups, `get_many` groups), `locate` (successor/predecessor search, subtree-max locators), `invariants` (the full-walk checker) |
+//! | `trie/scan` | scans: a depth-first trie walk that keeps many nodes' buckets and leaves' records in flight, and the one batch-and-resume loop of every scan |
+//! | `trie/leaf_list` | the paper's leaf-list scan, kept as the walk's reference (feature `bench-internals`) |
+//! | `trie/grow` | growth and shrink (§5 "Resizing"): the frozen table copied cooperatively by the writers that meet it (`grow/copy.rs`: copy units and the finisher's table), into a larger table when a placement finds no room, into a smaller one when removals leave it under a quarter full |
+//! | `trie/update` | insert (`update/insert.rs`), remove (`update/remove.rs`), read-modify-write under per-bucket writer locking (§5 "Updates"): what each update locks and why it suffices |
 //! | `lockset` | the buckets one update locks, its private edits and its commit |
-//! | `iter` | [`Iter`] |
+//! | `iter` | `iter`, `range` and the batch source of [`Iter`] |
 //! | `config` | [`Config`] and its builder |
 
 // Subtree-max locators are laid out and unit-tested but not used by the trie (see
-// `trie.rs`, "The leaf list"): their codec items are otherwise dead.
+// `trie/mod.rs`, "The leaf list"): their codec items are otherwise dead.
 #[cfg_attr(not(test), allow(dead_code))]
 mod bucket;
 mod config;
@@ -81,10 +82,48 @@ mod trie;
 use std::ops::Bound;
 
 use orrery_core::api::ScanVisitor;
+use orrery_core::batch::BatchIter;
 
 pub use config::{Config, ConfigBuilder};
-pub use iter::{BATCH, Iter};
 pub use trie::GrowthStats;
+
+/// An iterator over a key range of a [`CuckooTrie`], in key order from either end: a
+/// seekable cursor that copies a batch of pairs at a time into a reusable arena.
+///
+/// Made by [`CuckooTrie::iter`] and [`CuckooTrie::range`]. It implements [`Iterator`] and
+/// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
+/// stop where they meet). Items are [`Entry`](orrery_core::batch::Entry)s: handles into the arena (a reference count),
+/// so iterating allocates nothing per pair; the arena is refilled in place once per batch
+/// when no entry of the previous batch is still held. [`Iter::next_pair`] and
+/// [`Iter::next_back_pair`] lend the pair as slices instead.
+///
+/// No lock or guard is held between calls: each refill copies a batch of pairs (a few dozen) under
+/// an epoch guard (one successor or predecessor search, then the prefetching trie walk of
+/// `trie/scan.rs`) and records where to resume
+/// (after the last key copied going up, below the smallest going down), so a user may keep
+/// an `Iter` while writing to the index. Under concurrent writers it is not a snapshot, as a scan is not
+/// ([`orrery_core::api`]): keys come strictly ascending from the front and strictly
+/// descending from the back, every pair yielded was present with that value at some
+/// moment, and every key present throughout (and in range) is yielded once.
+///
+/// ```
+/// use orrery_cuckoo_trie::CuckooTrie;
+/// use std::ops::Bound;
+/// let ct = CuckooTrie::new();
+/// for i in 0u32..1000 {
+///     ct.insert(&i.to_be_bytes(), b"v").unwrap();
+/// }
+/// let mut it = ct.iter();
+/// assert_eq!(it.next_pair().map(|(k, _)| k.to_vec()), Some(0u32.to_be_bytes().to_vec()));
+/// it.seek(Bound::Excluded(&500u32.to_be_bytes()));
+/// assert_eq!(it.next().unwrap().key(), 501u32.to_be_bytes());
+/// assert_eq!(it.next_back().unwrap().key(), 999u32.to_be_bytes());
+/// assert_eq!(it.count(), 497);
+/// let down: Vec<_> = ct.range(&10u32.to_be_bytes()[..]..&13u32.to_be_bytes()[..]).rev().collect();
+/// assert_eq!(down.len(), 3);
+/// assert_eq!(down[0].key(), 12u32.to_be_bytes());
+/// ```
+pub type Iter<'a> = BatchIter<&'a CuckooTrie>;
 
 /// A concurrent ordered key-value index over byte strings: a Cuckoo Trie.
 ///
@@ -105,7 +144,7 @@ impl std::fmt::Debug for CuckooTrie {
 impl CuckooTrie {
     /// Whether a growth or a shrink of the table (§5 "Resizing": freezing and
     /// cooperatively copying it into one of twice the buckets, or fewer after removals,
-    /// `trie/grow.rs`) is in progress right now. Lookups and scans never wait for it;
+    /// `trie/grow/`) is in progress right now. Lookups and scans never wait for it;
     /// writers help it. For benchmarks and tests (the throughput and latency of
     /// operations that overlap a migration).
     pub fn is_growing(&self) -> bool {
@@ -142,12 +181,12 @@ impl CuckooTrie {
 
     /// [`CuckooTrie::scan`] by the paper's leaf list (§4.4: one successor search, then the
     /// leaves' next-leaf locators, one dependent chain of reads per key): the reference the
-    /// trie walk is measured against (`examples/scan_walk.rs`). Same guarantees.
+    /// trie walk is measured against (`orrery-bench lab cuckoo_trie_scan_walk`). Same
+    /// guarantees. Feature `bench-internals` only.
+    #[cfg(feature = "bench-internals")]
     #[doc(hidden)]
     pub fn scan_leaf_list(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        prims::scan_batches(start, visitor, |from, g, v| {
-            self.raw
-                .scan_batch_list(from, g, prims::SCAN_BATCH, &mut |k, x| v(k, x))
-        })
+        self.raw
+            .scan_resumable(start, visitor, trie::Raw::scan_batch_list);
     }
 }

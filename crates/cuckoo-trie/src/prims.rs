@@ -1,40 +1,16 @@
 //! The Cuckoo Trie's side of the one API: the primitives of `orrery_core::raw` on the
 //! trie engine ([`trie::Raw`]), each under one epoch guard, and the public methods and
 //! traits written over them by `orrery_core::index_api!`.
-//!
-//! Scans run in batches of [`SCAN_BATCH`] pairs under one guard each, then resume by a new
-//! search past the last key visited: large, so that a typical range (YCSB-E: up to 100
-//! keys) costs one search; bounded, so that a long scan does not hold back memory
-//! reclamation.
+//! Scans run in batches under one epoch guard each (`Raw::scan_resumable`).
 
 use std::ops::Bound;
 
 use orrery_core::api::{self, MemoryUsage, ScanVisitor};
 use orrery_core::raw::{RawIndex, RawOrdered, WriteMode};
-use orrery_core::sync::{Guard, pin};
+use orrery_core::sync::pin;
 
-use crate::trie::{self, Decision, Mode, ScanEnd};
+use crate::trie::{self, Decision, Mode};
 use crate::{Config, CuckooTrie};
-
-/// Pairs a scan visits under one epoch guard before it resumes by a new search.
-pub(crate) const SCAN_BATCH: usize = 512;
-
-/// The batch-and-resume loop of every scan: `batch` visits up to [`SCAN_BATCH`] pairs from
-/// a bound under a fresh guard; the loop resumes past the last key it visited.
-pub(crate) fn scan_batches<'a>(
-    from: Bound<&[u8]>,
-    visitor: &mut ScanVisitor<'_>,
-    mut batch: impl for<'g> FnMut(Bound<&[u8]>, &'g Guard, &mut ScanVisitor<'_>) -> ScanEnd<'g> + 'a,
-) {
-    let mut from: Bound<Vec<u8>> = from.map(<[u8]>::to_vec);
-    loop {
-        let g = pin();
-        match batch(from.as_ref().map(Vec::as_slice), &g, visitor) {
-            ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
-            ScanEnd::Done | ScanEnd::Stopped => return,
-        }
-    }
-}
 
 impl RawIndex for trie::Raw {
     #[inline]
@@ -105,16 +81,12 @@ impl RawOrdered for trie::Raw {
     /// One successor search, then a depth-first walk of the trie that keeps the buckets of
     /// the next nodes and the records of the next leaves in flight (`trie/scan.rs`).
     fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        scan_batches(start, visitor, |from, g, v| {
-            self.scan_batch(from, g, SCAN_BATCH, &mut |k, x| v(k, x))
-        })
+        self.scan_resumable(start, visitor, trie::Raw::scan_batch)
     }
 
     /// One predecessor search, then the walk of `scan` mirrored.
     fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
-        scan_batches(end, visitor, |from, g, v| {
-            self.scan_batch_rev(from, g, SCAN_BATCH, &mut |k, x| v(k, x))
-        })
+        self.scan_resumable(end, visitor, trie::Raw::scan_batch_rev)
     }
 
     fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {

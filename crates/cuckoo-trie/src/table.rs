@@ -120,7 +120,7 @@ impl Table {
     }
 
     /// Prefetches one bucket of `h`: `B1` if `primary`, else `B2` (a lookup group reads
-    /// `B2` only when the node is not in `B1`, a round later: `trie.rs`).
+    /// `B2` only when the node is not in `B1`, a round later: `trie/mod.rs`).
     #[inline]
     pub(crate) fn prefetch_one(&self, h: u64, primary: bool) {
         let (b1, b2) = self.hash.buckets_of(h);
@@ -267,7 +267,7 @@ impl Table {
     /// has and a free slot in `B1` or `B2`; if both are full, unlocks, makes room along a
     /// cuckoo path and tries again. Returns where it went and the entry as written (with
     /// its colour). Safe with concurrent placers (a table being filled by a cooperative
-    /// growth, `trie/grow.rs`): the colour and the slot are chosen from locked lines, and
+    /// growth, `trie/grow/`): the colour and the slot are chosen from locked lines, and
     /// a relocation moves an entry under the locks of both its buckets. Not for the shared
     /// trie table: updates there place through the trie's lock sets.
     pub(crate) fn place(&self, h: u64, proto: Entry) -> Result<(Slot, Entry), Full> {

@@ -14,6 +14,7 @@
 //! The small initial table makes the writers grow it during the run, so readers also cross
 //! table replacements.
 
+use rand::Rng;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -83,12 +84,12 @@ fn writers_readers_and_scanners_overlap() {
                     let mine: Vec<u32> =
                         (0..N).filter(|i| i % (2 * writers) == 2 * w + 1).collect();
                     let mut present = vec![false; mine.len()];
-                    let mut x = 0x9E37_79B9u32.wrapping_mul(w + 1);
+                    let mut rng = orrery_core::testing::rng::rng(u64::from(
+                        0x9E37_79B9u32.wrapping_mul(w + 1),
+                    ));
                     start.wait();
                     while !stop.load(Ordering::Relaxed) {
-                        x ^= x << 13;
-                        x ^= x >> 17;
-                        x ^= x << 5;
+                        let x: u32 = rng.random();
                         let j = x as usize % mine.len();
                         let k = mine[j];
                         if present[j] {
@@ -219,11 +220,9 @@ fn overlapping_inserts_lose_nothing_and_invent_nothing() {
         }
         s.spawn(|| {
             start.wait();
-            let mut x = 0x2545_F491u32;
+            let mut rng = orrery_core::testing::rng::rng(u64::from(0x2545_F491u32));
             while !stop.load(Ordering::Relaxed) {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
+                let x: u32 = rng.random();
                 let w = x % W;
                 let c = acked[w as usize].load(Ordering::Acquire);
                 if c > 0 {
@@ -455,12 +454,12 @@ fn predecessor_race(initial_buckets: usize) {
                     let mine: Vec<[u8; 3]> =
                         churn.iter().copied().skip(w).step_by(writers).collect();
                     let mut present = vec![false; mine.len()];
-                    let mut x = 0x2545_F491u32.wrapping_mul(w as u32 + 1);
+                    let mut rng = orrery_core::testing::rng::rng(u64::from(
+                        0x2545_F491u32.wrapping_mul(w as u32 + 1),
+                    ));
                     start.wait();
                     while !stop.load(Ordering::Relaxed) {
-                        x ^= x << 13;
-                        x ^= x >> 17;
-                        x ^= x << 5;
+                        let x: u32 = rng.random();
                         let j = x as usize % mine.len();
                         let k = mine[j];
                         if present[j] {

@@ -7,6 +7,7 @@
 //! seen what it is about — units copied by writers that did not start the growth, and
 //! lookups made while a growth was in progress — bounded by a generous time deadline.
 
+use rand::Rng;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -75,16 +76,15 @@ fn writers_cooperate_in_growth_while_readers_find_every_acknowledged_key() {
                     (&ct, &acked, &start, &done, &growing_reads);
                 s.spawn(move || {
                     start.wait();
-                    let mut x = 0x2545_F491u64.wrapping_mul(r as u64 + 1);
+                    let mut rng =
+                        orrery_core::testing::rng::rng(0x2545_F491u64.wrapping_mul(r as u64 + 1));
                     while !done.load(Ordering::Acquire) {
                         for (w, a) in acked.iter().enumerate() {
                             let n = a.load(Ordering::Acquire);
                             if n == 0 {
                                 continue;
                             }
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
+                            let x: u64 = rng.random();
                             // The newest acknowledged key and a random older one.
                             for j in [n - 1, (x % n as u64) as usize] {
                                 let k = key(w, j);

@@ -49,34 +49,28 @@
 //! above the successor's threshold finishes the expansion itself once its own guard is
 //! dropped, waiting for the token unpinned (a fresh guard per run, see `finish_expansion`).
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
-//! expansion, same migration code) for comparison; see `docs/mercury.md` for measurements.
+//! expansion, same migration code) for comparison (`orrery-bench lab mercury_expansion`).
 
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use crate::Expansion;
+use crate::config::Expansion;
 use crate::inline_pair;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node};
 use crate::raw::{Inner, hashed};
-use crate::read::prefetch;
 use crate::table::Table;
+use orrery_core::prefetch;
 use orrery_core::sync::{Backoff, Guard, pin};
 
 /// During an expansion, a thread helps on every `HELP_EVERY`-th of its inserts.
 ///
 /// With runs of 64 buckets, 32 spreads the migration of N buckets over about N/2 inserts
-/// (the successor needs N more before it must grow itself). It was 4 (N/16 inserts):
-/// measured with `orrery-bench`'s split of throughput while expanding (4M keys loaded into
-/// an empty table, `docs/results/mercury.md`), 16 lifted the insert throughput while an
-/// expansion runs from 0.16x to 0.37x of steady state on one thread (0.53x to 0.57x on
-/// two), and the whole load from 2.5 to 2.6 M inserts per CPU-second. With 32-byte cells
-/// (inline pairs) steady GETs got faster and a migrated bucket costs more (4x the bytes,
-/// first touch of the successor's pages), so 32 halves the work per insert again: on
-/// `mix-5` at 12.5M keys, 1 thread, the expanding/steady ratio was 0.75/0.81/0.96 with 16
-/// and 0.82/0.87/1.01 with 32 (three interleaved runs each on a shared machine; see
-/// `docs/mercury.md`).
+/// (the successor needs N more before it must grow itself): rare enough that the inserts
+/// while an expansion runs keep most of their steady throughput, often enough to finish
+/// well before the successor fills (measured: `docs/results/mercury.md`, "Design-note
+/// history", `HELP_EVERY`).
 const HELP_EVERY: isize = 32;
 
 /// How often (in inserts of one stripe) the striped total is compared with the threshold:

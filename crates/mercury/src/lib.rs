@@ -38,8 +38,8 @@
 //! - **Inline pairs (beyond the paper).** A bucket is a 32-byte cell: the bucket word plus an
 //!   inline area holding one pair whose key and value total at most 16 bytes (`table.rs`,
 //!   `inline_pair.rs`). A new small key takes its bucket's area when it is free, so most
-//!   small pairs are read with the bucket's one miss, no node access. Measured on 32M 8 B/8 B
-//!   pairs: the reason and the cost (4x the bucket-array bytes) are in `docs/mercury.md`.
+//!   small pairs are read with the bucket's one miss, no node access. The reason and the cost
+//!   (4x the bucket-array bytes) are in `docs/mercury.md`, "Inline pairs".
 //! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
 //!   size class (32 B for an 8 B key and 8 B value); layout in `node.rs`. A GET reads the
 //!   bucket line and the node's line: two DRAM accesses when the chain is one node long.
@@ -153,9 +153,9 @@
 //! another pair costs the bucket's line and then the node's (two DRAM accesses when it is
 //! the chain's first node). At 0.5–1 items per bucket, 63–79% of small pairs are
 //! inline ([`Mercury::chain_stats`] counts them). A miss and the absence check of an insert
-//! skip the last node thanks to the tags in links. Measured with the quick examples (ratios within one run; figures and
-//! caveats in `docs/mercury.md`): single-thread GETs run at 0.93–0.99× of the unsynchronized
-//! `variants::NoLockMercury`, and `get_many` several times faster than single GETs. Hold a
+//! skip the last node thanks to the tags in links. Single-thread GETs come close to the
+//! unsynchronized bench-only variant, and `get_many` overlaps the DRAM reads of many keys
+//! (measured: `docs/results/mercury.md`; `orrery-bench lab mercury_quick`). Hold a
 //! [`Session`] around batches to share one epoch pin. Call [`Mercury::finish_expansion`]
 //! after a bulk load that may have stopped mid-expansion.
 //!
@@ -186,9 +186,11 @@
 //!
 //! # Alternatives
 //!
-//! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The bench-only
-//! module `variants` (feature `variants`) holds the paper's measurement variants.
+//! For ordered scans use an ordered index (Wormhole, Cuckoo Trie, Hyperion). The paper's
+//! measurement variants (nolock, striped) are not part of the API: they live behind the
+//! feature `bench-internals`, which only `orrery-bench` enables.
 
+mod config;
 mod expand;
 mod inline_pair;
 mod iter;
@@ -198,7 +200,8 @@ mod prefault;
 mod raw;
 mod read;
 mod table;
-#[cfg(feature = "variants")]
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
 pub mod variants;
 mod write;
 
@@ -211,6 +214,9 @@ use orrery_core::Result;
 use orrery_core::api::{Decision, MemoryUsage};
 use orrery_core::raw::{RawIndex, WriteMode};
 
+pub use crate::config::{
+    Config, ConfigBuilder, DEFAULT_LOAD_PERCENT, Expansion, MAX_INITIAL_BUCKETS,
+};
 #[doc(hidden)]
 pub use crate::iter::ChainStats;
 pub use crate::iter::Iter;
@@ -218,152 +224,6 @@ use crate::raw::Inner;
 pub use orrery_core::api::ConfigError;
 pub use orrery_core::batch::Entry;
 use orrery_core::sync::{Guard, pin};
-
-/// Who migrates buckets during an expansion (see `expand.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Expansion {
-    /// Writers migrate a run of buckets every few inserts (the default).
-    #[default]
-    Cooperative,
-    /// A dedicated expand-thread per expansion, as in the paper.
-    Dedicated,
-}
-
-/// Default of [`Config::load_percent`]: a table doubles above one item per bucket.
-///
-/// It was 75 until the load of 32M pairs was measured against it (`docs/mercury.md`,
-/// "Load factor"): with 32-byte cells the expansions' fresh bucket arrays dominate a bulk
-/// load on this machine (first-touch page faults), and 100 halves them at 32M pairs (final
-/// table 2^25 cells instead of 2^26) while GETs stay near 1.3 DRAM round trips.
-pub const DEFAULT_LOAD_PERCENT: usize = 100;
-
-/// Construction parameters of a [`Mercury`] table.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Buckets of the initial table, `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power
-    /// of two).
-    pub initial_buckets: usize,
-    /// The table doubles when it holds more than `load_percent` items per 100 buckets
-    /// (default [`DEFAULT_LOAD_PERCENT`] = 100: the paper keeps "about one item per bucket").
-    /// At least 1.
-    pub load_percent: usize,
-    /// Who migrates buckets during an expansion.
-    pub expansion: Expansion,
-    /// Buckets migrated per run (between two publications of the progress *r*). At least 1.
-    pub migrate_run: usize,
-    /// Whether a background thread populates the successor's pages ahead of the migration
-    /// during expansions of tables of at least 64 Ki buckets (2 MiB of cells; smaller
-    /// tables never start it). Default `true`: the first touch of a successor's fresh pages
-    /// is most of a migration's cost (4-14 ms per 2 MiB page on the project's VM), and the
-    /// thread moves it off the inserts that migrate, onto a core that is idle unless every
-    /// core runs a worker (then the work is the same pages the workers would have faulted).
-    /// One thread per table, parked between expansions, joined when the table is dropped.
-    /// See `prefault.rs` and `docs/mercury.md`, "Pre-faulting the successor".
-    pub prefault: bool,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            initial_buckets: 1024,
-            load_percent: DEFAULT_LOAD_PERCENT,
-            expansion: Expansion::Cooperative,
-            migrate_run: 64,
-            prefault: true,
-        }
-    }
-}
-
-/// Largest [`Config::initial_buckets`]: 2^40.
-pub const MAX_INITIAL_BUCKETS: usize = 1 << 40;
-
-impl Config {
-    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
-    ///
-    /// ```
-    /// use orrery_mercury::{Config, Expansion, Mercury};
-    /// let config = Config::builder()
-    ///     .initial_buckets(1 << 16)
-    ///     .expansion(Expansion::Dedicated)
-    ///     .build()
-    ///     .unwrap();
-    /// let m = Mercury::with_config(config).unwrap();
-    /// assert!(m.is_empty());
-    /// assert!(Config::builder().load_percent(0).build().is_err());
-    /// ```
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::default()
-    }
-
-    /// Checks every field (nothing is clamped): `initial_buckets` in
-    /// `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power of two when the table is
-    /// built), `load_percent` and `migrate_run` at least 1.
-    pub fn validate(&self) -> std::result::Result<(), ConfigError> {
-        let invalid = |field, reason| Err(ConfigError::Invalid { field, reason });
-        if !(1..=MAX_INITIAL_BUCKETS).contains(&self.initial_buckets) {
-            return invalid("initial_buckets", "must be in 1..=2^40");
-        }
-        if self.load_percent == 0 {
-            return invalid("load_percent", "must be at least 1");
-        }
-        if self.migrate_run == 0 {
-            return invalid("migrate_run", "must be at least 1");
-        }
-        Ok(())
-    }
-
-    /// `initial_buckets` rounded up to a power of two (after validation).
-    fn normalized(mut self) -> Config {
-        self.initial_buckets = self.initial_buckets.next_power_of_two();
-        self
-    }
-}
-
-/// Builds a validated [`Config`] (start with [`Config::builder`]).
-#[derive(Clone, Debug, Default)]
-pub struct ConfigBuilder {
-    config: Config,
-}
-
-impl ConfigBuilder {
-    /// Buckets of the initial table (`1..=2^40`, rounded up to a power of two; default
-    /// 1024).
-    pub fn initial_buckets(mut self, n: usize) -> Self {
-        self.config.initial_buckets = n;
-        self
-    }
-
-    /// Items per 100 buckets above which the table doubles (at least 1; default
-    /// [`DEFAULT_LOAD_PERCENT`]).
-    pub fn load_percent(mut self, p: usize) -> Self {
-        self.config.load_percent = p;
-        self
-    }
-
-    /// Who migrates buckets during an expansion (default [`Expansion::Cooperative`]).
-    pub fn expansion(mut self, e: Expansion) -> Self {
-        self.config.expansion = e;
-        self
-    }
-
-    /// Buckets migrated per run (at least 1; default 64).
-    pub fn migrate_run(mut self, n: usize) -> Self {
-        self.config.migrate_run = n;
-        self
-    }
-
-    /// The successor pre-fault thread (default on; see [`Config::prefault`]).
-    pub fn prefault(mut self, on: bool) -> Self {
-        self.config.prefault = on;
-        self
-    }
-
-    /// The validated configuration, or the first invalid field.
-    pub fn build(self) -> std::result::Result<Config, ConfigError> {
-        self.config.validate()?;
-        Ok(self.config)
-    }
-}
 
 /// A concurrent hash table of byte-string keys and values (see the [crate docs](crate)).
 pub struct Mercury {
@@ -446,8 +306,9 @@ impl Mercury {
 /// Every `Mercury` operation pins an epoch guard; pinning from scratch is one locked
 /// instruction (a full barrier on x86). A `Session` pins once, and the operations made
 /// through it (or through the table itself while the session lives) only nest in that pin (a
-/// counter increment). On uniform single-threaded GETs over 4–8 M keys the saving was a few
-/// percent at most (the DRAM misses dominate); it matters more for cache-resident tables.
+/// counter increment). When every GET misses DRAM the saving is small (the misses
+/// dominate); it matters more for cache-resident tables (`orrery-bench lab mercury_quick`,
+/// mode `pin-ab`).
 ///
 /// A session holds back memory reclamation for every thread while it lives: keep it to a
 /// batch (hundreds to thousands of operations), not a thread's lifetime. It is `!Send`.

@@ -33,10 +33,11 @@
 //! `BitLock` helpers can lock one bit of them. Addresses at or above 2^48 cannot be stored;
 //! [`Link::fits`] lets the allocator reject them (x86-64 and AArch64 Linux never hand such
 //! addresses to a process that did not ask for them).
+//!
+//! This module is the format only: it sits below `node.rs` (whose `next` words are links)
+//! and never names the node type; `node.rs` adds the typed `Link::node` accessor.
 
 use std::ptr::NonNull;
-
-use crate::node::Node;
 
 /// Bit of a bucket word: the bucket's test-and-set lock.
 pub(crate) const LOCK_BIT: u32 = 0;
@@ -62,7 +63,7 @@ impl Link {
 
     /// Whether `node`'s address can be stored in a link.
     #[inline]
-    pub(crate) fn fits(node: NonNull<Node>) -> bool {
+    pub(crate) fn fits<T>(node: NonNull<T>) -> bool {
         let addr = node.as_ptr().addr() as u64;
         addr & !ADDR_MASK == 0
     }
@@ -71,7 +72,7 @@ impl Link {
     ///
     /// `node` must satisfy [`Link::fits`] (checked when the node is allocated).
     #[inline]
-    pub(crate) fn new(node: NonNull<Node>, tag: u16, last: bool) -> Link {
+    pub(crate) fn new<T>(node: NonNull<T>, tag: u16, last: bool) -> Link {
         let addr = node.as_ptr().expose_provenance() as u64;
         debug_assert_eq!(addr & !ADDR_MASK, 0, "node address does not fit a link");
         Link(addr | (u64::from(tag) << TAG_SHIFT) | if last { LAST } else { 0 })
@@ -89,11 +90,11 @@ impl Link {
         self.0
     }
 
-    /// The pointed node, or `None` at the end of a chain.
+    /// The pointed node's address (0 at the end of a chain). The typed pointer is
+    /// `Link::node` (`node.rs`, which owns the node type).
     #[inline]
-    pub(crate) fn node(self) -> Option<NonNull<Node>> {
-        let addr = (self.0 & ADDR_MASK) as usize;
-        NonNull::new(std::ptr::with_exposed_provenance_mut::<Node>(addr))
+    pub(crate) const fn addr(self) -> usize {
+        (self.0 & ADDR_MASK) as usize
     }
 
     /// Whether this link points at no node.
@@ -187,6 +188,7 @@ impl BucketWord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::Node;
 
     #[test]
     fn link_round_trip() {

@@ -59,6 +59,15 @@ use orrery_core::Error;
 use crate::link::Link;
 use orrery_core::alloc::SizeClassPool;
 
+impl Link {
+    /// The pointed node, or `None` at the end of a chain (the address was exposed by
+    /// [`Link::new`]).
+    #[inline]
+    pub(crate) fn node(self) -> Option<NonNull<Node>> {
+        NonNull::new(std::ptr::with_exposed_provenance_mut::<Node>(self.addr()))
+    }
+}
+
 /// Bytes before the key: the `next` and `meta` words.
 pub(crate) const HEADER: usize = 16;
 

@@ -10,7 +10,7 @@
 //! pre-faulting, that first toucher is the migrating insert (`expand.rs`): every 1024th run
 //! of 64 buckets enters a fresh page of each half of the successor and stalls for two page
 //! faults. `perf record` of an expansion attributes about 85% of the migration's time to
-//! `clear_page_erms` under the huge-page fault (`docs/mercury.md`, "The 32M load").
+//! `clear_page_erms` under the huge-page fault (measured: `docs/results/mercury.md`, "The 32M load").
 //!
 //! # What
 //!
@@ -59,7 +59,7 @@
 //! stalls off the worker. With as many workers as cores it competes with them for CPU, but
 //! only for work they would otherwise have done themselves (the same pages, populated once),
 //! so the total stays the same; its CPU time is not the workers' (benchmarks that count
-//! worker CPU time only see that the workers stopped paying for it: `docs/mercury.md`,
+//! worker CPU time only see that the workers stopped paying for it: `docs/results/mercury.md`,
 //! "Pre-faulting the successor").
 
 use std::ops::Range;
@@ -69,12 +69,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use orrery_core::alloc::{BackgroundThread, HUGE_PAGE_SIZE};
-use orrery_core::sync::pin;
+use orrery_core::sync::{Guard, pin};
 
 #[cfg(doc)]
-use crate::Config;
-use crate::raw::Inner;
-use crate::table::Cell;
+use crate::config::Config;
+use crate::table::{Cell, Table};
+
+/// What the pre-fault thread needs of the table it serves: its [`Prefaulter`] and its
+/// current [`Table`]. The engine (`raw::Inner`) implements it, so that this module sits
+/// below the engine and never names it.
+pub(crate) trait Host: Send + Sync + 'static {
+    /// The host's pre-fault thread.
+    fn prefaulter(&self) -> &Prefaulter;
+    /// The current table, valid while `guard` lives.
+    fn current_table<'g>(&self, guard: &'g Guard) -> &'g Table;
+}
 
 /// Old buckets per pre-fault step: one 2 MiB page of cells in each half of the successor.
 pub(crate) const STEP: usize = HUGE_PAGE_SIZE / size_of::<Cell>();
@@ -143,7 +152,7 @@ impl Prefaulter {
 
     /// An expansion of a table of `n` buckets started: starts the thread if the table is
     /// large enough and there is none yet, or wakes it.
-    pub(crate) fn expansion_started(&self, inner: &Arc<Inner>, n: usize) {
+    pub(crate) fn expansion_started<H: Host>(&self, inner: &Arc<H>, n: usize) {
         if !self.enabled || n < self.step() {
             return;
         }
@@ -178,13 +187,13 @@ impl Prefaulter {
 }
 
 /// The pre-fault thread: one step per upgrade of `weak`, parked when there is nothing to do.
-fn run(weak: &Weak<Inner>) {
+fn run<H: Host>(weak: &Weak<H>) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        if inner.prefaulter.thread.is_stopping() {
+        if inner.prefaulter().thread.is_stopping() {
             return;
         }
-        let worked = inner.prefault_step();
+        let worked = prefault_step(&*inner);
         drop(inner);
         if !worked {
             // `unpark` before `park` leaves a token: no wake-up is lost between the look
@@ -194,27 +203,25 @@ fn run(weak: &Weak<Inner>) {
     }
 }
 
-impl Inner {
-    /// Populates the successor's pages for the next planned range of old buckets (see
-    /// [`plan`]); returns whether it did anything.
-    pub(crate) fn prefault_step(&self) -> bool {
-        let guard = pin();
-        let t = self.current(&guard);
-        let Some(next) = t.next() else {
-            return false;
-        };
-        let n = t.len();
-        let Some(r) = plan(n, t.prefaulted(), t.migrated(), self.prefaulter.step()) else {
-            return false;
-        };
-        let populated = next
-            .prefault(r.clone())
-            .and_then(|()| next.prefault(r.start + n..r.end + n));
-        // Out of memory: stop pre-faulting this expansion (the migration faults what it
-        // needs, and reports the failure if it comes to that).
-        t.set_prefaulted(if populated.is_ok() { r.end } else { n });
-        true
-    }
+/// Populates the successor's pages for the next planned range of old buckets (see
+/// [`plan`]); returns whether it did anything.
+pub(crate) fn prefault_step<H: Host>(host: &H) -> bool {
+    let guard = pin();
+    let t = host.current_table(&guard);
+    let Some(next) = t.next() else {
+        return false;
+    };
+    let n = t.len();
+    let Some(r) = plan(n, t.prefaulted(), t.migrated(), host.prefaulter().step()) else {
+        return false;
+    };
+    let populated = next
+        .prefault(r.clone())
+        .and_then(|()| next.prefault(r.start + n..r.end + n));
+    // Out of memory: stop pre-faulting this expansion (the migration faults what it
+    // needs, and reports the failure if it comes to that).
+    t.set_prefaulted(if populated.is_ok() { r.end } else { n });
+    true
 }
 
 #[cfg(test)]

@@ -15,13 +15,13 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::Error;
 
-use crate::Config;
+use crate::config::Config;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
-use crate::prefault::Prefaulter;
-use crate::read::prefetch;
+use crate::prefault::{self, Prefaulter};
 use crate::table::{Cell, Table};
 use orrery_core::hash::{hash64, tag16};
+use orrery_core::prefetch;
 use orrery_core::sync::{Backoff, CachePadded, Guard, StripedCounter};
 
 /// [`Inner::counters`]: items.
@@ -59,6 +59,18 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     /// The successor pre-fault thread (`prefault.rs`).
     pub(crate) prefaulter: Prefaulter,
+}
+
+impl prefault::Host for Inner {
+    #[inline]
+    fn prefaulter(&self) -> &Prefaulter {
+        &self.prefaulter
+    }
+
+    #[inline]
+    fn current_table<'g>(&self, guard: &'g Guard) -> &'g Table {
+        self.current(guard)
+    }
 }
 
 /// A key's 64-bit hash (bucket index from the low bits) and 16-bit tag (from the high half).

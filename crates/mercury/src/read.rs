@@ -21,7 +21,7 @@ use orrery_core::sync::{Guard, pin};
 /// Keys in flight in one stage of the `get_many` pipeline.
 const BATCH: usize = 16;
 
-pub(crate) use orrery_core::prefetch;
+use orrery_core::prefetch;
 
 /// Looks `key` (hashed `h`) up starting at table `t`; calls `f` with its value if present.
 ///

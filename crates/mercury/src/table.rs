@@ -38,7 +38,7 @@ const _: () = assert!(size_of::<Cell>() == 32);
 
 impl Cell {
     /// The bucket word.
-    #[cfg(feature = "variants")]
+    #[cfg(feature = "bench-internals")]
     #[inline]
     pub(crate) fn word(&self) -> &AtomicU64 {
         &self.word

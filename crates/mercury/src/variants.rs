@@ -1,4 +1,5 @@
-//! **Bench-only** measurement variants of Fig 4 (feature `variants`). Not for production use.
+//! **Bench-only** measurement variants of Fig 4 (feature `bench-internals`, enabled only by
+//! `orrery-bench`; hidden from the API docs). Not for production use.
 //!
 //! Both reuse Mercury's bucket cells (bucket word plus inline pair), nodes and size-class
 //! pools (`table.rs`, `inline_pair.rs`, `link.rs`, `node.rs`) with the same placement rules
@@ -277,7 +278,7 @@ mod chain {
     }
 }
 
-const LOAD_PERCENT: usize = crate::DEFAULT_LOAD_PERCENT;
+const LOAD_PERCENT: usize = crate::config::DEFAULT_LOAD_PERCENT;
 const INITIAL_BUCKETS: usize = 1024;
 
 /// Mercury without any synchronization: the paper's "Mercury (nolock)" upper bound.

@@ -37,7 +37,7 @@ mod dedicated_expander {
 }
 
 /// The memcached-like bench variant is thread-safe too, so it must conform as well.
-#[cfg(feature = "variants")]
+#[cfg(feature = "bench-internals")]
 mod striped_variant {
     orrery_core::conformance_tests!(
         point,

@@ -6,17 +6,13 @@
 
 use orrery_core::testing::fuzz::{ops_from_bytes, run_differential_point};
 use orrery_mercury::{Config, Mercury};
+use rand::Rng;
 
 #[test]
 fn random_inputs_match_the_model() {
     let inputs = if cfg!(miri) { 2 } else { 300 };
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = orrery_core::testing::rng::rng(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || rng.random::<u64>();
     for _ in 0..inputs {
         let len = 256 + (next() % 8192) as usize;
         let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();

@@ -6,8 +6,10 @@
 //! `MERCURY_STRESS=<factor>` to multiply them for a long run.
 
 use orrery_core::KvIndex;
+use orrery_core::testing::rng;
 use orrery_core::testing::wait::{Progress, wait_for};
 use orrery_mercury::{Config, Expansion, Mercury};
+use rand::Rng;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Barrier;
@@ -19,20 +21,6 @@ fn scale(n: usize) -> usize {
         .and_then(|s| s.parse::<usize>().ok())
         .unwrap_or(1);
     if cfg!(miri) { n / 100 } else { n * factor }
-}
-
-/// xorshift64*: a tiny deterministic generator per thread.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 fn key(writer: usize, i: usize) -> Vec<u8> {
@@ -104,16 +92,16 @@ fn acknowledged_inserts_stay_visible(expansion: Expansion) {
         for r in 0..READERS {
             let (m, acked, done, checks) = (&m, &acked, &done, &checks);
             s.spawn(move || {
-                let mut rng = Rng(0x9E37_79B9 + r as u64);
+                let mut rng = rng::rng(0x9E37_79B9 + r as u64);
                 let mut batch_keys = Vec::new();
                 while !done.load(Ordering::Acquire) {
-                    let w = rng.below(WRITERS);
+                    let w = rng.random_range(..WRITERS);
                     let upto = acked[w].load(Ordering::Acquire);
                     if upto == 0 {
                         continue;
                     }
                     // The newest acknowledged key, and a random older one.
-                    for i in [upto - 1, rng.below(upto)] {
+                    for i in [upto - 1, rng.random_range(..upto)] {
                         let k = key(w, i);
                         let got = m.get(&k);
                         assert_eq!(got.as_deref(), Some(&value(&k)[..]), "key {w}/{i} lost");
@@ -126,7 +114,7 @@ fn acknowledged_inserts_stay_visible(expansion: Expansion) {
                     // A batch through the prefetch pipeline.
                     batch_keys.clear();
                     for _ in 0..20 {
-                        batch_keys.push(key(w, rng.below(upto)));
+                        batch_keys.push(key(w, rng.random_range(..upto)));
                     }
                     let refs: Vec<&[u8]> = batch_keys.iter().map(Vec::as_slice).collect();
                     KvIndex::get_many(m, &refs, &mut |i, v| {
@@ -186,12 +174,12 @@ fn in_place_rewrites_are_atomic() {
     let progress = Progress::new(1);
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut rng = Rng(7);
+            let mut rng = rng::rng(7);
             // The reader runs before the first rewrite and between every few thousand.
             let mut last = progress.snapshot();
             progress.wait_all_moved(&mut last);
             for r in 0..rounds {
-                let k = &keys[rng.below(keys.len())];
+                let k = &keys[rng.random_range(..keys.len())];
                 let b = (r % 251) as u8;
                 if r % 3 == 0 {
                     m.update(k, |_| shape(b)).unwrap();
@@ -205,9 +193,9 @@ fn in_place_rewrites_are_atomic() {
             done.store(true, Ordering::Release);
         });
         s.spawn(|| {
-            let mut rng = Rng(8);
+            let mut rng = rng::rng(8);
             while !done.load(Ordering::Acquire) {
-                let k = &keys[rng.below(keys.len())];
+                let k = &keys[rng.random_range(..keys.len())];
                 m.get_with(k, |v| {
                     let b = v[0];
                     assert_eq!(v, &shape(b)[..], "torn value");
@@ -277,15 +265,15 @@ fn mixed_workload_matches_models() {
             .map(|t| {
                 let m = &m;
                 s.spawn(move || {
-                    let mut rng = Rng(0xABCD + t as u64);
+                    let mut rng = rng::rng(0xABCD + t as u64);
                     let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
                     let range = 2_000;
                     for _ in 0..ops {
-                        let k = key(t, rng.below(range));
-                        match rng.below(10) {
+                        let k = key(t, rng.random_range(..range));
+                        match rng.random_range(..10usize) {
                             0..=3 => {
                                 let mut v = value(&k);
-                                v.truncate(rng.below(v.len() + 1));
+                                v.truncate(rng.random_range(..v.len() + 1));
                                 let new = m.insert(&k, &v).unwrap();
                                 assert_eq!(new, model.insert(k, v).is_none());
                             }
@@ -293,7 +281,7 @@ fn mixed_workload_matches_models() {
                                 assert_eq!(m.remove(&k), model.remove(&k).is_some());
                             }
                             6 => {
-                                let grow = rng.below(2) == 0;
+                                let grow = rng.random_range(..2usize) == 0;
                                 let f = |old: &[u8]| {
                                     let mut v = old.to_vec();
                                     if grow {
@@ -319,7 +307,7 @@ fn mixed_workload_matches_models() {
                             _ => {
                                 assert_eq!(m.get(&k).as_ref(), model.get(&k));
                                 // Another thread's key: any answer, but never garbage.
-                                let other = key((t + 1) % THREADS, rng.below(range));
+                                let other = key((t + 1) % THREADS, rng.random_range(..range));
                                 if let Some(v) = m.get(&other) {
                                     assert!(v.len() <= value(&other).len() + 30 * 64);
                                 }
@@ -372,7 +360,7 @@ fn reclamation_under_readers() {
     let progress = Progress::new(1);
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut rng = Rng(11);
+            let mut rng = rng::rng(11);
             // The reader runs before the first write and between every few thousand.
             let mut last = progress.snapshot();
             progress.wait_all_moved(&mut last);
@@ -380,7 +368,7 @@ fn reclamation_under_readers() {
                 if r % 4096 == 4095 {
                     progress.wait_all_moved(&mut last);
                 }
-                let k = &keys[rng.below(keys.len())];
+                let k = &keys[rng.random_range(..keys.len())];
                 match r % 4 {
                     0 => {
                         m.remove(k);
@@ -396,9 +384,9 @@ fn reclamation_under_readers() {
             done.store(true, Ordering::Release);
         });
         s.spawn(|| {
-            let mut rng = Rng(12);
+            let mut rng = rng::rng(12);
             while !done.load(Ordering::Acquire) {
-                let k = &keys[rng.below(keys.len())];
+                let k = &keys[rng.random_range(..keys.len())];
                 m.get_with(k, |v| assert_eq!(v, &shape(k, v[0])[..], "freed node read"));
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 KvIndex::get_many(&m, &refs, &mut |i, v| {
@@ -441,7 +429,7 @@ fn inline_moves_never_hide_a_key() {
                 }
             });
             s.spawn(|| {
-                let mut rng = Rng(11);
+                let mut rng = rng::rng(11);
                 loop {
                     let r = ready.load(Ordering::Acquire);
                     if r == n {
@@ -452,8 +440,8 @@ fn inline_moves_never_hide_a_key() {
                         continue;
                     }
                     // Mostly the newest key (the one being moved), sometimes an older one.
-                    let j = if rng.below(4) == 0 {
-                        rng.below(r)
+                    let j = if rng.random_range(..4usize) == 0 {
+                        rng.random_range(..r)
                     } else {
                         r - 1
                     };

@@ -11,6 +11,18 @@
 //!
 //! `orrery-bench lab` with no name lists the programs.
 
+mod common;
+mod cuckoo_trie_growth_readers;
+mod cuckoo_trie_load;
+mod cuckoo_trie_lookups;
+mod cuckoo_trie_readers;
+mod cuckoo_trie_scan_walk;
+mod cuckoo_trie_shrink;
+mod mercury_chains;
+mod mercury_expansion;
+mod mercury_expansion_stalls;
+mod mercury_migrate_cost;
+mod mercury_quick;
 mod wormhole_workingset;
 
 /// A lab program: its name on the command line, a line saying what it measures and its
@@ -25,11 +37,63 @@ pub(crate) struct Program {
 }
 
 /// Every lab program, by name.
-pub(crate) const PROGRAMS: &[Program] = &[Program {
-    name: "wormhole_workingset",
-    about: "Wormhole lookups over key subsets: cache lines or pages? (N M R [sorted|thin])",
-    run: wormhole_workingset::run,
-}];
+pub(crate) const PROGRAMS: &[Program] = &[
+    Program {
+        name: "cuckoo_trie_growth_readers",
+        about: "Cuckoo Trie lookups steady vs during a growth forced by a writer: [KEYS] [READERS]",
+        run: cuckoo_trie_growth_readers::run,
+    },
+    Program {
+        name: "cuckoo_trie_load",
+        about: "Cuckoo Trie rand-8 load: growths, B/key sawtooth, insert cost by load: [KEYS] [SEED]",
+        run: cuckoo_trie_load::run,
+    },
+    Program {
+        name: "cuckoo_trie_lookups",
+        about: "Cuckoo Trie get vs get_many CPU per lookup: [KEYS] [ROUNDS] [D] [both|get|many]",
+        run: cuckoo_trie_lookups::run,
+    },
+    Program {
+        name: "cuckoo_trie_scan_walk",
+        about: "Cuckoo Trie scans: trie walk vs leaf list vs descending walk: [KEYS] [ROUNDS] [OPS] [MAXLEN]",
+        run: cuckoo_trie_scan_walk::run,
+    },
+    Program {
+        name: "cuckoo_trie_shrink",
+        about: "Cuckoo Trie memory and lookups around a shrink after removals: [KEYS] [READERS] [PERCENT]",
+        run: cuckoo_trie_shrink::run,
+    },
+    Program {
+        name: "mercury_chains",
+        about: "Mercury's inline share and node reads per GET after loads of N keys: [N...]",
+        run: mercury_chains::run,
+    },
+    Program {
+        name: "mercury_expansion",
+        about: "Mercury loads and GETs while expanding, cooperative vs dedicated: [N]",
+        run: mercury_expansion::run,
+    },
+    Program {
+        name: "mercury_expansion_stalls",
+        about: "Mercury mix-5 batches steady vs expanding, long batches, vmstat: [keys] [ops] [prefault 0|1]",
+        run: mercury_expansion_stalls::run,
+    },
+    Program {
+        name: "mercury_migrate_cost",
+        about: "Mercury CPU cost of a GET and of migrating one bucket: [log2 buckets] [gets]",
+        run: mercury_migrate_cost::run,
+    },
+    Program {
+        name: "mercury_quick",
+        about: "Mercury and its variants vs a locked HashMap, GET ratios: [N] [secs] [table|pin-ab|nolock-ab|nolock-ab-presized]",
+        run: mercury_quick::run,
+    },
+    Program {
+        name: "wormhole_workingset",
+        about: "Wormhole lookups over key subsets: cache lines or pages? (N M R [sorted|thin])",
+        run: wormhole_workingset::run,
+    },
+];
 
 /// Runs the program `name` on `args`; with no name, lists the programs.
 pub(crate) fn main(name: Option<&str>, args: &[String]) -> Result<(), String> {

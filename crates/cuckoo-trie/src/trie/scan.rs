@@ -50,7 +50,7 @@
 //! parent announces but neither bucket shows (relocation in flight), an empty or dirty
 //! node, or a key not beyond the last one yielded resynchronises the walk: a new successor
 //! (predecessor) search past the last key yielded, and the stack rebuilt from its path.
-//! So, as for the leaf list (`trie.rs`, "Concurrency protocol"):
+//! So, as for the leaf list (`trie/mod.rs`, "Concurrency protocol"):
 //!
 //! - keys come strictly ascending (descending) — checked against the last key yielded;
 //! - a key yielded was present when its leaf was read: its leaf was a child of its parent
@@ -68,10 +68,18 @@
 //! reads there was present during the scan (the same argument as the leaf list's). A walk
 //! holds no state across epoch guards: a batch ends with the last key yielded, and the
 //! next batch starts with a new search past it.
+//!
+//! # Batches
+//!
+//! A scan of the index (`CuckooTrie::scan`, `scan_rev`) is a sequence of batches
+//! ([`Raw::scan_resumable`]): each pins an epoch guard, runs one batch primitive (this walk
+//! either way, or the leaf list's) for up to `SCAN_BATCH` pairs, and the next one resumes
+//! past the last key visited. Iterators copy their own, smaller batches (`iter.rs`).
 
 use std::collections::VecDeque;
 use std::ops::{Bound, ControlFlow};
 
+use orrery_core::api::ScanVisitor;
 use orrery_core::sync::{Backoff, Guard};
 
 use super::{Raw, Restart, ScanEnd, Step, rec_ptr};
@@ -325,7 +333,74 @@ impl Walker {
     }
 }
 
+/// Pairs a resumable scan ([`Raw::scan_resumable`]) visits under one epoch guard before
+/// it resumes by a new search past the last key visited. Large, so that a typical range
+/// (YCSB-E: up to 100 keys) costs one search; bounded, so that a long scan does not hold
+/// back memory reclamation.
+const SCAN_BATCH: usize = 512;
+
 impl Raw {
+    /// Visits the pairs from `start` on in batches of [`SCAN_BATCH`], each under its own
+    /// epoch guard, until the visitor breaks or the keys run out: `batch` (one of the batch
+    /// primitives: [`Raw::scan_batch`], [`Raw::scan_batch_rev`], the leaf list's
+    /// `scan_batch_list`) visits a batch from a bound, and the next batch starts past
+    /// (ascending) or below (descending) the last key it visited.
+    #[inline]
+    pub(crate) fn scan_resumable<B>(
+        &self,
+        start: Bound<&[u8]>,
+        visitor: &mut ScanVisitor<'_>,
+        batch: B,
+    ) where
+        B: for<'g> Fn(
+            &Raw,
+            Bound<&[u8]>,
+            &'g Guard,
+            usize,
+            &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+        ) -> ScanEnd<'g>,
+    {
+        let mut from: Bound<Vec<u8>> = start.map(<[u8]>::to_vec);
+        loop {
+            let g = orrery_core::sync::pin();
+            let bound = from.as_ref().map(Vec::as_slice);
+            match batch(self, bound, &g, SCAN_BATCH, &mut |k, v| visitor(k, v)) {
+                ScanEnd::More(k) => from = Bound::Excluded(k.to_vec()),
+                ScanEnd::Done | ScanEnd::Stopped => return,
+            }
+        }
+    }
+
+    /// Visits, ascending from `start`, up to `max` pairs under `g`: one successor search,
+    /// then the prefetching depth-first trie walk of `trie/scan.rs` (many nodes' buckets
+    /// and records in flight at once), every node validated as `FINDCHILD` validates a
+    /// child; a failed validation, or a key not above the last one yielded, resynchronises
+    /// by a successor search past the last key yielded.
+    pub(crate) fn scan_batch<'g>(
+        &self,
+        start: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        self.scan_walk(start, true, g, max, f)
+    }
+
+    /// Visits, descending from below `end`, up to `max` pairs under `g`: one predecessor
+    /// search (its leaf's path completed when a subtree-max locator reached it), then the
+    /// walk of `trie/scan.rs` mirrored (largest child first). Leaves have no previous-leaf
+    /// locator (the paper's list is singly linked), so this is also how descending scans
+    /// avoid a search per key.
+    pub(crate) fn scan_batch_rev<'g>(
+        &self,
+        end: Bound<&[u8]>,
+        g: &'g Guard,
+        max: usize,
+        f: &mut dyn FnMut(&'g [u8], &'g [u8]) -> ControlFlow<()>,
+    ) -> ScanEnd<'g> {
+        self.scan_walk(end, false, g, max, f)
+    }
+
     /// Visits up to `max` pairs from `bound` on, ascending (`forward`) or descending, under
     /// `g`, by the prefetching trie walk of this module.
     pub(crate) fn scan_walk<'g>(

@@ -1,7 +1,9 @@
-//! Point lookups and `get_many` on random 8-byte keys: a quick loop for tuning the read
-//! path without a release build of `orrery-bench` (`docs/results/cuckoo-trie.md`).
+//! Cuckoo Trie point lookups and `get_many` on random 8-byte keys: a quick loop for tuning
+//! the read path (`docs/results/cuckoo-trie.md`).
 //!
-//! `cargo run --release -p orrery-cuckoo-trie --example lookups -- [KEYS] [ROUNDS] [D] [MODE]`
+//! Arguments: `[KEYS = 4M] [ROUNDS = 3] [D = 5] [MODE = both|get|many]`.
+//!
+//! `orrery-bench lab cuckoo_trie_lookups 4M 3 5 both`
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values), then runs `ROUNDS` rounds of: 1M
 //! uniformly random lookups of loaded keys by `get_with`, then the same number by
@@ -11,33 +13,34 @@
 
 use std::time::Duration;
 
-use orrery_cuckoo_trie::{Config, CuckooTrie};
+use orrery::cuckoo_trie::{Config, CuckooTrie};
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
+use super::common::{splitmix, thread_cpu_secs};
 
 /// CPU time of the calling thread.
 fn cpu() -> Duration {
-    Duration::from_secs_f64(orrery_core::testing::clock::thread_cpu_secs())
+    Duration::from_secs_f64(thread_cpu_secs())
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let keys: u64 = args.next().map_or(4_000_000, |a| a.parse().expect("KEYS"));
-    let rounds: usize = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
-    let d: usize = args.next().map_or(5, |a| a.parse().expect("D"));
-    let mode = args.next().unwrap_or_else(|| "both".into());
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let keys = super::count_arg(args, 0, 4_000_000)?;
+    if keys == 0 {
+        return Err("KEYS must be at least 1".into());
+    }
+    let rounds = super::count_arg(args, 1, 3)?;
+    let d = super::count_arg(args, 2, 5)? as usize;
+    let mode = args.get(3).map_or("both", String::as_str);
+    if !["both", "get", "many"].contains(&mode) {
+        return Err(format!("MODE {mode:?}: both, get or many"));
+    }
     let config = Config::builder()
         .prefetch_depth(d)
         .build()
-        .expect("D in 1..=16");
-    let ct = CuckooTrie::with_config(config).expect("valid config");
+        .map_err(|e| e.to_string())?;
+    let ct = CuckooTrie::with_config(config).map_err(|e| e.to_string())?;
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let loaded: Vec<[u8; 8]> = (0..keys).map(|_| xorshift(&mut x).to_be_bytes()).collect();
+    let loaded: Vec<[u8; 8]> = (0..keys).map(|_| splitmix(&mut x).to_be_bytes()).collect();
     for k in &loaded {
         ct.insert(k, b"12345678").unwrap();
     }
@@ -49,7 +52,7 @@ fn main() {
     const N: usize = 1 << 20;
     for _ in 0..rounds {
         let picks: Vec<&[u8]> = (0..N)
-            .map(|_| &loaded[(xorshift(&mut x) % keys) as usize][..])
+            .map(|_| &loaded[(splitmix(&mut x) % keys) as usize][..])
             .collect();
         let mut found = 0usize;
         let mut single = f64::NAN;
@@ -73,4 +76,5 @@ fn main() {
             single / many
         );
     }
+    Ok(())
 }

@@ -1,22 +1,23 @@
-//! Where a `mix-5` phase loses time while an expansion runs, on one thread: loads `keys`
-//! 8-byte keys (default 4150K, just below the 2^22-bucket threshold), then runs `ops`
-//! operations (95% GETs of loaded keys, 5% inserts of new keys) in batches of 1024, and
+//! Where a `mix-5` phase loses time while a Mercury expansion runs, on one thread: loads
+//! `keys` 8-byte keys (default 4150K, just below the 2^22-bucket threshold), then runs
+//! `ops` operations (95% GETs of loaded keys, 5% inserts of new keys) in batches of 1024, and
 //! records each batch's wall time, the thread's CPU time and whether the table was expanding
 //! at both ends (as `orrery-bench` classifies them). Prints, per class, operations per wall
 //! second and per thread-CPU second, the batches that took over 2 ms of wall or CPU time (a
-//! normal batch takes ~0.5 ms: a long one is a page fault, or the thread was descheduled),
-//! and the kernel's THP-fault and compaction counters over the phase (`/proc/vmstat`).
+//! long batch is a page fault, or the thread was descheduled), and the kernel's THP-fault
+//! and compaction counters over the phase (`/proc/vmstat`).
 //!
-//! `cargo run --release -p orrery-mercury --example expansion_stalls -- [keys] [ops] [prefault 0|1]`
+//! Arguments: `[keys = 4150K] [ops = 6M] [prefault 0|1 = 1]`.
+//!
+//! `orrery-bench lab mercury_expansion_stalls 4150K 6M 0`
 
 use std::time::Instant;
 
-use orrery_mercury::{Config, Mercury};
+use orrery::mercury::{Config, Mercury};
 
-#[path = "common/util.rs"]
-mod util;
-use util::{splitmix, thread_cpu_secs};
+use super::common::{splitmix, thread_cpu_secs};
 
+/// The kernel's THP-fault and compaction counters.
 fn vmstat() -> Vec<(String, u64)> {
     let want = [
         "thp_fault_alloc",
@@ -35,6 +36,7 @@ fn vmstat() -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The batches of one class (steady or expanding).
 #[derive(Default)]
 struct Class {
     ops: u64,
@@ -45,22 +47,20 @@ struct Class {
     long_cpu_secs: f64,
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let keys: u64 = args
-        .get(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4_150_000);
-    let ops: u64 = args
-        .get(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(6_000_000);
-    let prefault = args.get(3).is_none_or(|s| s != "0");
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let keys = super::count_arg(args, 0, 4_150_000)?;
+    let ops = super::count_arg(args, 1, 6_000_000)?;
+    let prefault = match args.get(2).map(String::as_str) {
+        None | Some("1") => true,
+        Some("0") => false,
+        Some(other) => return Err(format!("prefault must be 0 or 1, not {other:?}")),
+    };
     let m = Mercury::with_config(Config {
         prefault,
         ..Config::default()
     })
-    .expect("table");
+    .map_err(|e| e.to_string())?;
     let key = |i: u64| {
         let mut s = i;
         splitmix(&mut s).to_le_bytes()
@@ -139,4 +139,5 @@ fn main() {
         .map(|((k, a), (_, b))| format!("{k} +{}", a - b))
         .collect();
     println!("vmstat over the phase: {}", delta.join(", "));
+    Ok(())
 }

@@ -3,43 +3,25 @@
 //! insert rate (wall and thread CPU), every growth (keys at that point, the load factor
 //! the old table had reached, the time spent inside the inserting call that grew), and
 //! `memory_usage` bytes per key at the end and just before/after each growth (the
-//! sawtooth). For quick loops and `perf record`: `orrery-bench` is the reference harness.
+//! sawtooth), and the insert CPU cost against the table's load factor (bands of 5%). For
+//! quick loops and `perf record`: `orrery-bench run` is the reference harness.
 //!
-//! `cargo build --release -p orrery-cuckoo-trie --example load &&
-//!  target/release/examples/load [KEYS] [SEED]`
+//! Arguments: `[KEYS = 4M] [SEED = 1]`.
+//!
+//! `orrery-bench lab cuckoo_trie_load 4M 1`
 
 use std::time::Instant;
 
-use orrery_cuckoo_trie::CuckooTrie;
+use orrery::cuckoo_trie::CuckooTrie;
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
+use super::common::{splitmix, thread_cpu_secs as thread_cpu};
 
-/// CPU time of this thread, in seconds.
-fn thread_cpu() -> f64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    s.split_whitespace()
-        .next()
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(0.0, |ns| ns / 1e9)
-}
-
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let keys: usize = args.next().map_or(4_000_000, |a| {
-        let a = a.to_ascii_uppercase();
-        match a.strip_suffix('M') {
-            Some(m) => (m.parse::<f64>().expect("KEYS") * 1e6) as usize,
-            None => a.parse().expect("KEYS"),
-        }
-    });
-    let seed: u64 = args.next().map_or(1, |a| a.parse().expect("SEED"));
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let keys = super::count_arg(args, 0, 4_000_000)? as usize;
+    let seed = super::count_arg(args, 1, 1)?;
     let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ seed.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    let data: Vec<[u8; 8]> = (0..keys).map(|_| xorshift(&mut x).to_be_bytes()).collect();
+    let data: Vec<[u8; 8]> = (0..keys).map(|_| splitmix(&mut x).to_be_bytes()).collect();
     let ct = CuckooTrie::new();
     let (w0, c0) = (Instant::now(), thread_cpu());
     let mut growths = 0;
@@ -106,4 +88,5 @@ fn main() {
         mem.structure_bytes as f64 / keys as f64,
         mem.key_value_bytes as f64 / keys as f64,
     );
+    Ok(())
 }

@@ -1,5 +1,6 @@
-//! The lookup threads of `growth_readers` and `shrink`: readers that file their throughput
-//! and latency samples by whether a migration (growth or shrink) was running.
+//! The lookup threads of the lab programs `cuckoo_trie_growth_readers` and
+//! `cuckoo_trie_shrink` (a helper module, not a program): readers that file their
+//! throughput and latency samples by whether a migration (growth or shrink) was running.
 //!
 //! A reader looks up random keys of its set in batches of 1024, reading `is_growing()` at
 //! each batch boundary: a batch is *migrating* if it said so at both ends, *steady* if at
@@ -9,15 +10,9 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use orrery_cuckoo_trie::CuckooTrie;
+use orrery::cuckoo_trie::CuckooTrie;
 
-/// One step of a xorshift64 generator.
-pub(crate) fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
+use super::common::splitmix;
 
 /// p50/p99/p999 of `v` (sorted in place).
 fn pct(v: &mut [u64]) -> String {
@@ -36,8 +31,9 @@ pub(crate) struct Tally {
     steady: (u64, f64),
     /// Lookups and seconds of migrating batches.
     migrating: (u64, f64),
-    /// Latency samples (ns), steady and migrating.
+    /// Latency samples (ns) of steady lookups.
     steady_ns: Vec<u64>,
+    /// Latency samples (ns) of lookups during a migration.
     migrating_ns: Vec<u64>,
 }
 
@@ -57,7 +53,7 @@ pub(crate) fn read<K: AsRef<[u8]>>(
         let e0 = ct.is_growing();
         let t0 = Instant::now();
         for j in 0..1024 {
-            let k = keys[(xorshift(&mut y) % keys.len() as u64) as usize].as_ref();
+            let k = keys[(splitmix(&mut y) % keys.len() as u64) as usize].as_ref();
             if j % 64 == 0 {
                 let a = ct.is_growing();
                 let s = Instant::now();
@@ -85,12 +81,18 @@ pub(crate) fn read<K: AsRef<[u8]>>(
 /// The readers' tallies summed: per-thread rates (Mops/s) added over readers, the longest
 /// time any reader spent in each state, and all latency samples.
 pub(crate) struct Summary {
-    pub(crate) steady_mops: f64,
-    pub(crate) migrating_mops: f64,
-    pub(crate) steady_secs: f64,
-    pub(crate) migrating_secs: f64,
-    pub(crate) steady_ns: Vec<u64>,
-    pub(crate) migrating_ns: Vec<u64>,
+    /// Steady lookups, Mops/s summed over readers.
+    steady_mops: f64,
+    /// Lookups during a migration, Mops/s summed over readers.
+    migrating_mops: f64,
+    /// The longest steady time of a reader.
+    steady_secs: f64,
+    /// The longest migrating time of a reader.
+    migrating_secs: f64,
+    /// Every steady latency sample (ns).
+    steady_ns: Vec<u64>,
+    /// Every latency sample during a migration (ns).
+    migrating_ns: Vec<u64>,
 }
 
 impl Summary {

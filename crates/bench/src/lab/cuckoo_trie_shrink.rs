@@ -1,7 +1,9 @@
-//! Memory and lookups around a shrink of the table (issue 21; `docs/results/cuckoo-trie.md`,
-//! "Shrink after removals").
+//! Memory and lookups around a shrink of the Cuckoo Trie's table
+//! (`docs/results/cuckoo-trie.md`, "Shrink after removals").
 //!
-//! `cargo run --release -p orrery-cuckoo-trie --example shrink -- [KEYS] [READERS] [PERCENT]`
+//! Arguments: `[KEYS = 4M] [READERS = 1] [PERCENT = 90]`.
+//!
+//! `orrery-bench lab cuckoo_trie_shrink 4M 1 90`
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values) and prints `memory_usage` and the
 //! process's RSS. Then starts `READERS` lookup threads and one writer together (barrier):
@@ -9,7 +11,7 @@
 //! more); the readers look up random keys of the remaining 10% in batches of 1024, filed by
 //! `is_growing()` (true during a shrink too) read at both ends of a batch: *steady* if it
 //! said no at both ends, *shrinking* if yes at both (per-thread rates summed over readers),
-//! and one lookup in 64 is timed, as in `examples/growth_readers.rs`. Afterwards, once the
+//! and one lookup in 64 is timed, as in `cuckoo_trie_growth_readers`. Afterwards, once the
 //! epoch collector has freed the old tables, prints `memory_usage` and RSS again, the
 //! shrink counts and the longest removal (the one that ran a shrink).
 
@@ -17,24 +19,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use orrery_cuckoo_trie::CuckooTrie;
+use orrery::cuckoo_trie::CuckooTrie;
 
-#[path = "common/readers.rs"]
-mod readers;
-use readers::{Summary, xorshift};
+use super::common::splitmix;
+use super::cuckoo_trie_readers::{self as readers, Summary};
 
-/// The process's resident set in MiB (`VmRSS` of `/proc/self/status`; 0 if unreadable).
+/// The process's resident set in MiB (0 if unreadable).
 fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib >> 10)
+    crate::metrics::rss::resident_bytes().map_or(0, |b| b >> 20)
 }
 
+/// Prints the index's memory and the process's RSS.
 fn report(label: &str, ct: &CuckooTrie) {
     let m = ct.memory_usage();
     println!(
@@ -51,21 +46,23 @@ fn report(label: &str, ct: &CuckooTrie) {
 fn drain() {
     let ran = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&ran);
-    orrery_core::sync::pin().defer(move || flag.store(true, Ordering::Relaxed));
-    let freed = orrery_core::sync::epoch::flush_until(Duration::from_secs(60), || {
-        ran.load(Ordering::Relaxed)
-    });
+    orrery::sync::pin().defer(move || flag.store(true, Ordering::Relaxed));
+    let freed =
+        orrery::sync::epoch::flush_until(Duration::from_secs(60), || ran.load(Ordering::Relaxed));
     assert!(freed, "retired tables not freed within 60 s");
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let keys: usize = args.next().map_or(4_000_000, |a| a.parse().expect("KEYS"));
-    let readers: usize = args.next().map_or(1, |a| a.parse().expect("READERS"));
-    let percent: usize = args.next().map_or(90, |a| a.parse().expect("PERCENT"));
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let keys = super::count_arg(args, 0, 4_000_000)? as usize;
+    let readers = super::count_arg(args, 1, 1)? as usize;
+    let percent = super::count_arg(args, 2, 90)? as usize;
+    if percent > 100 {
+        return Err(format!("PERCENT {percent} is over 100"));
+    }
     let ct = CuckooTrie::new();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let loaded: Vec<[u8; 8]> = (0..keys).map(|_| xorshift(&mut x).to_be_bytes()).collect();
+    let loaded: Vec<[u8; 8]> = (0..keys).map(|_| splitmix(&mut x).to_be_bytes()).collect();
     for k in &loaded {
         ct.insert(k, b"12345678").unwrap();
     }
@@ -109,4 +106,5 @@ fn main() {
         &format!("lookups ({readers} readers, writer removing)"),
         "a shrink",
     );
+    Ok(())
 }

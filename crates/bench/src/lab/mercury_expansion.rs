@@ -1,21 +1,21 @@
-//! Quick feedback on expansion (the benchmark suite proper is `orrery-bench`'s `mercury`):
+//! Mercury's expansion, cooperative vs the paper's dedicated expand-thread:
 //!
-//! 1. Load N random 8-byte keys into an empty table, cooperative vs dedicated expand-thread
-//!    (ratio of load throughput).
+//! 1. Load N random 8-byte keys into an empty table on 1 and 2 threads, three rounds per
+//!    mode (ratio of load throughput, per wall and per CPU second).
 //! 2. One thread inserts new keys (driving expansions) while another runs uniform GETs over
 //!    the preloaded keys; GET throughput is sampled in 5 ms windows, split by whether an
 //!    expansion was running, and reported as a ratio (expanding / steady).
 //!
-//! `cargo run --release -p orrery-mercury --example expansion -- [N]`
+//! Arguments: `[N = 4Mi keys]`.
+//!
+//! `orrery-bench lab mercury_expansion 4M`
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use orrery_mercury::{Config, Expansion, Mercury};
+use orrery::mercury::{Config, Expansion, Mercury};
 
-#[path = "common/util.rs"]
-mod util;
-use util::{cpu_secs, splitmix};
+use super::common::{cpu_secs, splitmix};
 
 /// Loads `keys` on `threads` threads; returns (Mops per wall second, Mops per CPU second).
 fn load(keys: &[[u8; 8]], expansion: Expansion, threads: usize) -> (f64, f64) {
@@ -23,15 +23,15 @@ fn load(keys: &[[u8; 8]], expansion: Expansion, threads: usize) -> (f64, f64) {
         expansion,
         ..Config::default()
     })
-    .unwrap();
+    .expect("the default configuration with another expansion mode is valid");
     let t = Instant::now();
     let cpu = cpu_secs();
     std::thread::scope(|s| {
-        for part in keys.chunks(keys.len().div_ceil(threads)) {
+        for part in keys.chunks(keys.len().div_ceil(threads).max(1)) {
             let m = &m;
             s.spawn(move || {
                 for k in part {
-                    m.insert(k, k).unwrap();
+                    m.insert(k, k).expect("8-byte pairs are within the limits");
                 }
             });
         }
@@ -45,11 +45,12 @@ fn load(keys: &[[u8; 8]], expansion: Expansion, threads: usize) -> (f64, f64) {
     )
 }
 
-fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4 << 20);
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let n = super::count_arg(args, 0, 4 << 20)? as usize;
+    if n < 2 {
+        return Err("N must be at least 2".into());
+    }
     let mut seed = 7;
     let keys: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut seed).to_le_bytes()).collect();
 
@@ -75,17 +76,17 @@ fn main() {
             expansion,
             ..Config::default()
         })
-        .unwrap();
+        .map_err(|e| e.to_string())?;
         let (old, new) = keys.split_at(n / 2);
         for k in old {
-            m.insert(k, k).unwrap();
+            m.insert(k, k).map_err(|e| e.to_string())?;
         }
         let done = AtomicBool::new(false);
         let (mut steady, mut expanding) = ((0u64, 0.0f64), (0u64, 0.0f64));
         std::thread::scope(|s| {
             s.spawn(|| {
                 for k in new {
-                    m.insert(k, k).unwrap();
+                    m.insert(k, k).expect("8-byte pairs are within the limits");
                 }
                 done.store(true, Ordering::Release);
             });
@@ -119,4 +120,5 @@ fn main() {
             steady.1 * 1e3
         );
     }
+    Ok(())
 }

@@ -1,8 +1,11 @@
-//! Side-by-side timing of the two ascending scans on one loaded index: the prefetching
-//! trie walk (`CuckooTrie::scan`, `src/trie/scan.rs`) and the paper's leaf list
-//! (`CuckooTrie::scan_leaf_list`, §4.4), plus the descending walk (`scan_rev`).
+//! Side-by-side timing of the Cuckoo Trie's two ascending scans on one loaded index: the
+//! prefetching trie walk (`CuckooTrie::scan`, `crates/cuckoo-trie/src/trie/scan.rs`) and the
+//! paper's leaf list (`CuckooTrie::scan_leaf_list`, §4.4, feature `bench-internals`), plus
+//! the descending walk (`scan_rev`).
 //!
-//! `cargo run --release -p orrery-cuckoo-trie --example scan_walk -- [KEYS] [ROUNDS] [OPS] [MAXLEN]`
+//! Arguments: `[KEYS = 4M] [ROUNDS = 5] [OPS = 200K] [MAXLEN = 100]`.
+//!
+//! `orrery-bench lab cuckoo_trie_scan_walk 4M 5 200K 100`
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values, as `orrery-bench`'s `rand-8`), then runs
 //! `ROUNDS` rounds; each round runs the same `OPS` scans (YCSB-E's shape: from a random
@@ -13,25 +16,23 @@
 use std::ops::{Bound, ControlFlow};
 use std::time::Instant;
 
-use orrery_core::testing::clock::thread_cpu_secs;
-use orrery_cuckoo_trie::CuckooTrie;
+use orrery::cuckoo_trie::CuckooTrie;
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
+use super::common::{splitmix, thread_cpu_secs};
 
 /// Which scan to time.
 #[derive(Clone, Copy)]
 enum Method {
+    /// `scan`: the prefetching trie walk.
     Walk,
+    /// `scan_leaf_list`: the paper's leaf list.
     List,
+    /// `scan_rev`: the walk, descending.
     WalkRev,
 }
 
 impl Method {
+    /// The method's name in the output.
     fn name(self) -> &'static str {
         match self {
             Method::Walk => "walk",
@@ -42,7 +43,7 @@ impl Method {
 }
 
 /// Runs the scans of `ops` (start index, length) by `m`; returns (cpu s, wall s, keys).
-fn run(ct: &CuckooTrie, loaded: &[[u8; 8]], ops: &[(usize, usize)], m: Method) -> (f64, f64, u64) {
+fn time(ct: &CuckooTrie, loaded: &[[u8; 8]], ops: &[(usize, usize)], m: Method) -> (f64, f64, u64) {
     let c0 = thread_cpu_secs();
     let w0 = Instant::now();
     let mut keys = 0u64;
@@ -70,15 +71,18 @@ fn run(ct: &CuckooTrie, loaded: &[[u8; 8]], ops: &[(usize, usize)], m: Method) -
     (thread_cpu_secs() - c0, w0.elapsed().as_secs_f64(), keys)
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: usize = args.next().map_or(4_000_000, |a| a.parse().expect("KEYS"));
-    let rounds: usize = args.next().map_or(5, |a| a.parse().expect("ROUNDS"));
-    let nops: usize = args.next().map_or(200_000, |a| a.parse().expect("OPS"));
-    let maxlen: u64 = args.next().map_or(100, |a| a.parse().expect("MAXLEN"));
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let n = super::count_arg(args, 0, 4_000_000)? as usize;
+    let rounds = super::count_arg(args, 1, 5)?;
+    let nops = super::count_arg(args, 2, 200_000)? as usize;
+    let maxlen = super::count_arg(args, 3, 100)?;
+    if n == 0 || rounds == 0 || nops == 0 || maxlen == 0 {
+        return Err("KEYS, ROUNDS, OPS and MAXLEN must be at least 1".into());
+    }
     let ct = CuckooTrie::new();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let loaded: Vec<[u8; 8]> = (0..n).map(|_| xorshift(&mut x).to_be_bytes()).collect();
+    let loaded: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut x).to_be_bytes()).collect();
     for k in &loaded {
         ct.insert(k, b"12345678").unwrap();
     }
@@ -92,13 +96,13 @@ fn main() {
     for r in 0..rounds {
         let ops: Vec<(usize, usize)> = (0..nops)
             .map(|_| {
-                let i = (xorshift(&mut x) % n as u64) as usize;
-                let len = (xorshift(&mut x) % maxlen) as usize + 1;
+                let i = (splitmix(&mut x) % n as u64) as usize;
+                let len = (splitmix(&mut x) % maxlen) as usize + 1;
                 (i, len)
             })
             .collect();
         for (j, &m) in methods.iter().enumerate() {
-            let (cpu, wall, keys) = run(&ct, &loaded, &ops, m);
+            let (cpu, wall, keys) = time(&ct, &loaded, &ops, m);
             let ns_key = cpu * 1e9 / keys as f64;
             per_key[j].push(ns_key);
             println!(
@@ -121,4 +125,5 @@ fn main() {
         .map(|(m, v)| format!("{} {:.1}", m.name(), med(v)))
         .collect();
     println!("median ns cpu/key: {}", meds.join(", "));
+    Ok(())
 }

@@ -1,23 +1,31 @@
-//! Quick feedback, not the benchmark suite (that is `orrery-bench`'s `mercury` suite): loads
-//! N random 8-byte keys with 8-byte values, then runs uniform positive GETs on 1 and 2
-//! threads, for Mercury, its bench-only variants (with `--features variants`) and a
-//! `std::collections::HashMap` behind an `RwLock`, and prints Mops/s and ratios to the
-//! locked HashMap measured in the same run (per CPU second of the working threads, so that a
-//! shared machine's scheduling does not decide the figures).
+//! Quick ratios for Mercury (the benchmark proper is the `mercury` suite): loads N random
+//! 8-byte keys with 8-byte values, then runs uniform positive GETs on 1 and 2 threads, for
+//! Mercury, its bench-only variants (`NoLockMercury`, `StripedMercury`) and a
+//! `std::collections::HashMap` behind an `RwLock`, and prints ratios to the locked HashMap
+//! measured in the same run (per CPU second of the working threads, so that a shared
+//! machine's scheduling does not decide the figures).
 //!
-//! `cargo run --release -p orrery-mercury --features variants --example mercury_quick -- [N] [secs]`
+//! Arguments: `[N = 4Mi] [secs per measurement = 2] [mode = table]`. Modes:
+//! - `table`: the table above;
+//! - `pin-ab`: interleaved A/B (7 rounds, medians) of 1-thread Mercury GETs without and with
+//!   an epoch guard held per 256-operation batch;
+//! - `nolock-ab`: interleaved A/B of 1-thread GETs, Mercury (unpinned and pinned per batch)
+//!   vs `NoLockMercury`, with Mercury's chain statistics and the process's huge pages;
+//! - `nolock-ab-presized`: the same with Mercury sized for N up front
+//!   (`Mercury::with_capacity`).
+//!
+//! `orrery-bench lab mercury_quick 4M 2 nolock-ab`
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use orrery_core::{KvIndex, MemoryUsage, Result};
-use orrery_mercury::Mercury;
+use orrery::mercury::Mercury;
+use orrery::mercury::variants::{NoLockMercury, StripedMercury};
+use orrery::{KvIndex, MemoryUsage, Result};
 
-#[path = "common/util.rs"]
-mod util;
-use util::{splitmix, thread_cpu_secs};
+use super::common::{splitmix, thread_cpu_secs};
 
 /// The baseline: std's HashMap (SipHash) behind one reader-writer lock.
 #[derive(Default)]
@@ -55,7 +63,7 @@ impl KvIndex for LockedHashMap {
 /// Runs `op(thread, i)` on `threads` threads for `secs`; returns Mops per second of each
 /// thread's own CPU time, summed over threads (on a shared machine, wall time would measure
 /// the scheduler's share as much as the code). With `pinned`, each
-/// batch of 256 operations runs under one `orrery_core::sync::pin()` guard (the structure's
+/// batch of 256 operations runs under one `orrery::sync::pin()` guard (the structure's
 /// own pins then nest, which costs a counter increment instead of a full barrier).
 fn timed(threads: usize, secs: f64, pinned: bool, op: &(dyn Fn(usize, u64) + Sync)) -> f64 {
     let stop = AtomicBool::new(false);
@@ -68,7 +76,7 @@ fn timed(threads: usize, secs: f64, pinned: bool, op: &(dyn Fn(usize, u64) + Syn
                 let mut n = 0u64;
                 let cpu = thread_cpu_secs();
                 while !stop.load(Ordering::Relaxed) {
-                    let _guard = pinned.then(orrery_core::sync::pin);
+                    let _guard = pinned.then(orrery::sync::pin);
                     for _ in 0..256 {
                         op(t, splitmix(&mut seed));
                     }
@@ -84,14 +92,25 @@ fn timed(threads: usize, secs: f64, pinned: bool, op: &(dyn Fn(usize, u64) + Syn
     rate.load(Ordering::Relaxed) as f64 / 1e6
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(4 << 20);
-    let secs: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2.0);
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> std::result::Result<(), String> {
+    let n = super::count_arg(args, 0, 4 << 20)? as usize;
+    if n == 0 {
+        return Err("N must be at least 1".into());
+    }
+    let secs: f64 = match args.get(1) {
+        None => 2.0,
+        Some(s) => s
+            .parse()
+            .ok()
+            .filter(|s: &f64| *s > 0.0)
+            .ok_or_else(|| format!("bad seconds {s:?}"))?,
+    };
+    let mode = args.get(2).map_or("table", String::as_str);
     let mut seed = 42;
     let keys: Vec<[u8; 8]> = (0..n).map(|_| splitmix(&mut seed).to_le_bytes()).collect();
 
-    if std::env::var_os("QUICK_PIN_AB").is_some() {
+    if mode == "pin-ab" {
         // Interleaved A/B of Mercury GETs without and with a guard held per 256-op batch.
         let m = Mercury::new();
         for k in &keys {
@@ -112,18 +131,17 @@ fn main() {
             "GET 1T, median of 7: pinned per batch / unpinned = {:.2}x",
             b[3] / a[3]
         );
-        return;
+        return Ok(());
     }
-    #[cfg(feature = "variants")]
-    if std::env::var_os("QUICK_NOLOCK_AB").is_some() {
+    if mode == "nolock-ab" || mode == "nolock-ab-presized" {
         // Interleaved A/B of 1-thread GETs: Mercury vs its nolock variant.
-        let m = if std::env::var_os("QUICK_PRESIZED").is_some() {
-            Mercury::with_capacity(n).unwrap()
+        let m = if mode == "nolock-ab-presized" {
+            Mercury::with_capacity(n).map_err(|e| e.to_string())?
         } else {
             Mercury::new()
         };
         // SAFETY: loaded here, then only read.
-        let nl = unsafe { orrery_mercury::variants::NoLockMercury::new() };
+        let nl = unsafe { NoLockMercury::new() };
         for k in &keys {
             m.insert(k, k).unwrap();
             nl.insert(k, k).unwrap();
@@ -160,21 +178,21 @@ fn main() {
             a[3] / b[3],
             KvIndex::memory_usage(&m).total() >> 20
         );
-        return;
+        return Ok(());
     }
-    #[cfg_attr(not(feature = "variants"), allow(unused_mut))]
-    let mut subjects: Vec<(&str, Box<dyn KvIndex>)> = vec![
+    if mode != "table" {
+        return Err(format!(
+            "unknown mode {mode:?} (table, pin-ab, nolock-ab, nolock-ab-presized)"
+        ));
+    }
+    let subjects: Vec<(&str, Box<dyn KvIndex>)> = vec![
         ("locked std HashMap", Box::new(LockedHashMap::default())),
         ("mercury", Box::new(Mercury::new())),
-    ];
-    #[cfg(feature = "variants")]
-    {
-        use orrery_mercury::variants::{NoLockMercury, StripedMercury};
         // SAFETY: the nolock variant is only written by the single-threaded load below and
         // then only read (concurrent lookups are allowed by its contract).
-        subjects.push(("mercury nolock", Box::new(unsafe { NoLockMercury::new() })));
-        subjects.push(("mercury striped", Box::new(StripedMercury::new())));
-    }
+        ("mercury nolock", Box::new(unsafe { NoLockMercury::new() })),
+        ("mercury striped", Box::new(StripedMercury::new())),
+    ];
 
     println!("{n} keys of 8 B, values 8 B, {secs} s per measurement");
     println!(
@@ -220,4 +238,5 @@ fn main() {
         "(ratios to the locked std HashMap of the same run, per CPU second of the working \
          threads; B/key as reported by memory_usage)"
     );
+    Ok(())
 }

@@ -1,9 +1,11 @@
-//! Lookup threads while one writer forces a growth of the table: the resize bar's
-//! measurement (`docs/results/cuckoo-trie.md`), which `orrery-bench` cannot make (its
-//! threads all run the same workload, and a writer cannot pass a batch boundary while a
-//! growth runs: it helps or waits).
+//! Cuckoo Trie lookup threads while one writer forces a growth of the table: the resize
+//! bar's measurement (`docs/results/cuckoo-trie.md`), which `orrery-bench run` cannot make
+//! (its threads all run the same workload, and a writer cannot pass a batch boundary while
+//! a growth runs: it helps or waits).
 //!
-//! `cargo run --release -p orrery-cuckoo-trie --example growth_readers -- [KEYS] [READERS]`
+//! Arguments: `[KEYS = 1.4M] [READERS = 1]`.
+//!
+//! `orrery-bench lab cuckoo_trie_growth_readers 1400K 1`
 //!
 //! Loads `KEYS` random 8-byte keys, then starts `READERS` lookup threads and one writer
 //! together (barrier). The writer inserts fresh keys until one growth has completed. Each
@@ -16,19 +18,18 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use orrery_cuckoo_trie::CuckooTrie;
+use orrery::cuckoo_trie::CuckooTrie;
 
-#[path = "common/readers.rs"]
-mod readers;
-use readers::{Summary, xorshift};
+use super::common::splitmix;
+use super::cuckoo_trie_readers::{self as readers, Summary};
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let keys: u64 = args.next().map_or(1_400_000, |a| a.parse().expect("KEYS"));
-    let readers: usize = args.next().map_or(1, |a| a.parse().expect("READERS"));
+/// Runs the program (see the module docs).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let keys = super::count_arg(args, 0, 1_400_000)?;
+    let readers = super::count_arg(args, 1, 1)? as usize;
     let ct = CuckooTrie::new();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let loaded: Vec<[u8; 8]> = (0..keys).map(|_| xorshift(&mut x).to_be_bytes()).collect();
+    let loaded: Vec<[u8; 8]> = (0..keys).map(|_| splitmix(&mut x).to_be_bytes()).collect();
     for k in &loaded {
         ct.insert(k, b"12345678").unwrap();
     }
@@ -55,7 +56,7 @@ fn main() {
         let mut z = 0x1234_5678_9ABC_DEF1u64;
         while ct.growth_stats().growths == g0 {
             let t = Instant::now();
-            ct.insert(&xorshift(&mut z).to_be_bytes(), b"12345678")
+            ct.insert(&splitmix(&mut z).to_be_bytes(), b"12345678")
                 .unwrap();
             inserted += 1;
             // The insert that grows the table returns once the growth is done.
@@ -71,4 +72,5 @@ fn main() {
         ct.memory_usage().structure_bytes >> 20
     );
     sum.print("lookups", "growth");
+    Ok(())
 }

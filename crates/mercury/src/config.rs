@@ -1,0 +1,152 @@
+//! The construction parameters of a Mercury table: [`Config`], its builder, who migrates
+//! buckets during an expansion ([`Expansion`]) and the limits and defaults they check.
+//!
+//! A leaf module: the engine (`raw.rs`) and the pre-fault thread (`prefault.rs`) read a
+//! validated, normalized `Config`; the crate root re-exports everything public here.
+
+use orrery_core::api::ConfigError;
+
+/// Who migrates buckets during an expansion (see `expand.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Expansion {
+    /// Writers migrate a run of buckets every few inserts (the default).
+    #[default]
+    Cooperative,
+    /// A dedicated expand-thread per expansion, as in the paper.
+    Dedicated,
+}
+
+/// Default of [`Config::load_percent`]: a table doubles above one item per bucket.
+///
+/// With 32-byte cells the expansions' fresh bucket arrays (first-touch page faults) weigh on
+/// a bulk load; one item per bucket keeps half as many cells as a 75% load would, while a
+/// GET stays near 1.3 DRAM round trips (measured: `docs/results/mercury.md`, "Load factor").
+pub const DEFAULT_LOAD_PERCENT: usize = 100;
+
+/// Construction parameters of a [`Mercury`](crate::Mercury) table.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Buckets of the initial table, `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power
+    /// of two).
+    pub initial_buckets: usize,
+    /// The table doubles when it holds more than `load_percent` items per 100 buckets
+    /// (default [`DEFAULT_LOAD_PERCENT`] = 100: the paper keeps "about one item per bucket").
+    /// At least 1.
+    pub load_percent: usize,
+    /// Who migrates buckets during an expansion.
+    pub expansion: Expansion,
+    /// Buckets migrated per run (between two publications of the progress *r*). At least 1.
+    pub migrate_run: usize,
+    /// Whether a background thread populates the successor's pages ahead of the migration
+    /// during expansions of tables of at least 64 Ki buckets (2 MiB of cells; smaller
+    /// tables never start it). Default `true`: the first touch of a successor's fresh pages
+    /// is most of a migration's cost (measured: `docs/results/mercury.md`), and the
+    /// thread moves it off the inserts that migrate, onto a core that is idle unless every
+    /// core runs a worker (then the work is the same pages the workers would have faulted).
+    /// One thread per table, parked between expansions, joined when the table is dropped.
+    /// See `prefault.rs` and `docs/mercury.md`, "Choices made by measurement".
+    pub prefault: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            initial_buckets: 1024,
+            load_percent: DEFAULT_LOAD_PERCENT,
+            expansion: Expansion::Cooperative,
+            migrate_run: 64,
+            prefault: true,
+        }
+    }
+}
+
+/// Largest [`Config::initial_buckets`]: 2^40.
+pub const MAX_INITIAL_BUCKETS: usize = 1 << 40;
+
+impl Config {
+    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
+    ///
+    /// ```
+    /// use orrery_mercury::{Config, Expansion, Mercury};
+    /// let config = Config::builder()
+    ///     .initial_buckets(1 << 16)
+    ///     .expansion(Expansion::Dedicated)
+    ///     .build()
+    ///     .unwrap();
+    /// let m = Mercury::with_config(config).unwrap();
+    /// assert!(m.is_empty());
+    /// assert!(Config::builder().load_percent(0).build().is_err());
+    /// ```
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
+
+    /// Checks every field (nothing is clamped): `initial_buckets` in
+    /// `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power of two when the table is
+    /// built), `load_percent` and `migrate_run` at least 1.
+    pub fn validate(&self) -> std::result::Result<(), ConfigError> {
+        let invalid = |field, reason| Err(ConfigError::Invalid { field, reason });
+        if !(1..=MAX_INITIAL_BUCKETS).contains(&self.initial_buckets) {
+            return invalid("initial_buckets", "must be in 1..=2^40");
+        }
+        if self.load_percent == 0 {
+            return invalid("load_percent", "must be at least 1");
+        }
+        if self.migrate_run == 0 {
+            return invalid("migrate_run", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// `initial_buckets` rounded up to a power of two (after validation).
+    pub(crate) fn normalized(mut self) -> Config {
+        self.initial_buckets = self.initial_buckets.next_power_of_two();
+        self
+    }
+}
+
+/// Builds a validated [`Config`] (start with [`Config::builder`]).
+#[derive(Clone, Debug, Default)]
+pub struct ConfigBuilder {
+    config: Config,
+}
+
+impl ConfigBuilder {
+    /// Buckets of the initial table (`1..=2^40`, rounded up to a power of two; default
+    /// 1024).
+    pub fn initial_buckets(mut self, n: usize) -> Self {
+        self.config.initial_buckets = n;
+        self
+    }
+
+    /// Items per 100 buckets above which the table doubles (at least 1; default
+    /// [`DEFAULT_LOAD_PERCENT`]).
+    pub fn load_percent(mut self, p: usize) -> Self {
+        self.config.load_percent = p;
+        self
+    }
+
+    /// Who migrates buckets during an expansion (default [`Expansion::Cooperative`]).
+    pub fn expansion(mut self, e: Expansion) -> Self {
+        self.config.expansion = e;
+        self
+    }
+
+    /// Buckets migrated per run (at least 1; default 64).
+    pub fn migrate_run(mut self, n: usize) -> Self {
+        self.config.migrate_run = n;
+        self
+    }
+
+    /// The successor pre-fault thread (default on; see [`Config::prefault`]).
+    pub fn prefault(mut self, on: bool) -> Self {
+        self.config.prefault = on;
+        self
+    }
+
+    /// The validated configuration, or the first invalid field.
+    pub fn build(self) -> std::result::Result<Config, ConfigError> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}
