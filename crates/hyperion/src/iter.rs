@@ -28,8 +28,8 @@
 //!
 //! # Cost of a copied pair
 //!
-//! A copy walks each trie through [`walk_trie`], which hands [`crate::node::walk`] (generic
-//! over its visitor) the copy's closure, so the bound check and the append are compiled
+//! A copy walks each trie through [`node::walk_trie`], which hands the walk (generic over
+//! its visitor) the copy's closure, so the bound check and the append are compiled
 //! into the walk's loop rather than called through a `dyn` pointer per key. Scans append
 //! to a [`ScanBatch`], whose short keys and values (up to 32 bytes) are copied by
 //! inlined 8-byte moves instead of a `memmove` call each; the iterators keep the house
@@ -68,9 +68,8 @@ use std::ops::{Bound, ControlFlow, RangeBounds};
 use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
 use crate::arena::Arena;
-use crate::mm::Hp;
-use crate::node::{self, R, Src};
-use crate::opt::{OptSrc, Torn};
+use crate::node::{self, Torn};
+use crate::opt::OptSrc;
 use crate::{Hyperion, prep};
 
 /// Pairs copied per refill of an [`Iter`].
@@ -314,7 +313,7 @@ impl Hyperion {
                     let root = a.roots[usize::from(b)].hp;
                     let val = a.get(&[b]);
                     let mut visit = |k: &[u8], v: &[u8]| c.visit(k, v);
-                    let flow = walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
+                    let flow = node::walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
                     debug_assert!(!c.bad, "a stored key is a pre-processed key");
                     Ok(node::ok(flow))
                 }
@@ -335,7 +334,7 @@ impl Hyperion {
                         c.visit(k, v)
                     };
                     let flow =
-                        walk_trie(src, view.root(b), rv, b, from, how.desc, buf, &mut visit)?;
+                        node::walk_trie(src, view.root(b), rv, b, from, how.desc, buf, &mut visit)?;
                     // A stored key always decodes: one that does not was torn.
                     if c.torn || c.bad { Err(Torn) } else { Ok(flow) }
                 }),
@@ -467,56 +466,6 @@ impl<S: Sink> Copier<'_, S> {
             ControlFlow::Continue(())
         }
     }
-}
-
-/// Visits the keys of trie `b` — its root value (key `[b]`) `root_val` and the keys below
-/// its root container `root` — that pass `bound`, ascending or descending, reading
-/// through `src` (the arena's memory manager under its lock, or an optimistic
-/// [`OptSrc`]). Generic over the visitor, so a copy's closure is compiled into
-/// [`node::walk`]'s loop instead of being called through a `dyn` pointer per key.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn walk_trie<Sr: Src, V>(
-    src: Sr,
-    root: Option<Hp>,
-    root_val: Option<&[u8]>,
-    b: u8,
-    bound: Bound<&[u8]>,
-    desc: bool,
-    buf: &mut Vec<u8>,
-    visit: &mut V,
-) -> R<ControlFlow<()>>
-where
-    V: FnMut(&[u8], &[u8]) -> ControlFlow<()> + ?Sized,
-{
-    let key = [b];
-    let ok = |k: &[u8]| match (bound, desc) {
-        (Bound::Unbounded, _) => true,
-        (Bound::Included(x), false) => k >= x,
-        (Bound::Excluded(x), false) => k > x,
-        (Bound::Included(x), true) => k <= x,
-        (Bound::Excluded(x), true) => k < x,
-    };
-    let val = root_val.filter(|_| ok(&key));
-    if !desc
-        && let Some(v) = val
-        && visit(&key, v).is_break()
-    {
-        return Ok(ControlFlow::Break(()));
-    }
-    if let Some(hp) = root {
-        buf.clear();
-        buf.push(b);
-        if node::walk(src, hp, buf, bound, desc, visit)?.is_break() {
-            return Ok(ControlFlow::Break(()));
-        }
-    }
-    if desc
-        && let Some(v) = val
-        && visit(&key, v).is_break()
-    {
-        return Ok(ControlFlow::Break(()));
-    }
-    Ok(ControlFlow::Continue(()))
 }
 
 /// Where a copy puts its pairs: the iterator's [`PairBatch`] or a scan's [`ScanBatch`].

@@ -83,7 +83,6 @@
 //! | `config` | [`Config`] and its builder |
 
 mod arena;
-mod cjt;
 mod config;
 mod edit;
 mod iter;
@@ -91,8 +90,6 @@ mod mm;
 mod node;
 mod opt;
 mod prep;
-mod split;
-mod tjt;
 mod write;
 
 use std::ops::{Bound, ControlFlow};

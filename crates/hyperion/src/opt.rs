@@ -32,16 +32,11 @@
 //! ([`Dirs`]), copying values and comparing suffixes with checked loads, the lookup's
 //! driver and its pipelined [`Probe`], and the walk's source [`OptSrc`].
 
-use crate::cjt;
 use crate::mm::{Dirs, Hp, RawBlock};
 use crate::node::{
-    Bytes, R, Src, Step, Suffix, ValRef, find_s, find_t, s_start, search, u32_in, used_in,
+    Bytes, R, Src, Step, Suffix, Torn, ValRef, cjt, find_s, find_t, s_start, search, u32_in,
+    used_in,
 };
-
-/// An optimistic attempt saw bytes that cannot be a consistent container (or could not
-/// reach a block): retry, or fall back to the lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Torn;
 
 #[inline(always)]
 fn at(b: &RawBlock, i: usize) -> R<u8> {
@@ -521,7 +516,7 @@ mod tests {
             valid,
         };
         let got = view.get(&[b], &mut rv, valid).and_then(|found| {
-            crate::iter::walk_trie(
+            crate::node::walk_trie(
                 src,
                 view.root(b),
                 found.then_some(rv.as_slice()),
@@ -611,7 +606,7 @@ mod tests {
                     };
                     let mut buf = Vec::new();
                     let mut seen = 0usize;
-                    let _ = crate::iter::walk_trie(
+                    let _ = crate::node::walk_trie(
                         src,
                         view.root(k[0]),
                         None,

@@ -29,11 +29,12 @@
 //! its T-Nodes by their jump successors instead of parsing every node.
 
 use crate::arena::ArenaInner;
-use crate::cjt::payload_start;
+use crate::node::cjt::payload_start;
 use crate::edit::Txn;
 use crate::mm::{Hp, MemoryManager};
 use crate::node::{HEADER, jump_successor, parse, set_used, used, write_header};
-use crate::write::CPath;
+
+use super::path::{CPath, fix_jumps};
 
 /// Split threshold `a` (bytes): the paper's 16 KiB.
 pub(crate) const SPLIT_A: usize = 16 * 1024;
@@ -120,7 +121,7 @@ impl ArenaInner {
         let upper_len = upper.len();
         write_header(&mut upper, upper_len);
         // The first T-Node's header may have changed length: its jump successor too.
-        crate::write::fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
+        fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
         let chained = self.mm.is_chain(c.link);
         // The lower part: the payload before the cut, without the jump table (both parts
         // are given new ones once the split is done).
