@@ -45,9 +45,9 @@
 //!   common, uncontended case keeps the locked walk's speed, and a writer that arrives
 //!   meanwhile waits for this one copy (at most a batch, [`SCAN_BATCH`] pairs);
 //! - otherwise it copies **optimistically**: pinned in an epoch, it reads trie `b`'s
-//!   version (`Arena::optimistic`), walks with [`crate::node::walk`] over
+//!   version (`Arena::optimistic`), walks with `node::walk` over
 //!   [`OptSrc`] — every byte a bounds-checked atomic load, values and suffixes copied
-//!   out, the version re-checked every [`crate::node::CHECK_EVERY`] steps so that a torn
+//!   out, the version re-checked every `node::CHECK_EVERY` steps so that a torn
 //!   child pointer cannot keep the walk going round a cycle — and validates the version
 //!   *before keeping each pair*: a pair is appended only when everything read so far was
 //!   consistent. A torn attempt therefore loses at most the pair it was on; the next
@@ -70,7 +70,8 @@ use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 use crate::arena::Arena;
 use crate::node::{self, Torn};
 use crate::opt::OptSrc;
-use crate::{Hyperion, prep};
+use crate::index::Hyperion;
+use crate::prep;
 
 /// Pairs copied per refill of an [`Iter`].
 pub const BATCH: usize = 64;

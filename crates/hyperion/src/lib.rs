@@ -85,6 +85,7 @@
 mod arena;
 mod config;
 mod edit;
+mod index;
 mod iter;
 mod mm;
 mod node;
@@ -101,20 +102,13 @@ use orrery_core::sync::CachePadded;
 
 use arena::{Arena, Decision};
 pub use config::{Config, ConfigBuilder};
+pub use index::Hyperion;
+use index::TrieKey;
 pub use iter::{BATCH, Iter, SCAN_BATCH};
 pub use mm::MemStats;
 
 /// Lookups a [`Hyperion::get_many`] pipeline keeps in flight.
 pub const GET_MANY_WINDOW: usize = 16;
-
-/// A concurrent ordered key-value index over byte strings: Hyperion.
-///
-/// See the [crate docs](crate) for an example and the guarantees.
-pub struct Hyperion {
-    arenas: Box<[CachePadded<Arena>]>,
-    len: CachePadded<AtomicIsize>,
-    config: Config,
-}
 
 impl Default for Hyperion {
     fn default() -> Self {
@@ -128,22 +122,6 @@ impl std::fmt::Debug for Hyperion {
             .field("len", &self.len())
             .field("config", &self.config)
             .finish_non_exhaustive()
-    }
-}
-
-/// A key in the trie's key space: the user's key, or its pre-processed form.
-enum TrieKey<'a> {
-    User(&'a [u8]),
-    Prep(Vec<u8>),
-}
-
-impl std::ops::Deref for TrieKey<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            TrieKey::User(k) => k,
-            TrieKey::Prep(k) => k,
-        }
     }
 }
 
@@ -173,23 +151,6 @@ impl Hyperion {
     /// The options the index was built with.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    #[inline]
-    fn arena_of(&self, key: &[u8]) -> &Arena {
-        let b = key.first().copied().unwrap_or(0) as usize;
-        &self.arenas[b % self.arenas.len()]
-    }
-
-    #[inline]
-    fn trie_key<'a>(&self, key: &'a [u8]) -> TrieKey<'a> {
-        if self.config.preprocess {
-            let mut out = Vec::with_capacity(key.len() + 1);
-            prep::encode(key, &mut out);
-            TrieKey::Prep(out)
-        } else {
-            TrieKey::User(key)
-        }
     }
 
     /// Lookup: `f`'s result on the value of `key`, `None` when absent.
