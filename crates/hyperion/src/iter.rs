@@ -74,13 +74,13 @@ use crate::index::Hyperion;
 use crate::prep;
 
 /// Pairs copied per refill of an [`Iter`].
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// Most pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
 /// [`Hyperion::scan_prefix`] (each trie's pairs in one copy). Their copies
 /// start at [`BATCH`] pairs and double up to this: a long scan seeks from the root once
 /// per 1,024 pairs, a short one copies at most about twice what it visits.
-pub const SCAN_BATCH: usize = 1024;
+pub(crate) const SCAN_BATCH: usize = 1024;
 
 impl Hyperion {
     /// An iterator over all pairs in key order (ascending; `.rev()` for descending).
@@ -559,7 +559,7 @@ fn append(v: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// An iterator over a key range of a [`Hyperion`], in key order from either end: a
-/// seekable cursor that copies up to [`BATCH`] pairs at a time into a reusable arena.
+/// seekable cursor that copies up to 64 pairs at a time into a reusable arena.
 ///
 /// Made by [`Hyperion::iter`] and [`Hyperion::range`]. It implements [`Iterator`] and
 /// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they

@@ -104,11 +104,12 @@ use arena::{Arena, Decision};
 pub use config::{Config, ConfigBuilder};
 pub use index::Hyperion;
 use index::TrieKey;
-pub use iter::{BATCH, Iter, SCAN_BATCH};
+pub use iter::Iter;
+use iter::{BATCH, SCAN_BATCH};
 pub use mm::MemStats;
 
 /// Lookups a [`Hyperion::get_many`] pipeline keeps in flight.
-pub const GET_MANY_WINDOW: usize = 16;
+pub(crate) const GET_MANY_WINDOW: usize = 16;
 
 impl Default for Hyperion {
     fn default() -> Self {
@@ -170,8 +171,10 @@ impl Hyperion {
     }
 
     /// [`Hyperion::get_with`] through the arena's read lock, never optimistically: the
-    /// path an optimistic read falls back to, public so that benchmarks can compare the
-    /// two in one binary. `f` runs under the read lock.
+    /// path an optimistic read falls back to, for benchmarks that compare the two in one
+    /// binary (feature `bench-internals`; not part of the API). `f` runs under the read
+    /// lock.
+    #[cfg(feature = "bench-internals")]
     pub fn get_with_locked<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if key.len() > api::MAX_KEY_LEN {
             return None;
@@ -193,7 +196,7 @@ impl Hyperion {
 
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
     ///
-    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`], and the window's
+    /// A pipeline: the keys are taken in windows of 16, and the window's
     /// lookups advance in turn one stage at a time — container pointer, jump table,
     /// T-Node, S-Node — each stage prefetching what the next one reads, so the cache
     /// misses of the window's keys overlap instead of following one another.
@@ -450,8 +453,8 @@ impl Hyperion {
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks. The
     /// visitor runs without any lock held: pairs are copied a batch at a time (the first
-    /// [`BATCH`] pairs, each next batch twice as many up to [`SCAN_BATCH`]), each trie's
-    /// under its arena's lock.
+    /// 64 pairs, each next batch twice as many up to 1,024), each trie's under its arena's
+    /// lock or optimistically.
     pub fn scan(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.scan_until(start, Bound::Unbounded, visitor);
     }

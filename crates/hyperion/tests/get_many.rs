@@ -5,7 +5,11 @@
 //! arenas and windows; on the default configuration, one arena, and pre-processing.
 
 use orrery_core::api::MAX_KEY_LEN;
-use orrery_hyperion::{Config, GET_MANY_WINDOW, Hyperion};
+use orrery_hyperion::{Config, Hyperion};
+
+/// Lookups a `get_many` pipeline keeps in flight (the crate's private `GET_MANY_WINDOW`):
+/// batches around it cross window boundaries.
+const GET_MANY_WINDOW: usize = 16;
 
 fn keys() -> Vec<Vec<u8>> {
     let mut x = 0x2545_F491_4F6C_DD1Du64;

@@ -11,6 +11,12 @@
 //!
 //! `orrery-bench lab` with no name lists the programs.
 
+mod hyperion_mem_breakdown;
+mod hyperion_prep_load;
+mod hyperion_read_contention;
+mod hyperion_scan_contention;
+mod hyperion_scan_profile;
+
 /// A lab program: its name on the command line, a line saying what it measures and its
 /// arguments, and its entry point (the arguments after the name).
 pub(crate) struct Program {
@@ -23,7 +29,33 @@ pub(crate) struct Program {
 }
 
 /// Every lab program, by name.
-pub(crate) const PROGRAMS: &[Program] = &[];
+pub(crate) const PROGRAMS: &[Program] = &[
+    Program {
+        name: "hyperion_mem_breakdown",
+        about: "Hyperion's bytes/key by part (Fig 14/16): [KEYS] [rand|seq] [EJECT] [all|plain|prep] [SCANS]",
+        run: hyperion_mem_breakdown::run,
+    },
+    Program {
+        name: "hyperion_prep_load",
+        about: "Hyperion loads with and without key pre-processing: [SET] [KEYS] [prep|plain|both]",
+        run: hyperion_prep_load::run,
+    },
+    Program {
+        name: "hyperion_read_contention",
+        about: "Hyperion point reads beside writers (optimistic, locked, get_many): [KEYS] [SECS] [ROUNDS] [locked-first]",
+        run: hyperion_read_contention::run,
+    },
+    Program {
+        name: "hyperion_scan_contention",
+        about: "Hyperion scans beside writers (short and full): [KEYS] [SECS] [ROUNDS] [arena|one-trie]",
+        run: hyperion_scan_contention::run,
+    },
+    Program {
+        name: "hyperion_scan_profile",
+        about: "Hyperion full scans against a BTreeMap: [SET] [KEYS] [ROUNDS] [hyperion|btree|both|held] [DELAY_S]",
+        run: hyperion_scan_profile::run,
+    },
+];
 
 /// Runs the program `name` on `args`; with no name, lists the programs.
 pub(crate) fn main(name: Option<&str>, args: &[String]) -> Result<(), String> {
