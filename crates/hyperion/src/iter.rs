@@ -68,9 +68,9 @@ use std::ops::{Bound, ControlFlow, RangeBounds};
 use orrery_core::batch::{BatchIter, BatchSource, Entry, PairBatch};
 
 use crate::arena::Arena;
+use crate::index::Hyperion;
 use crate::node::{self, Torn};
 use crate::opt::OptSrc;
-use crate::index::Hyperion;
 use crate::prep;
 
 /// Pairs copied per refill of an [`Iter`].
@@ -314,7 +314,8 @@ impl Hyperion {
                     let root = a.roots[usize::from(b)].hp;
                     let val = a.get(&[b]);
                     let mut visit = |k: &[u8], v: &[u8]| c.visit(k, v);
-                    let flow = node::walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
+                    let flow =
+                        node::walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
                     debug_assert!(!c.bad, "a stored key is a pre-processed key");
                     Ok(node::ok(flow))
                 }
@@ -608,19 +609,11 @@ mod tests {
     use std::collections::BTreeMap;
     use std::ops::{Bound, ControlFlow};
 
+    use rand::Rng as _;
+
     use crate::{Config, Hyperion};
 
     type Map = BTreeMap<Vec<u8>, Vec<u8>>;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
 
     fn owned(b: Bound<&Vec<u8>>) -> Bound<Vec<u8>> {
         b.map(Clone::clone)
@@ -705,10 +698,10 @@ mod tests {
     fn scans_from_many_bounds_in_a_split_container() {
         let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
         let mut m = Map::new();
-        let mut r = Rng(0x2545_F491_4F6C_DD1D);
+        let mut r = orrery_core::testing::rng::rng(0x2545_F491_4F6C_DD1D);
         let n = 24_000;
         for i in 0..n {
-            let x = r.next();
+            let x = r.random::<u64>();
             let mut k = vec![b'x'];
             match i % 8 {
                 // Short keys ending at T-Nodes and S-Nodes.
@@ -761,7 +754,7 @@ mod tests {
         for round in 0..2 {
             let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
             for j in 0..300 {
-                let x = r.next();
+                let x = r.random::<u64>();
                 let mut b = match j % 4 {
                     0 => keys[x as usize % keys.len()].clone(),
                     1 => {
@@ -856,9 +849,9 @@ mod tests {
     fn scans_resume_inside_containers_with_long_keys_and_values() {
         let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
         let mut m = Map::new();
-        let mut r = Rng(0x1234_5678_9ABC_DEF1);
+        let mut r = orrery_core::testing::rng::rng(0x1234_5678_9ABC_DEF1);
         for i in 0..12_000u32 {
-            let x = r.next();
+            let x = r.random::<u64>();
             let mut k = vec![b'k', (x >> 56) as u8 & 0x3];
             k.extend_from_slice(&(x as u32).to_be_bytes()[..1 + i as usize % 4]);
             match i % 5 {
@@ -889,7 +882,7 @@ mod tests {
         // Long scans from bounds inside the set: 3,000 pairs cross several refills.
         let keys: Vec<&Vec<u8>> = m.keys().collect();
         for j in 0..12 {
-            let b = keys[(r.next() as usize) % keys.len()];
+            let b = keys[(r.random::<u64>() as usize) % keys.len()];
             check_from(&h, &m, Bound::Included(b), Bound::Excluded(b), 3000);
             let mut p = b.clone();
             p.truncate(2 + j % 3);
@@ -903,9 +896,9 @@ mod tests {
     #[test]
     fn differential_then_batch_iterators() {
         use orrery_core::testing::fuzz::{check_batch_iterators, ops_from_bytes, run_differential};
-        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut r = orrery_core::testing::rng::rng(0x9E37_79B9_7F4A_7C15);
         for len in [64usize, 512, 4096, 16384] {
-            let data: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+            let data: Vec<u8> = (0..len).map(|_| r.random::<u64>() as u8).collect();
             let ops = ops_from_bytes(&data);
             let configs = [
                 Config::default(),

@@ -546,6 +546,7 @@ orrery_core::index_traits!(impl[] Hyperion as "Hyperion"; ordered + scan_prefix)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng as _;
 
     /// `get_many`'s pipeline against a model, small enough for Miri: keys under a few
     /// T-Nodes with many S-Nodes (T-Node jump tables), deeper keys (embedded and child
@@ -555,12 +556,10 @@ mod tests {
     fn get_many_pipeline_small() {
         let h = Hyperion::new();
         let mut model = std::collections::HashMap::new();
-        let mut x = 0x5DEE_CE66u32;
+        let mut r = orrery_core::testing::rng::rng(0x5DEE_CE66);
         let n = if cfg!(miri) { 300 } else { 3000 };
         for i in 0..n {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+            let x: u32 = r.random();
             let b = x.to_be_bytes();
             let k = match i % 4 {
                 0 => vec![b[0] % 3, b[1] % 2, b[2]],

@@ -28,7 +28,6 @@ use orrery::hyperion::Hyperion;
 use super::count_arg;
 use crate::rng::Rng;
 
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Writer {
     None,
@@ -189,7 +188,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut res: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
         for (i, &(w, p)) in configs.iter().enumerate() {
-            res[i].push(measure(&h, &mine, w, p, secs, 77 + r as u64 * 31 + i as u64));
+            res[i].push(measure(
+                &h,
+                &mine,
+                w,
+                p,
+                secs,
+                77 + r as u64 * 31 + i as u64,
+            ));
         }
     }
     println!(

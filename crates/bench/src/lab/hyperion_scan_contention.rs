@@ -44,7 +44,6 @@ use crate::rng::Rng;
 /// Most keys of its own a writer keeps in the index (see the module docs).
 const LIVE: usize = 4096;
 
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Writer {
     None,

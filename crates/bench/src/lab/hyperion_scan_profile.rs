@@ -36,7 +36,9 @@ use crate::rng::Rng;
 fn keys(set: &str, n: usize) -> Result<Vec<Vec<u8>>, String> {
     let mut r = Rng::new(0x2545_F491_4F6C_DD1D);
     let mut ks: Vec<Vec<u8>> = match set {
-        "rand-int" => (0..n).map(|_| r.next_u64().to_be_bytes().to_vec()).collect(),
+        "rand-int" => (0..n)
+            .map(|_| r.next_u64().to_be_bytes().to_vec())
+            .collect(),
         "seq-int" => (0..n as u64).map(|i| i.to_be_bytes().to_vec()).collect(),
         "ngram" => {
             // A vocabulary of 20,000 words of 3–10 letters, Zipf-ish word choice.

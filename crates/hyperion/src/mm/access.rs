@@ -7,7 +7,6 @@ use super::hp::{EXT_CHUNK, Hp, STEP};
 use super::manager::MemoryManager;
 
 impl MemoryManager {
-
     /// The heap block and capacity of an extended HP.
     pub(super) fn extended(&self, hp: Hp) -> (NonNull<u8>, usize) {
         let e = self.chunk_raw(hp, EXT_CHUNK);
@@ -20,7 +19,6 @@ impl MemoryManager {
         )
     }
 
-
     /// Usable bytes of a block.
     #[inline]
     pub(crate) fn capacity(&self, hp: Hp) -> usize {
@@ -29,7 +27,6 @@ impl MemoryManager {
             sb => sb * STEP,
         }
     }
-
 
     #[inline]
     pub(super) fn chunk_raw(&self, hp: Hp, len: usize) -> &[u8] {
@@ -47,7 +44,6 @@ impl MemoryManager {
         unsafe { std::slice::from_raw_parts(bin.mem.ptr().wrapping_add(c * s.chunk_size), len) }
     }
 
-
     pub(super) fn chunk_mut_raw(&mut self, hp: Hp, len: usize) -> &mut [u8] {
         let s = &self.superbins[hp.superbin()];
         let bin = s.bin(hp.bin_id());
@@ -57,7 +53,6 @@ impl MemoryManager {
         // manager's memory.
         unsafe { std::slice::from_raw_parts_mut(bin.mem.ptr().wrapping_add(c * s.chunk_size), len) }
     }
-
 
     /// The bytes of a block (its whole capacity).
     #[inline]
@@ -72,7 +67,6 @@ impl MemoryManager {
             sb => self.chunk_raw(hp, sb * STEP),
         }
     }
-
 
     /// The bytes of a block (its whole capacity), writable.
     pub(crate) fn get_mut(&mut self, hp: Hp) -> &mut [u8] {

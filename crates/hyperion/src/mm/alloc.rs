@@ -63,7 +63,6 @@ pub(crate) fn capacity_for(size: usize) -> usize {
 }
 
 impl MemoryManager {
-
     /// Retires an extended heap block that nothing names any more: freed once the
     /// readers pinned now have unpinned.
     pub(super) fn retire_block(&self, ptr: NonNull<u8>, cap: usize) {
@@ -73,7 +72,6 @@ impl MemoryManager {
             cap,
         });
     }
-
 
     /// Opens a new (empty) bin in superbin `sb`; returns its id.
     pub(super) fn open_bin(&mut self, sb: usize) -> Result<usize> {
@@ -122,7 +120,6 @@ impl MemoryManager {
         Ok(id)
     }
 
-
     /// A chunk of superbin `sb`.
     pub(super) fn alloc_chunk(&mut self, sb: usize) -> Result<Hp> {
         let id = match self.superbins[sb].nonfull.first() {
@@ -138,7 +135,6 @@ impl MemoryManager {
         let index = word * 64 + bin.map[word].trailing_ones() as usize;
         self.take(sb, id, index, 1)
     }
-
 
     /// Eight consecutive chunks of superbin `sb`, the first at an index that is a multiple
     /// of 8 (a chained extended bin, §3.2); returns the first.
@@ -156,7 +152,6 @@ impl MemoryManager {
         };
         self.take(sb, id, index, 8)
     }
-
 
     /// Marks chunks `index..index + n` of bin `id` (free, within one map word) allocated,
     /// growing the bin's memory to hold them first.
@@ -195,7 +190,6 @@ impl MemoryManager {
         }
         Ok(Hp::new(sb, id, index))
     }
-
 
     pub(super) fn free_chunk(&mut self, hp: Hp) {
         let sb = hp.superbin();
@@ -243,7 +237,6 @@ impl MemoryManager {
         }
     }
 
-
     /// A block of at least `size` bytes ([`capacity_for`]`(size)` usable), zeroed only if
     /// fresh: callers write every byte they later read.
     pub(crate) fn alloc(&mut self, size: usize) -> Result<Hp> {
@@ -273,7 +266,6 @@ impl MemoryManager {
         self.ext_bytes += cap;
         Ok(hp)
     }
-
 
     /// Moves the extended block `hp` to a new heap block for `size` bytes (capacity
     /// [`extended_capacity`]`(size)`), keeping its Hyperion Pointer: the eHP is rewritten
@@ -309,13 +301,11 @@ impl MemoryManager {
         Ok(())
     }
 
-
     /// Whether `hp` names an extended block (superbin 0).
     #[inline]
     pub(crate) fn is_extended(hp: Hp) -> bool {
         hp.superbin() == 0
     }
-
 
     /// Frees a block.
     pub(crate) fn free(&mut self, hp: Hp) {

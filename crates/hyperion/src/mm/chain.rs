@@ -9,7 +9,6 @@ use super::hp::{EXT_CHUNK, FLAG_CHAIN, Hp};
 use super::manager::MemoryManager;
 
 impl MemoryManager {
-
     /// A chained extended bin (§3.2): eight consecutive extended-bin chunks, allocated and
     /// freed together, every slot void (heap pointer 0) and flagged [`FLAG_CHAIN`].
     /// Returns the Hyperion Pointer of the first; slot `i` is `hp.slot(i)`.
@@ -23,7 +22,6 @@ impl MemoryManager {
         Ok(base)
     }
 
-
     /// Frees a chained extended bin: the blocks of its slots and its eight chunks.
     pub(crate) fn free_chain(&mut self, base: Hp) {
         for i in 0..8 {
@@ -31,20 +29,17 @@ impl MemoryManager {
         }
     }
 
-
     /// Whether the eHP chunk `hp` (superbin 0) is void (a chain slot without a block).
     #[inline]
     pub(crate) fn is_void(&self, hp: Hp) -> bool {
         self.chunk_raw(hp, EXT_CHUNK)[..8] == [0; 8]
     }
 
-
     /// Whether `hp` names a chained extended bin (its first slot).
     #[inline]
     pub(crate) fn is_chain(&self, hp: Hp) -> bool {
         hp.superbin() == 0 && self.chunk_raw(hp, EXT_CHUNK)[14] & FLAG_CHAIN as u8 != 0
     }
-
 
     /// The container a key whose next byte is `k0` is in: `hp` itself, or for a chain
     /// the slot `k0 / 32`, or the nearest non-void slot below it (§3.3, Fig 11).
@@ -59,7 +54,6 @@ impl MemoryManager {
         }
         hp.slot(i)
     }
-
 
     /// Prefetches what [`MemoryManager::resolve`] and [`MemoryManager::get`] read first
     /// for `hp` and a key whose next byte is `k0`: the chunk (for an extended HP its eHP;
@@ -76,7 +70,6 @@ impl MemoryManager {
         }
     }
 
-
     /// Gives the void chain slot `slot` a zeroed block for `size` bytes.
     pub(crate) fn fill_slot(&mut self, slot: Hp, size: usize) -> Result<()> {
         debug_assert!(self.is_void(slot));
@@ -92,7 +85,6 @@ impl MemoryManager {
         self.ext_bytes += cap;
         Ok(())
     }
-
 
     /// Frees the block of chain slot `slot`, leaving it void.
     pub(crate) fn void_slot(&mut self, slot: Hp) {

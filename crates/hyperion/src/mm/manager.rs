@@ -73,18 +73,15 @@ impl MemoryManager {
         }
     }
 
-
     /// Exact bytes held.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
-
     /// The readers' directory of this manager's bin memory.
     pub(crate) fn dirs(&self) -> Arc<Dirs> {
         Arc::clone(&self.dirs)
     }
-
 
     /// The chunk and fragmentation breakdown.
     pub(crate) fn stats(&self) -> MemStats {

@@ -103,5 +103,7 @@ mod tests;
 pub(crate) use alloc::{capacity_for, extended_capacity};
 pub(crate) use dirs::{Dirs, RawBlock};
 pub(crate) use hp::Hp;
+#[cfg(test)]
+pub(crate) use hp::MAX_SMALL;
 pub use manager::MemStats;
 pub(crate) use manager::MemoryManager;

@@ -1,7 +1,7 @@
 //! Unit tests of the memory manager.
 
-use super::*;
 use super::hp::CHUNKS_PER_BIN;
+use super::*;
 
 #[test]
 fn mm_hp_round_trip() {

@@ -47,7 +47,6 @@ pub(crate) fn entry(chunk: &[u8], i: usize) -> (u8, usize) {
     (e as u8, (e >> 8) as usize)
 }
 
-
 /// Where a search for a key whose next byte is `k0` starts in a container's payload: the
 /// offset of a T-Node (or the payload's start) and the key its delta is decoded from.
 ///

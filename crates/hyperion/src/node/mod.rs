@@ -81,8 +81,8 @@ mod walk;
 pub(crate) use bytes::{Bytes, R, Torn, ok, u32_in};
 pub(crate) use format::{
     C_EMB, C_HP, C_NONE, C_PC, ChildRef, EMBED_MAX, HEADER, INLINE_MAX, PC_MAX, Suffix, T_EMPTY,
-    T_INNER, T_VALUE, TAG_OUT, ValRef, blob, jump_successor, parse, parse_val, set_used,
-    t_key, used, used_in, write_header,
+    T_INNER, T_VALUE, TAG_OUT, ValRef, blob, jump_successor, parse, parse_val, set_used, t_key,
+    used, used_in, write_header,
 };
 pub(crate) use search::{Probe, Step, find_s, find_t, lookup, s_start, search};
 #[cfg(test)]

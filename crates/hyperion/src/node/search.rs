@@ -6,9 +6,11 @@
 use crate::mm::{Hp, MemoryManager};
 
 use super::bytes::{Bytes, R, ok};
-use super::format::{ChildRef, Node, Suffix, ValRef, parse_in, suffix_bytes, t_key_in, jump_successor_in, used, val_bytes};
+use super::format::{
+    ChildRef, Node, Suffix, ValRef, jump_successor_in, parse_in, suffix_bytes, t_key_in, used,
+    val_bytes,
+};
 use super::{cjt, tjt};
-
 
 /// Where a key's search leaves a payload.
 pub(crate) enum Step {

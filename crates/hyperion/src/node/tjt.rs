@@ -91,7 +91,6 @@ pub(crate) fn seek_before(buf: &[u8], t: usize, t_end: usize, k1: u8) -> (usize,
     }
 }
 
-
 /// Checks the T-Node jump tables of a container's own payload `buf[start..end)` against
 /// a full decode: every table's 15 entries name the S-Nodes `16·(i+1)`, placeholders
 /// appear only at destinations of T-Nodes with a table, and no T-Node is left with

@@ -9,7 +9,10 @@ use crate::mm::{Hp, MemoryManager};
 
 use super::bytes::{Bytes, R, Torn};
 use super::cjt;
-use super::format::{ChildRef, Suffix, ValRef, jump_successor_in, parse_in, suffix_bytes, t_key_in, used_in, val_bytes};
+use super::format::{
+    ChildRef, Suffix, ValRef, jump_successor_in, parse_in, suffix_bytes, t_key_in, used_in,
+    val_bytes,
+};
 
 /// The visitor of an ordered walk.
 pub(crate) type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;

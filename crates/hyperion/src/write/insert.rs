@@ -249,5 +249,4 @@ impl ArenaInner {
         }
         Ok(Some(path))
     }
-
 }

@@ -62,9 +62,9 @@ mod insert;
 mod path;
 mod remove;
 mod split;
-mod tjt;
 #[cfg(test)]
 mod tests;
+mod tjt;
 
 #[cfg(test)]
 pub(crate) use cjt::REBUILD_HOPS;

@@ -29,9 +29,9 @@
 //! its T-Nodes by their jump successors instead of parsing every node.
 
 use crate::arena::ArenaInner;
-use crate::node::cjt::payload_start;
 use crate::edit::Txn;
 use crate::mm::{Hp, MemoryManager};
+use crate::node::cjt::payload_start;
 use crate::node::{HEADER, jump_successor, parse, set_used, used, write_header};
 
 use super::path::{CPath, fix_jumps};
@@ -181,6 +181,7 @@ impl ArenaInner {
 
 #[cfg(test)]
 mod tests {
+    use rand::Rng as _;
     use std::ops::{Bound, ControlFlow};
 
     use super::*;
@@ -193,12 +194,10 @@ mod tests {
     fn keys(n: usize) -> Vec<Vec<u8>> {
         // Three-byte keys `x t s`: every key ends at an S-Node of trie `x`'s root, so the
         // root container grows by about 11 bytes per key until it splits.
-        let mut x = 0x9E37_79B9u32;
+        let mut r = orrery_core::testing::rng::rng(0x9E37_79B9);
         let mut ks: Vec<Vec<u8>> = (0..n)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
+                let x: u32 = r.random();
                 vec![b'x', (x >> 8) as u8, (x >> 16) as u8]
             })
             .collect();

@@ -1,6 +1,8 @@
 //! The write path's byte-level invariants after many writes: jump successors exact,
 //! container and T-Node jump tables against a full decode.
 
+use rand::Rng as _;
+
 use crate::arena::{ArenaInner, Decision};
 use crate::mm::{Hp, MemoryManager};
 use crate::node::{ChildRef, cjt, jump_successor, parse, tjt, used};
@@ -42,13 +44,11 @@ fn jumps_exact(buf: &[u8]) -> bool {
 fn write_jump_successors_stay_exact() {
     let mut a = ArenaInner::new(16 * 1024);
     let mut model = std::collections::BTreeMap::new();
-    let mut x = 0x1234_5678u32;
+    let mut r = orrery_core::testing::rng::rng(0x1234_5678);
     let mut tables = 0;
     let ops = if cfg!(miri) { 300 } else { 5000 };
     for i in 0..ops {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
+        let x: u32 = r.random();
         let len = 2 + (x % 4) as usize;
         let mut k = vec![b'j'];
         k.extend((0..len).map(|j| ((x >> (j * 3)) & 0x1F) as u8 * 3));
@@ -122,13 +122,11 @@ fn check_tables(mm: &MemoryManager, root: Hp) -> usize {
 fn write_tnode_jump_tables_stay_exact() {
     let mut a = ArenaInner::new(16 * 1024);
     let mut model = std::collections::BTreeMap::new();
-    let mut x = 0x9E37_79B9u32;
+    let mut r = orrery_core::testing::rng::rng(0x9E37_79B9);
     let mut max_tables = 0;
     let ops = if cfg!(miri) { 400 } else { 6000 };
     for i in 0..ops {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
+        let x: u32 = r.random();
         // 'q', a T-Node byte of 4, an S-Node byte of 256, then 0–3 more bytes (path
         // compressed, embedded or child containers below).
         let len = (x >> 20) % 4;
