@@ -67,20 +67,20 @@
 //!
 //! # Modules
 //!
+//! Floors, bottom first: no module imports one above it (`scripts/module-deps.py`).
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
-//! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
+//! | `mm/` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers; the optimistic readers' directory |
+//! | `prep` | key pre-processing (§3.4) |
+//! | `config` | [`Config`] and its builder |
+//! | `node/` | the container byte format and its readers: parser, point searches, ordered walks, the jump tables' reading halves |
 //! | `opt` | the optimistic (checked) lookup and its `get_many` pipeline |
 //! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
-//! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
-//! | `split` | container splits and their chains |
-//! | `cjt` | container jump tables |
-//! | `tjt` | T-Node jump tables |
 //! | `arena` | arenas, tries, roots; the locking and versioning protocol |
-//! | `prep` | key pre-processing (§3.4) |
-//! | `iter` | [`Iter`] |
-//! | `config` | [`Config`] and its builder |
+//! | `write/` | in-place writes (insert, remove, splices, ejection, exact-fit moves), the jump tables' writing halves, container splits |
+//! | `index` | the [`Hyperion`] type and the key routing every layer above the arenas shares |
+//! | `iter` | ordered copies and [`Iter`] |
 
 mod arena;
 mod config;

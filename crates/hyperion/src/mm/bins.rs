@@ -69,7 +69,8 @@ impl Drop for BinMem {
 /// from the paper, which maps all 4,096 chunks at once: at the scale of this machine's
 /// benchmarks (millions, not billions, of keys) a full bin per size class and arena
 /// (64 · 16 bins of 128 KiB–8 MiB, each at least a 2 MiB huge page) cost more than the
-/// whole trie; `conformance_memory_usage` measured 354 MB for 1 MB of keys.
+/// whole trie (measured: `docs/results/hyperion.md`, "Status, verification and
+/// optimistic-read figures").
 pub(super) struct Bin {
     pub(super) mem: BinMem,
     /// Chunks the memory holds.

@@ -15,9 +15,9 @@
 //! superbin the ordered set of its non-full bins (the paper keeps a list of 16 non-full
 //! metabins; an ordered set gives the same "lowest non-full bin first" policy, which keeps
 //! memory compact, without its refill logic). A metabin makes its bin slots as bins are
-//! opened and is freed with its last bin (deviation, measured: 256 slots made eagerly in
-//! each of the 63 size classes a growing container passes through cost 0.9 MB per arena,
-//! 14.8 B/key of 32.7 at 1M random keys with 16 arenas; `docs/results/hyperion.md`).
+//! opened and is freed with its last bin (a deviation: 256 slots made eagerly in each of the
+//! 63 size classes a growing container passes through cost more than the keys at a
+//! million keys; measured: `docs/results/hyperion.md`).
 //!
 //! # Hyperion Pointer (5 bytes, little-endian 40-bit integer)
 //!

@@ -51,8 +51,8 @@ pub(crate) fn entry(chunk: &[u8], i: usize) -> (u8, usize) {
 /// offset of a T-Node (or the payload's start) and the key its delta is decoded from.
 ///
 /// Only the table is read while choosing the entry; the payload is touched once, at the
-/// chosen T-Node (reading each candidate's T-Node cost a cache miss per entry passed:
-/// `docs/results/hyperion.md`, 2026-11-27 08:00 profile).
+/// chosen T-Node (reading each candidate's T-Node would cost a cache miss per entry
+/// passed; measured: `docs/results/hyperion.md`, container jump table profile).
 #[inline]
 pub(crate) fn seek(chunk: &[u8], k0: u8) -> (usize, u8) {
     ok(seek_in(chunk, k0))

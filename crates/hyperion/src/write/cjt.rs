@@ -9,7 +9,7 @@
 //! passes 8 or more T-Nodes after the table's entry (the paper's trigger), or adds a
 //! T-Node that makes the run of T-Nodes from the entry below it to the next entry 8 or
 //! longer (counted by jump successors, stopping at 8: a writer inserting in front of what
-//! it would pass — descending keys — passes nothing, issue #22), rebuilds the
+//! it would pass — descending keys — passes nothing), rebuilds the
 //! table after its write ([`crate::arena::ArenaInner::rebuild_cjt`]) with an entry for
 //! every T-Node, or 49 evenly spaced when there are more; with 49 entries and at most 256
 //! T-Nodes a search passes at most 6 T-Nodes, so a full table is not rebuilt again

@@ -173,7 +173,7 @@ impl ArenaInner {
         txn.commit(&mut self.mm);
         // Both parts get their jump tables now: a part that no writer passes at length
         // again (the lower part, under ascending keys) would otherwise keep none, and
-        // every search in it would pass up to 31 T-Nodes (issue #22).
+        // every search in it would pass up to 31 T-Nodes.
         self.rebuild_cjt(if chained { c.hp } else { base.slot(0) });
         self.rebuild_cjt(base.slot(slot));
     }

@@ -14,8 +14,8 @@
 //! after the new one (stopping at the threshold) and builds the table when the group has
 //! [`BUILD_HOPS`] or more: a writer inserting in front of what it would pass (descending
 //! keys) passes nothing, and without this its T-Node never got a table, so every later
-//! search scanned up to 256 S-Nodes (issue #22; `prep::tests::
-//! prep_sequential_keys_bounded_search_work`). So every T-Node of a container's own
+//! search scanned up to 256 S-Nodes (`prep::tests::
+//! prep_sequential_keys_bounded_search_work` checks the bound). So every T-Node of a container's own
 //! payload with [`BUILD_HOPS`] or more S-Nodes has a table, whatever the insert order.
 //!
 //! # Maintenance
