@@ -584,7 +584,7 @@ fn append(v: &mut Vec<u8>, s: &[u8]) {
 /// ```
 pub type Iter<'a> = BatchIter<&'a Hyperion>;
 
-/// [`Iter`]'s source: ordered walks of up to [`BATCH`] pairs per batch.
+/// [`Iter`]'s source: ordered walks of up to 64 pairs per batch.
 impl BatchSource for Hyperion {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_front(start, Bound::Unbounded, BATCH, out)
