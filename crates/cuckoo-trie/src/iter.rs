@@ -14,8 +14,8 @@ use std::ops::Bound;
 
 use orrery_core::batch::{BatchSource, PairBatch};
 
-use crate::trie::ScanEnd;
 use crate::CuckooTrie;
+use crate::trie::ScanEnd;
 
 /// Pairs copied per refill.
 const BATCH: usize = 32;

@@ -166,7 +166,7 @@ impl View {
         key: &[u8],
         out: &mut Vec<u8>,
         valid: &dyn Fn() -> bool,
-    ) -> std::result::Result<bool, opt::Torn> {
+    ) -> std::result::Result<bool, node::Torn> {
         let (i, rest) = match key.split_first() {
             None => (256, &[][..]),
             Some((&b, rest)) => (usize::from(b), rest),
@@ -434,16 +434,16 @@ impl Arena {
     pub(crate) fn optimistic<T>(
         &self,
         b: u8,
-        f: impl FnOnce(&View, &dyn Fn() -> bool) -> std::result::Result<T, opt::Torn>,
-    ) -> std::result::Result<T, opt::Torn> {
+        f: impl FnOnce(&View, &dyn Fn() -> bool) -> std::result::Result<T, node::Torn>,
+    ) -> std::result::Result<T, node::Torn> {
         let seq = &self.view.tseq[usize::from(b)];
         let _guard = orrery_core::sync::pin();
         // A write in progress is waited out by spinning only (never yielding): the caller
         // has the lock to fall back on, and a writer's change is short.
-        let v = begin(seq, SCAN_SPINS, false).ok_or(opt::Torn)?;
+        let v = begin(seq, SCAN_SPINS, false).ok_or(node::Torn)?;
         let valid = || SEQ.validate(seq, v);
         let r = f(&self.view, &valid)?;
-        if valid() { Ok(r) } else { Err(opt::Torn) }
+        if valid() { Ok(r) } else { Err(node::Torn) }
     }
 
     /// What optimistic readers read.
@@ -658,7 +658,7 @@ impl ArenaInner {
 
     /// Visits the keys of trie `b` (its root value included) that pass `bound`, ascending
     /// or descending.
-    // Scans copy through `iter::walk_trie` (the same walk, its visitor monomorphised).
+    // Scans copy through `node::walk_trie` (the same walk, its visitor monomorphised).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn walk(
         &self,
@@ -669,7 +669,7 @@ impl ArenaInner {
         visit: &mut node::Visit<'_>,
     ) -> ControlFlow<()> {
         let root = &self.roots[b as usize];
-        let flow = crate::iter::walk_trie(
+        let flow = node::walk_trie(
             &self.mm,
             root.hp,
             root.val.as_deref(),

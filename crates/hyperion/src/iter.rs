@@ -28,8 +28,8 @@
 //!
 //! # Cost of a copied pair
 //!
-//! A copy walks each trie through [`walk_trie`], which hands [`crate::node::walk`] (generic
-//! over its visitor) the copy's closure, so the bound check and the append are compiled
+//! A copy walks each trie through [`node::walk_trie`], which hands the walk (generic over
+//! its visitor) the copy's closure, so the bound check and the append are compiled
 //! into the walk's loop rather than called through a `dyn` pointer per key. Scans append
 //! to a [`ScanBatch`], whose short keys and values (up to 32 bytes) are copied by
 //! inlined 8-byte moves instead of a `memmove` call each; the iterators keep the house
@@ -45,9 +45,9 @@
 //!   common, uncontended case keeps the locked walk's speed, and a writer that arrives
 //!   meanwhile waits for this one copy (at most a batch, [`SCAN_BATCH`] pairs);
 //! - otherwise it copies **optimistically**: pinned in an epoch, it reads trie `b`'s
-//!   version (`Arena::optimistic`), walks with [`crate::node::walk`] over
+//!   version (`Arena::optimistic`), walks with `node::walk` over
 //!   [`OptSrc`] — every byte a bounds-checked atomic load, values and suffixes copied
-//!   out, the version re-checked every [`crate::node::CHECK_EVERY`] steps so that a torn
+//!   out, the version re-checked every `node::CHECK_EVERY` steps so that a torn
 //!   child pointer cannot keep the walk going round a cycle — and validates the version
 //!   *before keeping each pair*: a pair is appended only when everything read so far was
 //!   consistent. A torn attempt therefore loses at most the pair it was on; the next
@@ -68,19 +68,19 @@ use std::ops::{Bound, ControlFlow};
 use orrery_core::batch::{BatchIter, BatchSource, PairBatch};
 
 use crate::arena::Arena;
-use crate::mm::Hp;
-use crate::node::{self, R, Src};
-use crate::opt::{OptSrc, Torn};
-use crate::{Hyperion, prep};
+use crate::index::Hyperion;
+use crate::node::{self, Torn};
+use crate::opt::OptSrc;
+use crate::prep;
 
 /// Pairs copied per refill of an [`Iter`].
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// Most pairs copied at a time by [`Hyperion::scan`], [`Hyperion::scan_rev`] and
 /// [`Hyperion::scan_prefix`] (each trie's pairs in one copy). Their copies
 /// start at [`BATCH`] pairs and double up to this: a long scan seeks from the root once
 /// per 1,024 pairs, a short one copies at most about twice what it visits.
-pub const SCAN_BATCH: usize = 1024;
+pub(crate) const SCAN_BATCH: usize = 1024;
 
 impl Hyperion {
     fn to_trie(&self, b: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -298,7 +298,8 @@ impl Hyperion {
                     let root = a.roots[usize::from(b)].hp;
                     let val = a.get(&[b]);
                     let mut visit = |k: &[u8], v: &[u8]| c.visit(k, v);
-                    let flow = walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
+                    let flow =
+                        node::walk_trie(&a.mm, root, val, b, from, how.desc, buf, &mut visit);
                     debug_assert!(!c.bad, "a stored key is a pre-processed key");
                     Ok(node::ok(flow))
                 }
@@ -319,7 +320,7 @@ impl Hyperion {
                         c.visit(k, v)
                     };
                     let flow =
-                        walk_trie(src, view.root(b), rv, b, from, how.desc, buf, &mut visit)?;
+                        node::walk_trie(src, view.root(b), rv, b, from, how.desc, buf, &mut visit)?;
                     // A stored key always decodes: one that does not was torn.
                     if c.torn || c.bad { Err(Torn) } else { Ok(flow) }
                 }),
@@ -453,56 +454,6 @@ impl<S: Sink> Copier<'_, S> {
     }
 }
 
-/// Visits the keys of trie `b` — its root value (key `[b]`) `root_val` and the keys below
-/// its root container `root` — that pass `bound`, ascending or descending, reading
-/// through `src` (the arena's memory manager under its lock, or an optimistic
-/// [`OptSrc`]). Generic over the visitor, so a copy's closure is compiled into
-/// [`node::walk`]'s loop instead of being called through a `dyn` pointer per key.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn walk_trie<Sr: Src, V>(
-    src: Sr,
-    root: Option<Hp>,
-    root_val: Option<&[u8]>,
-    b: u8,
-    bound: Bound<&[u8]>,
-    desc: bool,
-    buf: &mut Vec<u8>,
-    visit: &mut V,
-) -> R<ControlFlow<()>>
-where
-    V: FnMut(&[u8], &[u8]) -> ControlFlow<()> + ?Sized,
-{
-    let key = [b];
-    let ok = |k: &[u8]| match (bound, desc) {
-        (Bound::Unbounded, _) => true,
-        (Bound::Included(x), false) => k >= x,
-        (Bound::Excluded(x), false) => k > x,
-        (Bound::Included(x), true) => k <= x,
-        (Bound::Excluded(x), true) => k < x,
-    };
-    let val = root_val.filter(|_| ok(&key));
-    if !desc
-        && let Some(v) = val
-        && visit(&key, v).is_break()
-    {
-        return Ok(ControlFlow::Break(()));
-    }
-    if let Some(hp) = root {
-        buf.clear();
-        buf.push(b);
-        if node::walk(src, hp, buf, bound, desc, visit)?.is_break() {
-            return Ok(ControlFlow::Break(()));
-        }
-    }
-    if desc
-        && let Some(v) = val
-        && visit(&key, v).is_break()
-    {
-        return Ok(ControlFlow::Break(()));
-    }
-    Ok(ControlFlow::Continue(()))
-}
-
 /// Where a copy puts its pairs: the iterator's [`PairBatch`] or a scan's [`ScanBatch`].
 pub(crate) trait Sink {
     /// Appends a copy of a pair.
@@ -593,7 +544,7 @@ fn append(v: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// An iterator over a key range of a [`Hyperion`], in key order from either end: a
-/// seekable cursor that copies up to [`BATCH`] pairs at a time into a reusable arena.
+/// seekable cursor that copies up to 64 pairs at a time into a reusable arena.
 ///
 /// Made by [`Hyperion::iter`] and [`Hyperion::range`]. It implements [`Iterator`] and
 /// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
@@ -617,7 +568,7 @@ fn append(v: &mut Vec<u8>, s: &[u8]) {
 /// ```
 pub type Iter<'a> = BatchIter<&'a Hyperion>;
 
-/// [`Iter`]'s source: ordered walks of up to [`BATCH`] pairs per batch.
+/// [`Iter`]'s source: ordered walks of up to 64 pairs per batch.
 impl BatchSource for Hyperion {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_front(start, Bound::Unbounded, BATCH, out)
@@ -633,19 +584,11 @@ mod tests {
     use std::collections::BTreeMap;
     use std::ops::{Bound, ControlFlow};
 
+    use rand::Rng as _;
+
     use crate::{Config, Hyperion};
 
     type Map = BTreeMap<Vec<u8>, Vec<u8>>;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
 
     fn owned(b: Bound<&Vec<u8>>) -> Bound<Vec<u8>> {
         b.map(Clone::clone)
@@ -730,10 +673,10 @@ mod tests {
     fn scans_from_many_bounds_in_a_split_container() {
         let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
         let mut m = Map::new();
-        let mut r = Rng(0x2545_F491_4F6C_DD1D);
+        let mut r = orrery_core::testing::rng::rng(0x2545_F491_4F6C_DD1D);
         let n = 24_000;
         for i in 0..n {
-            let x = r.next();
+            let x = r.random::<u64>();
             let mut k = vec![b'x'];
             match i % 8 {
                 // Short keys ending at T-Nodes and S-Nodes.
@@ -786,7 +729,7 @@ mod tests {
         for round in 0..2 {
             let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
             for j in 0..300 {
-                let x = r.next();
+                let x = r.random::<u64>();
                 let mut b = match j % 4 {
                     0 => keys[x as usize % keys.len()].clone(),
                     1 => {
@@ -881,9 +824,9 @@ mod tests {
     fn scans_resume_inside_containers_with_long_keys_and_values() {
         let h = Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap();
         let mut m = Map::new();
-        let mut r = Rng(0x1234_5678_9ABC_DEF1);
+        let mut r = orrery_core::testing::rng::rng(0x1234_5678_9ABC_DEF1);
         for i in 0..12_000u32 {
-            let x = r.next();
+            let x = r.random::<u64>();
             let mut k = vec![b'k', (x >> 56) as u8 & 0x3];
             k.extend_from_slice(&(x as u32).to_be_bytes()[..1 + i as usize % 4]);
             match i % 5 {
@@ -914,7 +857,7 @@ mod tests {
         // Long scans from bounds inside the set: 3,000 pairs cross several refills.
         let keys: Vec<&Vec<u8>> = m.keys().collect();
         for j in 0..12 {
-            let b = keys[(r.next() as usize) % keys.len()];
+            let b = keys[(r.random::<u64>() as usize) % keys.len()];
             check_from(&h, &m, Bound::Included(b), Bound::Excluded(b), 3000);
             let mut p = b.clone();
             p.truncate(2 + j % 3);
@@ -928,9 +871,9 @@ mod tests {
     #[test]
     fn differential_then_batch_iterators() {
         use orrery_core::testing::fuzz::{check_batch_iterators, ops_from_bytes, run_differential};
-        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut r = orrery_core::testing::rng::rng(0x9E37_79B9_7F4A_7C15);
         for len in [64usize, 512, 4096, 16384] {
-            let data: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
+            let data: Vec<u8> = (0..len).map(|_| r.random::<u64>() as u8).collect();
             let ops = ops_from_bytes(&data);
             let configs = [
                 Config::default(),

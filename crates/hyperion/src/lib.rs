@@ -67,33 +67,31 @@
 //!
 //! # Modules
 //!
+//! Floors, bottom first: no module imports one above it (`scripts/module-deps.py`).
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | `mm` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers |
-//! | `node` | the container byte format; lookup, a writer's descent, ordered walks |
+//! | `mm/` | the memory manager: superbins, metabins, bins, chunks; Hyperion Pointers; the optimistic readers' directory |
+//! | `prep` | key pre-processing (§3.4) |
+//! | `config` | [`Config`] and its builder |
+//! | `node/` | the container byte format and its readers: parser, point searches, ordered walks, the jump tables' reading halves |
 //! | `opt` | the optimistic (checked) lookup and its `get_many` pipeline |
 //! | `edit` | decoding and encoding single nodes; new subtrees (path-compressed splits) |
-//! | `write` | in-place writes: a writer's descent, splices, ejection, exact-fit moves |
-//! | `split` | container splits and their chains |
-//! | `cjt` | container jump tables |
-//! | `tjt` | T-Node jump tables |
 //! | `arena` | arenas, tries, roots; the locking and versioning protocol |
-//! | `prep` | key pre-processing (§3.4) |
-//! | `iter` | [`Iter`] |
-//! | `config` | [`Config`] and its builder |
+//! | `write/` | in-place writes (insert, remove, splices, ejection, exact-fit moves), the jump tables' writing halves, container splits |
+//! | `index` | the [`Hyperion`] type and the key routing every layer above the arenas shares |
+//! | `iter` | ordered copies and [`Iter`] |
 
 mod arena;
-mod cjt;
 mod config;
 mod edit;
+mod index;
 mod iter;
 mod mm;
 mod node;
 mod opt;
 mod prep;
 mod prims;
-mod split;
-mod tjt;
 mod write;
 
 use std::ops::{Bound, ControlFlow};
@@ -105,20 +103,14 @@ use orrery_core::sync::CachePadded;
 
 use arena::{Arena, Decision};
 pub use config::{Config, ConfigBuilder};
-pub use iter::{BATCH, Iter, SCAN_BATCH};
+pub use index::Hyperion;
+use index::TrieKey;
+pub use iter::Iter;
+use iter::{BATCH, SCAN_BATCH};
 pub use mm::MemStats;
 
 /// Lookups a [`Hyperion::get_many`] pipeline keeps in flight.
-pub const GET_MANY_WINDOW: usize = 16;
-
-/// A concurrent ordered key-value index over byte strings: Hyperion.
-///
-/// See the [crate docs](crate) for an example and the guarantees.
-pub struct Hyperion {
-    arenas: Box<[CachePadded<Arena>]>,
-    len: CachePadded<AtomicIsize>,
-    config: Config,
-}
+pub(crate) const GET_MANY_WINDOW: usize = 16;
 
 impl std::fmt::Debug for Hyperion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -126,22 +118,6 @@ impl std::fmt::Debug for Hyperion {
             .field("len", &self.len())
             .field("config", &self.config)
             .finish_non_exhaustive()
-    }
-}
-
-/// A key in the trie's key space: the user's key, or its pre-processed form.
-enum TrieKey<'a> {
-    User(&'a [u8]),
-    Prep(Vec<u8>),
-}
-
-impl std::ops::Deref for TrieKey<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            TrieKey::User(k) => k,
-            TrieKey::Prep(k) => k,
-        }
     }
 }
 
@@ -162,23 +138,6 @@ impl Hyperion {
         &self.config
     }
 
-    #[inline]
-    fn arena_of(&self, key: &[u8]) -> &Arena {
-        let b = key.first().copied().unwrap_or(0) as usize;
-        &self.arenas[b % self.arenas.len()]
-    }
-
-    #[inline]
-    fn trie_key<'a>(&self, key: &'a [u8]) -> TrieKey<'a> {
-        if self.config.preprocess {
-            let mut out = Vec::with_capacity(key.len() + 1);
-            prep::encode(key, &mut out);
-            TrieKey::Prep(out)
-        } else {
-            TrieKey::User(key)
-        }
-    }
-
     /// Lookup: `f`'s result on the value of `key`, `None` when absent.
     ///
     /// Optimistic: the lookup takes no lock; it copies the value into a (thread-local)
@@ -193,8 +152,10 @@ impl Hyperion {
     }
 
     /// [`Hyperion::get_with`] through the arena's read lock, never optimistically: the
-    /// path an optimistic read falls back to, public so that benchmarks can compare the
-    /// two in one binary. `f` runs under the read lock.
+    /// path an optimistic read falls back to, for benchmarks that compare the two in one
+    /// binary (feature `bench-internals`; not part of the API). `f` runs under the read
+    /// lock.
+    #[cfg(feature = "bench-internals")]
     pub fn get_with_locked<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         if key.len() > api::MAX_KEY_LEN {
             return None;
@@ -206,7 +167,7 @@ impl Hyperion {
 
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.
     ///
-    /// A pipeline: the keys are taken in windows of [`GET_MANY_WINDOW`], and the window's
+    /// A pipeline: the keys are taken in windows of 16, and the window's
     /// lookups advance in turn one stage at a time — container pointer, jump table,
     /// T-Node, S-Node — each stage prefetching what the next one reads, so the cache
     /// misses of the window's keys overlap instead of following one another.
@@ -401,8 +362,8 @@ impl Hyperion {
 
     /// Visits pairs in ascending key order from `start` until the visitor breaks. The
     /// visitor runs without any lock held: pairs are copied a batch at a time (the first
-    /// [`BATCH`] pairs, each next batch twice as many up to [`SCAN_BATCH`]), each trie's
-    /// under its arena's lock.
+    /// 64 pairs, each next batch twice as many up to 1,024), each trie's under its arena's
+    /// lock or optimistically.
     fn scan_from(&self, start: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.scan_until(start, Bound::Unbounded, visitor);
     }
@@ -482,6 +443,7 @@ impl Hyperion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng as _;
 
     /// `get_many`'s pipeline against a model, small enough for Miri: keys under a few
     /// T-Nodes with many S-Nodes (T-Node jump tables), deeper keys (embedded and child
@@ -491,12 +453,10 @@ mod tests {
     fn get_many_pipeline_small() {
         let h = Hyperion::new();
         let mut model = std::collections::HashMap::new();
-        let mut x = 0x5DEE_CE66u32;
+        let mut r = orrery_core::testing::rng::rng(0x5DEE_CE66);
         let n = if cfg!(miri) { 300 } else { 3000 };
         for i in 0..n {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+            let x: u32 = r.random();
             let b = x.to_be_bytes();
             let k = match i % 4 {
                 0 => vec![b[0] % 3, b[1] % 2, b[2]],

@@ -32,16 +32,11 @@
 //! ([`Dirs`]), copying values and comparing suffixes with checked loads, the lookup's
 //! driver and its pipelined [`Probe`], and the walk's source [`OptSrc`].
 
-use crate::cjt;
 use crate::mm::{Dirs, Hp, RawBlock};
 use crate::node::{
-    Bytes, R, Src, Step, Suffix, ValRef, find_s, find_t, s_start, search, u32_in, used_in,
+    Bytes, R, Src, Step, Suffix, Torn, ValRef, cjt, find_s, find_t, s_start, search, u32_in,
+    used_in,
 };
-
-/// An optimistic attempt saw bytes that cannot be a consistent container (or could not
-/// reach a block): retry, or fall back to the lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Torn;
 
 #[inline(always)]
 fn at(b: &RawBlock, i: usize) -> R<u8> {
@@ -379,7 +374,11 @@ impl<'k> Probe<'k> {
 
 #[cfg(test)]
 mod tests {
+    use rand::Rng as _;
+    use rand::rngs::SmallRng;
+
     use crate::arena::{ArenaInner, Decision};
+    use crate::mm::MAX_SMALL;
 
     fn put(a: &mut ArenaInner, k: &[u8], v: &[u8]) {
         a.write(k, &mut |_| Decision::Store(v.to_vec())).unwrap();
@@ -389,12 +388,10 @@ mod tests {
     /// deep (embedded and child containers, path-compressed and long suffixes), root
     /// values and the empty key, values inline and out of line.
     fn keys(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut x = 0x2545_F491u32;
+        let mut r = orrery_core::testing::rng::rng(0x2545_F491);
         (0..n)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
+                let x: u32 = r.random();
                 let b = x.to_be_bytes();
                 let mut k = match i % 6 {
                     0 => vec![b[0] % 3, b[1] % 2, b[2]],
@@ -426,7 +423,7 @@ mod tests {
 
     /// Overwrites 4 random bytes of one part of each of the root containers of tries 0–2
     /// (the part picked by `round`), as a reader racing a writer may see them.
-    fn garble(a: &mut ArenaInner, round: usize, x: &mut u32) {
+    fn garble(a: &mut ArenaInner, round: usize, r: &mut SmallRng) {
         for b in 0..3u8 {
             let Some(hp) = a.roots[usize::from(b)].hp else {
                 continue;
@@ -435,10 +432,8 @@ mod tests {
             let c = a.mm.get_mut(hp);
             let len = c.len();
             for _ in 0..4 {
-                *x ^= *x << 13;
-                *x ^= *x >> 17;
-                *x ^= *x << 5;
-                c[*x as usize % len] = (*x >> 16) as u8;
+                let x: u32 = r.random();
+                c[x as usize % len] = (x >> 16) as u8;
             }
         }
     }
@@ -470,23 +465,41 @@ mod tests {
     }
 
     /// Torn bytes are safe: containers overwritten with garbage (as a reader racing a
-    /// writer may see them) make the checked lookup return anything — never read outside
-    /// a block, panic or loop forever. Extended blocks' pointers are never followed here
-    /// (validation fails, as it would for a reader that read a changing eHP).
+    /// writer may see them) never make the checked lookup read outside a block, panic or
+    /// loop forever, and what it returns stays inside what it may read. Extended blocks'
+    /// pointers are never followed here (validation fails, as it would for a reader that
+    /// read a changing eHP), so a value it copies lies in a chunk (at most
+    /// [`MAX_SMALL`] bytes). Only the root containers of tries 0–2 are garbled: a key of
+    /// another trie reads its own value, or `Torn` when its path needs an extended block.
     #[test]
     fn opt_lookup_survives_garbage() {
         let (mut a, ks) = loaded(if cfg!(miri) { 150 } else { 3000 });
         let view = a.view();
         let _g = orrery_core::sync::pin();
         let mut out = Vec::new();
-        let mut x = 0x9E37_79B9u32;
+        let mut r = orrery_core::testing::rng::rng(0x9E37_79B9);
         let rounds = if cfg!(miri) { 20 } else { 300 };
+        let want: std::collections::HashMap<_, _> = ks.iter().cloned().collect();
+        let (mut found, mut intact) = (0usize, 0usize);
         for round in 0..rounds {
-            garble(&mut a, round, &mut x);
+            garble(&mut a, round, &mut r);
             for (k, _) in ks.iter().step_by(7) {
-                let _ = view.get(k, &mut out, &|| false);
+                let got = view.get(k, &mut out, &|| false);
+                if let Ok(true) = got {
+                    found += 1;
+                    assert!(out.len() <= MAX_SMALL, "a value of {} bytes", out.len());
+                }
+                if k.first().is_some_and(|&b| b >= 3) {
+                    match got {
+                        Ok(true) => assert_eq!(&out, &want[k], "key {k:?} of an intact trie"),
+                        Ok(false) => panic!("key {k:?} of an intact trie reads absent"),
+                        Err(_) => {}
+                    }
+                    intact += 1;
+                }
             }
         }
+        assert!(found > 0 && intact > 0, "found {found}, intact {intact}");
     }
 
     /// Up to `limit` pairs of trie `b` from `bound`, read by the locked walk and by the
@@ -521,7 +534,7 @@ mod tests {
             valid,
         };
         let got = view.get(&[b], &mut rv, valid).and_then(|found| {
-            crate::iter::walk_trie(
+            crate::node::walk_trie(
                 src,
                 view.root(b),
                 found.then_some(rv.as_slice()),
@@ -546,11 +559,9 @@ mod tests {
         let n = if cfg!(miri) { 150 } else { 4000 };
         let mut ks = keys(n);
         // Many keys in trie 9: its root container splits (not under Miri: too slow).
-        let mut x = 0x9E37_79B9u32;
+        let mut r = orrery_core::testing::rng::rng(0x9E37_79B9);
         for _ in 0..if cfg!(miri) { 0 } else { 24_000 } {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+            let x: u32 = r.random();
             ks.push(([&[9u8][..], &x.to_be_bytes()].concat(), vec![x as u8]));
         }
         for (k, v) in &ks {
@@ -598,10 +609,10 @@ mod tests {
         let (mut a, ks) = loaded(if cfg!(miri) { 150 } else { 3000 });
         let view = a.view();
         let _g = orrery_core::sync::pin();
-        let mut x = 0x2545_F491u32;
+        let mut r = orrery_core::testing::rng::rng(0x2545_F491);
         let rounds = if cfg!(miri) { 10 } else { 200 };
         for round in 0..rounds {
-            garble(&mut a, round, &mut x);
+            garble(&mut a, round, &mut r);
             for (k, _) in ks.iter().step_by(if cfg!(miri) { 29 } else { 7 }) {
                 for desc in [false, true] {
                     let view = &view;
@@ -611,7 +622,7 @@ mod tests {
                     };
                     let mut buf = Vec::new();
                     let mut seen = 0usize;
-                    let _ = crate::iter::walk_trie(
+                    let _ = crate::node::walk_trie(
                         src,
                         view.root(k[0]),
                         None,

@@ -92,8 +92,7 @@ mod tests {
     use super::*;
     use crate::arena::{ArenaInner, Decision};
     use crate::mm::MemoryManager;
-    use crate::write::{descend, locate};
-    use crate::{cjt, tjt};
+    use crate::write::{BUILD_HOPS, REBUILD_HOPS, descend, locate};
     use rand::seq::SliceRandom;
 
     #[test]
@@ -161,8 +160,8 @@ mod tests {
     /// sequential keys".
     ///
     /// Checks the work, not a speed: after loading such keys in ascending, descending and
-    /// shuffled order, a search for any key passes fewer than [`cjt::REBUILD_HOPS`]
-    /// T-Nodes after its container jump table entry and fewer than [`tjt::BUILD_HOPS`]
+    /// shuffled order, a search for any key passes fewer than [`REBUILD_HOPS`]
+    /// T-Nodes after its container jump table entry and fewer than [`BUILD_HOPS`]
     /// S-Nodes after its T-Node jump table destination, in every container on its path;
     /// and the big container was split.
     #[test]
@@ -192,7 +191,7 @@ mod tests {
                 s_max = s_max.max(s);
             }
             assert!(
-                t_max < cjt::REBUILD_HOPS && s_max < tjt::BUILD_HOPS,
+                t_max < REBUILD_HOPS && s_max < BUILD_HOPS,
                 "{name}: a search passes up to {t_max} T-Nodes and {s_max} S-Nodes"
             );
             if !cfg!(miri) {

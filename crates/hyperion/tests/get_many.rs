@@ -5,15 +5,18 @@
 //! arenas and windows; on the default configuration, one arena, and pre-processing.
 
 use orrery_core::api::MAX_KEY_LEN;
-use orrery_hyperion::{Config, GET_MANY_WINDOW, Hyperion};
+use orrery_hyperion::{Config, Hyperion};
+use rand::Rng as _;
+
+/// Lookups a `get_many` pipeline keeps in flight (the crate's private `GET_MANY_WINDOW`):
+/// batches around it cross window boundaries.
+const GET_MANY_WINDOW: usize = 16;
 
 fn keys() -> Vec<Vec<u8>> {
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut r = orrery_core::testing::rng::rng(0x2545_F491_4F6C_DD1D);
     let mut out = Vec::new();
     for i in 0..30_000u64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x: u64 = r.random();
         let mut k = x.to_be_bytes().to_vec();
         if i % 2 == 0 {
             // 32 T-Nodes of 4 tries with hundreds of S-Nodes each: T-Node jump tables.

@@ -8,8 +8,11 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use orrery_core::testing::rng::{derive, rng};
 use orrery_core::testing::wait::Watchdog;
 use orrery_hyperion::{Config, Hyperion};
+use rand::Rng as _;
+use rand::rngs::SmallRng;
 
 /// A test still running after this is stuck inside the index (every wait of the test is
 /// bounded by a shorter deadline): the watchdog ends the process instead of letting the
@@ -22,11 +25,9 @@ fn one_arena() -> Hyperion {
     Hyperion::with_config(Config::builder().arenas(1).build().unwrap()).unwrap()
 }
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
+/// The next 64 random bits of a reader's generator.
+fn next(x: &mut SmallRng) -> u64 {
+    x.random()
 }
 
 /// Key `i` of a set whose keys share prefixes (so they land in few, large containers:
@@ -67,14 +68,14 @@ fn is_value_of(v: &[u8], i: usize) -> bool {
 }
 
 /// Runs `readers` reader threads, each calling `check(x, done)` in a loop — `x` its own
-/// xorshift state (seeded `seed + r`), `done` the checks it made so far — while this
+/// generator (seeded from `seed` and `r`), `done` the checks it made so far — while this
 /// thread runs the writer's `round(0)`, `round(1)`, … up to `rounds` of them, stopping
 /// early once [`DEADLINE`] has passed. Threads start together at a barrier. Returns the
 /// rounds written and the checks the readers made.
 fn race(
     readers: usize,
     seed: u64,
-    check: impl Fn(&mut u64, usize) + Sync,
+    check: impl Fn(&mut SmallRng, usize) + Sync,
     rounds: usize,
     mut round: impl FnMut(usize),
 ) -> (usize, usize) {
@@ -85,7 +86,7 @@ fn race(
         for r in 0..readers {
             let (stop, start, checks, check) = (&stop, &start, &checks, &check);
             s.spawn(move || {
-                let mut x = seed + r as u64;
+                let mut x = rng(derive(seed, r as u64));
                 start.wait();
                 let mut local = 0;
                 while !stop.load(Ordering::Relaxed) {
@@ -127,14 +128,14 @@ fn readers_see_every_acknowledged_insert() {
         |x, local| {
             let m = mark.load(Ordering::Acquire);
             if m > 0 {
-                let i = xorshift(x) as usize % m;
+                let i = next(x) as usize % m;
                 assert_eq!(h.get(&key(i)), Some(value(i, 0)), "acknowledged key {i}");
             }
-            let absent = [&key(xorshift(x) as usize % n)[..], b"-"].concat();
+            let absent = [&key(next(x) as usize % n)[..], b"-"].concat();
             assert_eq!(h.get(&absent), None, "never inserted: {absent:?}");
             if m > 0 && local % 8 == 0 {
                 // A batch across pipeline windows: acknowledged and absent keys.
-                let ids: Vec<usize> = (0..40).map(|_| xorshift(x) as usize % m).collect();
+                let ids: Vec<usize> = (0..40).map(|_| next(x) as usize % m).collect();
                 let batch: Vec<Vec<u8>> = ids
                     .iter()
                     .enumerate()
@@ -188,12 +189,12 @@ fn readers_survive_shrinking_and_freed_containers() {
         2,
         0xABCD_0000,
         |x, _| {
-            let i = xorshift(x) as usize % stable;
+            let i = next(x) as usize % stable;
             let v = h
                 .get(&key(i))
                 .unwrap_or_else(|| panic!("stable key {i} lost"));
             assert!(is_value_of(&v, i), "stable key {i}: {v:?}");
-            let j = stable + xorshift(x) as usize % churn;
+            let j = stable + next(x) as usize % churn;
             if let Some(v) = h.get(&key(j)) {
                 assert!(is_value_of(&v, j), "churned key {j}: {v:?}");
             }
@@ -248,16 +249,14 @@ fn readers_of_one_trie_survive_writers_of_another() {
         2,
         0x7777_0000,
         |x, _| {
-            let i = xorshift(x) as usize % stable;
+            let i = next(x) as usize % stable;
             assert_eq!(h.get(&key(i)), Some(value(i, 0)), "get of stable key {i}");
-            let batch: Vec<Vec<u8>> = (0..16)
-                .map(|_| key(xorshift(x) as usize % stable))
-                .collect();
+            let batch: Vec<Vec<u8>> = (0..16).map(|_| key(next(x) as usize % stable)).collect();
             let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
             h.get_many(&refs, &mut |j, v| {
                 assert_eq!(v, Some(&want[refs[j]][..]), "get_many {:?}", refs[j]);
             });
-            let from = key(xorshift(x) as usize % stable);
+            let from = key(next(x) as usize % stable);
             let mut seen: Vec<Vec<u8>> = Vec::new();
             h.scan(Bound::Included(&from), &mut |k, v| {
                 assert_eq!(Some(v), want.get(k).map(Vec::as_slice), "scan at {k:?}");

@@ -15,8 +15,10 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use orrery_core::testing::rng::rng;
 use orrery_core::testing::wait::{DEADLINE, Watchdog};
 use orrery_hyperion::{Config, Hyperion};
+use rand::Rng as _;
 
 /// The watchdog's limit: longer than every deadline of the test.
 const WATCHDOG: Duration = Duration::from_secs(600);
@@ -24,13 +26,6 @@ const WATCHDOG: Duration = Duration::from_secs(600);
 /// How long the scanner may take for all its scans while the writer hammers (the scans
 /// take well under a second on an idle machine; a starved scanner took minutes).
 const SCAN_DEADLINE: Duration = Duration::from_secs(2 * DEADLINE.as_secs());
-
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
 
 /// Stable key `i` (first byte `s`; present for the whole test).
 fn stable(i: usize) -> Vec<u8> {
@@ -133,7 +128,7 @@ fn scans_complete_under_a_writer_of_their_own_arena() {
     let (short_scans, full_scans) = (300, 6);
     let elapsed = std::thread::scope(|s| {
         let scanner = s.spawn(|| {
-            let mut x = 0x5CA9_0001u64;
+            let mut x = rng(0x5CA9_0001);
             start.wait();
             let t0 = Instant::now();
             for j in 0..short_scans + full_scans {
@@ -147,11 +142,11 @@ fn scans_complete_under_a_writer_of_their_own_arena() {
                 let mut seen = Vec::new();
                 if j < short_scans {
                     let lo = match j % 3 {
-                        0 => stables[xorshift(&mut x) as usize % n_stable].clone(),
-                        1 => (xorshift(&mut x) as u32 | 0x6100_0000).to_be_bytes()[..3].to_vec(),
-                        _ => vec![b's', xorshift(&mut x) as u8],
+                        0 => stables[x.random::<u64>() as usize % n_stable].clone(),
+                        1 => (x.random::<u64>() as u32 | 0x6100_0000).to_be_bytes()[..3].to_vec(),
+                        _ => vec![b's', x.random::<u64>() as u8],
                     };
-                    let want = 1 + xorshift(&mut x) as usize % 100;
+                    let want = 1 + x.random::<u64>() as usize % 100;
                     h.scan(Bound::Included(&lo), &mut |k, _| {
                         seen.push(k.to_vec());
                         if seen.len() == want {
@@ -185,7 +180,7 @@ fn scans_complete_under_a_writer_of_their_own_arena() {
             done.store(true, Ordering::Release);
             took
         });
-        let mut x = 0xB0B0_7777u64;
+        let mut x = rng(0xB0B0_7777);
         let mut live: Vec<Vec<u8>> = Vec::new();
         start.wait();
         let t0 = Instant::now();
@@ -193,7 +188,7 @@ fn scans_complete_under_a_writer_of_their_own_arena() {
         // The writer hammers until the scanner is done (or the deadline passed: then it
         // stops, the scanner finishes, and the test fails on its time).
         while !done.load(Ordering::Acquire) && t0.elapsed() < SCAN_DEADLINE {
-            let r = xorshift(&mut x);
+            let r = x.random::<u64>();
             if r.is_multiple_of(4) {
                 h.insert(&acked(i), b"acked").unwrap();
                 i += 1;

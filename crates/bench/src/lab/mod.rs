@@ -18,6 +18,11 @@ mod cuckoo_trie_lookups;
 mod cuckoo_trie_readers;
 mod cuckoo_trie_scan_walk;
 mod cuckoo_trie_shrink;
+mod hyperion_mem_breakdown;
+mod hyperion_prep_load;
+mod hyperion_read_contention;
+mod hyperion_scan_contention;
+mod hyperion_scan_profile;
 mod mercury_chains;
 mod mercury_expansion;
 mod mercury_expansion_stalls;
@@ -62,6 +67,31 @@ pub(crate) const PROGRAMS: &[Program] = &[
         name: "cuckoo_trie_shrink",
         about: "Cuckoo Trie memory and lookups around a shrink after removals: [KEYS] [READERS] [PERCENT]",
         run: cuckoo_trie_shrink::run,
+    },
+    Program {
+        name: "hyperion_mem_breakdown",
+        about: "Hyperion's bytes/key by part (Fig 14/16): [KEYS] [rand|seq] [EJECT] [all|plain|prep] [SCANS]",
+        run: hyperion_mem_breakdown::run,
+    },
+    Program {
+        name: "hyperion_prep_load",
+        about: "Hyperion loads with and without key pre-processing: [SET] [KEYS] [prep|plain|both]",
+        run: hyperion_prep_load::run,
+    },
+    Program {
+        name: "hyperion_read_contention",
+        about: "Hyperion point reads beside writers (optimistic, locked, get_many): [KEYS] [SECS] [ROUNDS] [locked-first]",
+        run: hyperion_read_contention::run,
+    },
+    Program {
+        name: "hyperion_scan_contention",
+        about: "Hyperion scans beside writers (short and full): [KEYS] [SECS] [ROUNDS] [arena|one-trie]",
+        run: hyperion_scan_contention::run,
+    },
+    Program {
+        name: "hyperion_scan_profile",
+        about: "Hyperion full scans against a BTreeMap: [SET] [KEYS] [ROUNDS] [hyperion|btree|both|held] [DELAY_S]",
+        run: hyperion_scan_profile::run,
     },
     Program {
         name: "mercury_chains",

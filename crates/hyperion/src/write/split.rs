@@ -29,11 +29,12 @@
 //! its T-Nodes by their jump successors instead of parsing every node.
 
 use crate::arena::ArenaInner;
-use crate::cjt::payload_start;
 use crate::edit::Txn;
 use crate::mm::{Hp, MemoryManager};
+use crate::node::cjt::payload_start;
 use crate::node::{HEADER, jump_successor, parse, set_used, used, write_header};
-use crate::write::CPath;
+
+use super::path::{CPath, fix_jumps};
 
 /// Split threshold `a` (bytes): the paper's 16 KiB.
 pub(crate) const SPLIT_A: usize = 16 * 1024;
@@ -120,7 +121,7 @@ impl ArenaInner {
         let upper_len = upper.len();
         write_header(&mut upper, upper_len);
         // The first T-Node's header may have changed length: its jump successor too.
-        crate::write::fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
+        fix_jumps(&mut upper, HEADER, HEADER + 1, upper_len);
         let chained = self.mm.is_chain(c.link);
         // The lower part: the payload before the cut, without the jump table (both parts
         // are given new ones once the split is done).
@@ -172,7 +173,7 @@ impl ArenaInner {
         txn.commit(&mut self.mm);
         // Both parts get their jump tables now: a part that no writer passes at length
         // again (the lower part, under ascending keys) would otherwise keep none, and
-        // every search in it would pass up to 31 T-Nodes (issue #22).
+        // every search in it would pass up to 31 T-Nodes.
         self.rebuild_cjt(if chained { c.hp } else { base.slot(0) });
         self.rebuild_cjt(base.slot(slot));
     }
@@ -180,6 +181,7 @@ impl ArenaInner {
 
 #[cfg(test)]
 mod tests {
+    use rand::Rng as _;
     use std::ops::{Bound, ControlFlow};
 
     use super::*;
@@ -192,12 +194,10 @@ mod tests {
     fn keys(n: usize) -> Vec<Vec<u8>> {
         // Three-byte keys `x t s`: every key ends at an S-Node of trie `x`'s root, so the
         // root container grows by about 11 bytes per key until it splits.
-        let mut x = 0x9E37_79B9u32;
+        let mut r = orrery_core::testing::rng::rng(0x9E37_79B9);
         let mut ks: Vec<Vec<u8>> = (0..n)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
+                let x: u32 = r.random();
                 vec![b'x', (x >> 8) as u8, (x >> 16) as u8]
             })
             .collect();

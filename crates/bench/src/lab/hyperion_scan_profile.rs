@@ -1,11 +1,14 @@
-//! A quick loop for full-scan work: loads one key set into a [`Hyperion`] and into a
-//! `BTreeMap` (both in the same shuffled order), then times full scans of each, side by
-//! side, with the benchmark's `scan-all` visitor (sum of key lengths and values, a count).
-//! Not a benchmark of record (use `orrery-bench run --workload scan-all`); for profiling:
+//! `hyperion_scan_profile`: full-scan work — loads one key set into a `Hyperion` and
+//! into a `BTreeMap` (both in the same shuffled order), then times full scans of each,
+//! side by side, with the benchmark's `scan-all` visitor (sum of key lengths and values,
+//! a count). Not a benchmark of record (use `orrery-bench run --workload scan-all`); for
+//! profiling.
+//!
+//! Arguments: `[SET] [KEYS] [ROUNDS] [hyperion|btree|both|held] [DELAY_S]` (defaults
+//! `rand-int 1M 10 both 0`).
 //!
 //! ```text
-//! cargo build --release -p orrery-hyperion --example scan_profile
-//! target/release/examples/scan_profile rand-int 2000000 20 [hyperion|btree|both|held] [delay-s]
+//! orrery-bench lab hyperion_scan_profile rand-int 2M 20 both
 //! ```
 //!
 //! `held` times Hyperion's full scans while 16 threads (one per arena of the default
@@ -24,33 +27,29 @@ use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use orrery_hyperion::Hyperion;
+use orrery::hyperion::Hyperion;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use super::count_arg;
+use crate::rng::Rng;
 
-fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {
-    let mut r = Rng(0x2545_F491_4F6C_DD1D);
+/// The keys of data set `set`, shuffled.
+fn keys(set: &str, n: usize) -> Result<Vec<Vec<u8>>, String> {
+    let mut r = Rng::new(0x2545_F491_4F6C_DD1D);
     let mut ks: Vec<Vec<u8>> = match set {
-        "rand-int" => (0..n).map(|_| r.next().to_be_bytes().to_vec()).collect(),
+        "rand-int" => (0..n)
+            .map(|_| r.next_u64().to_be_bytes().to_vec())
+            .collect(),
         "seq-int" => (0..n as u64).map(|i| i.to_be_bytes().to_vec()).collect(),
         "ngram" => {
             // A vocabulary of 20,000 words of 3–10 letters, Zipf-ish word choice.
             let words: Vec<Vec<u8>> = (0..20_000)
                 .map(|_| {
-                    let len = 3 + r.next() as usize % 8;
-                    (0..len).map(|_| b'a' + (r.next() % 26) as u8).collect()
+                    let len = 3 + r.next_u64() as usize % 8;
+                    (0..len).map(|_| b'a' + (r.next_u64() % 26) as u8).collect()
                 })
                 .collect();
             let pick = |r: &mut Rng| {
-                let x = (r.next() % 1_000_000) as f64 / 1_000_000.0;
+                let x = (r.next_u64() % 1_000_000) as f64 / 1_000_000.0;
                 &words[((x * x * x) * words.len() as f64) as usize]
             };
             (0..n)
@@ -58,25 +57,26 @@ fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {
                     let mut k = pick(&mut r).clone();
                     k.push(b' ');
                     k.extend_from_slice(pick(&mut r));
-                    if r.next().is_multiple_of(2) {
+                    if r.next_u64().is_multiple_of(2) {
                         k.push(b' ');
                         k.extend_from_slice(pick(&mut r));
                     }
-                    k.extend_from_slice(format!(" {}", 1800 + r.next() % 220).as_bytes());
+                    k.extend_from_slice(format!(" {}", 1800 + r.next_u64() % 220).as_bytes());
                     k
                 })
                 .collect()
         }
-        _ => panic!("data set: rand-int, seq-int or ngram"),
+        _ => return Err("data set: rand-int, seq-int or ngram".into()),
     };
     // Shuffle (load order).
     for i in (1..ks.len()).rev() {
-        let j = r.next() as usize % (i + 1);
+        let j = r.next_u64() as usize % (i + 1);
         ks.swap(i, j);
     }
-    ks
+    Ok(ks)
 }
 
+/// The value as the benchmark's visitor reads it (its first 8 bytes, little-endian).
 fn read_value(v: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     let n = v.len().min(8);
@@ -85,25 +85,25 @@ fn read_value(v: &[u8]) -> u64 {
 }
 
 /// This thread's CPU time in seconds (the machine is shared: wall time varies with load).
+/// This thread's CPU time in seconds.
 fn cpu_now() -> f64 {
-    orrery_core::testing::clock::thread_cpu_secs()
+    crate::metrics::cpu::thread_cpu_secs()
 }
 
+/// The median of `v`.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let set = args.get(1).map_or("rand-int", String::as_str);
-    let n: usize = args
-        .get(2)
-        .map_or(1_000_000, |s| s.parse().expect("key count"));
-    let rounds: usize = args.get(3).map_or(10, |s| s.parse().expect("rounds"));
-    let which = args.get(4).map_or("both", String::as_str);
-    let delay: u64 = args.get(5).map_or(0, |s| s.parse().expect("delay seconds"));
-    let ks = keys(set, n);
+/// Runs the program (see the module docs for the arguments).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let set = args.first().map_or("rand-int", String::as_str);
+    let n = count_arg(args, 1, 1_000_000)? as usize;
+    let rounds = count_arg(args, 2, 10)? as usize;
+    let which = args.get(3).map_or("both", String::as_str);
+    let delay = count_arg(args, 4, 0)?;
+    let ks = keys(set, n)?;
     let held = which == "held";
     let which = if held { "hyperion" } else { which };
     let h = Hyperion::new();
@@ -179,4 +179,5 @@ fn main() {
         mu.total() as f64 / n.max(1) as f64,
     );
     drop(ks);
+    Ok(())
 }

@@ -1,8 +1,13 @@
-//! What a scanner loses to writers (issue #22): one scan thread (a) alone, (b) while one
-//! writer inserts into *other* arenas, (c) while one writer inserts into *its own* arena —
-//! for short scans (1–100 pairs from random bounds) and for full-range scans.
+//! `hyperion_scan_contention`: what a scanner loses to writers — one scan thread (a)
+//! alone, (b) while one writer inserts into *other* arenas, (c) while one writer inserts
+//! into *its own* arena — for short scans (1–100 pairs from random bounds) and for
+//! full-range scans.
 //!
-//! `cargo run --release -p orrery-hyperion --example scan_contention -- [KEYS] [SECS] [ROUNDS] [MODE]`
+//! Arguments: `[KEYS] [SECS] [ROUNDS] [arena|one-trie]` (defaults `1M 2 3 arena`).
+//!
+//! ```text
+//! orrery-bench lab hyperion_scan_contention 1M 2 3 arena
+//! ```
 //!
 //! `MODE` `arena` (default) spreads short scans' bounds and the writer's keys over the 16
 //! tries of an arena (first byte ≡ 0 or 1 mod 16, below); `one-trie` puts them in one
@@ -31,17 +36,13 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use orrery_hyperion::Hyperion;
+use orrery::hyperion::Hyperion;
+
+use super::count_arg;
+use crate::rng::Rng;
 
 /// Most keys of its own a writer keeps in the index (see the module docs).
 const LIVE: usize = 4096;
-
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Writer {
@@ -68,12 +69,12 @@ struct Sample {
 }
 
 /// One scan; returns the pairs visited (checking that keys ascend).
-fn scan_once(h: &Hyperion, kind: Scan, x: &mut u64, mask: u64) -> usize {
+fn scan_once(h: &Hyperion, kind: Scan, x: &mut Rng, mask: u64) -> usize {
     let (from, want) = match kind {
         Scan::Short => {
-            let r = xorshift(x);
+            let r = x.next_u64();
             let b = ((r & !(0xFF << 56)) | (((r >> 56) & mask) << 56)).to_be_bytes();
-            (Some(b), 1 + (xorshift(x) % 100) as usize)
+            (Some(b), 1 + (x.next_u64() % 100) as usize)
         }
         Scan::Full => (None, usize::MAX),
     };
@@ -96,8 +97,9 @@ fn scan_once(h: &Hyperion, kind: Scan, x: &mut u64, mask: u64) -> usize {
     n
 }
 
+/// One run of `secs` seconds: scans of `kind` beside writer `w`.
 #[allow(clippy::too_many_arguments)]
-fn run(
+fn measure(
     h: &Hyperion,
     w: Writer,
     kind: Scan,
@@ -115,7 +117,7 @@ fn run(
     let mut pairs = 0u64;
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut x = seed | 1;
+            let mut x = Rng::new(seed);
             start.wait();
             let mut n = 0u64;
             let mut live = std::collections::VecDeque::new();
@@ -127,7 +129,7 @@ fn run(
                         capped.store(true, Ordering::Relaxed);
                         break;
                     }
-                    let r = xorshift(&mut x);
+                    let r = x.next_u64();
                     let k = ((r & !(0xFF << 56)) | (((r >> 56) & mask | b) << 56)).to_be_bytes();
                     h.insert(&k, &r.to_le_bytes()).unwrap();
                     live.push_back(k);
@@ -146,7 +148,7 @@ fn run(
             }
             writes.store(n, Ordering::Relaxed);
         });
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut x = Rng::fork(seed, "scanner", 0);
         start.wait();
         let t0 = Instant::now();
         let deadline = t0 + Duration::from_secs_f64(secs);
@@ -194,27 +196,30 @@ fn run(
     s
 }
 
+/// The median of `v`.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("KEYS"));
-    let secs: f64 = args.next().map_or(2.0, |a| a.parse().expect("SECS"));
-    let rounds: usize = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
+/// Runs the program (see the module docs for the arguments).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let n = count_arg(args, 0, 1_000_000)?;
+    let secs: f64 = args
+        .get(1)
+        .map_or(Ok(2.0), |a| a.parse().map_err(|_| format!("SECS: {a:?}")))?;
+    let rounds = count_arg(args, 2, 3)?.max(1) as usize;
     // The first key bytes of short scans' bounds and of the writer's keys: the 16 tries
     // of an arena (default), or one trie (`one-trie`).
-    let mask = match args.next().as_deref() {
+    let mask = match args.get(3).map(String::as_str) {
         None | Some("arena") => 0xF0,
         Some("one-trie") => 0,
-        Some(m) => panic!("MODE: arena or one-trie, not {m}"),
+        Some(m) => return Err(format!("MODE: arena or one-trie, not {m}")),
     };
     let h = Hyperion::new();
-    let mut x = 0x5EED_1234_ABCD_0001u64;
+    let mut x = Rng::new(0x5EED_1234_ABCD_0001);
     for _ in 0..n {
-        let r = xorshift(&mut x);
+        let r = x.next_u64();
         h.insert(&r.to_be_bytes(), &r.to_le_bytes()).unwrap();
     }
     let loaded = h.len();
@@ -228,7 +233,7 @@ fn main() {
     let mut res: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
         for (i, &(kind, w)) in configs.iter().enumerate() {
-            res[i].push(run(
+            res[i].push(measure(
                 &h,
                 w,
                 kind,
@@ -258,4 +263,5 @@ fn main() {
             m(&|s| s.writes as f64 / secs / 1e6),
         );
     }
+    Ok(())
 }

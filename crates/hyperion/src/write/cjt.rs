@@ -1,19 +1,5 @@
-//! Container jump tables (§3.3): up to 49 entries after a container's header that let a
-//! search start near its T-Node instead of at the payload's first byte.
-//!
-//! # Layout
-//!
-//! ```text
-//! header bits 24..27: J, the number of 7-entry groups (0..=7)
-//! bytes 4 .. 4 + 28·J: entries, u32 LE each: bits 0..8 a T-Node's key, 8..32 its offset
-//!                      in the block; ascending by key; an entry of offset 0 ends the table
-//! payload from 4 + 28·J
-//! ```
-//!
-//! A search takes the last entry whose key is at most the key's next byte and starts at
-//! its T-Node (decoding that T-Node's delta from the entry's key), else at the payload's
-//! start. Only a container's own payload has a table (embedded containers are at most 255
-//! bytes), and only extended containers (over 2,016 bytes) get one.
+//! Container jump tables (§3.3), the writer's half: entries kept exact across splices and
+//! tables rebuilt. The layout and the seeks are `node/cjt.rs`.
 //!
 //! # Maintenance
 //!
@@ -23,7 +9,7 @@
 //! passes 8 or more T-Nodes after the table's entry (the paper's trigger), or adds a
 //! T-Node that makes the run of T-Nodes from the entry below it to the next entry 8 or
 //! longer (counted by jump successors, stopping at 8: a writer inserting in front of what
-//! it would pass — descending keys — passes nothing, issue #22), rebuilds the
+//! it would pass — descending keys — passes nothing), rebuilds the
 //! table after its write ([`crate::arena::ArenaInner::rebuild_cjt`]) with an entry for
 //! every T-Node, or 49 evenly spaced when there are more; with 49 entries and at most 256
 //! T-Nodes a search passes at most 6 T-Nodes, so a full table is not rebuilt again
@@ -37,12 +23,9 @@
 
 use crate::arena::ArenaInner;
 use crate::mm::{Hp, MemoryManager};
-use crate::node::{Bytes, HEADER, R, jump_successor, ok, parse, t_key, u32_in, used};
+use crate::node::cjt::{GROUP, MAX_GROUPS, entry, groups, payload_start};
+use crate::node::{HEADER, jump_successor, parse, set_used, t_key, used};
 
-/// Entries per group.
-const GROUP: usize = 7;
-/// Most groups (3 header bits).
-const MAX_GROUPS: usize = 7;
 /// T-Nodes a writer may pass before the table is rebuilt (the paper's 8).
 pub(crate) const REBUILD_HOPS: usize = 8;
 
@@ -59,70 +42,11 @@ pub(crate) enum TMove {
     Delete(Option<u8>),
 }
 
-/// The number of 7-entry groups of a container's jump table (header bits 24..27).
-#[inline]
-pub(crate) fn groups(chunk: &[u8]) -> usize {
-    usize::from(chunk[3] & 7)
-}
-
-/// Where a container's payload starts (after its jump table).
-#[inline]
-pub(crate) fn payload_start(chunk: &[u8]) -> usize {
-    HEADER + 4 * GROUP * groups(chunk)
-}
-
-#[inline]
-fn entry(chunk: &[u8], i: usize) -> (u8, usize) {
-    let at = HEADER + 4 * i;
-    let e = u32::from_le_bytes([chunk[at], chunk[at + 1], chunk[at + 2], chunk[at + 3]]);
-    (e as u8, (e >> 8) as usize)
-}
-
+/// Sets entry `i` to T-Node `key` at offset `off`.
 #[inline]
 fn set_entry(chunk: &mut [u8], i: usize, key: u8, off: usize) {
     let at = HEADER + 4 * i;
     chunk[at..at + 4].copy_from_slice(&((off as u32) << 8 | u32::from(key)).to_le_bytes());
-}
-
-/// Where a search for a key whose next byte is `k0` starts in a container's payload: the
-/// offset of a T-Node (or the payload's start) and the key its delta is decoded from.
-///
-/// Only the table is read while choosing the entry; the payload is touched once, at the
-/// chosen T-Node (reading each candidate's T-Node cost a cache miss per entry passed:
-/// `docs/results/hyperion.md`, 2026-11-27 08:00 profile).
-#[inline]
-pub(crate) fn seek(chunk: &[u8], k0: u8) -> (usize, u8) {
-    ok(seek_in(chunk, k0))
-}
-
-/// [`seek`] on any [`Bytes`] (an optimistic reader's block: at most 49 entries read,
-/// each checked).
-#[inline(always)]
-pub(crate) fn seek_in<B: Bytes>(chunk: B, k0: u8) -> R<(usize, u8)> {
-    let groups = usize::from(chunk.at(3)? & 7);
-    let mut best = None;
-    for i in 0..GROUP * groups {
-        let e = u32_in(chunk, HEADER + 4 * i)?;
-        let (k, off) = (e as u8, (e >> 8) as usize);
-        if off == 0 || k > k0 {
-            break;
-        }
-        best = Some((k, off));
-    }
-    Ok(match best {
-        Some((k, off)) => {
-            // The T-Node's jump table (up to 34 bytes on) may be on the next cache line.
-            chunk.prefetch(off + 34);
-            (off, k.wrapping_sub((chunk.at(off)? >> 2) & 7))
-        }
-        None => (HEADER + 4 * GROUP * groups, 0),
-    })
-}
-
-/// [`payload_start`] on any [`Bytes`].
-#[inline(always)]
-pub(crate) fn payload_start_in<B: Bytes>(chunk: B) -> R<usize> {
-    Ok(HEADER + 4 * GROUP * usize::from(chunk.at(3)? & 7))
 }
 
 /// Updates the entries of a container after a splice that replaced `[a, b)` of its own
@@ -158,35 +82,6 @@ pub(crate) fn shift(chunk: &mut [u8], a: usize, b: usize, delta: isize, t: TMove
         }
         i += 1;
     }
-}
-
-/// As [`seek`], but from the last entry whose key is *below* `k0`, so that a writer
-/// reaching the T-Node of `k0` (or the place for it) knows its previous sibling's key.
-#[inline]
-pub(crate) fn seek_before(chunk: &[u8], k0: u8) -> (usize, u8) {
-    match k0.checked_sub(1) {
-        Some(k) => seek(chunk, k),
-        None => (payload_start(chunk), 0),
-    }
-}
-
-/// The key of the first entry of a container's jump table above `k0` (`None`: no such
-/// entry, or no table).
-pub(crate) fn next_entry_key(chunk: &[u8], k0: u8) -> Option<u8> {
-    (0..GROUP * groups(chunk))
-        .map(|i| entry(chunk, i))
-        .take_while(|&(_, off)| off != 0)
-        .map(|(k, _)| k)
-        .find(|&k| k > k0)
-}
-
-/// The entries of a container's jump table: `(key, offset)`.
-#[cfg(test)]
-pub(crate) fn entries(chunk: &[u8]) -> Vec<(u8, usize)> {
-    (0..GROUP * groups(chunk))
-        .map(|i| entry(chunk, i))
-        .take_while(|&(_, off)| off != 0)
-        .collect()
 }
 
 /// The T-Nodes of a container's payload: `(key, offset)`, following jump successors.
@@ -230,7 +125,7 @@ impl ArenaInner {
             dst[..HEADER].copy_from_slice(&src[..HEADER]);
             dst[3] = (dst[3] & !7) | g as u8;
             dst[new_ps..new_size].copy_from_slice(&src[ps..size]);
-            crate::node::set_used(dst, new_size);
+            set_used(dst, new_size);
             for i in 0..entries {
                 let (k, off) = ts[i * ts.len() / entries];
                 set_entry(dst, i, k, (off as isize + shift_by) as usize);
@@ -242,6 +137,7 @@ impl ArenaInner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::cjt::seek;
     use crate::node::write_header;
 
     /// The table's bytes: J in header bits 24..27, u32 entries `key | offset << 8`, the

@@ -1,34 +1,34 @@
-//! A quick loop for loads with and without key pre-processing (issue: pre-processing made
-//! sequential keys pathologically slow): loads `n` 8-byte big-endian keys into a
-//! [`Hyperion`] with `Config::preprocess` on or off, prints the load's CPU time, the
-//! lookups' CPU time and the bytes per key. Not a benchmark of record (use `orrery-bench`).
+//! `hyperion_prep_load`: loads with and without key pre-processing (§3.4) — loads `KEYS`
+//! keys of one data set into a `Hyperion` with `Config::preprocess` on or off, prints the
+//! load's CPU time, the lookups' CPU time and the bytes per key. Not a benchmark of
+//! record (use `orrery-bench run`).
+//!
+//! Arguments: `[SET] [KEYS] [prep|plain|both]` (defaults `seq-int 100000 both`).
 //!
 //! ```text
-//! cargo build --release -p orrery-hyperion --example prep_load
-//! target/release/examples/prep_load seq-int 100000 [prep|plain|both]
+//! orrery-bench lab hyperion_prep_load seq-int 100000 both
 //! ```
 //!
 //! Data sets: see `keys` (8-byte big-endian integers in several orders and strides, 4-byte
 //! integers, a 16-byte common prefix, random integers).
 
-use orrery_hyperion::{Config, Hyperion};
+use orrery::hyperion::{Config, Hyperion};
+
+use super::count_arg;
+use crate::rng::Rng;
 
 /// This thread's CPU time in seconds (the machine is shared: wall time varies with load).
 fn cpu_now() -> f64 {
-    orrery_core::testing::clock::thread_cpu_secs()
+    crate::metrics::cpu::thread_cpu_secs()
 }
 
-fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+/// The keys of data set `set`.
+fn keys(set: &str, n: usize) -> Result<Vec<Vec<u8>>, String> {
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
+    let mut next = move || rng.next_u64();
     let n64 = n as u64;
     let be = |v: u64| v.to_be_bytes().to_vec();
-    match set {
+    Ok(match set {
         "seq-int" => (0..n64).map(be).collect(),
         "rev-int" => (0..n64).rev().map(be).collect(),
         "seq-hi" => (0..n64).map(|i| be(0x0123_4567_0000_0000 + i)).collect(),
@@ -64,13 +64,17 @@ fn keys(set: &str, n: usize) -> Vec<Vec<u8>> {
             }
             ks
         }
-        _ => panic!(
-            "data set: seq-int, rev-int, seq-hi, stride-256, stride-64k, seq-32, prefix-16, dense-shuf or rand-int"
-        ),
-    }
+        _ => {
+            return Err(
+                "data set: seq-int, rev-int, seq-hi, stride-256, stride-64k, seq-32, prefix-16, dense-shuf, rand-int or wide-suffix"
+                    .into(),
+            );
+        }
+    })
 }
 
-fn run(set: &str, ks: &[Vec<u8>], prep: bool) {
+/// Loads and looks up `ks` in one configuration; prints the figures.
+fn load(set: &str, ks: &[Vec<u8>], prep: bool) {
     let cfg = Config::builder().preprocess(prep).build().expect("config");
     let h = Hyperion::with_config(cfg).expect("index");
     let t = cpu_now();
@@ -95,18 +99,17 @@ fn run(set: &str, ks: &[Vec<u8>], prep: bool) {
     );
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let set = args.get(1).map_or("seq-int", String::as_str);
-    let n: usize = args
-        .get(2)
-        .map_or(100_000, |s| s.parse().expect("key count"));
-    let which = args.get(3).map_or("both", String::as_str);
-    let ks = keys(set, n);
+/// Runs the program (see the module docs for the arguments).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let set = args.first().map_or("seq-int", String::as_str);
+    let n = count_arg(args, 1, 100_000)? as usize;
+    let which = args.get(2).map_or("both", String::as_str);
+    let ks = keys(set, n)?;
     if which != "prep" {
-        run(set, &ks, false);
+        load(set, &ks, false);
     }
     if which != "plain" {
-        run(set, &ks, true);
+        load(set, &ks, true);
     }
+    Ok(())
 }

@@ -1,10 +1,14 @@
-//! What a reader loses to writers: one lookup thread (a) alone, (b) while one writer
-//! inserts into *other* arenas, (c) while one writer inserts into *its own* arena — for
-//! the optimistic read path (`get_with`), the locked one (`get_with_locked`) and
-//! `get_many` (16 keys a call; optimistic), side by side in one run (issue #22;
-//! `docs/results/hyperion.md`).
+//! `hyperion_read_contention`: what a reader loses to writers — one lookup thread (a)
+//! alone, (b) while one writer inserts into *other* arenas, (c) while one writer inserts
+//! into *its own* arena — for the optimistic read path (`get_with`), the locked one
+//! (`get_with_locked`, feature `bench-internals`) and `get_many` (16 keys a call;
+//! optimistic), side by side in one run (`docs/results/hyperion.md`).
 //!
-//! `cargo run --release -p orrery-hyperion --example read_contention -- [KEYS] [SECS] [ROUNDS] [locked-first]`
+//! Arguments: `[KEYS] [SECS] [ROUNDS] [locked-first]` (defaults `1M 2 3`).
+//!
+//! ```text
+//! orrery-bench lab hyperion_read_contention 1M 2 3
+//! ```
 //!
 //! Loads `KEYS` random 8-byte keys (8-byte values) into an index with the default 16
 //! arenas. The reader looks up random loaded keys of arena 0 (first byte ≡ 0 mod 16); the
@@ -19,14 +23,10 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use orrery_hyperion::Hyperion;
+use orrery::hyperion::Hyperion;
 
-fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
+use super::count_arg;
+use crate::rng::Rng;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Writer {
@@ -52,7 +52,8 @@ struct Sample {
     writes: u64,
 }
 
-fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u64) -> Sample {
+/// One run of `secs` seconds: the reader on `keys` by `path`, beside writer `w`.
+fn measure(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u64) -> Sample {
     let start = Barrier::new(2);
     let stop = AtomicBool::new(false);
     let writes = AtomicU64::new(0);
@@ -61,13 +62,13 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
     let mut elapsed = Duration::ZERO;
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut x = seed | 1;
+            let mut x = Rng::new(seed);
             start.wait();
             let mut n = 0u64;
             if w != Writer::None {
                 let b = if w == Writer::Same { 0u64 } else { 1 };
                 while !stop.load(Ordering::Relaxed) {
-                    let r = xorshift(&mut x);
+                    let r = x.next_u64();
                     let k = ((r & !(0xFF << 56)) | (((r >> 56) & 0xF0 | b) << 56)).to_be_bytes();
                     h.insert(&k, &r.to_le_bytes()).unwrap();
                     n += 1;
@@ -75,7 +76,7 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
             }
             writes.store(n, Ordering::Relaxed);
         });
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut x = Rng::fork(seed, "reader", 0);
         start.wait();
         let t0 = Instant::now();
         let deadline = t0 + Duration::from_secs_f64(secs);
@@ -83,7 +84,7 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
             if path == Path::GetMany {
                 for _ in 0..4 {
                     let batch: [&[u8]; 16] = std::array::from_fn(|_| {
-                        &keys[(xorshift(&mut x) % keys.len() as u64) as usize][..]
+                        &keys[(x.next_u64() % keys.len() as u64) as usize][..]
                     });
                     let timed = ops.is_multiple_of(16 * 16);
                     let t = timed.then(Instant::now);
@@ -103,7 +104,7 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
                 continue;
             }
             for _ in 0..64 {
-                let k = &keys[(xorshift(&mut x) % keys.len() as u64) as usize];
+                let k = &keys[(x.next_u64() % keys.len() as u64) as usize];
                 let timed = ops.is_multiple_of(16);
                 let t = timed.then(Instant::now);
                 let v = match path {
@@ -136,24 +137,27 @@ fn run(h: &Hyperion, keys: &[[u8; 8]], w: Writer, path: Path, secs: f64, seed: u
     }
 }
 
+/// The median of `v`.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("KEYS"));
-    let secs: f64 = args.next().map_or(2.0, |a| a.parse().expect("SECS"));
-    let rounds: usize = args.next().map_or(3, |a| a.parse().expect("ROUNDS"));
+/// Runs the program (see the module docs for the arguments).
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let n = count_arg(args, 0, 1_000_000)?;
+    let secs: f64 = args
+        .get(1)
+        .map_or(Ok(2.0), |a| a.parse().map_err(|_| format!("SECS: {a:?}")))?;
+    let rounds = count_arg(args, 2, 3)?.max(1) as usize;
     // `locked-first`: run the locked path before the optimistic one in each pair (the
     // order can bias a pair on a loaded machine; run both orders).
-    let locked_first = args.next().as_deref() == Some("locked-first");
+    let locked_first = args.get(3).map(String::as_str) == Some("locked-first");
     let h = Hyperion::new();
-    let mut x = 0x5EED_1234_ABCD_0001u64;
+    let mut x = Rng::new(0x5EED_1234_ABCD_0001);
     let mut mine = Vec::new();
     for _ in 0..n {
-        let r = xorshift(&mut x);
+        let r = x.next_u64();
         let k = r.to_be_bytes();
         h.insert(&k, &r.to_le_bytes()).unwrap();
         if k[0].is_multiple_of(16) {
@@ -184,7 +188,14 @@ fn main() {
     let mut res: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
         for (i, &(w, p)) in configs.iter().enumerate() {
-            res[i].push(run(&h, &mine, w, p, secs, 77 + r as u64 * 31 + i as u64));
+            res[i].push(measure(
+                &h,
+                &mine,
+                w,
+                p,
+                secs,
+                77 + r as u64 * 31 + i as u64,
+            ));
         }
     }
     println!(
@@ -205,4 +216,5 @@ fn main() {
             m(&|s| s.writes as f64 / secs / 1e6),
         );
     }
+    Ok(())
 }
