@@ -1,12 +1,20 @@
 //! Construction options: symbol size, prefetch depth, initial table size.
 //!
 //! The pattern every Orrery structure shares: a `Config` with public fields and the
-//! paper's defaults, a builder whose `build` validates into a `Result`, and `with_config`,
+//! paper's defaults, a builder (`orrery_core::config_builder!`) whose `build` validates into a `Result`, and `with_config`,
 //! which validates again (fields are public). Nothing is clamped.
 
 use orrery_core::api::ConfigError;
 
 /// Options of a Cuckoo Trie, built and validated by [`Config::builder`].
+///
+/// ```
+/// use orrery_cuckoo_trie::Config;
+/// let c = Config::builder().prefetch_depth(8).initial_buckets(4).build().unwrap();
+/// assert_eq!(c.symbol_bits, 5);
+/// assert!(Config::builder().symbol_bits(6).build().is_err());
+/// assert!(Config::builder().initial_buckets(100).build().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Bits per trie symbol (paper: 5; `1..=5`). A key is read as a string of symbols of
@@ -33,19 +41,6 @@ impl Default for Config {
 }
 
 impl Config {
-    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
-    ///
-    /// ```
-    /// use orrery_cuckoo_trie::Config;
-    /// let c = Config::builder().prefetch_depth(8).initial_buckets(4).build().unwrap();
-    /// assert_eq!(c.symbol_bits, 5);
-    /// assert!(Config::builder().symbol_bits(6).build().is_err());
-    /// assert!(Config::builder().initial_buckets(100).build().is_err());
-    /// ```
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::default()
-    }
-
     /// Checks every field against its documented range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=5).contains(&self.symbol_bits) {
@@ -72,34 +67,8 @@ impl Config {
     }
 }
 
-/// Builds a validated [`Config`] (start with [`Config::builder`]).
-#[derive(Clone, Debug, Default)]
-pub struct ConfigBuilder {
-    config: Config,
-}
-
-impl ConfigBuilder {
-    /// Bits per symbol (`1..=5`, default 5).
-    pub fn symbol_bits(mut self, bits: u32) -> Self {
-        self.config.symbol_bits = bits;
-        self
-    }
-
-    /// Prefetch depth `D` (`1..=16`, default 5).
-    pub fn prefetch_depth(mut self, d: usize) -> Self {
-        self.config.prefetch_depth = d;
-        self
-    }
-
-    /// Initial bucket count (a power of two in `4..=2^36`, default 1024).
-    pub fn initial_buckets(mut self, n: usize) -> Self {
-        self.config.initial_buckets = n;
-        self
-    }
-
-    /// The validated configuration, or the first invalid field.
-    pub fn build(self) -> Result<Config, ConfigError> {
-        self.config.validate()?;
-        Ok(self.config)
-    }
-}
+orrery_core::config_builder!(Config => ConfigBuilder {
+    symbol_bits: u32,
+    prefetch_depth: usize,
+    initial_buckets: usize,
+});

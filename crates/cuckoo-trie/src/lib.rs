@@ -141,20 +141,36 @@ impl std::fmt::Debug for CuckooTrie {
     }
 }
 
-impl CuckooTrie {
+/// What [`CuckooTrie::stats`] reports: the table's load and its resizing activity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Entries of the hash table: the trie's nodes (leaves, bitmap and jump nodes, the
+    /// root), counted at each update's commit. With `slots` it gives the table's load
+    /// factor; it is the node count the paper's Fig 11 memory figure is computed from (the
+    /// table at 85% load).
+    pub entries: usize,
+    /// Slots of the current table (4 entry places a 64-byte bucket).
+    pub slots: usize,
     /// Whether a growth or a shrink of the table (§5 "Resizing": freezing and
     /// cooperatively copying it into one of twice the buckets, or fewer after removals,
-    /// `trie/grow/`) is in progress right now. Lookups and scans never wait for it;
-    /// writers help it. For benchmarks and tests (the throughput and latency of
-    /// operations that overlap a migration).
-    pub fn is_growing(&self) -> bool {
-        self.raw.is_growing()
-    }
-
+    /// `trie/grow/`) was in progress when the stats were taken. Lookups and scans never
+    /// wait for it; writers help it.
+    pub migrating: bool,
     /// Counts of growths and shrinks so far: completed, given up, and how many copy units
     /// writers other than the one that started a migration copied (cooperation).
-    pub fn growth_stats(&self) -> GrowthStats {
-        self.raw.growth_stats()
+    pub growth: GrowthStats,
+}
+
+impl CuckooTrie {
+    /// The table's load and resizing activity (cheap: a few counters).
+    pub fn stats(&self) -> Stats {
+        Stats {
+            entries: self.raw.entries(),
+            slots: self.raw.slots(),
+            migrating: self.raw.is_growing(),
+            growth: self.raw.growth_stats(),
+        }
     }
 
     /// Walks the whole trie and checks its structural invariants (every entry reachable
@@ -164,19 +180,6 @@ impl CuckooTrie {
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<usize, String> {
         self.raw.check_invariants()
-    }
-
-    /// Entries of the hash table: the trie's nodes (leaves, bitmap and jump nodes, the
-    /// root), counted at each update's commit. With [`CuckooTrie::slots`] it gives the
-    /// table's load factor; it is the node count the paper's Fig 11 memory figure is
-    /// computed from (the table at 85% load).
-    pub fn entries(&self) -> usize {
-        self.raw.entries()
-    }
-
-    /// Slots of the current table (4 entry places a 64-byte bucket).
-    pub fn slots(&self) -> usize {
-        self.raw.slots()
     }
 
     /// [`CuckooTrie::scan`] by the paper's leaf list (§4.4: one successor search, then the

@@ -88,13 +88,13 @@ fn writers_cooperate_in_growth_while_readers_find_every_acknowledged_key() {
                             // The newest acknowledged key and a random older one.
                             for j in [n - 1, (x % n as u64) as usize] {
                                 let k = key(w, j);
-                                let growing = ct.is_growing();
+                                let growing = ct.stats().migrating;
                                 assert_eq!(
                                     ct.get(&k).as_deref(),
                                     Some(&k[..]),
                                     "acknowledged key {j} of writer {w}"
                                 );
-                                if growing && ct.is_growing() {
+                                if growing && ct.stats().migrating {
                                     growing_reads.fetch_add(1, Ordering::Relaxed);
                                 }
                             }
@@ -121,7 +121,7 @@ fn writers_cooperate_in_growth_while_readers_find_every_acknowledged_key() {
                 assert!(ct.contains_key(&key(w, j)), "key {j} of writer {w} after");
             }
         }
-        let st = ct.growth_stats();
+        let st = ct.stats().growth;
         assert!(st.growths >= 5, "grew {} times", st.growths);
         assert_eq!(st.abandoned, 0);
         helped += st.helped_units;
@@ -148,7 +148,7 @@ fn out_of_memory_during_growth_is_an_error_and_leaves_the_old_table_working() {
         let mut fails = 0;
         loop {
             let bytes = ct.memory_usage().structure_bytes;
-            let abandoned = ct.growth_stats().abandoned;
+            let abandoned = ct.stats().growth.abandoned;
             let r = {
                 let _armed = failpoint::arm(fails + 1);
                 ct.insert(&k, &k)
@@ -161,8 +161,8 @@ fn out_of_memory_during_growth_is_an_error_and_leaves_the_old_table_working() {
                 Err(e) => {
                     assert_eq!(e, Error::OutOfMemory);
                     assert!(!ct.contains_key(&k), "a failed insert left its key");
-                    assert!(!ct.is_growing());
-                    if ct.growth_stats().abandoned > abandoned {
+                    assert!(!ct.stats().migrating);
+                    if ct.stats().growth.abandoned > abandoned {
                         assert_eq!(ct.memory_usage().structure_bytes, bytes, "table replaced");
                     }
                     fails += 1;
@@ -173,7 +173,7 @@ fn out_of_memory_during_growth_is_an_error_and_leaves_the_old_table_working() {
             assert_eq!(ct.check_invariants(), Ok(i + 1));
         }
     }
-    let st = ct.growth_stats();
+    let st = ct.stats().growth;
     assert!(st.growths >= 5, "grew {} times", st.growths);
     // Each growth was first tried with its table's allocation failing.
     assert!(

@@ -91,7 +91,7 @@ fn grow_shrink_cycles_match_a_btreemap() {
             }
             same(&ct, &model);
             let full = ct.memory_usage().structure_bytes;
-            let shrinks = ct.growth_stats().shrinks;
+            let shrinks = ct.stats().growth.shrinks;
             // Remove 95% (absent keys too), with upserts mixed in.
             while model.len() > n / 20 {
                 if rng.random_bool(0.1) {
@@ -109,7 +109,7 @@ fn grow_shrink_cycles_match_a_btreemap() {
                 }
             }
             same(&ct, &model);
-            let st = ct.growth_stats();
+            let st = ct.stats().growth;
             assert!(
                 st.shrinks > shrinks,
                 "config {bits}/{initial} cycle {cycle}: no shrink ({st:?})"
@@ -138,13 +138,13 @@ fn churn_around_the_threshold_migrates_a_bounded_number_of_times() {
     }
     // Remove until the first shrink.
     let mut next_removed = 0;
-    let shrinks = ct.growth_stats().shrinks;
-    while ct.growth_stats().shrinks == shrinks {
+    let shrinks = ct.stats().growth.shrinks;
+    while ct.stats().growth.shrinks == shrinks {
         assert!(next_removed < n, "removing every key never shrank");
         assert!(ct.remove(&key(next_removed)));
         next_removed += 1;
     }
-    let before = ct.growth_stats();
+    let before = ct.stats().growth;
     let bytes = ct.memory_usage().structure_bytes;
     let batch = ct.len() as u64 * 3 / 10;
     // Churn: up by a batch, down by two, up by one, repeatedly, with new keys.
@@ -162,7 +162,7 @@ fn churn_around_the_threshold_migrates_a_bounded_number_of_times() {
             }
         }
     }
-    let after = ct.growth_stats();
+    let after = ct.stats().growth;
     let migrations = after.growths + after.shrinks - before.growths - before.shrinks;
     assert_eq!(
         migrations, 0,
@@ -209,7 +209,7 @@ fn readers_and_writers_run_through_a_shrink() {
         let mut sorted: Vec<[u8; 8]> = (0..stable).map(key).collect();
         sorted.sort();
         let sorted = &sorted;
-        let before = ct.growth_stats();
+        let before = ct.stats().growth;
         let done = AtomicBool::new(false);
         let during = AtomicU64::new(0);
         let start = Barrier::new(W + R);
@@ -240,9 +240,9 @@ fn readers_and_writers_run_through_a_shrink() {
                     let mut rng = SmallRng::seed_from_u64(r as u64 + 1);
                     while !done.load(Ordering::Acquire) {
                         let i = rng.random_range(0..stable);
-                        let resizing = ct.is_growing();
+                        let resizing = ct.stats().migrating;
                         assert_eq!(ct.get(&key(i)).as_deref(), Some(&key(i)[..]));
-                        if resizing && ct.is_growing() {
+                        if resizing && ct.stats().migrating {
                             during.fetch_add(1, Ordering::Relaxed);
                         }
                         let ks: Vec<[u8; 8]> =
@@ -284,7 +284,7 @@ fn readers_and_writers_run_through_a_shrink() {
             done.store(true, Ordering::Release);
         });
         assert_eq!(ct.check_invariants(), Ok(stable as usize));
-        let st = ct.growth_stats();
+        let st = ct.stats().growth;
         assert!(st.shrinks > before.shrinks, "no shrink: {st:?}");
         assert_eq!(st.abandoned_shrinks, 0);
         helped += st.helped_units - before.helped_units;
@@ -315,25 +315,25 @@ fn out_of_memory_during_a_shrink_leaves_the_removal_done_and_the_table_large() {
     while failed == 0 {
         assert!(i < n, "no shrink was tried");
         let bytes = ct.memory_usage().structure_bytes;
-        let given_up = ct.growth_stats().abandoned_shrinks;
+        let given_up = ct.stats().growth.abandoned_shrinks;
         let removed = {
             let _armed = failpoint::arm(1);
             ct.remove(&key(i))
         };
         assert!(removed, "a removal whose shrink failed reports the key");
         assert!(!ct.contains_key(&key(i)));
-        assert!(!ct.is_growing());
-        if ct.growth_stats().abandoned_shrinks > given_up {
+        assert!(!ct.stats().migrating);
+        if ct.stats().growth.abandoned_shrinks > given_up {
             failed += 1;
             assert_eq!(ct.memory_usage().structure_bytes, bytes, "table replaced");
-            assert_eq!(ct.growth_stats().shrinks, 0);
+            assert_eq!(ct.stats().growth.shrinks, 0);
         }
         i += 1;
     }
     assert_eq!(ct.check_invariants(), Ok((n - i) as usize));
     let bytes = ct.memory_usage().structure_bytes;
     // Phase 2: allocation works again; removing on shrinks the table.
-    while ct.growth_stats().shrinks == 0 {
+    while ct.stats().growth.shrinks == 0 {
         assert!(i < n, "no shrink after the fail point was disarmed");
         assert!(ct.remove(&key(i)));
         i += 1;

@@ -27,13 +27,6 @@ impl Default for Config {
 }
 
 impl Config {
-    /// A builder starting from the defaults.
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder {
-            config: Config::default(),
-        }
-    }
-
     /// Checks every field against its documented range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=256).contains(&self.arenas) {
@@ -52,34 +45,8 @@ impl Config {
     }
 }
 
-/// Builds a [`Config`]: one setter per field, then [`build`](ConfigBuilder::build).
-#[derive(Debug, Clone)]
-pub struct ConfigBuilder {
-    config: Config,
-}
-
-impl ConfigBuilder {
-    /// Sets [`Config::arenas`].
-    pub fn arenas(mut self, n: usize) -> Self {
-        self.config.arenas = n;
-        self
-    }
-
-    /// Sets [`Config::eject_threshold`].
-    pub fn eject_threshold(mut self, bytes: usize) -> Self {
-        self.config.eject_threshold = bytes;
-        self
-    }
-
-    /// Sets [`Config::preprocess`].
-    pub fn preprocess(mut self, on: bool) -> Self {
-        self.config.preprocess = on;
-        self
-    }
-
-    /// The validated configuration.
-    pub fn build(self) -> Result<Config, ConfigError> {
-        self.config.validate()?;
-        Ok(self.config)
-    }
-}
+orrery_core::config_builder!(Config => ConfigBuilder {
+    arenas: usize,
+    eject_threshold: usize,
+    preprocess: bool,
+});

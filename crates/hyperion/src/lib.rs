@@ -346,7 +346,7 @@ impl Hyperion {
     }
 
     /// The memory managers' chunk and fragmentation breakdown, summed over arenas.
-    pub fn mem_stats(&self) -> MemStats {
+    pub fn stats(&self) -> MemStats {
         let mut s = MemStats::default();
         for a in self.arenas.iter() {
             let t = a.read().mm.stats();

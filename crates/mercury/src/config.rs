@@ -24,6 +24,18 @@ pub enum Expansion {
 pub const DEFAULT_LOAD_PERCENT: usize = 100;
 
 /// Construction parameters of a [`Mercury`](crate::Mercury) table.
+///
+/// ```
+/// use orrery_mercury::{Config, Expansion, Mercury};
+/// let config = Config::builder()
+///     .initial_buckets(1 << 16)
+///     .expansion(Expansion::Dedicated)
+///     .build()
+///     .unwrap();
+/// let m = Mercury::with_config(config).unwrap();
+/// assert!(m.is_empty());
+/// assert!(Config::builder().load_percent(0).build().is_err());
+/// ```
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Buckets of the initial table, `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power
@@ -64,23 +76,6 @@ impl Default for Config {
 pub const MAX_INITIAL_BUCKETS: usize = 1 << 40;
 
 impl Config {
-    /// A builder starting from the defaults; [`ConfigBuilder::build`] validates.
-    ///
-    /// ```
-    /// use orrery_mercury::{Config, Expansion, Mercury};
-    /// let config = Config::builder()
-    ///     .initial_buckets(1 << 16)
-    ///     .expansion(Expansion::Dedicated)
-    ///     .build()
-    ///     .unwrap();
-    /// let m = Mercury::with_config(config).unwrap();
-    /// assert!(m.is_empty());
-    /// assert!(Config::builder().load_percent(0).build().is_err());
-    /// ```
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::default()
-    }
-
     /// Checks every field (nothing is clamped): `initial_buckets` in
     /// `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power of two when the table is
     /// built), `load_percent` and `migrate_run` at least 1.
@@ -105,48 +100,10 @@ impl Config {
     }
 }
 
-/// Builds a validated [`Config`] (start with [`Config::builder`]).
-#[derive(Clone, Debug, Default)]
-pub struct ConfigBuilder {
-    config: Config,
-}
-
-impl ConfigBuilder {
-    /// Buckets of the initial table (`1..=2^40`, rounded up to a power of two; default
-    /// 1024).
-    pub fn initial_buckets(mut self, n: usize) -> Self {
-        self.config.initial_buckets = n;
-        self
-    }
-
-    /// Items per 100 buckets above which the table doubles (at least 1; default
-    /// [`DEFAULT_LOAD_PERCENT`]).
-    pub fn load_percent(mut self, p: usize) -> Self {
-        self.config.load_percent = p;
-        self
-    }
-
-    /// Who migrates buckets during an expansion (default [`Expansion::Cooperative`]).
-    pub fn expansion(mut self, e: Expansion) -> Self {
-        self.config.expansion = e;
-        self
-    }
-
-    /// Buckets migrated per run (at least 1; default 64).
-    pub fn migrate_run(mut self, n: usize) -> Self {
-        self.config.migrate_run = n;
-        self
-    }
-
-    /// The successor pre-fault thread (default on; see [`Config::prefault`]).
-    pub fn prefault(mut self, on: bool) -> Self {
-        self.config.prefault = on;
-        self
-    }
-
-    /// The validated configuration, or the first invalid field.
-    pub fn build(self) -> std::result::Result<Config, ConfigError> {
-        self.config.validate()?;
-        Ok(self.config)
-    }
-}
+orrery_core::config_builder!(Config => ConfigBuilder {
+    initial_buckets: usize,
+    load_percent: usize,
+    expansion: Expansion,
+    migrate_run: usize,
+    prefault: bool,
+});

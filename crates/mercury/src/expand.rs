@@ -431,14 +431,14 @@ mod tests {
     )]
     fn default_load_factor_is_one_item_per_bucket() {
         let m = Mercury::new();
-        assert_eq!(m.buckets(), (1024, None));
+        assert_eq!((m.stats().buckets, m.stats().next_buckets), (1024, None));
         for i in 0..1024u32 {
             m.insert(&i.to_le_bytes(), b"v").unwrap();
         }
-        assert_eq!(m.buckets().0, 1024);
-        assert_eq!(m.buckets().1, None);
+        assert_eq!(m.stats().buckets, 1024);
+        assert_eq!(m.stats().next_buckets, None);
         m.insert(b"one more", b"v").unwrap();
-        let (len, next) = m.buckets();
+        let (len, next) = (m.stats().buckets, m.stats().next_buckets);
         assert!(len == 2048 || next == Some(2048), "{len} {next:?}");
     }
 
@@ -499,11 +499,11 @@ mod tests {
         })
         .unwrap();
         let mut i = 0u32;
-        while m.buckets().1.is_none() {
+        while m.stats().next_buckets.is_none() {
             m.insert(&i.to_be_bytes(), b"v").unwrap();
             i += 1;
         }
-        assert_eq!(m.buckets(), (64, Some(128)));
+        assert_eq!((m.stats().buckets, m.stats().next_buckets), (64, Some(128)));
         let held: *const Table = {
             let guard = pin();
             let t = m.inner.current(&guard);

@@ -263,6 +263,7 @@ fn visit_bucket<'g>(
     }
 }
 
+#[cfg(any(test, feature = "bench-internals"))]
 /// Chain-shape statistics of a table (see [`crate::Mercury::chain_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ChainStats {
@@ -283,6 +284,7 @@ pub struct ChainStats {
     pub node_reads_per_miss: f64,
 }
 
+#[cfg(any(test, feature = "bench-internals"))]
 impl Inner {
     /// Walks every chain (optimistically, like iteration) and summarizes chain lengths.
     pub(crate) fn chain_stats(&self) -> ChainStats {
@@ -310,6 +312,7 @@ impl Inner {
 
 /// Appends the chain length of bucket `idx` of `t` (of its successor's buckets if MOVED) and
 /// counts its inline pair.
+#[cfg(any(test, feature = "bench-internals"))]
 fn chain_lengths<'g>(
     t: &'g Table,
     idx: usize,

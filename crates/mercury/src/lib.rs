@@ -152,7 +152,7 @@
 //! A positive GET of an inline pair reads only the bucket's cache line (one DRAM access);
 //! another pair costs the bucket's line and then the node's (two DRAM accesses when it is
 //! the chain's first node). At 0.5–1 items per bucket, 63–79% of small pairs are
-//! inline ([`Mercury::chain_stats`] counts them). A miss and the absence check of an insert
+//! inline (the lab program `mercury_chains` counts them). A miss and the absence check of an insert
 //! skip the last node thanks to the tags in links. Single-thread GETs come close to the
 //! unsynchronized bench-only variant, and `get_many` overlaps the DRAM reads of many keys
 //! (measured: `docs/results/mercury.md`; `orrery-bench lab mercury_quick`). Hold a
@@ -218,12 +218,24 @@ pub use crate::config::{
     Config, ConfigBuilder, DEFAULT_LOAD_PERCENT, Expansion, MAX_INITIAL_BUCKETS,
 };
 #[doc(hidden)]
+#[cfg(any(test, feature = "bench-internals"))]
+#[doc(hidden)]
 pub use crate::iter::ChainStats;
 pub use crate::iter::Iter;
 use crate::raw::Inner;
 pub use orrery_core::api::ConfigError;
 pub use orrery_core::batch::Entry;
 use orrery_core::sync::{Guard, pin};
+
+/// What [`Mercury::stats`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Buckets of the current table.
+    pub buckets: usize,
+    /// Buckets of its successor while an expansion is in progress.
+    pub next_buckets: Option<usize>,
+}
 
 /// A concurrent hash table of byte-string keys and values (see the [crate docs](crate)).
 pub struct Mercury {
@@ -276,7 +288,9 @@ impl Mercury {
 
     /// Chain-shape statistics from a walk of every bucket: the expected number of node reads
     /// of a lookup (for a cold uniform GET, DRAM round trips = 1 bucket read + these). A
-    /// diagnostic: it reads the whole table, and is approximate under concurrent writers.
+    /// diagnostic of the benchmark's lab (feature `bench-internals`): it reads the whole
+    /// table, and is approximate under concurrent writers.
+    #[cfg(any(test, feature = "bench-internals"))]
     #[doc(hidden)]
     pub fn chain_stats(&self) -> ChainStats {
         self.inner.chain_stats()
@@ -291,13 +305,15 @@ impl Mercury {
         self.inner.finish_expansion();
     }
 
-    /// Number of buckets of the current table (and of its successor during an expansion;
-    /// diagnostics).
-    #[doc(hidden)]
-    pub fn buckets(&self) -> (usize, Option<usize>) {
+    /// The table's size: buckets of the current table, and of its successor while an
+    /// expansion is in progress (cheap: no walk).
+    pub fn stats(&self) -> Stats {
         let guard = pin();
         let t = self.inner.current(&guard);
-        (t.len(), t.next().map(|n| n.len()))
+        Stats {
+            buckets: t.len(),
+            next_buckets: t.next().map(|n| n.len()),
+        }
     }
 }
 
@@ -496,7 +512,7 @@ mod tests {
             assert_eq!(m.insert(&i.to_be_bytes(), &i.to_le_bytes()), Ok(true));
         }
         assert_eq!(m.len(), n);
-        let (buckets, _) = m.buckets();
+        let buckets = m.stats().buckets;
         assert!(buckets >= n / 2, "{buckets} buckets for {n} items");
         for i in 0..n as u64 {
             assert_eq!(m.get(&i.to_be_bytes()), Some(i.to_le_bytes().to_vec()));

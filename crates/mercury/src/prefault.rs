@@ -231,7 +231,7 @@ mod tests {
 
     /// Inserts keys `from..` until the table is expanding; returns the next key.
     fn insert_until_expanding(m: &Mercury, mut from: u64) -> u64 {
-        while m.buckets().1.is_none() {
+        while m.stats().next_buckets.is_none() {
             m.insert(&from.to_le_bytes(), &(from * 7).to_le_bytes())
                 .unwrap();
             from += 1;
@@ -303,7 +303,7 @@ mod tests {
         let next = insert_until_expanding(&m, next);
         m.finish_expansion();
         let next = insert_until_expanding(&m, next);
-        assert_eq!(m.buckets().1, Some(buckets * 4));
+        assert_eq!(m.stats().next_buckets, Some(buckets * 4));
         let want = (run.next_multiple_of(step) + LEAD * step).min(buckets * 2);
         assert_eq!(wait_prefaulted(&m, want), want);
         check_all(&m, next);

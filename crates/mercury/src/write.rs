@@ -650,7 +650,7 @@ mod tests {
             // Single-threaded: the token is always free, every call migrates a run.
             while inner.help(t, t.next().unwrap(), &guard) != crate::expand::Step::Done {}
         }
-        assert_eq!(m.buckets(), (2, None));
+        assert_eq!((m.stats().buckets, m.stats().next_buckets), (2, None));
         // Both new buckets received keys (40 random hashes), so both areas are full.
         assert_eq!(inline_items(&m), 2);
         assert_eq!(m.chain_stats().items, keys.len());

@@ -33,7 +33,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for k in &loaded {
         ct.insert(k, b"12345678").unwrap();
     }
-    let g0 = ct.growth_stats().growths;
+    let g0 = ct.stats().growth.growths;
     eprintln!(
         "loaded {} keys, table {} MiB, {} growths so far",
         ct.len(),
@@ -54,7 +54,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         // Some steady time first, then insert until one growth has completed.
         std::thread::sleep(Duration::from_millis(500));
         let mut z = 0x1234_5678_9ABC_DEF1u64;
-        while ct.growth_stats().growths == g0 {
+        while ct.stats().growth.growths == g0 {
             let t = Instant::now();
             ct.insert(&splitmix(&mut z).to_be_bytes(), b"12345678")
                 .unwrap();

@@ -46,7 +46,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
         let before = (ct.memory_usage().structure_bytes, Instant::now());
         ct.insert(k, b"12345678").unwrap();
-        let st = ct.growth_stats();
+        let st = ct.stats().growth;
         if st.growths != growths {
             growths = st.growths;
             let took = before.1.elapsed().as_secs_f64();

@@ -50,16 +50,16 @@ pub(crate) fn read<K: AsRef<[u8]>>(
     let mut t = Tally::default();
     start.wait();
     while !stop.load(Ordering::Relaxed) {
-        let e0 = ct.is_growing();
+        let e0 = ct.stats().migrating;
         let t0 = Instant::now();
         for j in 0..1024 {
             let k = keys[(splitmix(&mut y) % keys.len() as u64) as usize].as_ref();
             if j % 64 == 0 {
-                let a = ct.is_growing();
+                let a = ct.stats().migrating;
                 let s = Instant::now();
                 assert!(ct.get_with(k, |_| ()).is_some());
                 let ns = s.elapsed().as_nanos() as u64;
-                match (a, ct.is_growing()) {
+                match (a, ct.stats().migrating) {
                     (false, false) => t.steady_ns.push(ns),
                     (true, true) => t.migrating_ns.push(ns),
                     _ => {}
@@ -69,7 +69,7 @@ pub(crate) fn read<K: AsRef<[u8]>>(
             }
         }
         let dt = t0.elapsed().as_secs_f64();
-        match (e0, ct.is_growing()) {
+        match (e0, ct.stats().migrating) {
             (false, false) => t.steady = (t.steady.0 + 1024, t.steady.1 + dt),
             (true, true) => t.migrating = (t.migrating.0 + 1024, t.migrating.1 + dt),
             _ => {}

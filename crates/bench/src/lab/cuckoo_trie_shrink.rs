@@ -94,7 +94,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     });
     drain();
     report("after removing", &ct);
-    let st = ct.growth_stats();
+    let st = ct.stats().growth;
     println!(
         "removed {} keys in {remove_secs:.2} s; {} shrinks, {} given up; longest removal {longest:.3} s",
         doomed.len(),

@@ -2,7 +2,7 @@
 //! `KEYS` 8-byte keys (the key as its own value) into a `Hyperion` per configuration (16
 //! or 1 arenas, without and with key pre-processing) and prints its bytes per key split
 //! into chunks, free chunks in mapped bins (external fragmentation), extended blocks and
-//! metadata (`Hyperion::mem_stats`), with the load's and the lookups' wall time for
+//! metadata (`Hyperion::stats`), with the load's and the lookups' wall time for
 //! orientation only (comparisons belong to `orrery-bench run`). Optionally times `SCANS`
 //! full scans (thread CPU per key, for profiling the walk).
 //!
@@ -92,7 +92,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             );
         }
         let m = h.memory_usage();
-        let s = h.mem_stats();
+        let s = h.stats();
         let per = |b: usize| b as f64 / h.len().max(1) as f64;
         println!(
             "arenas {arenas:3} prep {prep:5} keys {}: memory_usage {:.1} B/key = chunks {:.1} + free chunks {:.1} + extended {:.1} + metadata {:.1} (chunks {}, extended {}); load {load:?}, get {get:?}",

@@ -92,7 +92,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             });
             let mut r = 1u64;
             while !done.load(Ordering::Acquire) {
-                let was = m.buckets().1.is_some();
+                let was = m.stats().next_buckets.is_some();
                 let t = Instant::now();
                 let mut ops = 0u64;
                 while t.elapsed() < Duration::from_millis(5) {
@@ -103,7 +103,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     ops += 64;
                 }
                 let secs = t.elapsed().as_secs_f64();
-                let bucket = if was || m.buckets().1.is_some() {
+                let bucket = if was || m.stats().next_buckets.is_some() {
                     &mut expanding
                 } else {
                     &mut steady

@@ -73,7 +73,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut next_new = keys;
     let mut classes = [Class::default(), Class::default()];
     let before = vmstat();
-    let expanding = || m.buckets().1.is_some();
+    let expanding = || m.stats().next_buckets.is_some();
     let (mut t0, mut c0, mut e0) = (Instant::now(), thread_cpu_secs(), expanding());
     let mut done = 0;
     while done < ops {
@@ -107,7 +107,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let after = vmstat();
     println!(
         "keys {keys}, ops {ops}, prefault {prefault}, buckets {:?}",
-        m.buckets()
+        m.stats()
     );
     for (name, c) in ["steady", "expanding"].iter().zip(&classes) {
         if c.ops == 0 {

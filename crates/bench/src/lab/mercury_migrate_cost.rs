@@ -33,13 +33,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // the expansion starts (a handful of 64-bucket runs get migrated on the way).
     let mut n = 0;
     let mut x = 1;
-    while m.buckets().1.is_none() && n < 2 * buckets {
+    while m.stats().next_buckets.is_none() && n < 2 * buckets {
         let k = splitmix(&mut x);
         m.insert(&k.to_le_bytes(), &k.to_be_bytes())
             .map_err(|e| e.to_string())?;
         n += 1;
     }
-    if m.buckets().1.is_none() {
+    if m.stats().next_buckets.is_none() {
         return Err("the load should have started an expansion".into());
     }
     let c0 = cpu_secs();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 /// Figures an index reports about its own internals (name → value), recorded after each
 /// load as `Record::index_stats` and shown by `report`: Hyperion's memory-manager
-/// breakdown (`Hyperion::mem_stats`, the paper's Fig 14/16). Names ending in `_bytes` are
+/// breakdown (`Hyperion::stats`, the paper's Fig 14/16). Names ending in `_bytes` are
 /// bytes (`report` shows them per key); the others are counts.
 pub(crate) type IndexStats = BTreeMap<String, f64>;
 

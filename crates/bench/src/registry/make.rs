@@ -18,7 +18,7 @@ pub(super) fn mercury_probed(m: orrery::mercury::Mercury) -> (Box<dyn KvIndex>, 
     let m = Arc::new(m);
     let (a, b) = (Arc::clone(&m), Arc::clone(&m));
     let hooks = Hooks {
-        expanding: Box::new(move || a.buckets().1.is_some()),
+        expanding: Box::new(move || a.stats().next_buckets.is_some()),
         settle: Box::new(move || b.finish_expansion()),
     };
     (Box::new(m), Arc::new(hooks))
@@ -31,12 +31,12 @@ pub(super) fn cuckoo_trie_probed() -> (Box<dyn OrderedKvIndex>, Probe, StatsFn) 
     let ct = Arc::new(orrery::cuckoo_trie::CuckooTrie::new());
     let a = Arc::clone(&ct);
     let hooks = Hooks {
-        expanding: Box::new(move || a.is_growing()),
+        expanding: Box::new(move || a.stats().migrating),
         settle: Box::new(|| {}),
     };
     let reader = Arc::clone(&ct);
     let stats = move || {
-        let (entries, slots) = (reader.entries() as f64, reader.slots() as f64);
+        let (entries, slots) = (reader.stats().entries as f64, reader.stats().slots as f64);
         [
             ("entries", entries),
             ("slots", slots),
@@ -52,7 +52,7 @@ pub(super) fn cuckoo_trie_probed() -> (Box<dyn OrderedKvIndex>, Probe, StatsFn) 
 }
 
 /// A Hyperion index with `config`, shared with a reader of its memory manager's breakdown
-/// (`Hyperion::mem_stats`: chunks, their bytes, free chunks in mapped bins — external
+/// (`Hyperion::stats`: chunks, their bytes, free chunks in mapped bins — external
 /// fragmentation —, extended blocks and metadata, summed over arenas).
 pub(super) fn hyperion_with_stats(
     config: orrery::hyperion::Config,
@@ -63,7 +63,7 @@ pub(super) fn hyperion_with_stats(
     );
     let reader = Arc::clone(&h);
     let stats = move || {
-        let m = reader.mem_stats();
+        let m = reader.stats();
         [
             ("chunks", m.chunks),
             ("chunk_bytes", m.chunk_bytes),
