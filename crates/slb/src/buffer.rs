@@ -96,6 +96,7 @@ use orrery_core::api::ConfigError;
 
 /// An index lookup, as [`KvIndex::get_with`](orrery_core::KvIndex::get_with): calls the
 /// callback with the value of the key if present and returns whether it was.
+#[cfg(feature = "bench-internals")]
 pub(crate) type IndexSearch<'a> = dyn FnMut(&[u8], &mut dyn FnMut(&[u8])) -> bool + 'a;
 
 /// The 16-bit Cache Table tag of a key with this 64-bit hash: its high 16 bits (§3.2).
@@ -121,8 +122,6 @@ pub struct LookasideBuffer {
     counters: Counters,
     /// Whether lookups still admit (see [`LookasideBuffer::set_admission`]).
     admitting: AtomicBool,
-    /// [`SlbConfig::lock_reads`].
-    lock_reads: bool,
     /// Unique among buffers: tickets name the buffer that issued them.
     id: u64,
     config: SlbConfig,
@@ -258,7 +257,6 @@ impl LookasideBuffer {
             max_item_bytes: config.max_item_bytes,
             counters: Counters::new(),
             admitting: AtomicBool::new(true),
-            lock_reads: config.lock_reads,
             id: NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed),
             config,
         })
@@ -466,11 +464,12 @@ impl LookasideBuffer {
         }
     }
 
-    /// The paper's read path, for [`SlbConfig::lock_reads`]: `SLB_lock` on the key's stripe,
+    /// The paper's read path, for `locked_reads::LockedReadSlb` (feature `bench-internals`): `SLB_lock` on the key's stripe,
     /// `SLB_get`, on a miss `search` (the index lookup, calling its callback with the value)
     /// and `SLB_emit`, then `SLB_unlock`. Holding the stripe across the search makes the
     /// emission safe without validation, at the price of a lock round trip on every hit and
     /// of serializing the lookups of a stripe.
+    #[cfg(feature = "bench-internals")]
     pub(crate) fn get_locked(
         &self,
         key: &[u8],
@@ -525,12 +524,6 @@ impl LookasideBuffer {
             }
         }
         found
-    }
-
-    /// Whether lookups take the stripe lock ([`SlbConfig::lock_reads`]).
-    #[inline]
-    pub(crate) fn locks_reads(&self) -> bool {
-        self.lock_reads
     }
 
     /// `SLB_lock` + `SLB_invalidate`: locks `key`'s stripe and removes `key` from the Cache

@@ -41,11 +41,6 @@ pub struct SlbConfig {
     /// Largest item (key length + value length, in bytes) the SLB caches; larger items are
     /// served by the index alone. At most `MAX_KEY_LEN + MAX_VALUE_LEN`. Default 4096.
     pub max_item_bytes: usize,
-    /// The paper's locking (§3.1.3): every lookup holds its key's stripe lock across the
-    /// SLB probe, the index search and the emission. Off by default: lookups then take no
-    /// lock, and emissions are validated against the stripe's version instead (see the
-    /// `buffer` module); this switch exists to measure the difference.
-    pub lock_reads: bool,
 }
 
 impl Default for SlbConfig {
@@ -58,7 +53,6 @@ impl Default for SlbConfig {
             log_sample_rate: 0.05,
             stripes: 1024,
             max_item_bytes: 4096,
-            lock_reads: false,
         }
     }
 }
@@ -195,8 +189,6 @@ setters! {
     stripes: usize;
     /// [`SlbConfig::max_item_bytes`] (at most `MAX_KEY_LEN + MAX_VALUE_LEN`; default 4096).
     max_item_bytes: usize;
-    /// [`SlbConfig::lock_reads`] (default off).
-    lock_reads: bool;
 }
 
 fn prev_power_of_two(x: usize) -> usize {

@@ -61,7 +61,8 @@
 //! of a stripe word to the index search; a sampled miss also reads a Log Table line, and
 //! an admission (rare once the cache is warm) locks a stripe without waiting. Writes lock
 //! their stripe around the index write and touch one bucket line, as in the paper (whose
-//! lookups also lock: [`SlbConfig::lock_reads`] restores that, for comparison). Gains
+//! lookups also lock; that read path is kept, for comparison, as a separate type behind the
+//! `bench-internals` feature: see the `locked_reads` module). Gains
 //! depend on skew and on how much false locality the index has: large for trees and skip
 //! lists under Zipfian loads, small for compact hash tables, and a small cost without
 //! locality. See `docs/slb.md` for measurements.
@@ -98,6 +99,8 @@ pub mod buffer;
 mod cache;
 mod config;
 mod local;
+#[cfg(feature = "bench-internals")]
+pub mod locked_reads;
 mod log;
 mod record;
 
@@ -268,11 +271,6 @@ where
 
 impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        if self.buffer.locks_reads() {
-            return self
-                .buffer
-                .get_locked(key, f, &mut |k, g| self.inner.get_with(k, g));
-        }
         match self.buffer.lookup(key, f) {
             Lookup::Hit => true,
             Lookup::Miss(None) => self.inner.get_with(key, f),
@@ -323,14 +321,6 @@ impl<I: KvIndex + ?Sized> KvIndex for Slb<I> {
 
     fn get_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let buffer = &self.buffer;
-        if buffer.locks_reads() {
-            for (i, key) in keys.iter().enumerate() {
-                if !KvIndex::get_with(self, key, &mut |v| f(i, Some(v))) {
-                    f(i, None);
-                }
-            }
-            return;
-        }
         // One guard for the whole batch keeps every hit's record alive until delivered.
         let guard = sync::pin();
         let mut hits: Vec<Option<&[u8]>> = Vec::with_capacity(keys.len());

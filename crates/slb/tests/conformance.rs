@@ -52,15 +52,12 @@ mod point_churning {
 }
 
 /// The paper's locking (lookups hold the stripe lock), churning.
+#[cfg(feature = "bench-internals")]
 mod ordered_locked_reads {
     use orrery_core::reference::LockedBTreeMap;
-    use orrery_slb::{Slb, SlbConfig};
+    use orrery_slb::locked_reads::LockedReadSlb;
 
     orrery_core::conformance_tests!(ordered, || {
-        let config = SlbConfig {
-            lock_reads: true,
-            ..super::churning()
-        };
-        Slb::with_config(LockedBTreeMap::new(), config).unwrap()
+        LockedReadSlb::with_config(LockedBTreeMap::new(), super::churning()).unwrap()
     });
 }

@@ -76,7 +76,7 @@ fn check(read: Option<&[u8]>, floor: u64, ceil: u64, key: usize) {
     }
 }
 
-fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize, ops: u64) {
+fn stress(slb: &impl KvIndex, keys: usize, writers: usize, readers: usize, ops: u64) {
     let state: Vec<KeyState> = (0..keys)
         .map(|_| KeyState {
             started: AtomicU64::new(0),
@@ -237,13 +237,11 @@ fn readers_never_see_stale_versions_without_yields() {
 }
 
 #[test]
+#[cfg(feature = "bench-internals")]
 fn readers_never_see_stale_versions_with_locked_reads() {
     // The paper's locking: lookups hold the stripe across the index search.
-    let config = SlbConfig {
-        lock_reads: true,
-        ..churning(4, 4)
-    };
-    let slb = Slb::with_config(SlowIndex::new(), config).unwrap();
+    use orrery_slb::locked_reads::LockedReadSlb;
+    let slb = LockedReadSlb::with_config(SlowIndex::new(), churning(4, 4)).unwrap();
     stress(&slb, 16, 2, 3, scale(100));
     let s = slb.stats();
     eprintln!("with_locked_reads: {s}");

@@ -54,13 +54,12 @@ fn paper_warming_admits_at_the_third_emission() {
     assert!((s.hit_ratio() - 0.7).abs() < 1e-9);
 }
 
+/// The paper's read path (lookups hold the stripe lock) caches as the lock-free one does.
 #[test]
+#[cfg(feature = "bench-internals")]
 fn locked_reads_cache_the_same_way() {
-    let config = SlbConfig {
-        lock_reads: true,
-        ..small()
-    };
-    let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
+    use orrery_slb::locked_reads::LockedReadSlb;
+    let slb = LockedReadSlb::with_config(LockedBTreeMap::new(), small()).unwrap();
     for i in 0u32..100 {
         slb.insert(&i.to_be_bytes(), &[i as u8; 64]).unwrap();
     }
@@ -290,10 +289,10 @@ fn builder_validates() {
     );
     let c = SlbConfig::builder()
         .stripes(16)
-        .lock_reads(true)
+        .max_item_bytes(100)
         .build()
         .unwrap();
-    assert!(c.lock_reads && c.stripes == 16);
+    assert!(c.max_item_bytes == 100 && c.stripes == 16);
     let bad = SlbConfig {
         stripes: 3,
         ..SlbConfig::default()

@@ -183,6 +183,7 @@ mod write;
 use std::ops::{Bound, RangeBounds};
 
 use orrery_core::ScanVisitor;
+#[cfg(feature = "bench-internals")]
 use orrery_core::alloc::PopulatorStats;
 use orrery_core::api::{self, MemoryUsage};
 use orrery_core::batch::BatchIter;
@@ -190,11 +191,11 @@ use orrery_core::batch::BatchIter;
 use crate::raw::RawWormhole;
 
 pub use config::{Config, ConfigBuilder};
-#[doc(hidden)]
+#[cfg(feature = "bench-internals")]
 pub use meta::MetaStats;
 pub use orrery_core::api::ConfigError;
 pub use orrery_core::batch::Entry;
-#[doc(hidden)]
+#[cfg(feature = "bench-internals")]
 pub use search::SearchTrace;
 
 /// A concurrent ordered key-value index over byte strings: Wormhole with every
@@ -406,33 +407,33 @@ impl<const OPTS: u32> WormholeWith<OPTS> {
     }
 
     /// Number of lookups that restarted because their table was stale (diagnostics).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn restarts(&self) -> u64 {
         self.raw.restarts()
     }
 
     /// Item and slot counts of the published MetaTrieHT (diagnostics; takes the writer
     /// mutex, so the table does not change while it is walked).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn meta_stats(&self) -> MetaStats {
         self.raw.meta_stats()
     }
 
     /// What the chunk populator did (diagnostics; see [`Config::prefault`]).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn populator_stats(&self) -> PopulatorStats {
         self.raw.populator_stats()
     }
 
     /// What the search of `key` in the published table does: range, rounds, prefetch
-    /// batches, longest matching prefix (diagnostics, for `examples/wormhole_az.rs`).
-    #[doc(hidden)]
+    /// batches, longest matching prefix (diagnostics, for `orrery-bench lab wormhole_az`).
+    #[cfg(feature = "bench-internals")]
     pub fn debug_search_trace(&self, key: &[u8]) -> SearchTrace {
         self.raw.debug_search_trace(key)
     }
 
     /// Anchor length → number of anchors, of the published table (diagnostics).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn debug_anchor_lens(&self) -> Vec<(usize, usize)> {
         self.raw.debug_anchor_lens()
     }

@@ -640,8 +640,8 @@ fn prefault_serves_the_pools_spare_chunks() {
     let wh = Wormhole::new();
     assert!(wh.config().prefault);
     let chunks = |wh: &Wormhole| wh.raw.pool.reserved_bytes() + wh.raw.kvp.reserved_bytes();
-    let n = insert_until(&wh, 0, |wh| wh.populator_stats().started);
-    let s = wh.populator_stats();
+    let n = insert_until(&wh, 0, |wh| wh.raw.populator_stats().started);
+    let s = wh.raw.populator_stats();
     assert_eq!(s.served + s.missed, 8, "started at 16 MiB: {s:?}");
     assert!(wait_spare(&wh), "the thread populates a spare chunk");
     let spare = wh.raw.populator.spare_bytes();
@@ -656,7 +656,7 @@ fn prefault_serves_the_pools_spare_chunks() {
         without.memory_usage().structure_bytes + without.memory_usage().key_value_bytes + spare
     );
     let n = insert_until(&wh, n, |wh| chunks(wh) > before);
-    let s = wh.populator_stats();
+    let s = wh.raw.populator_stats();
     assert!(s.served >= 1, "{s:?}");
     for i in (0..n).step_by(97) {
         let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
@@ -665,7 +665,7 @@ fn prefault_serves_the_pools_spare_chunks() {
     assert_eq!(wh.len(), n as usize);
     // Switched off: no thread however large the index, nothing in reserve.
     insert_until(&without, n, |w| w.len() == n as usize);
-    assert_eq!(without.populator_stats(), Default::default());
+    assert_eq!(without.raw.populator_stats(), Default::default());
     assert_eq!(without.raw.populator.spare_bytes(), 0);
     assert_eq!(without.len(), n as usize);
 }

@@ -11,6 +11,15 @@
 //!
 //! `orrery-bench lab` with no name lists the programs.
 
+mod epoch_grace_cost;
+mod slb_admission;
+mod slb_zipf;
+mod wormhole_az;
+mod wormhole_drop;
+mod wormhole_mixed;
+mod wormhole_perf;
+mod wormhole_quick;
+
 /// A lab program: its name on the command line, a line saying what it measures and its
 /// arguments, and its entry point (the arguments after the name).
 pub(crate) struct Program {
@@ -23,7 +32,48 @@ pub(crate) struct Program {
 }
 
 /// Every lab program, by name.
-pub(crate) const PROGRAMS: &[Program] = &[];
+pub(crate) const PROGRAMS: &[Program] = &[
+    Program {
+        name: "epoch_grace_cost",
+        about: "epoch grace period cost to the writer, deferred flag vs GracePeriod, 0/1 readers: [N]",
+        run: epoch_grace_cost::run,
+    },
+    Program {
+        name: "slb_admission",
+        about: "SLB hit ratio per window of Zipfian lookups (free index): [keys] [ops] [mib] [thr] [sample] [window] [warm]",
+        run: slb_admission::run,
+    },
+    Program {
+        name: "slb_zipf",
+        about: "SLB quick ratios: bare index, SLB, paper-locked SLB: [keys] [threads] [cache_mib] [ops]",
+        run: slb_zipf::run,
+    },
+    Program {
+        name: "wormhole_az",
+        about: "Wormhole lookups on a key file, with search traces: FILE [M] [trace]",
+        run: wormhole_az::run,
+    },
+    Program {
+        name: "wormhole_drop",
+        about: "Wormhole load and drop times: [N] [key length]",
+        run: wormhole_drop::run,
+    },
+    Program {
+        name: "wormhole_mixed",
+        about: "Wormhole with pair sizes changing over time: [long-then-short|short-then-long] [N0] [N] [M]",
+        run: wormhole_mixed::run,
+    },
+    Program {
+        name: "wormhole_perf",
+        about: "Wormhole profiling driver, rand-8 load + lookups: [N] [M] [get|many]",
+        run: wormhole_perf::run,
+    },
+    Program {
+        name: "wormhole_quick",
+        about: "Wormhole vs BTreeMap quick ratios on rand-8: [N]",
+        run: wormhole_quick::run,
+    },
+];
 
 /// Runs the program `name` on `args`; with no name, lists the programs.
 pub(crate) fn main(name: Option<&str>, args: &[String]) -> Result<(), String> {
@@ -42,7 +92,6 @@ pub(crate) fn main(name: Option<&str>, args: &[String]) -> Result<(), String> {
 
 /// The positional argument `i` of a lab program parsed as a count (`10M`, `100K`, …), or
 /// `default` when it is absent.
-#[allow(dead_code)]
 pub(crate) fn count_arg(args: &[String], i: usize, default: u64) -> Result<u64, String> {
     match args.get(i) {
         None => Ok(default),
