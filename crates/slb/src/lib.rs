@@ -67,7 +67,7 @@
 //! lists under Zipfian loads, small for compact hash tables, and a small cost without
 //! locality. See `docs/slb.md` for measurements.
 //!
-//! # Warming (a measured deviation from the paper)
+//! # Warming (a deviation from the paper)
 //!
 //! The paper admits an item once its tag occurs three times in its Log Table bucket, and
 //! logs every emission while "the table is not full yet" (§3.3.3). Here an item whose Cache
@@ -76,19 +76,12 @@
 //! rule applies unchanged (three occurrences, 5% of the emissions logged). An admission into
 //! an empty slot evicts nothing, so the paper's reason for the threshold (not displacing
 //! hotter items) does not apply to it, and waiting for three occurrences leaves slots empty
-//! that could already serve hits. Measured with `examples/admission.rs` (the real buffer over
-//! a free index: only the policy is measured), YCSB-scrambled Zipfian 0.99 GETs over 10 M
-//! keys, 16 MiB Cache Table, hit ratio of each window of lookups:
-//!
-//! | lookups so far | 4 M | 8 M | 20 M | 40 M |
-//! |---|---|---|---|---|
-//! | paper (3 occurrences throughout) | 0.677 | 0.772 | 0.844 | 0.891 |
-//! | first emission while warming | 0.776 | 0.861 | 0.896 | 0.899 |
-//!
-//! After 40 M lookups the paper's policy has filled 1.21 M of the 1.83 M slots, this one
-//! 1.83 M; both converge to the same steady state (the full-bucket rule is the paper's).
-//! A cold item admitted early starts at count 1 and is the first to be evicted once its
-//! bucket is full. `warm_admission_threshold: 3` restores the paper's policy.
+//! that could already serve hits: the hit ratio rises faster while the cache warms, and both
+//! policies converge to the same steady state (the full-bucket rule is the paper's).
+//! Measured with `orrery-bench lab slb_admission` (figures: `docs/results/slb.md`,
+//! "Warming: first emission against the paper's threshold"). A cold item admitted early
+//! starts at count 1 and is the first to be evicted once its bucket is full.
+//! `warm_admission_threshold: 3` restores the paper's policy.
 //!
 //! Unlike the paper's SLB, which points into the index, this one holds a copy of every
 //! cached item (up to [`SlbConfig::max_item_bytes`], 4 KiB by default; larger items are

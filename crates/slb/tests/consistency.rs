@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use common::SlowIndex;
 use orrery_core::KvIndex;
 use orrery_core::reference::LockedBTreeMap;
+use orrery_core::testing::rng;
 use orrery_slb::{Slb, SlbConfig};
+use rand::RngCore;
 
 /// Operation `n` on a key: a removal when `n % 4 == 3`, otherwise an insert of value `n`.
 /// Version 0 is the initial absent state.
@@ -126,7 +128,7 @@ fn stress(slb: &impl KvIndex, keys: usize, writers: usize, readers: usize, ops: 
             s.spawn(move || {
                 let _flag = FlagOnPanic(failed);
                 start.wait();
-                let mut x = r as u64 + 1;
+                let mut rng = rng::rng(rng::derive(rng::seed().unwrap(), r as u64));
                 // Keep reading for a while after the writers are done, so that quiescent
                 // admissions and hits happen whatever the scheduling was.
                 let mut after = 0;
@@ -139,9 +141,7 @@ fn stress(slb: &impl KvIndex, keys: usize, writers: usize, readers: usize, ops: 
                         std::thread::yield_now();
                         continue;
                     }
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
+                    let x = rng.next_u64();
                     if x.is_multiple_of(16) {
                         // A batch over every key.
                         let floors: Vec<u64> = state
