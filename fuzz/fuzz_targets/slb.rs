@@ -6,13 +6,13 @@
 use libfuzzer_sys::fuzz_target;
 use orrery_core::reference::LockedBTreeMap;
 use orrery_core::testing::fuzz::{ops_from_bytes, run_differential, tally};
-use orrery_slb::{Slb, SlbConfig};
+use orrery_slb::{Slb, Config};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&choice, ops)) = data.split_first() else {
         return;
     };
-    let config = SlbConfig {
+    let config = Config {
         // One or two buckets (7 or 14 slots): constant eviction.
         cache_table_bytes: 64 << (choice & 1),
         // Admission at the first, second or third emission.
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         // Small items only, or the API limits.
         max_item_bytes: if choice & 16 == 0 { 64 } else { 4096 },
         stripes: 2,
-        ..SlbConfig::default()
+        ..Config::default()
     };
     let slb = Slb::with_config(LockedBTreeMap::new(), config).expect("valid configuration");
     let ops = ops_from_bytes(ops);

@@ -484,6 +484,8 @@ pub fn tag16_nonzero(hash: u32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::RngCore;
+    use rand::rngs::SmallRng;
 
     /// Bit-at-a-time CRC32C: the definition, independent of every table.
     fn crc32c_bitwise(data: &[u8]) -> u32 {
@@ -497,19 +499,14 @@ mod tests {
         !c
     }
 
-    /// SplitMix64: a fixed-seed generator for test inputs.
-    struct SplitMix(u64);
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn bytes(&mut self, n: usize) -> Vec<u8> {
-            (0..n).map(|_| self.next() as u8).collect()
-        }
+    /// The fixed-seed generator of the tests' inputs (the conformance suite's).
+    fn test_rng(seed: u64) -> SmallRng {
+        crate::testing::rng::rng(seed)
+    }
+
+    /// `n` random bytes.
+    fn bytes(rng: &mut SmallRng, n: usize) -> Vec<u8> {
+        crate::testing::rng::random_bytes(rng, n)
     }
 
     /// RFC 3720 (iSCSI) appendix B.4 check values, plus the catalogue check value.
@@ -540,9 +537,9 @@ mod tests {
     /// path Miri executes).
     #[test]
     fn hash_portable_matches_bitwise() {
-        let mut rng = SplitMix(1);
+        let mut rng = test_rng(1);
         let max = if cfg!(miri) { 40 } else { 300 };
-        let buf = rng.bytes(max + 8);
+        let buf = bytes(&mut rng, max + 8);
         for len in 0..max {
             for start in [0usize, 1, 3, 7] {
                 let data = &buf[start..start + len];
@@ -562,12 +559,12 @@ mod tests {
             eprintln!("no SSE4.2 on this CPU: hardware path not tested");
             return;
         }
-        let mut rng = SplitMix(2);
-        let buf = rng.bytes(4096 + 16);
+        let mut rng = test_rng(2);
+        let buf = bytes(&mut rng, 4096 + 16);
         for len in 0..300 {
             for start in 0..8 {
                 let data = &buf[start..start + len];
-                let seed = rng.next() as u32;
+                let seed = rng.next_u64() as u32;
                 assert_eq!(
                     crc32c_extend_hardware(seed, data),
                     Some(crc32c_extend_portable(seed, data)),
@@ -577,8 +574,8 @@ mod tests {
         }
         // Long inputs cross the three-lane stripes (STRIPE = 384 bytes) at every remainder.
         for _ in 0..2000 {
-            let len = (rng.next() % 4096) as usize;
-            let start = (rng.next() % 16) as usize;
+            let len = (rng.next_u64() % 4096) as usize;
+            let start = (rng.next_u64() % 16) as usize;
             let data = &buf[start..start + len];
             assert_eq!(crc32c_extend_hardware(0, data), Some(crc32c_bitwise(data)));
         }
@@ -595,7 +592,7 @@ mod tests {
         }
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         for x in [0u64, 1, u64::MAX, 0x0123_4567_89AB_CDEF] {
-            let seed = rng.next() as u32;
+            let seed = rng.next_u64() as u32;
             // SAFETY: the CPU supports SSE4.2 (checked at the top of the test).
             let hw = !unsafe { hw::u64(!seed, x) };
             assert_eq!(hw, !portable_u64(!seed, x));
@@ -610,8 +607,8 @@ mod tests {
             &[0u8; 40],
             &[0xFFu8; 23],
         ];
-        let mut rng = SplitMix(3);
-        let random = rng.bytes(if cfg!(miri) { 50 } else { 900 });
+        let mut rng = test_rng(3);
+        let random = bytes(&mut rng, if cfg!(miri) { 50 } else { 900 });
         for s in strings.iter().copied().chain([random.as_slice()]) {
             let whole = crc32c(s);
             assert_eq!(whole, crc32c_bitwise(s));
@@ -635,9 +632,9 @@ mod tests {
 
     #[test]
     fn hash_crc32c_u64_is_extend_by_le_bytes() {
-        let mut rng = SplitMix(4);
+        let mut rng = test_rng(4);
         for _ in 0..if cfg!(miri) { 50 } else { 10_000 } {
-            let (crc, x) = (rng.next() as u32, rng.next());
+            let (crc, x) = (rng.next_u64() as u32, rng.next_u64());
             let want = crc32c_extend(crc, &x.to_le_bytes());
             assert_eq!(crc32c_u64(crc, x), want);
             assert_eq!(!portable_u64(!crc, x), want);
@@ -649,9 +646,9 @@ mod tests {
     fn hash_advance_tables_match_zero_bytes() {
         // The lane-advance table equals extending the raw register by LANE zero bytes.
         let t = advance_tables(LANE);
-        let mut rng = SplitMix(5);
+        let mut rng = test_rng(5);
         for _ in 0..if cfg!(miri) { 4 } else { 1000 } {
-            let s = rng.next() as u32;
+            let s = rng.next_u64() as u32;
             assert_eq!(advance(s, &t), portable_update(s, &[0u8; LANE]));
         }
         let t3 = advance_tables(3);
@@ -664,9 +661,9 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "the hardware path is compiled out under Miri")]
     fn hash_hash64_paths_agree() {
-        let mut rng = SplitMix(6);
+        let mut rng = test_rng(6);
         for len in 0..200 {
-            let data = rng.bytes(len);
+            let data = bytes(&mut rng, len);
             assert_eq!(hash64(&data), hash64_portable(&data), "len {len}");
         }
     }
@@ -780,12 +777,12 @@ mod tests {
     #[cfg_attr(miri, ignore = "statistical test, too slow under Miri")]
     fn hash_hash64_avalanche() {
         // Flipping any one input bit flips each output bit with probability ~1/2.
-        let mut rng = SplitMix(7);
+        let mut rng = test_rng(7);
         let samples = 300;
         for len in [3usize, 8, 16, 37] {
             let mut flips = vec![vec![0u32; 64]; len * 8];
             for _ in 0..samples {
-                let mut key = rng.bytes(len);
+                let mut key = bytes(&mut rng, len);
                 let h = hash64(&key);
                 for bit in 0..len * 8 {
                     key[bit / 8] ^= 1 << (bit % 8);
@@ -815,9 +812,9 @@ mod tests {
         assert_eq!(tag16_nonzero(0x0000_FFFF), 1);
         assert_eq!(tag16_nonzero(0x0001_0000), 1);
         assert_eq!(tag16_nonzero(0xFFFF_0000), 0xFFFF);
-        let mut rng = SplitMix(8);
+        let mut rng = test_rng(8);
         for _ in 0..1000 {
-            let h = rng.next() as u32;
+            let h = rng.next_u64() as u32;
             let t = tag16_nonzero(h);
             assert_ne!(t, 0);
             if tag16(h) != 0 {

@@ -60,10 +60,10 @@ pub mod registry;
 /// The traits and the common types, for `use orrery::prelude::*;`.
 ///
 /// The structures' `Config` types share one name and stay in their modules
-/// (`orrery::wormhole::Config`, `orrery::mercury::Config`).
+/// (`orrery::wormhole::Config`, `orrery::slb::Config`, …).
 pub mod prelude {
     pub use orrery_core::api::{
-        ConfigError, Error, KvIndex, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt,
+        ConfigError, Error, KvIndex, KvUpdate, MemoryUsage, OrderedKvIndex, OrderedKvIndexExt,
     };
     pub use orrery_core::batch::Entry;
     #[cfg(feature = "cuckoo-trie")]
@@ -73,7 +73,7 @@ pub mod prelude {
     #[cfg(feature = "mercury")]
     pub use orrery_mercury::Mercury;
     #[cfg(feature = "slb")]
-    pub use orrery_slb::{Slb, SlbConfig};
+    pub use orrery_slb::Slb;
     #[cfg(feature = "wormhole")]
     pub use orrery_wormhole::Wormhole;
 }

@@ -3,7 +3,7 @@
 #![cfg(all(feature = "wormhole", feature = "mercury", feature = "slb"))]
 
 use orrery::prelude::*;
-use orrery::slb::SlbConfig;
+use orrery::slb::Config;
 
 #[test]
 fn prelude_and_shared_names() {
@@ -40,10 +40,7 @@ fn prelude_and_shared_names() {
 
 #[test]
 fn slb_over_wormhole_iterates_the_index() {
-    let config = SlbConfig::builder()
-        .cache_table_bytes(4096)
-        .build()
-        .unwrap();
+    let config = Config::builder().cache_table_bytes(4096).build().unwrap();
     let mut slb = Slb::with_config(Wormhole::new(), config).unwrap();
     slb.extend((0u32..100).map(|i| (i.to_be_bytes(), [i as u8])));
     assert_eq!(slb.update(&7u32.to_be_bytes(), |_| vec![70]), Ok(true));

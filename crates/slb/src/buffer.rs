@@ -74,7 +74,7 @@
 //!
 //! # Items that are not cached
 //!
-//! Items larger than [`SlbConfig::max_item_bytes`] (key + value; default 4 KiB, at most the
+//! Items larger than [`Config::max_item_bytes`] (key + value; default 4 KiB, at most the
 //! API limits) are never copied into the SLB: they are served by the index alone, and writes
 //! to them still invalidate. The paper caches small search results; copying megabyte values
 //! would defeat the point of a CPU-cache-sized buffer.
@@ -88,7 +88,7 @@ use orrery_core::hash::{hash64, tag16};
 use orrery_core::sync::{self, CachePadded, Guard, Version, VersionLock, VersionWriteGuard};
 
 use crate::cache::{CacheTable, Probe, SLOTS, Unlinked};
-use crate::config::SlbConfig;
+use crate::config::Config;
 use crate::local::{self, Counters, Stat};
 use crate::log::{LogTable, log_tag};
 use crate::record::OwnedRecord;
@@ -96,6 +96,7 @@ use orrery_core::api::ConfigError;
 
 /// An index lookup, as [`KvIndex::get_with`](orrery_core::KvIndex::get_with): calls the
 /// callback with the value of the key if present and returns whether it was.
+#[cfg(feature = "bench-internals")]
 pub(crate) type IndexSearch<'a> = dyn FnMut(&[u8], &mut dyn FnMut(&[u8])) -> bool + 'a;
 
 /// The 16-bit Cache Table tag of a key with this 64-bit hash: its high 16 bits (§3.2).
@@ -121,11 +122,9 @@ pub struct LookasideBuffer {
     counters: Counters,
     /// Whether lookups still admit (see [`LookasideBuffer::set_admission`]).
     admitting: AtomicBool,
-    /// [`SlbConfig::lock_reads`].
-    lock_reads: bool,
     /// Unique among buffers: tickets name the buffer that issued them.
     id: u64,
-    config: SlbConfig,
+    config: Config,
 }
 
 /// The outcome of [`LookasideBuffer::lookup`].
@@ -242,7 +241,7 @@ impl fmt::Display for SlbStats {
 impl LookasideBuffer {
     /// Builds an SLB (`SLB_create`): allocates the Cache Table and Log Table (zeroed,
     /// huge-page backed) and the stripes.
-    pub fn new(config: SlbConfig) -> Result<LookasideBuffer, ConfigError> {
+    pub fn new(config: Config) -> Result<LookasideBuffer, ConfigError> {
         let geometry = config.geometry()?;
         let stripes = (0..config.stripes)
             .map(|_| CachePadded::new(VersionLock::new()))
@@ -258,14 +257,13 @@ impl LookasideBuffer {
             max_item_bytes: config.max_item_bytes,
             counters: Counters::new(),
             admitting: AtomicBool::new(true),
-            lock_reads: config.lock_reads,
             id: NEXT_BUFFER_ID.fetch_add(1, Ordering::Relaxed),
             config,
         })
     }
 
     /// The configuration this SLB was built with.
-    pub fn config(&self) -> &SlbConfig {
+    pub fn config(&self) -> &Config {
         &self.config
     }
 
@@ -466,11 +464,12 @@ impl LookasideBuffer {
         }
     }
 
-    /// The paper's read path, for [`SlbConfig::lock_reads`]: `SLB_lock` on the key's stripe,
+    /// The paper's read path, for `locked_reads::LockedReadSlb` (feature `bench-internals`): `SLB_lock` on the key's stripe,
     /// `SLB_get`, on a miss `search` (the index lookup, calling its callback with the value)
     /// and `SLB_emit`, then `SLB_unlock`. Holding the stripe across the search makes the
     /// emission safe without validation, at the price of a lock round trip on every hit and
     /// of serializing the lookups of a stripe.
+    #[cfg(feature = "bench-internals")]
     pub(crate) fn get_locked(
         &self,
         key: &[u8],
@@ -525,12 +524,6 @@ impl LookasideBuffer {
             }
         }
         found
-    }
-
-    /// Whether lookups take the stripe lock ([`SlbConfig::lock_reads`]).
-    #[inline]
-    pub(crate) fn locks_reads(&self) -> bool {
-        self.lock_reads
     }
 
     /// `SLB_lock` + `SLB_invalidate`: locks `key`'s stripe and removes `key` from the Cache
@@ -704,13 +697,13 @@ mod tests {
 
     /// A one-bucket SLB with the given threshold and full sampling.
     fn small(buckets: usize, threshold: usize) -> LookasideBuffer {
-        LookasideBuffer::new(SlbConfig {
+        LookasideBuffer::new(Config {
             cache_table_bytes: 64 * buckets,
             admission_threshold: threshold,
             warm_admission_threshold: threshold,
             log_sample_rate: 1.0,
             stripes: 4,
-            ..SlbConfig::default()
+            ..Config::default()
         })
         .unwrap()
     }
@@ -759,9 +752,9 @@ mod tests {
     #[test]
     fn warming_buckets_admit_at_the_first_emission() {
         // Defaults: threshold 3 once full, 1 while the bucket has an empty slot.
-        let b = LookasideBuffer::new(SlbConfig {
+        let b = LookasideBuffer::new(Config {
             log_sample_rate: 1.0,
-            ..SlbConfig::with_cache_bytes(64)
+            ..Config::with_cache_bytes(64)
         })
         .unwrap();
         for i in 0..SLOTS as u8 {
@@ -781,9 +774,9 @@ mod tests {
 
     #[test]
     fn warm_ticket_into_a_bucket_that_filled_meanwhile() {
-        let b = LookasideBuffer::new(SlbConfig {
+        let b = LookasideBuffer::new(Config {
             log_sample_rate: 1.0,
-            ..SlbConfig::with_cache_bytes(64)
+            ..Config::with_cache_bytes(64)
         })
         .unwrap();
         // A reader misses while the bucket is empty (a warm ticket)...
@@ -899,10 +892,10 @@ mod tests {
 
     #[test]
     fn large_items_are_never_cached() {
-        let b = LookasideBuffer::new(SlbConfig {
+        let b = LookasideBuffer::new(Config {
             max_item_bytes: 10,
             admission_threshold: 1,
-            ..SlbConfig::with_cache_bytes(64)
+            ..Config::with_cache_bytes(64)
         })
         .unwrap();
         search(&b, b"big", &[7; 8]);
@@ -921,10 +914,10 @@ mod tests {
 
     #[test]
     fn full_bucket_logs_only_a_sample() {
-        let b = LookasideBuffer::new(SlbConfig {
+        let b = LookasideBuffer::new(Config {
             log_sample_rate: 0.0,
             admission_threshold: 1,
-            ..SlbConfig::with_cache_bytes(64)
+            ..Config::with_cache_bytes(64)
         })
         .unwrap();
         let keys: Vec<[u8; 1]> = (0..SLOTS as u8).map(|i| [i]).collect();
@@ -945,10 +938,10 @@ mod tests {
 
     #[test]
     fn full_bucket_evicts_and_samples() {
-        let b = LookasideBuffer::new(SlbConfig {
+        let b = LookasideBuffer::new(Config {
             log_sample_rate: 1.0,
             admission_threshold: 1,
-            ..SlbConfig::with_cache_bytes(64)
+            ..Config::with_cache_bytes(64)
         })
         .unwrap();
         for i in 0..SLOTS as u8 {

@@ -1,5 +1,5 @@
 //! Sizes and policy knobs of an SLB, with the paper's defaults (Table 2, §3.3): an
-//! [`SlbConfig`] with public fields, a builder whose `build` validates into a `Result`, and
+//! [`Config`] with public fields, a builder (`orrery_core::config_builder!`) whose `build` validates into a `Result`, and
 //! `Slb::with_config`, which validates again (the pattern every Orrery structure shares).
 
 use orrery_core::api::ConfigError;
@@ -12,10 +12,24 @@ const MIB: usize = 1 << 20;
 /// The defaults are the paper's: a 16 MiB Cache Table (1,835,008 slots), a Log Table four
 /// times as large (64 MiB, 15,728,640 tags), admission at three logged occurrences, 5%
 /// sampling once a bucket is full, 1024 lock stripes; one deviation: while a bucket has an
-/// empty slot, an item is admitted at its first emission (`warm_admission_threshold`). Use [`SlbConfig::with_cache_mib`] for
+/// empty slot, an item is admitted at its first emission (`warm_admission_threshold`). Use [`Config::with_cache_mib`] for
 /// the paper's 32 MiB and 64 MiB configurations.
+///
+/// ```
+/// use orrery_core::reference::LockedBTreeMap;
+/// use orrery_slb::{Slb, Config};
+/// let config = Config::builder()
+///     .cache_table_bytes(1 << 20)
+///     .admission_threshold(3)
+///     .warm_admission_threshold(3)
+///     .build()
+///     .unwrap();
+/// let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
+/// # drop(slb);
+/// assert!(Config::builder().stripes(1000).build().is_err());
+/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct SlbConfig {
+pub struct Config {
     /// Bytes of the Cache Table, rounded down to a power-of-two number of 64-byte buckets
     /// (seven items each). At least 64. Default 16 MiB.
     pub cache_table_bytes: usize,
@@ -41,16 +55,11 @@ pub struct SlbConfig {
     /// Largest item (key length + value length, in bytes) the SLB caches; larger items are
     /// served by the index alone. At most `MAX_KEY_LEN + MAX_VALUE_LEN`. Default 4096.
     pub max_item_bytes: usize,
-    /// The paper's locking (§3.1.3): every lookup holds its key's stripe lock across the
-    /// SLB probe, the index search and the emission. Off by default: lookups then take no
-    /// lock, and emissions are validated against the stripe's version instead (see the
-    /// `buffer` module); this switch exists to measure the difference.
-    pub lock_reads: bool,
 }
 
-impl Default for SlbConfig {
+impl Default for Config {
     fn default() -> Self {
-        SlbConfig {
+        Config {
             cache_table_bytes: 16 * MIB,
             log_table_ratio: 4,
             admission_threshold: 3,
@@ -58,16 +67,15 @@ impl Default for SlbConfig {
             log_sample_rate: 0.05,
             stripes: 1024,
             max_item_bytes: 4096,
-            lock_reads: false,
         }
     }
 }
 
-impl SlbConfig {
+impl Config {
     /// The default configuration with a Cache Table of `mib` MiB (the paper uses 16, 32 and
     /// 64).
     pub fn with_cache_mib(mib: usize) -> Self {
-        SlbConfig {
+        Config {
             cache_table_bytes: mib.saturating_mul(MIB),
             ..Self::default()
         }
@@ -76,30 +84,10 @@ impl SlbConfig {
     /// The default configuration with a Cache Table of `bytes` bytes (small tables are useful
     /// in tests).
     pub fn with_cache_bytes(bytes: usize) -> Self {
-        SlbConfig {
+        Config {
             cache_table_bytes: bytes,
             ..Self::default()
         }
-    }
-
-    /// A builder starting from the defaults (the paper's); [`SlbConfigBuilder::build`]
-    /// validates.
-    ///
-    /// ```
-    /// use orrery_core::reference::LockedBTreeMap;
-    /// use orrery_slb::{Slb, SlbConfig};
-    /// let config = SlbConfig::builder()
-    ///     .cache_table_bytes(1 << 20)
-    ///     .admission_threshold(3)
-    ///     .warm_admission_threshold(3)
-    ///     .build()
-    ///     .unwrap();
-    /// let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
-    /// # drop(slb);
-    /// assert!(SlbConfig::builder().stripes(1000).build().is_err());
-    /// ```
-    pub fn builder() -> SlbConfigBuilder {
-        SlbConfigBuilder::default()
     }
 
     /// Checks every field against its documented range (nothing is clamped; the table
@@ -154,57 +142,22 @@ impl SlbConfig {
     }
 }
 
-/// Builds a validated [`SlbConfig`] (start with [`SlbConfig::builder`]).
-#[derive(Clone, Debug, Default)]
-pub struct SlbConfigBuilder {
-    config: SlbConfig,
-}
-
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
-        impl SlbConfigBuilder {
-            $(
-                $(#[$doc])*
-                pub fn $name(mut self, value: $ty) -> Self {
-                    self.config.$name = value;
-                    self
-                }
-            )*
-
-            /// The validated configuration, or the first invalid field.
-            pub fn build(self) -> Result<SlbConfig, ConfigError> {
-                self.config.validate()?;
-                Ok(self.config)
-            }
-        }
-    };
-}
-
-setters! {
-    /// [`SlbConfig::cache_table_bytes`] (at least 64; default 16 MiB).
-    cache_table_bytes: usize;
-    /// [`SlbConfig::log_table_ratio`] (at least 1; default 4).
-    log_table_ratio: usize;
-    /// [`SlbConfig::admission_threshold`] (1..=15; default 3).
-    admission_threshold: usize;
-    /// [`SlbConfig::warm_admission_threshold`] (1..=15; default 1).
-    warm_admission_threshold: usize;
-    /// [`SlbConfig::log_sample_rate`] (0.0..=1.0; default 0.05).
-    log_sample_rate: f64;
-    /// [`SlbConfig::stripes`] (a power of two up to 2^20; default 1024).
-    stripes: usize;
-    /// [`SlbConfig::max_item_bytes`] (at most `MAX_KEY_LEN + MAX_VALUE_LEN`; default 4096).
-    max_item_bytes: usize;
-    /// [`SlbConfig::lock_reads`] (default off).
-    lock_reads: bool;
-}
+orrery_core::config_builder!(Config => ConfigBuilder {
+    cache_table_bytes: usize,
+    log_table_ratio: usize,
+    admission_threshold: usize,
+    warm_admission_threshold: usize,
+    log_sample_rate: f64,
+    stripes: usize,
+    max_item_bytes: usize,
+});
 
 fn prev_power_of_two(x: usize) -> usize {
     debug_assert!(x > 0);
     1 << (usize::BITS - 1 - x.leading_zeros())
 }
 
-/// Table sizes derived from a validated [`SlbConfig`].
+/// Table sizes derived from a validated [`Config`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Geometry {
     pub(crate) cache_buckets: usize,
@@ -226,7 +179,7 @@ mod tests {
             (32, 3_670_016, 31_457_280),
             (64, 7_340_032, 62_914_560),
         ] {
-            let g = SlbConfig::with_cache_mib(mib).geometry().unwrap();
+            let g = Config::with_cache_mib(mib).geometry().unwrap();
             assert_eq!(g.cache_buckets * crate::cache::SLOTS, items);
             assert_eq!(g.log_buckets * crate::log::LOG_ENTRIES, tags);
         }
@@ -234,18 +187,18 @@ mod tests {
 
     #[test]
     fn rounding_and_sampling() {
-        let g = SlbConfig::with_cache_bytes(1000).geometry().unwrap();
+        let g = Config::with_cache_bytes(1000).geometry().unwrap();
         assert_eq!(g.cache_buckets, 8);
         assert_eq!(g.log_buckets, 32);
         assert_eq!(g.sample_threshold, 214_748_364);
-        let all = SlbConfig {
+        let all = Config {
             log_sample_rate: 1.0,
-            ..SlbConfig::with_cache_bytes(64)
+            ..Config::with_cache_bytes(64)
         };
         assert_eq!(all.geometry().unwrap().sample_threshold, 1 << 32);
-        let odd = SlbConfig {
+        let odd = Config {
             log_table_ratio: 3,
-            ..SlbConfig::with_cache_bytes(64 * 4)
+            ..Config::with_cache_bytes(64 * 4)
         };
         assert_eq!(odd.geometry().unwrap().log_buckets, 8);
     }
@@ -253,40 +206,40 @@ mod tests {
     #[test]
     fn rejects_bad_fields() {
         let bad = [
-            SlbConfig::with_cache_bytes(63),
-            SlbConfig {
+            Config::with_cache_bytes(63),
+            Config {
                 log_table_ratio: 0,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 admission_threshold: 0,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 admission_threshold: 16,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 warm_admission_threshold: 0,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 log_sample_rate: f64::NAN,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 log_sample_rate: 1.5,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 stripes: 1000,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 log_table_ratio: usize::MAX,
                 ..Default::default()
             },
-            SlbConfig {
+            Config {
                 max_item_bytes: usize::MAX,
                 ..Default::default()
             },
@@ -297,7 +250,7 @@ mod tests {
                 err.to_string().starts_with("invalid configuration"),
                 "{err}"
             );
-            assert_eq!(SlbConfigBuilder { config: cfg }.build().unwrap_err(), err);
+            assert_eq!(ConfigBuilder { config: cfg }.build().unwrap_err(), err);
         }
     }
 }

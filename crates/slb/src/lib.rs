@@ -13,9 +13,9 @@
 //! ```
 //! use orrery_core::{KvIndex, OrderedKvIndexExt};
 //! use orrery_core::reference::LockedBTreeMap;
-//! use orrery_slb::{Slb, SlbConfig};
+//! use orrery_slb::{Slb, Config};
 //!
-//! let index = Slb::with_config(LockedBTreeMap::new(), SlbConfig::with_cache_bytes(64 << 10))
+//! let index = Slb::with_config(LockedBTreeMap::new(), Config::with_cache_bytes(64 << 10))
 //!     .expect("valid configuration");
 //! index.insert(b"k", b"v1").unwrap();
 //! for _ in 0..10 {
@@ -61,36 +61,30 @@
 //! of a stripe word to the index search; a sampled miss also reads a Log Table line, and
 //! an admission (rare once the cache is warm) locks a stripe without waiting. Writes lock
 //! their stripe around the index write and touch one bucket line, as in the paper (whose
-//! lookups also lock: [`SlbConfig::lock_reads`] restores that, for comparison). Gains
+//! lookups also lock; that read path is kept, for comparison, as a separate type behind the
+//! `bench-internals` feature: see the `locked_reads` module). Gains
 //! depend on skew and on how much false locality the index has: large for trees and skip
 //! lists under Zipfian loads, small for compact hash tables, and a small cost without
 //! locality. See `docs/slb.md` for measurements.
 //!
-//! # Warming (a measured deviation from the paper)
+//! # Warming (a deviation from the paper)
 //!
 //! The paper admits an item once its tag occurs three times in its Log Table bucket, and
 //! logs every emission while "the table is not full yet" (§3.3.3). Here an item whose Cache
 //! Table bucket still has an empty slot is admitted at its *first* emission
-//! ([`SlbConfig::warm_admission_threshold`], default 1); once the bucket is full the paper's
+//! ([`Config::warm_admission_threshold`], default 1); once the bucket is full the paper's
 //! rule applies unchanged (three occurrences, 5% of the emissions logged). An admission into
 //! an empty slot evicts nothing, so the paper's reason for the threshold (not displacing
 //! hotter items) does not apply to it, and waiting for three occurrences leaves slots empty
-//! that could already serve hits. Measured with `examples/admission.rs` (the real buffer over
-//! a free index: only the policy is measured), YCSB-scrambled Zipfian 0.99 GETs over 10 M
-//! keys, 16 MiB Cache Table, hit ratio of each window of lookups:
-//!
-//! | lookups so far | 4 M | 8 M | 20 M | 40 M |
-//! |---|---|---|---|---|
-//! | paper (3 occurrences throughout) | 0.677 | 0.772 | 0.844 | 0.891 |
-//! | first emission while warming | 0.776 | 0.861 | 0.896 | 0.899 |
-//!
-//! After 40 M lookups the paper's policy has filled 1.21 M of the 1.83 M slots, this one
-//! 1.83 M; both converge to the same steady state (the full-bucket rule is the paper's).
-//! A cold item admitted early starts at count 1 and is the first to be evicted once its
-//! bucket is full. `warm_admission_threshold: 3` restores the paper's policy.
+//! that could already serve hits: the hit ratio rises faster while the cache warms, and both
+//! policies converge to the same steady state (the full-bucket rule is the paper's).
+//! Measured with `orrery-bench lab slb_admission` (figures: `docs/results/slb.md`,
+//! "Warming: first emission against the paper's threshold"). A cold item admitted early
+//! starts at count 1 and is the first to be evicted once its bucket is full.
+//! `warm_admission_threshold: 3` restores the paper's policy.
 //!
 //! Unlike the paper's SLB, which points into the index, this one holds a copy of every
-//! cached item (up to [`SlbConfig::max_item_bytes`], 4 KiB by default; larger items are
+//! cached item (up to [`Config::max_item_bytes`], 4 KiB by default; larger items are
 //! simply not cached): a full 16 MiB table of 8 B keys / 64 B values holds about 1.8 M
 //! records of 80 bytes, about 150 MB beside the index. [`KvIndex::memory_usage`] reports them.
 
@@ -98,6 +92,8 @@ pub mod buffer;
 mod cache;
 mod config;
 mod local;
+#[cfg(feature = "bench-internals")]
+pub mod locked_reads;
 mod log;
 mod record;
 
@@ -109,7 +105,7 @@ use orrery_core::sync;
 use orrery_core::{KvIndex, MemoryUsage, OrderedKvIndex, Result, ScanVisitor, api};
 
 pub use buffer::{EmitCopy, EmitTicket, KeyLock, LookasideBuffer, Lookup, SlbStats};
-pub use config::{SlbConfig, SlbConfigBuilder};
+pub use config::{Config, ConfigBuilder};
 pub use orrery_core::api::ConfigError;
 
 /// Test support: drives the global epoch collector until the records retired so far are
@@ -152,13 +148,13 @@ impl<I: KvIndex> Slb<I> {
     /// Wraps `inner` with the paper's default SLB, or [`api::Error::OutOfMemory`] when its
     /// tables cannot be allocated.
     pub fn try_new(inner: I) -> Result<Self> {
-        Self::with_config(inner, SlbConfig::default()).map_err(|_| api::Error::OutOfMemory)
+        Self::with_config(inner, Config::default()).map_err(|_| api::Error::OutOfMemory)
     }
 
     /// Wraps `inner` with an SLB built from `config`, validated first
     /// ([`ConfigError::Invalid`] names a field out of range);
     /// [`ConfigError::OutOfMemory`] when its tables cannot be allocated.
-    pub fn with_config(inner: I, config: SlbConfig) -> std::result::Result<Self, ConfigError> {
+    pub fn with_config(inner: I, config: Config) -> std::result::Result<Self, ConfigError> {
         Ok(Slb {
             buffer: LookasideBuffer::new(config)?,
             inner,
@@ -222,11 +218,6 @@ where
 impl<I: KvIndex + ?Sized> Slb<I> {
     /// The SLB's lookup: the Cache Table first, then the index, emitting what it finds.
     fn lookup(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
-        if self.buffer.locks_reads() {
-            return self
-                .buffer
-                .get_locked(key, f, &mut |k, g| self.inner.get_with(k, g));
-        }
         match self.buffer.lookup(key, f) {
             Lookup::Hit => true,
             Lookup::Miss(None) => self.inner.get_with(key, f),
@@ -314,14 +305,6 @@ impl<I: KvIndex + ?Sized> RawIndex for Slb<I> {
 
     fn read_many(&self, keys: &[&[u8]], f: &mut dyn FnMut(usize, Option<&[u8]>)) {
         let buffer = &self.buffer;
-        if buffer.locks_reads() {
-            for (i, key) in keys.iter().enumerate() {
-                if !self.lookup(key, &mut |v| f(i, Some(v))) {
-                    f(i, None);
-                }
-            }
-            return;
-        }
         // One guard for the whole batch keeps every hit's record alive until delivered.
         let guard = sync::pin();
         let mut hits: Vec<Option<&[u8]>> = Vec::with_capacity(keys.len());

@@ -6,16 +6,16 @@
 
 mod common;
 
-use orrery_slb::SlbConfig;
+use orrery_slb::Config;
 
 /// Four buckets (28 slots), every emission logged and admitted at once, two stripes.
-fn churning() -> SlbConfig {
-    SlbConfig {
+fn churning() -> Config {
+    Config {
         cache_table_bytes: 4 * 64,
         admission_threshold: 1,
         log_sample_rate: 1.0,
         stripes: 2,
-        ..SlbConfig::default()
+        ..Config::default()
     }
 }
 
@@ -52,15 +52,12 @@ mod point_churning {
 }
 
 /// The paper's locking (lookups hold the stripe lock), churning.
+#[cfg(feature = "bench-internals")]
 mod ordered_locked_reads {
     use orrery_core::reference::LockedBTreeMap;
-    use orrery_slb::{Slb, SlbConfig};
+    use orrery_slb::locked_reads::LockedReadSlb;
 
     orrery_core::conformance_tests!(ordered, || {
-        let config = SlbConfig {
-            lock_reads: true,
-            ..super::churning()
-        };
-        Slb::with_config(LockedBTreeMap::new(), config).unwrap()
+        LockedReadSlb::with_config(LockedBTreeMap::new(), super::churning()).unwrap()
     });
 }

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use common::SlowIndex;
 use orrery_core::KvIndex;
 use orrery_core::reference::LockedBTreeMap;
-use orrery_slb::{Slb, SlbConfig};
+use orrery_core::testing::rng;
+use orrery_slb::{Config, Slb};
+use rand::RngCore;
 
 /// Operation `n` on a key: a removal when `n % 4 == 3`, otherwise an insert of value `n`.
 /// Version 0 is the initial absent state.
@@ -76,7 +78,7 @@ fn check(read: Option<&[u8]>, floor: u64, ceil: u64, key: usize) {
     }
 }
 
-fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize, ops: u64) {
+fn stress(slb: &impl KvIndex, keys: usize, writers: usize, readers: usize, ops: u64) {
     let state: Vec<KeyState> = (0..keys)
         .map(|_| KeyState {
             started: AtomicU64::new(0),
@@ -126,7 +128,7 @@ fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize,
             s.spawn(move || {
                 let _flag = FlagOnPanic(failed);
                 start.wait();
-                let mut x = r as u64 + 1;
+                let mut rng = rng::rng(rng::derive(rng::seed().unwrap(), r as u64));
                 // Keep reading for a while after the writers are done, so that quiescent
                 // admissions and hits happen whatever the scheduling was.
                 let mut after = 0;
@@ -139,9 +141,7 @@ fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize,
                         std::thread::yield_now();
                         continue;
                     }
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
+                    let x = rng.next_u64();
                     if x.is_multiple_of(16) {
                         // A batch over every key.
                         let floors: Vec<u64> = state
@@ -189,13 +189,13 @@ fn stress<I: KvIndex>(slb: &Slb<I>, keys: usize, writers: usize, readers: usize,
 
 /// Every emission logged and admitted at once, in a Cache Table of `buckets` buckets with
 /// `stripes` lock stripes.
-fn churning(buckets: usize, stripes: usize) -> SlbConfig {
-    SlbConfig {
+fn churning(buckets: usize, stripes: usize) -> Config {
+    Config {
         cache_table_bytes: 64 * buckets,
         admission_threshold: 1,
         log_sample_rate: 1.0,
         stripes,
-        ..SlbConfig::default()
+        ..Config::default()
     }
 }
 
@@ -237,13 +237,11 @@ fn readers_never_see_stale_versions_without_yields() {
 }
 
 #[test]
+#[cfg(feature = "bench-internals")]
 fn readers_never_see_stale_versions_with_locked_reads() {
     // The paper's locking: lookups hold the stripe across the index search.
-    let config = SlbConfig {
-        lock_reads: true,
-        ..churning(4, 4)
-    };
-    let slb = Slb::with_config(SlowIndex::new(), config).unwrap();
+    use orrery_slb::locked_reads::LockedReadSlb;
+    let slb = LockedReadSlb::with_config(SlowIndex::new(), churning(4, 4)).unwrap();
     stress(&slb, 16, 2, 3, scale(100));
     let s = slb.stats();
     eprintln!("with_locked_reads: {s}");

@@ -10,14 +10,14 @@ use common::HashIndex;
 use orrery_core::api::{Error, MAX_KEY_LEN, MAX_VALUE_LEN};
 use orrery_core::reference::LockedBTreeMap;
 use orrery_core::{KvIndex, OrderedKvIndex, OrderedKvIndexExt};
-use orrery_slb::{Slb, SlbConfig};
+use orrery_slb::{Config, Slb};
 
-fn small() -> SlbConfig {
-    SlbConfig::with_cache_bytes(64 * 64)
+fn small() -> Config {
+    Config::with_cache_bytes(64 * 64)
 }
 
 /// Loads 100 keys, then reads the first 10 ten times each; returns the statistics.
-fn ten_hot_keys(config: SlbConfig) -> orrery_slb::SlbStats {
+fn ten_hot_keys(config: Config) -> orrery_slb::SlbStats {
     let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
     for i in 0u32..100 {
         slb.insert(&i.to_be_bytes(), &[i as u8; 64]).unwrap();
@@ -44,7 +44,7 @@ fn hot_keys_are_served_from_the_cache() {
 
 #[test]
 fn paper_warming_admits_at_the_third_emission() {
-    let s = ten_hot_keys(SlbConfig {
+    let s = ten_hot_keys(Config {
         warm_admission_threshold: 3,
         ..small()
     });
@@ -54,13 +54,12 @@ fn paper_warming_admits_at_the_third_emission() {
     assert!((s.hit_ratio() - 0.7).abs() < 1e-9);
 }
 
+/// The paper's read path (lookups hold the stripe lock) caches as the lock-free one does.
 #[test]
+#[cfg(feature = "bench-internals")]
 fn locked_reads_cache_the_same_way() {
-    let config = SlbConfig {
-        lock_reads: true,
-        ..small()
-    };
-    let slb = Slb::with_config(LockedBTreeMap::new(), config).unwrap();
+    use orrery_slb::locked_reads::LockedReadSlb;
+    let slb = LockedReadSlb::with_config(LockedBTreeMap::new(), small()).unwrap();
     for i in 0u32..100 {
         slb.insert(&i.to_be_bytes(), &[i as u8; 64]).unwrap();
     }
@@ -234,7 +233,7 @@ fn memory_usage_adds_the_slb() {
 #[test]
 fn paper_default_sizes() {
     for mib in [16, 32, 64] {
-        let slb = Slb::with_config(HashIndex::new(), SlbConfig::with_cache_mib(mib)).unwrap();
+        let slb = Slb::with_config(HashIndex::new(), Config::with_cache_mib(mib)).unwrap();
         assert_eq!(slb.stats().capacity, mib * (1 << 20) / 64 * 7);
         let m = slb.buffer().memory_usage();
         assert!(m.structure_bytes >= (mib * 5) << 20);
@@ -242,9 +241,9 @@ fn paper_default_sizes() {
     assert!(Slb::try_new(HashIndex::new()).is_ok());
     let bad = Slb::with_config(
         HashIndex::new(),
-        SlbConfig {
+        Config {
             stripes: 3,
-            ..SlbConfig::default()
+            ..Config::default()
         },
     );
     assert!(bad.is_err());
@@ -281,22 +280,17 @@ fn read_modify_write_keeps_the_cache_coherent() {
 
 #[test]
 fn builder_validates() {
-    assert!(SlbConfig::builder().cache_table_bytes(63).build().is_err());
-    assert!(
-        SlbConfig::builder()
-            .log_sample_rate(f64::NAN)
-            .build()
-            .is_err()
-    );
-    let c = SlbConfig::builder()
+    assert!(Config::builder().cache_table_bytes(63).build().is_err());
+    assert!(Config::builder().log_sample_rate(f64::NAN).build().is_err());
+    let c = Config::builder()
         .stripes(16)
-        .lock_reads(true)
+        .max_item_bytes(100)
         .build()
         .unwrap();
-    assert!(c.lock_reads && c.stripes == 16);
-    let bad = SlbConfig {
+    assert!(c.max_item_bytes == 100 && c.stripes == 16);
+    let bad = Config {
         stripes: 3,
-        ..SlbConfig::default()
+        ..Config::default()
     };
     assert!(matches!(
         Slb::with_config(LockedBTreeMap::new(), bad),

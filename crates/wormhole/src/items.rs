@@ -153,6 +153,7 @@ impl<T: Zeroable + Copy> ItemArray<T> {
     }
 
     /// Whether `p` is the home position of `hash` (diagnostics).
+    #[cfg(any(test, feature = "bench-internals"))]
     pub(crate) fn at_home(&self, p: NonNull<T>, hash: u32) -> bool {
         self.index(p) == hash as usize & (self.cap - 1)
     }

@@ -180,18 +180,29 @@ mod tests_unit;
 mod traits;
 mod write;
 
+#[cfg(feature = "bench-internals")]
 use orrery_core::alloc::PopulatorStats;
 use orrery_core::batch::BatchIter;
 
 use crate::raw::RawWormhole;
 
 pub use config::{Config, ConfigBuilder};
-#[doc(hidden)]
+#[cfg(feature = "bench-internals")]
 pub use meta::MetaStats;
 pub use orrery_core::api::ConfigError;
 pub use orrery_core::batch::Entry;
-#[doc(hidden)]
+#[cfg(feature = "bench-internals")]
 pub use search::SearchTrace;
+
+/// What [`WormholeWith::stats`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Leaves in the LeafList.
+    pub leaves: usize,
+    /// Lookups that restarted because the MetaTrieHT they searched was replaced meanwhile.
+    pub restarts: u64,
+}
 
 /// A concurrent ordered key-value index over byte strings: Wormhole with every
 /// optimization of the paper (see the crate docs).
@@ -217,50 +228,56 @@ impl<const OPTS: u32> std::fmt::Debug for WormholeWith<OPTS> {
 }
 
 impl<const OPTS: u32> WormholeWith<OPTS> {
-    /// Number of lookups that restarted because their table was stale (diagnostics).
-    #[doc(hidden)]
-    pub fn restarts(&self) -> u64 {
-        self.raw.restarts()
-    }
-
     /// Item and slot counts of the published MetaTrieHT (diagnostics; takes the writer
     /// mutex, so the table does not change while it is walked).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn meta_stats(&self) -> MetaStats {
         self.raw.meta_stats()
     }
 
     /// What the chunk populator did (diagnostics; see [`Config::prefault`]).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn populator_stats(&self) -> PopulatorStats {
         self.raw.populator_stats()
     }
 
     /// What the search of `key` in the published table does: range, rounds, prefetch
-    /// batches, longest matching prefix (diagnostics, for `examples/wormhole_az.rs`).
-    #[doc(hidden)]
+    /// batches, longest matching prefix (diagnostics, for `orrery-bench lab wormhole_az`).
+    #[cfg(feature = "bench-internals")]
     pub fn debug_search_trace(&self, key: &[u8]) -> SearchTrace {
         self.raw.debug_search_trace(key)
     }
 
     /// Anchor length → number of anchors, of the published table (diagnostics).
-    #[doc(hidden)]
+    #[cfg(feature = "bench-internals")]
     pub fn debug_anchor_lens(&self) -> Vec<(usize, usize)> {
         self.raw.debug_anchor_lens()
     }
 
-    /// Number of leaves (diagnostics).
-    #[doc(hidden)]
-    pub fn leaf_count(&self) -> usize {
-        self.raw.leaf_count()
+    /// The structure's shape: leaves, and lookups that restarted because their table was
+    /// stale (cheap: counters).
+    pub fn stats(&self) -> Stats {
+        Stats {
+            leaves: self.raw.leaf_count(),
+            restarts: self.raw.restarts(),
+        }
     }
 
-    /// Walks the whole structure and panics on any broken invariant: leaf order and anchor
-    /// ranges, per-leaf arrays, both MetaTrieHTs against the LeafList. A test helper: it
-    /// takes the writer mutex and must not run concurrently with writers.
-    #[doc(hidden)]
-    pub fn debug_validate(&self) {
-        self.raw.debug_validate()
+    /// Walks the whole structure and checks every invariant: leaf order and anchor ranges,
+    /// per-leaf arrays, the byte counters, both MetaTrieHTs against the LeafList. Returns
+    /// the number of keys, or the first broken invariant (its failed check's message). A
+    /// test helper: it takes the writer mutex and must not run concurrently with writers.
+    pub fn check_invariants(&self) -> Result<usize, String> {
+        // The walk asserts as it goes (deep inside the tables' own checks); a failed check
+        // is reported as its message.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.raw.debug_validate()))
+            .map(|()| self.raw.len())
+            .map_err(|p| {
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "invariant check failed".to_string())
+            })
     }
 }
 

@@ -15,7 +15,7 @@
 //! O(n²) dynamic program. The plan is rebuilt by the writer, on the unpublished table,
 //! when the anchor count has moved by 1/16 or the longest anchor outgrew it; a stale plan
 //! only costs rounds. Longer ranges are bisected until they fall inside it. Measured with
-//! `examples/wormhole_az.rs` (`Wormhole::debug_search_trace`): on `az` the plan takes
+//! `orrery-bench lab wormhole_az` (`Wormhole::debug_search_trace`): on `az` the plan takes
 //! about 3 rounds and 1 dependent slot wait per search where bisection takes 5 and 2, and
 //! lookups are faster for it (figures: `docs/results/wormhole.md`, "Measurements behind
 //! the module docs"). Memory: `side²` + `8·side` bytes per table

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use orrery_core::alloc::{Populator, PopulatorStats, SizeClassPool};
+use orrery_core::alloc::{Populator, SizeClassPool};
 use orrery_core::api::{self, MemoryUsage, check_key};
 use orrery_core::hash::crc32c;
 use orrery_core::sync::{self, Backoff, Guard, StripedCounter};
@@ -29,8 +29,8 @@ use crate::ablation::{DIRECT_POS, SORT_BY_TAG, has};
 use crate::config::Config;
 use crate::kv::{self, InlinePair, Kv, Pair};
 use crate::leaf::{self, LeafAccess, LeafPools, LeafPtr, ReadLeaf, WriteLeaf, leaf_tag};
-use crate::meta::{MetaStats, MetaTable};
-use crate::search::{self, SearchTrace, Target};
+use crate::meta::MetaTable;
+use crate::search::{self, Target};
 use crate::tables::Tables;
 
 /// Counters of [`RawWormhole::counts`]: keys.
@@ -126,23 +126,27 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
 
     /// Item and slot counts of the published MetaTrieHT (takes the writer mutex, so the
     /// table does not change while it is walked).
-    pub(crate) fn meta_stats(&self) -> MetaStats {
+    #[cfg(feature = "bench-internals")]
+    pub(crate) fn meta_stats(&self) -> crate::meta::MetaStats {
         let w = self.tables.lock_writer_for_validation();
         self.tables.published_locked(&w).stats()
     }
 
     /// What the chunk populator did.
-    pub(crate) fn populator_stats(&self) -> PopulatorStats {
+    #[cfg(any(test, feature = "bench-internals"))]
+    pub(crate) fn populator_stats(&self) -> orrery_core::alloc::PopulatorStats {
         self.populator.stats()
     }
 
     /// What the search of `key` in the published table does.
-    pub(crate) fn debug_search_trace(&self, key: &[u8]) -> SearchTrace {
+    #[cfg(any(test, feature = "bench-internals"))]
+    pub(crate) fn debug_search_trace(&self, key: &[u8]) -> search::SearchTrace {
         let g = sync::pin();
         search::trace::<OPTS>(self.table(&g), key, &self.cfg)
     }
 
     /// Anchor length → number of anchors, of the published table.
+    #[cfg(feature = "bench-internals")]
     pub(crate) fn debug_anchor_lens(&self) -> Vec<(usize, usize)> {
         let g = sync::pin();
         self.table(&g).anchor_lens()

@@ -358,8 +358,10 @@ pub(crate) trait Tracer {
 
 impl Tracer for () {}
 
-/// What one lookup's search did (hidden diagnostics: `Wormhole::debug_search_trace`).
-#[doc(hidden)]
+/// What one lookup's search did (diagnostics: `Wormhole::debug_search_trace`).
+#[cfg(any(test, feature = "bench-internals"))]
+// Exported with the feature only; the unit tests use it without.
+#[cfg_attr(not(feature = "bench-internals"), allow(unreachable_pub))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SearchTrace {
     /// Upper end of the initial range (`min(max anchor length, key length) + 1`).
@@ -373,10 +375,11 @@ pub struct SearchTrace {
     /// How the sibling step found the target leaf: 0 the match is a leaf entry, 1 the
     /// matched item's leftmost leaf, 2 the leaf before it, 3 its rightmost leaf, 4 a
     /// child probe that found a leaf entry, 5 a child probe that found an item (its
-    /// rightmost leaf).
+    /// rightmost leaf); 6 and 7 as 4 and 5 when the child is the byte just below the key's.
     pub step: u8,
 }
 
+#[cfg(any(test, feature = "bench-internals"))]
 impl Tracer for SearchTrace {
     fn start(&mut self, hi: usize) {
         *self = SearchTrace {
@@ -394,6 +397,7 @@ impl Tracer for SearchTrace {
 }
 
 /// Traces the (exact-probe) search of `key`.
+#[cfg(any(test, feature = "bench-internals"))]
 pub(crate) fn trace<const OPTS: u32>(t: &MetaTable, key: &[u8], cfg: &Config) -> SearchTrace {
     let mut tr = SearchTrace::default();
     let s = Lpm::run_traced::<OPTS>(t, key, cfg, true, &mut tr);
@@ -662,7 +666,7 @@ mod tests {
         }
         let (mut rounds, mut bisect) = (0u64, 0u64);
         for k in &keys {
-            let tr = wh.debug_search_trace(k);
+            let tr = wh.raw.debug_search_trace(k);
             assert!(tr.lpm < tr.hi && tr.lpm as usize <= k.len());
             assert!(tr.batches >= 1 && tr.batches <= tr.rounds);
             rounds += u64::from(tr.rounds);
@@ -707,7 +711,7 @@ mod tests {
             wh.insert(&k, &v).unwrap();
             model.insert(k, v.to_vec());
         }
-        wh.debug_validate();
+        wh.check_invariants().unwrap();
         let before = CHECK_FAILS.get();
         for (k, v) in &model {
             assert_eq!(wh.get(k).as_ref(), Some(v), "key {k:?}");

@@ -95,10 +95,10 @@ fn differential<const OPTS: u32>(cfg: Config, seed: u64, ops: usize) {
             }
         }
         if step % 97 == 0 {
-            wh.debug_validate();
+            wh.check_invariants().unwrap();
         }
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     assert_eq!(
         collect(&wh, Bound::Unbounded),
         model.clone().into_iter().collect::<Vec<_>>()
@@ -119,7 +119,7 @@ fn differential<const OPTS: u32>(cfg: Config, seed: u64, ops: usize) {
     for k in keys {
         assert!(wh.remove(&k));
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     assert!(wh.is_empty());
     assert_eq!(wh.first(), None);
     assert_eq!(wh.last(), None);
@@ -152,8 +152,12 @@ fn trailing_zero_keys_split_without_fat_nodes() {
     for z in 0..n / 2 {
         assert!(wh.insert(&vec![0u8; z], b"z").unwrap());
     }
-    wh.debug_validate();
-    assert!(wh.leaf_count() > n / 8, "leaves split: {}", wh.leaf_count());
+    wh.check_invariants().unwrap();
+    assert!(
+        wh.stats().leaves > n / 8,
+        "leaves split: {}",
+        wh.stats().leaves
+    );
     for z in 0..n {
         let mut k = vec![1u8];
         k.extend(std::iter::repeat_n(0u8, z));
@@ -173,7 +177,7 @@ fn sequential_and_long_keys() {
         k.extend_from_slice(&i.to_be_bytes());
         wh.insert(&k, &i.to_le_bytes()).unwrap();
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     for i in (0..n).step_by(7) {
         let mut k = vec![b'x'; 300];
         k.extend_from_slice(&i.to_be_bytes());
@@ -232,7 +236,7 @@ fn update_and_get_many() {
         assert!(wh.compute(&i.to_be_bytes(), |_| None).unwrap());
     }
     assert_eq!(wh.len(), (n - n / 2) as usize);
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     assert!(
         wh.compute(&[], |_| Some(vec![0; orrery_core::api::MAX_VALUE_LEN + 1]))
             .is_err()
@@ -255,7 +259,7 @@ fn drop_frees_all_pairs() {
     for i in (0..n as u32).step_by(7) {
         wh.remove(&i.wrapping_mul(2_654_435_761).to_be_bytes());
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     let live = wh.raw.kvp.live_bytes();
     assert!(live > 0, "pool blocks in use before the drop");
     drop(wh);
@@ -281,7 +285,7 @@ fn memory_usage_counts() {
         wh.insert(&i.to_be_bytes(), &[0u8; 13]).unwrap();
     }
     assert_eq!(wh.memory_usage().key_value_bytes, 1000 * 24);
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
 }
 
 /// Inline pairs (`leaf`, "Inline pairs"): values growing past the inline limit and
@@ -298,7 +302,7 @@ fn inline_pairs_grow_shrink_split_merge() {
         wh.insert(&k, &v).unwrap();
         model.insert(k.to_vec(), v);
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     for (r, (k, v)) in model.iter_mut().enumerate() {
         // Grow past the limit, shrink, change in place.
         let new = match r % 3 {
@@ -321,7 +325,7 @@ fn inline_pairs_grow_shrink_split_merge() {
         inl > plain && wh.raw.pool.prefetch_cells(),
         "small pairs: inline leaves"
     );
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().map(Entry::into_pair).collect();
     assert_eq!(got, model.clone().into_iter().collect::<Vec<_>>());
     // Remove most keys (merges move inline pairs), then check every survivor.
@@ -360,7 +364,7 @@ fn inline_pairs_grow_shrink_split_merge() {
         inl < plain && !wh.raw.pool.prefetch_cells(),
         "long keys: plain leaves"
     );
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     let got: Vec<(Vec<u8>, Vec<u8>)> = wh.iter().map(Entry::into_pair).collect();
     assert_eq!(got, model.into_iter().collect::<Vec<_>>());
 }
@@ -375,7 +379,7 @@ fn remove_7_of_8(wh: &Wormhole, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
             model.remove(k);
         }
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     for (k, v) in model.iter() {
         assert_eq!(wh.get(k).as_deref(), Some(v.as_slice()));
     }
@@ -433,7 +437,7 @@ fn leaf_kinds_follow_the_pairs() {
             wh.insert(&k, b"w").unwrap();
             model.insert(k, b"w".to_vec());
         }
-        wh.debug_validate();
+        wh.check_invariants().unwrap();
         let after = wh.raw.pool.live();
         if small_first {
             assert!(before.0 > before.1, "{before:?}");
@@ -584,7 +588,7 @@ fn reverse_iteration_matches_btreemap() {
             model.remove(k);
         }
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     let got: Vec<_> = wh.iter().rev().map(Entry::into_pair).collect();
     let want: Vec<_> = model
         .iter()
@@ -610,7 +614,7 @@ fn splits_while_caller_is_pinned() {
             assert!(wh.remove(&i.to_be_bytes()));
         }
     }
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     assert_eq!(wh.len(), (n - n / 2) as usize);
 }
 
@@ -640,8 +644,8 @@ fn prefault_serves_the_pools_spare_chunks() {
     let wh = Wormhole::new();
     assert!(wh.config().prefault);
     let chunks = |wh: &Wormhole| wh.raw.pool.reserved_bytes() + wh.raw.kvp.reserved_bytes();
-    let n = insert_until(&wh, 0, |wh| wh.populator_stats().started);
-    let s = wh.populator_stats();
+    let n = insert_until(&wh, 0, |wh| wh.raw.populator_stats().started);
+    let s = wh.raw.populator_stats();
     assert_eq!(s.served + s.missed, 8, "started at 16 MiB: {s:?}");
     assert!(wait_spare(&wh), "the thread populates a spare chunk");
     let spare = wh.raw.populator.spare_bytes();
@@ -656,7 +660,7 @@ fn prefault_serves_the_pools_spare_chunks() {
         without.memory_usage().structure_bytes + without.memory_usage().key_value_bytes + spare
     );
     let n = insert_until(&wh, n, |wh| chunks(wh) > before);
-    let s = wh.populator_stats();
+    let s = wh.raw.populator_stats();
     assert!(s.served >= 1, "{s:?}");
     for i in (0..n).step_by(97) {
         let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
@@ -665,7 +669,7 @@ fn prefault_serves_the_pools_spare_chunks() {
     assert_eq!(wh.len(), n as usize);
     // Switched off: no thread however large the index, nothing in reserve.
     insert_until(&without, n, |w| w.len() == n as usize);
-    assert_eq!(without.populator_stats(), Default::default());
+    assert_eq!(without.raw.populator_stats(), Default::default());
     assert_eq!(without.raw.populator.spare_bytes(), 0);
     assert_eq!(without.len(), n as usize);
 }

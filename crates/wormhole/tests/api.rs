@@ -24,7 +24,7 @@ fn allocations_in(f: impl FnOnce()) -> u64 {
 fn iteration_allocates_per_leaf_not_per_pair() {
     let n: u32 = if cfg!(miri) { 500 } else { 50_000 };
     let wh: Wormhole = (0..n).map(|i| (i.to_be_bytes(), i.to_le_bytes())).collect();
-    let leaves = wh.leaf_count() as u64;
+    let leaves = wh.stats().leaves as u64;
     assert!(leaves > 10, "{leaves} leaves");
     // Warm-up: the epoch scheme's thread registration, the arenas' first growth.
     assert_eq!(wh.iter().count(), n as usize);

@@ -51,7 +51,7 @@ fn failed_allocations_keep_the_structure_valid() {
         if failpoint::injected() > before {
             injected += 1;
             failpoint::disarm();
-            wh.debug_validate();
+            wh.check_invariants().unwrap();
             assert_eq!(wh.len(), model.len());
             for (k, v) in &model {
                 assert_eq!(wh.get(k).as_ref(), Some(v), "key {k:?}");
@@ -59,7 +59,7 @@ fn failed_allocations_keep_the_structure_valid() {
         }
     }
     failpoint::disarm();
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     eprintln!("{injected} failures injected, {reported} reported by insert");
     assert!(
         injected > 200 && reported > 100,

@@ -124,7 +124,7 @@ fn run(cap: usize, writers: u32, readers: u32, ops: usize) {
         stop.store(true, Ordering::Relaxed);
         models
     });
-    wh.debug_validate();
+    wh.check_invariants().unwrap();
     let mut all = Vec::new();
     wh.scan(Bound::Unbounded, &mut |k, v| {
         all.push((k.to_vec(), v.to_vec()));

@@ -18,6 +18,7 @@ mod cuckoo_trie_lookups;
 mod cuckoo_trie_readers;
 mod cuckoo_trie_scan_walk;
 mod cuckoo_trie_shrink;
+mod epoch_grace_cost;
 mod hyperion_mem_breakdown;
 mod hyperion_prep_load;
 mod hyperion_read_contention;
@@ -28,6 +29,13 @@ mod mercury_expansion;
 mod mercury_expansion_stalls;
 mod mercury_migrate_cost;
 mod mercury_quick;
+mod slb_admission;
+mod slb_zipf;
+mod wormhole_az;
+mod wormhole_drop;
+mod wormhole_mixed;
+mod wormhole_perf;
+mod wormhole_quick;
 mod wormhole_workingset;
 
 /// A lab program: its name on the command line, a line saying what it measures and its
@@ -67,6 +75,11 @@ pub(crate) const PROGRAMS: &[Program] = &[
         name: "cuckoo_trie_shrink",
         about: "Cuckoo Trie memory and lookups around a shrink after removals: [KEYS] [READERS] [PERCENT]",
         run: cuckoo_trie_shrink::run,
+    },
+    Program {
+        name: "epoch_grace_cost",
+        about: "epoch grace period cost to the writer, deferred flag vs GracePeriod, 0/1 readers: [N]",
+        run: epoch_grace_cost::run,
     },
     Program {
         name: "hyperion_mem_breakdown",
@@ -117,6 +130,41 @@ pub(crate) const PROGRAMS: &[Program] = &[
         name: "mercury_quick",
         about: "Mercury and its variants vs a locked HashMap, GET ratios: [N] [secs] [table|pin-ab|nolock-ab|nolock-ab-presized]",
         run: mercury_quick::run,
+    },
+    Program {
+        name: "slb_admission",
+        about: "SLB hit ratio per window of Zipfian lookups (free index): [keys] [ops] [mib] [thr] [sample] [window] [warm]",
+        run: slb_admission::run,
+    },
+    Program {
+        name: "slb_zipf",
+        about: "SLB quick ratios: bare index, SLB, paper-locked SLB: [keys] [threads] [cache_mib] [ops]",
+        run: slb_zipf::run,
+    },
+    Program {
+        name: "wormhole_az",
+        about: "Wormhole lookups on a key file, with search traces: FILE [M] [trace]",
+        run: wormhole_az::run,
+    },
+    Program {
+        name: "wormhole_drop",
+        about: "Wormhole load and drop times: [N] [key length]",
+        run: wormhole_drop::run,
+    },
+    Program {
+        name: "wormhole_mixed",
+        about: "Wormhole with pair sizes changing over time: [long-then-short|short-then-long] [N0] [N] [M]",
+        run: wormhole_mixed::run,
+    },
+    Program {
+        name: "wormhole_perf",
+        about: "Wormhole profiling driver, rand-8 load + lookups: [N] [M] [get|many]",
+        run: wormhole_perf::run,
+    },
+    Program {
+        name: "wormhole_quick",
+        about: "Wormhole vs BTreeMap quick ratios on rand-8: [N]",
+        run: wormhole_quick::run,
     },
     Program {
         name: "wormhole_workingset",

@@ -73,7 +73,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     println!(
         "n={n} load ({}) {load:.3} Mops/s, leaves {}, {}",
         if sorted { "sorted" } else { "random order" },
-        wh.leaf_count(),
+        wh.stats().leaves,
         wh.meta_stats()
     );
     if let Ok(r) = std::fs::read_to_string("/proc/self/smaps_rollup") {
@@ -96,7 +96,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "thinned to {} keys in {:.0} s: leaves {}, {}",
             wh.len(),
             cpu_now() - t,
-            wh.leaf_count(),
+            wh.stats().leaves,
             wh.meta_stats()
         );
         (

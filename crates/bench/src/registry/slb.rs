@@ -2,7 +2,7 @@
 //! 16 MiB Cache Table, 64 MiB Log Table, as in the paper's Table 2; `slbN:` sets the Cache
 //! Table to N MiB, the Log Table staying four times as large).
 
-use orrery::slb::{Slb, SlbConfig};
+use orrery::slb::{Config, Slb};
 
 use super::index::AnyIndex;
 
@@ -34,7 +34,7 @@ pub(super) fn parse_prefix(name: &str) -> Result<Option<(usize, &str)>, String> 
 /// itself, so any entry works.
 pub(super) fn wrap(index: AnyIndex, mib: usize) -> AnyIndex {
     const VALID: &str = "parse_prefix admits only valid SLB sizes";
-    let config = || SlbConfig::with_cache_mib(mib);
+    let config = || Config::with_cache_mib(mib);
     match index {
         AnyIndex::Ordered(i) => {
             AnyIndex::Ordered(Box::new(Slb::with_config(i, config()).expect(VALID)))

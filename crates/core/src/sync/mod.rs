@@ -14,22 +14,11 @@
 //!
 //! # Performance
 //!
-//! Uncontended single-threaded cost (criterion, median of 5 runs, noisy shared 2-core VM;
-//! `cargo bench -p orrery-core --bench sync`; epoch figures against crossbeam-epoch are in
-//! the [`epoch`] docs):
-//!
-//! | operation | time |
-//! |---|---|
-//! | `VersionLock` `read_begin` + 2 relaxed loads + `validate` | 7.3 ns |
-//! | `VersionLock` `lock` + unlock | 9.2 ns |
-//! | `SpinLock` lock + increment + unlock | 13.2 ns |
-//! | `RwSpinLock` read + unlock | 19.5 ns |
-//! | `RwSpinLock` write + increment + unlock | 17.7 ns |
-//! | `std::sync::Mutex` lock + increment + unlock (for scale) | 18.5 ns |
-//!
 //! An optimistic read costs no atomic read-modify-write and no store, which is why
 //! structures validate versions on their read paths instead of taking read locks; a lock
-//! acquisition costs one locked instruction (two for `RwSpinLock` readers).
+//! acquisition costs one locked instruction (two for `RwSpinLock` readers). Criterion
+//! benches of every type: `cargo bench -p orrery-core --bench sync` (figures:
+//! `docs/results/core-sync.md`).
 //!
 //! Every lock type documents its word layout and memory orderings next to its definition.
 //! All low-level atomics come from one internal shim, so that the lock types can be checked

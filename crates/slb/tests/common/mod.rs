@@ -63,22 +63,23 @@ impl KvIndex for HashIndex {
 #[derive(Default)]
 pub(crate) struct SlowIndex {
     inner: LockedBTreeMap,
-    seed: AtomicU64,
+    /// Draws so far of the yield decision.
+    draws: AtomicU64,
 }
 
 impl SlowIndex {
     pub(crate) fn new() -> Self {
         SlowIndex {
             inner: LockedBTreeMap::new(),
-            seed: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+            draws: AtomicU64::new(0),
         }
     }
 
+    /// Yields with probability 6/16: the counter's next value, mixed by the test RNG's
+    /// stream derivation (a counter-based generator every thread can share).
     fn maybe_yield(&self) {
-        let x = self
-            .seed
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let n = self.draws.fetch_add(1, Ordering::Relaxed);
+        let x = orrery_core::testing::rng::derive(orrery_core::testing::rng::DEFAULT_SEED, n);
         if (x >> 60) < 6 {
             std::thread::yield_now();
         }

@@ -26,7 +26,7 @@
 //! speculative positioning, §3.2) and its neighbours, then the pair: the inline cell of the
 //! matching slot, or the pair block whose address the slot holds.
 //!
-//! # Inline pairs (deviation from the paper, measured)
+//! # Inline pairs (deviation from the paper)
 //!
 //! In the paper (and in a plain leaf here) every pair is a separate block, so a lookup
 //! makes two dependent DRAM round trips after the MetaTrieHT: the leaf (header and tag
@@ -37,9 +37,8 @@
 //! with the header and the tag line (`LeafPtr::prefetch_tags`): one round trip per lookup
 //! after the MetaTrieHT. Entries that shift on an insert carry their cells along; splits
 //! and merges move inline pairs as copies of their cells (`split_into`, `rebuild`; both
-//! through `place`). Measured on 10M
-//! random 8-byte keys (`docs/wormhole.md`): lookups +14% (1 thread) and +25% (2 threads)
-//! in thread-CPU throughput, memory 41.6 against 40.7 B/key.
+//! through `place`). On short pairs this makes lookups clearly faster for about 1 B/key
+//! (measured: `docs/results/wormhole.md`, "Figures moved from the leaf module docs").
 //!
 //! The inline area costs `16·C` bytes per leaf whether used or not, which long-key sets
 //! cannot afford (`az`, `url`: +23 B/key). So each leaf's kind is chosen when it is made:
@@ -69,12 +68,13 @@
 //! rebuilds the slots spread around their homes. The order array is only read by scans and
 //! splits.
 //!
-//! # Inserts (measured)
+//! # Inserts
 //!
-//! An insert whose tag run has no hole shifts entries toward the nearest hole. Loading 2M
-//! random 8-byte keys, 54% of inserts shift, by 11.8 slots on average (leaves fill from
-//! half to full between splits, and the last few inserts into a nearly full leaf shift
-//! far). The nearest hole is searched *outward* from the insertion point, alternating
+//! An insert whose tag run has no hole shifts entries toward the nearest hole. About half
+//! of the inserts of a random load shift, by about a dozen slots on average (leaves fill
+//! from half to full between splits, and the last few inserts into a nearly full leaf
+//! shift far; figures: `docs/results/wormhole.md`, "Figures moved from the leaf module
+//! docs"). The nearest hole is searched *outward* from the insertion point, alternating
 //! sides, so the search reads only the lines between the insertion point and that hole,
 //! never cold tag lines far away on the other side (scanning each side up to its first
 //! hole, one after the other, measured twice as costly in the load profile:
@@ -82,7 +82,7 @@
 //! lookup's does) and the tag and cell lines on both sides of the home line
 //! (`prefetch_around`).
 //!
-//! # Splits (measured)
+//! # Splits
 //!
 //! A split (Algorithm 4) sorts the full leaf (the lazy incremental sort of §3.2: the
 //! unsorted tail, then a merge), and then `split_into` moves the upper half to the new
@@ -95,8 +95,8 @@
 //! order would miss on one random line after the other. What remains of the split path's
 //! cost is mostly reading the cold leaf (profile: `docs/results/wormhole.md`,
 //! "Measurements behind the module docs"). The first-touch
-//! page faults of the new leaves' huge pages (about 9% of that profile, `clear_page` in
-//! the kernel: on this VM the host backs guest memory lazily) are taken off the inserting
+//! page faults of the new leaves' huge pages (`clear_page` in the kernel, a visible share
+//! of that profile where the host backs guest memory lazily) are taken off the inserting
 //! thread by the index's chunk populator (`Config::prefault`, see the crate docs): a new
 //! leaf chunk is usually one a background thread populated ahead of need.
 //!

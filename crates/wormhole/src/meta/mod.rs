@@ -96,6 +96,7 @@
 //! the table: probes, inserts, removes, growth), `tests`.
 
 mod item;
+#[cfg(feature = "bench-internals")]
 mod stats;
 
 #[cfg(test)]
@@ -114,6 +115,7 @@ use orrery_core::hash::{crc32c, crc32c_extend, tag16};
 
 #[allow(unused_imports)]
 pub(crate) use self::item::*;
+#[cfg(feature = "bench-internals")]
 pub use self::stats::MetaStats;
 
 /// One 64-byte slot of eight entries.
@@ -215,6 +217,7 @@ impl MetaTable {
     }
 
     /// Anchor length → number of anchors (diagnostics).
+    #[cfg(feature = "bench-internals")]
     pub(crate) fn anchor_lens(&self) -> Vec<(usize, usize)> {
         self.lens.iter().map(|(&l, &n)| (l, n)).collect()
     }
@@ -730,6 +733,7 @@ impl MetaTable {
     }
 
     /// Counts the table's items by kind and their bytes (diagnostics, see [`MetaStats`]).
+    #[cfg(feature = "bench-internals")]
     pub(crate) fn stats(&self) -> MetaStats {
         let mut st = MetaStats {
             slots: self.slots.len(),

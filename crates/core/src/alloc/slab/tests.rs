@@ -364,13 +364,8 @@ fn concurrent_run(size: usize, align: usize, threads: usize, phases: usize, ops:
             let next = senders[(t + 1) % threads].clone();
             let (pool, barrier, census, total) = (&pool, &barrier, &census, &total);
             s.spawn(move || {
-                let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let mut rand = move || {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    rng
-                };
+                let mut rng = crate::testing::rng::rng(crate::testing::rng::derive(1, t as u64));
+                let mut rand = move || rand::RngCore::next_u64(&mut rng);
                 let mut live: Vec<(NonNull<u8>, u64)> = Vec::new();
                 let mut seq = 0u64;
                 for _phase in 0..phases {

@@ -26,17 +26,15 @@
 //!   reader, the scheme of Linux userspace RCU's "memb" flavour). [`FALLBACK_ENV`], Miri and
 //!   loom always get the fenced path. Nested guards only bump a counter.
 //!
-//!   Why the fenced path is the default (measured with `orrery-bench`, 10M `rand-8` keys,
-//!   same binary with and without [`ASYMMETRIC_ENV`]; figures in
-//!   `docs/results/epoch-pin.md`): the asymmetric pin makes readers cheaper (Mercury GETs
-//!   up to 18% faster, Wormhole lookups a few percent, within this VM's noise), but every
-//!   grace period costs heavy barriers, each an IPI to the other running threads (a VM exit
-//!   on this virtual machine), and structures that wait for grace periods on their write
-//!   path pay for it: Wormhole's 2-thread load is about a third slower with it even with
-//!   one-barrier grace periods ([`GracePeriod`]). So the fenced pin is the default and the
-//!   asymmetric one is for read-mostly deployments that opt in. What would change that:
-//!   batching several MetaTrieHT changes per grace period, or a per-structure choice of pin
-//!   barrier.
+//!   Why the fenced path is the default (measured: `docs/results/epoch-pin.md`,
+//!   `docs/results/epoch-grace.md`): the asymmetric pin makes readers cheaper, but every
+//!   grace period then costs heavy barriers, each an IPI to the other running threads (a VM
+//!   exit on a virtual machine), and structures that wait for grace periods on their write
+//!   path (Wormhole's MetaTrieHT updates, even with one-barrier grace periods,
+//!   [`GracePeriod`]) lose more on writes than their readers gain. So the fenced pin is the
+//!   default and the asymmetric one is for read-mostly deployments that opt in. What would
+//!   change that: batching several MetaTrieHT changes per grace period, or a per-structure
+//!   choice of pin barrier.
 //! - **Collection** is driven by garbage: every 128th outermost pin checks (one `Relaxed`
 //!   load of the count of pending deferred functions) whether sealed bags wait, and only
 //!   then tries to advance the epoch and runs up to 16 expired bags; sealing a full bag and
@@ -221,7 +219,7 @@
 //! compiler-fence pin without the heavy barrier
 //! (`RUSTFLAGS="--cfg loom" cargo test -p orrery-core --release sync::loom::epoch_model`).
 //! Beyond the model, the asymmetric path rests on membarrier's documented guarantee.
-//! The tests in `sync::tests` check both paths at run time: the epoch tests run
+//! The tests in `sync::tests::epoch` check both paths at run time: the epoch tests run
 //! in the test process (fenced, the default) and again in a child process with
 //! [`ASYMMETRIC_ENV`] set (asymmetric where the kernel allows); a store-buffering litmus test shows the heavy barrier
 //! forbids the reordering the compiler-fence pin allows (without it the forbidden outcome
@@ -243,37 +241,16 @@
 //!
 //! # Performance
 //!
-//! Single-threaded cost of each call (criterion, median of 5 runs of the median estimate;
-//! 2-core virtualized AMD EPYC shared with other builds, load average about 13, so absolute
-//! figures are inflated and noisy, the comparison within a run is what matters):
-//!
-//! | operation | orrery | crossbeam-epoch 0.9 |
-//! |---|---|---|
-//! | `pin()` + drop (thread-local lookup) | 10.4 ns | 17.0 ns |
-//! | `Handle::pin` + drop | 9.4 ns | 9.6 ns |
-//! | nested `pin()` + drop (already pinned) | 3.7 ns | 8.1 ns |
-//! | pin + `defer(no-op)` + drop (sealing and collection amortized) | 43.9 ns | 55.2 ns |
-//! | pin + `Box::new` + `defer_destroy` + drop (free included) | 142.9 ns | 147.6 ns |
-//!
-//! The two pin barriers, same binary (the asymmetric one selected with [`ASYMMETRIC_ENV`]), criterion
-//! medians of 3 alternating runs, load average about 4 (after this change):
-//!
-//! | operation | asymmetric (membarrier) | fenced |
-//! |---|---|---|
-//! | `pin()` + drop | 3.0 ns | 4.9 ns |
-//! | `Handle::pin` + drop | 2.9 ns | 4.1 ns |
-//! | pin + `defer(no-op)` + drop | 20.9 ns | 19.1 ns |
-//! | pin + `Box::new` + `defer_destroy` + drop | 77.8 ns | 65.2 ns |
-//!
-//! The reader saves the locked instruction (about 1.2 to 1.9 ns per outermost pin); a
-//! retirement costs more (the amortized syscall, and garbage that lives one epoch longer
-//! and across fewer advances, so frees touch colder memory).
-//!
-//! `cargo bench -p orrery-core --bench sync -- epoch/`. On the fenced path the outermost pin
-//! is one `xchg` (a locked instruction, the full fence) plus a few owner-only stores; on the
-//! asymmetric path it is a plain store instead (the table above predates it); unpinning is a
-//! plain release store either way. A deferred function costs a 32-byte slot in the thread's bag, no allocation
-//! when it fits in three words.
+//! On the fenced path the outermost pin is one `xchg` (a locked instruction, the full fence)
+//! plus a few owner-only stores; on the asymmetric path it is a plain store instead;
+//! unpinning is a plain release store either way, and a nested pin only bumps a counter. A
+//! deferred function costs a 32-byte slot in the thread's bag, no allocation when it fits in
+//! three words; sealing and collection are amortized over the 64 entries of a bag. The
+//! asymmetric pin saves the reader the locked instruction, and its retirements cost more
+//! (the amortized syscall, and garbage that lives one epoch longer and across fewer
+//! advances, so frees touch colder memory). Criterion benches against crossbeam-epoch and
+//! for both barriers: `cargo bench -p orrery-core --bench sync -- epoch/` (figures:
+//! `docs/results/core-sync.md`).
 //!
 //! # Limits
 //!

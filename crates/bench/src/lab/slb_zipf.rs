@@ -1,23 +1,26 @@
-//! Quick feedback, not the benchmark: Zipfian (θ = 0.99) and uniform GETs of 8-byte keys with
-//! 64-byte values over `LockedBTreeMap`, bare, behind the SLB, and behind the SLB with the
-//! paper's reader locking (`lock_reads`), all over the same index in one run; then the same
-//! Zipfian keys with 5% SETs. Prints throughputs and ratios. The real experiments live in
-//! `orrery-bench` (suite `slb`).
+//! SLB quick check (not the benchmark, which is the `slb` suite): Zipfian (θ = 0.99) and
+//! uniform GETs of 8-byte keys with 64-byte values over `LockedBTreeMap`, bare, behind the
+//! SLB, and behind the SLB read under the paper's locks (`LockedReadSlb`, feature
+//! `bench-internals`), all over the same index in one run; then the same Zipfian keys with
+//! 5% SETs. Each workload warms fresh SLBs with a fifth of its length, then alternates the
+//! three fronts in 5 rounds and prints the medians of their Mops/s and of their ratios to
+//! the bare index, and the SLB's hit ratio.
 //!
-//! ```text
-//! cargo run --release -p orrery-slb --example zipf -- [keys=1000000] [threads=2] [cache_mib=16] [ops=4000000]
-//! ```
+//! Arguments: `[keys = 1M] [threads = 2] [cache_mib = 16] [ops = 4M]`.
+//!
+//! `orrery-bench lab slb_zipf 10M 2 16 6M`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use orrery_core::KvIndex;
-use orrery_core::reference::LockedBTreeMap;
-use orrery_slb::{Slb, SlbConfig};
+use orrery::KvIndex;
+use orrery::reference::LockedBTreeMap;
+use orrery::slb::locked_reads::LockedReadSlb;
+use orrery::slb::{Config, Slb};
+use orrery::testing::zipf::Zipf;
 
-#[path = "common/zipf.rs"]
-mod zipf;
-use zipf::{Zipf, xorshift};
+use super::count_arg;
+use crate::rng::Rng;
 
 /// The key of rank `r`: ranks scrambled over the key space by an odd multiplier (a bijection
 /// on u64), so hot keys are not neighbours in the tree.
@@ -28,7 +31,8 @@ fn key(r: u64) -> [u8; 8] {
 /// One operation: a GET of a rank, or (high bit set) a SET of it.
 const SET: u64 = 1 << 63;
 
-fn run(index: &dyn KvIndex, ops: &[u64], threads: usize) -> f64 {
+/// Runs `ops` split over `threads`; returns Mops/s (wall time).
+fn measure(index: &dyn KvIndex, ops: &[u64], threads: usize) -> f64 {
     let per = ops.len() / threads;
     let value = [0x5Au8; 64];
     let start = Instant::now();
@@ -54,44 +58,31 @@ fn run(index: &dyn KvIndex, ops: &[u64], threads: usize) -> f64 {
     (per * threads) as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
-fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numeric arguments"))
-        .collect();
-    let keys = args.first().copied().unwrap_or(1_000_000);
-    let threads = args.get(1).copied().unwrap_or(2) as usize;
-    let cache_mib = args.get(2).copied().unwrap_or(16) as usize;
-    let ops = args.get(3).copied().unwrap_or(4_000_000) as usize;
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let keys = count_arg(args, 0, 1_000_000)?.max(1);
+    let threads = count_arg(args, 1, 2)?.max(1) as usize;
+    let cache_mib = count_arg(args, 2, 16)? as usize;
+    let ops = count_arg(args, 3, 4_000_000)? as usize;
 
     // One index, read through fresh fronts per workload (only one front writes at a time).
     let index = Arc::new(LockedBTreeMap::new());
     let value = [0x5Au8; 64];
     for r in 0..keys {
-        index.insert(&key(r), &value).unwrap();
+        index.insert(&key(r), &value).map_err(|e| e.to_string())?;
     }
-    let config = SlbConfig::with_cache_mib(cache_mib);
-    let locked = SlbConfig {
-        lock_reads: true,
-        ..config.clone()
-    };
+    let config = Config::with_cache_mib(cache_mib);
 
     // Each workload: a warm-up prefix (a fifth of the measured length), then the measured
     // operations.
     let total = ops + ops / 5;
     let zipf = Zipf::new(keys, 0.99);
-    let mut x = 0x1234_5678_9ABC_DEF1u64;
-    let uniform = |x: &mut u64| (xorshift(x) >> 11) as f64 / (1u64 << 53) as f64;
-    let zipf_ops: Vec<u64> = (0..total).map(|_| zipf.sample(uniform(&mut x))).collect();
-    let uniform_ops: Vec<u64> = (0..total).map(|_| xorshift(&mut x) % keys).collect();
+    let mut rng = Rng::new(0x1234_5678_9ABC_DEF1);
+    let zipf_ops: Vec<u64> = (0..total).map(|_| zipf.sample(rng.f64())).collect();
+    let uniform_ops: Vec<u64> = (0..total).map(|_| rng.below(keys)).collect();
     let set5_ops: Vec<u64> = (0..total)
         .map(|_| {
-            let r = zipf.sample(uniform(&mut x));
-            if xorshift(&mut x) % 100 < 5 {
-                r | SET
-            } else {
-                r
-            }
+            let r = zipf.sample(rng.f64());
+            if rng.below(100) < 5 { r | SET } else { r }
         })
         .collect();
 
@@ -107,43 +98,41 @@ fn main() {
     ] {
         let (warm, measured) = ops.split_at(total - ops.len() * 5 / 6);
         // Fresh SLBs per workload, over the same index, warmed by the prefix.
-        let fronts: Vec<Slb<Arc<LockedBTreeMap>>> = [&config, &locked]
-            .into_iter()
-            .map(|c| Slb::with_config(Arc::clone(&index), c.clone()).unwrap())
-            .collect();
-        for front in &fronts {
-            run(front, warm, threads);
-            front.buffer().reset_stats();
-        }
+        let with =
+            Slb::with_config(Arc::clone(&index), config.clone()).map_err(|e| e.to_string())?;
+        let locked = LockedReadSlb::with_config(Arc::clone(&index), config.clone())
+            .map_err(|e| e.to_string())?;
+        measure(&with, warm, threads);
+        with.buffer().reset_stats();
+        measure(&locked, warm, threads);
+        locked.slb().buffer().reset_stats();
         // Alternate the three fronts in short rounds and keep the median of each ratio, so
         // that load from other processes hits all three alike.
         let rounds = 5;
         let chunk = measured.len() / rounds;
-        let (mut bare, mut with, mut lock) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut bare, mut slb, mut lock) = (Vec::new(), Vec::new(), Vec::new());
         for r in 0..rounds {
             let part = &measured[r * chunk..(r + 1) * chunk];
-            let b = run(&*index, part, threads);
-            let w = run(&fronts[0], part, threads);
-            let l = run(&fronts[1], part, threads);
-            bare.push(b);
-            with.push(w);
-            lock.push(l);
+            bare.push(measure(&*index, part, threads));
+            slb.push(measure(&with, part, threads));
+            lock.push(measure(&locked, part, threads));
         }
         let median = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let mut r_with: Vec<f64> = with.iter().zip(&bare).map(|(w, b)| w / b).collect();
+        let mut r_with: Vec<f64> = slb.iter().zip(&bare).map(|(w, b)| w / b).collect();
         let mut r_lock: Vec<f64> = lock.iter().zip(&bare).map(|(l, b)| l / b).collect();
         println!(
             "{name:>16} {:>10.2} {:>10.2} {:>10.2} {:>7.2}x {:>8.2}x {:>9.3}",
             median(&mut bare),
-            median(&mut with),
+            median(&mut slb),
             median(&mut lock),
             median(&mut r_with),
             median(&mut r_lock),
-            fronts[0].stats().hit_ratio()
+            with.stats().hit_ratio()
         );
     }
     println!("(Mops/s and ratios: medians of 5 alternating rounds; read the ratios)");
+    Ok(())
 }
