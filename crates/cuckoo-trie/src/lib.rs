@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use orrery_cuckoo_trie::CuckooTrie;
-//! use std::ops::Bound;
+//! use std::ops::{Bound, ControlFlow};
 //!
 //! let ct = CuckooTrie::new();
 //! ct.insert(b"Jam", b"1").unwrap();
