@@ -335,7 +335,7 @@ macro_rules! index_api {
             /// ([`std::alloc::handle_alloc_error`]); [`try_new`](Self::try_new) returns
             /// the error instead.
             pub fn new() -> Self {
-                Self::try_new().unwrap_or_else(|_| $crate::raw::alloc_failure($name))
+                Self::try_new().unwrap_or_else(|_| $crate::raw::alloc_failure())
             }
 
             /// An empty index with the default configuration, or

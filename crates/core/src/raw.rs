@@ -64,9 +64,12 @@ pub trait RawIndex: Send + Sync {
     fn delete(&self, key: &[u8]) -> bool;
 
     /// Atomically applies `decide(current value)` to `key` and returns whether the key was
-    /// present. `decide` may be called more than once (a structure that retries); the
-    /// decision of the last call is the one applied. Nothing else may change the key
-    /// between that call and the write.
+    /// present. Call `decide` only when its decision can be applied at once, with the key
+    /// protected (its lock held): nothing else may change the key between the call and
+    /// the write. The API's closures run on the first call only ([`ComputeOnce`]): a
+    /// structure that calls `decide` again after a retry gets [`Decision::Keep`].
+    /// [`WriteMode::Update`] promises the decision never inserts or removes, so an absent
+    /// key may be answered `Ok(false)` without a call.
     fn write(
         &self,
         key: &[u8],
@@ -309,15 +312,15 @@ pub fn scan_prefix<I: RawOrdered + ?Sized>(
     index.scan_prefix(prefix, visitor)
 }
 
-/// The error `Extend` panics with, and `new()` aborts on: kept in one place so every
-/// structure reports the same way.
+/// What `new()` does when even an empty structure's memory cannot be had: report it as a
+/// failed `Box::new` does ([`std::alloc::handle_alloc_error`], which aborts), so that every
+/// structure fails the same way (`try_new` returns the error instead).
 #[doc(hidden)]
-pub fn alloc_failure(name: &str) -> ! {
-    // Out of memory building an empty structure: reported as a failed `Box::new` is.
-    let _ = name;
+pub fn alloc_failure() -> ! {
     std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u64; 8]>())
 }
 
+/// What `Extend` does on input it cannot store (`insert_all` returns the error instead).
 #[doc(hidden)]
 pub fn extend_failure(name: &str, e: Error) -> ! {
     panic!("{name}::extend: {e}")

@@ -142,7 +142,7 @@ impl<I: KvIndex> Slb<I> {
     /// If that memory cannot be had, this reports the failure as a failed `Box::new` does
     /// ([`std::alloc::handle_alloc_error`]); [`Slb::try_new`] returns the error instead.
     pub fn new(inner: I) -> Self {
-        Self::try_new(inner).unwrap_or_else(|_| orrery_core::raw::alloc_failure("Slb"))
+        Self::try_new(inner).unwrap_or_else(|_| orrery_core::raw::alloc_failure())
     }
 
     /// Wraps `inner` with the paper's default SLB, or [`api::Error::OutOfMemory`] when its
