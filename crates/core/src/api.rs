@@ -57,7 +57,7 @@
 //! | `Extend<(K, V)>` / `FromIterator<(K, V)>` | bulk loading, as for `BTreeMap`; panics on input over the limits (`insert_all` returns the error) |
 //! | `scan`, `scan_rev`, `scan_prefix`, `first`, `last`, `remove_range` | ordered structures: callback scans both ways |
 //! | `iter()`, `range(r)`, `IntoIterator for &Index` | ordered structures: a double-ended, seekable iterator (`.rev()` descends); Mercury: `iter()` in no order |
-//! | `config()`, `stats()`, `check_invariants()` | the configuration; the structure's own counters; a full walk checking its invariants (tests, no concurrent writer) |
+//! | `config()`, `stats()`, `check_invariants()` | the configuration (the SLB: `buffer()`); the structure's own counters; a full walk checking its invariants, returning the key count or what is broken (Wormhole and the Cuckoo Trie; tests, no concurrent writer) |
 //!
 //! [`KvUpdate`] has `compute`, `update` and `update_in_place` in object-safe form.
 //!

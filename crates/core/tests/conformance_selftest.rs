@@ -310,3 +310,10 @@ fn descending_scans_missing_a_pair_are_caught() {
     caught_by!(Fault::ScanRevSkipsFirst => check_scan_rev);
     passes!(Fault::ScanRevSkipsFirst => check_scan_bounds, check_ranges);
 }
+
+/// A `compute` that reads and writes in two steps loses increments under threads.
+#[test]
+fn racy_compute_is_caught_under_threads() {
+    caught_by!(Fault::RacyCompute => check_rmw_contention);
+    passes!(Fault::RacyCompute => check_compute, check_update);
+}

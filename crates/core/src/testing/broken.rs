@@ -69,6 +69,9 @@ pub enum Fault {
     UpdateInPlaceLost,
     /// `scan_rev` skips the first pair it would yield.
     ScanRevSkipsFirst,
+    /// `compute` reads the value, lets the closure decide, and writes in a second step:
+    /// not atomic (racy under threads).
+    RacyCompute,
     /// `insert` allocates a block first (as above) and reports `OutOfMemory` before
     /// storing anything when that fails: correct, for the suite's own check that it passes.
     AllocateBeforeStoring,
@@ -263,6 +266,18 @@ impl<I: KvIndex> KvIndex for Broken<I> {
 impl<I: KvUpdate> KvUpdate for Broken<I> {
     fn compute_with(&self, key: &[u8], f: &mut crate::api::ComputeFn<'_>) -> Result<bool> {
         let key = self.key(key);
+        if self.fault == Fault::RacyCompute {
+            crate::api::check_key(key)?;
+            let old = self.inner.get(key);
+            // Widen the window between the read and the write (without yielding the CPU).
+            for _ in 0..256 {
+                std::hint::spin_loop();
+            }
+            return match f(old.as_deref()) {
+                Some(v) => self.inner.insert(key, &v).map(|_| old.is_some()),
+                None => Ok(self.inner.remove(key)),
+            };
+        }
         if self.fault == Fault::ComputeNoneKeepsKey {
             return self
                 .inner

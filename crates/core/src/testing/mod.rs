@@ -27,6 +27,7 @@
 //! | [`check_memory_usage`] | plausible totals, no counter underflow, no leak per upsert | [`edge`] |
 //! | [`check_update`], [`check_compute`], [`check_update_in_place`] | every edge of the read-modify-writes: absent, empty, over-long key and value, closure calls | [`rmw`] |
 //! | [`check_rmw_differential`] | seeded mixes of the read-modify-writes, inserts and removes vs `BTreeMap` | [`rmw`] |
+//! | [`check_rmw_contention`] | `compute`/`update`/`update_in_place` from 4 threads on shared keys: no lost update | [`rmw`] |
 //! | [`check_scan_rev`] | descending scans from every kind of bound, early stops | [`rmw`] |
 //! | [`check_scan_bounds`] | every start bound × early stops on a small universe | [`ordered`] |
 //! | [`check_ranges`] | `scan_range`, `range`, `scan_prefix`, `first`/`last` | [`ordered`] |
@@ -90,7 +91,8 @@ pub use iter::{Cursor, CursorUnderTest, check_iter, check_iter_differential};
 pub use oom::{check_out_of_memory, check_out_of_memory_ordered};
 pub use ordered::{check_ranges, check_scan_bounds};
 pub use rmw::{
-    check_compute, check_rmw_differential, check_scan_rev, check_update, check_update_in_place,
+    check_compute, check_rmw_contention, check_rmw_differential, check_scan_rev, check_update,
+    check_update_in_place,
 };
 pub use stress::{check_contention, check_stress, check_stress_ordered};
 
@@ -186,6 +188,12 @@ macro_rules! conformance_tests {
         $crate::__conformance_test!(conformance_compute, check_compute, $make);
         $crate::__conformance_test!(conformance_update_in_place, check_update_in_place, $make);
         $crate::__conformance_test!(conformance_rmw_differential, check_rmw_differential, $make);
+        $crate::__conformance_test!(
+            #[cfg_attr(miri, ignore = "multi-threaded stress is too slow under Miri")]
+            conformance_rmw_contention,
+            check_rmw_contention,
+            $make
+        );
     };
     (@point_only, $make:expr) => {
         $crate::__conformance_test!(conformance_basic, check_basic, $make);

@@ -361,3 +361,93 @@ pub fn check_scan_rev<I: OrderedKvIndex>(make: &dyn Fn() -> I) -> Result<(), sup
         Ok(())
     })
 }
+
+/// `compute` and `update` are atomic under contention: threads started together
+/// increment a few shared counters (8-byte big-endian values) through `compute` (creating
+/// them when absent) and `update`, and `update_in_place` flips a byte an even number of
+/// times; once the threads have joined, every counter holds exactly the number of
+/// increments made and the flipped bytes are back. A lost update (a read-modify-write that
+/// is not atomic) leaves a counter short.
+pub fn check_rmw_contention<I: KvUpdate>(make: &dyn Fn() -> I) -> Result<(), super::Failure> {
+    const THREADS: usize = 4;
+    const COUNTERS: usize = 3;
+    run_once("rmw_contention", |_| {
+        let index = make();
+        let per_thread = sized(3000, 20);
+        let counter = |c: usize| [&b"ctr"[..], &[c as u8]].concat();
+        let flag = b"flag".to_vec();
+        index
+            .insert(&flag, &[0u8; 4])
+            .map_err(|e| format!("insert failed: {e}"))?;
+        let barrier = std::sync::Barrier::new(THREADS);
+        let incr = |v: &[u8]| {
+            let n = u64::from_be_bytes(v.try_into().unwrap_or([0; 8]));
+            (n + 1).to_be_bytes().to_vec()
+        };
+        let errors: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (index, barrier, flag) = (&index, &barrier, &flag);
+                    s.spawn(move || -> Result<(), String> {
+                        barrier.wait();
+                        for i in 0..per_thread {
+                            let key = counter((t + i) % COUNTERS);
+                            let r = if i % 2 == 0 {
+                                index.compute_with(&key, &mut |old| {
+                                    Some(old.map_or(1u64.to_be_bytes().to_vec(), incr))
+                                })
+                            } else {
+                                // Absent only before the first compute of that counter: then
+                                // this increment must go through `compute` as well.
+                                match index.update_with(&key, &mut |v| incr(v)) {
+                                    Ok(false) => index.compute_with(&key, &mut |old| {
+                                        Some(old.map_or(1u64.to_be_bytes().to_vec(), incr))
+                                    }),
+                                    other => other,
+                                }
+                            };
+                            r.map_err(|e| format!("thread {t}: increment {i} failed: {e}"))?;
+                            index
+                                .update_in_place_with(flag, &mut |v| v[t] ^= 1)
+                                .map_err(|e| format!("thread {t}: flip failed: {e}"))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                        .err()
+                })
+                .collect()
+        });
+        ensure!(errors.is_empty(), "{}", errors.join("; "));
+        let mut want = [0u64; COUNTERS];
+        for t in 0..THREADS {
+            for i in 0..per_thread {
+                want[(t + i) % COUNTERS] += 1;
+            }
+        }
+        for (c, &w) in want.iter().enumerate() {
+            let got = index
+                .get(&counter(c))
+                .and_then(|v| v.try_into().ok().map(u64::from_be_bytes));
+            ensure!(
+                got == Some(w),
+                "counter {c}: {got:?} after {w} concurrent increments (a lost update)"
+            );
+        }
+        let flips = index.get(&flag);
+        let want_flag: Vec<u8> = (0..4)
+            .map(|t| u8::from(t < THREADS && per_thread % 2 == 1))
+            .collect();
+        ensure!(
+            flips.as_deref() == Some(&want_flag[..]),
+            "flag bytes {flips:?} after each thread flipped its own {per_thread} times, expected {want_flag:?}"
+        );
+        Ok(())
+    })
+}
