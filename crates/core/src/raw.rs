@@ -13,12 +13,12 @@
 //! | input | primitives see it? | what the API answers |
 //! |---|---|---|
 //! | key over [`MAX_KEY_LEN`] | never | `None`/`false` from reads and `remove`; [`Error::KeyTooLong`] from every method returning `Result` (`insert`, `update`, `update_in_place`, `compute`), before any closure runs |
-//! | value over [`MAX_VALUE_LEN`] | never | [`Error::ValueTooLong`], the index unchanged (`compute`/`update`: the closure ran once, its value was not stored) |
+//! | value over [`MAX_VALUE_LEN`](crate::api::MAX_VALUE_LEN) | never | [`Error::ValueTooLong`], the index unchanged (`compute`/`update`: the closure ran once, its value was not stored) |
 //! | absent key | yes | `update`/`update_in_place`: `Ok(false)`, the closure not called; `compute`: the closure gets `None` |
 //! | empty key | yes | an ordinary key |
 //!
 //! Primitives may therefore assume keys of at most [`MAX_KEY_LEN`] bytes and stored values
-//! of at most [`MAX_VALUE_LEN`]. Out of memory is theirs to report
+//! of at most [`MAX_VALUE_LEN`](crate::api::MAX_VALUE_LEN). Out of memory is theirs to report
 //! ([`Error::OutOfMemory`], the index unchanged).
 
 use std::ops::{Bound, ControlFlow};
@@ -41,7 +41,7 @@ pub enum WriteMode {
 
 /// The point primitives of a structure (see the [module docs](self) for the division of
 /// work): keys given to them are at most [`MAX_KEY_LEN`] bytes, values at most
-/// [`MAX_VALUE_LEN`]. Each must be linearizable.
+/// [`MAX_VALUE_LEN`](crate::api::MAX_VALUE_LEN). Each must be linearizable.
 pub trait RawIndex: Send + Sync {
     /// `f`'s result on the value of `key`, `None` when absent. `f` runs while the value is
     /// protected (lock or guard).

@@ -55,7 +55,7 @@ impl CuckooTrie {
     }
 }
 
-/// [`Iter`]'s source: up to `BATCH` pairs per batch, from the trie walk either way.
+/// [`Iter`](crate::Iter)'s source: up to `BATCH` pairs per batch, from the trie walk either way.
 impl BatchSource for CuckooTrie {
     fn fill_front(&self, start: Bound<&[u8]>, out: &mut PairBatch) -> Option<Bound<Vec<u8>>> {
         self.copy_batch(start, out)

@@ -548,7 +548,7 @@ fn append(v: &mut Vec<u8>, s: &[u8]) {
 ///
 /// Made by [`Hyperion::iter`] and [`Hyperion::range`]. It implements [`Iterator`] and
 /// [`DoubleEndedIterator`] (`.rev()` yields descending keys; both ends may be used, and they
-/// stop where they meet). Items are [`Entry`]s, handles into the batch; [`Iter::next_pair`]
+/// stop where they meet). Items are [`Entry`](orrery_core::batch::Entry)s, handles into the batch; [`Iter::next_pair`]
 /// and [`Iter::next_back_pair`] lend the pair as slices instead. No lock is held between
 /// calls; under concurrent writers it is not a snapshot ([`orrery_core::api`]).
 ///

@@ -21,7 +21,7 @@
 //! ```
 //!
 //! `Mercury` is `Send + Sync`: share it by reference (or `Arc`) between threads; no
-//! registration is needed. It implements [`KvIndex`] (the object-safe contract) and adds
+//! registration is needed. It implements [`KvIndex`](orrery_core::KvIndex) (the object-safe contract) and adds
 //! generic inherent methods ([`Mercury::get_with`], [`Mercury::update`],
 //! [`Mercury::update_in_place`], [`Mercury::for_each`], [`Mercury::iter`],
 //! [`Mercury::insert_all`], `Extend`, `FromIterator`) with the names and meanings every
@@ -171,7 +171,7 @@
 //!
 //! # Memory usage
 //!
-//! [`KvIndex::memory_usage`] reports `key_value_bytes` as the bytes of live keys and values
+//! [`Mercury::memory_usage`] reports `key_value_bytes` as the bytes of live keys and values
 //! (stored in nodes or in bucket cells) and `structure_bytes` as everything else held: bucket
 //! arrays (32 bytes per bucket), node headers and size-class slack, and pool memory not
 //! currently in use.
