@@ -428,11 +428,7 @@ pub trait OrderedKvIndex: KvIndex {
     fn scan_rev(&self, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         let mut pairs = Vec::new();
         self.scan(Bound::Unbounded, &mut |k, v| {
-            let inside = match end {
-                Bound::Included(e) => k <= e,
-                Bound::Excluded(e) => k < e,
-                Bound::Unbounded => true,
-            };
+            let inside = within_end(k, end);
             if !inside {
                 return ControlFlow::Break(());
             }
@@ -462,11 +458,7 @@ pub trait OrderedKvIndex: KvIndex {
     /// Visits, in ascending order, the pairs with keys in `[start, end]` bounds.
     fn scan_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, visitor: &mut ScanVisitor<'_>) {
         self.scan(start, &mut |k, v| {
-            let inside = match end {
-                Bound::Included(e) => k <= e,
-                Bound::Excluded(e) => k < e,
-                Bound::Unbounded => true,
-            };
+            let inside = within_end(k, end);
             if inside {
                 visitor(k, v)
             } else {
@@ -643,6 +635,17 @@ fn as_slice_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<&[u8]> {
         Bound::Included(k) => Bound::Included(k.as_ref()),
         Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
         Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Whether `key` lies at or below the upper bound `end` (`Included`: `<=`; `Excluded`: `<`;
+/// `Unbounded`: always): where an ascending scan of a range stops.
+#[inline]
+pub fn within_end(key: &[u8], end: Bound<&[u8]>) -> bool {
+    match end {
+        Bound::Included(e) => key <= e,
+        Bound::Excluded(e) => key < e,
+        Bound::Unbounded => true,
     }
 }
 

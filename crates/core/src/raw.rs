@@ -26,6 +26,7 @@ use std::ops::{Bound, ControlFlow};
 pub use crate::api::Decision;
 use crate::api::{
     ComputeOnce, Error, MAX_KEY_LEN, MemoryUsage, Result, ScanVisitor, check_entry, check_key,
+    within_end,
 };
 
 /// What a read-modify-write may do to the key, so a structure can prepare only what is
@@ -151,16 +152,6 @@ pub trait RawOrdered: RawIndex {
 /// Keys collected per scan by the default [`RawOrdered::remove_range`].
 pub const RANGE_DELETE_BATCH: usize = 1024;
 
-/// Whether `k` lies beyond the upper bound `end`.
-#[inline]
-pub fn beyond(k: &[u8], end: Bound<&[u8]>) -> bool {
-    match end {
-        Bound::Included(e) => k > e,
-        Bound::Excluded(e) => k >= e,
-        Bound::Unbounded => false,
-    }
-}
-
 fn remove_range_by_scans<I: RawOrdered + ?Sized>(
     index: &I,
     start: Bound<&[u8]>,
@@ -173,7 +164,7 @@ fn remove_range_by_scans<I: RawOrdered + ?Sized>(
         batch.clear();
         let mut ended = true;
         index.scan(from.as_ref().map(Vec::as_slice), &mut |k, _| {
-            if beyond(k, end) {
+            if !within_end(k, end) {
                 return ControlFlow::Break(());
             }
             batch.push(k.to_vec());

@@ -273,11 +273,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Removes every key in `[start, end]` bounds; returns how many were removed. Each leaf
     /// is rewritten once under its exclusive lock; emptied leaves are merged.
     pub(crate) fn remove_range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> usize {
-        let beyond = |k: &[u8]| match end {
-            Bound::Included(e) => k > e,
-            Bound::Excluded(e) => k >= e,
-            Bound::Unbounded => false,
-        };
+        let beyond = |k: &[u8]| !orrery_core::api::within_end(k, end);
         let mut removed = 0;
         let mut from: Bound<Vec<u8>> = match start {
             Bound::Included(k) => Bound::Included(k.to_vec()),
