@@ -142,7 +142,7 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
                 let st = &aof.stats;
                 let _ = write!(
                     out,
-                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_auto_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\n\r\n",
+                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_auto_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\naof_unsynced_bytes:{}\r\naof_max_unsynced_ms:{}\r\n\r\n",
                     u8::from(st.rewrite_in_progress.load(Ordering::Relaxed)),
                     if st.last_rewrite_ok.load(Ordering::Relaxed) {
                         "ok"
@@ -155,6 +155,8 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
                     st.base_size.load(Ordering::Relaxed),
                     aof.fsync().name(),
                     st.loaded_frames.load(Ordering::Relaxed),
+                    st.unsynced_bytes.load(Ordering::Relaxed),
+                    st.max_unsynced_us.load(Ordering::Relaxed) / 1000,
                 );
             }
         }
