@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{DEADLINE, Server, eventually};
-use orrery_core::testing::linearize::{self, Event, Out, RegOp, Register};
+use orrery_core::testing::linearize::{Budget, Clock, History, Out, Recorder, RegOp, Register, check};
 use orrery_core::testing::rng;
 use rand::Rng;
 
@@ -110,20 +110,14 @@ struct Run {
     stop: AtomicBool,
     /// Operations that got a reply, over all clients.
     acked: AtomicU64,
-    t0: Instant,
-}
-
-impl Run {
-    fn now(&self) -> u64 {
-        self.t0.elapsed().as_nanos() as u64
-    }
+    clock: Clock,
 }
 
 /// One client: random operations on random keys, reconnecting after every kill, until told
 /// to stop. Returns its history.
-fn client(run: Arc<Run>, id: usize) -> Vec<Event<RegOp, Out>> {
+fn client(run: Arc<Run>, id: usize) -> Recorder<RegOp, Out> {
     let mut rng = rng::derive(0x6a65_7073_656e, id as u64);
-    let mut history = Vec::new();
+    let mut history = Recorder::new(id, run.clock);
     let mut generation = 0;
     while let Some((port, g)) = run.door.next(generation, &run.stop) {
         generation = g;
@@ -143,18 +137,16 @@ fn client(run: Arc<Run>, id: usize) -> Vec<Event<RegOp, Out>> {
                 70..85 => RegOp::Append(vec![b'0' + rng.random_range(1..10u8)]),
                 _ => RegOp::Remove,
             };
-            let invoked = run.now();
-            let reply = send(&mut c, key, &op);
-            let returned = run.now();
-            match reply {
+            let call = history.now();
+            match send(&mut c, key, &op) {
                 Ok(out) => {
-                    history.push(Event::done(id, key_name(key), op, out, invoked, returned));
+                    history.done(&key_name(key), op, call, out);
                     run.acked.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(()) => {
                     // The connection died (the server was killed): the operation may or may
                     // not have been applied.
-                    history.push(Event::pending(id, key_name(key), op, invoked));
+                    history.pending(&key_name(key), op, call);
                     break;
                 }
             }
@@ -224,7 +216,7 @@ fn campaign(name: &str, fsync: &str) -> (usize, usize, usize) {
         door: Door::default(),
         stop: AtomicBool::new(false),
         acked: AtomicU64::new(0),
-        t0: Instant::now(),
+        clock: Clock::new(),
     });
     let clients: Vec<_> = (0..CLIENTS)
         .map(|id| {
@@ -280,24 +272,26 @@ fn campaign(name: &str, fsync: &str) -> (usize, usize, usize) {
     );
     run.stop.store(true, Ordering::Release);
     run.door.changed.notify_all();
-    let mut history: Vec<Event<RegOp, Out>> = Vec::new();
-    for t in clients {
-        history.extend(t.join().unwrap());
-    }
+    let mut recorders: Vec<Recorder<RegOp, Out>> =
+        clients.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut last = Recorder::new(CLIENTS, run.clock);
     let mut c = server.client();
     window = window.max(info_u64(&mut c, "aof_max_unsynced_ms"));
     for key in 0..KEYS {
-        let invoked = run.now();
+        let call = last.now();
         let out = send(&mut c, key, &RegOp::Get).expect("final read");
-        history.push(Event::done(CLIENTS, key_name(key), RegOp::Get, out, invoked, run.now()));
+        last.done(&key_name(key), RegOp::Get, call, out);
     }
-    let total = history.len();
-    let pending = history.iter().filter(|e| e.is_pending()).count();
-    let mut per_key: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
-    for e in &history {
-        *per_key.entry(e.key.clone()).or_default() += 1;
-    }
-    let report = linearize::check_keys(&Register, history, linearize::Budget::default());
+    recorders.push(last);
+    let history = History::from_recorders(recorders).expect("a well-formed history");
+    let total = history.entries().len();
+    let pending = history.entries().iter().filter(|e| !e.completed()).count();
+    let per_key: BTreeMap<String, usize> = history
+        .by_key()
+        .into_iter()
+        .map(|(k, ops)| (String::from_utf8_lossy(k).into_owned(), ops.len()))
+        .collect();
+    let report = check(&Register, &history, Budget::default());
     println!(
         "appendfsync {fsync}: {KILLS} kills ({in_rewrite} inside a rewrite), {total} operations \
          ({} acknowledged, {pending} pending) over {} keys {per_key:?}; \
@@ -307,10 +301,11 @@ fn campaign(name: &str, fsync: &str) -> (usize, usize, usize) {
         per_key.len()
     );
     assert!(
-        report.violations().is_empty(),
+        report.violations.is_empty(),
         "not linearizable after kill -9 with appendfsync {fsync}: {report}"
     );
-    assert!(report.unknown().is_empty(), "undecided keys: {report}");
+    assert!(report.unknown.is_empty(), "undecided keys: {report}");
+    assert_eq!(report.keys, KEYS);
     (total, total - pending, pending)
 }
 
