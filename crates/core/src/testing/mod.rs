@@ -76,6 +76,7 @@ pub mod ordered;
 pub mod rmw;
 pub mod rng;
 pub mod stress;
+pub mod torture;
 pub mod wait;
 pub mod zipf;
 
