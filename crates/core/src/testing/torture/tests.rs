@@ -128,18 +128,3 @@ fn panics_are_divergences() {
     let (ops, _) = d.minimized.expect("reproduced");
     assert_eq!(ops.len(), 51, "50 distinct inserts, then one more: {ops:?}");
 }
-
-#[test]
-fn zz_show() {
-    eprintln!("{}", caught(Fault::StaleReadEveryNth(2), 4));
-    eprintln!("{}", caught(Fault::GetManyReversed, 4));
-    let t = std::time::Instant::now();
-    let r = run(&full_reference, &settings(3, 1_000_000), &mut |_| {});
-    eprintln!(
-        "{} ops {} verifies {} episodes in {:?}",
-        r.ops,
-        r.verifies,
-        r.episodes,
-        t.elapsed()
-    );
-}
