@@ -71,6 +71,7 @@ pub mod differential;
 pub mod edge;
 pub mod fuzz;
 pub mod iter;
+pub mod linearize;
 pub mod oom;
 pub mod ordered;
 pub mod rmw;

@@ -7,10 +7,18 @@
 //! `compute`, `update`, `update_in_place`, over-long keys and values, `len`, scans both
 //! ways, `scan_range`, `scan_prefix`, `first`/`last`, `remove_range`, and concrete
 //! iterators walked from both ends with `seek` and `seek_back` — over key distributions
-//! aimed at the hard cases, in phases of growth and shrinkage (see [`stream`]'s docs,
-//! private: `stream.rs`). Every operation's result is checked as it returns; every view is
-//! compared in full, and the structure's invariant walk run, periodically and at the end
-//! of every episode.
+//! aimed at the hard cases, in phases of growth and shrinkage. Each episode mixes two key
+//! profiles — the suite's [`KeyDist`](super::rng::KeyDist)s (short random keys, ~200-byte
+//! shared prefixes, a tiny alphabet where keys are prefixes of each other, big-endian
+//! integers), dense big-endian `u32`s over up to 2^20 values (growth to ~10^5 keys), or
+//! prefix chains (a short stem and a run of one byte up to 64 long) — with the empty key,
+//! near misses of present keys, and rarely keys of exactly `MAX_KEY_LEN` and one or two
+//! bytes shorter; values are mostly short, sometimes kilobytes, rarely exactly
+//! `MAX_VALUE_LEN`. Phases of 2^8..2^16 operations grow (mostly inserts), churn, shrink
+//! (mostly removals of present keys) and drain (wide `remove_range`s), so structures cross
+//! their growth and shrink thresholds both ways in bursts (`stream.rs`). Every operation's
+//! result is checked as it returns; every view is compared in full, and the structure's
+//! invariant walk run, periodically and at the end of every episode.
 //!
 //! A divergence ends the campaign with a [`Divergence`] report: the seed and episode, the
 //! operation and what differed, and a minimized reproduction — the episode's operations

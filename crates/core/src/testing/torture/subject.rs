@@ -21,8 +21,9 @@ use std::ops::Bound;
 use crate::api::{KvIndex, KvUpdate, OrderedKvIndex};
 use crate::batch::BatchSource;
 
-/// A structure under torture: the traits it implements and the extras it has.
-pub trait Subject {
+/// A structure under torture: the traits it implements and the extras it has. `Sync`, so
+/// that the linearizability driver can share one between threads.
+pub trait Subject: Sync {
     /// The point operations.
     fn index(&self) -> &dyn KvIndex;
     /// `compute`, `update`, `update_in_place`, when the structure has them.
@@ -44,6 +45,8 @@ pub trait Subject {
 }
 
 type RangeDelete<I> = fn(&I, Bound<&[u8]>, Bound<&[u8]>) -> usize;
+type AllPairs<I> = fn(&I) -> Vec<(Vec<u8>, Vec<u8>)>;
+type Walk<I> = fn(&I) -> Result<usize, String>;
 
 /// A [`Subject`] made of an index and functions reaching its extras (each `None` until
 /// set by a `with_*` method).
@@ -53,8 +56,8 @@ pub struct Target<I> {
     ordered: Option<fn(&I) -> &dyn OrderedKvIndex>,
     batches: Option<fn(&I) -> &dyn BatchSource>,
     remove_range: Option<RangeDelete<I>>,
-    unordered: Option<fn(&I) -> Vec<(Vec<u8>, Vec<u8>)>>,
-    invariants: Option<fn(&I) -> Result<usize, String>>,
+    unordered: Option<AllPairs<I>>,
+    invariants: Option<Walk<I>>,
 }
 
 fn as_update<I: KvUpdate>(i: &I) -> &dyn KvUpdate {
@@ -95,13 +98,13 @@ impl<I: KvIndex> Target<I> {
     }
 
     /// With an unordered iterator collecting every pair through `f`.
-    pub fn with_unordered_iter(mut self, f: fn(&I) -> Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+    pub fn with_unordered_iter(mut self, f: AllPairs<I>) -> Self {
         self.unordered = Some(f);
         self
     }
 
     /// With the structure's invariant walk `f` (`Ok(number of keys)` or what is broken).
-    pub fn with_invariants(mut self, f: fn(&I) -> Result<usize, String>) -> Self {
+    pub fn with_invariants(mut self, f: Walk<I>) -> Self {
         self.invariants = Some(f);
         self
     }
