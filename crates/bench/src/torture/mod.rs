@@ -46,10 +46,12 @@ pub(crate) struct TortureArgs {
     /// Seeds per configuration: `--seed`, `--seed + 1`, ….
     #[arg(long, default_value_t = 1)]
     seeds: u64,
-    /// Operations per seed (torture) or per round and thread (`--linearize`).
-    #[arg(long, value_parser = count, default_value = "1M")]
-    ops: u64,
-    /// Jobs (configuration × seed) run at once.
+    /// Operations per seed [default: 1M]; with `--linearize`, per worker and round
+    /// [default: 20K].
+    #[arg(long, value_parser = count)]
+    ops: Option<u64>,
+    /// Jobs (configuration × seed) run at once (not with `--linearize`, whose rounds run
+    /// `--workers` + 1 threads each).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Seconds a divergence's minimization may take.
@@ -92,7 +94,7 @@ pub(crate) fn main(args: TortureArgs) -> Result<(), String> {
         seeds: (0..args.seeds.max(1))
             .map(|i| args.seed.wrapping_add(i))
             .collect(),
-        ops: args.ops,
+        ops: args.ops.unwrap_or(1_000_000),
         threads: args.threads,
         budget: Budget {
             tests: usize::MAX,

@@ -42,3 +42,20 @@ fn selection_by_structure_and_name() {
     );
     assert!(names(&["nope"]).unwrap_err().contains("unknown structure"));
 }
+
+/// One short linearizability round on every configuration, through the campaign's entry.
+#[test]
+fn every_configuration_passes_a_short_linearizability_round() {
+    use orrery::testing::linearize::{Budget, Workload, rounds};
+    for c in configs::all() {
+        let w = Workload {
+            workers: 2,
+            ops: 500,
+            fillers: 200,
+            ..Workload::default()
+        };
+        let t =
+            rounds(&c.make, &w, 1, Budget::default()).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        assert_eq!(t.unknown, 0, "{}", c.name);
+    }
+}

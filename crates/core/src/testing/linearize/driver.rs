@@ -507,3 +507,46 @@ pub fn check_round(round: &Round, budget: Budget) -> Verdict {
         local: round.local.clone(),
     }
 }
+
+/// What [`rounds`] checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Rounds run.
+    pub rounds: usize,
+    /// Point operations checked.
+    pub ops: usize,
+    /// Scans checked.
+    pub scans: usize,
+    /// Keys whose search ran out of budget (neither shown linearizable nor not).
+    pub unknown: usize,
+}
+
+/// Runs `n` rounds of `workload` (round `i` seeded `derive(workload.seed, i)`), each on a
+/// fresh subject from `make`, and checks each; the first round that shows a violation is
+/// the error (its verdict and seed).
+pub fn rounds(
+    make: &dyn Fn() -> Box<dyn Subject>,
+    workload: &Workload,
+    n: usize,
+    budget: Budget,
+) -> Result<Tally, String> {
+    let mut tally = Tally::default();
+    for i in 0..n {
+        let w = Workload {
+            seed: derive(workload.seed, i as u64),
+            ..*workload
+        };
+        let subject = make();
+        let round = drive(&*subject, &w);
+        drop(subject);
+        let verdict = check_round(&round, budget);
+        if verdict.violated() {
+            return Err(format!("round {i} (seed {:#x}): {verdict}", w.seed));
+        }
+        tally.rounds += 1;
+        tally.ops += verdict.report.ops;
+        tally.scans += verdict.scans;
+        tally.unknown += verdict.report.unknown.len();
+    }
+    Ok(tally)
+}

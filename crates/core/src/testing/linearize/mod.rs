@@ -25,7 +25,8 @@
 //!
 //! [`drive`] runs the whole thing on any structure ([`torture::Subject`](super::torture::Subject)):
 //! threads of random point operations on a few hot keys while filler keys make the
-//! structure grow and shrink, plus a scanner; [`check_round`] checks what it recorded.
+//! structure grow and shrink, plus a scanner; [`check_round`] checks what it recorded, and
+//! [`rounds`] runs and checks several rounds on fresh subjects.
 //!
 //! # Feeding it a history from elsewhere (e.g. a server under `kill -9`)
 //!
@@ -75,7 +76,7 @@ mod search;
 mod spec;
 
 pub use check::{Budget, Report, Violation, check};
-pub use driver::{HOT_KEYS, Round, Verdict, Workload, check_round, drive};
+pub use driver::{HOT_KEYS, Round, Tally, Verdict, Workload, check_round, drive, rounds};
 pub use history::{Clock, Entry, History, Recorder};
 pub use register::{ComputeOp, Done, Effect, Out, RegOp, Register, UpdateOp};
 pub use scan::{ScanRecord, ScanViolation, check_scans};

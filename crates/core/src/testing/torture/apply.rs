@@ -7,20 +7,18 @@
 //! in full plus the structure's invariant walk. The model is updated as the contract says,
 //! whatever the structure answered, so that the stream stays a function of the seed.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
 use super::op::{ComputeAction, Op, OverLongVia, Step, UpdateAction, exact, exact_bound};
 use super::stream::over_long_key;
 use super::subject::Subject;
-use crate::api::{Error, KvUpdate, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::api::{Error, KvUpdate, MAX_KEY_LEN, MAX_VALUE_LEN, ScanVisitor};
 use crate::batch::{BatchIter, Entry};
 use crate::testing::common::{
-    Check, Collected, Model, check_absent, check_first_last, check_get_many_batch, check_present,
-    collect, ensure, model_range, show, show_opt, verify_point,
+    Check, Model, check_absent, check_first_last, check_get_many_batch, check_present, ensure,
+    model_range, show, show_opt, verify_point,
 };
 use crate::testing::rng::over_long_value;
-
-type Pair = (Vec<u8>, Vec<u8>);
 
 fn limit(l: u32) -> usize {
     if l == u32::MAX {
@@ -28,10 +26,6 @@ fn limit(l: u32) -> usize {
     } else {
         l as usize
     }
-}
-
-fn pairs<'m>(it: impl Iterator<Item = (&'m Vec<u8>, &'m Vec<u8>)>) -> Vec<Pair> {
-    it.map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// Whether `BTreeMap::range` accepts the bounds (it panics on inverted ones).
@@ -43,88 +37,6 @@ fn valid(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
         }
         _ => true,
     }
-}
-
-/// The model's pairs between `lo` and `hi`, descending, at most `n`.
-fn model_rev(model: &Model, lo: Bound<&[u8]>, hi: Bound<&[u8]>, n: usize) -> Vec<Pair> {
-    if !valid(lo, hi) {
-        return Vec::new();
-    }
-    pairs(model.range::<[u8], _>((lo, hi)).rev().take(n))
-}
-
-/// The later of two start bounds.
-fn later_start(a: Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    use Bound::*;
-    match (&a, b) {
-        (_, Unbounded) => a,
-        (Unbounded, _) => b.clone(),
-        (Included(x) | Excluded(x), Included(y) | Excluded(y)) => {
-            if x > y || (x == y && matches!(a, Excluded(_))) {
-                a
-            } else {
-                b.clone()
-            }
-        }
-    }
-}
-
-/// The earlier of two end bounds.
-fn earlier_end(a: Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    use Bound::*;
-    match (&a, b) {
-        (_, Unbounded) => a,
-        (Unbounded, _) => b.clone(),
-        (Included(x) | Excluded(x), Included(y) | Excluded(y)) => {
-            if x < y || (x == y && matches!(a, Excluded(_))) {
-                a
-            } else {
-                b.clone()
-            }
-        }
-    }
-}
-
-fn show_pairs(p: &[Pair]) -> String {
-    let keys: Vec<String> = p.iter().take(8).map(|(k, _)| show(k)).collect();
-    let more = if p.len() > 8 { ", …" } else { "" };
-    format!("{} pairs [{}{more}]", p.len(), keys.join(", "))
-}
-
-/// A collected scan against the model's pairs (already limited), in the scan's order.
-fn compare(what: &dyn Fn() -> String, got: &Collected, want: &[Pair], ascending: bool) -> Check {
-    ensure!(
-        got.calls_after_break == 0,
-        "{}: the visitor was called {} more times after it returned Break",
-        what(),
-        got.calls_after_break
-    );
-    if got.pairs != want {
-        let at = got
-            .pairs
-            .iter()
-            .zip(want)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.pairs.len().min(want.len()));
-        let order = if ascending { "ascending" } else { "descending" };
-        return Err(format!(
-            "{} ({order}) yielded {}, expected {}; first difference at #{at}: got {}, expected {}",
-            what(),
-            show_pairs(&got.pairs),
-            show_pairs(want),
-            got.pairs.get(at).map_or("nothing".into(), |(k, v)| format!(
-                "({}, {})",
-                show(k),
-                show(v)
-            )),
-            want.get(at).map_or("nothing".into(), |(k, v)| format!(
-                "({}, {})",
-                show(k),
-                show(v)
-            )),
-        ));
-    }
-    Ok(())
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -387,43 +299,112 @@ fn over_long(s: &dyn Subject, model: &Model, key: &[u8], via: OverLongVia) -> Ch
     Ok(())
 }
 
+/// The pairs the model expects, in scan order.
+type Expected<'m> = Box<dyn Iterator<Item = (&'m Vec<u8>, &'m Vec<u8>)> + 'm>;
+
+/// Runs `scan` with a visitor that compares each pair, as it comes, with the next of
+/// `want` (the model's pairs in the scan's order) and breaks after `limit` pairs or at the
+/// first difference: nothing is copied unless something differs. Checks that no visit
+/// follows a `Break` and that no expected pair is missing at the end.
+fn stream(
+    what: &dyn Fn() -> String,
+    limit: usize,
+    mut want: Expected<'_>,
+    scan: impl FnOnce(&mut ScanVisitor<'_>),
+) -> Check {
+    let mut n = 0usize;
+    let mut err: Option<String> = None;
+    let mut broke = false;
+    let mut after_break = 0usize;
+    scan(&mut |k: &[u8], v: &[u8]| {
+        if broke {
+            after_break += 1;
+            return ControlFlow::Break(());
+        }
+        match want.next() {
+            Some((wk, wv)) if wk.as_slice() == k && wv.as_slice() == v => {}
+            Some((wk, wv)) => {
+                err = Some(format!(
+                    "pair #{n} is ({}, {}), expected ({}, {})",
+                    exact(k),
+                    show(v),
+                    exact(wk),
+                    show(wv)
+                ))
+            }
+            None => {
+                err = Some(format!(
+                    "an extra pair #{n} ({}) after the expected ones",
+                    exact(k)
+                ))
+            }
+        }
+        n += 1;
+        if n >= limit || err.is_some() {
+            broke = true;
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if let Some(e) = err {
+        return Err(format!("{}: {e}", what()));
+    }
+    ensure!(
+        after_break == 0,
+        "{}: the visitor was called {after_break} more times after it returned Break",
+        what()
+    );
+    if n < limit
+        && let Some((wk, _)) = want.next()
+    {
+        return Err(format!(
+            "{}: ended after {n} pairs, but {} should have followed",
+            what(),
+            exact(wk)
+        ));
+    }
+    Ok(())
+}
+
+/// The model's pairs from `end` down (`BTreeMap::range` accepts any single end bound).
+fn model_down<'m>(model: &'m Model, end: Bound<&[u8]>) -> Expected<'m> {
+    Box::new(model.range::<[u8], _>((Bound::Unbounded, end)).rev())
+}
+
 /// The ordered operations (scans, iterators, `remove_range`).
 fn ordered(s: &dyn Subject, model: &mut Model, op: &Op) -> Check {
     let Some(index) = s.ordered() else {
         return Err(format!("{op:?} on a point-only subject"));
     };
+    let what = || format!("{op:?}");
     match op {
         Op::Scan { start, limit: l } => {
-            let (b, l) = (as_ref(start), limit(*l));
-            let got = collect(l, |v| index.scan(b, v));
-            let want = pairs(model_range(model, b, Bound::Unbounded).take(l));
-            compare(&|| format!("{op:?}"), &got, &want, true)
+            let b = as_ref(start);
+            let want = Box::new(model_range(model, b, Bound::Unbounded));
+            stream(&what, limit(*l), want, |v| index.scan(b, v))
         }
         Op::ScanRev { end, limit: l } => {
-            let (b, l) = (as_ref(end), limit(*l));
-            let got = collect(l, |v| index.scan_rev(b, v));
-            let want = model_rev(model, Bound::Unbounded, b, l);
-            compare(&|| format!("{op:?}"), &got, &want, false)
+            let b = as_ref(end);
+            stream(&what, limit(*l), model_down(model, b), |v| {
+                index.scan_rev(b, v)
+            })
         }
         Op::ScanRange {
             start,
             end,
             limit: l,
         } => {
-            let (a, b, l) = (as_ref(start), as_ref(end), limit(*l));
-            let got = collect(l, |v| index.scan_range(a, b, v));
-            let want = pairs(model_range(model, a, b).take(l));
-            compare(&|| format!("{op:?}"), &got, &want, true)
+            let (a, b) = (as_ref(start), as_ref(end));
+            let want = Box::new(model_range(model, a, b));
+            stream(&what, limit(*l), want, |v| index.scan_range(a, b, v))
         }
         Op::ScanPrefix { prefix, limit: l } => {
-            let l = limit(*l);
-            let got = collect(l, |v| index.scan_prefix(prefix, v));
-            let want = pairs(
+            let want = Box::new(
                 model_range(model, Bound::Included(prefix), Bound::Unbounded)
-                    .take_while(|(k, _)| k.starts_with(prefix))
-                    .take(l),
+                    .take_while(|(k, _)| k.starts_with(prefix)),
             );
-            compare(&|| format!("{op:?}"), &got, &want, true)
+            stream(&what, limit(*l), want, |v| index.scan_prefix(prefix, v))
         }
         Op::FirstLast => check_first_last(index, model),
         Op::RemoveRange { start, end } => {
@@ -441,13 +422,12 @@ fn ordered(s: &dyn Subject, model: &mut Model, op: &Op) -> Check {
                 model.remove(k);
             }
             // What follows the range's start now.
-            let got = collect(2, |v| index.scan(a, v));
-            let want = pairs(model_range(model, a, Bound::Unbounded).take(2));
-            compare(
+            let want = Box::new(model_range(model, a, Bound::Unbounded));
+            stream(
                 &|| format!("scan from the start after {op:?}"),
-                &got,
-                &want,
-                true,
+                2,
+                want,
+                |v| index.scan(a, v),
             )
         }
         Op::Iter { lo, hi, steps } => iter(s, model, lo, hi, steps),
@@ -455,9 +435,63 @@ fn ordered(s: &dyn Subject, model: &mut Model, op: &Op) -> Check {
     }
 }
 
+/// The later of two start bounds.
+fn later_start<'a>(a: Bound<&'a [u8]>, b: Bound<&'a [u8]>) -> Bound<&'a [u8]> {
+    use Bound::*;
+    match (a, b) {
+        (_, Unbounded) => a,
+        (Unbounded, _) => b,
+        (Included(x) | Excluded(x), Included(y) | Excluded(y)) => {
+            if x > y || (x == y && matches!(a, Excluded(_))) {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+/// The earlier of two end bounds.
+fn earlier_end<'a>(a: Bound<&'a [u8]>, b: Bound<&'a [u8]>) -> Bound<&'a [u8]> {
+    use Bound::*;
+    match (a, b) {
+        (_, Unbounded) => a,
+        (Unbounded, _) => b,
+        (Included(x) | Excluded(x), Included(y) | Excluded(y)) => {
+            if x < y || (x == y && matches!(a, Excluded(_))) {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+fn same(e: &Option<Entry>, want: Option<(&Vec<u8>, &Vec<u8>)>) -> bool {
+    match (e, want) {
+        (None, None) => true,
+        (Some(e), Some((k, v))) => e.key() == k.as_slice() && e.value() == v.as_slice(),
+        _ => false,
+    }
+}
+
+fn show_entry(e: &Option<Entry>) -> String {
+    match e {
+        Some(e) => format!("({}, {})", exact(e.key()), show(e.value())),
+        None => "None".into(),
+    }
+}
+
+fn show_want(w: Option<(&Vec<u8>, &Vec<u8>)>) -> String {
+    match w {
+        Some((k, v)) => format!("({}, {})", exact(k), show(v)),
+        None => "None".into(),
+    }
+}
+
 /// A concrete iterator driven through `steps`, against a model of its two ends: the
 /// front's bound (the range's start, the last seek, or past the last key the front
-/// yielded) and the back's.
+/// yielded) and the back's. Entries are compared in place (no copies).
 fn iter(
     s: &dyn Subject,
     model: &Model,
@@ -468,56 +502,50 @@ fn iter(
     let Some(src) = s.batches() else {
         return Err("an iterator on a subject without one".to_string());
     };
-    let mut it = BatchIter::new(src, as_ref(lo), as_ref(hi));
-    let (mut front, mut back) = (lo.clone(), hi.clone());
+    let (lo_b, hi_b) = (as_ref(lo), as_ref(hi));
+    let mut it = BatchIter::new(src, lo_b, hi_b);
+    let (mut front, mut back) = (lo_b, hi_b);
     for (i, step) in steps.iter().enumerate() {
-        let (got, want): (Option<Pair>, Option<Pair>) = match step {
+        let (got, want) = match step {
             Step::Next => {
-                let want = model_range(model, as_ref(&front), as_ref(&back))
-                    .next()
-                    .map(|(k, v)| (k.clone(), v.clone()));
-                let got = it.next().map(Entry::into_pair);
-                if let Some((k, _)) = &want {
-                    front = Bound::Excluded(k.clone());
+                let want = model_range(model, front, back).next();
+                if let Some((k, _)) = want {
+                    front = Bound::Excluded(k.as_slice());
                 }
-                (got, want)
+                (it.next(), want)
             }
             Step::NextBack => {
-                let want = model_rev(model, as_ref(&front), as_ref(&back), 1).pop();
-                let got = it.next_back().map(Entry::into_pair);
-                if let Some((k, _)) = &want {
-                    back = Bound::Excluded(k.clone());
+                let want = if valid(front, back) {
+                    model.range::<[u8], _>((front, back)).next_back()
+                } else {
+                    None
+                };
+                if let Some((k, _)) = want {
+                    back = Bound::Excluded(k.as_slice());
                 }
-                (got, want)
+                (it.next_back(), want)
             }
             Step::Seek(b) => {
                 it.seek(as_ref(b));
-                front = later_start(b.clone(), lo);
+                front = later_start(as_ref(b), lo_b);
                 continue;
             }
             Step::SeekBack(b) => {
                 it.seek_back(as_ref(b));
-                back = earlier_end(b.clone(), hi);
+                back = earlier_end(as_ref(b), hi_b);
                 continue;
             }
         };
         ensure!(
-            got == want,
+            same(&got, want),
             "range({}, {}) step #{i} {step:?}: got {}, expected {}",
             exact_bound(lo),
             exact_bound(hi),
-            show_pair(&got),
-            show_pair(&want)
+            show_entry(&got),
+            show_want(want)
         );
     }
     Ok(())
-}
-
-fn show_pair(p: &Option<Pair>) -> String {
-    match p {
-        Some((k, v)) => format!("({}, {})", exact(k), show(v)),
-        None => "None".into(),
-    }
 }
 
 /// Every view in full: point lookups of every key (and probes near a sample of them),
@@ -530,41 +558,56 @@ pub(crate) fn verify(s: &dyn Subject, model: &Model) -> Check {
         crate::testing::common::probes_near(model.keys().step_by(step).map(Vec::as_slice));
     verify_point(index, model, &near)?;
     if let Some(o) = s.ordered() {
-        let got = collect(usize::MAX, |v| o.scan(Bound::Unbounded, v));
-        compare(&|| "full scan".into(), &got, &pairs(model.iter()), true)?;
-        let got = collect(usize::MAX, |v| o.scan_rev(Bound::Unbounded, v));
-        compare(
+        stream(
+            &|| "full scan".into(),
+            usize::MAX,
+            Box::new(model.iter()),
+            |v| o.scan(Bound::Unbounded, v),
+        )?;
+        stream(
             &|| "full scan_rev".into(),
-            &got,
-            &pairs(model.iter().rev()),
-            false,
+            usize::MAX,
+            Box::new(model.iter().rev()),
+            |v| o.scan_rev(Bound::Unbounded, v),
         )?;
         check_first_last(o, model)?;
     }
     if let Some(src) = s.batches() {
-        let fwd: Vec<Pair> = BatchIter::all(src).map(Entry::into_pair).collect();
-        ensure!(
-            fwd == pairs(model.iter()),
-            "iter() yielded {}, expected {}",
-            show_pairs(&fwd),
-            show_pairs(&pairs(model.iter()))
-        );
-        let back: Vec<Pair> = BatchIter::all(src).rev().map(Entry::into_pair).collect();
-        ensure!(
-            back == pairs(model.iter().rev()),
-            "iter().rev() yielded {}, expected {}",
-            show_pairs(&back),
-            show_pairs(&pairs(model.iter().rev()))
-        );
+        for rev in [false, true] {
+            let mut it = BatchIter::all(src);
+            let mut want: Expected<'_> = if rev {
+                Box::new(model.iter().rev())
+            } else {
+                Box::new(model.iter())
+            };
+            for n in 0.. {
+                let got = if rev { it.next_back() } else { it.next() };
+                let w = want.next();
+                ensure!(
+                    same(&got, w),
+                    "iter(){} pair #{n}: got {}, expected {}",
+                    if rev { ".rev()" } else { "" },
+                    show_entry(&got),
+                    show_want(w)
+                );
+                if got.is_none() {
+                    break;
+                }
+            }
+        }
     }
     if let Some(mut all) = s.unordered_pairs() {
         all.sort();
-        ensure!(
-            all == pairs(model.iter()),
-            "iter() (unordered) yielded {}, expected {}",
-            show_pairs(&all),
-            show_pairs(&pairs(model.iter()))
-        );
+        let got = all.iter().map(|(k, v)| (k, v));
+        if !got.clone().eq(model.iter()) {
+            let at = got.clone().zip(model.iter()).position(|(a, b)| a != b);
+            return Err(format!(
+                "iter() (unordered) yielded {} pairs, expected {}; first difference at sorted \
+                 position {at:?}",
+                all.len(),
+                model.len()
+            ));
+        }
     }
     if let Some(walk) = s.check_invariants() {
         match walk {
