@@ -15,7 +15,7 @@ fn small_table() -> Box<dyn Subject> {
 #[test]
 #[cfg_attr(miri, ignore = "threads of thousands of operations")]
 fn linearizable_while_the_table_grows_and_migrates() {
-    let t = rounds(&small_table, &Workload::default(), 2, Budget::default())
+    let t = rounds(&small_table, &Workload::default(), 4, Budget::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(t.unknown, 0, "{t:?}");
     assert!(t.scans > 0, "{t:?}");

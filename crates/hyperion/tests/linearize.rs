@@ -20,7 +20,7 @@ fn small_eject() -> Box<dyn Subject> {
 #[test]
 #[cfg_attr(miri, ignore = "threads of thousands of operations")]
 fn linearizable_while_containers_grow_and_eject() {
-    let t = rounds(&small_eject, &Workload::default(), 2, Budget::default())
+    let t = rounds(&small_eject, &Workload::default(), 4, Budget::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(t.unknown, 0, "{t:?}");
     assert!(t.scans > 0, "{t:?}");

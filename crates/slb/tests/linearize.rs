@@ -36,7 +36,7 @@ fn over_hash() -> Box<dyn Subject> {
 #[test]
 #[cfg_attr(miri, ignore = "threads of thousands of operations")]
 fn linearizable_over_an_ordered_index() {
-    let t = rounds(&over_btree, &Workload::default(), 2, Budget::default())
+    let t = rounds(&over_btree, &Workload::default(), 4, Budget::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(t.unknown, 0, "{t:?}");
     assert!(t.scans > 0, "{t:?}");
@@ -45,7 +45,7 @@ fn linearizable_over_an_ordered_index() {
 #[test]
 #[cfg_attr(miri, ignore = "threads of thousands of operations")]
 fn linearizable_over_an_unordered_index() {
-    let t = rounds(&over_hash, &Workload::default(), 2, Budget::default())
+    let t = rounds(&over_hash, &Workload::default(), 4, Budget::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(t.unknown, 0, "{t:?}");
 }

@@ -19,7 +19,7 @@ fn small_leaves() -> Box<dyn Subject> {
 #[test]
 #[cfg_attr(miri, ignore = "threads of thousands of operations")]
 fn linearizable_while_leaves_split_and_merge() {
-    let t = rounds(&small_leaves, &Workload::default(), 2, Budget::default())
+    let t = rounds(&small_leaves, &Workload::default(), 4, Budget::default())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(t.unknown, 0, "{t:?}");
     assert!(t.scans > 0, "{t:?}");

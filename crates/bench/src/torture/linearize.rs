@@ -54,6 +54,7 @@ pub(super) fn main(args: &TortureArgs) -> Result<(), String> {
     let start = Instant::now();
     let mut rows = Vec::new();
     for c in &configs {
+        let ordered = (c.make)().ordered().is_some();
         let mut t = Totals::default();
         for &seed in &seeds {
             for r in 0..args.rounds {
@@ -94,7 +95,7 @@ pub(super) fn main(args: &TortureArgs) -> Result<(), String> {
             t.unknown,
             t.secs
         );
-        rows.push((c.name, t));
+        rows.push((c.name, ordered, t));
     }
     println!();
     println!(
@@ -107,11 +108,12 @@ pub(super) fn main(args: &TortureArgs) -> Result<(), String> {
         _ => "—".into(),
     };
     let (mut violations, mut unknown) = (0, 0);
-    for (name, t) in &rows {
+    for (name, ordered, t) in &rows {
         println!(
-            "| {name} | {seeds_text} | {} | {} + scanner | {} | {} | {} | {} | {:.0} |",
+            "| {name} | {seeds_text} | {} | {}{} | {} | {} | {} | {} | {:.0} |",
             t.rounds,
             args.workers,
+            if *ordered { " + scanner" } else { "" },
             group(t.ops),
             group(t.scans),
             t.violations,

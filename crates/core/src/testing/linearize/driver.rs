@@ -14,8 +14,8 @@
 //! the second: the structure grows and shrinks (splits, expansions, migrations) while the
 //! hot keys are hammered. With an ordered subject, a scanner thread runs scans, reverse
 //! scans, range and prefix scans with early stops, `first` and `last` the whole time
-//! (the workers wait halfway until it has finished one, so that scans overlap the round
-//! however the threads are scheduled).
+//! (one scan per 8 point operations of the workers; the workers wait halfway until it
+//! has finished one, so that scans overlap the round however the threads are scheduled).
 //!
 //! [`check_round`] checks the point history with [`super::check`] (the
 //! [`Register`](super::Register) spec) and the scans with [`super::check_scans`], and
@@ -50,6 +50,11 @@ pub const HOT_KEYS: [&[u8]; 8] = [
     b"k\xff\xff",
     b"l",
 ];
+
+/// Hot-key operations (of all workers together) per scan: the scanner keeps pace with
+/// the workers instead of running flat out, so a round's scans stay proportionate to its
+/// point operations (and cheap to check) however the threads are scheduled.
+const SCAN_STRIDE: usize = 8;
 
 /// What a round runs.
 #[derive(Clone, Copy, Debug)]
@@ -286,11 +291,14 @@ pub fn drive(subject: &dyn Subject, w: &Workload) -> Round {
     // however the threads are scheduled).
     let scanned = AtomicUsize::new(0);
     let scanning = ordered.is_some();
+    // Hot-key operations done by all workers: the scanner paces itself by it.
+    let progress = AtomicUsize::new(0);
     let (mut recorders, mut scans, mut local) = (Vec::new(), Vec::new(), Vec::new());
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for id in 0..w.workers {
             let (barrier, running, hot, scanned) = (&barrier, &running, &hot, &scanned);
+            let progress = &progress;
             handles.push(s.spawn(move || {
                 let mut me = Worker {
                     subject,
@@ -313,6 +321,7 @@ pub fn drive(subject: &dyn Subject, w: &Workload) -> Round {
                         assert!(seen, "the scanner made no scan within {DEADLINE:?}");
                     }
                     me.step();
+                    progress.fetch_add(1, Ordering::Relaxed);
                     let target = w.fillers * (i + 1).min(half) / half;
                     while inserted < target {
                         let v = me.value(b'f');
@@ -333,13 +342,21 @@ pub fn drive(subject: &dyn Subject, w: &Workload) -> Round {
         }
         let scanner = ordered.map(|index| {
             let (barrier, running, hot, scanned) = (&barrier, &running, &hot, &scanned);
+            let progress = &progress;
             s.spawn(move || {
                 let mut r = rng(derive(w.seed, 0x5CA4));
                 barrier.wait();
                 let mut out = Vec::new();
-                while running.load(Ordering::Acquire) > 0 && out.len() < 100_000 {
+                let mut next = 0;
+                while running.load(Ordering::Acquire) > 0 {
+                    // One scan per SCAN_STRIDE hot-key operations of the workers.
+                    if progress.load(Ordering::Relaxed) < next {
+                        std::thread::yield_now();
+                        continue;
+                    }
                     out.push(scan(index, &mut r, hot, clock, w.workers));
                     scanned.fetch_add(1, Ordering::Release);
+                    next = progress.load(Ordering::Relaxed) + SCAN_STRIDE;
                 }
                 out
             })
