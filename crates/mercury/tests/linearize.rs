@@ -26,7 +26,7 @@ fn linearizable_while_expanding() {
         let t = rounds(
             &|| growing(expansion),
             &Workload::default(),
-            1,
+            3,
             Budget::default(),
         )
         .unwrap_or_else(|e| panic!("{expansion:?}: {e}"));
