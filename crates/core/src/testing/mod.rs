@@ -71,11 +71,13 @@ pub mod differential;
 pub mod edge;
 pub mod fuzz;
 pub mod iter;
+pub mod linearize;
 pub mod oom;
 pub mod ordered;
 pub mod rmw;
 pub mod rng;
 pub mod stress;
+pub mod torture;
 pub mod wait;
 pub mod zipf;
 
