@@ -27,7 +27,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{DEADLINE, Server, eventually};
-use orrery_core::testing::linearize::{Budget, Clock, History, Out, Recorder, RegOp, Register, check};
+use orrery_core::testing::linearize::{
+    Budget, Clock, History, Out, Recorder, RegOp, Register, check,
+};
 use orrery_core::testing::rng;
 use rand::Rng;
 
@@ -36,7 +38,7 @@ const KEYS: usize = 4;
 /// Client connections.
 const CLIENTS: usize = 6;
 /// Server processes killed with SIGKILL.
-const KILLS: usize = 6;
+const KILLS: usize = 10;
 /// Acknowledged operations each round waits for before its kill.
 const OPS_PER_ROUND: u64 = 300;
 
@@ -116,7 +118,7 @@ struct Run {
 /// One client: random operations on random keys, reconnecting after every kill, until told
 /// to stop. Returns its history.
 fn client(run: Arc<Run>, id: usize) -> Recorder<RegOp, Out> {
-    let mut rng = rng::derive(0x6a65_7073_656e, id as u64);
+    let mut rng = rng::rng(rng::derive(0x6a65_7073_656e, id as u64));
     let mut history = Recorder::new(id, run.clock);
     let mut generation = 0;
     while let Some((port, g)) = run.door.next(generation, &run.stop) {

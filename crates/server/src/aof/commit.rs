@@ -246,7 +246,9 @@ impl Aof {
                 && fsync != Fsync::Always
             {
                 let waited = since.elapsed().as_micros() as u64;
-                self.stats.max_unsynced_us.fetch_max(waited, Ordering::Relaxed);
+                self.stats
+                    .max_unsynced_us
+                    .fetch_max(waited, Ordering::Relaxed);
             }
         }
         self.stats
@@ -288,5 +290,9 @@ impl Aof {
 impl Journal for Aof {
     fn append(&self, records: &[u8]) -> u64 {
         Aof::append(self, records)
+    }
+
+    fn appended(&self) -> u64 {
+        lock(&self.state).appended
     }
 }

@@ -208,7 +208,32 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         return Reply::err("NOAUTH Authentication required.");
     }
     ctx.client.info.set_last_command(number(spec));
-    (spec.handler)(ctx, args)
+    let reply = (spec.handler)(ctx, args);
+    if ctx.shared.aof.is_some() && spec.flags.iter().any(|&f| f == "readonly" || f == "write") {
+        // Its reply may show other clients' writes: it goes out once they are durable
+        // (the store's module docs, "Durable reads").
+        if spec.first_key > 0 && !spec.flags.contains(&"movablekeys") {
+            ctx.shared
+                .store
+                .read_barrier(Some(&mut key_args(spec, args)), ctx.call);
+        } else {
+            ctx.shared.store.read_barrier(None, ctx.call);
+        }
+    }
+    reply
+}
+
+/// The key arguments of a request, by its table entry's key positions.
+fn key_args<'a>(spec: &Spec, args: &'a [Vec<u8>]) -> impl Iterator<Item = &'a [u8]> {
+    let n = args.len() as i32;
+    let last = if spec.last_key < 0 {
+        n + spec.last_key
+    } else {
+        spec.last_key.min(n - 1)
+    };
+    (spec.first_key..=last)
+        .step_by(spec.step.max(1) as usize)
+        .map(|i| args[i as usize].as_slice())
 }
 
 /// Subcommand names `CLIENT LIST` may show as a client's last command.
