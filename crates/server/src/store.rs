@@ -427,9 +427,9 @@ impl Store {
     /// as a reply to a write (see the [module docs](self), "Durable reads"): passes each
     /// key's stripe once, then notes the journal's current end in `call`. `None`: every
     /// stripe (a command that reads the whole keyspace). Nothing without a journal.
-    pub(crate) fn read_barrier<'k>(
+    pub(crate) fn read_barrier(
         &self,
-        keys: Option<&mut dyn Iterator<Item = &'k [u8]>>,
+        keys: Option<&mut dyn Iterator<Item = &[u8]>>,
         call: &Call,
     ) {
         let Some(journal) = &self.journal else {
