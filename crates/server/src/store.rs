@@ -427,11 +427,7 @@ impl Store {
     /// as a reply to a write (see the [module docs](self), "Durable reads"): passes each
     /// key's stripe once, then notes the journal's current end in `call`. `None`: every
     /// stripe (a command that reads the whole keyspace). Nothing without a journal.
-    pub(crate) fn read_barrier(
-        &self,
-        keys: Option<&mut dyn Iterator<Item = &[u8]>>,
-        call: &Call,
-    ) {
+    pub(crate) fn read_barrier(&self, keys: Option<&mut dyn Iterator<Item = &[u8]>>, call: &Call) {
         let Some(journal) = &self.journal else {
             return;
         };
