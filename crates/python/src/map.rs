@@ -259,7 +259,7 @@ impl Map {
 
     /// Removes and returns some `(key, value)` pair (Mercury: the first its table walk
     /// finds); `KeyError` when empty. Ordered maps override this with `popitem(index=-1)`.
-    fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    pub(crate) fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         self.writable()?;
         loop {
             let Some(e) = Cursor::all(&self.index).next(false) else {

@@ -167,8 +167,12 @@ impl OrderedMap {
     #[pyo3(signature = (index = -1))]
     fn popitem<'py>(slf: &Bound<'py, Self>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
         let m = map(slf);
-        m.writable()?;
         let py = slf.py();
+        if m.index.ordered().is_none() && index == -1 {
+            // An Slb over Mercury: `popitem()` as the unordered maps have it.
+            return m.popitem(py);
+        }
+        m.writable()?;
         loop {
             let Some((k, _)) = pair_at(m, index)? else {
                 if m.index.kv().is_empty() {
