@@ -27,7 +27,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use crate::convert::{self, Bytes};
 use crate::cursor::Cursor;
 use crate::index::Index;
-use crate::map::Map;
+use crate::store::Store;
 
 /// Items taken from Python per detached stretch of work.
 pub(crate) const CHUNK: usize = 16 * 1024;
@@ -36,7 +36,7 @@ pub(crate) const CHUNK: usize = 16 * 1024;
 /// through the structure's batched lookup.
 pub(crate) fn get_many<'py>(
     py: Python<'py>,
-    map: &Map,
+    store: &Store,
     keys: &Bound<'py, PyAny>,
     default: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
@@ -53,12 +53,12 @@ pub(crate) fn get_many<'py>(
         if objs.is_empty() {
             break;
         }
-        let bytes: Vec<Bytes<'_>> = objs.iter().map(|o| map.key(o)).collect::<PyResult<_>>()?;
+        let bytes: Vec<Bytes<'_>> = objs.iter().map(|o| store.key(o)).collect::<PyResult<_>>()?;
         let slices: Vec<&[u8]> = bytes.iter().map(|b| &**b).collect();
         values.clear();
         spans.clear();
         py.detach(|| {
-            map.index.kv().get_many(&slices, &mut |_, v| match v {
+            store.index.kv().get_many(&slices, &mut |_, v| match v {
                 Some(v) => {
                     let a = values.len();
                     values.extend_from_slice(v);
@@ -96,7 +96,11 @@ pub(crate) fn pairs_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAn
 
 /// Stores every pair of the iterable `pairs` (2-item sequences of key and value); how many
 /// keys were new.
-pub(crate) fn store<'py>(py: Python<'py>, map: &Map, pairs: &Bound<'py, PyAny>) -> PyResult<usize> {
+pub(crate) fn store<'py>(
+    py: Python<'py>,
+    store: &Store,
+    pairs: &Bound<'py, PyAny>,
+) -> PyResult<usize> {
     let mut new = 0usize;
     let mut objs: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = Vec::new();
     let mut iter = pairs.try_iter()?;
@@ -114,7 +118,7 @@ pub(crate) fn store<'py>(py: Python<'py>, map: &Map, pairs: &Bound<'py, PyAny>) 
         }
         let mut bytes: Vec<(Bytes<'_>, Bytes<'_>)> = Vec::with_capacity(objs.len());
         for (k, v) in &objs {
-            match map.key(k).and_then(|k| Ok((k, convert::value(v)?))) {
+            match store.key(k).and_then(|k| Ok((k, convert::value(v)?))) {
                 Ok(p) => bytes.push(p),
                 Err(e) => {
                     failed = Some(e);
@@ -122,7 +126,7 @@ pub(crate) fn store<'py>(py: Python<'py>, map: &Map, pairs: &Bound<'py, PyAny>) 
                 }
             }
         }
-        let kv = map.index.kv();
+        let kv = store.index.kv();
         let stored = py.detach(|| -> orrery::Result<usize> {
             let mut n = 0;
             for (k, v) in &bytes {
@@ -146,10 +150,10 @@ fn pair<'py>(p: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, P
         if t.len() == 2 {
             return Ok((t.get_item(0)?, t.get_item(1)?));
         }
-    } else if let Ok(mut it) = p.try_iter() {
-        if let (Some(k), Some(v), None) = (it.next(), it.next(), it.next()) {
-            return Ok((k?, v?));
-        }
+    } else if let Ok(mut it) = p.try_iter()
+        && let (Some(k), Some(v), None) = (it.next(), it.next(), it.next())
+    {
+        return Ok((k?, v?));
     }
     Err(PyTypeError::new_err(
         "set_many/update/load take (key, value) pairs or a mapping",
@@ -159,7 +163,7 @@ fn pair<'py>(p: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, P
 /// Removes every key of `keys`; how many were present.
 pub(crate) fn delete_many<'py>(
     py: Python<'py>,
-    map: &Map,
+    store: &Store,
     keys: &Bound<'py, PyAny>,
 ) -> PyResult<usize> {
     let mut removed = 0;
@@ -173,7 +177,7 @@ pub(crate) fn delete_many<'py>(
         let mut failed = None;
         let mut bytes: Vec<Bytes<'_>> = Vec::with_capacity(objs.len());
         for o in &objs {
-            match map.key(o) {
+            match store.key(o) {
                 Ok(b) => bytes.push(b),
                 Err(e) => {
                     failed = Some(e);
@@ -181,7 +185,7 @@ pub(crate) fn delete_many<'py>(
                 }
             }
         }
-        let kv = map.index.kv();
+        let kv = store.index.kv();
         removed += py.detach(|| bytes.iter().filter(|k| kv.remove(k)).count());
         if let Some(e) = failed {
             return Err(e);
@@ -196,13 +200,13 @@ pub(crate) fn delete_many<'py>(
 /// `reverse`), at most `limit`, copied with the GIL released.
 pub(crate) fn collect_range(
     py: Python<'_>,
-    map: &Map,
+    store: &Store,
     lo: ops::Bound<&[u8]>,
     hi: ops::Bound<&[u8]>,
     reverse: bool,
     limit: usize,
 ) -> PyResult<PairBatch> {
-    let ordered = map.ordered()?;
+    let ordered = store.ordered()?;
     let mut out = PairBatch::default();
     if limit == 0 {
         return Ok(out);
@@ -296,12 +300,12 @@ pub(crate) fn dump<'py>(py: Python<'py>, index: &Index) -> Bound<'py, PyBytes> {
 
 /// Stores the pairs of a pickled form made by [`dump`], with the GIL released; a
 /// `ValueError` names what is wrong with a malformed one (the pairs before it are stored).
-pub(crate) fn load_dump(py: Python<'_>, map: &Map, blob: &[u8]) -> PyResult<usize> {
+pub(crate) fn load_dump(py: Python<'_>, store: &Store, blob: &[u8]) -> PyResult<usize> {
     let bad = |what: &str| PyValueError::new_err(format!("not an orrery pickle: {what}"));
     let Some(mut rest) = blob.strip_prefix(&MAGIC[..]) else {
         return Err(bad("wrong header"));
     };
-    if map.str_keys {
+    if store.str_keys {
         // Keys come back as str: check them before storing anything.
         let mut r = rest;
         while !r.is_empty() {
@@ -310,7 +314,7 @@ pub(crate) fn load_dump(py: Python<'_>, map: &Map, blob: &[u8]) -> PyResult<usiz
             r = tail;
         }
     }
-    let kv = map.index.kv();
+    let kv = store.index.kv();
     py.detach(|| -> PyResult<usize> {
         let mut n = 0;
         while !rest.is_empty() {

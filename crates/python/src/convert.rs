@@ -80,11 +80,11 @@ fn bytes_like<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Bytes<'a>> 
             "{what} must be a bytes-like object, not str{hint}"
         )));
     }
-    if !obj.is_instance_of::<PyInt>() {
-        if let Ok(view) = PyMemoryView::from(obj) {
-            let copy = view.call_method0("tobytes")?;
-            return Ok(Bytes::Owned(copy.cast::<PyBytes>()?.as_bytes().to_vec()));
-        }
+    if !obj.is_instance_of::<PyInt>()
+        && let Ok(view) = PyMemoryView::from(obj)
+    {
+        let copy = view.call_method0("tobytes")?;
+        return Ok(Bytes::Owned(copy.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
     Err(PyTypeError::new_err(format!(
         "{what} must be a bytes-like object, not {}",

@@ -14,6 +14,7 @@
 //! | `iter` | `MapIterator`, the Python iterator object |
 //! | `cursor` | owning iterators over any structure |
 //! | `owned` | Mercury's iterator with the table it borrows (the crate's one `unsafe`) |
+//! | `store` | `Store`: a map's structure and key type, shared by `map` and `bulk` |
 //! | `index` | `Index`: the structure behind a map, one variant each |
 //! | `config` | constructor keyword arguments to the structures' `Config`s and back |
 //! | `convert` | Python objects to byte strings and back; errors to exceptions |
@@ -32,6 +33,7 @@ mod iter;
 mod map;
 mod ordered;
 mod owned;
+mod store;
 mod structures;
 
 use pyo3::prelude::*;

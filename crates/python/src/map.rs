@@ -28,8 +28,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use orrery::OrderedKvIndex;
-use orrery::api::MAX_KEY_LEN;
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -38,10 +36,11 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple, PyType};
 
 use crate::bulk;
 use crate::config;
-use crate::convert::{self, Bytes};
+use crate::convert;
 use crate::cursor::Cursor;
 use crate::index::Index;
 use crate::iter::{MapIter, What};
+use crate::store::Store;
 
 /// Pairs shown by `repr` before it abbreviates.
 const REPR_ITEMS: usize = 16;
@@ -50,10 +49,8 @@ const REPR_ITEMS: usize = 16;
 /// pickling (see the module docs). Not constructed directly: use a structure's class.
 #[pyclass(module = "orrery", subclass, frozen, mapping, weakref)]
 pub struct Map {
-    /// The structure.
-    pub(crate) index: Index,
-    /// Keys are `str` (UTF-8) rather than bytes.
-    pub(crate) str_keys: bool,
+    /// The structure and its key type.
+    pub(crate) store: Store,
     /// Set once an `Slb` wraps this map: writes must then go through the `Slb`.
     wrapped: AtomicBool,
     /// For an `Slb`: the Python map it wraps.
@@ -64,23 +61,10 @@ impl Map {
     /// A map over `index`.
     pub(crate) fn new(index: Index, str_keys: bool, inner: Option<Py<PyAny>>) -> Map {
         Map {
-            index,
-            str_keys,
+            store: Store { index, str_keys },
             wrapped: AtomicBool::new(false),
             inner,
         }
-    }
-
-    /// The bytes of a key argument.
-    #[inline]
-    pub(crate) fn key<'a>(&self, obj: &'a Bound<'_, PyAny>) -> PyResult<Bytes<'a>> {
-        convert::key(obj, self.str_keys)
-    }
-
-    /// A stored key as a Python object.
-    #[inline]
-    pub(crate) fn key_to_py<'py>(&self, py: Python<'py>, k: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        convert::key_to_py(py, k, self.str_keys)
     }
 
     /// `RuntimeError` once an `Slb` wraps this map.
@@ -90,7 +74,7 @@ impl Map {
             return Err(PyRuntimeError::new_err(format!(
                 "this {} is wrapped by an Slb: write through the Slb (a write here would \
                  leave the Slb's cache stale)",
-                self.index.class_name()
+                self.store.index.class_name()
             )));
         }
         Ok(())
@@ -106,32 +90,9 @@ impl Map {
         Ok(())
     }
 
-    /// The ordered operations; `TypeError` for an unordered map (an `Slb` over Mercury).
-    pub(crate) fn ordered(&self) -> PyResult<&dyn OrderedKvIndex> {
-        self.index.ordered().ok_or_else(|| {
-            PyTypeError::new_err("this Slb wraps a Mercury table, which has no key order")
-        })
-    }
-
-    /// Removes `key` and returns its value, atomically; `None` when absent.
-    pub(crate) fn take(&self, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
-        if key.len() > MAX_KEY_LEN {
-            return Ok(None);
-        }
-        let mut taken = None;
-        self.index
-            .kv()
-            .compute_with(key, &mut |old| {
-                taken = old.map(<[u8]>::to_vec);
-                None
-            })
-            .map_err(convert::error)?;
-        Ok(taken)
-    }
-
     /// An iterator object over this map.
     pub(crate) fn iter_of(&self, cursor: Cursor, what: What, back: bool) -> MapIter {
-        MapIter::new(cursor, what, back, self.str_keys)
+        MapIter::new(cursor, what, back, self.store.str_keys)
     }
 
     /// The value of `key` as `bytes`, `None` when absent.
@@ -140,9 +101,10 @@ impl Map {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let k = self.key(key)?;
+        let k = self.store.key(key)?;
         let mut out = None;
-        self.index
+        self.store
+            .index
             .kv()
             .get_with(&k, &mut |v| out = Some(convert::value_to_py(py, v)));
         Ok(out)
@@ -176,14 +138,23 @@ impl Map {
     #[classattr]
     const __hash__: Option<Py<PyAny>> = None;
 
+    /// `Wormhole[bytes]`, `Wormhole[str]` in annotations evaluated at run time: the class.
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, PyType>,
+        _key_type: &Bound<'py, PyAny>,
+    ) -> Bound<'py, PyType> {
+        cls.clone()
+    }
+
     /// Number of keys.
     fn __len__(&self) -> usize {
-        self.index.kv().len()
+        self.store.index.kv().len()
     }
 
     /// Whether `key` is present.
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.index.kv().contains_key(&self.key(key)?))
+        Ok(self.store.index.kv().contains_key(&self.store.key(key)?))
     }
 
     /// The value of `key`; `KeyError` when absent.
@@ -197,16 +168,20 @@ impl Map {
     /// Inserts or replaces; `ValueError` over the limits, `MemoryError` out of memory.
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.writable()?;
-        let k = self.key(key)?;
+        let k = self.store.key(key)?;
         let v = convert::value(value)?;
-        self.index.kv().insert(&k, &v).map_err(convert::error)?;
+        self.store
+            .index
+            .kv()
+            .insert(&k, &v)
+            .map_err(convert::error)?;
         Ok(())
     }
 
     /// Removes `key`; `KeyError` when absent.
     fn __delitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         self.writable()?;
-        if self.index.kv().remove(&self.key(key)?) {
+        if self.store.index.kv().remove(&self.store.key(key)?) {
             Ok(())
         } else {
             Err(PyKeyError::new_err(key.clone().unbind()))
@@ -215,17 +190,21 @@ impl Map {
 
     /// The keys (ascending for ordered maps, in no order for Mercury).
     fn __iter__(&self) -> MapIter {
-        self.iter_of(Cursor::all(&self.index), What::Keys, false)
+        self.iter_of(Cursor::all(&self.store.index), What::Keys, false)
     }
 
     /// Iterator behind the views: `what` 0 keys, 1 values, 2 items; `reverse` descends.
     fn _iter(&self, what: u8, reverse: bool) -> PyResult<MapIter> {
-        if reverse && self.index.ordered().is_none() {
+        if reverse && self.store.index.ordered().is_none() {
             return Err(PyTypeError::new_err(
                 "a Mercury table has no order to reverse",
             ));
         }
-        Ok(self.iter_of(Cursor::all(&self.index), What::from_code(what)?, reverse))
+        Ok(self.iter_of(
+            Cursor::all(&self.store.index),
+            What::from_code(what)?,
+            reverse,
+        ))
     }
 
     /// The value of `key`, or `default` when absent.
@@ -250,7 +229,7 @@ impl Map {
         if default.len() > 1 {
             return Err(PyTypeError::new_err("pop expected at most 2 arguments"));
         }
-        match self.take(&self.key(key)?)? {
+        match self.store.take(&self.store.key(key)?)? {
             Some(v) => Ok(convert::value_to_py(key.py(), &v)),
             None if default.len() == 1 => default.get_item(0),
             None => Err(PyKeyError::new_err(key.clone().unbind())),
@@ -262,12 +241,12 @@ impl Map {
     pub(crate) fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         self.writable()?;
         loop {
-            let Some(e) = Cursor::all(&self.index).next(false) else {
+            let Some(e) = Cursor::all(&self.store.index).next(false) else {
                 return Err(PyKeyError::new_err("popitem(): the map is empty"));
             };
             // Another thread may take the key first: then try the next one.
-            if let Some(v) = self.take(e.key())? {
-                let k = self.key_to_py(py, e.key())?;
+            if let Some(v) = self.store.take(e.key())? {
+                let k = self.store.key_to_py(py, e.key())?;
                 return PyTuple::new(py, [k, convert::value_to_py(py, &v)]);
             }
         }
@@ -287,7 +266,7 @@ impl Map {
         if let Some(v) = self.lookup(py, key)? {
             return Ok(v);
         }
-        let k = self.key(key)?;
+        let k = self.store.key(key)?;
         let Some(default) = default else {
             return Err(PyTypeError::new_err(
                 "setdefault of an absent key needs a bytes-like default (values are bytes)",
@@ -295,7 +274,8 @@ impl Map {
         };
         let d = convert::value(default)?;
         let mut now: Option<Vec<u8>> = None;
-        self.index
+        self.store
+            .index
             .kv()
             .compute_with(&k, &mut |old| {
                 let v = old.unwrap_or(&d).to_vec();
@@ -317,15 +297,15 @@ impl Map {
     ) -> PyResult<()> {
         self.writable()?;
         if let Some(other) = other {
-            bulk::store(py, self, &bulk::pairs_of(other)?)?;
+            bulk::store(py, &self.store, &bulk::pairs_of(other)?)?;
         }
         if let Some(kw) = kwargs.filter(|k| !k.is_empty()) {
-            if !self.str_keys {
+            if !self.store.str_keys {
                 return Err(PyTypeError::new_err(
                     "keyword arguments are str keys: only for maps made with str_keys=True",
                 ));
             }
-            bulk::store(py, self, kw.items().as_any())?;
+            bulk::store(py, &self.store, kw.items().as_any())?;
         }
         Ok(())
     }
@@ -334,7 +314,7 @@ impl Map {
     /// threads meanwhile may survive.
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         self.writable()?;
-        let index = &self.index;
+        let index = &self.store.index;
         py.detach(|| index.clear());
         Ok(())
     }
@@ -384,19 +364,23 @@ impl Map {
             return Ok(format!("{name}({})", inner.bind(slf.py()).repr()?));
         }
         let py = slf.py();
-        let mut cursor = Cursor::all(&this.index);
+        let mut cursor = Cursor::all(&this.store.index);
         let mut parts = Vec::new();
         while let Some(e) = cursor.next(false) {
             if parts.len() == REPR_ITEMS {
-                let rest = this.index.kv().len().saturating_sub(REPR_ITEMS);
+                let rest = this.store.index.kv().len().saturating_sub(REPR_ITEMS);
                 parts.push(format!("... <{rest} more>"));
                 break;
             }
-            let k = this.key_to_py(py, e.key())?.repr()?;
+            let k = this.store.key_to_py(py, e.key())?.repr()?;
             let v = convert::value_to_py(py, e.value()).repr()?;
             parts.push(format!("{k}: {v}"));
         }
-        let flag = if this.str_keys { ", str_keys=True" } else { "" };
+        let flag = if this.store.str_keys {
+            ", str_keys=True"
+        } else {
+            ""
+        };
         Ok(format!("{name}({{{}}}{flag})", parts.join(", ")))
     }
 
@@ -410,34 +394,34 @@ impl Map {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = keys.py();
         let default = default.unwrap_or_else(|| py.None().into_bound(py));
-        Ok(bulk::get_many(py, self, keys, &default)?.into_any())
+        Ok(bulk::get_many(py, &self.store, keys, &default)?.into_any())
     }
 
     /// Stores the pairs of a mapping or an iterable of pairs, with the GIL released per
     /// chunk; how many keys were new.
     fn set_many(&self, py: Python<'_>, pairs: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.writable()?;
-        bulk::store(py, self, &bulk::pairs_of(pairs)?)
+        bulk::store(py, &self.store, &bulk::pairs_of(pairs)?)
     }
 
     /// Stores the `(key, value)` pairs an iterable yields (a generator, a reader: taken a
     /// chunk at a time), with the GIL released per chunk; how many keys were new.
     fn load(&self, py: Python<'_>, iterable: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.writable()?;
-        bulk::store(py, self, iterable)
+        bulk::store(py, &self.store, iterable)
     }
 
     /// Removes the keys of `keys`, with the GIL released per chunk; how many were present.
     fn delete_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.writable()?;
-        bulk::delete_many(py, self, keys)
+        bulk::delete_many(py, &self.store, keys)
     }
 
     /// Bytes the structure holds (an `Slb`: its cache and the structure it wraps);
     /// `detail=True` gives `{"structure_bytes": …, "key_value_bytes": …}`.
     #[pyo3(signature = (detail = false))]
     fn memory_usage<'py>(&self, py: Python<'py>, detail: bool) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.index.memory_usage();
+        let m = self.store.index.memory_usage();
         if !detail {
             return Ok(m.total().into_pyobject(py)?.into_any());
         }
@@ -449,23 +433,23 @@ impl Map {
 
     /// `memory_usage()` plus the Python object itself.
     fn __sizeof__(&self) -> usize {
-        self.index.memory_usage().total() + std::mem::size_of::<Map>() + 16
+        self.store.index.memory_usage().total() + std::mem::size_of::<Map>() + 16
     }
 
     /// The constructor's keyword arguments that made this map (an `Slb`: its own).
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        if let Some(c) = self.index.slb_config() {
+        if let Some(c) = self.store.index.slb_config() {
             return config::slb_to_dict(py, c);
         }
-        let d = config::to_dict(py, &self.index.config())?;
-        d.set_item("str_keys", self.str_keys)?;
+        let d = config::to_dict(py, &self.store.index.config())?;
+        d.set_item("str_keys", self.store.str_keys)?;
         Ok(d)
     }
 
     /// Whether keys are `str` (UTF-8) rather than bytes.
     #[getter]
     fn str_keys(&self) -> bool {
-        self.str_keys
+        self.store.str_keys
     }
 
     /// A new map of the same class and configuration holding the same pairs (copied with
@@ -480,7 +464,7 @@ impl Map {
         }
         let new = cls.call((), Some(&this.config(py)?))?;
         let target = new.cast::<Map>()?.get();
-        bulk::copy_into(py, &this.index, &target.index)?;
+        bulk::copy_into(py, &this.store.index, &target.store.index)?;
         Ok(new)
     }
 
@@ -508,7 +492,7 @@ impl Map {
             let args = PyTuple::new(py, [cls, inner.bind(py).clone(), config])?;
             return PyTuple::new(py, [package_fn(py, "_restore_slb")?, args.into_any()]);
         }
-        let blob = bulk::dump(py, &this.index).into_any();
+        let blob = bulk::dump(py, &this.store.index).into_any();
         let args = PyTuple::new(py, [cls, config, blob])?;
         PyTuple::new(py, [package_fn(py, "_restore")?, args.into_any()])
     }
@@ -516,19 +500,19 @@ impl Map {
     /// Stores the pairs of a pickled form (`__reduce__`'s `bytes`).
     fn _load_dump(&self, py: Python<'_>, blob: &Bound<'_, PyBytes>) -> PyResult<usize> {
         self.writable()?;
-        bulk::load_dump(py, self, blob.as_bytes())
+        bulk::load_dump(py, &self.store, blob.as_bytes())
     }
 }
 
 /// Whether `map` and the mapping `other` hold the same keys with equal values.
 fn equal(map: &Map, other: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = other.py();
-    if other.len()? != map.index.kv().len() {
+    if other.len()? != map.store.index.kv().len() {
         return Ok(false);
     }
-    let mut cursor = Cursor::all(&map.index);
+    let mut cursor = Cursor::all(&map.store.index);
     while let Some(e) = cursor.next(false) {
-        let k = map.key_to_py(py, e.key())?;
+        let k = map.store.key_to_py(py, e.key())?;
         let theirs = match other.get_item(&k) {
             Ok(v) => v,
             Err(err) if err.is_instance_of::<PyKeyError>(py) => return Ok(false),

@@ -35,7 +35,7 @@ fn bound<'a>(
     key: Option<&'a Bound<'_, PyAny>>,
     inclusive: bool,
 ) -> PyResult<Option<(Bytes<'a>, bool)>> {
-    key.map(|k| Ok((map.key(k)?, inclusive))).transpose()
+    key.map(|k| Ok((map.store.key(k)?, inclusive))).transpose()
 }
 
 /// The borrowed form of [`bound`]'s result.
@@ -49,7 +49,7 @@ fn as_bound<'b>(b: &'b Option<(Bytes<'_>, bool)>) -> ops::Bound<&'b [u8]> {
 
 /// The pair at `index` of the key order (negative: from the end), `None` past either end.
 fn pair_at(map: &Map, index: isize) -> PyResult<Option<(Vec<u8>, Vec<u8>)>> {
-    let ordered = map.ordered()?;
+    let ordered = map.store.ordered()?;
     Ok(match index {
         0 => ordered.first(),
         -1 => ordered.last(),
@@ -60,7 +60,7 @@ fn pair_at(map: &Map, index: isize) -> PyResult<Option<(Vec<u8>, Vec<u8>)>> {
             } else {
                 i as usize
             };
-            let mut cursor = Cursor::all(&map.index);
+            let mut cursor = Cursor::all(&map.store.index);
             let mut e = None;
             for _ in 0..=skip {
                 e = cursor.next(back);
@@ -78,8 +78,8 @@ impl OrderedMap {
     /// The keys in descending order.
     fn __reversed__(slf: &Bound<'_, Self>) -> PyResult<MapIter> {
         let m = map(slf);
-        m.ordered()?;
-        Ok(m.iter_of(Cursor::all(&m.index), What::Keys, true))
+        m.store.ordered()?;
+        Ok(m.iter_of(Cursor::all(&m.store.index), What::Keys, true))
     }
 
     /// The keys from `minimum` to `maximum` (`None`: unbounded; each end included or not
@@ -93,10 +93,10 @@ impl OrderedMap {
         reverse: bool,
     ) -> PyResult<MapIter> {
         let m = map(slf);
-        m.ordered()?;
+        m.store.ordered()?;
         let lo = bound(m, minimum, inclusive.0)?;
         let hi = bound(m, maximum, inclusive.1)?;
-        let cursor = Cursor::range(&m.index, as_bound(&lo), as_bound(&hi));
+        let cursor = Cursor::range(&m.store.index, as_bound(&lo), as_bound(&hi));
         Ok(m.iter_of(cursor, What::Keys, reverse))
     }
 
@@ -121,13 +121,13 @@ impl OrderedMap {
         let py = slf.py();
         let batch = bulk::collect_range(
             py,
-            m,
+            &m.store,
             as_bound(&lo),
             as_bound(&hi),
             reverse.unwrap_or(false),
             limit.unwrap_or(usize::MAX),
         )?;
-        Ok(bulk::pair_list(py, &batch, m.str_keys)?.into_any())
+        Ok(bulk::pair_list(py, &batch, m.store.str_keys)?.into_any())
     }
 
     /// The `(key, value)` pairs whose key starts with `prefix`, ascending (descending when
@@ -139,14 +139,14 @@ impl OrderedMap {
         reverse: bool,
     ) -> PyResult<MapIter> {
         let m = map(slf);
-        m.ordered()?;
-        let p = m.key(prefix)?;
+        m.store.ordered()?;
+        let p = m.store.key(prefix)?;
         let end = prefix_successor(&p);
         let hi = match &end {
             Some(e) => ops::Bound::Excluded(e.as_slice()),
             None => ops::Bound::Unbounded,
         };
-        let cursor = Cursor::range(&m.index, ops::Bound::Included(&p), hi);
+        let cursor = Cursor::range(&m.store.index, ops::Bound::Included(&p), hi);
         Ok(m.iter_of(cursor, What::Items, reverse))
     }
 
@@ -159,7 +159,10 @@ impl OrderedMap {
         let Some((k, v)) = pair_at(m, index)? else {
             return Err(PyIndexError::new_err("peekitem index out of range"));
         };
-        PyTuple::new(py, [m.key_to_py(py, &k)?, convert::value_to_py(py, &v)])
+        PyTuple::new(
+            py,
+            [m.store.key_to_py(py, &k)?, convert::value_to_py(py, &v)],
+        )
     }
 
     /// Removes and returns the pair at position `index` (`-1`: the last, `0`: the first),
@@ -168,21 +171,24 @@ impl OrderedMap {
     fn popitem<'py>(slf: &Bound<'py, Self>, index: isize) -> PyResult<Bound<'py, PyTuple>> {
         let m = map(slf);
         let py = slf.py();
-        if m.index.ordered().is_none() && index == -1 {
+        if m.store.index.ordered().is_none() && index == -1 {
             // An Slb over Mercury: `popitem()` as the unordered maps have it.
             return m.popitem(py);
         }
         m.writable()?;
         loop {
             let Some((k, _)) = pair_at(m, index)? else {
-                if m.index.kv().is_empty() {
+                if m.store.index.kv().is_empty() {
                     return Err(PyKeyError::new_err("popitem(): the map is empty"));
                 }
                 return Err(PyIndexError::new_err("popitem index out of range"));
             };
             // Another thread may take the key first: then look again.
-            if let Some(v) = m.take(&k)? {
-                return PyTuple::new(py, [m.key_to_py(py, &k)?, convert::value_to_py(py, &v)]);
+            if let Some(v) = m.store.take(&k)? {
+                return PyTuple::new(
+                    py,
+                    [m.store.key_to_py(py, &k)?, convert::value_to_py(py, &v)],
+                );
             }
         }
     }
@@ -193,13 +199,15 @@ impl OrderedMap {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let m = map(slf);
-        let k = m.key(key)?;
+        let k = m.store.key(key)?;
         let mut found = None;
-        m.ordered()?.scan(ops::Bound::Included(&k), &mut |k, _| {
-            found = Some(k.to_vec());
-            ControlFlow::Break(())
-        });
-        found.map(|k| m.key_to_py(slf.py(), &k)).transpose()
+        m.store
+            .ordered()?
+            .scan(ops::Bound::Included(&k), &mut |k, _| {
+                found = Some(k.to_vec());
+                ControlFlow::Break(())
+            });
+        found.map(|k| m.store.key_to_py(slf.py(), &k)).transpose()
     }
 
     /// The largest key `<= key`, or `None`.
@@ -208,14 +216,15 @@ impl OrderedMap {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let m = map(slf);
-        let k = m.key(key)?;
+        let k = m.store.key(key)?;
         let mut found = None;
-        m.ordered()?
+        m.store
+            .ordered()?
             .scan_rev(ops::Bound::Included(&k), &mut |k, _| {
                 found = Some(k.to_vec());
                 ControlFlow::Break(())
             });
-        found.map(|k| m.key_to_py(slf.py(), &k)).transpose()
+        found.map(|k| m.store.key_to_py(slf.py(), &k)).transpose()
     }
 
     /// Removes every key with `start <= key < stop` (`None`: unbounded), with the GIL
@@ -229,11 +238,11 @@ impl OrderedMap {
     ) -> PyResult<usize> {
         let m = map(slf);
         m.writable()?;
-        m.ordered()?;
+        m.store.ordered()?;
         let lo = bound(m, start, true)?;
         let hi = bound(m, stop, false)?;
         let (lo, hi) = (as_bound(&lo), as_bound(&hi));
-        let index = &m.index;
+        let index = &m.store.index;
         Ok(slf.py().detach(|| index.remove_range(lo, hi)))
     }
 }

@@ -27,7 +27,7 @@ fn make(
     let index = Index::build(config).map_err(config_error)?;
     let map = Map::new(index, str_keys, None);
     if let Some(data) = data {
-        bulk::store(py, &map, &bulk::pairs_of(data)?)?;
+        bulk::store(py, &map.store, &bulk::pairs_of(data)?)?;
     }
     Ok(map)
 }
@@ -179,9 +179,9 @@ impl Slb {
             stripes,
             max_item_bytes,
         })?;
-        let index = Index::slb(wrapped.index.clone(), config).map_err(config_error)?;
+        let index = Index::slb(wrapped.store.index.clone(), config).map_err(config_error)?;
         wrapped.wrap()?;
-        let map = Map::new(index, wrapped.str_keys, Some(inner.clone().unbind()));
+        let map = Map::new(index, wrapped.store.str_keys, Some(inner.clone().unbind()));
         Ok(PyClassInitializer::from(map)
             .add_subclass(OrderedMap)
             .add_subclass(Slb))
@@ -197,7 +197,7 @@ impl Slb {
     /// The cache's counters: hits, misses, admissions, evictions, … and `hit_ratio`.
     fn stats<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         let map: &Map = slf.as_super().as_super().get();
-        let s = match &map.index {
+        let s = match &map.store.index {
             Index::SlbOrdered(s, _) => s.stats(),
             Index::SlbHash(s, _) => s.stats(),
             _ => unreachable!("an Slb object holds an SLB"),

@@ -326,6 +326,11 @@ def test_subclassing():
     assert type(m.copy()) is Mine
 
 
+def test_generic_alias():
+    assert orrery.Wormhole[bytes] is orrery.Wormhole
+    assert orrery.Mercury[str] is orrery.Mercury
+
+
 def test_map_base_cannot_be_built():
     with pytest.raises(TypeError):
         orrery.Map()

@@ -213,3 +213,5 @@ TestSlbMercury = machine(HashMachine, UNORDERED["Slb(Mercury)"]).TestCase
 
 for case in (TestWormhole, TestCuckooTrie, TestHyperion, TestSlbWormhole, TestMercury, TestSlbMercury):
     case.settings = SETTINGS
+
+del case

@@ -180,7 +180,7 @@ def test_bulk_calls_from_two_threads_overlap(make, call):
     (the structure work releases it); and the same the other way. Both directions seen =
     both calls were in progress at once and each released the GIL while the other ran."""
     m = make()
-    n = 120_000  # several chunks of 16 Ki keys per call
+    n = 80_000  # several chunks of 16 Ki keys per call
     key_sets = [[b"%c%07d" % (c, i) for i in range(n)] for c in (ord("a"), ord("b"))]
     for ks in key_sets:
         m.set_many((k, b"v") for k in ks)
