@@ -1,9 +1,10 @@
 """Type stubs of the native module ``orrery._orrery`` (re-exported by ``orrery``)."""
 
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Generic, Literal, Optional, SupportsIndex, TypeVar, Union, overload
+from typing import Any, Generic, Literal, Optional, SupportsIndex, TypeVar, Union, final, overload
 
 from typing_extensions import Buffer, Self
+
 
 MAX_KEY_LEN: int
 MAX_VALUE_LEN: int
@@ -17,6 +18,7 @@ _BytesLike = Union[bytes, bytearray, memoryview, Buffer]
 _KeyIn = Union[_BytesLike, str]
 _Pairs = Union[Mapping[Any, _BytesLike], Iterable[tuple[_KeyIn, _BytesLike]]]
 
+@final
 class MapIterator(Iterator[_T]):
     """An iterator over a map: stays valid while other threads write; not a snapshot."""
 
@@ -26,16 +28,17 @@ class MapIterator(Iterator[_T]):
 class Map(Generic[_K]):
     """The base class of every map: the mapping protocol, bulk calls, memory, copy, pickle."""
 
+    def __class_getitem__(cls, _key_type: Any) -> Any: ...
     @property
     def str_keys(self) -> bool: ...
     def __len__(self) -> int: ...
-    def __contains__(self, key: object) -> bool: ...
-    def __getitem__(self, key: _KeyIn) -> bytes: ...
-    def __setitem__(self, key: _KeyIn, value: _BytesLike) -> None: ...
-    def __delitem__(self, key: _KeyIn) -> None: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def __getitem__(self, key: _KeyIn, /) -> bytes: ...
+    def __setitem__(self, key: _KeyIn, value: _BytesLike, /) -> None: ...
+    def __delitem__(self, key: _KeyIn, /) -> None: ...
     def __iter__(self) -> MapIterator[_K]: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __ne__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
     @overload
     def get(self, key: _KeyIn) -> Optional[bytes]: ...
@@ -102,47 +105,47 @@ class OrderedMap(Map[_K]):
 class Wormhole(OrderedMap[_K]):
     """Ordered map on Wormhole (B+-tree leaves under a hashed MetaTrie)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: Optional[_Pairs] = None,
         *,
         leaf_capacity: Optional[int] = None,
         prefault: Optional[bool] = None,
         prefetch_items: Optional[bool] = None,
         str_keys: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
 
 class CuckooTrie(OrderedMap[_K]):
     """Ordered map on the Cuckoo Trie (trie nodes in a cuckoo hash table)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: Optional[_Pairs] = None,
         *,
         symbol_bits: Optional[int] = None,
         prefetch_depth: Optional[int] = None,
         initial_buckets: Optional[int] = None,
         str_keys: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
 
 class Hyperion(OrderedMap[_K]):
     """Ordered map on Hyperion (a memory-dense trie of exact-fit containers)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: Optional[_Pairs] = None,
         *,
         arenas: Optional[int] = None,
         eject_threshold: Optional[int] = None,
         preprocess: Optional[bool] = None,
         str_keys: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
 
 class Mercury(Map[_K]):
     """Hash map on Mercury (chained hash table, in-bucket locks, incremental expansion)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: Optional[_Pairs] = None,
         *,
         initial_buckets: Optional[int] = None,
@@ -151,14 +154,14 @@ class Mercury(Map[_K]):
         migrate_run: Optional[int] = None,
         prefault: Optional[bool] = None,
         str_keys: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
 
 class Slb(OrderedMap[_K]):
     """A lookaside cache of hot lookups over another map, which it takes over for writes.
     The ordered calls raise TypeError over a Mercury map."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         inner: Map[_K],
         *,
         cache_table_bytes: Optional[int] = None,
@@ -168,7 +171,7 @@ class Slb(OrderedMap[_K]):
         log_sample_rate: Optional[float] = None,
         stripes: Optional[int] = None,
         max_item_bytes: Optional[int] = None,
-    ) -> None: ...
+    ) -> Self: ...
     @property
     def inner(self) -> Map[_K]: ...
     def stats(self) -> dict[str, Union[int, float]]: ...
