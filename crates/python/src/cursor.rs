@@ -82,6 +82,31 @@ impl Cursor {
         }
     }
 
+    /// `f` on the next pair from the front (the back when `back`: ordered cursors only),
+    /// lent from the cursor's batch without a copy; `None` at the end.
+    #[inline]
+    pub(crate) fn with_next<R>(
+        &mut self,
+        back: bool,
+        f: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Option<R> {
+        match self {
+            Cursor::Ordered(it) => {
+                let (k, v) = if back {
+                    it.next_back_pair()?
+                } else {
+                    it.next_pair()?
+                };
+                Some(f(k, v))
+            }
+            Cursor::Hash(it) => {
+                debug_assert!(!back, "Mercury has no order to reverse");
+                let e = it.next()?;
+                Some(f(e.key(), e.value()))
+            }
+        }
+    }
+
     /// The next pair from the front, or from the back when `back` (ordered cursors only).
     #[inline]
     pub(crate) fn next(&mut self, back: bool) -> Option<Entry> {

@@ -74,22 +74,22 @@ impl MapIter {
                 "this orrery iterator is being used by another thread",
             ));
         };
-        let Some(e) = cursor.next(self.back) else {
-            return Ok(None);
-        };
-        drop(cursor);
-        let (k, v) = e.pair();
-        Ok(Some(match self.what {
-            What::Keys => convert::key_to_py(py, k, self.str_keys)?,
-            What::Values => convert::value_to_py(py, v),
-            What::Items => PyTuple::new(
-                py,
-                [
-                    convert::key_to_py(py, k, self.str_keys)?,
-                    convert::value_to_py(py, v),
-                ],
-            )?
-            .into_any(),
-        }))
+        let (what, str_keys) = (self.what, self.str_keys);
+        cursor
+            .with_next(self.back, |k, v| -> PyResult<Bound<'py, PyAny>> {
+                Ok(match what {
+                    What::Keys => convert::key_to_py(py, k, str_keys)?,
+                    What::Values => convert::value_to_py(py, v),
+                    What::Items => PyTuple::new(
+                        py,
+                        [
+                            convert::key_to_py(py, k, str_keys)?,
+                            convert::value_to_py(py, v),
+                        ],
+                    )?
+                    .into_any(),
+                })
+            })
+            .transpose()
     }
 }
