@@ -28,8 +28,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use pyo3::PyTraverseError;
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError};
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyTuple, PyType};
@@ -137,6 +139,16 @@ impl Map {
     /// Maps are mutable: not hashable.
     #[classattr]
     const __hash__: Option<Py<PyAny>> = None;
+
+    /// The garbage collector's view: an `Slb` refers to the map it wraps (a reference that
+    /// never changes, so the cycles it closes are broken elsewhere, e.g. by clearing the
+    /// `__dict__` of a subclass instance).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(inner) = &self.inner {
+            visit.call(inner)?;
+        }
+        Ok(())
+    }
 
     /// `Wormhole[bytes]`, `Wormhole[str]` in annotations evaluated at run time: the class.
     #[classmethod]

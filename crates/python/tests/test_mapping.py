@@ -336,3 +336,19 @@ def test_map_base_cannot_be_built():
         orrery.Map()
     with pytest.raises(TypeError):
         orrery.OrderedMap()
+
+
+def test_cycles_through_an_slb_are_collected():
+    import gc
+    import weakref
+
+    class Mine(orrery.Wormhole):
+        pass
+
+    inner = Mine()
+    s = orrery.Slb(inner, cache_table_bytes=1 << 16)
+    inner.back = s  # a cycle: inner.__dict__ -> s -> inner
+    r = weakref.ref(s)
+    del inner, s
+    gc.collect()
+    assert r() is None
