@@ -15,7 +15,6 @@ cd "$(dirname "$0")/.."
 VENV=target/python-test/venv
 WHEELS=target/python-test/wheels
 python3 -m venv --clear "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q "maturin>=1.9.4,<2" "pytest>=8" "hypothesis>=6.100" "sortedcontainers>=2.4"
 
 rm -rf "$WHEELS"
