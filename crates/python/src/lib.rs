@@ -19,10 +19,12 @@
 //! | `config` | constructor keyword arguments to the structures' `Config`s and back |
 //! | `convert` | Python objects to byte strings and back; errors to exceptions |
 //!
-//! Linking: the crate links to libpython like any PyO3 crate when cargo builds it (so
-//! `cargo test`/`clippy` of the workspace work anywhere a `python3` is on the path);
-//! maturin sets `PYO3_BUILD_EXTENSION_MODULE` when it builds the wheel, which leaves the
-//! Python symbols to the interpreter that imports the module.
+//! Linking: the crate's tests are the Python suite (`tests/`, `scripts/test-python.sh`); it
+//! has no Rust test target (`test = false`), so `cargo test --workspace` links nothing of
+//! it and needs no libpython, and `cargo clippy`/`cargo doc` never link. A plain `cargo
+//! build` links libpython like any PyO3 crate; maturin sets `PYO3_BUILD_EXTENSION_MODULE`
+//! when it builds the wheel, which leaves the Python symbols to the interpreter that
+//! imports the module.
 
 mod bulk;
 mod config;
