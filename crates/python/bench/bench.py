@@ -26,6 +26,12 @@ repetitions:
   dict also with its own stored key objects (its best case: cached hash, identity);
   orrery `get_many` from two threads at once against one thread.
 
+Diagnosis ("scaling", at min(N, 2,000,000) keys): two processes, each with a map of its
+own, against one (no GIL between them), and a pure-Python loop in two processes against
+one (the cores the machine gives right now), beside two threads against one in one
+process; so that a missed thread-scaling bar shows whether the GIL or the machine holds
+it back.
+
 Rounds (--rounds, each a fresh process per group) alternate the order of the groups and of
 the structures. The summary gives medians over rounds with their spread and the ratios of
 the bars of issue 36 (per round, both sides from the same process).
@@ -172,7 +178,8 @@ def group_child(group, n, seconds, flip):
             recs[s][field] = statistics.median(vals[s])
 
     if group == "ordered":
-        starts = [random.Random(SEED + 3).randbytes(KEY_LEN) for _ in range(20_000)]
+        rng = random.Random(SEED + 3)
+        starts = [rng.randbytes(KEY_LEN) for _ in range(20_000)]
         alternate("range_per_s", lambda m: (starts, lambda k: list(islice(m.irange(k), RANGE_LEN))), names)
         orr = [s for s in names if s in ORRERY]
         alternate("range_items_per_s", lambda m: (starts, lambda k: m.items(k, None, limit=RANGE_LEN)), orr)
@@ -212,6 +219,86 @@ def group_child(group, n, seconds, flip):
             recs[s]["get_many_2t_keys_per_s"] = statistics.median(two)
             recs[s]["get_many_2t_over_1t_each"] = [b / a for a, b in zip(one, two)]
     return list(recs.values())
+
+
+SCALING_N = 2_000_000  # keys per map in the scaling diagnosis (far beyond the caches)
+
+
+def scaling_worker(name, n, seconds, reps, barrier, results, idx):
+    """One process of the scaling diagnosis: its own map; solo and duo phases on cue."""
+    import orrery
+
+    rng = random.Random(SEED + 10)
+    if name == "cpu":
+        work = lambda: sum(i * i for i in range(1000))  # noqa: E731 - pure Python, no memory
+        unit = 1
+    else:
+        keys = [rng.randbytes(KEY_LEN) for _ in range(n)]
+        m = getattr(orrery, name)()
+        m.set_many((k, value_of(k)) for k in keys)
+        sample = rng.sample(keys, 100_000)
+        batches = [fresh(sample[i:i + GET_BATCH]) for i in range(0, len(sample), GET_BATCH)]
+        it = iter(range(10**12))
+        work = lambda: m.get_many(batches[next(it) % len(batches)])  # noqa: E731
+        unit = GET_BATCH
+    for r in range(reps):
+        for phase in ("solo", "duo") if r % 2 == 0 else ("duo", "solo"):
+            barrier.wait()
+            if phase == "duo" or idx == 0:
+                done = 0
+                t0 = time.perf_counter()
+                while time.perf_counter() - t0 < seconds:
+                    work()
+                    done += unit
+                results.put((phase, r, idx, done / (time.perf_counter() - t0)))
+            barrier.wait()
+
+
+def scaling_child(n, seconds):
+    """Why two threads do (not) double get_many: the same lookups from two processes (no
+    GIL between them) and a pure-Python loop from two processes (the cores this machine
+    gives right now), each against one process, alternating; and two threads against one
+    in one process at the same size."""
+    import multiprocessing as mp
+
+    n = min(n, SCALING_N)
+    recs = []
+    reps = 3
+    for name in ("cpu", "Mercury", "CuckooTrie"):
+        barrier = mp.Barrier(2)
+        results = mp.Queue()
+        ps = [mp.Process(target=scaling_worker, args=(name, n, seconds / reps, reps, barrier, results, i)) for i in range(2)]
+        for p in ps:
+            p.start()
+        got = [results.get() for _ in range(3 * reps)]
+        for p in ps:
+            p.join()
+        solo = [x for ph, r, i, x in got if ph == "solo"]
+        duo = {}
+        for ph, r, i, x in got:
+            if ph == "duo":
+                duo[r] = duo.get(r, 0.0) + x
+        ratios = [duo[r] / x for ph, r, i, x in got if ph == "solo"]
+        rec = {"part": "scaling", "structure": name, "n": n, "pid": os.getpid(),
+               "procs_1_per_s": statistics.median(solo), "procs_2_per_s": statistics.median(list(duo.values())),
+               "procs_2_over_1_each": ratios}
+        if name != "cpu":
+            import orrery
+
+            rng = random.Random(SEED + 10)
+            keys = [rng.randbytes(KEY_LEN) for _ in range(n)]
+            m = getattr(orrery, name)()
+            m.set_many((k, value_of(k)) for k in keys)
+            sample = rng.sample(keys, 100_000)
+            batches = [fresh(sample[i:i + GET_BATCH]) for i in range(0, len(sample), GET_BATCH)]
+            one, two = [], []
+            for r in range(reps):
+                for t in (1, 2) if r % 2 == 0 else (2, 1):
+                    (one if t == 1 else two).append(threaded(m, batches, t, seconds / reps))
+            rec["threads_2_over_1_each"] = [b / a for a, b in zip(one, two)]
+            del m, keys
+        recs.append(rec)
+    return recs
 
 
 def rate(seconds, inputs, f):
@@ -349,6 +436,16 @@ def bars(by):
         out.append(show(f"{st} get_many / dict loop, stored keys", ratios(by, st, "get_many_keys_per_s", "dict", "get_stored_keys_per_s"), ">=", 1.0))
         each = [x for r in by.get(("lookup", st), []) for x in r.get("get_many_2t_over_1t_each", [])]
         out.append(show(f"{st} get_many 2 threads / 1 thread", each, ">=", 1.7))
+    for st in ("cpu", "Mercury", "CuckooTrie"):
+        recs = by.get(("scaling", st), [])
+        procs = [x for r in recs for x in r["procs_2_over_1_each"]]
+        threads = [x for r in recs for x in r.get("threads_2_over_1_each", [])]
+        what = "a pure-Python loop" if st == "cpu" else f"{st} get_many ({recs[0]['n']:,} keys)" if recs else st
+        if procs:
+            line = f"diagnosis, {what}: 2 processes / 1 = {statistics.median(procs):.2f}× ({min(procs):.2f}–{max(procs):.2f})"
+            if threads:
+                line += f"; 2 threads / 1 = {statistics.median(threads):.2f}× ({min(threads):.2f}–{max(threads):.2f})"
+            out.append(line)
     return out
 
 
@@ -408,6 +505,8 @@ def main():
     if args.child:
         if args.child.startswith("memory:"):
             out = memory_child(args.child.split(":", 1)[1], args.n)
+        elif args.child == "scaling":
+            out = scaling_child(args.n, args.seconds)
         else:
             out = group_child(args.child, args.n, args.seconds, args.flip)
         print(json.dumps(out), flush=True)
@@ -436,7 +535,7 @@ def main():
         print(f"memory {st}: {time.time() - t0:.0f} s", flush=True)
     # Throughput: side by side per group, rounds alternating the groups and the orders.
     for r in range(args.rounds):
-        for g in ("ordered", "lookup") if r % 2 == 0 else ("lookup", "ordered"):
+        for g in ("ordered", "lookup", "scaling") if r % 2 == 0 else ("scaling", "lookup", "ordered"):
             t0 = time.time()
             record(run_child(g, args.n, args.seconds, flip=r % 2 == 1), r)
             print(f"round {r} {g}: {time.time() - t0:.0f} s", flush=True)
