@@ -17,7 +17,7 @@ from the same key stream, a chunk of 100,000 keys into each in turn (the order a
 per chunk), one pair at a time; then every figure is measured in three alternating
 repetitions:
 
-- "ordered" (SortedDict, Wormhole, CuckooTrie, Hyperion): inserts one at a time; ranges of
+- "ordered" (SortedDict, Wormhole, Hyperion): inserts one at a time; ranges of
   100 keys from random starts collected to a list (`list(islice(m.irange(k), 100))`;
   orrery also `m.items(k, None, limit=100)`);
 - "lookup" (dict, Mercury, CuckooTrie): inserts; 1,000 present keys per batch, as fresh
@@ -60,7 +60,7 @@ RANGE_LEN = 100
 STRUCTURES = ["dict", "SortedDict", "Wormhole", "CuckooTrie", "Hyperion", "Mercury"]
 # Side-by-side groups: loaded together in one process, measured alternating.
 GROUPS = {
-    "ordered": ["SortedDict", "Wormhole", "CuckooTrie", "Hyperion"],
+    "ordered": ["SortedDict", "Wormhole", "Hyperion"],
     "lookup": ["dict", "Mercury", "CuckooTrie"],
 }
 ORDERED = {"SortedDict", "Wormhole", "CuckooTrie", "Hyperion"}
