@@ -142,7 +142,9 @@ impl Mercury {
 /// A Search Lookaside Buffer over `inner` (a Wormhole, CuckooTrie, Hyperion or Mercury
 /// map): a cache of hot lookups in front of it. The Slb takes `inner` over: writes go
 /// through the Slb (writes through `inner` raise `RuntimeError`), reads through either.
-/// The ordered operations need an ordered `inner` (`TypeError` over Mercury).
+/// The ordered operations need an ordered `inner` (`TypeError` over Mercury). Wrap a map
+/// no other thread is writing to at that moment (a bulk write already under way through
+/// `inner` would finish unseen by the cache).
 #[pyclass(module = "orrery", extends = OrderedMap, subclass, frozen)]
 pub struct Slb;
 
