@@ -473,7 +473,7 @@ def plot(recs, path):
         ("irange(100) to a list, K/s", [(s, med(s, "range_per_s") / 1e3, None) for s in GROUPS["ordered"]]),
         ("1,000 lookups: M keys/s (hatched: 2 threads)",
          [("dict", med("dict", "get_fresh_keys_per_s") / 1e6, None)]
-         + [(s, med(s, "get_many_keys_per_s") / 1e6, med(s, "get_many_2t_keys_per_s") / 1e6) for s in ("Mercury", "CuckooTrie")]),
+         + [(s, med(s, "get_many_1t_keys_per_s") / 1e6, med(s, "get_many_2t_keys_per_s") / 1e6) for s in ("Mercury", "CuckooTrie")]),
     ]
     for ax, (title, bars_) in zip(axes, panels):
         for i, (st, v, two) in enumerate(bars_):
@@ -499,6 +499,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3.0, help="per throughput figure and structure, split over 3 alternating repetitions")
     ap.add_argument("--json", help="append one JSON record per structure and part")
     ap.add_argument("--plot", help="write a PNG plot of the medians")
+    ap.add_argument("--parts", default="memory,ordered,lookup,scaling", help="which parts to run (comma-separated)")
+    ap.add_argument("--from-json", help="no run: the summary (and --plot) of records written by --json")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--flip", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -510,6 +512,13 @@ def main():
         else:
             out = group_child(args.child, args.n, args.seconds, args.flip)
         print(json.dumps(out), flush=True)
+        return 0
+    if args.from_json:
+        with open(args.from_json) as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+        print(summarize(recs))
+        if args.plot:
+            plot(recs, args.plot)
         return 0
     import platform
 
@@ -529,13 +538,15 @@ def main():
 
     # Memory: each structure alone in a process of its own (RSS is not a throughput figure:
     # one round).
-    for st in STRUCTURES:
+    parts = args.parts.split(",")
+    for st in STRUCTURES if "memory" in parts else []:
         t0 = time.time()
         record(run_child(f"memory:{st}", args.n, args.seconds), -1)
         print(f"memory {st}: {time.time() - t0:.0f} s", flush=True)
     # Throughput: side by side per group, rounds alternating the groups and the orders.
     for r in range(args.rounds):
-        for g in ("ordered", "lookup", "scaling") if r % 2 == 0 else ("scaling", "lookup", "ordered"):
+        groups = [g for g in ("ordered", "lookup", "scaling") if g in parts]
+        for g in groups if r % 2 == 0 else groups[::-1]:
             t0 = time.time()
             record(run_child(g, args.n, args.seconds, flip=r % 2 == 1), r)
             print(f"round {r} {g}: {time.time() - t0:.0f} s", flush=True)
