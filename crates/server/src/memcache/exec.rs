@@ -72,6 +72,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, req: Request<'_>) -> After {
                 data,
                 cas,
                 set_stale: false,
+                binary: false,
             };
             let text = match items.store(key, &w, ctx.now, ctx.tally) {
                 Stored::Stored(_) => "STORED",

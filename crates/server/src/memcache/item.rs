@@ -8,7 +8,8 @@
 //! ```text
 //! byte 0        tag: bit 0  client flags follow (4 bytes; absent when 0)
 //!                    bit 1  expiry follows (4 bytes; absent when the item never expires)
-//!                    bits 2..5  CAS width - 1 (the CAS takes 1..8 bytes)
+//!                    bits 2..4  CAS width / 2 - 1 (the CAS takes 2, 4, 6 or 8 bytes)
+//!                    bit 4  KEY_BINARY (stored by `ms … b`: shown base64 by `mg k`, `me`)
 //!                    bit 5  FETCHED (read at least once, meta `h`, `me fetch=`)
 //!                    bit 6  STALE (marked by `md … I`)
 //!                    bit 7  TOKEN_SENT (a client won the recache token: meta `W`/`Z`)
@@ -18,7 +19,7 @@
 //!               present, client flags (u32 LE) if present, then the data
 //! ```
 //!
-//! So an item with zero flags, no expiry and a CAS below 2^24 costs 8 bytes beyond its
+//! So an item with zero flags, no expiry and a CAS below 2^32 costs 9 bytes beyond its
 //! key and data, where memcached's item header is 48 bytes plus an 8-byte CAS (plus the
 //! slab class's rounding). The access clock wraps after 49.7 days: an item idle for longer
 //! can look recent to the eviction sampler (it only orders candidates).
@@ -28,7 +29,9 @@ const HAS_FLAGS: u8 = 1;
 /// Tag bit: an expiry follows.
 const HAS_EXPIRY: u8 = 2;
 const CAS_SHIFT: u32 = 2;
-const CAS_MASK: u8 = 0b111 << CAS_SHIFT;
+const CAS_MASK: u8 = 0b11 << CAS_SHIFT;
+/// Tag bit: the key was given in base64 (`ms … b`).
+pub(crate) const KEY_BINARY: u8 = 1 << 4;
 /// Tag bit: the item was read at least once.
 pub(crate) const FETCHED: u8 = 1 << 5;
 /// Tag bit: the item was invalidated (`md … I`) and is served as stale.
@@ -36,7 +39,7 @@ pub(crate) const STALE: u8 = 1 << 6;
 /// Tag bit: a client has been sent the recache token.
 pub(crate) const TOKEN_SENT: u8 = 1 << 7;
 /// The tag bits a rewrite of an item's metadata may set or clear.
-pub(crate) const STATE_BITS: u8 = FETCHED | STALE | TOKEN_SENT;
+pub(crate) const STATE_BITS: u8 = KEY_BINARY | FETCHED | STALE | TOKEN_SENT;
 
 /// Offset of the last-access clock.
 pub(crate) const ATIME_AT: usize = 1;
@@ -55,13 +58,14 @@ pub(crate) struct Meta {
     pub(crate) expiry: u32,
     /// Last access, the server's millisecond clock modulo 2^32.
     pub(crate) atime: u32,
-    /// [`FETCHED`], [`STALE`], [`TOKEN_SENT`].
+    /// [`KEY_BINARY`], [`FETCHED`], [`STALE`], [`TOKEN_SENT`].
     pub(crate) state: u8,
 }
 
-/// Bytes the CAS value `cas` takes (at least 1).
+/// Bytes the CAS value `cas` takes: 2, 4, 6 or 8.
 fn cas_width(cas: u64) -> usize {
-    (8 - (cas.leading_zeros() as usize / 8)).max(1)
+    let bytes = (8 - (cas.leading_zeros() as usize / 8)).max(1);
+    bytes.div_ceil(2) * 2
 }
 
 impl Meta {
@@ -75,7 +79,7 @@ impl Meta {
     /// Appends the header to `out`.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         let w = cas_width(self.cas);
-        let mut tag = ((w as u8 - 1) << CAS_SHIFT) | (self.state & STATE_BITS);
+        let mut tag = (((w / 2) as u8 - 1) << CAS_SHIFT) | (self.state & STATE_BITS);
         if self.flags != 0 {
             tag |= HAS_FLAGS;
         }
@@ -110,7 +114,7 @@ impl Meta {
         let (&tag, rest) = item.split_first()?;
         let atime = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
         let mut at = 5;
-        let w = usize::from((tag & CAS_MASK) >> CAS_SHIFT) + 1;
+        let w = (usize::from((tag & CAS_MASK) >> CAS_SHIFT) + 1) * 2;
         let mut cas = [0u8; 8];
         cas[..w].copy_from_slice(item.get(at..at + w)?);
         at += w;
@@ -172,7 +176,7 @@ mod tests {
                 cas,
                 expiry,
                 atime: 0xdead_beef,
-                state: FETCHED | TOKEN_SENT,
+                state: FETCHED | TOKEN_SENT | KEY_BINARY,
             };
             let item = m.item(&[b"da", b"ta"]);
             assert_eq!(item.len(), m.header_len() + 4);
@@ -181,12 +185,12 @@ mod tests {
             assert_eq!(&item[at..], b"data");
             assert_eq!(atime(&item), Some(0xdead_beef));
         }
-        // The common case: zero flags, no expiry, a CAS below 2^24.
+        // The common case: zero flags, no expiry, a CAS below 2^32.
         let small = Meta {
             cas: 70_000,
             ..Meta::default()
         };
-        assert_eq!(small.header_len(), 8);
+        assert_eq!(small.header_len(), 9);
     }
 
     #[test]

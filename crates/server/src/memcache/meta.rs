@@ -283,7 +283,9 @@ pub(crate) fn parse<'a>(letter: u8, t: &Tokens<'a>, after: &'a [u8], limits: &Li
             {
                 return err("CLIENT_ERROR invalid mode for ma M token");
             }
-            if flags.iter().any(|f| f[0] == b'O' && f.len() > MAX_OPAQUE) {
+            // `mg` and `ma` find an over-long opaque while they build the reply, after
+            // the flags before it took effect (`super::meta_cmd`); `md` before anything.
+            if verb == Verb::Delete && flags.iter().any(|f| f[0] == b'O' && f.len() > MAX_OPAQUE) {
                 return err("CLIENT_ERROR opaque token too long");
             }
             Framed::Request(
@@ -335,11 +337,12 @@ fn parse_ms<'a>(
     if let Err(e) = preparse(&flags, &mut key, &mut of) {
         return fail(e);
     }
-    if t.words[2..].iter().any(|f| f[0] == b'O' && f.len() > MAX_OPAQUE) {
-        return fail("CLIENT_ERROR opaque token too long");
-    }
+    // memcached checks the mode before it reports an over-long opaque.
     if !matches!(of.mode, None | Some(b'E' | b'A' | b'P' | b'R' | b'S')) {
         return fail("CLIENT_ERROR invalid mode for ms M token");
+    }
+    if t.words[2..].iter().any(|f| f[0] == b'O' && f.len() > MAX_OPAQUE) {
+        return fail("CLIENT_ERROR opaque token too long");
     }
     let suffix = if of.client_flags != 0 { 4 } else { 0 };
     if key.len() + vlen as usize + suffix + super::store::MEMCACHED_ITEM_OVERHEAD > limits.max_item {

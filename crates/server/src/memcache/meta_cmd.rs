@@ -5,8 +5,8 @@
 
 use super::counters::Stat;
 use super::exec::Ctx;
-use super::item::{FETCHED, Meta, STALE, TOKEN_SENT};
-use super::meta::{MetaRequest, Verb, base64_encode};
+use super::item::{FETCHED, KEY_BINARY, Meta, STALE, TOKEN_SENT};
+use super::meta::{MAX_OPAQUE, MetaRequest, Verb, base64_encode};
 use super::reply;
 use super::store::{Change, Delta, Loaded, Mode, Stored, Write};
 
@@ -21,10 +21,18 @@ fn key_flag(out: &mut Vec<u8>, key: &[u8], binary: bool) {
     }
 }
 
-/// Writes the `O` and `k` flags of a reply that has no item.
-fn opaque_and_key(out: &mut Vec<u8>, m: &MetaRequest<'_>) {
+const OPAQUE_TOO_LONG: &str = "CLIENT_ERROR opaque token too long";
+
+/// Writes the `O` and `k` flags of a reply that has no item; `false` (nothing written)
+/// when an opaque token is too long.
+fn opaque_and_key(out: &mut Vec<u8>, m: &MetaRequest<'_>) -> bool {
+    let mark = out.len();
     for f in &m.flags {
         match f[0] {
+            b'O' if f.len() > MAX_OPAQUE => {
+                out.truncate(mark);
+                return false;
+            }
             b'O' => {
                 out.push(b' ');
                 out.extend_from_slice(f);
@@ -33,6 +41,7 @@ fn opaque_and_key(out: &mut Vec<u8>, m: &MetaRequest<'_>) {
             _ => {}
         }
     }
+    true
 }
 
 /// Writes ` t<seconds left>` (`-1`: no expiry), as memcached's unsigned print.
@@ -53,6 +62,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, m: MetaRequest<'_>) {
         Verb::Delete => md(ctx, &m),
         Verb::Arith => ma(ctx, &m),
     }
+}
+
+/// How `mg` ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hit {
+    Hit,
+    Miss,
+    /// An error reply replaced the item's (an over-long opaque).
+    Error,
 }
 
 fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
@@ -78,9 +96,10 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 created = true;
             }
             let Some(mut l) = it else {
-                return (Change::Keep, false);
+                return (Change::Keep, Hit::Miss);
             };
             let before = l.meta;
+            let mark = out.len();
             if of.value {
                 out.extend_from_slice(b"VA ");
                 reply::num(out, l.data.len() as u64);
@@ -132,11 +151,22 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                     } else {
                         b" h0"
                     }),
+                    b'O' if f.len() > MAX_OPAQUE => {
+                        // memcached stops here: what the flags before did stays.
+                        out.truncate(mark);
+                        reply::line(out, OPAQUE_TOO_LONG);
+                        let change = if created || l.meta != before {
+                            Change::Put(l.meta, l.data)
+                        } else {
+                            Change::Keep
+                        };
+                        return (change, Hit::Error);
+                    }
                     b'O' => {
                         out.push(b' ');
                         out.extend_from_slice(f);
                     }
-                    b'k' => key_flag(out, &m.key, of.binary),
+                    b'k' => key_flag(out, &m.key, l.meta.state & KEY_BINARY != 0),
                     _ => {}
                 }
             }
@@ -163,13 +193,16 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 l.meta.atime = now.clock;
             }
             if created || l.meta != before {
-                (Change::Put(l.meta, l.data), true)
+                (Change::Put(l.meta, l.data), Hit::Hit)
             } else {
-                (Change::Keep, true)
+                (Change::Keep, Hit::Hit)
             }
         });
     let t = &mut *ctx.tally;
-    if hit {
+    if hit == Hit::Error {
+        return;
+    }
+    if hit == Hit::Hit {
         if ttl_set {
             t.bump(Stat::cmd_touch);
             t.bump(Stat::touch_hits);
@@ -180,9 +213,14 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
     } else {
         t.bump(Stat::get_misses);
         t.bump(Stat::cmd_get);
-        if !of.no_reply {
-            ctx.out.extend_from_slice(b"EN");
-            opaque_and_key(ctx.out, m);
+        let mark = ctx.out.len();
+        ctx.out.extend_from_slice(b"EN");
+        if !opaque_and_key(ctx.out, m) {
+            ctx.out.truncate(mark);
+            reply::line(ctx.out, OPAQUE_TOO_LONG);
+        } else if of.no_reply {
+            ctx.out.truncate(mark);
+        } else {
             ctx.out.extend_from_slice(b"\r\n");
         }
     }
@@ -208,6 +246,7 @@ fn ms(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
         data: m.data,
         cas: of.cas.unwrap_or(0),
         set_stale: of.set_stale && mode == Mode::Cas,
+        binary: of.binary,
     };
     let r = ctx.mc.items.store(&m.key, &w, ctx.now, ctx.tally);
     let (code, cas): (&[u8], u64) = match r {
@@ -289,6 +328,7 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
     let items = &ctx.mc.items;
     let incr = !matches!(of.mode, Some(b'D' | b'-'));
     let mut created = false;
+    let mark = ctx.out.len();
     let found = match items.delta(&m.key, incr, of.delta, of.cas.unwrap_or(0), now, ctx.tally) {
         Delta::Done(v, meta) => Some((v, meta)),
         Delta::NonNumeric => {
@@ -315,6 +355,7 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 data: digits.as_bytes(),
                 cas: 0,
                 set_stale: false,
+                binary: false,
             };
             match items.store(&m.key, &w, now, ctx.tally) {
                 Stored::Stored(cas) => {
@@ -342,8 +383,12 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
         }
     };
     let Some((value, mut meta)) = found else {
-        opaque_and_key(ctx.out, m);
-        ctx.out.extend_from_slice(b"\r\n");
+        if opaque_and_key(ctx.out, m) {
+            ctx.out.extend_from_slice(b"\r\n");
+        } else {
+            ctx.out.truncate(mark);
+            reply::line(ctx.out, OPAQUE_TOO_LONG);
+        }
         return;
     };
     let digits = value.to_string();
@@ -355,6 +400,7 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
         line.extend_from_slice(b"HD");
     }
     let expiry_before = meta.expiry;
+    let mut opaque_error = false;
     for f in &m.flags {
         match f[0] {
             b'c' => {
@@ -367,6 +413,10 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 if created {
                     meta.expiry = now.expiry(of.vivify_ttl);
                 }
+            }
+            b'O' if f.len() > MAX_OPAQUE => {
+                opaque_error = true;
+                break;
             }
             b'O' => {
                 line.push(b' ');
@@ -386,6 +436,10 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
             }
             _ => (Change::Keep, ()),
         });
+    }
+    if opaque_error {
+        reply::line(ctx.out, OPAQUE_TOO_LONG);
+        return;
     }
     // memcached's `q` elides a successful `ma`, not one that created the item.
     if of.no_reply && !created {
@@ -414,7 +468,8 @@ pub(crate) fn debug(ctx: &mut Ctx<'_>, key: &[u8], binary: bool) {
         return;
     };
     out.extend_from_slice(b"ME ");
-    if binary {
+    let _ = binary;
+    if meta.state & KEY_BINARY != 0 {
         base64_encode(key, out);
     } else {
         out.extend_from_slice(key);

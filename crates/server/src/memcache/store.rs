@@ -136,6 +136,8 @@ pub(crate) struct Write<'a> {
     pub(crate) cas: u64,
     /// Meta `I` with a CAS: a lower CAS stores the data as stale instead of failing.
     pub(crate) set_stale: bool,
+    /// Meta `b`: the key was given in base64 (kept with the item, as memcached does).
+    pub(crate) binary: bool,
 }
 
 /// An `incr`/`decr` outcome.
@@ -468,7 +470,7 @@ impl Items {
             cas: 0,
             expiry: w.expiry,
             atime: now.clock,
-            state: 0,
+            state: if w.binary { item::KEY_BINARY } else { 0 },
         };
         let Some(old) = old else {
             return match w.mode {
@@ -516,7 +518,7 @@ impl Items {
                 CasResult::Stale => {
                     tally.bump(Stat::cas_hits);
                     meta.expiry = old.meta.expiry;
-                    meta.state = STALE | (old.meta.state & TOKEN_SENT);
+                    meta.state |= STALE | (old.meta.state & TOKEN_SENT);
                     meta.cas = self.next_cas();
                     self.finish_store(key, &meta, &[w.data], old_len, tally)
                 }
@@ -534,6 +536,8 @@ impl Items {
                 }
                 meta.flags = old.meta.flags;
                 meta.expiry = old.meta.expiry;
+                // memcached builds a new item for the result, without the request's marks.
+                meta.state = 0;
                 meta.cas = self.next_cas();
                 let parts: [&[u8]; 2] = if w.mode == Mode::Append {
                     [&old.data, w.data]
@@ -790,6 +794,7 @@ mod tests {
             data,
             cas: 0,
             set_stale: false,
+            binary: false,
         };
         it.store(key, &w, now, &mut Tally::default())
     }
@@ -846,6 +851,7 @@ mod tests {
                 data,
                 cas,
                 set_stale: false,
+                binary: false,
             };
             assert_eq!(it.store(b"k", &w(Mode::Replace, b"x", 0), now, t), Stored::NotStored);
             assert_eq!(it.store(b"k", &w(Mode::Cas, b"x", 9), now, t), Stored::NotFound);
