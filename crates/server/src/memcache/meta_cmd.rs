@@ -99,6 +99,16 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 return (Change::Keep, Hit::Miss);
             };
             let before = l.meta;
+            // Without a flag that needs the item locked (`N`, `T`, `R`, `l`, `h`),
+            // memcached refreshes the item as it fetches it, before the reply is built.
+            let locked = of.vivify
+                || of.ttl.is_some()
+                || of.recache.is_some()
+                || m.flags.iter().any(|f| matches!(f[0], b'l' | b'h'));
+            if !locked && !of.no_update {
+                l.meta.state |= FETCHED;
+                l.meta.atime = now.clock;
+            }
             let mark = out.len();
             if of.value {
                 out.extend_from_slice(b"VA ");

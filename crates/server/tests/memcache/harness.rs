@@ -103,7 +103,7 @@ pub enum Reply {
 impl Conn {
     pub fn connect(port: u16) -> Conn {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
         s.set_nodelay(true).unwrap();
         Conn { s }
     }
@@ -120,20 +120,31 @@ impl Conn {
         if self.s.write_all(&bytes).is_err() {
             return Reply::Closed(String::new());
         }
-        self.read_to_mn()
+        self.read_to_mn().unwrap_or_else(|got| {
+            panic!(
+                "no complete reply to {:?} within the deadline (port {}); got {got:?}",
+                String::from_utf8_lossy(req),
+                self.s.peer_addr().map(|a| a.port()).unwrap_or(0)
+            )
+        })
     }
 
     /// Reads until a reply ends in `MN\r\n` (or the connection closes).
-    pub fn read_to_mn(&mut self) -> Reply {
+    pub fn read_to_mn(&mut self) -> Result<Reply, String> {
         let mut got = Vec::new();
         let mut chunk = [0u8; 64 * 1024];
         loop {
             if got.ends_with(b"MN\r\n") && (got.len() == 4 || got[got.len() - 6..].starts_with(b"\r\n")) {
                 got.truncate(got.len() - 4);
-                return Reply::Text(String::from_utf8_lossy(&got).into_owned());
+                return Ok(Reply::Text(String::from_utf8_lossy(&got).into_owned()));
             }
             match self.s.read(&mut chunk) {
-                Ok(0) | Err(_) => return Reply::Closed(String::from_utf8_lossy(&got).into_owned()),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err(String::from_utf8_lossy(&got).into_owned());
+                }
+                Ok(0) | Err(_) => {
+                    return Ok(Reply::Closed(String::from_utf8_lossy(&got).into_owned()));
+                }
                 Ok(n) => got.extend_from_slice(&chunk[..n]),
             }
         }
