@@ -133,8 +133,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, req: Request<'_>) -> After {
         } => {
             let r = items.delta(key, incr, by, 0, ctx.now, ctx.tally);
             if let Delta::NotFound = r {
-                ctx.tally
-                    .bump(if incr { Stat::incr_misses } else { Stat::decr_misses });
+                ctx.tally.bump(if incr {
+                    Stat::incr_misses
+                } else {
+                    Stat::decr_misses
+                });
             }
             if !noreply {
                 match r {
@@ -160,8 +163,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, req: Request<'_>) -> After {
             ctx.tally.bump(Stat::cmd_touch);
             let expiry = ctx.now.expiry(exptime);
             let hit = items.touch(key, expiry, ctx.now, ctx.tally).is_some();
-            ctx.tally
-                .bump(if hit { Stat::touch_hits } else { Stat::touch_misses });
+            ctx.tally.bump(if hit {
+                Stat::touch_hits
+            } else {
+                Stat::touch_misses
+            });
             if !noreply {
                 reply::line(ctx.out, if hit { "TOUCHED" } else { "NOT_FOUND" });
             }
@@ -208,7 +214,13 @@ fn get(ctx: &mut Ctx<'_>, cas: bool, touch: Option<i64>, keys: &[&[u8]]) {
             match items.touch(key, expiry, ctx.now, ctx.tally) {
                 Some(l) => {
                     ctx.tally.bump(Stat::touch_hits);
-                    reply::value(ctx.out, key, l.meta.flags, &l.data, cas.then_some(l.meta.cas));
+                    reply::value(
+                        ctx.out,
+                        key,
+                        l.meta.flags,
+                        &l.data,
+                        cas.then_some(l.meta.cas),
+                    );
                 }
                 None => ctx.tally.bump(Stat::touch_misses),
             }
@@ -227,6 +239,5 @@ fn get(ctx: &mut Ctx<'_>, cas: bool, touch: Option<i64>, keys: &[&[u8]]) {
     *ctx.tally = tally;
     ctx.tally.add(Stat::cmd_get, keys.len() as u64);
     ctx.tally.add(Stat::get_hits, hits);
-    ctx.tally
-        .add(Stat::get_misses, keys.len() as u64 - hits);
+    ctx.tally.add(Stat::get_misses, keys.len() as u64 - hits);
 }

@@ -239,14 +239,27 @@ fn preparse<'a>(
 
 /// Parses meta command `m<letter>` from its line's tokens; `after` is the buffer after the
 /// line (`ms`'s data).
-pub(crate) fn parse<'a>(letter: u8, t: &Tokens<'a>, after: &'a [u8], limits: &Limits) -> Framed<'a> {
+pub(crate) fn parse<'a>(
+    letter: u8,
+    t: &Tokens<'a>,
+    after: &'a [u8],
+    limits: &Limits,
+) -> Framed<'a> {
     let n = t.n();
     let verb = match letter {
         b'g' => Verb::Get,
         b's' => Verb::Set,
         b'd' => Verb::Delete,
         b'a' => Verb::Arith,
-        b'n' => return Framed::Request(Request::Reply { text: "MN", noreply: false }, 0),
+        b'n' => {
+            return Framed::Request(
+                Request::Reply {
+                    text: "MN",
+                    noreply: false,
+                },
+                0,
+            );
+        }
         b'e' => return parse_me(t),
         _ => return err("ERROR"),
     };
@@ -278,9 +291,7 @@ pub(crate) fn parse<'a>(letter: u8, t: &Tokens<'a>, after: &'a [u8], limits: &Li
                     "CLIENT_ERROR invalid or duplicate flag"
                 });
             }
-            if verb == Verb::Arith
-                && !matches!(of.mode, None | Some(b'I' | b'+' | b'D' | b'-'))
-            {
+            if verb == Verb::Arith && !matches!(of.mode, None | Some(b'I' | b'+' | b'D' | b'-')) {
                 return err("CLIENT_ERROR invalid mode for ma M token");
             }
             // `mg` and `ma` find an over-long opaque while they build the reply, after
@@ -341,19 +352,17 @@ fn parse_ms<'a>(
     if !matches!(of.mode, None | Some(b'E' | b'A' | b'P' | b'R' | b'S')) {
         return fail("CLIENT_ERROR invalid mode for ms M token");
     }
-    if t.words[2..].iter().any(|f| f[0] == b'O' && f.len() > MAX_OPAQUE) {
+    if t.words[2..]
+        .iter()
+        .any(|f| f[0] == b'O' && f.len() > MAX_OPAQUE)
+    {
         return fail("CLIENT_ERROR opaque token too long");
     }
     let suffix = if of.client_flags != 0 { 4 } else { 0 };
-    if key.len() + vlen as usize + suffix + super::store::MEMCACHED_ITEM_OVERHEAD > limits.max_item {
+    if key.len() + vlen as usize + suffix + super::store::MEMCACHED_ITEM_OVERHEAD > limits.max_item
+    {
         // memcached drops the stored item whatever the mode.
-        return Framed::Request(
-            Request::MetaTooLarge {
-                key,
-                swallow,
-            },
-            0,
-        );
+        return Framed::Request(Request::MetaTooLarge { key, swallow }, 0);
     }
     let vlen = vlen as usize;
     if after.len() < vlen + 2 {
@@ -422,7 +431,12 @@ mod tests {
         base64_encode(b"foo", &mut enc);
         assert_eq!(enc, b"Zm9v");
         for bad in [&b""[..], b"abc", b"a===", b"ab=c", b"Zm9v!!!!", b"====Zm9v"] {
-            assert_eq!(base64_decode(bad), None, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                base64_decode(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -439,7 +453,9 @@ mod tests {
                 Framed::Incomplete => panic!(),
             }
         };
-        let Request::Meta(m) = req(b"mg Zm9v b v T30 Oxy") else { panic!() };
+        let Request::Meta(m) = req(b"mg Zm9v b v T30 Oxy") else {
+            panic!()
+        };
         assert_eq!(&*m.key, b"foo");
         assert!(m.of.value && m.of.binary);
         assert_eq!(m.of.ttl, Some(30));
@@ -450,10 +466,22 @@ mod tests {
         };
         assert_eq!(text(req(b"mg k v v")), "CLIENT_ERROR duplicate flag");
         assert_eq!(text(req(b"mg k !")), "CLIENT_ERROR invalid flag");
-        assert_eq!(text(req(b"md k !")), "CLIENT_ERROR invalid or duplicate flag");
-        assert_eq!(text(req(b"mg k Tx")), "CLIENT_ERROR bad token in command line format");
-        assert_eq!(text(req(b"ma k MX")), "CLIENT_ERROR invalid mode for ma M token");
-        assert_eq!(text(req(b"ms k 2 MX")), "CLIENT_ERROR invalid mode for ms M token");
+        assert_eq!(
+            text(req(b"md k !")),
+            "CLIENT_ERROR invalid or duplicate flag"
+        );
+        assert_eq!(
+            text(req(b"mg k Tx")),
+            "CLIENT_ERROR bad token in command line format"
+        );
+        assert_eq!(
+            text(req(b"ma k MX")),
+            "CLIENT_ERROR invalid mode for ma M token"
+        );
+        assert_eq!(
+            text(req(b"ms k 2 MX")),
+            "CLIENT_ERROR invalid mode for ms M token"
+        );
         assert_eq!(text(req(b"ms k")), BAD_FORMAT);
         assert_eq!(text(req(b"mg")), "ERROR");
         assert_eq!(text(req(b"mn")), "MN");

@@ -386,8 +386,11 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
             }
         }
         Delta::NotFound => {
-            ctx.tally
-                .bump(if incr { Stat::incr_misses } else { Stat::decr_misses });
+            ctx.tally.bump(if incr {
+                Stat::incr_misses
+            } else {
+                Stat::decr_misses
+            });
             ctx.out.extend_from_slice(b"NF");
             None
         }
@@ -491,7 +494,10 @@ pub(crate) fn debug(ctx: &mut Ctx<'_>, key: &[u8], binary: bool) {
         reply::signed(out, i64::from(ctx.now.secs) - i64::from(meta.expiry));
     }
     out.extend_from_slice(b" la=");
-    reply::num(out, u64::from(ctx.now.clock.wrapping_sub(meta.atime) / 1000));
+    reply::num(
+        out,
+        u64::from(ctx.now.clock.wrapping_sub(meta.atime) / 1000),
+    );
     out.extend_from_slice(b" cas=");
     reply::num(out, meta.cas);
     out.extend_from_slice(if meta.state & FETCHED != 0 {

@@ -96,7 +96,6 @@ fn reply(text: &'static str, noreply: bool) -> Request<'static> {
     Request::Reply { text, noreply }
 }
 
-
 /// Frames and parses the next request at the start of `buf`.
 pub(crate) fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
@@ -145,7 +144,11 @@ pub(crate) fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     };
     if let Some(mode) = store_mode {
         let cas = mode == Mode::Cas;
-        if let Some(e) = wrong(if cas { n == 7 || n == 8 } else { n == 6 || n == 7 }) {
+        if let Some(e) = wrong(if cas {
+            n == 7 || n == 8
+        } else {
+            n == 6 || n == 7
+        }) {
             return e;
         }
         return parse_store(mode, &t, &buf[used..], used, limits);
@@ -166,8 +169,8 @@ pub(crate) fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
             if n > 3 {
                 let hold_is_zero = t.words[2] == b"0";
                 noreply = t.noreply();
-                let valid = (n == 4 && (hold_is_zero || noreply))
-                    || (n == 5 && hold_is_zero && noreply);
+                let valid =
+                    (n == 4 && (hold_is_zero || noreply)) || (n == 5 && hold_is_zero && noreply);
                 if !valid {
                     return Parsed::Request(
                         reply(
@@ -389,7 +392,14 @@ mod tests {
     fn storage_framing() {
         assert_eq!(parse(b"set k 0 0 5\r\nhel", &LIMITS), Parsed::Incomplete);
         let r = one(b"set k 1 0 5\r\nhello\r\nget k\r\n");
-        assert!(matches!(r, Request::Store { data: b"hello", flags: 1, .. }));
+        assert!(matches!(
+            r,
+            Request::Store {
+                data: b"hello",
+                flags: 1,
+                ..
+            }
+        ));
         match parse(b"set k 1 0 5\r\nhello\r\nget k\r\n", &LIMITS) {
             Parsed::Request(_, used) => assert_eq!(used, 20),
             Parsed::Incomplete => panic!(),
@@ -417,22 +427,35 @@ mod tests {
         );
         assert!(matches!(
             one(b"set k 0 0 2000000\r\n"),
-            Request::TooLarge { swallow: 2_000_002, drop_old: true, .. }
+            Request::TooLarge {
+                swallow: 2_000_002,
+                drop_old: true,
+                ..
+            }
         ));
-        assert!(matches!(one(b"cas k 0 0 1 77\r\nx\r\n"), Request::Store { cas: 77, .. }));
+        assert!(matches!(
+            one(b"cas k 0 0 1 77\r\nx\r\n"),
+            Request::Store { cas: 77, .. }
+        ));
     }
 
     #[test]
     fn lines_and_limits() {
         assert_eq!(parse(b"get k", &LIMITS), Parsed::Incomplete);
         let long = vec![b'x'; MAX_LINE + 1];
-        assert!(matches!(parse(&long, &LIMITS), Parsed::Request(Request::Close, _)));
+        assert!(matches!(
+            parse(&long, &LIMITS),
+            Parsed::Request(Request::Close, _)
+        ));
         let mut get = b"get ".to_vec();
         get.extend(std::iter::repeat_n(b'k', MAX_LINE));
         assert_eq!(parse(&get, &LIMITS), Parsed::Incomplete);
         assert!(matches!(one(b"GET / HTTP/1.1\r\n"), Request::Close));
         assert!(matches!(one(b"\r\n"), Request::Reply { text: "ERROR", .. }));
-        assert!(matches!(one(b"x\r\n"), Request::Reply { text: "ERROR", .. }));
+        assert!(matches!(
+            one(b"x\r\n"),
+            Request::Reply { text: "ERROR", .. }
+        ));
         let key = vec![b'k'; 251];
         let mut line = b"get a ".to_vec();
         line.extend_from_slice(&key);
@@ -447,7 +470,9 @@ mod tests {
             line.extend_from_slice(format!(" k{i}").as_bytes());
         }
         line.extend_from_slice(b"\r\n");
-        let Request::Get { keys, .. } = one(&line) else { panic!() };
+        let Request::Get { keys, .. } = one(&line) else {
+            panic!()
+        };
         assert_eq!(keys.len(), 100);
         assert_eq!(keys[99], b"k99");
     }

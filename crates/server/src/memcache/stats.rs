@@ -58,14 +58,30 @@ pub(crate) fn run(mc: &Memcache, args: &[&[u8]], now: Now, out: &mut Vec<u8>) {
 fn general(mc: &Memcache, now: Now, out: &mut Vec<u8>) {
     let c = &mc.counters;
     stat(out, "pid", std::process::id());
-    stat(out, "uptime", u64::from(now.secs).saturating_sub(mc.started));
+    stat(
+        out,
+        "uptime",
+        u64::from(now.secs).saturating_sub(mc.started),
+    );
     stat(out, "time", now.secs);
     stat(out, "version", MEMCACHED_VERSION);
     stat(out, "pointer_size", usize::BITS);
     stat(out, "max_connections", mc.settings.max_conns);
-    stat(out, "curr_connections", mc.curr_conns.load(Ordering::Relaxed));
-    stat(out, "total_connections", mc.total_conns.load(Ordering::Relaxed));
-    stat(out, "rejected_connections", mc.rejected_conns.load(Ordering::Relaxed));
+    stat(
+        out,
+        "curr_connections",
+        mc.curr_conns.load(Ordering::Relaxed),
+    );
+    stat(
+        out,
+        "total_connections",
+        mc.total_conns.load(Ordering::Relaxed),
+    );
+    stat(
+        out,
+        "rejected_connections",
+        mc.rejected_conns.load(Ordering::Relaxed),
+    );
     for &s in Stat::ALL {
         if s != Stat::total_items {
             stat(out, s.name(), c.get(s));

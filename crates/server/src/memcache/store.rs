@@ -366,20 +366,20 @@ impl Items {
         let flushed = self.flushed_below(now);
         let mut dead: Vec<usize> = Vec::new();
         let mut stale: Vec<usize> = Vec::new();
-        self.kv().get_many(keys, &mut |i, v| {
-            match v.and_then(|v| Meta::decode(v).map(|(m, at)| (m, &v[at..]))) {
-                Some((m, data)) if Self::live(&m, now, flushed, tally) => {
-                    if bump && needs_bump(&m, now) {
-                        stale.push(i);
-                    }
-                    f(i, Some((&m, data)))
+        self.kv().get_many(keys, &mut |i, v| match v
+            .and_then(|v| Meta::decode(v).map(|(m, at)| (m, &v[at..])))
+        {
+            Some((m, data)) if Self::live(&m, now, flushed, tally) => {
+                if bump && needs_bump(&m, now) {
+                    stale.push(i);
                 }
-                Some(_) => {
-                    dead.push(i);
-                    f(i, None)
-                }
-                None => f(i, None),
+                f(i, Some((&m, data)))
             }
+            Some(_) => {
+                dead.push(i);
+                f(i, None)
+            }
+            None => f(i, None),
         });
         for i in dead {
             self.reap_key(keys[i], now);
@@ -628,7 +628,11 @@ impl Items {
         } else {
             value.saturating_sub(by)
         };
-        tally.bump(if incr { Stat::incr_hits } else { Stat::decr_hits });
+        tally.bump(if incr {
+            Stat::incr_hits
+        } else {
+            Stat::decr_hits
+        });
         let digits = value.to_string();
         let mut data = digits.into_bytes();
         let mut meta = Meta {
@@ -650,7 +654,13 @@ impl Items {
     }
 
     /// `touch` and `gat`: sets a live item's expiry and refreshes it; its item after.
-    pub(crate) fn touch(&self, key: &[u8], expiry: u32, now: Now, tally: &mut Tally) -> Option<Loaded> {
+    pub(crate) fn touch(
+        &self,
+        key: &[u8],
+        expiry: u32,
+        now: Now,
+        tally: &mut Tally,
+    ) -> Option<Loaded> {
         let _g = self.lock(key);
         let mut old = self.load_locked(key, now, tally)?;
         let len = old.meta.header_len() + old.data.len();
@@ -759,7 +769,11 @@ impl Keyspace for Items {
                 o.scan(Bound::Unbounded, &mut |k, v| {
                     last = Some(k.to_vec());
                     seen += 1;
-                    if seen > n { ControlFlow::Break(()) } else { visit(k, v) }
+                    if seen > n {
+                        ControlFlow::Break(())
+                    } else {
+                        visit(k, v)
+                    }
                 });
             }
             *hand = last.unwrap_or_default();
@@ -853,26 +867,63 @@ mod tests {
                 set_stale: false,
                 binary: false,
             };
-            assert_eq!(it.store(b"k", &w(Mode::Replace, b"x", 0), now, t), Stored::NotStored);
-            assert_eq!(it.store(b"k", &w(Mode::Cas, b"x", 9), now, t), Stored::NotFound);
+            assert_eq!(
+                it.store(b"k", &w(Mode::Replace, b"x", 0), now, t),
+                Stored::NotStored
+            );
+            assert_eq!(
+                it.store(b"k", &w(Mode::Cas, b"x", 9), now, t),
+                Stored::NotFound
+            );
             let Stored::Stored(c1) = it.store(b"k", &w(Mode::Add, b"ab", 0), now, t) else {
                 panic!()
             };
-            assert_eq!(it.store(b"k", &w(Mode::Add, b"zz", 0), now, t), Stored::NotStored);
-            assert!(matches!(it.store(b"k", &w(Mode::Append, b"c", 0), now, t), Stored::Stored(_)));
-            assert!(matches!(it.store(b"k", &w(Mode::Prepend, b"_", 0), now, t), Stored::Stored(_)));
+            assert_eq!(
+                it.store(b"k", &w(Mode::Add, b"zz", 0), now, t),
+                Stored::NotStored
+            );
+            assert!(matches!(
+                it.store(b"k", &w(Mode::Append, b"c", 0), now, t),
+                Stored::Stored(_)
+            ));
+            assert!(matches!(
+                it.store(b"k", &w(Mode::Prepend, b"_", 0), now, t),
+                Stored::Stored(_)
+            ));
             assert_eq!(get(&it, b"k", now).as_deref(), Some(&b"_abc"[..]));
-            assert_eq!(it.store(b"k", &w(Mode::Cas, b"n", c1), now, t), Stored::Exists);
+            assert_eq!(
+                it.store(b"k", &w(Mode::Cas, b"n", c1), now, t),
+                Stored::Exists
+            );
             let mut cas = 0;
             it.read_many(&[b"k"], now, false, t, &mut |_, v| cas = v.unwrap().0.cas);
-            assert!(matches!(it.store(b"k", &w(Mode::Cas, b"7", cas), now, t), Stored::Stored(_)));
-            assert!(matches!(it.delta(b"k", true, 5, 0, now, t), Delta::Done(12, _)));
+            assert!(matches!(
+                it.store(b"k", &w(Mode::Cas, b"7", cas), now, t),
+                Stored::Stored(_)
+            ));
+            assert!(matches!(
+                it.delta(b"k", true, 5, 0, now, t),
+                Delta::Done(12, _)
+            ));
             assert_eq!(get(&it, b"k", now).as_deref(), Some(&b"12"[..]));
-            assert!(matches!(it.delta(b"k", false, 3, 0, now, t), Delta::Done(9, _)));
-            assert_eq!(get(&it, b"k", now).as_deref(), Some(&b"9 "[..]), "padded in place");
-            assert!(matches!(it.delta(b"k", false, 100, 0, now, t), Delta::Done(0, _)));
+            assert!(matches!(
+                it.delta(b"k", false, 3, 0, now, t),
+                Delta::Done(9, _)
+            ));
+            assert_eq!(
+                get(&it, b"k", now).as_deref(),
+                Some(&b"9 "[..]),
+                "padded in place"
+            );
+            assert!(matches!(
+                it.delta(b"k", false, 100, 0, now, t),
+                Delta::Done(0, _)
+            ));
             set(&it, b"big", b"18446744073709551615", now);
-            assert!(matches!(it.delta(b"big", true, 2, 0, now, t), Delta::Done(1, _)));
+            assert!(matches!(
+                it.delta(b"big", true, 2, 0, now, t),
+                Delta::Done(1, _)
+            ));
             assert_eq!(it.delta(b"nope", true, 1, 0, now, t), Delta::NotFound);
             set(&it, b"s", b"abc", now);
             assert_eq!(it.delta(b"s", true, 1, 0, now, t), Delta::NonNumeric);
@@ -900,7 +951,12 @@ mod tests {
             let it = Items::open(name, memory, 1 << 20).unwrap();
             let mut t = Tally::default();
             for i in 0..2000u32 {
-                set(&it, format!("k{i}").as_bytes(), b"v", Now::at(1_000_000 + u64::from(i) * 20));
+                set(
+                    &it,
+                    format!("k{i}").as_bytes(),
+                    b"v",
+                    Now::at(1_000_000 + u64::from(i) * 20),
+                );
             }
             let now = Now::at(1_000_000 + 2000 * 20);
             // Keys 0..100 read recently: they must survive evicting half.
@@ -915,8 +971,13 @@ mod tests {
                 evicted += usize::from(mem.evict(&it, 1) > 0);
             }
             assert_eq!(it.len(), before - 1000);
-            let kept = (0..100u32).filter(|i| get(&it, format!("k{i}").as_bytes(), now).is_some()).count();
-            assert!(kept >= 90, "{name}: only {kept} of the 100 recent keys kept");
+            let kept = (0..100u32)
+                .filter(|i| get(&it, format!("k{i}").as_bytes(), now).is_some())
+                .count();
+            assert!(
+                kept >= 90,
+                "{name}: only {kept} of the 100 recent keys kept"
+            );
             assert!(it.bytes() > 0);
         }
     }

@@ -148,7 +148,6 @@ pub(crate) fn strtoul32(tok: &[u8]) -> Option<u32> {
     strtoull(tok).map(|v| v as u32)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,7 +175,9 @@ mod tests {
         let t = Tokens::split(b"  get a  b ");
         assert_eq!(t.words, vec![&b"get"[..], b"a", b"b"]);
         assert!(t.rest.is_none());
-        let line: Vec<u8> = (0..30).flat_map(|i| format!("k{i} ").into_bytes()).collect();
+        let line: Vec<u8> = (0..30)
+            .flat_map(|i| format!("k{i} ").into_bytes())
+            .collect();
         let t = Tokens::split(&line);
         assert_eq!(t.words.len(), 23);
         assert!(t.rest.unwrap().starts_with(b"k23 "));

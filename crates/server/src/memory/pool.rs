@@ -60,7 +60,10 @@ mod tests {
         }
         p.offer(b"k99", 1000, 7);
         let best = p.take_best().unwrap();
-        assert_eq!((best.key.as_slice(), best.idle, best.clock), (&b"k99"[..], 1000, 7));
+        assert_eq!(
+            (best.key.as_slice(), best.idle, best.clock),
+            (&b"k99"[..], 1000, 7)
+        );
         let mut last = u64::MAX;
         let mut n = 0;
         while let Some(c) = p.take_best() {

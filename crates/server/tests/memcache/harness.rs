@@ -103,7 +103,8 @@ pub enum Reply {
 impl Conn {
     pub fn connect(port: u16) -> Conn {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
         s.set_nodelay(true).unwrap();
         Conn { s }
     }
@@ -134,12 +135,17 @@ impl Conn {
         let mut got = Vec::new();
         let mut chunk = [0u8; 64 * 1024];
         loop {
-            if got.ends_with(b"MN\r\n") && (got.len() == 4 || got[got.len() - 6..].starts_with(b"\r\n")) {
+            if got.ends_with(b"MN\r\n")
+                && (got.len() == 4 || got[got.len() - 6..].starts_with(b"\r\n"))
+            {
                 got.truncate(got.len() - 4);
                 return Ok(Reply::Text(String::from_utf8_lossy(&got).into_owned()));
             }
             match self.s.read(&mut chunk) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
                     return Err(String::from_utf8_lossy(&got).into_owned());
                 }
                 Ok(0) | Err(_) => {

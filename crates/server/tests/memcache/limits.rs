@@ -20,25 +20,45 @@ fn line_length_item_size_and_expiry_match_memcached() {
     };
     let (_server, oport) = start_ours(&[]);
     for port in [oport, mport] {
-        let who = if port == oport { "orrery-server" } else { "memcached" };
+        let who = if port == oport {
+            "orrery-server"
+        } else {
+            "memcached"
+        };
         let mut c = Conn::connect(port);
         // Item size: the largest item fits, one byte more is refused and its data skipped.
         let ok = format!("set k 0 0 {MAX_DATA}\r\n{}\r\n", "x".repeat(MAX_DATA));
         assert_eq!(c.text(&ok), "STORED\r\n", "{who}");
         let big = MAX_DATA + 1;
         let refused = format!("set k 0 0 {big}\r\n{}\r\n", "x".repeat(big));
-        assert_eq!(c.text(&refused), "SERVER_ERROR object too large for cache\r\n", "{who}");
+        assert_eq!(
+            c.text(&refused),
+            "SERVER_ERROR object too large for cache\r\n",
+            "{who}"
+        );
         // The failed set dropped the old value; flags make the item 4 bytes larger.
         assert_eq!(c.text("get k\r\n"), "END\r\n", "{who}");
         let flagged = format!("set k 1 0 {MAX_DATA}\r\n{}\r\n", "x".repeat(MAX_DATA));
-        assert_eq!(c.text(&flagged), "SERVER_ERROR object too large for cache\r\n", "{who}");
+        assert_eq!(
+            c.text(&flagged),
+            "SERVER_ERROR object too large for cache\r\n",
+            "{who}"
+        );
         let quiet = format!("set k 0 0 {big} noreply\r\n{}\r\n", "x".repeat(big));
         assert_eq!(c.text(&quiet), "", "{who}");
         let ms = format!("ms k {big} T0\r\n{}\r\n", "x".repeat(big));
-        assert_eq!(c.text(&ms), "SERVER_ERROR object too large for cache\r\n", "{who}");
+        assert_eq!(
+            c.text(&ms),
+            "SERVER_ERROR object too large for cache\r\n",
+            "{who}"
+        );
         // A multi-get line longer than 2048 bytes is served.
         let keys: Vec<String> = (0..400).map(|i| format!("key{i}")).collect();
-        assert_eq!(c.text(&format!("get {}\r\n", keys.join(" "))), "END\r\n", "{who}");
+        assert_eq!(
+            c.text(&format!("get {}\r\n", keys.join(" "))),
+            "END\r\n",
+            "{who}"
+        );
         // Expiry: an item set to live one second is gone within the deadline.
         assert_eq!(c.text("set e 0 1 1\r\nx\r\n"), "STORED\r\n", "{who}");
         let start = Instant::now();
@@ -69,7 +89,10 @@ fn connection_limit() {
             assert_eq!(t, "VERSION 1.6.18\r\n");
             break;
         }
-        assert!(start.elapsed() < DEADLINE, "the closed connection's slot was never freed");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the closed connection's slot was never freed"
+        );
     }
 }
 
@@ -80,7 +103,10 @@ fn memory_limit_evicts_or_refuses() {
     let (_server, port) = start_ours(&["--memcache-memory", "2"]);
     let mut c = Conn::connect(port);
     for i in 0..5000 {
-        assert_eq!(c.text(&format!("set key{i} 0 0 1000\r\n{value}\r\n")), "STORED\r\n");
+        assert_eq!(
+            c.text(&format!("set key{i} 0 0 1000\r\n{value}\r\n")),
+            "STORED\r\n"
+        );
     }
     let stats = c.text("stats\r\n");
     let stat = |name: &str| -> u64 {
@@ -93,13 +119,19 @@ fn memory_limit_evicts_or_refuses() {
     assert!(stat("evictions") >= 2500, "{stats}");
     assert!(stat("curr_items") <= 2500, "{stats}");
     // The most recent items are kept.
-    assert!(c.text("get key4999\r\n").starts_with("VALUE key4999 0 1000"));
+    assert!(
+        c.text("get key4999\r\n")
+            .starts_with("VALUE key4999 0 1000")
+    );
 
     let (_server, port) = start_ours(&["--memcache-memory", "2", "--memcache-evict", "no"]);
     let mut c = Conn::connect(port);
     let mut refused = 0;
     for i in 0..5000 {
-        match c.text(&format!("set key{i} 0 0 1000\r\n{value}\r\n")).as_str() {
+        match c
+            .text(&format!("set key{i} 0 0 1000\r\n{value}\r\n"))
+            .as_str()
+        {
             "STORED\r\n" => {}
             "SERVER_ERROR out of memory storing object\r\n" => refused += 1,
             other => panic!("{other:?}"),
