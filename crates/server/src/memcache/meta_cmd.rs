@@ -67,7 +67,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, m: MetaRequest<'_>) {
 /// How `mg` ended.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hit {
-    Hit,
+    Found,
     Miss,
     /// An error reply replaced the item's (an over-long opaque).
     Error,
@@ -123,11 +123,9 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                         ttl_set = true;
                         l.meta.expiry = now.expiry(of.ttl.unwrap_or(0));
                     }
-                    b'N' => {
-                        if created {
-                            l.meta.expiry = now.expiry(of.vivify_ttl);
-                            won = true;
-                        }
+                    b'N' if created => {
+                        l.meta.expiry = now.expiry(of.vivify_ttl);
+                        won = true;
                     }
                     b'R' => {
                         let recache = now.expiry(of.recache.unwrap_or(0));
@@ -203,16 +201,16 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 l.meta.atime = now.clock;
             }
             if created || l.meta != before {
-                (Change::Put(l.meta, l.data), Hit::Hit)
+                (Change::Put(l.meta, l.data), Hit::Found)
             } else {
-                (Change::Keep, Hit::Hit)
+                (Change::Keep, Hit::Found)
             }
         });
     let t = &mut *ctx.tally;
     if hit == Hit::Error {
         return;
     }
-    if hit == Hit::Hit {
+    if hit == Hit::Found {
         if ttl_set {
             t.bump(Stat::cmd_touch);
             t.bump(Stat::touch_hits);
@@ -422,11 +420,7 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
             }
             b't' => ttl_flag(&mut line, meta.expiry, now.secs),
             b'T' => meta.expiry = now.expiry(of.ttl.unwrap_or(0)),
-            b'N' => {
-                if created {
-                    meta.expiry = now.expiry(of.vivify_ttl);
-                }
-            }
+            b'N' if created => meta.expiry = now.expiry(of.vivify_ttl),
             b'O' if f.len() > MAX_OPAQUE => {
                 opaque_error = true;
                 break;

@@ -335,7 +335,7 @@ fn parse_store<'a>(
             None => return bad(used),
         }
     }
-    if vlen < 0 || vlen > i32::MAX - 2 {
+    if !(0..=i32::MAX - 2).contains(&vlen) {
         return bad(used);
     }
     let vlen = vlen as usize;

@@ -392,10 +392,10 @@ impl Side {
                 }
             } else if matches!(w[0], "HD" | "VA" | "EN" | "NS" | "EX" | "NF") {
                 for t in &w[1..] {
-                    if let Some(c) = t.strip_prefix('c').and_then(|c| c.parse().ok()) {
-                        if c != 0 {
-                            self.last_cas.insert(key.to_string(), c);
-                        }
+                    if let Some(c) = t.strip_prefix('c').and_then(|c| c.parse::<u64>().ok())
+                        && c != 0
+                    {
+                        self.last_cas.insert(key.to_string(), c);
                     }
                 }
             }
@@ -610,8 +610,8 @@ fn random_streams_match_memcached() {
                         .map(|line| {
                             line.split(' ')
                                 .filter(|t| {
-                                    !matches!(*t, "X" | "W" | "Z")
-                                        && !(t.starts_with('s') && t[1..].parse::<u64>().is_ok())
+                                    !(matches!(*t, "X" | "W" | "Z")
+                                        || (t.starts_with('s') && t[1..].parse::<u64>().is_ok()))
                                 })
                                 .collect::<Vec<_>>()
                                 .join(" ")
