@@ -944,6 +944,7 @@ mod tests {
             it.flush(Some(now.secs + 10));
             assert!(get(&it, b"after", now).is_some());
             assert!(get(&it, b"after", Now::at(1_700_000_010_000)).is_none());
+            set(&it, b"big", b"1", now);
             assert!(it.delete(b"big", now, t));
             assert!(!it.delete(b"big", now, t));
         }
