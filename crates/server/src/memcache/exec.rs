@@ -187,7 +187,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, req: Request<'_>) -> After {
             ctx.out.extend_from_slice(b"VERSION ");
             reply::line(ctx.out, MEMCACHED_VERSION);
         }
-        Request::Verbosity { noreply } => {
+        Request::Verbosity { level, noreply } => {
+            // memcached caps the level at 2; it changes nothing else here.
+            ctx.mc
+                .verbosity
+                .store(level.min(2), std::sync::atomic::Ordering::Relaxed);
             if !noreply {
                 reply::line(ctx.out, "OK");
             }

@@ -64,7 +64,7 @@ pub(crate) enum Request<'a> {
     /// `version`.
     Version,
     /// `verbosity n`.
-    Verbosity { noreply: bool },
+    Verbosity { level: u32, noreply: bool },
     /// `quit`.
     Quit,
     /// `stats [group]`.
@@ -254,7 +254,7 @@ pub(crate) fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
             }
             let noreply = t.noreply();
             match strtoul32(t.words[1]) {
-                Some(_) => Request::Verbosity { noreply },
+                Some(level) => Request::Verbosity { level, noreply },
                 None => reply(BAD_FORMAT, noreply),
             }
         }
