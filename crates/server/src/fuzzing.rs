@@ -25,6 +25,12 @@ static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     ))
 });
 
+/// Runs `data` through the memcached front end's request path: framing, parser and every
+/// command on an in-process item store with small limits (`crate::memcache`).
+pub fn memcache_requests(data: &[u8]) {
+    crate::memcache::fuzzing::requests(data)
+}
+
 /// Parses `data` as a stream of requests and runs each one; see the module docs.
 pub fn requests(data: &[u8]) {
     let shared = &**SHARED;

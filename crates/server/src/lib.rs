@@ -30,6 +30,8 @@
 //! | `store` | the keyspace: value header (type, deadline), striped writes, expiry; logs through a `Journal` and reports each command's log position in its `Call` |
 //! | `resp` | request parser (with limits) and reply encoder (RESP2/RESP3) |
 //! | `zset` | a sorted set as two ordered Orrery indexes |
+//! | `memcache` | the memcached protocol (text and meta) on a second listener, over its own items (a folder; its `mod.rs` has the table) |
+//! | `memory` | the memory limit and sampled-LRU eviction, over any keyspace (used by `memcache`) |
 //! | `glob`, `num`, `clock` | leaves: Redis's glob patterns, Redis's number syntax and formats, the wall clock |
 //!
 //! # Consistency
@@ -47,6 +49,8 @@ mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glob;
+mod memcache;
+mod memory;
 mod num;
 mod resp;
 mod server;

@@ -42,7 +42,11 @@ pub fn run(config: Config) -> Result<(), String> {
         store.set_journal(log.clone());
         aof = Some(log);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if config.threads > 0 {
+        builder.worker_threads(config.threads);
+    }
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
@@ -57,6 +61,24 @@ async fn serve(config: Config, store: Store, aof: Option<Arc<Aof>>) -> Result<()
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
+    if let Some(port) = config.memcache_port {
+        // Logged before the ready line, which tells clients that both ports are open.
+        let at = crate::memcache::start(crate::memcache::Settings {
+            port,
+            bind: config.bind.clone(),
+            index: config.memcache_index.clone(),
+            memory: config.memcache_memory_mb << 20,
+            max_item: config.memcache_max_item,
+            no_evict: !config.memcache_evict,
+            max_conns: config.memcache_max_conns,
+            samples: config.memcache_samples,
+        })
+        .await?;
+        println!(
+            "orrery-server memcached protocol (index {}) on {at}",
+            config.memcache_index
+        );
+    }
     let shared = Arc::new(Shared::new(config, store, aof, local.port()));
     println!(
         "orrery-server {} (index {}) ready to accept connections on {local}",
