@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::aof::{AofSettings, Fsync};
+use crate::layout::{Param, ThresholdValues, Thresholds, threshold_param, threshold_parse};
 
 use crate::resp::Limits;
 
@@ -43,6 +44,8 @@ pub struct Config {
     /// long (as Redis's `rdb-key-save-delay`); 0 by default.
     pub aof_rewrite_key_delay: u64,
     pub(crate) limits: Limits,
+    /// The compact-encoding thresholds (`--hash-max-listpack-entries N` …).
+    pub(crate) thresholds: ThresholdValues,
 }
 
 impl Default for Config {
@@ -62,6 +65,7 @@ impl Default for Config {
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             aof_rewrite_key_delay: 0,
             limits: Limits::default(),
+            thresholds: ThresholdValues::default(),
         }
     }
 }
@@ -96,6 +100,11 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                              N% since the last rewrite (default 100; 0: never)
   --auto-aof-rewrite-min-size SIZE   ... and is at least SIZE (default 64mb)
   --aof-rewrite-key-delay MICROS     testing: sleep after each key a rewrite writes
+  --hash-max-listpack-entries N, --hash-max-listpack-value BYTES,
+  --set-max-intset-entries N, --set-max-listpack-entries N,
+  --set-max-listpack-value BYTES, --zset-max-listpack-entries N,
+  --zset-max-listpack-value BYTES, --list-max-listpack-size N
+                     when collections stay compact (Redis's settings and defaults)
 
 Sizes take Redis's units: 100, 64kb, 64mb, 1gb (1024-based), 1k, 1m, 1g (1000-based).
 ";
@@ -147,6 +156,8 @@ pub(crate) struct Live {
     pub(crate) aof: Arc<AofSettings>,
     /// Whether the server listens on a loopback address (a password may then be cleared).
     loopback: bool,
+    /// The compact-encoding thresholds (shared with the store).
+    pub(crate) thresholds: Arc<Thresholds>,
 }
 
 /// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
@@ -193,6 +204,7 @@ enum Assign {
     AutoPercentage(u64),
     AutoMinSize(u64),
     KeyDelay(u64),
+    Threshold(Param, i64),
 }
 
 /// What `CONFIG SET` answers for a parameter it cannot set.
@@ -204,8 +216,13 @@ pub(crate) enum Refused {
 }
 
 impl Live {
-    /// The live settings starting from `c`; `aof` is the append-only file's, if open.
-    pub(crate) fn new(c: &Config, aof: Option<Arc<AofSettings>>) -> Live {
+    /// The live settings starting from `c`; `aof` is the append-only file's, if open;
+    /// `thresholds` the store's.
+    pub(crate) fn new(
+        c: &Config,
+        aof: Option<Arc<AofSettings>>,
+        thresholds: Arc<Thresholds>,
+    ) -> Live {
         let normal = BufferLimit {
             hard: c.output_buffer_limit as u64,
             soft: c.output_buffer_limit as u64,
@@ -238,6 +255,7 @@ impl Live {
                 ))
             }),
             loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+            thresholds,
         }
     }
 
@@ -320,6 +338,10 @@ impl Live {
             "auto-aof-rewrite-min-size" => Assign::AutoMinSize(memory_in(v, 0, max).map_err(bad)?),
             "aof-rewrite-key-delay" => Assign::KeyDelay(int_in(v, 0, 10_000_000).map_err(bad)?),
             n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
+            n if threshold_param(n).is_some() => {
+                let p = threshold_param(n).expect("checked");
+                Assign::Threshold(p, threshold_parse(p, v).map_err(bad)?)
+            }
             _ => return Err(Refused::Unknown),
         })
     }
@@ -371,6 +393,7 @@ impl Live {
                 Assign::AutoPercentage(n) => self.aof.auto_percentage.store(n, Ordering::Relaxed),
                 Assign::AutoMinSize(n) => self.aof.auto_min_size.store(n, Ordering::Relaxed),
                 Assign::KeyDelay(n) => self.aof.key_delay_us.store(n, Ordering::Relaxed),
+                Assign::Threshold(p, n) => self.thresholds.set(p, n),
             }
         }
         Ok(())
@@ -458,6 +481,15 @@ impl Config {
                 }
                 "--aof-rewrite-key-delay" => c.aof_rewrite_key_delay = num(&flag, value()?)?,
                 "--dir" => c.dir = PathBuf::from(value()?),
+                f if f
+                    .strip_prefix("--")
+                    .is_some_and(|n| threshold_param(n).is_some()) =>
+                {
+                    let v = value()?;
+                    if let Some(Err(why)) = c.thresholds.set_named(&f[2..], &v) {
+                        return Err(format!("{flag}: '{v}': {why}"));
+                    }
+                }
                 "--appendonly" => {
                     c.appendonly = match value()?.to_ascii_lowercase().as_str() {
                         "yes" => true,

@@ -60,7 +60,14 @@ pub fn requests(data: &[u8]) {
                     client: &mut client,
                     call: &call,
                 };
-                let reply = cmd::dispatch(&mut ctx, &args);
+                let mut reply = cmd::dispatch(&mut ctx, &args);
+                if let Some(b) = client.blocked.take() {
+                    // No connection to wait on: a blocking command times out at once.
+                    reply = match shared.waiters.cancel(&b.waiter) {
+                        Ok(Some((r, _))) => r,
+                        _ => b.timeout_reply,
+                    };
+                }
                 out.clear();
                 reply.encode(2, &mut out);
                 reply.encode(3, &mut out);
