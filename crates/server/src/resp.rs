@@ -378,7 +378,11 @@ impl Reply {
                 }
             }
             Reply::Set(items) => {
-                header(out, if proto >= 3 { b'~' } else { b'*' }, items.len() as i64);
+                header(
+                    out,
+                    if proto >= 3 { b'~' } else { b'*' },
+                    items.len() as i64,
+                );
                 for item in items {
                     item.encode(proto, out);
                 }

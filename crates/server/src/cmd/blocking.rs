@@ -30,12 +30,13 @@ use crate::coll::{self, End, List, ZSet};
 use crate::num::parse_f64;
 use crate::resp::Reply;
 use crate::store::{Call, Kind, Txn};
-use crate::waiters::{Blocked, Want, Waiter};
+use crate::waiters::{Blocked, Waiter, Want};
 
 /// Parses a blocking timeout (seconds, fractions allowed) into milliseconds, with
 /// Redis 7.0's errors (an overflowing value is "negative" there too).
 fn parse_timeout(a: &[u8]) -> Result<u64, Reply> {
-    let secs = parse_f64(a).ok_or_else(|| Reply::err("ERR timeout is not a float or out of range"))?;
+    let secs =
+        parse_f64(a).ok_or_else(|| Reply::err("ERR timeout is not a float or out of range"))?;
     let ms = (secs * 1000.0).ceil();
     if !(0.0..9.2e18).contains(&ms) {
         return Err(Reply::err("ERR timeout is negative"));
@@ -153,7 +154,8 @@ impl<'a> Command<'a> for Block<'a> {
                 };
                 ctx.client.blocked = Some(Blocked {
                     waiter,
-                    deadline: (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout)),
+                    deadline: (timeout > 0)
+                        .then(|| Instant::now() + Duration::from_millis(timeout)),
                     timeout_reply,
                 });
                 Reply::Silence
@@ -218,7 +220,9 @@ pub(crate) fn serve_ready(ctx: &Ctx<'_>) {
             if let Want::Move { dst, .. } = &w.want {
                 locked.push(dst);
             }
-            let served = shared.store.write(&locked, &call, |t| serve_one(ctx, t, &key, &w));
+            let served = shared
+                .store
+                .write(&locked, &call, |t| serve_one(ctx, t, &key, &w));
             queue.extend(call.take_ready());
             match served {
                 Served::Empty => break,

@@ -20,7 +20,12 @@ fn err(e: coll::Error) -> Reply {
 }
 
 /// Runs `f` on the hash at `key` under its stripe, or replies `missing`.
-fn read(ctx: &Ctx<'_>, key: &[u8], missing: Reply, f: impl FnOnce(&Txn<'_>, &Hash<'_>) -> Reply) -> Reply {
+fn read(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    missing: Reply,
+    f: impl FnOnce(&Txn<'_>, &Hash<'_>) -> Reply,
+) -> Reply {
     ctx.shared
         .store
         .write(&[key], ctx.call, |t| match Hash::open(t, key) {
@@ -78,7 +83,11 @@ impl<'a> Command<'a> for HSet<'a> {
                     added += 1;
                 }
             }
-            Ok(if self.ok { Reply::OK } else { Reply::Int(added) })
+            Ok(if self.ok {
+                Reply::OK
+            } else {
+                Reply::Int(added)
+            })
         })
     }
 }
@@ -395,7 +404,10 @@ impl<'a> Command<'a> for HRandField<'a> {
 
 /// Parses the `count [WITH…]` of `HRANDFIELD` and `ZRANDMEMBER` with Redis's errors, in
 /// Redis's order (the count first).
-pub(super) fn parse_rand_count(args: &[Vec<u8>], with: &[u8]) -> Result<(Option<i64>, bool), Reply> {
+pub(super) fn parse_rand_count(
+    args: &[Vec<u8>],
+    with: &[u8],
+) -> Result<(Option<i64>, bool), Reply> {
     let Some(c) = args.get(2) else {
         return Ok((None, false));
     };

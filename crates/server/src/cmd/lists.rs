@@ -19,7 +19,12 @@ fn err(e: coll::Error) -> Reply {
 }
 
 /// Runs `f` on the list at `key` under its stripe, or replies `missing`.
-fn read(ctx: &Ctx<'_>, key: &[u8], missing: Reply, f: impl FnOnce(&Txn<'_>, &List<'_>) -> Reply) -> Reply {
+fn read(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    missing: Reply,
+    f: impl FnOnce(&Txn<'_>, &List<'_>) -> Reply,
+) -> Reply {
     ctx.shared
         .store
         .write(&[key], ctx.call, |t| match List::open(t, key) {
@@ -76,7 +81,11 @@ impl<'a> Command<'a> for Push<'a> {
         Ok(Push {
             key: &args[1],
             elements: &args[2..],
-            end: if name[0] == b'l' { End::Left } else { End::Right },
+            end: if name[0] == b'l' {
+                End::Left
+            } else {
+                End::Right
+            },
             only_existing: name.ends_with(b"x"),
         })
     }
@@ -133,14 +142,22 @@ impl<'a> Command<'a> for Pop<'a> {
         }
         Ok(Pop {
             key: &args[1],
-            end: if args[0][0].eq_ignore_ascii_case(&b'l') { End::Left } else { End::Right },
+            end: if args[0][0].eq_ignore_ascii_case(&b'l') {
+                End::Left
+            } else {
+                End::Right
+            },
             count,
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let (end, count) = (self.end, self.count);
-        let missing = if count.is_some() { Reply::NilArray } else { Reply::Nil };
+        let missing = if count.is_some() {
+            Reply::NilArray
+        } else {
+            Reply::Nil
+        };
         change(ctx, self.key, missing, |t, l| {
             Ok(match count {
                 None => l.pop(t, end).map_or(Reply::Nil, Reply::Bulk),
@@ -170,14 +187,20 @@ impl<'a> Command<'a> for LLen<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        read(ctx, self.key, Reply::Int(0), |_, l| Reply::Int(l.len() as i64))
+        read(ctx, self.key, Reply::Int(0), |_, l| {
+            Reply::Int(l.len() as i64)
+        })
     }
 }
 
 /// Redis's clamping of `start stop` to a list of `len`: the index range, or `None`.
 fn clamp(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
-    let start = if start < 0 { (start + len).max(0) } else { start };
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
     let stop = if stop < 0 { stop + len } else { stop };
     if start > stop || start >= len {
         return None;
@@ -208,29 +231,38 @@ impl<'a> Command<'a> for LRange<'a> {
         read(ctx, self.key, Reply::Array(vec![]), |t, l| {
             match clamp(self.start, self.stop, l.len()) {
                 None => Reply::Array(vec![]),
-                Some((a, b)) => Reply::Array(l.range(t, a, b).into_iter().map(Reply::Bulk).collect()),
+                Some((a, b)) => {
+                    Reply::Array(l.range(t, a, b).into_iter().map(Reply::Bulk).collect())
+                }
             }
         })
     }
 }
 
-/// `LINDEX key index`.
+/// `LINDEX key index` (as in Redis, the key is looked at before the index).
 pub(super) struct LIndex<'a> {
     key: &'a [u8],
-    index: i64,
+    index: Option<i64>,
 }
 
 impl<'a> Command<'a> for LIndex<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
         Ok(LIndex {
             key: &args[1],
-            index: parse_i64(&args[2]).ok_or_else(not_integer)?,
+            index: parse_i64(&args[2]),
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         read(ctx, self.key, Reply::Nil, |t, l| {
-            let i = if self.index < 0 { self.index + l.len() as i64 } else { self.index };
+            let Some(index) = self.index else {
+                return not_integer();
+            };
+            let i = if index < 0 {
+                index + l.len() as i64
+            } else {
+                index
+            };
             if i < 0 {
                 return Reply::Nil;
             }
@@ -239,10 +271,10 @@ impl<'a> Command<'a> for LIndex<'a> {
     }
 }
 
-/// `LSET key index element`.
+/// `LSET key index element` (as in Redis, the key is looked at before the index).
 pub(super) struct LSet<'a> {
     key: &'a [u8],
-    index: i64,
+    index: Option<i64>,
     element: &'a [u8],
 }
 
@@ -251,14 +283,21 @@ impl<'a> Command<'a> for LSet<'a> {
         check_lengths([&args[3][..]]).map_err(err)?;
         Ok(LSet {
             key: &args[1],
-            index: parse_i64(&args[2]).ok_or_else(not_integer)?,
+            index: parse_i64(&args[2]),
             element: &args[3],
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         change(ctx, self.key, Reply::err("ERR no such key"), |t, l| {
-            let i = if self.index < 0 { self.index + l.len() as i64 } else { self.index };
+            let Some(index) = self.index else {
+                return Ok(not_integer());
+            };
+            let i = if index < 0 {
+                index + l.len() as i64
+            } else {
+                index
+            };
             if i < 0 || i >= l.len() as i64 {
                 return Ok(Reply::err("ERR index out of range"));
             }
@@ -417,7 +456,11 @@ impl<'a> Command<'a> for LPos<'a> {
             count,
             maxlen,
         } = self;
-        let missing = if count.is_some() { Reply::Array(vec![]) } else { Reply::Nil };
+        let missing = if count.is_some() {
+            Reply::Array(vec![])
+        } else {
+            Reply::Nil
+        };
         read(ctx, key, missing, |t, l| {
             let want = match count {
                 Some(0) => usize::MAX,

@@ -67,10 +67,22 @@ impl<'a> Command<'a> for Object<'a> {
             }
             let name = match e.kind {
                 Kind::String => string_encoding(&e.payload),
-                Kind::Hash => Hash::open(t, key).ok().flatten().map_or("", |h| h.encoding()),
-                Kind::Set => Set::open(t, key).ok().flatten().map_or("", |s| s.encoding()),
-                Kind::ZSet => ZSet::open(t, key).ok().flatten().map_or("", |z| z.encoding()),
-                Kind::List => List::open(t, key).ok().flatten().map_or("", |l| l.encoding()),
+                Kind::Hash => Hash::open(t, key)
+                    .ok()
+                    .flatten()
+                    .map_or("", |h| h.encoding()),
+                Kind::Set => Set::open(t, key)
+                    .ok()
+                    .flatten()
+                    .map_or("", |s| s.encoding()),
+                Kind::ZSet => ZSet::open(t, key)
+                    .ok()
+                    .flatten()
+                    .map_or("", |z| z.encoding()),
+                Kind::List => List::open(t, key)
+                    .ok()
+                    .flatten()
+                    .map_or("", |l| l.encoding()),
             };
             Reply::bulk(name)
         })
@@ -122,7 +134,9 @@ impl<'a> Command<'a> for MemoryUsage<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let store = &ctx.shared.store;
         let key = self.key;
-        let Some(raw) = store.read(key, ctx.call, |_, _, _| ()).and_then(|()| store.kv().get(key))
+        let Some(raw) = store
+            .read(key, ctx.call, |_, _, _| ())
+            .and_then(|()| store.kv().get(key))
         else {
             return Reply::Nil;
         };

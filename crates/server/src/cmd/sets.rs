@@ -27,7 +27,12 @@ fn bulks(members: Vec<Vec<u8>>) -> Vec<Reply> {
 }
 
 /// Runs `f` on the set at `key` under its stripe, or replies `missing`.
-fn read(ctx: &Ctx<'_>, key: &[u8], missing: Reply, f: impl FnOnce(&Txn<'_>, &Set<'_>) -> Reply) -> Reply {
+fn read(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    missing: Reply,
+    f: impl FnOnce(&Txn<'_>, &Set<'_>) -> Reply,
+) -> Reply {
     ctx.shared
         .store
         .write(&[key], ctx.call, |t| match Set::open(t, key) {
@@ -112,7 +117,12 @@ impl<'a> Command<'a> for SIsMember<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let answer = |found: Vec<bool>| {
             if self.many {
-                Reply::Array(found.into_iter().map(|b| Reply::Int(i64::from(b))).collect())
+                Reply::Array(
+                    found
+                        .into_iter()
+                        .map(|b| Reply::Int(i64::from(b)))
+                        .collect(),
+                )
             } else {
                 Reply::Int(i64::from(found[0]))
             }
@@ -140,7 +150,9 @@ impl<'a> Command<'a> for SMembers<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         if self.card {
-            return read(ctx, self.key, Reply::Int(0), |_, s| Reply::Int(s.len() as i64));
+            return read(ctx, self.key, Reply::Int(0), |_, s| {
+                Reply::Int(s.len() as i64)
+            });
         }
         read(ctx, self.key, Reply::Set(vec![]), |t, s| {
             Reply::Set(bulks(s.members(t)))
@@ -174,7 +186,11 @@ impl<'a> Command<'a> for SPop<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let (key, count) = (self.key, self.count);
-        let missing = if count.is_some() { Reply::Set(vec![]) } else { Reply::Nil };
+        let missing = if count.is_some() {
+            Reply::Set(vec![])
+        } else {
+            Reply::Nil
+        };
         ctx.shared.store.write(&[key], ctx.call, |t| {
             let mut s = match Set::open(t, key) {
                 Ok(Some(s)) => s,

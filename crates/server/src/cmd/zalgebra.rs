@@ -39,8 +39,21 @@ impl Aggregate {
                 let s = a + b;
                 if s.is_nan() { 0.0 } else { s }
             }
-            Aggregate::Min => a.min(b),
-            Aggregate::Max => a.max(b),
+            // As C's `b < a ? b : a`: a NaN `b` keeps `a`.
+            Aggregate::Min => {
+                if b < a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Aggregate::Max => {
+                if b > a {
+                    b
+                } else {
+                    a
+                }
+            }
         }
     }
 }
@@ -54,6 +67,9 @@ pub(super) struct ZAlgebra<'a> {
     weights: Vec<f64>,
     aggregate: Aggregate,
     withscores: bool,
+    /// An error in the options, which Redis reports only after checking the sources'
+    /// types.
+    bad_options: Option<Reply>,
 }
 
 impl<'a> Command<'a> for ZAlgebra<'a> {
@@ -85,31 +101,10 @@ impl<'a> Command<'a> for ZAlgebra<'a> {
             weights: vec![1.0; n],
             aggregate: Aggregate::Sum,
             withscores: false,
+            bad_options: None,
         };
-        let mut i = at + 1 + n;
-        while i < args.len() {
-            let rest = args.len() - i - 1;
-            match &args[i].to_ascii_uppercase()[..] {
-                b"WEIGHTS" if op != Op::Diff && rest >= n => {
-                    for (j, w) in args[i + 1..i + 1 + n].iter().enumerate() {
-                        z.weights[j] = parse_f64(w)
-                            .ok_or_else(|| Reply::err("ERR weight value is not a float"))?;
-                    }
-                    i += n;
-                }
-                b"AGGREGATE" if op != Op::Diff && rest >= 1 => {
-                    z.aggregate = match &args[i + 1].to_ascii_uppercase()[..] {
-                        b"SUM" => Aggregate::Sum,
-                        b"MIN" => Aggregate::Min,
-                        b"MAX" => Aggregate::Max,
-                        _ => return Err(syntax_error()),
-                    };
-                    i += 1;
-                }
-                b"WITHSCORES" if !store => z.withscores = true,
-                _ => return Err(syntax_error()),
-            }
-            i += 1;
+        if let Err(r) = z.parse_options(args, at + 1 + n, store) {
+            z.bad_options = Some(r);
         }
         Ok(z)
     }
@@ -120,11 +115,14 @@ impl<'a> Command<'a> for ZAlgebra<'a> {
         locked.extend(self.dst);
         ctx.shared.store.write(&locked, ctx.call, |t| {
             let items = match self.combine(t) {
+                Ok(_) if self.bad_options.is_some() => {
+                    return self.bad_options.clone().unwrap_or(Reply::Nil);
+                }
                 Ok(items) => items,
                 Err(e) => return err(e),
             };
             match self.dst {
-                Some(dst) => store_result(t, dst, &items),
+                Some(dst) => store_result(t, dst, &items, true),
                 None => pairs_reply(items, self.withscores, proto),
             }
         })
@@ -132,14 +130,45 @@ impl<'a> Command<'a> for ZAlgebra<'a> {
 }
 
 impl ZAlgebra<'_> {
+    /// Parses `[WEIGHTS …] [AGGREGATE …] [WITHSCORES]` from `args[i..]`.
+    fn parse_options(&mut self, args: &[Vec<u8>], mut i: usize, store: bool) -> Result<(), Reply> {
+        let n = self.keys.len();
+        while i < args.len() {
+            let rest = args.len() - i - 1;
+            match &args[i].to_ascii_uppercase()[..] {
+                b"WEIGHTS" if self.op != Op::Diff && rest >= n => {
+                    for (j, w) in args[i + 1..i + 1 + n].iter().enumerate() {
+                        self.weights[j] = parse_f64(w)
+                            .ok_or_else(|| Reply::err("ERR weight value is not a float"))?;
+                    }
+                    i += n;
+                }
+                b"AGGREGATE" if self.op != Op::Diff && rest >= 1 => {
+                    self.aggregate = match &args[i + 1].to_ascii_uppercase()[..] {
+                        b"SUM" => Aggregate::Sum,
+                        b"MIN" => Aggregate::Min,
+                        b"MAX" => Aggregate::Max,
+                        _ => return Err(syntax_error()),
+                    };
+                    i += 1;
+                }
+                b"WITHSCORES" if !store => self.withscores = true,
+                _ => return Err(syntax_error()),
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
     /// The members of source `key` with their scores (a plain set's score 1), `None` when
     /// absent.
     fn source(t: &Txn<'_>, key: &[u8]) -> coll::Result<Option<Vec<(Vec<u8>, f64)>>> {
         match t.load(key).map(|e| e.kind) {
             None => Ok(None),
             Some(Kind::ZSet) => Ok(ZSet::open(t, key)?.map(|z| z.members(t))),
-            Some(Kind::Set) => Ok(Set::open(t, key)?
-                .map(|s| s.members(t).into_iter().map(|m| (m, 1.0)).collect())),
+            Some(Kind::Set) => Ok(
+                Set::open(t, key)?.map(|s| s.members(t).into_iter().map(|m| (m, 1.0)).collect())
+            ),
             Some(_) => Err(coll::Error::WrongType),
         }
     }
@@ -173,18 +202,23 @@ impl ZAlgebra<'_> {
                 if sources.iter().any(Option::is_none) {
                     return Ok(Vec::new());
                 }
+                // As Redis: the smallest source first (its weighted scores are zeroed when
+                // not a number; the others' are not, before aggregating).
+                let mut order: Vec<usize> = (0..sources.len()).collect();
+                order.sort_by_key(|&j| sources[j].as_ref().map_or(0, Vec::len));
                 let maps: Vec<HashMap<&[u8], f64>> = sources
                     .iter()
                     .flatten()
                     .map(|s| s.iter().map(|(m, v)| (&m[..], *v)).collect())
                     .collect();
+                let first = order[0];
                 let mut out = Vec::new();
-                for (m, s) in sources[0].iter().flatten() {
-                    let mut acc = weigh(*s, self.weights[0]);
+                for (m, s) in sources[first].iter().flatten() {
+                    let mut acc = weigh(*s, self.weights[first]);
                     let mut all = true;
-                    for (j, map) in maps.iter().enumerate().skip(1) {
-                        match map.get(&m[..]) {
-                            Some(v) => acc = self.aggregate.apply(acc, weigh(*v, self.weights[j])),
+                    for &j in &order[1..] {
+                        match maps[j].get(&m[..]) {
+                            Some(v) => acc = self.aggregate.apply(acc, v * self.weights[j]),
                             None => {
                                 all = false;
                                 break;
@@ -198,8 +232,13 @@ impl ZAlgebra<'_> {
                 out
             }
             Op::Union => {
+                // As Redis: the sources from the smallest (the order decides between `0`
+                // and `-0` under MIN and MAX, and the rounding of sums).
+                let mut order: Vec<usize> = (0..sources.len()).collect();
+                order.sort_by_key(|&j| sources[j].as_ref().map_or(0, Vec::len));
                 let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
-                for (j, s) in sources.iter().enumerate() {
+                for j in order {
+                    let s = &sources[j];
                     for (m, v) in s.iter().flatten() {
                         let w = weigh(*v, self.weights[j]);
                         acc.entry(m.clone())

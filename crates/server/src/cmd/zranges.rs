@@ -60,8 +60,16 @@ impl Range {
 /// Redis's clamping of a rank range to a set of `len` members.
 fn rank_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
-    let start = if start < 0 { (start + len).max(0) } else { start };
-    let stop = if stop < 0 { stop + len } else { stop.min(len - 1) };
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
+    let stop = if stop < 0 {
+        stop + len
+    } else {
+        stop.min(len - 1)
+    };
     (start <= stop && start < len).then_some((start as usize, stop as usize))
 }
 
@@ -206,19 +214,35 @@ impl<'a> Command<'a> for ZRangeStore<'a> {
                 Ok(None) => Vec::new(),
                 Ok(Some(z)) => range.select(t, &z),
             };
-            store_result(t, dst, &items)
+            store_result(t, dst, &items, false)
         })
     }
 }
 
 /// Replaces `dst` by a sorted set of `items` (deleting it when there are none); the
-/// reply is the new set's size.
-pub(super) fn store_result(t: &Txn<'_>, dst: &[u8], items: &[(Vec<u8>, f64)]) -> Reply {
+/// reply is the new set's size. Its form follows Redis's: `ZRANGESTORE` starts compact
+/// when the count allows and converts as members need; an algebra result (`whole`) is
+/// compact only if it fits whole (Redis builds a skiplist and converts it after), which
+/// decides whether a `-0` score survives.
+pub(super) fn store_result(
+    t: &Txn<'_>,
+    dst: &[u8],
+    items: &[(Vec<u8>, f64)],
+    whole: bool,
+) -> Reply {
     t.delete(dst);
     let mut z = match ZSet::create(t, dst) {
         Ok(z) => z,
         Err(e) => return err(e),
     };
+    let th = t.thresholds();
+    let fits = items.len() as i64 <= th.zset_entries
+        && (!whole || items.iter().all(|(m, _)| m.len() as i64 <= th.zset_value));
+    if !fits && !items.is_empty() {
+        if let Err(e) = z.make_large(t) {
+            return err(e);
+        }
+    }
     let mut failed = None;
     for (m, s) in items {
         let old = z.score(t, m);

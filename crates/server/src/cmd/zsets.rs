@@ -338,7 +338,9 @@ impl<'a> Command<'a> for ZCard<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        read(ctx, self.key, Reply::Int(0), |_, z| Reply::Int(z.len() as i64))
+        read(ctx, self.key, Reply::Int(0), |_, z| {
+            Reply::Int(z.len() as i64)
+        })
     }
 }
 

@@ -12,7 +12,7 @@
 use std::io;
 use std::ops::{Bound, ControlFlow};
 
-use crate::layout::{IntSet, Pack, id_prefix, key_score, list_pos, zset_member_prefix};
+use crate::layout::{IntSet, Pack, id_prefix, list_pos, zset_member_prefix};
 use crate::store::{Enc, Kind, Store, Txn, header, large_id};
 
 /// Emits the records that rebuild the value `raw` stored under `key` (none for a value
@@ -70,7 +70,7 @@ fn dump_compact(
         Kind::ZSet => {
             let mut it = Pack::new(payload).iter();
             while let (Some(m), Some(s)) = (it.next(), it.next()) {
-                emit(&[b"ZADD", key, m, &key_score(s).to_bits().to_be_bytes()])?;
+                emit(&[b"ZADD", key, m, s])?;
             }
         }
         Kind::List => {
@@ -111,7 +111,7 @@ fn dump_large(
         let r = match kind {
             Kind::Hash => emit(&[b"HSET", key, &k[12..], v]),
             Kind::Set => emit(&[b"SADD", key, &k[12..]]),
-            Kind::ZSet => emit(&[b"ZADD", key, &k[13..], &key_score(v).to_bits().to_be_bytes()]),
+            Kind::ZSet => emit(&[b"ZADD", key, &k[13..], v]),
             Kind::List => emit(&[b"LPUT", key, &list_pos(k).to_be_bytes(), v]),
             Kind::String => Ok(()),
         };

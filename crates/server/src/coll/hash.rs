@@ -115,7 +115,8 @@ impl<'k> Hash<'k> {
             }
             Repr::Large(id, _) => {
                 let prefix = id_prefix(*id);
-                t.elements().scan_prefix(&prefix, &mut |k, v| f(&k[12..], v));
+                t.elements()
+                    .scan_prefix(&prefix, &mut |k, v| f(&k[12..], v));
             }
         }
     }
@@ -142,13 +143,11 @@ impl<'k> Hash<'k> {
                     .collect(),
                 next: None,
             },
-            Repr::Large(id, _) => super::scan_page(
-                t.elements(),
-                &id_prefix(*id),
-                after,
-                count,
-                &|k, v| (k[12..].to_vec(), Some(v.to_vec())),
-            ),
+            Repr::Large(id, _) => {
+                super::scan_page(t.elements(), &id_prefix(*id), after, count, &|k, v| {
+                    (k[12..].to_vec(), Some(v.to_vec()))
+                })
+            }
         }
     }
 

@@ -18,7 +18,9 @@
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
-use super::{COMPACT_MAX_BYTES, Error, Result, check_lengths, lookup, scan_chunks, scan_chunks_rev};
+use super::{
+    COMPACT_MAX_BYTES, Error, Result, check_lengths, lookup, scan_chunks, scan_chunks_rev,
+};
 use crate::layout::{Pack, id_prefix, list_key, list_pos};
 use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
 
@@ -130,8 +132,10 @@ impl<'k> List<'k> {
                 if i >= m.len() as usize {
                     return None;
                 }
-                t.elements()
-                    .get_with(&list_key(*id, m.head().wrapping_add(i as u64)), <[u8]>::to_vec)
+                t.elements().get_with(
+                    &list_key(*id, m.head().wrapping_add(i as u64)),
+                    <[u8]>::to_vec,
+                )
             }
         }
     }
@@ -279,7 +283,11 @@ impl<'k> List<'k> {
                 let k = list_key(*id, pos);
                 let e = t.elements().get(&k).unwrap_or_default();
                 t.elements().remove(&k);
-                let new_head = if end == End::Left { head.wrapping_add(1) } else { head };
+                let new_head = if end == End::Left {
+                    head.wrapping_add(1)
+                } else {
+                    head
+                };
                 m.set_span(new_head, len - 1);
                 e
             }
@@ -329,7 +337,13 @@ impl<'k> List<'k> {
 
     /// Inserts `elem` before or after the first `pivot` (logged); `false` when there is no
     /// such element.
-    pub(crate) fn insert(&mut self, t: &Txn<'_>, pivot: &[u8], after: bool, elem: &[u8]) -> Result<bool> {
+    pub(crate) fn insert(
+        &mut self,
+        t: &Txn<'_>,
+        pivot: &[u8],
+        after: bool,
+        elem: &[u8],
+    ) -> Result<bool> {
         check_lengths([elem])?;
         let mut at = None;
         self.for_each(t, false, &mut |i, v| {
@@ -373,14 +387,18 @@ impl<'k> List<'k> {
         if idx < len - idx {
             // Move indexes 0..idx one position left, then put the new element.
             for i in 0..idx {
-                let v = el.get(&list_key(id, head.wrapping_add(i as u64))).unwrap_or_default();
+                let v = el
+                    .get(&list_key(id, head.wrapping_add(i as u64)))
+                    .unwrap_or_default();
                 put(head.wrapping_add(i as u64).wrapping_sub(1), &v)?;
             }
             put(head.wrapping_add(idx as u64).wrapping_sub(1), elem)?;
             m.set_span(head.wrapping_sub(1), len as u64 + 1);
         } else {
             for i in (idx..len).rev() {
-                let v = el.get(&list_key(id, head.wrapping_add(i as u64))).unwrap_or_default();
+                let v = el
+                    .get(&list_key(id, head.wrapping_add(i as u64)))
+                    .unwrap_or_default();
                 put(head.wrapping_add(i as u64 + 1), &v)?;
             }
             put(head.wrapping_add(idx as u64), elem)?;
@@ -393,7 +411,11 @@ impl<'k> List<'k> {
     /// Removes up to `count` elements equal to `elem` (`count` > 0 from the head, < 0 from
     /// the tail, 0 all; logged); how many were removed.
     pub(crate) fn remove(&mut self, t: &Txn<'_>, count: i64, elem: &[u8]) -> Result<usize> {
-        let limit = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
+        let limit = if count == 0 {
+            usize::MAX
+        } else {
+            count.unsigned_abs() as usize
+        };
         let rev = count < 0;
         let (head, len) = (self.head(), self.len());
         if let Repr::Compact(_, pk) = &self.repr {
@@ -433,7 +455,11 @@ impl<'k> List<'k> {
         let el = t.elements();
         let prefix = id_prefix(id);
         let mut removed = 0;
-        let mut w = if rev { head.wrapping_add(len as u64).wrapping_sub(1) } else { head };
+        let mut w = if rev {
+            head.wrapping_add(len as u64).wrapping_sub(1)
+        } else {
+            head
+        };
         let mut err = None;
         let mut step = |k: &[u8], v: &[u8]| {
             let r = list_pos(k);
@@ -448,7 +474,11 @@ impl<'k> List<'k> {
                 }
                 t.record(&[b"LPUT", self.key, &w.to_be_bytes(), v]);
             }
-            w = if rev { w.wrapping_sub(1) } else { w.wrapping_add(1) };
+            w = if rev {
+                w.wrapping_sub(1)
+            } else {
+                w.wrapping_add(1)
+            };
             ControlFlow::Continue(())
         };
         if rev {
@@ -473,12 +503,17 @@ impl<'k> List<'k> {
     fn drop_outside(&self, t: &Txn<'_>, id: u64, head: u64, len: u64) {
         let lo = id_prefix(id);
         let first = list_key(id, head);
-        t.elements().remove_range(Bound::Included(&lo), Bound::Excluded(&first));
+        t.elements()
+            .remove_range(Bound::Included(&lo), Bound::Excluded(&first));
         let end = list_key(id, head.wrapping_add(len));
         let hi = id.checked_add(1).map(|n| n.to_be_bytes());
         match &hi {
-            Some(h) => t.elements().remove_range(Bound::Included(&end), Bound::Excluded(&h[..])),
-            None => t.elements().remove_range(Bound::Included(&end), Bound::Unbounded),
+            Some(h) => t
+                .elements()
+                .remove_range(Bound::Included(&end), Bound::Excluded(&h[..])),
+            None => t
+                .elements()
+                .remove_range(Bound::Included(&end), Bound::Unbounded),
         };
     }
 
@@ -519,7 +554,11 @@ impl<'k> List<'k> {
             let pack = p.clone();
             let mut items = Pack::new(&pack).to_vec();
             let i = pos.wrapping_sub(head);
-            let new_head = if len == 0 || pos == head.wrapping_sub(1) { pos } else { head };
+            let new_head = if len == 0 || pos == head.wrapping_sub(1) {
+                pos
+            } else {
+                head
+            };
             if len == 0 {
                 items.push(elem);
             } else if i < len {
@@ -539,7 +578,10 @@ impl<'k> List<'k> {
             unreachable!("handled above")
         };
         t.elements().insert(&list_key(*id, pos), elem)?;
-        let (lo, hi) = (head.min(pos), head.wrapping_add(len).max(pos.wrapping_add(1)));
+        let (lo, hi) = (
+            head.min(pos),
+            head.wrapping_add(len).max(pos.wrapping_add(1)),
+        );
         m.set_span(lo, hi - lo);
         Ok(())
     }
@@ -575,7 +617,10 @@ impl<'k> List<'k> {
         };
         let (id, meta) = t.create_large();
         for (i, e) in Pack::new(p).iter().enumerate() {
-            if let Err(err) = t.elements().insert(&list_key(id, head.wrapping_add(i as u64)), e) {
+            if let Err(err) = t
+                .elements()
+                .insert(&list_key(id, head.wrapping_add(i as u64)), e)
+            {
                 t.drop_large(id);
                 return Err(err.into());
             }

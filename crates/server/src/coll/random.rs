@@ -118,7 +118,11 @@ mod tests {
             assert!(k.starts_with(b"p"));
             hits.insert(k);
         }
-        assert!(hits.len() > 150, "{} of 200 members ever picked", hits.len());
+        assert!(
+            hits.len() > 150,
+            "{} of 200 members ever picked",
+            hits.len()
+        );
         let d = distinct(&w, b"p", 150);
         assert_eq!(d.len(), 150);
         let set: std::collections::HashSet<_> = d.iter().map(|p| &p.0).collect();

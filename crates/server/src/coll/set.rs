@@ -123,13 +123,11 @@ impl<'k> Set<'k> {
     /// after `after`.
     pub(crate) fn page(&self, t: &Txn<'_>, after: Option<&[u8]>, count: usize) -> Page {
         match &self.repr {
-            Repr::Large(id, _) => super::scan_page(
-                t.elements(),
-                &id_prefix(*id),
-                after,
-                count,
-                &|k, _| (k[12..].to_vec(), None),
-            ),
+            Repr::Large(id, _) => {
+                super::scan_page(t.elements(), &id_prefix(*id), after, count, &|k, _| {
+                    (k[12..].to_vec(), None)
+                })
+            }
             _ => Page {
                 items: self.members(t).into_iter().map(|m| (m, None)).collect(),
                 next: None,

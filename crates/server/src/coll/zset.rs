@@ -1,11 +1,14 @@
-//! A sorted set. Compact: one pack of `member score` entries (the score as its 8-byte
-//! order-preserving key) in the set's order, score then member (Redis's listpack order).
+//! A sorted set. Compact: one pack of `member score` entries (the score's 8 bytes) in the
+//! set's order, score then member (Redis's listpack order). Scores are ordered as numbers
+//! (`-0` equals `0`) and kept exactly, as Redis keeps them: `-0` stays `-0` in a large
+//! set and becomes `0` in a compact one (a listpack reads "-0" back as 0).
 //! Large: two kinds of keys in the element index (the set-up of the Cuckoo Trie paper's
 //! §6.8, where the ordered structure is the index itself), under the set's id:
 //!
 //! - member keys `id ++ 0x00 ++ h ++ member → score`, which answer `ZSCORE` and, being in
 //!   hash order, the random picks;
-//! - order keys `id ++ 0x01 ++ score ++ member → ""`, whose key order is the set's order,
+//! - order keys `id ++ 0x01 ++ score ++ member → score`, whose key order is the set's
+//!   order,
 //!   which answer score, rank and lexicographic ranges in both directions
 //!   (`zset_ranges`).
 //!
@@ -17,7 +20,7 @@ use std::sync::Arc;
 
 use super::{COMPACT_MAX_BYTES, Error, Result, check_lengths, lookup, random};
 use crate::layout::{
-    Pack, key_score, score_key, zset_member_key, zset_member_prefix, zset_score_key,
+    Pack, bits_score, score_bits, score_key, zset_member_key, zset_member_prefix, zset_score_key,
 };
 use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
 
@@ -42,7 +45,7 @@ pub(super) fn compact_items(p: &[u8]) -> Vec<(&[u8], f64)> {
     let mut out = Vec::with_capacity(pack.len() / 2);
     let mut it = pack.iter();
     while let (Some(m), Some(s)) = (it.next(), it.next()) {
-        out.push((m, key_score(s)));
+        out.push((m, bits_score(s)));
     }
     out
 }
@@ -112,7 +115,7 @@ impl<'k> ZSet<'k> {
             Repr::Large(id, _) => {
                 let mut out = None;
                 t.elements()
-                    .get_with(&zset_member_key(*id, member), |v| out = Some(key_score(v)));
+                    .get_with(&zset_member_key(*id, member), |v| out = Some(bits_score(v)));
                 out
             }
         }
@@ -138,15 +141,17 @@ impl<'k> ZSet<'k> {
                 && member.len() as i64 <= th.zset_value
                 && p.len() + member.len() + 20 <= COMPACT_MAX_BYTES;
             if fits {
+                // As a listpack, which keeps a score as text and reads "-0" back as the
+                // integer 0, the compact form holds no negative zero.
+                let score = if score == 0.0 { 0.0 } else { score };
                 let mut items = compact_items(p);
                 if old.is_some() {
                     items.retain(|(m, _)| *m != member);
                 }
                 let sk = score_key(score);
-                let at = items
-                    .partition_point(|(m, s)| (score_key(*s), *m) < (sk, member));
+                let at = items.partition_point(|(m, s)| (score_key(*s), *m) < (sk, member));
                 items.insert(at, (member, score));
-                let keys: Vec<[u8; 8]> = items.iter().map(|(_, s)| score_key(*s)).collect();
+                let keys: Vec<[u8; 8]> = items.iter().map(|(_, s)| score_bits(*s)).collect();
                 let mut flat: Vec<&[u8]> = Vec::with_capacity(items.len() * 2);
                 for (i, (m, _)) in items.iter().enumerate() {
                     flat.push(m);
@@ -163,8 +168,8 @@ impl<'k> ZSet<'k> {
             unreachable!("converted above")
         };
         let el = t.elements();
-        el.insert(&zset_score_key(*id, score, member), b"")?;
-        if let Err(e) = el.insert(&zset_member_key(*id, member), &score_key(score)) {
+        el.insert(&zset_score_key(*id, score, member), &score_bits(score))?;
+        if let Err(e) = el.insert(&zset_member_key(*id, member), &score_bits(score)) {
             el.remove(&zset_score_key(*id, score, member));
             return Err(e.into());
         }
@@ -209,6 +214,12 @@ impl<'k> ZSet<'k> {
         removed
     }
 
+    /// Moves the set to the element index now, whatever its size (a store command's
+    /// result that Redis builds as a skiplist).
+    pub(crate) fn make_large(&mut self, t: &Txn<'_>) -> Result<()> {
+        self.to_large(t)
+    }
+
     /// Moves the members into the element index.
     fn to_large(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(p) = &self.repr else {
@@ -219,8 +230,11 @@ impl<'k> ZSet<'k> {
         for (m, s) in &items {
             let r = t
                 .elements()
-                .insert(&zset_score_key(id, *s, m), b"")
-                .and_then(|_| t.elements().insert(&zset_member_key(id, m), &score_key(*s)));
+                .insert(&zset_score_key(id, *s, m), &score_bits(*s))
+                .and_then(|_| {
+                    t.elements()
+                        .insert(&zset_member_key(id, m), &score_bits(*s))
+                });
             if let Err(e) = r {
                 t.drop_large(id);
                 return Err(e.into());
@@ -244,7 +258,7 @@ impl<'k> ZSet<'k> {
                 let mut out = Vec::with_capacity(self.len());
                 t.elements()
                     .scan_prefix(&zset_member_prefix(*id), &mut |k, v| {
-                        out.push((k[13..].to_vec(), key_score(v)));
+                        out.push((k[13..].to_vec(), bits_score(v)));
                         ControlFlow::Continue(())
                     });
                 out
@@ -273,7 +287,7 @@ impl<'k> ZSet<'k> {
                 let items = page
                     .items
                     .into_iter()
-                    .map(|(m, s)| (m, key_score(&s.unwrap_or_default())))
+                    .map(|(m, s)| (m, bits_score(&s.unwrap_or_default())))
                     .collect();
                 (items, page.next)
             }
@@ -297,7 +311,7 @@ impl<'k> ZSet<'k> {
             }
             Repr::Large(id, _) => random::distinct(t.elements(), &zset_member_prefix(*id), n)
                 .into_iter()
-                .map(|(k, v)| (k[13..].to_vec(), key_score(&v)))
+                .map(|(k, v)| (k[13..].to_vec(), bits_score(&v)))
                 .collect(),
         }
     }
@@ -313,7 +327,7 @@ impl<'k> ZSet<'k> {
             }
             Repr::Large(id, _) => (0..n)
                 .filter_map(|_| random::probe(t.elements(), &zset_member_prefix(*id)))
-                .map(|(k, v)| (k[13..].to_vec(), key_score(&v)))
+                .map(|(k, v)| (k[13..].to_vec(), bits_score(&v)))
                 .collect(),
         }
     }

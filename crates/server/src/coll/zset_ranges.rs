@@ -16,7 +16,7 @@ use orrery::OrderedKvIndex;
 
 use super::scan_chunks;
 use super::zset::{Repr, ZSet, compact_items};
-use crate::layout::{key_score, score_key, zset_score_key, zset_score_prefix};
+use crate::layout::{bits_score, key_score, score_key, zset_score_key, zset_score_prefix};
 use crate::store::Txn;
 
 /// One end of a score range.
@@ -110,8 +110,13 @@ fn score_keys(id: u64, min: ScoreBound, max: ScoreBound) -> Option<(Vec<u8>, Bou
     (!empty).then_some((lo, hi))
 }
 
-fn order_pair(k: &[u8]) -> (Vec<u8>, f64) {
-    (k[17..].to_vec(), key_score(&k[9..17]))
+fn order_pair(k: &[u8], v: &[u8]) -> (Vec<u8>, f64) {
+    let score = if v.len() == 8 {
+        bits_score(v)
+    } else {
+        key_score(&k[9..17])
+    };
+    (k[17..].to_vec(), score)
 }
 
 impl ZSet<'_> {
@@ -160,7 +165,7 @@ impl ZSet<'_> {
         }
         let mut skip = limit.offset;
         let (lo, hi) = range;
-        let mut f = |k: &[u8], _: &[u8]| {
+        let mut f = |k: &[u8], v: &[u8]| {
             if !k.starts_with(prefix) {
                 return ControlFlow::Break(());
             }
@@ -184,7 +189,7 @@ impl ZSet<'_> {
                 skip -= 1;
                 return ControlFlow::Continue(());
             }
-            out.push(order_pair(k));
+            out.push(order_pair(k, v));
             if limit.count.is_some_and(|c| out.len() >= c) {
                 ControlFlow::Break(())
             } else {
@@ -288,7 +293,10 @@ impl ZSet<'_> {
             }
             Repr::Large(id, _) => {
                 let prefix = zset_score_prefix(*id);
-                let ends = self.by_rank(t, 0, 0, false).pop().zip(self.by_rank(t, 0, 0, true).pop());
+                let ends = self
+                    .by_rank(t, 0, 0, false)
+                    .pop()
+                    .zip(self.by_rank(t, 0, 0, true).pop());
                 let Some(((_, first), (_, last))) = ends else {
                     return Vec::new();
                 };
@@ -303,8 +311,8 @@ impl ZSet<'_> {
                 }
                 // Mixed scores: walk the set's order as Redis walks a listpack.
                 let mut all = Vec::new();
-                scan_chunks(t.elements(), &prefix, Bound::Unbounded, &mut |k, _| {
-                    all.push(order_pair(k));
+                scan_chunks(t.elements(), &prefix, Bound::Unbounded, &mut |k, v| {
+                    all.push(order_pair(k, v));
                     ControlFlow::Continue(())
                 });
                 if rev {
@@ -326,7 +334,12 @@ impl ZSet<'_> {
     }
 
     /// Number of members in a lexicographic range.
-    pub(crate) fn count_by_lex(&self, t: &Txn<'_>, min: &Bound<Vec<u8>>, max: &Bound<Vec<u8>>) -> usize {
+    pub(crate) fn count_by_lex(
+        &self,
+        t: &Txn<'_>,
+        min: &Bound<Vec<u8>>,
+        max: &Bound<Vec<u8>>,
+    ) -> usize {
         self.by_lex(t, min, max, false, Limit::ALL).len()
     }
 
@@ -342,11 +355,14 @@ impl ZSet<'_> {
                 let prefix = zset_score_prefix(*id);
                 let mut n = 0;
                 let end = zset_score_key(*id, score, member);
-                t.elements()
-                    .scan_range(Bound::Included(&prefix), Bound::Excluded(&end), &mut |_, _| {
+                t.elements().scan_range(
+                    Bound::Included(&prefix),
+                    Bound::Excluded(&end),
+                    &mut |_, _| {
                         n += 1;
                         ControlFlow::Continue(())
-                    });
+                    },
+                );
                 n
             }
         };

@@ -4,8 +4,8 @@
 //! ```text
 //! hash field   : id ++ h ++ field              -> value
 //! set member   : id ++ h ++ member             -> (empty)
-//! zset member  : id ++ 0x00 ++ h ++ member     -> score (8 bytes, order-preserving)
-//! zset order   : id ++ 0x01 ++ score ++ member -> (empty)
+//! zset member  : id ++ 0x00 ++ h ++ member     -> score (the f64's 8 bytes)
+//! zset order   : id ++ 0x01 ++ score ++ member -> score (the f64's 8 bytes)
 //! list element : id ++ position                -> element
 //! ```
 //!
@@ -102,6 +102,19 @@ pub(crate) fn list_pos(key: &[u8]) -> u64 {
     key.get(8..16)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u64::from_be_bytes)
+}
+
+/// A score's exact bits (big-endian), as sorted-set values hold them: `-0` stays `-0`, as
+/// Redis keeps it, while keys use [`score_key`], under which `-0` and `0` are equal.
+pub(crate) fn score_bits(score: f64) -> [u8; 8] {
+    score.to_bits().to_be_bytes()
+}
+
+/// Decodes [`score_bits`] (0 for fewer than 8 bytes, which only damage could give).
+pub(crate) fn bits_score(b: &[u8]) -> f64 {
+    b.get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0.0, |b| f64::from_bits(u64::from_be_bytes(b)))
 }
 
 /// Encodes a score so that byte order is numeric order (`-0.0` is `0.0`).

@@ -58,7 +58,10 @@ impl<'a> Pack<'a> {
                 count: usize::try_from(count).unwrap_or(0),
                 body: &bytes[used..],
             },
-            None => Pack { count: 0, body: &[] },
+            None => Pack {
+                count: 0,
+                body: &[],
+            },
         }
     }
 

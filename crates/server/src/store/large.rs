@@ -95,7 +95,10 @@ impl Large {
     pub(crate) fn drop_collection(&self, id: u64) {
         if self.shard(id).remove(&id).is_some() {
             let (lo, hi) = id_bounds(id);
-            self.elements.remove_range(lo.as_ref().map(Vec::as_slice), hi.as_ref().map(Vec::as_slice));
+            self.elements.remove_range(
+                lo.as_ref().map(Vec::as_slice),
+                hi.as_ref().map(Vec::as_slice),
+            );
         }
     }
 }

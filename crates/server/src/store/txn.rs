@@ -88,7 +88,13 @@ impl<'a> Txn<'a> {
         if entry.payload.len() + 9 > MAX_VALUE_LEN {
             return Err(WriteError::ValueTooLong);
         }
-        self.put(key, entry.kind, entry.deadline, &super::value::encode(entry), log)
+        self.put(
+            key,
+            entry.kind,
+            entry.deadline,
+            &super::value::encode(entry),
+            log,
+        )
     }
 
     /// Writes the string `payload` under `key` with `deadline`, whatever the key held (the
