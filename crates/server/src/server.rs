@@ -36,6 +36,8 @@ use crate::waiters::Blocked;
 pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
     let mut store = Store::open(&config.index)?;
+    // Before the log is replayed: replay builds collections under these thresholds.
+    store.thresholds().set_all(config.thresholds);
     let mut aof = None;
     if config.appendonly {
         let settings = Arc::new(AofSettings::new(

@@ -32,7 +32,8 @@
 //! when the chain is at least `auto-aof-rewrite-min-size` bytes (default 64 MiB) and has
 //! grown by `auto-aof-rewrite-percentage` percent (default 100; 0: off) since the last
 //! rewrite, or since start, as Redis does. Both, the fsync policy and a testing delay per
-//! key written by a rewrite (`aof-rewrite-key-delay`, like Redis's `rdb-key-save-delay`)
+//! key (and per 1024 records of a large collection) written by a rewrite
+//! (`aof-rewrite-key-delay`, like Redis's `rdb-key-save-delay`)
 //! are [`AofSettings`], changed by `CONFIG SET` while the server runs.
 
 use std::fs::{File, OpenOptions};
@@ -202,6 +203,11 @@ impl Aof {
                 n += 1;
                 if n % 1024 == 0 {
                     emit(&mut w, &mut records)?;
+                    // The testing delay applies to each chunk of a large collection too,
+                    // so that writers can change one while it is being walked.
+                    if delay > 0 {
+                        std::thread::sleep(Duration::from_micros(delay));
+                    }
                 }
                 Ok(())
             })?;

@@ -259,3 +259,24 @@ impl Raw {
         }
     }
 }
+
+impl Raw {
+    /// A raw connection to a server on `port`.
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        Raw {
+            r: BufReader::new(s.try_clone().unwrap()),
+            w: s,
+        }
+    }
+
+    /// Reads one reply, `None` when the connection closed (or reset) first.
+    pub fn try_reply(&mut self) -> Option<String> {
+        let buf = self.r.fill_buf().ok()?;
+        if buf.is_empty() {
+            return None;
+        }
+        Some(self.reply())
+    }
+}
