@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use super::zranges::store_result;
 use super::zsets::{err, pairs_reply};
 use super::{Command, Ctx, not_integer, syntax_error};
-use crate::coll::{self, Set, ZSet};
+use crate::coll::{self, Scored, Set, ZSet};
 use crate::layout::score_key;
 use crate::num::{parse_f64, parse_i64};
 use crate::resp::Reply;
@@ -162,7 +162,7 @@ impl ZAlgebra<'_> {
 
     /// The members of source `key` with their scores (a plain set's score 1), `None` when
     /// absent.
-    fn source(t: &Txn<'_>, key: &[u8]) -> coll::Result<Option<Vec<(Vec<u8>, f64)>>> {
+    fn source(t: &Txn<'_>, key: &[u8]) -> coll::Result<Option<Scored>> {
         match t.load(key).map(|e| e.kind) {
             None => Ok(None),
             Some(Kind::ZSet) => Ok(ZSet::open(t, key)?.map(|z| z.members(t))),

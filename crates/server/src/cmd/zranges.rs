@@ -238,10 +238,11 @@ pub(super) fn store_result(
     let th = t.thresholds();
     let fits = items.len() as i64 <= th.zset_entries
         && (!whole || items.iter().all(|(m, _)| m.len() as i64 <= th.zset_value));
-    if !fits && !items.is_empty() {
-        if let Err(e) = z.make_large(t) {
-            return err(e);
-        }
+    if !fits
+        && !items.is_empty()
+        && let Err(e) = z.make_large(t)
+    {
+        return err(e);
     }
     let mut failed = None;
     for (m, s) in items {

@@ -5,6 +5,8 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use orrery::api::ScanVisitor;
+
 use super::{COMPACT_MAX_BYTES, Error, Page, Result, check_lengths, lookup, random};
 use crate::layout::{Pack, hashed_key, id_prefix};
 use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
@@ -103,7 +105,7 @@ impl<'k> Hash<'k> {
 
     /// Visits every pair (insertion order when compact, hash order when large) until `f`
     /// breaks.
-    pub(crate) fn for_each(&self, t: &Txn<'_>, f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>) {
+    pub(crate) fn for_each(&self, t: &Txn<'_>, f: &mut ScanVisitor<'_>) {
         match &self.repr {
             Repr::Compact(p) => {
                 let mut it = Pack::new(p).iter();
@@ -212,7 +214,7 @@ impl<'k> Hash<'k> {
                 t.record(&[b"HSET", self.key, field, value]);
                 return Ok(at.is_none());
             }
-            self.to_large(t)?;
+            self.move_to_index(t)?;
         }
         let Repr::Large(id, meta) = &self.repr else {
             unreachable!("converted above")
@@ -256,7 +258,7 @@ impl<'k> Hash<'k> {
     }
 
     /// Moves the pairs into the element index.
-    fn to_large(&mut self, t: &Txn<'_>) -> Result<()> {
+    fn move_to_index(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(p) = &self.repr else {
             return Ok(());
         };

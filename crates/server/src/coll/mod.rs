@@ -30,6 +30,7 @@ mod zset_ranges;
 
 use std::ops::{Bound, ControlFlow};
 
+use orrery::api::ScanVisitor;
 use orrery::wormhole::Wormhole;
 
 use crate::layout::MAX_ELEMENT;
@@ -113,7 +114,7 @@ pub(crate) fn scan_chunks(
     elements: &Wormhole,
     prefix: &[u8],
     from: Bound<&[u8]>,
-    f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    f: &mut ScanVisitor<'_>,
 ) {
     let mut resume: Option<Vec<u8>> = None;
     loop {
@@ -154,7 +155,7 @@ pub(crate) fn scan_chunks_rev(
     elements: &Wormhole,
     prefix: &[u8],
     from: Bound<&[u8]>,
-    f: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    f: &mut ScanVisitor<'_>,
 ) {
     let end = orrery::api::prefix_successor(prefix);
     let mut resume: Option<Vec<u8>> = None;
@@ -199,6 +200,12 @@ pub(crate) struct Page {
     pub(crate) next: Option<Vec<u8>>,
 }
 
+/// Maps an element pair to a scan page's item.
+pub(crate) type PageItem<'a> = dyn Fn(&[u8], &[u8]) -> (Vec<u8>, Option<Vec<u8>>) + 'a;
+
+/// Members with their scores.
+pub(crate) type Scored = Vec<(Vec<u8>, f64)>;
+
 /// Visits `count` elements under `prefix` after `after` (a key suffix a previous page
 /// returned), mapping each to an item.
 pub(crate) fn scan_page(
@@ -206,7 +213,7 @@ pub(crate) fn scan_page(
     prefix: &[u8],
     after: Option<&[u8]>,
     count: usize,
-    item: &dyn Fn(&[u8], &[u8]) -> (Vec<u8>, Option<Vec<u8>>),
+    item: &PageItem<'_>,
 ) -> Page {
     let mut from = prefix.to_vec();
     if let Some(a) = after {

@@ -203,7 +203,7 @@ impl<'k> Set<'k> {
                 t.record(&[b"SADD", self.key, member]);
                 return Ok(true);
             }
-            self.to_large(t)?;
+            self.move_to_index(t)?;
         }
         let Repr::Large(id, meta) = &self.repr else {
             unreachable!("converted above")
@@ -229,7 +229,7 @@ impl<'k> Set<'k> {
             self.dirty = true;
             Ok(())
         } else {
-            self.to_large(t)
+            self.move_to_index(t)
         }
     }
 
@@ -272,7 +272,7 @@ impl<'k> Set<'k> {
     }
 
     /// Moves the members into the element index.
-    fn to_large(&mut self, t: &Txn<'_>) -> Result<()> {
+    fn move_to_index(&mut self, t: &Txn<'_>) -> Result<()> {
         if matches!(self.repr, Repr::Large(..)) {
             return Ok(());
         }

@@ -18,7 +18,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use super::{COMPACT_MAX_BYTES, Error, Result, check_lengths, lookup, random};
+use super::{COMPACT_MAX_BYTES, Error, Result, Scored, check_lengths, lookup, random};
 use crate::layout::{
     Pack, bits_score, score_bits, score_key, zset_member_key, zset_member_prefix, zset_score_key,
 };
@@ -162,7 +162,7 @@ impl<'k> ZSet<'k> {
                 t.record(&[b"ZADD", self.key, member, &score.to_bits().to_be_bytes()]);
                 return Ok(());
             }
-            self.to_large(t)?;
+            self.move_to_index(t)?;
         }
         let Repr::Large(id, meta) = &self.repr else {
             unreachable!("converted above")
@@ -217,11 +217,11 @@ impl<'k> ZSet<'k> {
     /// Moves the set to the element index now, whatever its size (a store command's
     /// result that Redis builds as a skiplist).
     pub(crate) fn make_large(&mut self, t: &Txn<'_>) -> Result<()> {
-        self.to_large(t)
+        self.move_to_index(t)
     }
 
     /// Moves the members into the element index.
-    fn to_large(&mut self, t: &Txn<'_>) -> Result<()> {
+    fn move_to_index(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(p) = &self.repr else {
             return Ok(());
         };
@@ -273,7 +273,7 @@ impl<'k> ZSet<'k> {
         t: &Txn<'_>,
         after: Option<&[u8]>,
         count: usize,
-    ) -> (Vec<(Vec<u8>, f64)>, Option<Vec<u8>>) {
+    ) -> (Scored, Option<Vec<u8>>) {
         match &self.repr {
             Repr::Compact(_) => (self.members(t), None),
             Repr::Large(id, _) => {

@@ -86,7 +86,7 @@ impl<'a> Pack<'a> {
     }
 
     /// Encodes `items` as a sequence, appended to `out`.
-    pub(crate) fn encode_into<'b>(out: &mut Vec<u8>, items: &[&'b [u8]]) {
+    pub(crate) fn encode_into(out: &mut Vec<u8>, items: &[&[u8]]) {
         let body: usize = items
             .iter()
             .map(|i| varint_len(i.len() as u64) + i.len())
@@ -100,7 +100,7 @@ impl<'a> Pack<'a> {
     }
 
     /// Encodes `items` as a sequence.
-    pub(crate) fn encode<'b>(items: &[&'b [u8]]) -> Vec<u8> {
+    pub(crate) fn encode(items: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
         Pack::encode_into(&mut out, items);
         out

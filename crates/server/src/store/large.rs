@@ -56,10 +56,13 @@ impl Meta {
 
 const SHARDS: usize = 64;
 
+/// One shard of the table: id → bookkeeping.
+type Shard = Mutex<HashMap<u64, Arc<Meta>>>;
+
 /// The element index and the table of large collections.
 pub(crate) struct Large {
     pub(crate) elements: Wormhole,
-    shards: Box<[Mutex<HashMap<u64, Arc<Meta>>>]>,
+    shards: Box<[Shard]>,
     next_id: AtomicU64,
 }
 

@@ -58,7 +58,7 @@ fn timeouts_reply_nil_in_both_protocols() {
         "$nil"
     );
     assert_eq!(r.cmd(&["BZPOPMAX", "nope", "0.05"]), "*nil");
-    assert_eq!(r.cmd(&["HELLO", "3"]).starts_with("%{"), true);
+    assert!(r.cmd(&["HELLO", "3"]).starts_with("%{"));
     assert_eq!(r.cmd(&["BRPOP", "nope", "0.05"]), "_");
     // Errors come at once.
     for (args, want) in [
@@ -83,10 +83,7 @@ fn timeouts_reply_nil_in_both_protocols() {
         r.cmd(&["BLPOP", "empty", "s", "0"]),
         "-WRONGTYPE Operation against a key holding the wrong kind of value"
     );
-    assert_eq!(
-        r.cmd(&["INFO", "clients"]).contains("blocked_clients:0"),
-        true
-    );
+    assert!(r.cmd(&["INFO", "clients"]).contains("blocked_clients:0"));
 }
 
 #[test]
