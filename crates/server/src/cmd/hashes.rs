@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 
 use super::cursor::ScanArgs;
 use super::{Command, Ctx, arity_error, not_integer, syntax_error};
-use crate::coll::{self, Hash, check_lengths};
+use crate::coll::{self, Hash, check_lengths, check_values};
 use crate::num::{format_f64, parse_f64, parse_i64};
 use crate::resp::Reply;
 use crate::store::Txn;
@@ -68,6 +68,7 @@ impl<'a> Command<'a> for HSet<'a> {
             return Err(arity_error(if ok { "hmset" } else { "hset" }));
         }
         check_lengths(args[2..].iter().step_by(2).map(Vec::as_slice)).map_err(err)?;
+        check_values(args[3..].iter().step_by(2).map(Vec::as_slice)).map_err(err)?;
         Ok(HSet {
             key: &args[1],
             pairs: &args[2..],
@@ -102,6 +103,7 @@ pub(super) struct HSetNx<'a> {
 impl<'a> Command<'a> for HSetNx<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
         check_lengths([&args[2][..]]).map_err(err)?;
+        check_values([&args[3][..]]).map_err(err)?;
         Ok(HSetNx {
             key: &args[1],
             field: &args[2],

@@ -9,7 +9,7 @@
 use std::ops::ControlFlow;
 
 use super::{Command, Ctx, not_integer, syntax_error};
-use crate::coll::{self, End, List, check_lengths};
+use crate::coll::{self, End, List, check_values};
 use crate::num::parse_i64;
 use crate::resp::Reply;
 use crate::store::Txn;
@@ -77,7 +77,7 @@ pub(super) struct Push<'a> {
 impl<'a> Command<'a> for Push<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
         let name = args[0].to_ascii_lowercase();
-        check_lengths(args[2..].iter().map(Vec::as_slice)).map_err(err)?;
+        check_values(args[2..].iter().map(Vec::as_slice)).map_err(err)?;
         Ok(Push {
             key: &args[1],
             elements: &args[2..],
@@ -280,7 +280,7 @@ pub(super) struct LSet<'a> {
 
 impl<'a> Command<'a> for LSet<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
-        check_lengths([&args[3][..]]).map_err(err)?;
+        check_values([&args[3][..]]).map_err(err)?;
         Ok(LSet {
             key: &args[1],
             index: parse_i64(&args[2]),
@@ -324,7 +324,7 @@ impl<'a> Command<'a> for LInsert<'a> {
         } else {
             return Err(syntax_error());
         };
-        check_lengths([&args[4][..]]).map_err(err)?;
+        check_values([&args[4][..]]).map_err(err)?;
         Ok(LInsert {
             key: &args[1],
             after,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use orrery::api::ScanVisitor;
 
-use super::{COMPACT_MAX_BYTES, Error, Page, Result, check_lengths, lookup, random};
+use super::{COMPACT_MAX_BYTES, Error, Page, Result, check_lengths, check_values, lookup, random};
 use crate::layout::{Pack, hashed_key, id_prefix};
 use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
 
@@ -195,6 +195,7 @@ impl<'k> Hash<'k> {
     /// Sets `field` to `value` (logged); whether the field is new.
     pub(crate) fn set(&mut self, t: &Txn<'_>, field: &[u8], value: &[u8]) -> Result<bool> {
         check_lengths([field])?;
+        check_values([value])?;
         if let Repr::Compact(p) = &self.repr {
             let th = t.thresholds();
             let pack = Pack::new(p);

@@ -18,9 +18,7 @@
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
-use super::{
-    COMPACT_MAX_BYTES, Error, Result, check_lengths, lookup, scan_chunks, scan_chunks_rev,
-};
+use super::{COMPACT_MAX_BYTES, Error, Result, check_values, lookup, scan_chunks, scan_chunks_rev};
 use crate::layout::{Pack, id_prefix, list_key, list_pos};
 use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
 
@@ -227,7 +225,7 @@ impl<'k> List<'k> {
 
     /// Pushes `elem` at `end` (logged).
     pub(crate) fn push(&mut self, t: &Txn<'_>, end: End, elem: &[u8]) -> Result<()> {
-        check_lengths([elem])?;
+        check_values([elem])?;
         let (head, len) = (self.head(), self.len() as u64);
         let pos = match end {
             End::Left => head.wrapping_sub(1),
@@ -298,7 +296,7 @@ impl<'k> List<'k> {
 
     /// Replaces the element at index `i` (which must exist; logged).
     pub(crate) fn set(&mut self, t: &Txn<'_>, i: usize, elem: &[u8]) -> Result<()> {
-        check_lengths([elem])?;
+        check_values([elem])?;
         let pos = self.head().wrapping_add(i as u64);
         match &self.repr {
             Repr::Compact(h, p) => {
@@ -344,7 +342,7 @@ impl<'k> List<'k> {
         after: bool,
         elem: &[u8],
     ) -> Result<bool> {
-        check_lengths([elem])?;
+        check_values([elem])?;
         let mut at = None;
         self.for_each(t, false, &mut |i, v| {
             if v == pivot {

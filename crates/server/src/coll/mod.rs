@@ -48,7 +48,7 @@ pub(crate) use zset_ranges::{Limit, ScoreBound};
 pub(crate) enum Error {
     /// The key holds another type (Redis's `WRONGTYPE`).
     WrongType,
-    /// A member, field or element is longer than the element index takes.
+    /// A member or field is longer than the element index's keys take.
     TooLong,
     /// The store refused the write.
     Write(WriteError),
@@ -74,7 +74,7 @@ impl Error {
                 "WRONGTYPE Operation against a key holding the wrong kind of value".into()
             }
             Error::TooLong => {
-                format!("ERR element too long (limit {MAX_ELEMENT} bytes)")
+                format!("ERR member too long (limit {MAX_ELEMENT} bytes)")
             }
             Error::Write(e) => e.message(),
         }
@@ -98,6 +98,18 @@ pub(crate) fn lookup(t: &Txn<'_>, key: &[u8], kind: Kind) -> Result<Option<Entry
 pub(crate) fn check_lengths<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
     if items.into_iter().any(|i| i.len() > MAX_ELEMENT) {
         Err(Error::TooLong)
+    } else {
+        Ok(())
+    }
+}
+
+/// Longest list element or hash value: what a string may hold.
+pub(crate) const MAX_VALUE: usize = orrery::api::MAX_VALUE_LEN - 9;
+
+/// Checks that every list element or hash value fits the element index.
+pub(crate) fn check_values<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
+    if items.into_iter().any(|i| i.len() > MAX_VALUE) {
+        Err(Error::Write(WriteError::ValueTooLong))
     } else {
         Ok(())
     }

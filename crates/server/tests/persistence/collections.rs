@@ -307,7 +307,9 @@ fn kill_9_under_collection_writers_loses_no_acknowledged_change() {
                             vec!["HSET".into(), "h".into(), format!("f{i}"), s.clone()],
                             None,
                         ),
-                        1 if i.is_multiple_of(2) => (vec!["SADD".into(), "s".into(), s.clone()], None),
+                        1 if i.is_multiple_of(2) => {
+                            (vec!["SADD".into(), "s".into(), s.clone()], None)
+                        }
                         1 => (
                             vec!["ZADD".into(), "z".into(), s.clone(), format!("m{i}")],
                             None,

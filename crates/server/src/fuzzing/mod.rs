@@ -1,9 +1,12 @@
-//! Entry points for the fuzz targets (`fuzz/fuzz_targets/server.rs`): not part of the API.
+//! Entry points for the fuzz targets (`fuzz/fuzz_targets/server.rs`,
+//! `server_collections.rs`): not part of the API.
 //!
 //! [`requests`] runs arbitrary bytes through the whole request path without a network:
 //! the parser (with small limits, so that every limit is reachable), then every complete
 //! command through the dispatcher against one in-process keyspace, encoding each reply in
 //! RESP2 and RESP3. A panic anywhere is the bug the fuzzer looks for.
+
+mod collections;
 
 use std::sync::{Arc, LazyLock};
 
@@ -13,6 +16,8 @@ use crate::config::Config;
 use crate::resp::{self, Limits};
 use crate::state::{Client, Shared};
 use crate::store::Call;
+
+pub use collections::collections;
 
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let config = Config::default();
@@ -126,6 +131,27 @@ mod tests {
             b"INCRBYFLOAT",
             b"nan",
             b"1e308",
+            b"HSET",
+            b"HGETALL",
+            b"HINCRBYFLOAT",
+            b"SADD",
+            b"SPOP",
+            b"SINTERSTORE",
+            b"LPUSH",
+            b"LRANGE",
+            b"LINSERT",
+            b"LREM",
+            b"BLPOP",
+            b"BLMOVE",
+            b"ZPOPMIN",
+            b"ZUNIONSTORE",
+            b"WEIGHTS",
+            b"ZRANDMEMBER",
+            b"OBJECT",
+            b"ENCODING",
+            b"HSCAN",
+            b"0",
+            b"LEFT",
         ];
         use rand::Rng;
         let mut rng = orrery_core::testing::rng::rng(0x2545_f491_4f6c_dd1d);
