@@ -155,7 +155,7 @@ fn args_for(b: &mut Bytes<'_>) -> Vec<String> {
         "SINTERCARD" => v.extend(["2".into(), key(b), key(b)]),
         "ZUNIONSTORE" | "ZINTERSTORE" | "ZDIFFSTORE" => {
             v.extend([key(b), "2".into(), key(b), key(b)]);
-            if b.next() % 2 == 0 && name != "ZDIFFSTORE" {
+            if b.next().is_multiple_of(2) && name != "ZDIFFSTORE" {
                 v.extend(["WEIGHTS".into(), num(b), num(b)]);
             }
         }
@@ -167,7 +167,7 @@ fn args_for(b: &mut Bytes<'_>) -> Vec<String> {
             v.push(key(b));
             // Up to four more arguments, numbers or members.
             for _ in 0..b.next() % 5 {
-                let x = if b.next() % 3 == 0 { num(b) } else { member(b) };
+                let x = if b.next().is_multiple_of(3) { num(b) } else { member(b) };
                 v.push(x);
             }
         }
