@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::aof::{AofSettings, Fsync};
+use crate::layout::{Param, ThresholdValues, Thresholds, threshold_param, threshold_parse};
 
 use crate::resp::Limits;
 
@@ -59,6 +60,8 @@ pub struct Config {
     /// Keys sampled per eviction.
     pub memcache_samples: usize,
     pub(crate) limits: Limits,
+    /// The compact-encoding thresholds (`--hash-max-listpack-entries N` …).
+    pub(crate) thresholds: ThresholdValues,
 }
 
 impl Default for Config {
@@ -86,6 +89,7 @@ impl Default for Config {
             memcache_max_conns: 1024,
             memcache_samples: 5,
             limits: Limits::default(),
+            thresholds: ThresholdValues::default(),
         }
     }
 }
@@ -124,6 +128,11 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                              N% since the last rewrite (default 100; 0: never)
   --auto-aof-rewrite-min-size SIZE   ... and is at least SIZE (default 64mb)
   --aof-rewrite-key-delay MICROS     testing: sleep after each key a rewrite writes
+  --hash-max-listpack-entries N, --hash-max-listpack-value BYTES,
+  --set-max-intset-entries N, --set-max-listpack-entries N,
+  --set-max-listpack-value BYTES, --zset-max-listpack-entries N,
+  --zset-max-listpack-value BYTES, --list-max-listpack-size N
+                     when collections stay compact (Redis's settings and defaults)
   --threads N        worker threads (default 0: one per core the process may use)
 
 The memcached protocol (text and meta), on a second port of the same process:
@@ -189,6 +198,8 @@ pub(crate) struct Live {
     pub(crate) aof: Arc<AofSettings>,
     /// Whether the server listens on a loopback address (a password may then be cleared).
     loopback: bool,
+    /// The compact-encoding thresholds (shared with the store).
+    pub(crate) thresholds: Arc<Thresholds>,
 }
 
 /// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
@@ -235,6 +246,7 @@ enum Assign {
     AutoPercentage(u64),
     AutoMinSize(u64),
     KeyDelay(u64),
+    Threshold(Param, i64),
 }
 
 /// What `CONFIG SET` answers for a parameter it cannot set.
@@ -246,8 +258,13 @@ pub(crate) enum Refused {
 }
 
 impl Live {
-    /// The live settings starting from `c`; `aof` is the append-only file's, if open.
-    pub(crate) fn new(c: &Config, aof: Option<Arc<AofSettings>>) -> Live {
+    /// The live settings starting from `c`; `aof` is the append-only file's, if open;
+    /// `thresholds` the store's.
+    pub(crate) fn new(
+        c: &Config,
+        aof: Option<Arc<AofSettings>>,
+        thresholds: Arc<Thresholds>,
+    ) -> Live {
         let normal = BufferLimit {
             hard: c.output_buffer_limit as u64,
             soft: c.output_buffer_limit as u64,
@@ -280,6 +297,7 @@ impl Live {
                 ))
             }),
             loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+            thresholds,
         }
     }
 
@@ -362,6 +380,10 @@ impl Live {
             "auto-aof-rewrite-min-size" => Assign::AutoMinSize(memory_in(v, 0, max).map_err(bad)?),
             "aof-rewrite-key-delay" => Assign::KeyDelay(int_in(v, 0, 10_000_000).map_err(bad)?),
             n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
+            n if threshold_param(n).is_some() => {
+                let p = threshold_param(n).expect("checked");
+                Assign::Threshold(p, threshold_parse(p, v).map_err(bad)?)
+            }
             _ => return Err(Refused::Unknown),
         })
     }
@@ -413,6 +435,7 @@ impl Live {
                 Assign::AutoPercentage(n) => self.aof.auto_percentage.store(n, Ordering::Relaxed),
                 Assign::AutoMinSize(n) => self.aof.auto_min_size.store(n, Ordering::Relaxed),
                 Assign::KeyDelay(n) => self.aof.key_delay_us.store(n, Ordering::Relaxed),
+                Assign::Threshold(p, n) => self.thresholds.set(p, n),
             }
         }
         Ok(())
@@ -523,6 +546,15 @@ impl Config {
                 "--memcache-max-conns" => c.memcache_max_conns = num(&flag, value()?)?,
                 "--memcache-samples" => c.memcache_samples = num(&flag, value()?)?,
                 "--dir" => c.dir = PathBuf::from(value()?),
+                f if f
+                    .strip_prefix("--")
+                    .is_some_and(|n| threshold_param(n).is_some()) =>
+                {
+                    let v = value()?;
+                    if let Some(Err(why)) = c.thresholds.set_named(&f[2..], &v) {
+                        return Err(format!("{flag}: '{v}': {why}"));
+                    }
+                }
                 "--appendonly" => {
                     c.appendonly = match value()?.to_ascii_lowercase().as_str() {
                         "yes" => true,

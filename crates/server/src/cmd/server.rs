@@ -119,13 +119,14 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
             sh.clients.len(),
-            sh.live.maxclients.load(Ordering::Relaxed)
+            sh.live.maxclients.load(Ordering::Relaxed),
+            sh.waiters.len()
         );
     }
     if want("memory") {
-        let m = sh.store.kv().memory_usage();
+        let m = sh.store.kv().memory_usage() + sh.store.elements().memory_usage();
         let _ = write!(
             out,
             "# Memory\r\nused_memory:{}\r\nindex_structure_bytes:{}\r\nindex_key_value_bytes:{}\r\n\r\n",
@@ -249,7 +250,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
     let c = &ctx.shared.config;
     let live = &ctx.shared.live;
     let aof = &live.aof;
-    let settings = [
+    let mut settings = vec![
         ("port", ctx.shared.port.to_string()),
         ("bind", c.bind.clone()),
         (
@@ -285,6 +286,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
         ),
         ("client-output-buffer-limit", live.output_limits()),
     ];
+    settings.extend(live.thresholds.report());
     let mut out = Vec::new();
     let mut seen = Vec::new();
     for p in patterns {
