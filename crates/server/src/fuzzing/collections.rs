@@ -31,6 +31,10 @@ impl Journal for Frames {
         f.push(records.to_vec());
         f.len() as u64
     }
+
+    fn appended(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len() as u64
+    }
 }
 
 const KEYS: [&str; 4] = ["a", "b", "c", "d"];
