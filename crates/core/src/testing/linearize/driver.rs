@@ -14,8 +14,9 @@
 //! the second: the structure grows and shrinks (splits, expansions, migrations) while the
 //! hot keys are hammered. With an ordered subject, a scanner thread runs scans, reverse
 //! scans, range and prefix scans with early stops, `first` and `last` the whole time
-//! (one scan per 8 point operations of the workers; the workers wait halfway until it
-//! has finished one, so that scans overlap the round however the threads are scheduled).
+//! at the pace of one scan per four point operations of the workers (each side waits when
+//! it is more than 64 operations ahead, so that scans overlap the whole round however the
+//! threads are scheduled).
 //!
 //! [`check_round`] checks the point history with [`super::check`] (the
 //! [`Register`](super::Register) spec) and the scans with [`super::check_scans`], and
@@ -51,10 +52,17 @@ pub const HOT_KEYS: [&[u8]; 8] = [
     b"l",
 ];
 
-/// Hot-key operations (of all workers together) per scan: the scanner keeps pace with
-/// the workers instead of running flat out, so a round's scans stay proportionate to its
-/// point operations (and cheap to check) however the threads are scheduled.
-const SCAN_STRIDE: usize = 8;
+/// Most scans a round records (memory).
+const MAX_SCANS: usize = 200_000;
+
+/// Hot-key operations (of all workers together) per scan: the workers and the scanner
+/// keep within [`SCAN_LAG`] operations of this pace, so scans run throughout the round
+/// and stay proportionate to its point operations (and to the time their check takes),
+/// however the threads are scheduled.
+const SCAN_STRIDE: usize = 4;
+
+/// How far (in hot-key operations) either side may run ahead of the scan pace.
+const SCAN_LAG: usize = 64;
 
 /// What a round runs.
 #[derive(Clone, Copy, Debug)]
@@ -287,11 +295,9 @@ pub fn drive(subject: &dyn Subject, w: &Workload) -> Round {
     let ordered = subject.ordered().filter(|_| w.scanner);
     let barrier = Barrier::new(w.workers + usize::from(ordered.is_some()));
     let running = AtomicUsize::new(w.workers);
-    // Scans completed: workers pause halfway until one has (so scans overlap the round
-    // however the threads are scheduled).
+    // Scans completed, and the workers' hot-key operations: the two keep pace.
     let scanned = AtomicUsize::new(0);
     let scanning = ordered.is_some();
-    // Hot-key operations done by all workers: the scanner paces itself by it.
     let progress = AtomicUsize::new(0);
     let (mut recorders, mut scans, mut local) = (Vec::new(), Vec::new(), Vec::new());
     std::thread::scope(|s| {
@@ -314,11 +320,13 @@ pub fn drive(subject: &dyn Subject, w: &Workload) -> Round {
                 let (mut inserted, mut removed) = (0, 0);
                 barrier.wait();
                 for i in 0..w.ops {
-                    if i == half && scanning {
-                        let seen = crate::sync::wait_until(DEADLINE, || {
-                            scanned.load(Ordering::Acquire) > 0
+                    if scanning {
+                        // Not more than SCAN_LAG operations ahead of the scanner's pace.
+                        let paced = crate::sync::wait_until(DEADLINE, || {
+                            progress.load(Ordering::Relaxed)
+                                <= scanned.load(Ordering::Acquire) * SCAN_STRIDE + SCAN_LAG
                         });
-                        assert!(seen, "the scanner made no scan within {DEADLINE:?}");
+                        assert!(paced, "the scanner made no progress within {DEADLINE:?}");
                     }
                     me.step();
                     progress.fetch_add(1, Ordering::Relaxed);
@@ -347,16 +355,14 @@ pub fn drive(subject: &dyn Subject, w: &Workload) -> Round {
                 let mut r = rng(derive(w.seed, 0x5CA4));
                 barrier.wait();
                 let mut out = Vec::new();
-                let mut next = 0;
-                while running.load(Ordering::Acquire) > 0 {
-                    // One scan per SCAN_STRIDE hot-key operations of the workers.
-                    if progress.load(Ordering::Relaxed) < next {
+                while running.load(Ordering::Acquire) > 0 && out.len() < MAX_SCANS {
+                    // Not more than SCAN_LAG operations ahead of the workers either.
+                    if out.len() * SCAN_STRIDE > progress.load(Ordering::Relaxed) + SCAN_LAG {
                         std::thread::yield_now();
                         continue;
                     }
                     out.push(scan(index, &mut r, hot, clock, w.workers));
                     scanned.fetch_add(1, Ordering::Release);
-                    next = progress.load(Ordering::Relaxed) + SCAN_STRIDE;
                 }
                 out
             })
@@ -397,7 +403,9 @@ fn scan(
         1 | 2 => Bound::Included(key(r)),
         _ => Bound::Excluded(key(r)),
     };
-    let limit = if r.random_bool(0.7) {
+    // Mostly short scans (what they cover, and so their check, is small); one in twenty
+    // runs to the end of its range.
+    let limit = if r.random_bool(0.95) {
         Some(r.random_range(1..=24))
     } else {
         None

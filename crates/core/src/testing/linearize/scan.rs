@@ -379,7 +379,7 @@ fn check_scan(keys: &BTreeMap<&[u8], KeyIndex>, s: &ScanRecord) -> Result<(), St
         .range::<[u8], _>((start, Bound::Unbounded))
         .take_while(|(k, _)| within_end(k, lo_hi(&hi)));
     for (k, key) in in_range {
-        if !yielded.contains(k) && key.certainly_present(t0, t1) {
+        if key.certainly_present(t0, t1) && !yielded.contains(k) {
             return Err(format!(
                 "missed {}, which was present throughout the scan",
                 show(k)
