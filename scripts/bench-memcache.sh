@@ -3,12 +3,12 @@
 # scripts/bench_memcache.py and scripts/memcache_zipf_hits.py for what each measures).
 # Run under `flock /work/helpers/bench.lock` on a shared machine.
 #
-#   scripts/bench-memcache.sh OUTDIR [ITEMS] [ZIPF_KEYS]  (default 200000 items, 300000 keys)
+#   scripts/bench-memcache.sh OUTDIR [ITEMS] [ZIPF_KEYS]  (default 200000 items, 200000 keys)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?OUTDIR}
 ITEMS=${2:-200000}
-ZKEYS=${3:-300000}
+ZKEYS=${3:-200000}
 mkdir -p "$OUT"
 cargo build --release -q -p orrery-server
 B="python3 scripts/bench_memcache.py --items $ITEMS --rounds 3 --measure 5"
