@@ -10,7 +10,7 @@ that a generator-bound run shows as a server below 100% CPU. Also reported: RSS 
 after the load. Rounds alternate the servers; the summary gives medians and spread.
 
 usage: scripts/bench_memcache.py --items N --key K --value V --get P [--division D]
-                                 [--threads T] [--rounds R] [--measure S] --out FILE.jsonl
+                                 [--threads T] [--rounds R] [--measure S] [--warm S] --out FILE.jsonl
 Run it under `flock /work/helpers/bench.lock` on a shared machine.
 """
 import argparse, json, os, socket, statistics, subprocess, sys, tempfile, time
@@ -97,7 +97,10 @@ def one(server, a, cfg):
         g = subprocess.Popen(gen, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t0 = time.time()
         loaded = conc * window
-        while int(stats(port).get("curr_items", 0)) < loaded * 0.999:
+        # A mix with few sets fills memaslap's window slowly (it sets only what its mix
+        # draws): with --warm the measurement starts after that many seconds instead.
+        while int(stats(port).get("curr_items", 0)) < loaded * 0.999 and not (
+                a.warm and time.time() - t0 >= a.warm):
             if g.poll() is not None or time.time() - t0 > a.limit:
                 g.kill()
                 raise SystemExit(f"{server}: the load did not finish ({stats(port).get('curr_items')} of {loaded})")
@@ -118,8 +121,9 @@ def one(server, a, cfg):
             "division": a.division, "threads": a.threads, "concurrency": conc,
             "ops_per_s": (ops(s2) - ops(s1)) / (w2 - w1),
             "cpu": (c2 - c1) / (w2 - w1), "load_s": load_s,
-            "rss_bytes": rss, "rss_per_item": rss / loaded,
-            "rss_per_item_above_empty": (rss - base_rss) / loaded,
+            "items_stored": int(s2["curr_items"]), "warm_s": a.warm,
+            "rss_bytes": rss, "rss_per_item": rss / int(s2["curr_items"]),
+            "rss_per_item_above_empty": (rss - base_rss) / int(s2["curr_items"]),
             "get_hit_ratio": hits / gets if gets else None,
         }
     finally:
@@ -140,6 +144,7 @@ def main():
     ap.add_argument("--measure", type=float, default=10)
     ap.add_argument("--limit", type=int, default=600)
     ap.add_argument("--mb", type=int, default=8192)
+    ap.add_argument("--warm", type=float, default=0, help="seconds of mix before measuring, if the window is not full by then")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     cfg = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)

@@ -64,7 +64,7 @@ def replay(server, ranks, value, mb, batch):
     port = free_port()
     p = start(server, port, mb)
     try:
-        c = Client(("127.0.0.1", port), connect_timeout=10, timeout=30)
+        c = Client(("127.0.0.1", port), connect_timeout=10, timeout=30, no_delay=True)
         warm = len(ranks) // 3
         hits = total = 0
         for at in range(0, len(ranks), batch):

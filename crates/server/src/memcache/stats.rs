@@ -94,6 +94,7 @@ fn general(mc: &Memcache, now: Now, out: &mut Vec<u8>) {
     stat(out, "total_items", c.get(Stat::total_items));
     stat(out, "evictions", mc.memory.evictions());
     stat(out, "used_memory", mc.memory.used(&mc.items));
+    stat(out, "index_memory", mc.items.index_memory());
 }
 
 fn tokio_threads() -> usize {

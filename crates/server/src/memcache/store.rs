@@ -301,6 +301,12 @@ impl Items {
         self.kv().len()
     }
 
+    /// What the index says it holds (`memory_usage`, its allocator's reserved chunks
+    /// included).
+    pub(crate) fn index_memory(&self) -> usize {
+        self.kv().memory_usage().total()
+    }
+
     /// memcached's `bytes`: the key and data bytes of the items stored.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed).max(0) as u64
@@ -724,9 +730,17 @@ fn needs_bump(m: &Meta, now: Now) -> bool {
     m.state & item::FETCHED == 0 || now.clock.wrapping_sub(m.atime) >= BUMP_MS
 }
 
+/// Bytes of index structure an item costs beyond its key and value, as the memory limit
+/// counts it: Mercury's 16-byte node header and a 32-byte bucket cell at one item per cell.
+pub(crate) const ITEM_STRUCTURE: usize = 48;
+
 impl Keyspace for Items {
+    /// The live items at their size in the index: key, value (header and data) and
+    /// [`ITEM_STRUCTURE`] each. Not the index's `memory_usage`, which counts the
+    /// allocator's reserved 2 MiB chunks and so does not fall when items are removed: a
+    /// limit must see evictions free memory (memcached's `-m` counts its item chunks too).
     fn used_bytes(&self) -> usize {
-        self.kv().memory_usage().total()
+        self.bytes() as usize + self.len() * ITEM_STRUCTURE
     }
 
     fn items(&self) -> usize {

@@ -5,20 +5,19 @@
 //!
 //! # Accounting
 //!
-//! Used memory is what the keyspaces' indexes say they hold ([`Keyspace::used_bytes`],
-//! from `KvIndex::memory_usage`: tables, nodes, pools) plus the connections' buffers
-//! ([`Memory::buffers`]). Measuring an index walks its counters, so it is not done on
+//! Used memory is what the keyspaces say their items take ([`Keyspace::used_bytes`]: for
+//! the memcached items, keys and values at their size in the index plus a per-item
+//! structure cost) plus the connections' buffers ([`Memory::buffers`]). It must fall when
+//! items are removed: an index's `memory_usage` counts its allocator's reserved chunks,
+//! which it keeps for reuse, and a limit on that would evict without ever freeing. Measuring an index walks its counters, so it is not done on
 //! every write: [`Memory::admit`] adds each write's size to a running estimate and
 //! measures again when the estimate reaches the limit (at most once a millisecond while
 //! over it).
 //!
-//! An index whose allocator keeps freed blocks for reuse (Mercury's per-class pools)
-//! reports them as held: once the limit is reached, used memory stays near it, and the
-//! limit works as memcached's slab limit does, one item out for each item in (a write
-//! evicts at least its own size). A write that finds nothing to evict is admitted (the
-//! space freed by deletions and expiry is reused). A keyspace already over the limit (a
-//! limit lowered at run time) is kept from growing, not shrunk: shrinking it is an explicit
-//! [`Memory::evict`] of the excess.
+//! A write over the limit evicts at least its own size (one item out for each item in, at
+//! the limit). A write that finds nothing to evict is admitted. A keyspace already over
+//! the limit (a limit lowered at run time) is kept from growing, not shrunk: shrinking it
+//! is an explicit [`Memory::evict`] of the excess.
 //!
 //! # Eviction
 //!
@@ -44,7 +43,7 @@ pub(crate) const DEAD: u64 = u64::MAX;
 /// A keyspace the memory limit can evict from. Implementations lock what they need per
 /// call; the eviction code holds no lock of theirs.
 pub(crate) trait Keyspace: Send + Sync {
-    /// Bytes the keyspace's index holds (`KvIndex::memory_usage().total()`).
+    /// Bytes the keyspace's items take; must fall when items are removed.
     fn used_bytes(&self) -> usize;
 
     /// Items stored (live or not yet reclaimed).
