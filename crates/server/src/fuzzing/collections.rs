@@ -167,7 +167,11 @@ fn args_for(b: &mut Bytes<'_>) -> Vec<String> {
             v.push(key(b));
             // Up to four more arguments, numbers or members.
             for _ in 0..b.next() % 5 {
-                let x = if b.next().is_multiple_of(3) { num(b) } else { member(b) };
+                let x = if b.next().is_multiple_of(3) {
+                    num(b)
+                } else {
+                    member(b)
+                };
                 v.push(x);
             }
         }

@@ -66,10 +66,36 @@ pub(crate) const STRIPES: usize = 1024;
 /// Longest key the server accepts: the index's limit less the deadline prefix.
 pub(crate) const MAX_KEY: usize = MAX_KEY_LEN - 8;
 
-/// The stripes a [`Txn`] holds (released when it is dropped).
-enum Guards<'a> {
-    One(#[allow(dead_code)] MutexGuard<'a, ()>),
-    Many(#[allow(dead_code)] Vec<MutexGuard<'a, ()>>),
+/// The last large collection a stripe's writers touched: its key's header and
+/// bookkeeping, so that the next command on that key (a queue, a counter hash) skips the
+/// index lookup and the table lookup. Kept under the stripe's mutex, and changed by every
+/// write of a key of that stripe (`Txn::put`, `Txn::remove`), so it is never stale.
+pub(super) struct Hot {
+    pub(super) key: Vec<u8>,
+    pub(super) kind: Kind,
+    pub(super) deadline: Option<u64>,
+    pub(super) id: u64,
+    pub(super) meta: Arc<Meta>,
+}
+
+/// One write-lock stripe, with its [`Hot`] entry.
+type Stripe = Mutex<Option<Hot>>;
+
+/// The stripes a [`Txn`] holds (released when it is dropped), with their indexes.
+pub(super) enum Guards<'a> {
+    One(usize, MutexGuard<'a, Option<Hot>>),
+    Many(Vec<(usize, MutexGuard<'a, Option<Hot>>)>),
+}
+
+impl Guards<'_> {
+    /// The hot entry of stripe `i` (which these guards hold).
+    pub(super) fn hot(&mut self, i: usize) -> Option<&mut Option<Hot>> {
+        match self {
+            Guards::One(j, g) if *j == i => Some(&mut **g),
+            Guards::Many(v) => v.iter_mut().find(|(j, _)| *j == i).map(|(_, g)| &mut **g),
+            _ => None,
+        }
+    }
 }
 
 fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
@@ -193,7 +219,7 @@ pub(crate) struct Store {
     /// The append-only file, when persistence is on.
     journal: Option<Arc<dyn Journal>>,
     deadlines: Wormhole,
-    stripes: Box<[Mutex<()>]>,
+    stripes: Box<[Stripe]>,
     hasher: std::collections::hash_map::RandomState,
     expired: AtomicU64,
     large: large::Large,
@@ -244,7 +270,7 @@ impl Store {
             unordered,
             journal: None,
             deadlines: Wormhole::new(),
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(None)).collect(),
             hasher: Default::default(),
             expired: AtomicU64::new(0),
             large: large::Large::new(),
@@ -326,6 +352,11 @@ impl Store {
         h.finish() as usize & (STRIPES - 1)
     }
 
+    /// The stripe of `key` (for `Txn`).
+    pub(super) fn stripe_of(&self, key: &[u8]) -> usize {
+        self.stripe(key)
+    }
+
     /// Locks the stripes of `keys` (in ascending order) and runs `f` with the write access;
     /// the journal position of its records is noted in `call`.
     pub(crate) fn write<R>(&self, keys: &[&[u8]], call: &Call, f: impl FnOnce(&Txn<'_>) -> R) -> R {
@@ -334,12 +365,13 @@ impl Store {
         let lock = |i: usize| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner());
         let guards = if let [key] = keys {
             // The common case, without allocating.
-            Guards::One(lock(self.stripe(key)))
+            let i = self.stripe(key);
+            Guards::One(i, lock(i))
         } else {
             let mut ids: Vec<usize> = keys.iter().map(|k| self.stripe(k)).collect();
             ids.sort_unstable();
             ids.dedup();
-            Guards::Many(ids.into_iter().map(lock).collect())
+            Guards::Many(ids.into_iter().map(|i| (i, lock(i))).collect())
         };
         let txn = Txn::new(self, call, guards);
         let r = f(&txn);
