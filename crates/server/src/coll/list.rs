@@ -278,9 +278,12 @@ impl<'k> List<'k> {
                     End::Left => head,
                     End::Right => head.wrapping_add(len - 1),
                 };
-                let k = list_key(*id, pos);
-                let e = t.elements().get(&k).unwrap_or_default();
-                t.elements().remove(&k);
+                // One walk of the index: take the element out as it is removed.
+                let mut e = Vec::new();
+                let _ = t.elements().compute(&list_key(*id, pos), |v| {
+                    e = v.map(<[u8]>::to_vec).unwrap_or_default();
+                    None
+                });
                 let new_head = if end == End::Left {
                     head.wrapping_add(1)
                 } else {

@@ -214,6 +214,22 @@ impl<'k> ZSet<'k> {
         removed
     }
 
+    /// Removes `member`, whose score the caller has just read as `score` (logged).
+    pub(crate) fn remove_scored(&mut self, t: &Txn<'_>, member: &[u8], score: f64) {
+        match &self.repr {
+            Repr::Large(id, meta) => {
+                if t.elements().remove(&zset_member_key(*id, member)) {
+                    t.elements().remove(&zset_score_key(*id, score, member));
+                    meta.add(-1);
+                    t.record(&[b"ZREM", self.key, member]);
+                }
+            }
+            Repr::Compact(_) => {
+                self.remove(t, member);
+            }
+        }
+    }
+
     /// Moves the set to the element index now, whatever its size (a store command's
     /// result that Redis builds as a skiplist).
     pub(crate) fn make_large(&mut self, t: &Txn<'_>) -> Result<()> {

@@ -43,7 +43,6 @@ mod txn;
 mod value;
 
 use std::cell::{Cell, RefCell};
-use std::hash::{BuildHasher, Hasher};
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -220,7 +219,6 @@ pub(crate) struct Store {
     journal: Option<Arc<dyn Journal>>,
     deadlines: Wormhole,
     stripes: Box<[Stripe]>,
-    hasher: std::collections::hash_map::RandomState,
     expired: AtomicU64,
     large: large::Large,
     /// The compact-encoding thresholds (`CONFIG SET hash-max-listpack-entries` …).
@@ -271,7 +269,6 @@ impl Store {
             journal: None,
             deadlines: Wormhole::new(),
             stripes: (0..STRIPES).map(|_| Mutex::new(None)).collect(),
-            hasher: Default::default(),
             expired: AtomicU64::new(0),
             large: large::Large::new(),
             thresholds: Arc::new(Thresholds::default()),
@@ -347,9 +344,8 @@ impl Store {
     }
 
     fn stripe(&self, key: &[u8]) -> usize {
-        let mut h = self.hasher.build_hasher();
-        h.write(key);
-        h.finish() as usize & (STRIPES - 1)
+        // CRC32C (hardware): a key's stripe is computed at least twice per write.
+        orrery::hash::crc32c(key) as usize & (STRIPES - 1)
     }
 
     /// The stripe of `key` (for `Txn`).
