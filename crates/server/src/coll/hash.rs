@@ -263,7 +263,7 @@ impl<'k> Hash<'k> {
         let Repr::Compact(p) = &self.repr else {
             return Ok(());
         };
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(false);
         let mut it = Pack::new(p).iter();
         let mut n = 0;
         while let (Some(f), Some(v)) = (it.next(), it.next()) {

@@ -162,47 +162,6 @@ pub(crate) fn scan_chunks(
     }
 }
 
-/// [`scan_chunks`] backwards: descending from `from` (or from the end of `prefix`).
-pub(crate) fn scan_chunks_rev(
-    elements: &Wormhole,
-    prefix: &[u8],
-    from: Bound<&[u8]>,
-    f: &mut ScanVisitor<'_>,
-) {
-    let end = orrery::api::prefix_successor(prefix);
-    let mut resume: Option<Vec<u8>> = None;
-    loop {
-        let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let start = match (&resume, from, &end) {
-            (Some(k), _, _) => Bound::Excluded(&k[..]),
-            (None, Bound::Unbounded, Some(e)) => Bound::Excluded(&e[..]),
-            (None, Bound::Unbounded, None) => Bound::Unbounded,
-            (None, b, _) => b,
-        };
-        elements.scan_rev(start, &mut |k, v| {
-            if !k.starts_with(prefix) {
-                return ControlFlow::Break(());
-            }
-            chunk.push((k.to_vec(), v.to_vec()));
-            if chunk.len() >= 256 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
-        let full = chunk.len() >= 256;
-        for (k, v) in &chunk {
-            if f(k, v).is_break() {
-                return;
-            }
-        }
-        match chunk.pop() {
-            Some((k, _)) if full => resume = Some(k),
-            _ => return,
-        }
-    }
-}
-
 /// One page of a `HSCAN`/`SSCAN`/`ZSCAN`: the items and where the next page starts (the
 /// last element key visited, without the collection's prefix; `None`: done).
 pub(crate) struct Page {

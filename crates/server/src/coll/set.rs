@@ -277,7 +277,7 @@ impl<'k> Set<'k> {
             return Ok(());
         }
         let members = self.members(t);
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(false);
         for m in &members {
             if let Err(e) = t.elements().insert(&hashed_key(id, m), b"") {
                 t.drop_large(id);

@@ -242,7 +242,7 @@ impl<'k> ZSet<'k> {
             return Ok(());
         };
         let items = compact_items(p);
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(false);
         for (m, s) in &items {
             let r = t
                 .elements()

@@ -317,9 +317,15 @@ impl Store {
         self.large.get(id)
     }
 
-    /// The shared index of the large collections' elements (`crate::layout::keys`).
+    /// The shared index of the large hashes', sets' and sorted sets' elements
+    /// (`crate::layout::keys`).
     pub(crate) fn elements(&self) -> &Wormhole {
         &self.large.elements
+    }
+
+    /// The shared table of the large lists' elements, by `id ++ position`.
+    pub(crate) fn positions(&self) -> &Mercury {
+        &self.large.positions
     }
 
     /// The compact-encoding thresholds (shared with `CONFIG SET`).

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use orrery::api::MAX_VALUE_LEN;
+use orrery::mercury::Mercury;
 use orrery::wormhole::Wormhole;
 
 use super::value::{Enc, Entry, Header, Kind, header, large_id, put_header};
@@ -47,9 +48,14 @@ impl<'a> Txn<'a> {
         self.call.now()
     }
 
-    /// The shared index of large collections' elements.
+    /// The shared index of large hashes', sets' and sorted sets' elements.
     pub(crate) fn elements(&self) -> &Wormhole {
         self.store.elements()
+    }
+
+    /// The shared table of large lists' elements.
+    pub(crate) fn positions(&self) -> &Mercury {
+        self.store.positions()
     }
 
     /// The compact-encoding thresholds now.
@@ -284,10 +290,11 @@ impl<'a> Txn<'a> {
         hot.or_else(|| self.store.large.get(id))
     }
 
-    /// A new, empty large collection (not yet under any key): its id and bookkeeping. The
-    /// caller stores its id under a key, or drops it with [`Txn::drop_large`].
-    pub(crate) fn create_large(&self) -> (u64, Arc<Meta>) {
-        self.store.large.create()
+    /// A new, empty large collection (not yet under any key; a list with `list`): its id
+    /// and bookkeeping. The caller stores its id under a key, or drops it with
+    /// [`Txn::drop_large`].
+    pub(crate) fn create_large(&self, list: bool) -> (u64, Arc<Meta>) {
+        self.store.large.create(list)
     }
 
     /// Drops a large collection that no key holds (a conversion that failed).
