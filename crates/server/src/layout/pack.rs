@@ -58,7 +58,7 @@ fn widths(items: &[&[u8]]) -> Option<(usize, usize)> {
     items
         .iter()
         .enumerate()
-        .all(|(i, x)| x.len() == if i % 2 == 0 { w0 } else { w1 })
+        .all(|(i, x)| x.len() == if i.is_multiple_of(2) { w0 } else { w1 })
         .then_some((w0, w1))
 }
 
@@ -201,7 +201,7 @@ impl<'a> Iterator for PackIter<'a> {
             return None;
         }
         let (start, end) = match self.widths {
-            Some((w0, w1)) => (0, if self.at % 2 == 0 { w0 } else { w1 }),
+            Some((w0, w1)) => (0, if self.at.is_multiple_of(2) { w0 } else { w1 }),
             None => {
                 let (len, used) = get_varint(self.rest)?;
                 (used, used.checked_add(usize::try_from(len).ok()?)?)
