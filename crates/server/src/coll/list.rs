@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use orrery::mercury::Mercury;
 
-use super::{COMPACT_MAX_BYTES, Error, Result, check_values, lookup};
+use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Result, check_values, lookup};
 use crate::layout::{Pack, list_key};
-use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
 
 /// Which end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -601,39 +601,25 @@ impl<'k> List<'k> {
 
     /// Writes the list back to its key (or deletes the key when the list is empty).
     pub(crate) fn finish(self, t: &Txn<'_>) -> Result<()> {
-        if self.len() == 0 {
-            if self.existed {
-                t.delete(self.key);
-            } else if let Repr::Large(id, _) = self.repr {
-                t.drop_large(id);
-            }
-            return Ok(());
-        }
-        if !self.dirty {
-            return Ok(());
-        }
-        let (enc, payload, id) = match self.repr {
+        let len = self.len();
+        let form = match self.repr {
             Repr::Compact(head, p) => {
                 let mut payload = Vec::with_capacity(8 + p.len());
                 payload.extend_from_slice(&head.to_be_bytes());
                 payload.extend_from_slice(&p);
-                (Enc::Compact, payload, None)
+                Form::Compact(Enc::Compact, payload)
             }
-            Repr::Large(id, _) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+            Repr::Large(id, _) => Form::Large(id),
         };
-        let entry = Entry {
+        Ending {
+            key: self.key,
             kind: Kind::List,
-            enc,
             deadline: self.deadline,
-            payload,
-        };
-        t.store_quiet(self.key, &entry).map_err(|e| {
-            if let Some(id) = id {
-                t.drop_large(id);
-            }
-            t.rollback_log(self.mark);
-            Error::from(e)
-        })
+            existed: self.existed,
+            dirty: self.dirty,
+            mark: self.mark,
+        }
+        .finish(t, len, form)
     }
 }
 

@@ -34,7 +34,7 @@ use orrery::api::ScanVisitor;
 use orrery::wormhole::Wormhole;
 
 use crate::layout::MAX_ELEMENT;
-use crate::store::{Entry, Kind, Txn, WriteError};
+use crate::store::{Enc, Entry, Kind, Txn, WriteError};
 
 pub(crate) use dump::{dump, log_state};
 pub(crate) use hash::Hash;
@@ -42,6 +42,65 @@ pub(crate) use list::{End, List};
 pub(crate) use set::Set;
 pub(crate) use zset::ZSet;
 pub(crate) use zset_ranges::{Limit, ScoreBound};
+
+/// How a view's collection is held when the view ends.
+pub(super) enum Form {
+    /// Inline, with this encoding and payload.
+    Compact(Enc, Vec<u8>),
+    /// In the shared indexes, under this id.
+    Large(u64),
+}
+
+/// The end of a view (`Hash`, `Set`, `ZSet`, `List`): the key and what the view knows of
+/// it. [`Ending::finish`] is every view's `finish`.
+pub(super) struct Ending<'k> {
+    pub(super) key: &'k [u8],
+    pub(super) kind: Kind,
+    pub(super) deadline: Option<u64>,
+    /// The key held the collection when the view opened.
+    pub(super) existed: bool,
+    /// The compact form changed, or the collection moved to the shared indexes.
+    pub(super) dirty: bool,
+    /// The end of the log when the view opened.
+    pub(super) mark: usize,
+}
+
+impl Ending<'_> {
+    /// Writes the collection of `len` elements held as `form` back to its key: deletes
+    /// the key when the collection is empty (Redis never keeps an empty one; a large
+    /// collection no key holds is dropped), stores a changed form, and on failure drops a
+    /// collection just moved to the shared indexes and takes back the view's records.
+    pub(super) fn finish(self, t: &Txn<'_>, len: usize, form: Form) -> Result<()> {
+        if len == 0 {
+            if self.existed {
+                t.delete(self.key);
+            } else if let Form::Large(id) = form {
+                t.drop_large(id);
+            }
+            return Ok(());
+        }
+        if !self.dirty {
+            return Ok(());
+        }
+        let (enc, payload, id) = match form {
+            Form::Compact(enc, p) => (enc, p, None),
+            Form::Large(id) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+        };
+        let entry = Entry {
+            kind: self.kind,
+            enc,
+            deadline: self.deadline,
+            payload,
+        };
+        t.store_quiet(self.key, &entry).map_err(|e| {
+            if let Some(id) = id {
+                t.drop_large(id);
+            }
+            t.rollback_log(self.mark);
+            Error::from(e)
+        })
+    }
+}
 
 /// Why a collection operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
