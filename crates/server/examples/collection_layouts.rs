@@ -19,7 +19,6 @@
 use std::time::Instant;
 
 use orrery::wormhole::Wormhole;
-use orrery::{KvIndex, OrderedKvIndex};
 
 /// Bytes resident now.
 fn rss() -> usize {
