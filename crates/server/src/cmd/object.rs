@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 
 use super::{Command, Ctx, not_integer, syntax_error};
 use crate::coll::{Hash, List, Set, ZSet};
-use crate::layout::id_prefix;
+use crate::layout::{id_prefix, list_key};
 use crate::num::parse_i64;
 use crate::resp::Reply;
 use crate::store::{Enc, Kind, header, large_id};
@@ -148,10 +148,8 @@ impl<'a> Command<'a> for MemoryUsage<'a> {
             && let Some(id) = large_id(h.enc, &raw[h.at..])
             && let Some(meta) = store.large(id)
         {
-            let el = store.elements();
-            let per_pair = el.memory_usage().structure_bytes / el.len().max(1);
             let (mut n, mut bytes) = (0usize, 0usize);
-            el.scan_prefix(&id_prefix(id), &mut |k, v| {
+            let mut sample = |k: &[u8], v: &[u8]| {
                 n += 1;
                 bytes += k.len() + v.len();
                 if self.samples > 0 && n >= self.samples {
@@ -159,7 +157,25 @@ impl<'a> Command<'a> for MemoryUsage<'a> {
                 } else {
                     ControlFlow::Continue(())
                 }
-            });
+            };
+            let per_pair = if h.kind == Kind::List {
+                let p = store.positions();
+                for i in 0..meta.len().min(if self.samples == 0 {
+                    u64::MAX
+                } else {
+                    self.samples as u64
+                }) {
+                    let k = list_key(id, meta.head().wrapping_add(i));
+                    if let Some(v) = p.get(&k) {
+                        let _ = sample(&k, &v);
+                    }
+                }
+                p.memory_usage().structure_bytes / p.len().max(1)
+            } else {
+                let el = store.elements();
+                el.scan_prefix(&id_prefix(id), &mut sample);
+                el.memory_usage().structure_bytes / el.len().max(1)
+            };
             let pairs = meta.len() as usize * if h.kind == Kind::ZSet { 2 } else { 1 };
             total += pairs * (bytes / n.max(1) + per_pair);
         }

@@ -126,7 +126,9 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
         );
     }
     if want("memory") {
-        let m = sh.store.kv().memory_usage() + sh.store.elements().memory_usage();
+        let m = sh.store.kv().memory_usage()
+            + sh.store.elements().memory_usage()
+            + sh.store.positions().memory_usage();
         let _ = write!(
             out,
             "# Memory\r\nused_memory:{}\r\nindex_structure_bytes:{}\r\nindex_key_value_bytes:{}\r\n\r\n",

@@ -12,7 +12,7 @@
 use std::io;
 use std::ops::{Bound, ControlFlow};
 
-use crate::layout::{IntSet, Pack, id_prefix, list_pos, zset_member_prefix};
+use crate::layout::{IntSet, Pack, id_prefix, zset_member_prefix};
 use crate::store::{Enc, Kind, Store, Txn, header, large_id};
 
 /// Emits the records that rebuild the value `raw` stored under `key` (none for a value
@@ -102,6 +102,25 @@ fn dump_large(
     };
     // A list's span as the walk begins (see the module docs).
     let (head, len) = (meta.head(), meta.len());
+    if kind == Kind::List {
+        let mut err = Ok(());
+        super::list::walk(
+            store.positions(),
+            id,
+            head,
+            len,
+            false,
+            &mut |pos, v| match emit(&[b"LPUT", key, &pos.to_be_bytes(), v]) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    err = Err(e);
+                    ControlFlow::Break(())
+                }
+            },
+        );
+        err?;
+        return emit(&[b"LSPAN", key, &head.to_be_bytes(), &len.to_be_bytes()]);
+    }
     let prefix: Vec<u8> = match kind {
         Kind::ZSet => zset_member_prefix(id).to_vec(),
         _ => id_prefix(id).to_vec(),
@@ -112,8 +131,7 @@ fn dump_large(
             Kind::Hash => emit(&[b"HSET", key, &k[12..], v]),
             Kind::Set => emit(&[b"SADD", key, &k[12..]]),
             Kind::ZSet => emit(&[b"ZADD", key, &k[13..], v]),
-            Kind::List => emit(&[b"LPUT", key, &list_pos(k).to_be_bytes(), v]),
-            Kind::String => Ok(()),
+            Kind::List | Kind::String => Ok(()),
         };
         match r {
             Ok(()) => ControlFlow::Continue(()),
@@ -123,11 +141,7 @@ fn dump_large(
             }
         }
     });
-    err?;
-    if kind == Kind::List {
-        emit(&[b"LSPAN", key, &head.to_be_bytes(), &len.to_be_bytes()])?;
-    }
-    Ok(())
+    err
 }
 
 /// Logs the value now stored under `key` whole (after a `DEL key` record): what `RENAME`

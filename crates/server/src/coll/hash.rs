@@ -7,9 +7,12 @@ use std::sync::Arc;
 
 use orrery::api::ScanVisitor;
 
-use super::{COMPACT_MAX_BYTES, Error, Page, Result, check_lengths, check_values, lookup, random};
+use super::{
+    COMPACT_MAX_BYTES, Ending, Error, Form, Page, Result, check_lengths, check_values, lookup,
+    random,
+};
 use crate::layout::{Pack, hashed_key, id_prefix};
-use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
 
 enum Repr {
     Compact(Vec<u8>),
@@ -263,7 +266,7 @@ impl<'k> Hash<'k> {
         let Repr::Compact(p) = &self.repr else {
             return Ok(());
         };
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(false);
         let mut it = Pack::new(p).iter();
         let mut n = 0;
         while let (Some(f), Some(v)) = (it.next(), it.next()) {
@@ -281,33 +284,19 @@ impl<'k> Hash<'k> {
 
     /// Writes the hash back to its key (or deletes the key when the hash is empty).
     pub(crate) fn finish(self, t: &Txn<'_>) -> Result<()> {
-        if self.len() == 0 {
-            if self.existed {
-                t.delete(self.key);
-            } else if let Repr::Large(id, _) = self.repr {
-                t.drop_large(id);
-            }
-            return Ok(());
-        }
-        if !self.dirty {
-            return Ok(());
-        }
-        let (enc, payload, id) = match self.repr {
-            Repr::Compact(p) => (Enc::Compact, p, None),
-            Repr::Large(id, _) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+        let len = self.len();
+        let form = match self.repr {
+            Repr::Compact(p) => Form::Compact(Enc::Compact, p),
+            Repr::Large(id, _) => Form::Large(id),
         };
-        let entry = Entry {
+        Ending {
+            key: self.key,
             kind: Kind::Hash,
-            enc,
             deadline: self.deadline,
-            payload,
-        };
-        t.store_quiet(self.key, &entry).map_err(|e| {
-            if let Some(id) = id {
-                t.drop_large(id);
-            }
-            t.rollback_log(self.mark);
-            Error::from(e)
-        })
+            existed: self.existed,
+            dirty: self.dirty,
+            mark: self.mark,
+        }
+        .finish(t, len, form)
     }
 }

@@ -1,8 +1,10 @@
 //! A list. Every element has a position (a `u64`): the first is at `head`, the others
 //! follow; a push on the left takes `head - 1`, on the right `head + len`. A new list
 //! starts at 2^63. Compact: the payload is `head` (8 bytes, big-endian) and a pack of the
-//! elements. Large: `id ++ position → element` in the element index, `head` and `len` in
-//! the collection's bookkeeping.
+//! elements. Large: `id ++ position → element` in the store's positions table (a hash
+//! table: positions are dense, so every operation is a point operation, and a range is
+//! one batched lookup of its positions), `head` and `len` in the collection's
+//! bookkeeping.
 //!
 //! Positions make the log's records assignments, whatever the form: `LPUT key pos elem`
 //! (the element at a position) and `LSPAN key head len` (the list's positions; elements
@@ -15,12 +17,14 @@
 //! `LINSERT` moves the elements on the shorter side of the pivot; `LREM` moves every
 //! element after the first removed (as Redis, O(n)).
 
-use std::ops::{Bound, ControlFlow};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use super::{COMPACT_MAX_BYTES, Error, Result, check_values, lookup, scan_chunks, scan_chunks_rev};
-use crate::layout::{Pack, id_prefix, list_key, list_pos};
-use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
+use orrery::mercury::Mercury;
+
+use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Result, check_values, lookup};
+use crate::layout::{Pack, list_key};
+use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
 
 /// Which end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +134,7 @@ impl<'k> List<'k> {
                 if i >= m.len() as usize {
                     return None;
                 }
-                t.elements().get_with(
+                t.positions().get_with(
                     &list_key(*id, m.head().wrapping_add(i as u64)),
                     <[u8]>::to_vec,
                 )
@@ -152,21 +156,11 @@ impl<'k> List<'k> {
                 .map(<[u8]>::to_vec)
                 .collect(),
             Repr::Large(id, m) => {
-                let mut out = Vec::with_capacity(stop + 1 - start);
-                let from = list_key(*id, m.head().wrapping_add(start as u64));
-                let n = stop + 1 - start;
-                t.elements().scan(Bound::Included(&from), &mut |k, v| {
-                    if !k.starts_with(&id_prefix(*id)) {
-                        return ControlFlow::Break(());
-                    }
-                    out.push(v.to_vec());
-                    if out.len() >= n {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    }
-                });
-                out
+                let from = m.head().wrapping_add(start as u64);
+                batch(t.positions(), *id, from, stop + 1 - start)
+                    .into_iter()
+                    .flatten()
+                    .collect()
             }
         }
     }
@@ -191,14 +185,9 @@ impl<'k> List<'k> {
                     }
                 }
             }
-            Repr::Large(id, _) => {
-                let prefix = id_prefix(*id);
-                let mut g = |k: &[u8], v: &[u8]| f(list_pos(k).wrapping_sub(head) as usize, v);
-                if rev {
-                    scan_chunks_rev(t.elements(), &prefix, Bound::Unbounded, &mut g);
-                } else {
-                    scan_chunks(t.elements(), &prefix, Bound::Unbounded, &mut g);
-                }
+            Repr::Large(id, m) => {
+                let mut g = |pos: u64, v: &[u8]| f(pos.wrapping_sub(head) as usize, v);
+                walk(t.positions(), *id, head, m.len(), rev, &mut g);
             }
         }
     }
@@ -243,7 +232,7 @@ impl<'k> List<'k> {
                 self.put_compact(t, new_head, pack)?;
             }
             Repr::Large(id, m) => {
-                t.elements().insert(&list_key(*id, pos), elem)?;
+                t.positions().insert(&list_key(*id, pos), elem)?;
                 m.set_span(new_head, len + 1);
             }
         }
@@ -278,9 +267,12 @@ impl<'k> List<'k> {
                     End::Left => head,
                     End::Right => head.wrapping_add(len - 1),
                 };
-                let k = list_key(*id, pos);
-                let e = t.elements().get(&k).unwrap_or_default();
-                t.elements().remove(&k);
+                // One walk of the index: take the element out as it is removed.
+                let mut e = Vec::new();
+                let _ = t.positions().compute(&list_key(*id, pos), |v| {
+                    e = v.map(<[u8]>::to_vec).unwrap_or_default();
+                    None
+                });
                 let new_head = if end == End::Left {
                     head.wrapping_add(1)
                 } else {
@@ -307,7 +299,7 @@ impl<'k> List<'k> {
                 self.put_compact(t, head, pack)?;
             }
             Repr::Large(id, _) => {
-                t.elements().insert(&list_key(*id, pos), elem)?;
+                t.positions().insert(&list_key(*id, pos), elem)?;
             }
         }
         t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
@@ -376,7 +368,7 @@ impl<'k> List<'k> {
             unreachable!("handled above")
         };
         let (id, m) = (*id, m.clone());
-        let el = t.elements();
+        let el = t.positions();
         let put = |pos: u64, v: &[u8]| -> Result<()> {
             el.insert(&list_key(id, pos), v)?;
             t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), v]);
@@ -450,8 +442,7 @@ impl<'k> List<'k> {
             unreachable!("handled above")
         };
         let (id, m) = (*id, m.clone());
-        let el = t.elements();
-        let prefix = id_prefix(id);
+        let el = t.positions();
         let mut removed = 0;
         let mut w = if rev {
             head.wrapping_add(len as u64).wrapping_sub(1)
@@ -459,8 +450,7 @@ impl<'k> List<'k> {
             head
         };
         let mut err = None;
-        let mut step = |k: &[u8], v: &[u8]| {
-            let r = list_pos(k);
+        let mut step = |r: u64, v: &[u8]| {
             if removed < limit && v == elem {
                 removed += 1;
                 return ControlFlow::Continue(());
@@ -479,11 +469,7 @@ impl<'k> List<'k> {
             };
             ControlFlow::Continue(())
         };
-        if rev {
-            scan_chunks_rev(el, &prefix, Bound::Unbounded, &mut step);
-        } else {
-            scan_chunks(el, &prefix, Bound::Unbounded, &mut step);
-        }
+        walk(el, id, head, len as u64, rev, &mut step);
         if let Some(e) = err {
             return Err(e.into());
         }
@@ -491,28 +477,10 @@ impl<'k> List<'k> {
             let new_len = (len - removed) as u64;
             let new_head = if rev { w.wrapping_add(1) } else { head };
             m.set_span(new_head, new_len);
-            self.drop_outside(t, id, new_head, new_len);
+            drop_outside(t, id, (head, len as u64), (new_head, new_len));
             self.log_span(t);
         }
         Ok(removed)
-    }
-
-    /// Removes a large list's elements outside `head .. head + len`.
-    fn drop_outside(&self, t: &Txn<'_>, id: u64, head: u64, len: u64) {
-        let lo = id_prefix(id);
-        let first = list_key(id, head);
-        t.elements()
-            .remove_range(Bound::Included(&lo), Bound::Excluded(&first));
-        let end = list_key(id, head.wrapping_add(len));
-        let hi = id.checked_add(1).map(|n| n.to_be_bytes());
-        match &hi {
-            Some(h) => t
-                .elements()
-                .remove_range(Bound::Included(&end), Bound::Excluded(&h[..])),
-            None => t
-                .elements()
-                .remove_range(Bound::Included(&end), Bound::Unbounded),
-        };
     }
 
     /// Keeps only indexes `start..=stop` (`start > stop`: none; logged).
@@ -537,8 +505,9 @@ impl<'k> List<'k> {
             }
             Repr::Large(id, m) => {
                 let (id, m) = (*id, m.clone());
+                let old = (m.head(), m.len());
                 m.set_span(new_head, keep as u64);
-                self.drop_outside(t, id, new_head, keep as u64);
+                drop_outside(t, id, old, (new_head, keep as u64));
             }
         }
         self.log_span(t);
@@ -575,7 +544,7 @@ impl<'k> List<'k> {
         let Repr::Large(id, m) = &self.repr else {
             unreachable!("handled above")
         };
-        t.elements().insert(&list_key(*id, pos), elem)?;
+        t.positions().insert(&list_key(*id, pos), elem)?;
         let (lo, hi) = (
             head.min(pos),
             head.wrapping_add(len).max(pos.wrapping_add(1)),
@@ -603,20 +572,21 @@ impl<'k> List<'k> {
             unreachable!("handled above")
         };
         let (id, m) = (*id, m.clone());
+        let old = (m.head(), m.len());
         m.set_span(head, len);
-        self.drop_outside(t, id, head, len);
+        drop_outside(t, id, old, (head, len));
         Ok(())
     }
 
-    /// Moves a compact list to the element index regardless of the thresholds.
+    /// Moves a compact list to the positions table regardless of the thresholds.
     fn force_large(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(head, p) = &self.repr else {
             return Ok(());
         };
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(true);
         for (i, e) in Pack::new(p).iter().enumerate() {
             if let Err(err) = t
-                .elements()
+                .positions()
                 .insert(&list_key(id, head.wrapping_add(i as u64)), e)
             {
                 t.drop_large(id);
@@ -631,38 +601,84 @@ impl<'k> List<'k> {
 
     /// Writes the list back to its key (or deletes the key when the list is empty).
     pub(crate) fn finish(self, t: &Txn<'_>) -> Result<()> {
-        if self.len() == 0 {
-            if self.existed {
-                t.delete(self.key);
-            } else if let Repr::Large(id, _) = self.repr {
-                t.drop_large(id);
-            }
-            return Ok(());
-        }
-        if !self.dirty {
-            return Ok(());
-        }
-        let (enc, payload, id) = match self.repr {
+        let len = self.len();
+        let form = match self.repr {
             Repr::Compact(head, p) => {
                 let mut payload = Vec::with_capacity(8 + p.len());
                 payload.extend_from_slice(&head.to_be_bytes());
                 payload.extend_from_slice(&p);
-                (Enc::Compact, payload, None)
+                Form::Compact(Enc::Compact, payload)
             }
-            Repr::Large(id, _) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+            Repr::Large(id, _) => Form::Large(id),
         };
-        let entry = Entry {
+        Ending {
+            key: self.key,
             kind: Kind::List,
-            enc,
             deadline: self.deadline,
-            payload,
+            existed: self.existed,
+            dirty: self.dirty,
+            mark: self.mark,
+        }
+        .finish(t, len, form)
+    }
+}
+
+/// The elements of large list `id` at positions `from .. from + n`, in one batched lookup
+/// (`None` for a position with no element, which only a replay in progress can have).
+fn batch(positions: &Mercury, id: u64, from: u64, n: usize) -> Vec<Option<Vec<u8>>> {
+    let keys: Vec<[u8; 16]> = (0..n)
+        .map(|i| list_key(id, from.wrapping_add(i as u64)))
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let mut out = vec![None; n];
+    positions.get_many(&refs, &mut |i, v| out[i] = v.map(<[u8]>::to_vec));
+    out
+}
+
+/// Visits the elements of large list `id` at positions `head .. head + len`, from the
+/// head (or the tail, with `rev`), in batches read before `f` sees them (so that `f` may
+/// write positions already read), until `f` breaks.
+pub(super) fn walk(
+    positions: &Mercury,
+    id: u64,
+    head: u64,
+    len: u64,
+    rev: bool,
+    f: &mut dyn FnMut(u64, &[u8]) -> ControlFlow<()>,
+) {
+    const CHUNK: u64 = 256;
+    let mut done = 0;
+    while done < len {
+        let n = CHUNK.min(len - done);
+        let from = if rev {
+            head.wrapping_add(len - done - n)
+        } else {
+            head.wrapping_add(done)
         };
-        t.store_quiet(self.key, &entry).map_err(|e| {
-            if let Some(id) = id {
-                t.drop_large(id);
-            }
-            t.rollback_log(self.mark);
-            Error::from(e)
-        })
+        let items = batch(positions, id, from, n as usize);
+        let mut visit = |i: usize| match &items[i] {
+            Some(v) => f(from.wrapping_add(i as u64), v),
+            None => ControlFlow::Continue(()),
+        };
+        let stop = if rev {
+            (0..items.len()).rev().any(|i| visit(i).is_break())
+        } else {
+            (0..items.len()).any(|i| visit(i).is_break())
+        };
+        if stop {
+            return;
+        }
+        done += n;
+    }
+}
+
+/// Removes the positions of large list `id` that were in span `old` (head, len) and are
+/// not in span `new`.
+fn drop_outside(t: &Txn<'_>, id: u64, old: (u64, u64), new: (u64, u64)) {
+    for i in 0..old.1 {
+        let p = old.0.wrapping_add(i);
+        if p.wrapping_sub(new.0) >= new.1 {
+            t.positions().remove(&list_key(id, p));
+        }
     }
 }

@@ -34,7 +34,7 @@ use orrery::api::ScanVisitor;
 use orrery::wormhole::Wormhole;
 
 use crate::layout::MAX_ELEMENT;
-use crate::store::{Entry, Kind, Txn, WriteError};
+use crate::store::{Enc, Entry, Kind, Txn, WriteError};
 
 pub(crate) use dump::{dump, log_state};
 pub(crate) use hash::Hash;
@@ -42,6 +42,65 @@ pub(crate) use list::{End, List};
 pub(crate) use set::Set;
 pub(crate) use zset::ZSet;
 pub(crate) use zset_ranges::{Limit, ScoreBound};
+
+/// How a view's collection is held when the view ends.
+pub(super) enum Form {
+    /// Inline, with this encoding and payload.
+    Compact(Enc, Vec<u8>),
+    /// In the shared indexes, under this id.
+    Large(u64),
+}
+
+/// The end of a view (`Hash`, `Set`, `ZSet`, `List`): the key and what the view knows of
+/// it. [`Ending::finish`] is every view's `finish`.
+pub(super) struct Ending<'k> {
+    pub(super) key: &'k [u8],
+    pub(super) kind: Kind,
+    pub(super) deadline: Option<u64>,
+    /// The key held the collection when the view opened.
+    pub(super) existed: bool,
+    /// The compact form changed, or the collection moved to the shared indexes.
+    pub(super) dirty: bool,
+    /// The end of the log when the view opened.
+    pub(super) mark: usize,
+}
+
+impl Ending<'_> {
+    /// Writes the collection of `len` elements held as `form` back to its key: deletes
+    /// the key when the collection is empty (Redis never keeps an empty one; a large
+    /// collection no key holds is dropped), stores a changed form, and on failure drops a
+    /// collection just moved to the shared indexes and takes back the view's records.
+    pub(super) fn finish(self, t: &Txn<'_>, len: usize, form: Form) -> Result<()> {
+        if len == 0 {
+            if self.existed {
+                t.delete(self.key);
+            } else if let Form::Large(id) = form {
+                t.drop_large(id);
+            }
+            return Ok(());
+        }
+        if !self.dirty {
+            return Ok(());
+        }
+        let (enc, payload, id) = match form {
+            Form::Compact(enc, p) => (enc, p, None),
+            Form::Large(id) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+        };
+        let entry = Entry {
+            kind: self.kind,
+            enc,
+            deadline: self.deadline,
+            payload,
+        };
+        t.store_quiet(self.key, &entry).map_err(|e| {
+            if let Some(id) = id {
+                t.drop_large(id);
+            }
+            t.rollback_log(self.mark);
+            Error::from(e)
+        })
+    }
+}
 
 /// Why a collection operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,47 +198,6 @@ pub(crate) fn scan_chunks(
             },
         };
         elements.scan(start, &mut |k, v| {
-            if !k.starts_with(prefix) {
-                return ControlFlow::Break(());
-            }
-            chunk.push((k.to_vec(), v.to_vec()));
-            if chunk.len() >= 256 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
-        let full = chunk.len() >= 256;
-        for (k, v) in &chunk {
-            if f(k, v).is_break() {
-                return;
-            }
-        }
-        match chunk.pop() {
-            Some((k, _)) if full => resume = Some(k),
-            _ => return,
-        }
-    }
-}
-
-/// [`scan_chunks`] backwards: descending from `from` (or from the end of `prefix`).
-pub(crate) fn scan_chunks_rev(
-    elements: &Wormhole,
-    prefix: &[u8],
-    from: Bound<&[u8]>,
-    f: &mut ScanVisitor<'_>,
-) {
-    let end = orrery::api::prefix_successor(prefix);
-    let mut resume: Option<Vec<u8>> = None;
-    loop {
-        let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let start = match (&resume, from, &end) {
-            (Some(k), _, _) => Bound::Excluded(&k[..]),
-            (None, Bound::Unbounded, Some(e)) => Bound::Excluded(&e[..]),
-            (None, Bound::Unbounded, None) => Bound::Unbounded,
-            (None, b, _) => b,
-        };
-        elements.scan_rev(start, &mut |k, v| {
             if !k.starts_with(prefix) {
                 return ControlFlow::Break(());
             }

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::{COMPACT_MAX_BYTES, Error, Page, Result, check_lengths, lookup, random};
+use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Page, Result, check_lengths, lookup, random};
 use crate::layout::{IntSet, Pack, ThresholdValues, hashed_key, id_prefix};
 use crate::num::parse_i64;
-use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
 
 enum Repr {
     Ints(Vec<u8>),
@@ -277,7 +277,7 @@ impl<'k> Set<'k> {
             return Ok(());
         }
         let members = self.members(t);
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(false);
         for m in &members {
             if let Err(e) = t.elements().insert(&hashed_key(id, m), b"") {
                 t.drop_large(id);
@@ -292,35 +292,21 @@ impl<'k> Set<'k> {
 
     /// Writes the set back to its key (or deletes the key when the set is empty).
     pub(crate) fn finish(self, t: &Txn<'_>) -> Result<()> {
-        if self.len() == 0 {
-            if self.existed {
-                t.delete(self.key);
-            } else if let Repr::Large(id, _) = self.repr {
-                t.drop_large(id);
-            }
-            return Ok(());
-        }
-        if !self.dirty {
-            return Ok(());
-        }
-        let (enc, payload, id) = match self.repr {
-            Repr::Ints(p) => (Enc::IntSet, p, None),
-            Repr::Compact(p) => (Enc::Compact, p, None),
-            Repr::Large(id, _) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+        let len = self.len();
+        let form = match self.repr {
+            Repr::Ints(p) => Form::Compact(Enc::IntSet, p),
+            Repr::Compact(p) => Form::Compact(Enc::Compact, p),
+            Repr::Large(id, _) => Form::Large(id),
         };
-        let entry = Entry {
+        Ending {
+            key: self.key,
             kind: Kind::Set,
-            enc,
             deadline: self.deadline,
-            payload,
-        };
-        t.store_quiet(self.key, &entry).map_err(|e| {
-            if let Some(id) = id {
-                t.drop_large(id);
-            }
-            t.rollback_log(self.mark);
-            Error::from(e)
-        })
+            existed: self.existed,
+            dirty: self.dirty,
+            mark: self.mark,
+        }
+        .finish(t, len, form)
     }
 }
 

@@ -18,11 +18,13 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use super::{COMPACT_MAX_BYTES, Error, Result, Scored, check_lengths, lookup, random};
+use super::{
+    COMPACT_MAX_BYTES, Ending, Error, Form, Result, Scored, check_lengths, lookup, random,
+};
 use crate::layout::{
     Pack, bits_score, score_bits, score_key, zset_member_key, zset_member_prefix, zset_score_key,
 };
-use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
 
 pub(super) enum Repr {
     Compact(Vec<u8>),
@@ -214,6 +216,22 @@ impl<'k> ZSet<'k> {
         removed
     }
 
+    /// Removes `member`, whose score the caller has just read as `score` (logged).
+    pub(crate) fn remove_scored(&mut self, t: &Txn<'_>, member: &[u8], score: f64) {
+        match &self.repr {
+            Repr::Large(id, meta) => {
+                if t.elements().remove(&zset_member_key(*id, member)) {
+                    t.elements().remove(&zset_score_key(*id, score, member));
+                    meta.add(-1);
+                    t.record(&[b"ZREM", self.key, member]);
+                }
+            }
+            Repr::Compact(_) => {
+                self.remove(t, member);
+            }
+        }
+    }
+
     /// Moves the set to the element index now, whatever its size (a store command's
     /// result that Redis builds as a skiplist).
     pub(crate) fn make_large(&mut self, t: &Txn<'_>) -> Result<()> {
@@ -226,7 +244,7 @@ impl<'k> ZSet<'k> {
             return Ok(());
         };
         let items = compact_items(p);
-        let (id, meta) = t.create_large();
+        let (id, meta) = t.create_large(false);
         for (m, s) in &items {
             let r = t
                 .elements()
@@ -334,33 +352,19 @@ impl<'k> ZSet<'k> {
 
     /// Writes the set back to its key (or deletes the key when the set is empty).
     pub(crate) fn finish(self, t: &Txn<'_>) -> Result<()> {
-        if self.len() == 0 {
-            if self.existed {
-                t.delete(self.key);
-            } else if let Repr::Large(id, _) = self.repr {
-                t.drop_large(id);
-            }
-            return Ok(());
-        }
-        if !self.dirty {
-            return Ok(());
-        }
-        let (enc, payload, id) = match self.repr {
-            Repr::Compact(p) => (Enc::Compact, p, None),
-            Repr::Large(id, _) => (Enc::Large, id.to_be_bytes().to_vec(), Some(id)),
+        let len = self.len();
+        let form = match self.repr {
+            Repr::Compact(p) => Form::Compact(Enc::Compact, p),
+            Repr::Large(id, _) => Form::Large(id),
         };
-        let entry = Entry {
+        Ending {
+            key: self.key,
             kind: Kind::ZSet,
-            enc,
             deadline: self.deadline,
-            payload,
-        };
-        t.store_quiet(self.key, &entry).map_err(|e| {
-            if let Some(id) = id {
-                t.drop_large(id);
-            }
-            t.rollback_log(self.mark);
-            Error::from(e)
-        })
+            existed: self.existed,
+            dirty: self.dirty,
+            mark: self.mark,
+        }
+        .finish(t, len, form)
     }
 }

@@ -376,7 +376,9 @@ impl ZSet<'_> {
         }
         let n = count.min(self.len());
         let items = self.by_rank(t, 0, n - 1, max);
-        self.remove_all(t, &items);
+        for (m, s) in &items {
+            self.remove_scored(t, m, *s);
+        }
         items
     }
 

@@ -1,12 +1,14 @@
-//! Keys of the shared element index, where the elements of every large collection live
-//! (composite keys: the collection's 8-byte id first, so one collection is one key range).
+//! Keys under which the elements of large collections live (composite keys: the
+//! collection's 8-byte id first). Hashes, sets and sorted sets share the ordered element
+//! index, where one collection is one key range; lists share the positions table (a hash
+//! table), where a list is the keys of its positions.
 //!
 //! ```text
 //! hash field   : id ++ h ++ field              -> value
 //! set member   : id ++ h ++ member             -> (empty)
 //! zset member  : id ++ 0x00 ++ h ++ member     -> score (the f64's 8 bytes)
 //! zset order   : id ++ 0x01 ++ score ++ member -> score (the f64's 8 bytes)
-//! list element : id ++ position                -> element
+//! list element : id ++ position                -> element (in the positions table)
 //! ```
 //!
 //! `id` is big-endian; `h` is the CRC32C of the member, big-endian. Hashes and sets are
@@ -98,7 +100,8 @@ pub(crate) fn list_key(id: u64, pos: u64) -> [u8; 16] {
 }
 
 /// The position in a list element's key.
-pub(crate) fn list_pos(key: &[u8]) -> u64 {
+#[cfg(test)]
+fn list_pos(key: &[u8]) -> u64 {
     key.get(8..16)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u64::from_be_bytes)

@@ -20,8 +20,8 @@ mod thresholds;
 
 pub(crate) use intset::IntSet;
 pub(crate) use keys::{
-    MAX_ELEMENT, bits_score, hashed_key, id_bounds, id_prefix, key_score, list_key, list_pos,
-    score_bits, score_key, zset_member_key, zset_member_prefix, zset_score_key, zset_score_prefix,
+    MAX_ELEMENT, bits_score, hashed_key, id_bounds, id_prefix, key_score, list_key, score_bits,
+    score_key, zset_member_key, zset_member_prefix, zset_score_key, zset_score_prefix,
 };
 pub(crate) use pack::Pack;
 pub(crate) use thresholds::{

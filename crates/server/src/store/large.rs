@@ -1,6 +1,11 @@
-//! Large collections: their elements in one shared ordered index (a [`Wormhole`]) under
-//! composite keys `id ++ …` (`crate::layout::keys`), and their bookkeeping (element count,
-//! a list's first position) in a table by id.
+//! Large collections: their elements in shared indexes under composite keys `id ++ …`
+//! (`crate::layout::keys`), and their bookkeeping (element count, a list's first
+//! position) in a table by id. Hashes, sets and sorted sets share one ordered index (a
+//! [`Wormhole`]): their scans, ranges and random probes walk key ranges. Lists share one
+//! hash table (a [`Mercury`]): a list's positions are dense (`head .. head + len`), so
+//! every list operation is a point operation at a computed position (a range is a batch
+//! of them), which a hash table answers without an ordered index's search; measured in
+//! `docs/server.md`.
 //!
 //! Why one shared index rather than one index per collection, and why only past the
 //! compact thresholds: measured in `docs/server.md` ("Representation"). In short: a
@@ -16,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use orrery::mercury::Mercury;
 use orrery::wormhole::Wormhole;
 
 use crate::layout::id_bounds;
@@ -28,6 +34,8 @@ pub(crate) struct Meta {
     /// A list's first position (its elements are at `head .. head + len`); 0 for the
     /// other types.
     pub(crate) head: AtomicU64,
+    /// Whether this is a list (its elements are in the positions table).
+    pub(crate) list: bool,
 }
 
 impl Meta {
@@ -62,6 +70,7 @@ type Shard = Mutex<HashMap<u64, Arc<Meta>>>;
 /// The element index and the table of large collections.
 pub(crate) struct Large {
     pub(crate) elements: Wormhole,
+    pub(crate) positions: Mercury,
     shards: Box<[Shard]>,
     next_id: AtomicU64,
 }
@@ -70,6 +79,8 @@ impl Large {
     pub(crate) fn new() -> Large {
         Large {
             elements: Wormhole::new(),
+            positions: Mercury::with_config(Default::default())
+                .unwrap_or_else(|e| unreachable!("Mercury's defaults are valid: {e}")),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             next_id: AtomicU64::new(1),
         }
@@ -86,17 +97,29 @@ impl Large {
         self.shard(id).get(&id).cloned()
     }
 
-    /// A new, empty collection: its id and bookkeeping.
-    pub(crate) fn create(&self) -> (u64, Arc<Meta>) {
+    /// A new, empty collection (a list with `list`): its id and bookkeeping.
+    pub(crate) fn create(&self, list: bool) -> (u64, Arc<Meta>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let meta = Arc::new(Meta::default());
+        let meta = Arc::new(Meta {
+            list,
+            ..Meta::default()
+        });
         self.shard(id).insert(id, meta.clone());
         (id, meta)
     }
 
     /// Removes collection `id` and its elements.
     pub(crate) fn drop_collection(&self, id: u64) {
-        if self.shard(id).remove(&id).is_some() {
+        let Some(meta) = self.shard(id).remove(&id) else {
+            return;
+        };
+        if meta.list {
+            let head = meta.head();
+            for i in 0..meta.len() {
+                self.positions
+                    .remove(&crate::layout::list_key(id, head.wrapping_add(i)));
+            }
+        } else {
             let (lo, hi) = id_bounds(id);
             self.elements.remove_range(
                 lo.as_ref().map(Vec::as_slice),

@@ -57,7 +57,6 @@ mod txn;
 mod value;
 
 use std::cell::{Cell, RefCell};
-use std::hash::{BuildHasher, Hasher};
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -80,10 +79,36 @@ pub(crate) const STRIPES: usize = 1024;
 /// Longest key the server accepts: the index's limit less the deadline prefix.
 pub(crate) const MAX_KEY: usize = MAX_KEY_LEN - 8;
 
-/// The stripes a [`Txn`] holds (released when it is dropped).
-enum Guards<'a> {
-    One(#[allow(dead_code)] MutexGuard<'a, ()>),
-    Many(#[allow(dead_code)] Vec<MutexGuard<'a, ()>>),
+/// The last large collection a stripe's writers touched: its key's header and
+/// bookkeeping, so that the next command on that key (a queue, a counter hash) skips the
+/// index lookup and the table lookup. Kept under the stripe's mutex, and changed by every
+/// write of a key of that stripe (`Txn::put`, `Txn::remove`), so it is never stale.
+pub(super) struct Hot {
+    pub(super) key: Vec<u8>,
+    pub(super) kind: Kind,
+    pub(super) deadline: Option<u64>,
+    pub(super) id: u64,
+    pub(super) meta: Arc<Meta>,
+}
+
+/// One write-lock stripe, with its [`Hot`] entry.
+type Stripe = Mutex<Option<Hot>>;
+
+/// The stripes a [`Txn`] holds (released when it is dropped), with their indexes.
+pub(super) enum Guards<'a> {
+    One(usize, MutexGuard<'a, Option<Hot>>),
+    Many(Vec<(usize, MutexGuard<'a, Option<Hot>>)>),
+}
+
+impl Guards<'_> {
+    /// The hot entry of stripe `i` (which these guards hold).
+    pub(super) fn hot(&mut self, i: usize) -> Option<&mut Option<Hot>> {
+        match self {
+            Guards::One(j, g) if *j == i => Some(&mut **g),
+            Guards::Many(v) => v.iter_mut().find(|(j, _)| *j == i).map(|(_, g)| &mut **g),
+            _ => None,
+        }
+    }
 }
 
 fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
@@ -210,8 +235,7 @@ pub(crate) struct Store {
     /// The append-only file, when persistence is on.
     journal: Option<Arc<dyn Journal>>,
     deadlines: Wormhole,
-    stripes: Box<[Mutex<()>]>,
-    hasher: std::collections::hash_map::RandomState,
+    stripes: Box<[Stripe]>,
     expired: AtomicU64,
     large: large::Large,
     /// The compact-encoding thresholds (`CONFIG SET hash-max-listpack-entries` …).
@@ -261,8 +285,7 @@ impl Store {
             unordered,
             journal: None,
             deadlines: Wormhole::new(),
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            hasher: Default::default(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(None)).collect(),
             expired: AtomicU64::new(0),
             large: large::Large::new(),
             thresholds: Arc::new(Thresholds::default()),
@@ -311,9 +334,15 @@ impl Store {
         self.large.get(id)
     }
 
-    /// The shared index of the large collections' elements (`crate::layout::keys`).
+    /// The shared index of the large hashes', sets' and sorted sets' elements
+    /// (`crate::layout::keys`).
     pub(crate) fn elements(&self) -> &Wormhole {
         &self.large.elements
+    }
+
+    /// The shared table of the large lists' elements, by `id ++ position`.
+    pub(crate) fn positions(&self) -> &Mercury {
+        &self.large.positions
     }
 
     /// The compact-encoding thresholds (shared with `CONFIG SET`).
@@ -338,9 +367,13 @@ impl Store {
     }
 
     fn stripe(&self, key: &[u8]) -> usize {
-        let mut h = self.hasher.build_hasher();
-        h.write(key);
-        h.finish() as usize & (STRIPES - 1)
+        // CRC32C (hardware): a key's stripe is computed at least twice per write.
+        orrery::hash::crc32c(key) as usize & (STRIPES - 1)
+    }
+
+    /// The stripe of `key` (for `Txn`).
+    pub(super) fn stripe_of(&self, key: &[u8]) -> usize {
+        self.stripe(key)
     }
 
     /// Makes `call`'s reply wait until every write already applied to `keys` is as durable
@@ -367,12 +400,13 @@ impl Store {
         let lock = |i: usize| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner());
         let guards = if let [key] = keys {
             // The common case, without allocating.
-            Guards::One(lock(self.stripe(key)))
+            let i = self.stripe(key);
+            Guards::One(i, lock(i))
         } else {
             let mut ids: Vec<usize> = keys.iter().map(|k| self.stripe(k)).collect();
             ids.sort_unstable();
             ids.dedup();
-            Guards::Many(ids.into_iter().map(lock).collect())
+            Guards::Many(ids.into_iter().map(|i| (i, lock(i))).collect())
         };
         let txn = Txn::new(self, call, guards);
         let r = f(&txn);

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use orrery::api::MAX_VALUE_LEN;
+use orrery::mercury::Mercury;
 use orrery::wormhole::Wormhole;
 
 use super::value::{Enc, Entry, Header, Kind, header, large_id, put_header};
-use super::{Call, Guards, MAX_KEY, Meta, Store, WriteError, deadline_key};
+use super::{Call, Guards, Hot, MAX_KEY, Meta, Store, WriteError, deadline_key};
 use crate::layout::ThresholdValues;
 use crate::resp;
 
@@ -25,7 +26,7 @@ pub(crate) struct Txn<'a> {
     /// The effect records of this command (empty unless persistence is on), appended to
     /// the append-only file as one frame before the stripes are released.
     log: RefCell<Vec<u8>>,
-    _guards: Guards<'a>,
+    guards: RefCell<Guards<'a>>,
 }
 
 impl<'a> Txn<'a> {
@@ -34,7 +35,7 @@ impl<'a> Txn<'a> {
             store,
             call,
             log: RefCell::new(Vec::new()),
-            _guards: guards,
+            guards: RefCell::new(guards),
         }
     }
 
@@ -47,9 +48,14 @@ impl<'a> Txn<'a> {
         self.call.now()
     }
 
-    /// The shared index of large collections' elements.
+    /// The shared index of large hashes', sets' and sorted sets' elements.
     pub(crate) fn elements(&self) -> &Wormhole {
         self.store.elements()
+    }
+
+    /// The shared table of large lists' elements.
+    pub(crate) fn positions(&self) -> &Mercury {
+        self.store.positions()
     }
 
     /// The compact-encoding thresholds now.
@@ -57,8 +63,28 @@ impl<'a> Txn<'a> {
         self.store.thresholds.get()
     }
 
+    /// Runs `f` on the hot entry of `key`'s stripe (`None` if this transaction does not
+    /// hold that stripe).
+    fn with_hot<R>(&self, key: &[u8], f: impl FnOnce(&mut Option<Hot>) -> R) -> Option<R> {
+        let i = self.store.stripe_of(key);
+        self.guards.borrow_mut().hot(i).map(f)
+    }
+
     /// The live value of `key` (an expired one is removed and reported absent).
     pub(crate) fn load(&self, key: &[u8]) -> Option<Entry> {
+        let now = self.now();
+        let hot = self.with_hot(key, |h| match h {
+            Some(h) if h.key == key && h.deadline.is_none_or(|d| d > now) => Some(Entry {
+                kind: h.kind,
+                enc: Enc::Large,
+                deadline: h.deadline,
+                payload: h.id.to_be_bytes().to_vec(),
+            }),
+            _ => None,
+        });
+        if let Some(Some(e)) = hot {
+            return Some(e);
+        }
         let mut e = None;
         self.store.kv().get_with(key, &mut |v| e = super::decode(v));
         let e = e?;
@@ -151,6 +177,20 @@ impl<'a> Txn<'a> {
         if let Some(id) = old_large.filter(|&id| new_large != Some(id)) {
             self.store.large.drop_collection(id);
         }
+        let meta = new_large.and_then(|id| self.store.large.get(id).map(|m| (id, m)));
+        self.with_hot(key, |h| match meta {
+            Some((id, meta)) => {
+                *h = Some(Hot {
+                    key: key.to_vec(),
+                    kind,
+                    deadline,
+                    id,
+                    meta,
+                })
+            }
+            None if h.as_ref().is_some_and(|h| h.key == key) => *h = None,
+            None => {}
+        });
         if matches!(kind, Kind::List | Kind::ZSet)
             && old.is_none_or(|(h, _)| h.kind != kind)
             && self.store.waiting.load(Ordering::Acquire) > 0
@@ -205,6 +245,11 @@ impl<'a> Txn<'a> {
     }
 
     fn remove(&self, key: &[u8], drop_large: bool) -> bool {
+        self.with_hot(key, |h| {
+            if h.as_ref().is_some_and(|h| h.key == key) {
+                *h = None;
+            }
+        });
         let old = self.old_header(key);
         let removed = self.store.kv().remove(key);
         if let Some(o) = old.and_then(|(h, _)| h.deadline) {
@@ -232,13 +277,24 @@ impl<'a> Txn<'a> {
 
     /// The bookkeeping of the large collection a live `entry` holds.
     pub(crate) fn large(&self, entry: &Entry) -> Option<Arc<Meta>> {
-        self.store.large.get(entry.large_id()?)
+        let id = entry.large_id()?;
+        // Usually the key just loaded: its stripe's hot entry has the bookkeeping.
+        let guards = self.guards.borrow();
+        let hot = match &*guards {
+            Guards::One(_, g) => g.as_ref().filter(|h| h.id == id).map(|h| h.meta.clone()),
+            Guards::Many(v) => v
+                .iter()
+                .find_map(|(_, g)| g.as_ref().filter(|h| h.id == id).map(|h| h.meta.clone())),
+        };
+        drop(guards);
+        hot.or_else(|| self.store.large.get(id))
     }
 
-    /// A new, empty large collection (not yet under any key): its id and bookkeeping. The
-    /// caller stores its id under a key, or drops it with [`Txn::drop_large`].
-    pub(crate) fn create_large(&self) -> (u64, Arc<Meta>) {
-        self.store.large.create()
+    /// A new, empty large collection (not yet under any key; a list with `list`): its id
+    /// and bookkeeping. The caller stores its id under a key, or drops it with
+    /// [`Txn::drop_large`].
+    pub(crate) fn create_large(&self, list: bool) -> (u64, Arc<Meta>) {
+        self.store.large.create(list)
     }
 
     /// Drops a large collection that no key holds (a conversion that failed).
