@@ -243,14 +243,17 @@ pub(crate) fn select(names: &[String]) -> Result<Vec<Config>, String> {
     }
     let mut out = Vec::new();
     for n in names {
-        let before = out.len();
+        let mut matched = false;
         for c in all() {
             let family = c.name.split('/').next() == Some(n.as_str());
-            if (c.name == n || family) && !out.iter().any(|o: &Config| o.name == c.name) {
-                out.push(c);
+            if c.name == n || family {
+                matched = true;
+                if !out.iter().any(|o: &Config| o.name == c.name) {
+                    out.push(c);
+                }
             }
         }
-        if out.len() == before {
+        if !matched {
             let known: Vec<&str> = every.iter().map(|c| c.name).collect();
             return Err(format!(
                 "unknown structure {n:?}; known: all, {}",

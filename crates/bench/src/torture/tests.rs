@@ -41,6 +41,11 @@ fn selection_by_structure_and_name() {
         ]
     );
     assert!(names(&["nope"]).unwrap_err().contains("unknown structure"));
+    // A configuration named again, or inside a structure already named, is no error.
+    assert_eq!(
+        names(&["hyperion", "hyperion/small-eject", "hyperion"]).unwrap(),
+        ["hyperion", "hyperion/small-eject", "hyperion/preprocess"]
+    );
 }
 
 /// One short linearizability round on every configuration, through the campaign's entry.
