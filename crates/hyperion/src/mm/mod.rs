@@ -95,6 +95,7 @@ mod alloc;
 mod bins;
 mod chain;
 mod dirs;
+mod heap;
 mod hp;
 mod manager;
 #[cfg(test)]
@@ -102,6 +103,8 @@ mod tests;
 
 pub(crate) use alloc::{capacity_for, extended_capacity};
 pub(crate) use dirs::{Dirs, RawBlock};
+#[cfg(feature = "bench-internals")]
+pub(crate) use heap::paged_bytes;
 pub(crate) use hp::Hp;
 #[cfg(test)]
 pub(crate) use hp::MAX_SMALL;
