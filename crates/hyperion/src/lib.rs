@@ -92,7 +92,7 @@ mod node;
 mod opt;
 mod prep;
 mod prims;
-//SEQTMP
+mod seq;
 mod write;
 
 use std::ops::{Bound, ControlFlow};
