@@ -166,7 +166,7 @@ impl Hyperion {
         a.get(&key).map(f)
     }
 
-    /// Bytes the process-wide page heap of extended blocks holds (diagnostics; feature
+    /// Bytes the process-wide block heap of extended blocks holds (diagnostics; feature
     /// `bench-internals`).
     #[cfg(feature = "bench-internals")]
     pub fn paged_bytes() -> usize {

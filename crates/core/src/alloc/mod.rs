@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`HugeRegion`] | raw zeroed memory, 2 MiB-aligned, advised to use huge pages |
 //! | [`PageRegion`] | raw zeroed memory in whole 4 KiB pages, unmapped when dropped (blocks between the global allocator's and a huge page's) |
-//! | [`PageHeap`] | blocks of whole pages carved first-fit from 2 MiB chunks, freed pages given back (blocks too large for size classes, too many to map alone) |
+//! | [`BlockHeap`] | blocks of many sizes (256-byte granules) carved first-fit from 2 MiB chunks, free pages given back (blocks too varied for size classes, too many to map alone) |
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`ZeroedArray`] | a zero-initialized `[T]` on the heap while small, in a [`HugeRegion`] from 2 MiB (tables that grow by replacement) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
@@ -112,11 +112,11 @@
 //! it. A reader racing with writers sees some recent value.
 
 mod background;
+mod blockheap;
 mod classes;
 #[cfg(any(test, feature = "failpoints"))]
 pub mod failpoint;
 mod os;
-mod pageheap;
 mod pages;
 mod populate;
 mod region;
@@ -128,8 +128,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::CachePadded;
 
 pub use background::BackgroundThread;
+pub use blockheap::BlockHeap;
 pub use classes::SizeClassPool;
-pub use pageheap::PageHeap;
 pub use pages::PageRegion;
 pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};

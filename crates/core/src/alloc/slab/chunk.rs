@@ -62,6 +62,10 @@ pub(in crate::alloc) struct Chunk {
     purged: [u64; PAGES / 64],
     /// Set bits of `purged`.
     purged_pages: usize,
+    /// Slots out below which the chunk next gives its free pages back
+    /// ([`Chunk::sparse`]): a quarter of its slots once at least half were out, then half
+    /// of that at each pass; 0 (disarmed) until half are out again.
+    purge_below: usize,
 }
 
 impl Chunk {
@@ -76,7 +80,37 @@ impl Chunk {
             hint: 0,
             purged: [0; PAGES / 64],
             purged_pages: 0,
+            purge_below: 0,
         }
+    }
+
+    /// Slots out (allocated, or held by threads or the stash).
+    #[inline]
+    fn out(&self) -> usize {
+        self.carved - self.freed
+    }
+
+    /// Arms the chunk once at least half of it is out (after slots were taken).
+    #[inline]
+    fn arm(&mut self, g: &Geometry) {
+        if self.out() * 2 >= g.slots {
+            self.purge_below = g.slots / 4;
+        }
+    }
+
+    /// Whether the chunk has drained below its mark (a quarter of its slots out, then an
+    /// eighth, a sixteenth, …): its free pages should go back to the OS now. A chunk
+    /// drained this far is one that allocation, lowest chunk first, is leaving to empty;
+    /// halving the mark makes the passes of one drain O(log slots), and re-arming only at
+    /// half keeps a chunk whose use goes up and down by less than a quarter of it from
+    /// giving back and faulting in the same pages over and over.
+    #[inline]
+    pub(in crate::alloc) fn sparse(&mut self) -> bool {
+        if self.out() < self.purge_below {
+            self.purge_below = self.out() / 2;
+            return true;
+        }
+        false
     }
 
     /// The chunk's first byte (2 MiB-aligned).
@@ -109,25 +143,15 @@ impl Chunk {
         CHUNK_SIZE - self.purged_pages * PAGE_SIZE
     }
 
-    /// Whether some page was given back.
-    #[inline]
-    pub(in crate::alloc) fn has_purged(&self) -> bool {
-        self.purged_pages > 0
-    }
-
-    /// The chunk's memory, for reuse or unmapping (the chunk must be empty).
-    pub(in crate::alloc) fn into_region(self) -> HugeRegion {
-        debug_assert!(self.is_empty());
-        self.region
-    }
-
-    /// Makes an empty chunk fresh: nothing carved, no free bits. Pages stay as they are.
+    /// Makes an empty chunk fresh: nothing carved, no free bits, disarmed. Pages stay as
+    /// they are (those given back stay given back, and are counted so when it is reused).
     pub(in crate::alloc) fn reset(&mut self) {
         debug_assert!(self.is_empty());
         self.carved = 0;
         self.freed = 0;
         self.free = Vec::new();
         self.hint = 0;
+        self.purge_below = 0;
     }
 
     /// Slot index of `p`, a slot of this chunk.
@@ -198,6 +222,7 @@ impl Chunk {
             self.free[w] = word;
         }
         self.freed -= n;
+        self.arm(g);
         // Slots are taken in ascending order, so every page between the first and the last
         // holds taken or out slots only: none of them stays given back.
         if n == 0 {
@@ -216,6 +241,7 @@ impl Chunk {
         }
         let first = self.carved;
         self.carved += n;
+        self.arm(g);
         let pages = self.unpurge(g, first, first + n - 1);
         let run = Run {
             next: self.region.as_ptr().wrapping_add(first * g.slot),
@@ -385,7 +411,7 @@ mod tests {
         let mut mag = Magazine::EMPTY;
         let back = c.take_freed(&g, 6, &mut mag);
         assert_eq!(back, usize::from(cfg!(all(unix, not(miri)))));
-        assert!(!c.has_purged());
+        assert_eq!(c.purged_pages, 0);
         assert_eq!(c.held_bytes(), CHUNK_SIZE);
     }
 }

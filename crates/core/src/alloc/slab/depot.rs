@@ -2,6 +2,7 @@
 //! chunks, and the policy that gives memory back to the OS (the [`SlabPool`](super::SlabPool)
 //! docs, "Giving memory back").
 
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicIsize;
 use std::sync::{Arc, OnceLock};
 
@@ -52,14 +53,15 @@ impl Backing {
 
     /// A chunk for the pool: a spare, else a populated one from the populator, else a fresh
     /// mapping (whose first writes pay the page faults).
-    fn new_chunk(&self) -> Result<HugeRegion, Error> {
+    fn new_chunk(&self) -> Result<Chunk, Error> {
         if let Some(c) = self.spares.take() {
             return Ok(c);
         }
-        match self.populator.get().and_then(Reservoir::take) {
-            Some(c) => Ok(c),
-            None => HugeRegion::new(CHUNK_SIZE),
-        }
+        let region = match self.populator.get().and_then(Reservoir::take) {
+            Some(r) => r,
+            None => HugeRegion::new(CHUNK_SIZE)?,
+        };
+        Ok(Chunk::new(region))
     }
 }
 
@@ -71,8 +73,11 @@ pub(in crate::alloc) enum Slots {
 
 /// The shared layer of a pool (see the module docs).
 pub(in crate::alloc) struct Depot {
-    /// Non-empty magazines, at most [`STASH`] of them from flushes (more only transiently).
-    stash: Vec<Magazine>,
+    /// Non-empty magazines, oldest first, at most [`STASH`] of them: a thread takes the
+    /// newest (its slots were freed last, the likeliest still in cache), and the oldest
+    /// is sorted back into its chunks when a new one comes in on a full stash, so that a
+    /// long run of frees leaves the stash holding its last slots, not pinning its first.
+    stash: VecDeque<Magazine>,
     /// The pool's chunks, by address.
     chunks: Vec<Chunk>,
     /// No chunk below this index has room.
@@ -100,7 +105,7 @@ impl Depot {
     /// An empty depot: no chunk.
     pub(in crate::alloc) fn new() -> Depot {
         Depot {
-            stash: Vec::new(),
+            stash: VecDeque::new(),
             chunks: Vec::new(),
             hint: 0,
             last: 0,
@@ -116,7 +121,7 @@ impl Depot {
     /// from the lowest chunk that has some, or a run of its never-used ones; else a run
     /// from a new chunk. Never empty.
     pub(in crate::alloc) fn take(&mut self, b: &Backing) -> Result<Slots, Error> {
-        if let Some(m) = self.stash.pop() {
+        if let Some(m) = self.stash.pop_back() {
             return Ok(Slots::Magazine(m));
         }
         let g = &b.geo;
@@ -150,8 +155,9 @@ impl Depot {
     /// Maps (or reuses) a chunk and files it by address; returns its index.
     #[cold]
     fn add_chunk(&mut self, b: &Backing) -> Result<usize, Error> {
-        let chunk = Chunk::new(b.new_chunk()?);
-        b.charge(CHUNK_SIZE, true);
+        let chunk = b.new_chunk()?;
+        b.charge(chunk.held_bytes(), true);
+        self.purged_bytes += CHUNK_SIZE - chunk.held_bytes();
         let i = self.chunks.partition_point(|c| c.base() < chunk.base());
         self.chunks.insert(i, chunk);
         // Every chunk below `i` is full (the search for room found none from `hint` on,
@@ -175,16 +181,19 @@ impl Depot {
         i
     }
 
-    /// Takes back a magazine: stashed as it is while the stash has room, else sorted back
-    /// into its chunks.
-    pub(in crate::alloc) fn put_magazine(&mut self, b: &Backing, mut m: Magazine) {
+    /// Takes back a magazine: stashed as it is; if that overfills the stash, its oldest
+    /// magazine is sorted back into its chunks.
+    pub(in crate::alloc) fn put_magazine(&mut self, b: &Backing, m: Magazine) {
         if m.count == 0 {
             return;
         }
-        if self.stash.len() < STASH {
-            self.stash.push(m);
+        self.stash.push_back(m);
+        if self.stash.len() <= STASH {
             return;
         }
+        let Some(mut m) = self.stash.pop_front() else {
+            return;
+        };
         while m.count > 0 {
             // SAFETY: the magazine's slots are free slots of this pool (alive: the caller
             // holds it), handed to the depot, which owns them under the lock.
@@ -218,11 +227,15 @@ impl Depot {
         self.hint = self.hint.min(i);
         if c.is_empty() {
             self.release(b, i);
+        } else if c.sparse() {
+            let pages = c.purge(&b.geo);
+            self.purged_bytes += pages * PAGE_SIZE;
+            b.charge(pages * PAGE_SIZE, false);
         }
     }
 
-    /// Chunk `i` is empty: it leaves the pool, kept as a spare if it is whole and there is
-    /// room, else unmapped.
+    /// Chunk `i` is empty: it leaves the pool, kept as a spare if there is room (with the
+    /// pages it still holds), else unmapped.
     #[cold]
     fn release(&mut self, b: &Backing, i: usize) {
         let mut c = self.chunks.remove(i);
@@ -233,18 +246,16 @@ impl Depot {
             self.hint -= 1;
         }
         self.last = 0;
-        let whole = !c.has_purged();
         c.reset();
-        let region = c.into_region();
-        if whole {
-            // Unmapped here (outside the spares' lock) if the spares are full.
-            drop(b.spares.keep(region));
-        }
+        // Unmapped here (outside the spares' lock) if the spares are full.
+        drop(b.spares.keep(c));
     }
 
-    /// Gives free pages back to the OS when more than half of the bytes held are free
-    /// slots and enough was freed since the last pass (so that the passes cost O(1) per
-    /// freed byte, and a pool whose use goes up and down by less than half keeps its pages).
+    /// Gives free pages back to the OS (of all chunks) when more than half of the bytes held
+    /// are free slots and enough was freed since the last pass (so that the passes cost
+    /// O(1) per freed byte, and a pool whose use goes up and down by less than half keeps
+    /// its pages). A single chunk also gives its free pages back when it drains below a
+    /// quarter in use, and again at each halving ([`Chunk::sparse`]).
     fn maybe_purge(&mut self, b: &Backing) {
         let held = b.reserved.get();
         if self.since_purge < PURGE_MIN.max(held / 8)

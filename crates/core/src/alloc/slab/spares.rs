@@ -4,20 +4,20 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::super::region::HugeRegion;
-use super::CHUNK_SIZE;
+use super::chunk::Chunk;
 use crate::sync::SpinLock;
 
 /// Empty chunks kept for reuse by default: one (2 MiB) per [`Spares`].
 pub(in crate::alloc) const DEFAULT_SPARE_CHUNKS: usize = 1;
 
-/// A bounded stack of whole, empty chunks (none of their pages given back), shared by the
-/// pools that hold it. Its lock is taken under a pool's depot lock and nothing is taken
-/// under it (lock order depot → spares); chunks are unmapped outside it.
+/// A bounded stack of empty chunks (reset: nothing carved; the pages they gave back while
+/// they drained stay given back), shared by the pools that hold it. Its lock is taken under
+/// a pool's depot lock and nothing is taken under it (lock order depot → spares); chunks
+/// are unmapped outside it.
 pub(in crate::alloc) struct Spares {
     cap: usize,
-    chunks: SpinLock<Vec<HugeRegion>>,
-    /// `chunks.len() * CHUNK_SIZE`, readable without the lock.
+    chunks: SpinLock<Vec<Chunk>>,
+    /// The bytes the chunks hold (less the pages given back), readable without the lock.
     bytes: AtomicUsize,
 }
 
@@ -32,22 +32,23 @@ impl Spares {
     }
 
     /// A kept chunk, if there is one.
-    pub(in crate::alloc) fn take(&self) -> Option<HugeRegion> {
+    pub(in crate::alloc) fn take(&self) -> Option<Chunk> {
         let chunk = self.chunks.lock().pop();
-        if chunk.is_some() {
-            self.bytes.fetch_sub(CHUNK_SIZE, Ordering::Relaxed);
+        if let Some(c) = &chunk {
+            self.bytes.fetch_sub(c.held_bytes(), Ordering::Relaxed);
         }
         chunk
     }
 
-    /// Keeps `chunk` if there is room; otherwise hands it back (the caller unmaps it).
-    pub(in crate::alloc) fn keep(&self, chunk: HugeRegion) -> Option<HugeRegion> {
+    /// Keeps the empty, reset `chunk` if there is room; otherwise hands it back (the caller
+    /// unmaps it).
+    pub(in crate::alloc) fn keep(&self, chunk: Chunk) -> Option<Chunk> {
         let mut chunks = self.chunks.lock();
         if chunks.len() >= self.cap {
             return Some(chunk);
         }
+        self.bytes.fetch_add(chunk.held_bytes(), Ordering::Relaxed);
         chunks.push(chunk);
-        self.bytes.fetch_add(CHUNK_SIZE, Ordering::Relaxed);
         None
     }
 

@@ -617,3 +617,48 @@ fn alloc_slab_gives_back_free_pages() {
     free_on_exiting_thread(&pool, again);
     free_on_exiting_thread(&pool, kept.into_iter().map(|(_, &p)| p).collect());
 }
+
+#[test]
+fn alloc_slab_drained_chunk_gives_back_its_pages() {
+    // Eight full chunks; all but one object in 256 of the first one freed. The pool as a
+    // whole is far from half free, but that chunk drained below a quarter: its free pages
+    // go back (a 4 KiB page holds 64 objects: three pages in four are free).
+    let pool = SlabPool::new(64, 8).unwrap();
+    let per_chunk = CHUNK_SIZE / 64;
+    let chunks = if cfg!(miri) { 2 } else { 8 };
+    let objs: Vec<NonNull<u8>> = (0..chunks * per_chunk).map(|_| pool.alloc()).collect();
+    assert_eq!(pool.chunks(), chunks);
+    let held = pool.reserved_bytes();
+    let chunk_of = |p: &NonNull<u8>| p.as_ptr() as usize & !(CHUNK_SIZE - 1);
+    let base = chunk_of(&objs[0]);
+    let mut kept = Vec::new();
+    let mut freed = Vec::new();
+    let mut rest = Vec::new();
+    for (i, &p) in objs.iter().enumerate() {
+        if chunk_of(&p) != base {
+            rest.push(p);
+        } else if i % 256 == 0 {
+            fill(p, 64, i as u64);
+            kept.push((i, p));
+        } else {
+            freed.push(p);
+        }
+    }
+    free_on_exiting_thread(&pool, freed);
+    assert_eq!(pool.chunks(), chunks);
+    if cfg!(all(unix, not(miri))) {
+        // The stash pins the pages of the last magazines freed (at most STASH of them).
+        let stash = super::depot::STASH * pool.shared.backing.magazine * 64;
+        assert!(
+            pool.reserved_bytes() + CHUNK_SIZE / 2 <= held + stash,
+            "{} of {held} bytes held: the drained chunk kept its pages",
+            pool.reserved_bytes()
+        );
+    }
+    for &(i, p) in &kept {
+        assert!(holds(p, 64, i as u64), "a kept object lost its contents");
+    }
+    free_on_exiting_thread(&pool, kept.into_iter().map(|(_, p)| p).collect());
+    free_on_exiting_thread(&pool, rest);
+    assert_eq!(pool.live_objects(), 0);
+}
