@@ -16,6 +16,7 @@
 //! | [`settings`] | the run's defaults and recorded switches, written once |
 //! | [`suites`], [`cli`] | named matrices; the command line |
 //! | [`lab`] | the structures' measurement programs (`orrery-bench lab`) |
+//! | [`torture`] | correctness campaigns: torture streams and linearizability (`orrery-bench torture`) |
 
 mod cli;
 mod datasets;
@@ -36,6 +37,7 @@ mod report;
 mod rng;
 mod settings;
 mod suites;
+mod torture;
 mod workloads;
 
 use std::process::ExitCode;

@@ -469,13 +469,7 @@ pub trait OrderedKvIndex: KvIndex {
 
     /// Visits, in ascending order, the pairs whose key starts with `prefix`.
     fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.scan(Bound::Included(prefix), &mut |k, v| {
-            if k.starts_with(prefix) {
-                visitor(k, v)
-            } else {
-                ControlFlow::Break(())
-            }
-        });
+        self.scan(Bound::Included(prefix), &mut within_prefix(prefix, visitor));
     }
 }
 
@@ -635,6 +629,22 @@ fn as_slice_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<&[u8]> {
         Bound::Included(k) => Bound::Included(k.as_ref()),
         Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
         Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The visitor of a prefix scan: passes pairs whose key starts with `prefix` on to
+/// `visitor` and stops at the first key without it (an ascending scan from `prefix` visits
+/// the prefix's keys first, then leaves them for good).
+pub fn within_prefix<'a>(
+    prefix: &'a [u8],
+    visitor: &'a mut ScanVisitor<'_>,
+) -> impl FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a {
+    move |k, v| {
+        if k.starts_with(prefix) {
+            visitor(k, v)
+        } else {
+            ControlFlow::Break(())
+        }
     }
 }
 

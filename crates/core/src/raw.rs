@@ -26,7 +26,7 @@ use std::ops::{Bound, ControlFlow};
 pub use crate::api::Decision;
 use crate::api::{
     ComputeOnce, Error, MAX_KEY_LEN, MemoryUsage, Result, ScanVisitor, check_entry, check_key,
-    within_end,
+    within_end, within_prefix,
 };
 
 /// What a read-modify-write may do to the key, so a structure can prepare only what is
@@ -132,13 +132,7 @@ pub trait RawOrdered: RawIndex {
     /// `prefix` stopped at the first key without it; a structure that copies ahead
     /// overrides it to bound its copies by the prefix's end.
     fn scan_prefix(&self, prefix: &[u8], visitor: &mut ScanVisitor<'_>) {
-        self.scan(Bound::Included(prefix), &mut |k, v| {
-            if k.starts_with(prefix) {
-                visitor(k, v)
-            } else {
-                ControlFlow::Break(())
-            }
-        });
+        self.scan(Bound::Included(prefix), &mut within_prefix(prefix, visitor));
     }
 
     /// Removes every key within `start..end`; how many this call removed. The default

@@ -79,8 +79,10 @@ mod record;
 mod table;
 mod trie;
 
+#[cfg(feature = "bench-internals")]
 use std::ops::Bound;
 
+#[cfg(feature = "bench-internals")]
 use orrery_core::api::ScanVisitor;
 use orrery_core::batch::BatchIter;
 

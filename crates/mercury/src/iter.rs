@@ -67,15 +67,24 @@ const BUCKETS_PER_PIN: usize = 256;
 impl Inner {
     /// Visits every pair (see the module docs for the guarantees), until `f` breaks.
     pub(crate) fn for_each(&self, f: &mut Visitor<'_>) {
+        self.for_each_from(0, f);
+    }
+
+    /// [`Inner::for_each`] starting at bucket `start` modulo the table's size and wrapping
+    /// around: the same guarantees, from another place in the table (a random `start`
+    /// gives a random sample's starting point).
+    pub(crate) fn for_each_from(&self, start: u64, f: &mut Visitor<'_>) {
         let mut buf = ChainBuf::default();
         let mut guard = pin();
         // The table whose buckets the walk enumerates; kept across re-pins by re-reading
         // the current table and mapping the position onto it.
         let mut t = self.current(&guard);
         let len = t.len();
-        let mut idx = 0;
-        while idx < len {
-            if idx % BUCKETS_PER_PIN == 0 && idx > 0 {
+        let first = (start % len as u64) as usize;
+        let mut step = 0;
+        while step < len {
+            let idx = (first + step) % len;
+            if step % BUCKETS_PER_PIN == 0 && step > 0 {
                 drop(guard);
                 guard = pin();
                 t = self.current(&guard);
@@ -86,7 +95,7 @@ impl Inner {
             if visit_lineage(t, len, idx, &mut buf, f, &guard).is_break() {
                 return;
             }
-            idx += 1;
+            step += 1;
         }
     }
 }

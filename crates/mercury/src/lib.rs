@@ -280,6 +280,15 @@ impl Mercury {
         self.inner.for_each(&mut f);
     }
 
+    /// [`Mercury::for_each`] starting from bucket `start` (modulo the table's size) and
+    /// wrapping around, with the same guarantees. A random `start` makes the first pairs
+    /// visited a cheap random sample of the table (what a cache's sampled eviction
+    /// needs): each bucket is equally likely to come first, so a key's chance grows only
+    /// with the length of the chain before it.
+    pub fn for_each_from(&self, start: u64, mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<()>) {
+        self.inner.for_each_from(start, &mut f);
+    }
+
     /// An iterator over the pairs in no particular order (see [`Iter`] for what it
     /// guarantees under concurrent writers).
     pub fn iter(&self) -> Iter<'_> {
@@ -498,6 +507,39 @@ orrery_core::index_api!(new impl[] Mercury as "Mercury", Config);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn for_each_from_visits_everything_once_from_anywhere() {
+        let n: u32 = if cfg!(miri) { 200 } else { 5_000 };
+        let m: Mercury = (0..n).map(|i| (i.to_be_bytes(), [1u8; 20])).collect();
+        let mut firsts = std::collections::HashSet::new();
+        for start in [0, 1, 7, 12_345, u64::MAX, 1 << 40, 99, 3] {
+            let mut seen = std::collections::HashSet::new();
+            m.for_each_from(start, |k, _| {
+                if seen.is_empty() {
+                    firsts.insert(k.to_vec());
+                }
+                assert!(seen.insert(k.to_vec()), "visited twice");
+                ControlFlow::Continue(())
+            });
+            assert_eq!(seen.len(), n as usize, "start {start}");
+        }
+        assert!(
+            firsts.len() >= 4,
+            "the start does not move the walk: {firsts:?}"
+        );
+        // Stopping early: a sample of 5.
+        let mut sample = 0;
+        m.for_each_from(42, |_, _| {
+            sample += 1;
+            if sample == 5 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(sample, 5);
+    }
 
     #[test]
     fn grows_and_keeps_everything() {

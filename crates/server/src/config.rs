@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::aof::{AofSettings, Fsync};
+use crate::layout::{Param, ThresholdValues, Thresholds, threshold_param, threshold_parse};
 
 use crate::resp::Limits;
 
@@ -42,7 +43,25 @@ pub struct Config {
     /// Microseconds a rewrite sleeps after each key: a testing knob that makes rewrites
     /// long (as Redis's `rdb-key-save-delay`); 0 by default.
     pub aof_rewrite_key_delay: u64,
+    /// Worker threads of the runtime (0: one per core the process may run on).
+    pub threads: usize,
+    /// The memcached protocol's port, if it is served (`--memcache-port`).
+    pub memcache_port: Option<u16>,
+    /// The Orrery structure holding the memcached items (default `mercury`).
+    pub memcache_index: String,
+    /// The memcached items' memory limit in MiB (memcached's `-m`; 0: none).
+    pub memcache_memory_mb: usize,
+    /// Largest memcached item in bytes (memcached's `-I`).
+    pub memcache_max_item: usize,
+    /// Whether the memcached items are evicted at the limit (`no`: memcached's `-M`).
+    pub memcache_evict: bool,
+    /// Most memcached connections (memcached's `-c`).
+    pub memcache_max_conns: usize,
+    /// Keys sampled per eviction.
+    pub memcache_samples: usize,
     pub(crate) limits: Limits,
+    /// The compact-encoding thresholds (`--hash-max-listpack-entries N` …).
+    pub(crate) thresholds: ThresholdValues,
 }
 
 impl Default for Config {
@@ -61,7 +80,16 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             aof_rewrite_key_delay: 0,
+            threads: 0,
+            memcache_port: None,
+            memcache_index: "mercury".into(),
+            memcache_memory_mb: 64,
+            memcache_max_item: 1024 * 1024,
+            memcache_evict: true,
+            memcache_max_conns: 1024,
+            memcache_samples: 5,
             limits: Limits::default(),
+            thresholds: ThresholdValues::default(),
         }
     }
 }
@@ -75,6 +103,10 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                      [--appendonly yes|no] [--appendfsync always|everysec|no]
                      [--auto-aof-rewrite-percentage N]
                      [--auto-aof-rewrite-min-size SIZE] [--aof-rewrite-key-delay MICROS]
+                     [--threads N] [--memcache-port N] [--memcache-index NAME]
+                     [--memcache-memory MB] [--memcache-max-item-size SIZE]
+                     [--memcache-evict yes|no] [--memcache-max-conns N]
+                     [--memcache-samples N]
 
   --port N           TCP port (default 6379; 0 picks a free one and logs it)
   --bind ADDR        IP address to listen on (default 127.0.0.1); a non-loopback
@@ -96,6 +128,25 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                              N% since the last rewrite (default 100; 0: never)
   --auto-aof-rewrite-min-size SIZE   ... and is at least SIZE (default 64mb)
   --aof-rewrite-key-delay MICROS     testing: sleep after each key a rewrite writes
+  --hash-max-listpack-entries N, --hash-max-listpack-value BYTES,
+  --set-max-intset-entries N, --set-max-listpack-entries N,
+  --set-max-listpack-value BYTES, --zset-max-listpack-entries N,
+  --zset-max-listpack-value BYTES, --list-max-listpack-size N
+                     when collections stay compact (Redis's settings and defaults)
+  --threads N        worker threads (default 0: one per core the process may use)
+
+The memcached protocol (text and meta), on a second port of the same process:
+  --memcache-port N          serve it on port N of --bind (default: off; 0 picks
+                             a free port and logs it)
+  --memcache-index NAME      structure of the items (default mercury; any ordered
+                             one too: wormhole, cuckoo-trie, hyperion, slb:...)
+  --memcache-memory MB       memory limit of the items, MiB (memcached -m;
+                             default 64; 0: none)
+  --memcache-max-item-size SIZE  largest item (memcached -I; default 1m = 1 MiB)
+  --memcache-evict yes|no    evict least recently used items at the limit
+                             (default yes; no: refuse writes, memcached -M)
+  --memcache-max-conns N     most connections (memcached -c; default 1024)
+  --memcache-samples N       keys sampled per eviction (default 5)
 
 Sizes take Redis's units: 100, 64kb, 64mb, 1gb (1024-based), 1k, 1m, 1g (1000-based).
 ";
@@ -147,6 +198,8 @@ pub(crate) struct Live {
     pub(crate) aof: Arc<AofSettings>,
     /// Whether the server listens on a loopback address (a password may then be cleared).
     loopback: bool,
+    /// The compact-encoding thresholds (shared with the store).
+    pub(crate) thresholds: Arc<Thresholds>,
 }
 
 /// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
@@ -193,6 +246,7 @@ enum Assign {
     AutoPercentage(u64),
     AutoMinSize(u64),
     KeyDelay(u64),
+    Threshold(Param, i64),
 }
 
 /// What `CONFIG SET` answers for a parameter it cannot set.
@@ -204,8 +258,13 @@ pub(crate) enum Refused {
 }
 
 impl Live {
-    /// The live settings starting from `c`; `aof` is the append-only file's, if open.
-    pub(crate) fn new(c: &Config, aof: Option<Arc<AofSettings>>) -> Live {
+    /// The live settings starting from `c`; `aof` is the append-only file's, if open;
+    /// `thresholds` the store's.
+    pub(crate) fn new(
+        c: &Config,
+        aof: Option<Arc<AofSettings>>,
+        thresholds: Arc<Thresholds>,
+    ) -> Live {
         let normal = BufferLimit {
             hard: c.output_buffer_limit as u64,
             soft: c.output_buffer_limit as u64,
@@ -238,6 +297,7 @@ impl Live {
                 ))
             }),
             loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+            thresholds,
         }
     }
 
@@ -320,6 +380,10 @@ impl Live {
             "auto-aof-rewrite-min-size" => Assign::AutoMinSize(memory_in(v, 0, max).map_err(bad)?),
             "aof-rewrite-key-delay" => Assign::KeyDelay(int_in(v, 0, 10_000_000).map_err(bad)?),
             n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
+            n if threshold_param(n).is_some() => {
+                let p = threshold_param(n).expect("checked");
+                Assign::Threshold(p, threshold_parse(p, v).map_err(bad)?)
+            }
             _ => return Err(Refused::Unknown),
         })
     }
@@ -371,6 +435,7 @@ impl Live {
                 Assign::AutoPercentage(n) => self.aof.auto_percentage.store(n, Ordering::Relaxed),
                 Assign::AutoMinSize(n) => self.aof.auto_min_size.store(n, Ordering::Relaxed),
                 Assign::KeyDelay(n) => self.aof.key_delay_us.store(n, Ordering::Relaxed),
+                Assign::Threshold(p, n) => self.thresholds.set(p, n),
             }
         }
         Ok(())
@@ -457,7 +522,39 @@ impl Config {
                     c.auto_aof_rewrite_min_size = mem(&flag, value()?)? as u64
                 }
                 "--aof-rewrite-key-delay" => c.aof_rewrite_key_delay = num(&flag, value()?)?,
+                "--threads" => c.threads = num(&flag, value()?)?,
+                "--memcache-port" => c.memcache_port = Some(num(&flag, value()?)?),
+                "--memcache-index" => c.memcache_index = value()?,
+                "--memcache-memory" => c.memcache_memory_mb = num(&flag, value()?)?,
+                "--memcache-max-item-size" => {
+                    // memcached's -I: 1m is a MiB.
+                    let v = value()?.to_ascii_lowercase();
+                    let v = match v.strip_suffix('m').or_else(|| v.strip_suffix('k')) {
+                        Some(d) if v.ends_with('m') => format!("{d}mb"),
+                        Some(d) => format!("{d}kb"),
+                        None => v,
+                    };
+                    c.memcache_max_item = mem(&flag, v)?
+                }
+                "--memcache-evict" => {
+                    c.memcache_evict = match value()?.to_ascii_lowercase().as_str() {
+                        "yes" => true,
+                        "no" => false,
+                        v => return Err(format!("--memcache-evict: '{v}' is not yes or no")),
+                    }
+                }
+                "--memcache-max-conns" => c.memcache_max_conns = num(&flag, value()?)?,
+                "--memcache-samples" => c.memcache_samples = num(&flag, value()?)?,
                 "--dir" => c.dir = PathBuf::from(value()?),
+                f if f
+                    .strip_prefix("--")
+                    .is_some_and(|n| threshold_param(n).is_some()) =>
+                {
+                    let v = value()?;
+                    if let Some(Err(why)) = c.thresholds.set_named(&f[2..], &v) {
+                        return Err(format!("{flag}: '{v}': {why}"));
+                    }
+                }
                 "--appendonly" => {
                     c.appendonly = match value()?.to_ascii_lowercase().as_str() {
                         "yes" => true,
@@ -498,6 +595,9 @@ impl Config {
         }
         if self.maxclients == 0 || self.limits.max_bulk_len == 0 || self.query_buffer_limit == 0 {
             return Err("--maxclients and the size limits must be at least 1".into());
+        }
+        if self.memcache_max_conns == 0 || self.memcache_samples == 0 {
+            return Err("--memcache-max-conns and --memcache-samples must be at least 1".into());
         }
         Ok(())
     }
@@ -553,6 +653,25 @@ mod tests {
         assert_eq!(c.query_buffer_limit, 2000);
         assert!(parse(&["--auto-aof-rewrite-min-size", "1tb"]).is_err());
         assert!(parse(&["--appendfsync", "sometimes"]).is_err());
+        let c = parse(&[
+            "--memcache-port=0",
+            "--memcache-memory",
+            "10",
+            "--memcache-max-item-size",
+            "2m",
+            "--memcache-evict",
+            "no",
+            "--threads",
+            "1",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.memcache_port, Some(0));
+        assert_eq!((c.memcache_memory_mb, c.memcache_max_item), (10, 2 << 20));
+        assert!(!c.memcache_evict);
+        assert_eq!(c.threads, 1);
+        assert_eq!(parse(&[]).unwrap().unwrap().memcache_port, None);
+        assert!(parse(&["--memcache-evict", "maybe"]).is_err());
     }
 
     #[test]

@@ -27,9 +27,13 @@
 //! | `state` | what connections share (`Shared`: store, settings, client registry, `SCAN` cursors, counters) and each one's own (`Client`) |
 //! | `aof` | persistence: the append-only file chain, its replay, group commit and rewrite (a folder, one file per job) |
 //! | `config` | settings, the command line, and the run-time settings `CONFIG SET` changes |
-//! | `store` | the keyspace: value header (type, deadline), striped writes, expiry; logs through a `Journal` and reports each command's log position in its `Call` |
+//! | `waiters` | clients blocked in `BLPOP` and its relatives, by key, in arrival order |
+//! | `coll` | the collection types (hash, set, sorted set, list): compact inside the key's value or large in the shared element index; each change logged |
+//! | `store` | the keyspace: value header (type, encoding, deadline), striped writes, expiry, the element index of large collections; logs through a `Journal` and reports each command's log position in its `Call` |
 //! | `resp` | request parser (with limits) and reply encoder (RESP2/RESP3) |
-//! | `zset` | a sorted set as two ordered Orrery indexes |
+//! | `layout` | bytes of the collections: compact encodings, element keys, the `*-max-listpack-*` thresholds |
+//! | `memcache` | the memcached protocol (text and meta) on a second listener, over its own items (a folder; its `mod.rs` has the table) |
+//! | `memory` | the memory limit and sampled-LRU eviction, over any keyspace (used by `memcache`) |
 //! | `glob`, `num`, `clock` | leaves: Redis's glob patterns, Redis's number syntax and formats, the wall clock |
 //!
 //! # Consistency
@@ -43,16 +47,20 @@
 mod aof;
 mod clock;
 mod cmd;
+mod coll;
 mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 mod glob;
+mod layout;
+mod memcache;
+mod memory;
 mod num;
 mod resp;
 mod server;
 mod state;
 mod store;
-mod zset;
+mod waiters;
 
 pub use aof::Fsync;
 pub use config::{Config, USAGE};

@@ -331,6 +331,10 @@ pub(crate) enum Reply {
     Double(f64),
     /// A verbatim text (a bulk string in RESP2), as `INFO` and `CLIENT INFO` send.
     Verbatim(Vec<u8>),
+    /// A set (an array in RESP2, `~` in RESP3): `SMEMBERS`, `SINTER`, `SPOP` with a count.
+    Set(Vec<Reply>),
+    /// The null array (`*-1` in RESP2, `_` in RESP3): a blocking pop that timed out.
+    NilArray,
 }
 
 impl Reply {
@@ -373,6 +377,18 @@ impl Reply {
                     item.encode(proto, out);
                 }
             }
+            Reply::Set(items) => {
+                header(
+                    out,
+                    if proto >= 3 { b'~' } else { b'*' },
+                    items.len() as i64,
+                );
+                for item in items {
+                    item.encode(proto, out);
+                }
+            }
+            Reply::NilArray if proto >= 3 => out.extend_from_slice(b"_\r\n"),
+            Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Map(pairs) => {
                 if proto >= 3 {
                     header(out, b'%', pairs.len() as i64);

@@ -9,6 +9,11 @@
 //! is checked as replies are encoded (a batch's replies are all a client has pending, since
 //! they are written before the next read). A protocol error gets
 //! Redis's error reply and closes the connection, as Redis does.
+//!
+//! A blocking command (`BLPOP` …) that must wait stops the batch: the replies before it
+//! are written, then the connection waits for its reply, its timeout, or the socket's
+//! close (which unregisters it), reading what the client sends meanwhile into its buffer
+//! (run after the reply, as Redis does), and goes on with the rest of the batch.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,11 +30,14 @@ use crate::config::Config;
 use crate::resp::{self, Reply};
 use crate::state::{Client, Shared};
 use crate::store::{Call, Store};
+use crate::waiters::Blocked;
 
 /// Runs the server until `SIGTERM`, `SIGINT` or `SHUTDOWN`; see the crate docs.
 pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
     let mut store = Store::open(&config.index)?;
+    // Before the log is replayed: replay builds collections under these thresholds.
+    store.thresholds().set_all(config.thresholds);
     let mut aof = None;
     if config.appendonly {
         let settings = Arc::new(AofSettings::new(
@@ -42,7 +50,11 @@ pub fn run(config: Config) -> Result<(), String> {
         store.set_journal(log.clone());
         aof = Some(log);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if config.threads > 0 {
+        builder.worker_threads(config.threads);
+    }
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
@@ -57,6 +69,24 @@ async fn serve(config: Config, store: Store, aof: Option<Arc<Aof>>) -> Result<()
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
+    if let Some(port) = config.memcache_port {
+        // Logged before the ready line, which tells clients that both ports are open.
+        let at = crate::memcache::start(crate::memcache::Settings {
+            port,
+            bind: config.bind.clone(),
+            index: config.memcache_index.clone(),
+            memory: config.memcache_memory_mb << 20,
+            max_item: config.memcache_max_item,
+            no_evict: !config.memcache_evict,
+            max_conns: config.memcache_max_conns,
+            samples: config.memcache_samples,
+        })
+        .await?;
+        println!(
+            "orrery-server memcached protocol (index {}) on {at}",
+            config.memcache_index
+        );
+    }
     let shared = Arc::new(Shared::new(config, store, aof, local.port()));
     println!(
         "orrery-server {} (index {}) ready to accept connections on {local}",
@@ -152,6 +182,7 @@ async fn serve_client(
         let mut used = 0;
         let mut ran = 0;
         let mut fatal = false;
+        let mut blocked = None;
         // One clock reading per batch: the commands of one read run at one time (Redis,
         // too, reads the clock once per event-loop round for expiry checks). The batch's
         // handlers note in `call` how far their writes reached in the append-only file.
@@ -172,6 +203,10 @@ async fn serve_client(
                     };
                     let reply = cmd::dispatch(&mut ctx, args);
                     ran += 1;
+                    if let Some(b) = client.blocked.take() {
+                        blocked = Some(b);
+                        break;
+                    }
                     reply.encode(client.proto, &mut out);
                     let limit = out_limit;
                     if limit > 0 && out.len() > limit {
@@ -221,6 +256,21 @@ async fn serve_client(
         if fatal || client.close_after_reply {
             return Ok(());
         }
+        if let Some(b) = blocked {
+            let Some((reply, position)) = wait_blocked(shared, stream, &mut buf, b).await? else {
+                return Ok(());
+            };
+            if position > 0
+                && let Some(aof) = &shared.aof
+            {
+                aof.wait(position).await;
+            }
+            reply.encode(client.proto, &mut out);
+            stream.write_all(&out).await?;
+            out.clear();
+            // The requests that arrived meanwhile are in `buf`: run them before reading.
+            continue;
+        }
         if buf.len() > shared.live.query_buffer_limit.load(Ordering::Relaxed) {
             println!(
                 "closing client id={}: query buffer over the limit",
@@ -233,6 +283,57 @@ async fn serve_client(
         }
         if stream.read_buf(&mut buf).await? == 0 {
             return Ok(());
+        }
+    }
+}
+
+/// Waits for a blocked command's reply (and the log position it must wait for), its
+/// timeout, or the client's close (`None`: the client is gone and unregistered).
+/// Requests the client sends meanwhile are read into `buf`.
+async fn wait_blocked(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    b: Blocked,
+) -> std::io::Result<Option<(Reply, u64)>> {
+    let w = &b.waiter;
+    let sleep = async {
+        match b.deadline {
+            Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep);
+    let mut timed_out = false;
+    loop {
+        if let Some(r) = w.take() {
+            return Ok(Some(r));
+        }
+        if timed_out {
+            match shared.waiters.cancel(w) {
+                Ok(Some(r)) => return Ok(Some(r)),
+                Ok(None) => return Ok(Some((b.timeout_reply.clone(), 0))),
+                // Being served: the reply follows.
+                Err(()) => {}
+            }
+        }
+        tokio::select! {
+            () = w.served() => {}
+            () = &mut sleep, if !timed_out => timed_out = true,
+            n = stream.read_buf(buf) => {
+                let over = buf.len() > shared.live.query_buffer_limit.load(Ordering::Relaxed);
+                if over {
+                    println!("closing a blocked client: query buffer over the limit");
+                }
+                if over || matches!(n, Ok(0) | Err(_)) {
+                    // Gone: unregister (a reply already on its way is dropped, as Redis
+                    // drops the reply of a client that closed).
+                    while shared.waiters.cancel(w).is_err() {
+                        w.served().await;
+                    }
+                    return Ok(None);
+                }
+            }
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::aof::Aof;
 use crate::clock::now_ms;
 use crate::config::{Config, Live};
 use crate::store::Store;
+use crate::waiters::{Blocked, Waiters};
 
 /// Counters for `INFO stats`.
 #[derive(Default)]
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) cursors: Cursors,
     pub(crate) listed: ListedCursors,
     pub(crate) stats: Stats,
+    /// Clients blocked in `BLPOP` and its relatives.
+    pub(crate) waiters: Waiters,
     pub(crate) started_ms: u64,
     /// Signalled by `SHUTDOWN`.
     pub(crate) shutdown: Notify,
@@ -50,9 +53,16 @@ pub(crate) struct Shared {
 impl Shared {
     /// The state of a server listening on `port`, over `store` and its append-only file.
     pub(crate) fn new(config: Config, store: Store, aof: Option<Arc<Aof>>, port: u16) -> Shared {
+        store.thresholds().set_all(config.thresholds);
+        let store = Arc::new(store);
         Shared {
-            live: Live::new(&config, aof.as_ref().map(|a| a.settings.clone())),
-            store: Arc::new(store),
+            live: Live::new(
+                &config,
+                aof.as_ref().map(|a| a.settings.clone()),
+                store.thresholds().clone(),
+            ),
+            waiters: Waiters::new(store.clone()),
+            store,
             aof,
             port,
             clients: Clients::default(),
@@ -293,6 +303,8 @@ pub(crate) struct Client {
     pub(crate) authenticated: bool,
     /// Close once the current replies are written (`QUIT`, `SHUTDOWN`).
     pub(crate) close_after_reply: bool,
+    /// The blocking command the client waits in, set by the command (`crate::waiters`).
+    pub(crate) blocked: Option<Blocked>,
 }
 
 impl Client {
@@ -303,6 +315,7 @@ impl Client {
             proto: 2,
             authenticated,
             close_after_reply: false,
+            blocked: None,
         }
     }
 }

@@ -50,6 +50,8 @@ pub(super) enum Cmd {
     Machine(MachineArgs),
     /// Turn JSON-lines results into markdown tables and SVG/PNG plots.
     Report(report::ReportArgs),
+    /// Correctness campaigns: checked random operation streams, or linearizability.
+    Torture(crate::torture::TortureArgs),
     /// Run a structure's measurement program (`lab` alone lists them).
     Lab {
         /// The program's name.

@@ -41,6 +41,11 @@ pub enum Fault {
     ChangeOnRejectedInsert,
     /// Every `n`th lookup of a key that was upserted returns its previous value.
     StaleReadEveryNth(usize),
+    /// Every `n`th lookup of a present key is answered from the calling thread's own cache
+    /// of the last value it read or inserted for that key, never invalidated by other
+    /// threads' writes or by read-modify-writes: a stale read that only concurrency (or a
+    /// `compute`) reveals.
+    StaleThreadCacheEveryNth(usize),
     /// `len` is decremented by every `remove`, even of an absent key.
     LenCountsFailedRemoves,
     /// `insert` always reports the key as new.
@@ -88,6 +93,8 @@ pub struct Broken<I> {
     previous: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
     /// Blocks for the allocation faults.
     pool: crate::alloc::SlabPool,
+    /// Distinguishes wrappers in [`Fault::StaleThreadCacheEveryNth`]'s thread caches.
+    id: usize,
 }
 
 impl<I> Broken<I> {
@@ -103,6 +110,10 @@ impl<I> Broken<I> {
             pool: crate::alloc::SlabPool::new(64, 8).unwrap_or_else(|e| {
                 unreachable!("64-byte slab objects are valid: {e}");
             }),
+            id: {
+                static NEXT: AtomicUsize = AtomicUsize::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            },
         }
     }
 
@@ -134,9 +145,47 @@ impl<I> Broken<I> {
     }
 }
 
+/// (wrapper id, key) → the value this thread last read or inserted.
+type ThreadCache = std::cell::RefCell<HashMap<(usize, Vec<u8>), Vec<u8>>>;
+
+std::thread_local! {
+    /// [`Fault::StaleThreadCacheEveryNth`]'s per-thread cache.
+    static THREAD_CACHE: ThreadCache = std::cell::RefCell::new(HashMap::new());
+}
+
+impl<I> Broken<I> {
+    fn remember(&self, key: &[u8], value: &[u8]) {
+        let id = self.id;
+        THREAD_CACHE.with(|c| c.borrow_mut().insert((id, key.to_vec()), value.to_vec()));
+    }
+
+    fn recall(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let id = self.id;
+        THREAD_CACHE.with(|c| c.borrow().get(&(id, key.to_vec())).cloned())
+    }
+}
+
 impl<I: KvIndex> KvIndex for Broken<I> {
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> bool {
         let key = self.key(key);
+        if let Fault::StaleThreadCacheEveryNth(n) = self.fault {
+            if let Some(old) = self.recall(key)
+                && self.inner.contains_key(key)
+                && self.nth(n)
+            {
+                f(&old);
+                return true;
+            }
+            let mut seen = None;
+            let found = self.inner.get_with(key, &mut |v| {
+                seen = Some(v.to_vec());
+                f(v)
+            });
+            if let Some(v) = seen {
+                self.remember(key, &v);
+            }
+            return found;
+        }
         if let Fault::StaleReadEveryNth(n) = self.fault {
             let previous = self.previous.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(old) = previous.get(key)
@@ -190,6 +239,11 @@ impl<I: KvIndex> KvIndex for Broken<I> {
                 }
             }
             Fault::InsertAlwaysNew => return self.inner.insert(key, value).map(|_| true),
+            Fault::StaleThreadCacheEveryNth(_) => {
+                let new = self.inner.insert(key, value)?;
+                self.remember(key, value);
+                return Ok(new);
+            }
             Fault::RacyInsert => {
                 check_entry(key, value)?;
                 let new = !self.inner.contains_key(key);

@@ -74,12 +74,14 @@ pub mod differential;
 pub mod edge;
 pub mod fuzz;
 pub mod iter;
+pub mod linearize;
 pub mod memory;
 pub mod oom;
 pub mod ordered;
 pub mod rmw;
 pub mod rng;
 pub mod stress;
+pub mod torture;
 pub mod wait;
 pub mod zipf;
 

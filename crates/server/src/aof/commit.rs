@@ -46,6 +46,8 @@ pub(super) struct Io {
     pub(super) written: u64,
     pub(super) synced: u64,
     pub(super) last_sync: Instant,
+    /// When the oldest write not yet synced reached the file (`None`: all synced).
+    pub(super) unsynced_since: Option<Instant>,
     /// Bytes in the chain's files before the live one, and in the live one.
     pub(super) before_live: u64,
     pub(super) live_size: u64,
@@ -117,6 +119,7 @@ impl Aof {
                 written: 0,
                 synced: 0,
                 last_sync: Instant::now(),
+                unsynced_since: None,
                 before_live: total - live_size,
                 live_size,
             }),
@@ -214,6 +217,7 @@ impl Aof {
                 .map_err(|e| io_err("cannot write", &self.live_path(io), e))?;
             io.live_size += buf.len() as u64;
             io.written = end;
+            io.unsynced_since.get_or_insert_with(Instant::now);
             self.stats
                 .current_size
                 .store(io.chain_size(), Ordering::Relaxed);
@@ -238,7 +242,18 @@ impl Aof {
                 .map_err(|e| io_err("cannot fdatasync", &self.live_path(io), e))?;
             io.synced = io.written;
             io.last_sync = Instant::now();
+            if let Some(since) = io.unsynced_since.take()
+                && fsync != Fsync::Always
+            {
+                let waited = since.elapsed().as_micros() as u64;
+                self.stats
+                    .max_unsynced_us
+                    .fetch_max(waited, Ordering::Relaxed);
+            }
         }
+        self.stats
+            .unsynced_bytes
+            .store(io.written - io.synced, Ordering::Relaxed);
         let acked = match fsync {
             // Under `always` only what is synced; a switch from `everysec` to `always`
             // thus waits for the next sync.
@@ -275,5 +290,9 @@ impl Aof {
 impl Journal for Aof {
     fn append(&self, records: &[u8]) -> u64 {
         Aof::append(self, records)
+    }
+
+    fn appended(&self) -> u64 {
+        lock(&self.state).appended
     }
 }

@@ -13,11 +13,21 @@
 //! | `DEL key` | the key is absent |
 //! | `ZADD key member score` | the key is a sorted set (a new one if it held anything else) in which `member` has `score` (8 bytes: the `f64`'s bits, big-endian) |
 //! | `ZREM key member` | `member` is not in the set (an emptied set deletes its key) |
-//! | `PEXPIREAT key ms` / `PERSIST key` | the key's deadline (on a sorted set; strings carry theirs in `SET`) |
+//! | `HSET key field value` | the key is a hash (a new one if it held anything else) in which `field` has `value` |
+//! | `HDEL key field` | `field` is not in the hash (an emptied hash deletes its key) |
+//! | `SADD key member` | the key is a set (a new one if it held anything else) holding `member` |
+//! | `SREM key member` | `member` is not in the set (an emptied set deletes its key) |
+//! | `LPUT key pos element` | the key is a list (a new one if it held anything else) whose element at position `pos` (8 bytes, big-endian: `crate::coll`'s list positions) is `element` |
+//! | `LSPAN key head len` | the list's elements are at positions `head .. head + len` (8 bytes each); those outside are dropped; length 0 deletes the key |
+//! | `PEXPIREAT key ms` / `PERSIST key` | the key's deadline (on a collection; strings carry theirs in `SET`) |
 //!
-//! Effects make replay deterministic (an `INCRBYFLOAT` or a relative `EXPIRE` is logged as
-//! its result), and each is an assignment to a part of the keyspace, which is what makes
-//! the rewrite below correct. A record is a RESP array, so the file can be read with a hex
+//! Effects make replay deterministic (an `INCRBYFLOAT`, a relative `EXPIRE` or an `SPOP`
+//! is logged as its result), and each is an assignment to a part of the keyspace, which
+//! is what makes the rewrite below correct: a list's records name absolute positions
+//! rather than pushes and pops for that reason. The records do not depend on a
+//! collection's encoding (compact or large): replay rebuilds each collection under the
+//! thresholds in force, and a blocked client served by a push is logged as the pop it
+//! received. A record is a RESP array, so the file can be read with a hex
 //! dump and a little patience.
 //!
 //!
@@ -43,6 +53,16 @@ mod settings;
 mod tests;
 
 pub(crate) use chain::FILE_NAME;
+
+/// Applies one frame's records to `store` as replay does (for the fuzz target that checks
+/// that the log rebuilds the keyspace it was written from).
+pub(crate) fn replay_frame(
+    store: &crate::store::Store,
+    records: &[u8],
+    now: u64,
+) -> Result<(), String> {
+    replay::apply_frame(store, records, now)
+}
 pub(crate) use commit::Aof;
 pub(crate) use settings::AofSettings;
 pub use settings::Fsync;

@@ -21,8 +21,9 @@ use super::chain::{
     record_limits, sync_dir,
 };
 use crate::clock::now_ms;
+use crate::coll::{self, Hash, List, Set, ZSet};
 use crate::resp;
-use crate::store::{Call, Kind, Store};
+use crate::store::{Call, Kind, Store, decode};
 
 /// What loading found.
 #[derive(Debug, PartialEq, Eq)]
@@ -213,9 +214,16 @@ pub(super) fn apply(store: &Store, args: &[Vec<u8>], now: u64) -> Result<(), Str
             args.len()
         )
     };
+    let u64_arg = |i: usize| -> Result<u64, String> {
+        let b: [u8; 8] = args[i][..].try_into().map_err(|_| bad())?;
+        Ok(u64::from_be_bytes(b))
+    };
+    let failed = |e: coll::Error| e.message();
     store.write(&[key], &Call::new(now), |t| match (op, args.len()) {
         (b"SET", 3) => {
-            let entry = crate::store::decode_raw(&args[2]).ok_or_else(bad)?;
+            let entry = decode(&args[2])
+                .filter(|e| e.kind == Kind::String)
+                .ok_or_else(bad)?;
             t.store(key, &entry).map_err(|e| e.message())
         }
         (b"DEL", 2) => {
@@ -223,35 +231,85 @@ pub(super) fn apply(store: &Store, args: &[Vec<u8>], now: u64) -> Result<(), Str
             Ok(())
         }
         (b"ZADD", 4) => {
-            let bits: [u8; 8] = args[3][..].try_into().map_err(|_| bad())?;
-            let score = f64::from_bits(u64::from_be_bytes(bits));
-            let set = match t.load(key) {
-                Some(e) if e.kind == Kind::ZSet => t.zset(&e),
-                _ => None,
-            };
-            let set = match set {
-                Some(s) => s,
-                None => {
+            let score = f64::from_bits(u64_arg(3)?);
+            let mut z = match ZSet::open(t, key) {
+                Ok(Some(z)) => z,
+                _ => {
                     t.delete(key);
-                    t.create_zset(key).map_err(|e| e.message())?
+                    ZSet::create(t, key).map_err(failed)?
                 }
             };
-            let old = set.score(&args[2]);
-            t.zset_insert(key, &set, &args[2], score, old)
-                .map_err(|e| crate::store::WriteError::from(e).message())
+            let old = z.score(t, &args[2]);
+            let r = z.insert(t, &args[2], score, old);
+            z.finish(t).and(r).map_err(failed)
         }
         (b"ZREM", 3) => {
-            let set = t
-                .load(key)
-                .filter(|e| e.kind == Kind::ZSet)
-                .and_then(|e| t.zset(&e));
-            if let Some(set) = set {
-                t.zset_remove(key, &set, &args[2]);
-                if set.len() == 0 {
-                    t.delete(key);
-                }
+            if let Ok(Some(mut z)) = ZSet::open(t, key) {
+                z.remove(t, &args[2]);
+                z.finish(t).map_err(failed)?;
             }
             Ok(())
+        }
+        (b"HSET", 4) => {
+            let mut h = match Hash::open(t, key) {
+                Ok(Some(h)) => h,
+                _ => {
+                    t.delete(key);
+                    Hash::open_or_create(t, key).map_err(failed)?
+                }
+            };
+            let r = h.set(t, &args[2], &args[3]);
+            h.finish(t).and(r.map(drop)).map_err(failed)
+        }
+        (b"HDEL", 3) => {
+            if let Ok(Some(mut h)) = Hash::open(t, key) {
+                h.del(t, &args[2]);
+                h.finish(t).map_err(failed)?;
+            }
+            Ok(())
+        }
+        (b"SADD", 3) => {
+            let mut s = match Set::open(t, key) {
+                Ok(Some(s)) => s,
+                _ => {
+                    t.delete(key);
+                    Set::create(t, key).map_err(failed)?
+                }
+            };
+            let r = s.add(t, &args[2]);
+            s.finish(t).and(r.map(drop)).map_err(failed)
+        }
+        (b"SREM", 3) => {
+            if let Ok(Some(mut s)) = Set::open(t, key) {
+                s.remove(t, &args[2]);
+                s.finish(t).map_err(failed)?;
+            }
+            Ok(())
+        }
+        (b"LPUT", 4) => {
+            let pos = u64_arg(2)?;
+            let mut l = match List::open(t, key) {
+                Ok(Some(l)) => l,
+                _ => {
+                    t.delete(key);
+                    List::create(t, key).map_err(failed)?
+                }
+            };
+            let r = l.replay_put(t, pos, &args[3]);
+            l.finish(t).and(r).map_err(failed)
+        }
+        (b"LSPAN", 4) => {
+            let (head, len) = (u64_arg(2)?, u64_arg(3)?);
+            let mut l = match List::open(t, key) {
+                Ok(Some(l)) => l,
+                _ if len == 0 => return Ok(()),
+                _ => {
+                    t.delete(key);
+                    List::create(t, key).map_err(failed)?
+                }
+            };
+            let r = l.replay_span(t, head, len);
+            l.finish(t).and(r).map_err(failed)
         }
         (b"PEXPIREAT", 3) | (b"PERSIST", 2) => {
             let deadline = match args.get(2) {

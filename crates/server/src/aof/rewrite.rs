@@ -20,14 +20,20 @@
 //! Correctness of the new chain: the walk is not a snapshot, but every frame appended
 //! after step 1 is in increment `N`, every frame before it was applied to the index
 //! before the walk started, and records are assignments to parts of the keyspace (a
-//! key's whole value, one member's score, a deadline), so replaying `N` after any state
-//! the walk saw for a key yields that key's final state.
+//! string's whole value, a field's value, a member's presence or score, the element at a
+//! list position, a list's span, a deadline), so replaying `N` after any state the walk
+//! saw for a key yields that key's final state. A large collection is walked in chunks
+//! (`crate::coll::dump`), each element as it was when its chunk was read: an element
+//! changed since the rewrite began has its record in `N`; a list's span is written as it
+//! was when its walk began, after its elements, so an element the walk read outside
+//! that span (pushed meanwhile) is dropped on replay and put back by `N`.
 //!
 //! **Automatic rewrite**: the server's cron (every 100 ms) starts a background rewrite
 //! when the chain is at least `auto-aof-rewrite-min-size` bytes (default 64 MiB) and has
 //! grown by `auto-aof-rewrite-percentage` percent (default 100; 0: off) since the last
 //! rewrite, or since start, as Redis does. Both, the fsync policy and a testing delay per
-//! key written by a rewrite (`aof-rewrite-key-delay`, like Redis's `rdb-key-save-delay`)
+//! key (and per 1024 records of a large collection) written by a rewrite
+//! (`aof-rewrite-key-delay`, like Redis's `rdb-key-save-delay`)
 //! are [`AofSettings`], changed by `CONFIG SET` while the server runs.
 
 use std::fs::{File, OpenOptions};
@@ -43,8 +49,9 @@ use super::chain::{
 };
 use super::commit::{Aof, lock};
 use crate::clock::now_ms;
+use crate::coll::dump;
 use crate::resp::encode_request;
-use crate::store::{Kind, Store, header};
+use crate::store::{Store, header};
 
 impl Aof {
     /// Whether the file grew enough for an automatic rewrite (Redis's rule: at least
@@ -178,48 +185,36 @@ impl Aof {
         encode_request(&mut records, &[b"BASE", seq.to_string().as_bytes()]);
         emit(&mut w, &mut records).map_err(|e| io_err("cannot write", tmp, e))?;
         let mut write_key = |key: &[u8], raw: &[u8]| -> std::io::Result<()> {
-            let Some((kind, deadline, at)) = header(raw) else {
+            let Some(h) = header(raw) else {
                 return Ok(());
             };
-            if deadline.is_some_and(|d| d <= now) {
+            if h.deadline.is_some_and(|d| d <= now) {
                 return Ok(());
             }
             let delay = self.settings.key_delay_us.load(Ordering::Relaxed);
             if delay > 0 {
                 std::thread::sleep(Duration::from_micros(delay));
             }
-            match kind {
-                Kind::String => {
-                    encode_request(&mut records, &[b"SET", key, raw]);
-                    emit(&mut w, &mut records)
-                }
-                Kind::ZSet => {
-                    let id = raw[at..].try_into().map(u64::from_be_bytes).ok();
-                    let set = id.and_then(|id| store.zset_by_id(id));
-                    let mut res = Ok(());
-                    if let Some(set) = set {
-                        let mut after: Option<Vec<u8>> = None;
-                        loop {
-                            let chunk = set.members_after(after.as_deref(), 1024);
-                            for (m, score) in &chunk {
-                                let bits = score.to_bits().to_be_bytes();
-                                encode_request(&mut records, &[b"ZADD", key, m, &bits]);
-                            }
-                            if let Some(d) = deadline {
-                                encode_request(
-                                    &mut records,
-                                    &[b"PEXPIREAT", key, d.to_string().as_bytes()],
-                                );
-                            }
-                            res = emit(&mut w, &mut records);
-                            match chunk.into_iter().last() {
-                                Some((m, _)) if res.is_ok() => after = Some(m),
-                                _ => break,
-                            }
-                        }
+            // A key's records, in frames of up to 1024 records (a large collection's
+            // elements come in chunks; see `crate::coll::dump`).
+            let mut n = 0;
+            dump(store, key, raw, &mut |parts| {
+                encode_request(&mut records, parts);
+                n += 1;
+                if n % 1024 == 0 {
+                    emit(&mut w, &mut records)?;
+                    // The testing delay applies to each chunk of a large collection too,
+                    // so that writers can change one while it is being walked.
+                    if delay > 0 {
+                        std::thread::sleep(Duration::from_micros(delay));
                     }
-                    res
                 }
+                Ok(())
+            })?;
+            if records.is_empty() {
+                Ok(())
+            } else {
+                emit(&mut w, &mut records)
             }
         };
         if let Some(o) = store.ordered() {

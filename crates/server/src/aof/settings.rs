@@ -35,6 +35,13 @@ pub(crate) struct AofStats {
     pub(crate) current_size: AtomicU64,
     pub(crate) rewrite_in_progress: AtomicBool,
     pub(crate) loaded_frames: AtomicU64,
+    /// The longest time, in microseconds, that acknowledged writes waited in the kernel's
+    /// page cache for the `fdatasync` covering them: what a crash of the whole machine
+    /// could lose, in time (0 under `always`, whose replies wait for the sync; under `no`
+    /// only the forced syncs of rewrites and shutdown count).
+    pub(crate) max_unsynced_us: AtomicU64,
+    /// Bytes written to the file and not yet synced, as of the last flush.
+    pub(crate) unsynced_bytes: AtomicU64,
 }
 
 /// The settings `CONFIG SET` may change while the server runs.

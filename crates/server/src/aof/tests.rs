@@ -105,12 +105,12 @@ fn replays_every_record() {
         s.read(b"b", &Call::new(0), |_, _, v| v.to_vec()),
         Some(b"2".to_vec())
     );
-    let z = s
-        .write(&[b"z"], &Call::new(0), |t| {
-            t.load(b"z").and_then(|e| t.zset(&e))
-        })
-        .unwrap();
-    assert_eq!(z.score(b"m"), Some(2.5));
+    let score = s.write(&[b"z"], &Call::new(0), |t| {
+        crate::coll::ZSet::open(t, b"z")
+            .unwrap()
+            .and_then(|z| z.score(t, b"m"))
+    });
+    assert_eq!(score, Some(2.5));
 }
 
 #[test]

@@ -110,10 +110,13 @@ impl<'a> Command<'a> for Rename<'a> {
             if src == dst {
                 return Reply::OK;
             }
-            if let Err(err) = t.store(dst, &e) {
+            if let Err(err) = t.store_quiet(dst, &e) {
                 return Reply::err(err.message());
             }
             t.detach(src);
+            // The moved value is logged whole under its new key (a large collection's
+            // elements are keyed by its id, which moves with it).
+            crate::coll::log_state(t, &ctx.shared.store, dst);
             Reply::OK
         })
     }

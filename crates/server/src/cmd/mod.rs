@@ -1,18 +1,31 @@
 //! The command table and dispatch: name → arity, flags, key positions and command type.
 //!
 //! One file per command family (`connection`, `strings`, `keys`, `expiry`, `server`,
-//! `zsets`), each with one type per command. [`dispatch`] checks the name, the arity and
+//! `hashes`, `sets`, `lists`, `blocking`, `zsets`, `zranges`, `zalgebra`, `object`; the
+//! collection scans' cursors in `cursor`), each with one type per command. [`dispatch`] checks the name, the arity and
 //! authentication, in that order and with Redis's error replies; then the command's
 //! [`Command::parse`] turns the argument vector (name first) into its typed form, with
 //! Redis's reply for any syntax error, and only then [`Command::apply`] runs it against
 //! the store. So a syntax error is a parse error: it never reaches the store and never
 //! leaves a partial write, and `apply` sees only valid input.
+//!
+//! After a command, [`dispatch`] serves the clients blocked on keys the command made
+//! ready (`blocking::serve_ready`): a separate step, so that a transaction can run it once
+//! after `EXEC` instead.
 
+mod blocking;
 mod connection;
+mod cursor;
 mod expiry;
+mod hashes;
 mod keys;
+mod lists;
+mod object;
 mod server;
+mod sets;
 mod strings;
+mod zalgebra;
+mod zranges;
 mod zsets;
 
 use std::collections::HashMap;
@@ -76,6 +89,9 @@ const R: &[&str] = &["readonly", "fast"];
 const RS: &[&str] = &["readonly"];
 const WS: &[&str] = &["write"];
 const C: &[&str] = &["fast", "loading", "stale"];
+const WD: &[&str] = &["write", "denyoom"];
+const WF: &[&str] = &["write", "fast"];
+const B: &[&str] = &["write", "noscript", "blocking"];
 const NA: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 
 macro_rules! specs {
@@ -151,7 +167,7 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], 0, 0, 0, server::BgRewriteAof;
     "zadd", -4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::ZAdd;
     "zincrby", 4, &["write", "denyoom", "fast"], 1, 1, 1, zsets::ZIncrBy;
-    "zrem", -3, &["write", "fast"], 1, 1, 1, zsets::ZRem;
+    "zrem", -3, WF, 1, 1, 1, zsets::ZRem;
     "zscore", 3, R, 1, 1, 1, zsets::ZScore;
     "zmscore", -3, R, 1, 1, 1, zsets::ZMScore;
     "zcard", 2, R, 1, 1, 1, zsets::ZCard;
@@ -159,11 +175,83 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "zlexcount", 4, R, 1, 1, 1, zsets::ZLexCount;
     "zrank", 3, R, 1, 1, 1, zsets::ZRank;
     "zrevrank", 3, R, 1, 1, 1, zsets::ZRank;
-    "zrange", -4, RS, 1, 1, 1, zsets::ZRange;
-    "zrangebyscore", -4, RS, 1, 1, 1, zsets::ZRange;
-    "zrevrangebyscore", -4, RS, 1, 1, 1, zsets::ZRange;
-    "zrangebylex", -4, RS, 1, 1, 1, zsets::ZRange;
-    "zrevrangebylex", -4, RS, 1, 1, 1, zsets::ZRange;
+    "zpopmin", -2, WF, 1, 1, 1, zsets::ZPop;
+    "zpopmax", -2, WF, 1, 1, 1, zsets::ZPop;
+    "zrandmember", -2, RS, 1, 1, 1, zsets::ZRandMember;
+    "zscan", -3, RS, 1, 1, 1, zsets::ZScan;
+    "zrange", -4, RS, 1, 1, 1, zranges::ZRange;
+    "zrevrange", -4, RS, 1, 1, 1, zranges::ZRange;
+    "zrangebyscore", -4, RS, 1, 1, 1, zranges::ZRange;
+    "zrevrangebyscore", -4, RS, 1, 1, 1, zranges::ZRange;
+    "zrangebylex", -4, RS, 1, 1, 1, zranges::ZRange;
+    "zrevrangebylex", -4, RS, 1, 1, 1, zranges::ZRange;
+    "zrangestore", -5, WD, 1, 2, 1, zranges::ZRangeStore;
+    "zremrangebyrank", 4, WS, 1, 1, 1, zranges::ZRemRange;
+    "zremrangebyscore", 4, WS, 1, 1, 1, zranges::ZRemRange;
+    "zremrangebylex", 4, WS, 1, 1, 1, zranges::ZRemRange;
+    "zunionstore", -4, WD, 1, 1, 1, zalgebra::ZAlgebra;
+    "zinterstore", -4, WD, 1, 1, 1, zalgebra::ZAlgebra;
+    "zdiffstore", -4, WD, 1, 1, 1, zalgebra::ZAlgebra;
+    "zunion", -3, RS, 0, 0, 0, zalgebra::ZAlgebra;
+    "zinter", -3, RS, 0, 0, 0, zalgebra::ZAlgebra;
+    "zdiff", -3, RS, 0, 0, 0, zalgebra::ZAlgebra;
+    "bzpopmin", -3, B, 1, -2, 1, blocking::Block;
+    "bzpopmax", -3, B, 1, -2, 1, blocking::Block;
+    "hset", -4, &["write", "denyoom", "fast"], 1, 1, 1, hashes::HSet;
+    "hmset", -4, &["write", "denyoom", "fast"], 1, 1, 1, hashes::HSet;
+    "hsetnx", 4, &["write", "denyoom", "fast"], 1, 1, 1, hashes::HSetNx;
+    "hget", 3, R, 1, 1, 1, hashes::HGet;
+    "hexists", 3, R, 1, 1, 1, hashes::HGet;
+    "hstrlen", 3, R, 1, 1, 1, hashes::HGet;
+    "hmget", -3, R, 1, 1, 1, hashes::HMGet;
+    "hgetall", 2, RS, 1, 1, 1, hashes::HGetAll;
+    "hkeys", 2, RS, 1, 1, 1, hashes::HGetAll;
+    "hvals", 2, RS, 1, 1, 1, hashes::HGetAll;
+    "hlen", 2, R, 1, 1, 1, hashes::HGetAll;
+    "hdel", -3, WF, 1, 1, 1, hashes::HDel;
+    "hincrby", 4, &["write", "denyoom", "fast"], 1, 1, 1, hashes::HIncrBy;
+    "hincrbyfloat", 4, &["write", "denyoom", "fast"], 1, 1, 1, hashes::HIncrByFloat;
+    "hrandfield", -2, RS, 1, 1, 1, hashes::HRandField;
+    "hscan", -3, RS, 1, 1, 1, hashes::HScan;
+    "sadd", -3, &["write", "denyoom", "fast"], 1, 1, 1, sets::SAdd;
+    "srem", -3, WF, 1, 1, 1, sets::SAdd;
+    "sismember", 3, R, 1, 1, 1, sets::SIsMember;
+    "smismember", -3, R, 1, 1, 1, sets::SIsMember;
+    "smembers", 2, RS, 1, 1, 1, sets::SMembers;
+    "scard", 2, R, 1, 1, 1, sets::SMembers;
+    "spop", -2, WF, 1, 1, 1, sets::SPop;
+    "srandmember", -2, RS, 1, 1, 1, sets::SRandMember;
+    "smove", 4, WF, 1, 2, 1, sets::SMove;
+    "sinter", -2, RS, 1, -1, 1, sets::SAlgebra;
+    "sunion", -2, RS, 1, -1, 1, sets::SAlgebra;
+    "sdiff", -2, RS, 1, -1, 1, sets::SAlgebra;
+    "sinterstore", -3, WD, 1, -1, 1, sets::SAlgebra;
+    "sunionstore", -3, WD, 1, -1, 1, sets::SAlgebra;
+    "sdiffstore", -3, WD, 1, -1, 1, sets::SAlgebra;
+    "sintercard", -3, RS, 0, 0, 0, sets::SInterCard;
+    "sscan", -3, RS, 1, 1, 1, sets::SScan;
+    "lpush", -3, &["write", "denyoom", "fast"], 1, 1, 1, lists::Push;
+    "rpush", -3, &["write", "denyoom", "fast"], 1, 1, 1, lists::Push;
+    "lpushx", -3, &["write", "denyoom", "fast"], 1, 1, 1, lists::Push;
+    "rpushx", -3, &["write", "denyoom", "fast"], 1, 1, 1, lists::Push;
+    "lpop", -2, WF, 1, 1, 1, lists::Pop;
+    "rpop", -2, WF, 1, 1, 1, lists::Pop;
+    "llen", 2, R, 1, 1, 1, lists::LLen;
+    "lrange", 4, RS, 1, 1, 1, lists::LRange;
+    "lindex", 3, RS, 1, 1, 1, lists::LIndex;
+    "lset", 4, WD, 1, 1, 1, lists::LSet;
+    "linsert", 5, WD, 1, 1, 1, lists::LInsert;
+    "lrem", 4, WS, 1, 1, 1, lists::LRem;
+    "ltrim", 4, WS, 1, 1, 1, lists::LTrim;
+    "lpos", -3, RS, 1, 1, 1, lists::LPos;
+    "lmove", 5, WD, 1, 2, 1, lists::LMove;
+    "rpoplpush", 3, WD, 1, 2, 1, lists::LMove;
+    "blpop", -3, B, 1, -2, 1, blocking::Block;
+    "brpop", -3, B, 1, -2, 1, blocking::Block;
+    "blmove", 6, B, 1, 2, 1, blocking::Block;
+    "brpoplpush", 4, B, 1, 2, 1, blocking::Block;
+    "object", -2, RS, 2, 2, 1, object::Object;
+    "memory", -2, RS, 0, 0, 0, object::MemoryUsage;
 };
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Spec>> =
@@ -208,7 +296,38 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         return Reply::err("NOAUTH Authentication required.");
     }
     ctx.client.info.set_last_command(number(spec));
-    (spec.handler)(ctx, args)
+    let reply = (spec.handler)(ctx, args);
+    if ctx.shared.aof.is_some() && spec.flags.iter().any(|&f| f == "readonly" || f == "write") {
+        // Its reply may show other clients' writes: it goes out once they are durable
+        // (the store's module docs, "Durable reads").
+        // The `*STORE` algebra reads keys its table entry does not list (Redis's
+        // `movablekeys`): it passes every stripe, as keyless commands do.
+        let listed = !matches!(spec.name, "zunionstore" | "zinterstore" | "zdiffstore");
+        if spec.first_key > 0 && listed {
+            ctx.shared
+                .store
+                .read_barrier(Some(&mut key_args(spec, args)), ctx.call);
+        } else {
+            ctx.shared.store.read_barrier(None, ctx.call);
+        }
+    }
+    if ctx.call.has_ready() {
+        blocking::serve_ready(ctx);
+    }
+    reply
+}
+
+/// The key arguments of a request, by its table entry's key positions.
+fn key_args<'a>(spec: &Spec, args: &'a [Vec<u8>]) -> impl Iterator<Item = &'a [u8]> {
+    let n = args.len() as i32;
+    let last = if spec.last_key < 0 {
+        n + spec.last_key
+    } else {
+        spec.last_key.min(n - 1)
+    };
+    (spec.first_key..=last)
+        .step_by(spec.step.max(1) as usize)
+        .map(|i| args[i as usize].as_slice())
 }
 
 /// Subcommand names `CLIENT LIST` may show as a client's last command.

@@ -119,13 +119,16 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
             sh.clients.len(),
-            sh.live.maxclients.load(Ordering::Relaxed)
+            sh.live.maxclients.load(Ordering::Relaxed),
+            sh.waiters.len()
         );
     }
     if want("memory") {
-        let m = sh.store.kv().memory_usage();
+        let m = sh.store.kv().memory_usage()
+            + sh.store.elements().memory_usage()
+            + sh.store.positions().memory_usage();
         let _ = write!(
             out,
             "# Memory\r\nused_memory:{}\r\nindex_structure_bytes:{}\r\nindex_key_value_bytes:{}\r\n\r\n",
@@ -142,7 +145,7 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
                 let st = &aof.stats;
                 let _ = write!(
                     out,
-                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_auto_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\n\r\n",
+                    "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:ok\r\naof_rewrites:{}\r\naof_auto_rewrites:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_fsync:{}\r\naof_loaded_writes:{}\r\naof_unsynced_bytes:{}\r\naof_max_unsynced_ms:{}\r\n\r\n",
                     u8::from(st.rewrite_in_progress.load(Ordering::Relaxed)),
                     if st.last_rewrite_ok.load(Ordering::Relaxed) {
                         "ok"
@@ -155,6 +158,8 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
                     st.base_size.load(Ordering::Relaxed),
                     aof.fsync().name(),
                     st.loaded_frames.load(Ordering::Relaxed),
+                    st.unsynced_bytes.load(Ordering::Relaxed),
+                    st.max_unsynced_us.load(Ordering::Relaxed) / 1000,
                 );
             }
         }
@@ -247,7 +252,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
     let c = &ctx.shared.config;
     let live = &ctx.shared.live;
     let aof = &live.aof;
-    let settings = [
+    let mut settings = vec![
         ("port", ctx.shared.port.to_string()),
         ("bind", c.bind.clone()),
         (
@@ -283,6 +288,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
         ),
         ("client-output-buffer-limit", live.output_limits()),
     ];
+    settings.extend(live.thresholds.report());
     let mut out = Vec::new();
     let mut seen = Vec::new();
     for p in patterns {

@@ -245,9 +245,8 @@ impl<'a> Command<'a> for Set<'a> {
                 deadline
             };
             let entry = Entry {
-                kind: Kind::String,
                 deadline,
-                payload: value.to_vec(),
+                ..Entry::string(value.to_vec())
             };
             match t.store(key, &entry) {
                 Ok(()) if get => old_reply(),

@@ -1,43 +1,83 @@
-//! Sorted-set commands: `ZADD` (`NX`/`XX`/`GT`/`LT`/`CH`/`INCR`), `ZINCRBY`, `ZREM`,
-//! `ZSCORE`, `ZMSCORE`, `ZCARD`, `ZCOUNT`, `ZLEXCOUNT`, `ZRANK`, `ZREVRANK`, `ZRANGE`
-//! (`BYSCORE`/`BYLEX`/`REV`/`LIMIT`/`WITHSCORES`), `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`,
-//! `ZRANGEBYLEX`, `ZREVRANGEBYLEX`.
+//! Sorted-set commands on members: `ZADD` (`NX`/`XX`/`GT`/`LT`/`CH`/`INCR`), `ZINCRBY`,
+//! `ZREM`, `ZSCORE`, `ZMSCORE`, `ZCARD`, `ZCOUNT`, `ZLEXCOUNT`, `ZRANK`, `ZREVRANK`,
+//! `ZPOPMIN`, `ZPOPMAX`, `ZRANDMEMBER`, `ZSCAN`. Ranges are in `zranges`, the algebra
+//! (`ZUNIONSTORE` …) in `zalgebra`.
 //!
-//! Every command runs under its key's stripe ([`Store::write`](crate::store::Store::write)),
-//! readers included, so a reader never sees a member between its two indexes. Options and
-//! ranges are parsed first, with Redis's errors, before the key is looked at.
+//! Every command runs under its key's stripe on a [`ZSet`] view (`crate::coll`), readers
+//! included. Options and ranges are parsed first, with Redis's errors, before the key is
+//! looked at.
 
 use std::ops::Bound;
-use std::sync::Arc;
 
-use super::{Command, Ctx, not_integer, syntax_error, wrong_type};
+use super::cursor::ScanArgs;
+use super::hashes::parse_rand_count;
+use super::{Command, Ctx, syntax_error};
+use crate::coll::{self, ScoreBound, ZSet, check_lengths};
+use crate::layout::score_key;
 use crate::num::{parse_f64, parse_i64};
 use crate::resp::Reply;
-use crate::store::{Kind, Txn};
-use crate::zset::{Limit, MAX_MEMBER, ScoreBound, ZSet, score_key};
+use crate::store::Txn;
 
-fn not_float() -> Reply {
+pub(super) fn err(e: coll::Error) -> Reply {
+    Reply::err(e.message())
+}
+
+pub(super) fn not_float() -> Reply {
     Reply::err("ERR value is not a valid float")
 }
 
-/// The live sorted set at `key`: `Ok(None)` when absent, `Err(WRONGTYPE)` for another type.
-fn lookup(t: &Txn<'_>, key: &[u8]) -> Result<Option<Arc<ZSet>>, Reply> {
-    match t.load(key) {
-        None => Ok(None),
-        Some(e) if e.kind != Kind::ZSet => Err(wrong_type()),
-        Some(e) => Ok(t.zset(&e)),
-    }
-}
-
-/// Runs `f` on the set at `key`, or replies `missing` when there is none.
-fn read(ctx: &Ctx<'_>, key: &[u8], missing: Reply, f: impl FnOnce(&ZSet) -> Reply) -> Reply {
+/// Runs `f` on the set at `key` under its stripe, or replies `missing`.
+pub(super) fn read(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    missing: Reply,
+    f: impl FnOnce(&Txn<'_>, &ZSet<'_>) -> Reply,
+) -> Reply {
     ctx.shared
         .store
-        .write(&[key], ctx.call, |t| match lookup(t, key) {
-            Err(r) => r,
+        .write(&[key], ctx.call, |t| match ZSet::open(t, key) {
+            Err(e) => err(e),
             Ok(None) => missing,
-            Ok(Some(z)) => f(&z),
+            Ok(Some(z)) => f(t, &z),
         })
+}
+
+/// Runs `f` on the existing set at `key` and writes it back, or replies `missing`.
+pub(super) fn change(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    missing: Reply,
+    f: impl FnOnce(&Txn<'_>, &mut ZSet<'_>) -> Reply,
+) -> Reply {
+    ctx.shared.store.write(&[key], ctx.call, |t| {
+        let mut z = match ZSet::open(t, key) {
+            Ok(Some(z)) => z,
+            Ok(None) => return missing,
+            Err(e) => return err(e),
+        };
+        let r = f(t, &mut z);
+        match z.finish(t) {
+            Ok(()) => r,
+            Err(e) => err(e),
+        }
+    })
+}
+
+/// `(member, score)` pairs as a range reply: members alone, or with scores (flat in
+/// RESP2, pairs in RESP3).
+pub(super) fn pairs_reply(items: Vec<(Vec<u8>, f64)>, withscores: bool, proto: u8) -> Reply {
+    let mut out = Vec::with_capacity(items.len() * if withscores { 2 } else { 1 });
+    for (m, s) in items {
+        match (withscores, proto >= 3) {
+            (false, _) => out.push(Reply::Bulk(m)),
+            (true, false) => {
+                out.push(Reply::Bulk(m));
+                out.push(Reply::Double(s));
+            }
+            (true, true) => out.push(Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)])),
+        }
+    }
+    Reply::Array(out)
 }
 
 /// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member …`.
@@ -99,26 +139,27 @@ impl<'a> Command<'a> for ZAdd<'a> {
             pairs,
         } = self;
         ctx.shared.store.write(&[key], ctx.call, |t| {
-            let set = match lookup(t, key) {
-                Err(r) => return r,
+            let mut set = match ZSet::open(t, key) {
+                Err(e) => return err(e),
                 Ok(Some(z)) => z,
                 Ok(None) if xx => return if incr { Reply::Nil } else { Reply::Int(0) },
-                Ok(None) => match t.create_zset(key) {
+                Ok(None) => match ZSet::create(t, key) {
                     Ok(z) => z,
-                    Err(e) => return Reply::err(e.message()),
+                    Err(e) => return err(e),
                 },
             };
             let (mut added, mut changed) = (0, 0);
             let mut incr_result = None;
+            let mut failed = None;
             for (score, member) in pairs {
-                let cur = set.score(member);
+                let cur = set.score(t, member);
                 let new = match cur {
                     Some(c) if incr => c + score,
                     _ => score,
                 };
                 if new.is_nan() {
-                    drop_if_empty(t, key, &set);
-                    return Reply::err("ERR resulting score is not a number (NaN)");
+                    failed = Some(Reply::err("ERR resulting score is not a number (NaN)"));
+                    break;
                 }
                 let skip = match cur {
                     Some(c) => nx || (gt && new <= c) || (lt && new >= c),
@@ -132,9 +173,9 @@ impl<'a> Command<'a> for ZAdd<'a> {
                     incr_result = Some(new);
                     continue;
                 }
-                if let Err(e) = t.zset_insert(key, &set, member, new, cur) {
-                    drop_if_empty(t, key, &set);
-                    return Reply::err(crate::store::WriteError::from(e).message());
+                if let Err(e) = set.insert(t, member, new, cur) {
+                    failed = Some(err(e));
+                    break;
                 }
                 match cur {
                     None => added += 1,
@@ -143,7 +184,12 @@ impl<'a> Command<'a> for ZAdd<'a> {
                 }
                 incr_result = Some(new);
             }
-            drop_if_empty(t, key, &set);
+            if let Err(e) = set.finish(t) {
+                return err(e);
+            }
+            if let Some(f) = failed {
+                return f;
+            }
             if incr {
                 incr_result.map_or(Reply::Nil, Reply::Double)
             } else {
@@ -179,21 +225,10 @@ impl<'a> ZAdd<'a> {
             let Some(score) = parse_f64(&p[0]) else {
                 return Err(not_float());
             };
-            if p[1].len() > MAX_MEMBER {
-                return Err(Reply::err(format!(
-                    "ERR member too long (limit {MAX_MEMBER} bytes)"
-                )));
-            }
+            check_lengths([&p[1][..]]).map_err(err)?;
             self.pairs.push((score, &p[1][..]));
         }
         Ok(())
-    }
-}
-
-/// Removes `key` when its set has no member left (Redis never keeps an empty set).
-fn drop_if_empty(t: &Txn<'_>, key: &[u8], set: &ZSet) {
-    if set.len() == 0 {
-        t.delete(key);
     }
 }
 
@@ -236,18 +271,10 @@ impl<'a> Command<'a> for ZRem<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let ZRem { key, members } = self;
-        ctx.shared
-            .store
-            .write(&[key], ctx.call, |t| match lookup(t, key) {
-                Err(r) => r,
-                Ok(None) => Reply::Int(0),
-                Ok(Some(z)) => {
-                    let n = members.iter().filter(|m| t.zset_remove(key, &z, m)).count();
-                    drop_if_empty(t, key, &z);
-                    Reply::Int(n as i64)
-                }
-            })
+        let members = self.members;
+        change(ctx, self.key, Reply::Int(0), |t, z| {
+            Reply::Int(members.iter().filter(|m| z.remove(t, m)).count() as i64)
+        })
     }
 }
 
@@ -266,8 +293,8 @@ impl<'a> Command<'a> for ZScore<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        read(ctx, self.key, Reply::Nil, |z| {
-            z.score(self.member).map_or(Reply::Nil, Reply::Double)
+        read(ctx, self.key, Reply::Nil, |t, z| {
+            z.score(t, self.member).map_or(Reply::Nil, Reply::Double)
         })
     }
 }
@@ -289,11 +316,11 @@ impl<'a> Command<'a> for ZMScore<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let members = self.members;
         let missing = Reply::Array(vec![Reply::Nil; members.len()]);
-        read(ctx, self.key, missing, |z| {
+        read(ctx, self.key, missing, |t, z| {
             Reply::Array(
                 members
                     .iter()
-                    .map(|m| z.score(m).map_or(Reply::Nil, Reply::Double))
+                    .map(|m| z.score(t, m).map_or(Reply::Nil, Reply::Double))
                     .collect(),
             )
         })
@@ -311,7 +338,9 @@ impl<'a> Command<'a> for ZCard<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        read(ctx, self.key, Reply::Int(0), |z| Reply::Int(z.len() as i64))
+        read(ctx, self.key, Reply::Int(0), |_, z| {
+            Reply::Int(z.len() as i64)
+        })
     }
 }
 
@@ -322,7 +351,8 @@ fn score_bound(a: &[u8]) -> Option<ScoreBound> {
     }
 }
 
-fn score_range(min: &[u8], max: &[u8]) -> Result<(ScoreBound, ScoreBound), Reply> {
+/// A score range as Redis writes it (`1`, `(1`, `-inf`, `+inf`).
+pub(super) fn score_range(min: &[u8], max: &[u8]) -> Result<(ScoreBound, ScoreBound), Reply> {
     match (score_bound(min), score_bound(max)) {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err(Reply::err("ERR min or max is not a float")),
@@ -346,10 +376,11 @@ fn lex_bound(a: &[u8]) -> Option<Lex> {
     }
 }
 
-/// A lexicographic range; `Ok(None)` when it is empty by construction (`+` as minimum).
-type LexRange = Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)>;
+/// A lexicographic range; `None` when it is empty by construction (`+` as minimum).
+pub(super) type LexRange = Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)>;
 
-fn lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
+/// Parses a lexicographic range with Redis's error.
+pub(super) fn lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
     let (Some(lo), Some(hi)) = (lex_bound(min), lex_bound(max)) else {
         return Err(Reply::err("ERR min or max not valid string range item"));
     };
@@ -385,8 +416,8 @@ impl<'a> Command<'a> for ZCount<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let ZCount { key, lo, hi } = self;
-        read(ctx, key, Reply::Int(0), |z| {
-            Reply::Int(z.count_by_score(lo, hi) as i64)
+        read(ctx, key, Reply::Int(0), |t, z| {
+            Reply::Int(z.count_by_score(t, lo, hi) as i64)
         })
     }
 }
@@ -407,8 +438,8 @@ impl<'a> Command<'a> for ZLexCount<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let ZLexCount { key, range } = self;
-        read(ctx, key, Reply::Int(0), |z| {
-            Reply::Int(range.map_or(0, |(lo, hi)| z.count_by_lex(lo, hi)) as i64)
+        read(ctx, key, Reply::Int(0), |t, z| {
+            Reply::Int(range.map_or(0, |(lo, hi)| z.count_by_lex(t, &lo, &hi)) as i64)
         })
     }
 }
@@ -430,177 +461,126 @@ impl<'a> Command<'a> for ZRank<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        read(ctx, self.key, Reply::Nil, |z| {
-            z.rank(self.member, self.rev)
+        read(ctx, self.key, Reply::Nil, |t, z| {
+            z.rank(t, self.member, self.rev)
                 .map_or(Reply::Nil, |r| Reply::Int(r as i64))
         })
     }
 }
 
-/// How a range command selects members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum By {
-    Rank,
-    Score,
-    Lex,
-}
-
-/// A range as a range command selects it, parsed.
-enum Selection {
-    /// By rank: start and stop (negative: from the end).
-    Rank(i64, i64),
-    Score(ScoreBound, ScoreBound),
-    Lex(LexRange),
-}
-
-/// Every range command: `ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
-/// [WITHSCORES]`, `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`, `ZRANGEBYLEX`, `ZREVRANGEBYLEX`.
-pub(super) struct ZRange<'a> {
+/// `ZPOPMIN key [count]`, `ZPOPMAX key [count]`.
+pub(super) struct ZPop<'a> {
     key: &'a [u8],
-    selection: Selection,
-    rev: bool,
-    /// `LIMIT offset count`, as given.
-    limit: Option<(i64, i64)>,
-    withscores: bool,
+    max: bool,
+    count: Option<usize>,
 }
 
-fn parse_limit(args: &[Vec<u8>], i: usize) -> Result<(i64, i64), Reply> {
-    let (Some(o), Some(c)) = (args.get(i + 1), args.get(i + 2)) else {
-        return Err(syntax_error());
-    };
-    match (parse_i64(o), parse_i64(c)) {
-        (Some(o), Some(c)) => Ok((o, c)),
-        _ => Err(not_integer()),
+impl<'a> Command<'a> for ZPop<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        if args.len() > 3 {
+            return Err(syntax_error());
+        }
+        let count = match args.get(2) {
+            None => None,
+            Some(c) => match parse_i64(c) {
+                Some(n) if n >= 0 => Some(n as usize),
+                _ => return Err(Reply::err("ERR value is out of range, must be positive")),
+            },
+        };
+        Ok(ZPop {
+            key: &args[1],
+            max: args[0].eq_ignore_ascii_case(b"zpopmax"),
+            count,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let (max, count) = (self.max, self.count);
+        let proto = ctx.client.proto;
+        change(ctx, self.key, Reply::Array(vec![]), |t, z| {
+            let popped = z.pop(t, max, count.unwrap_or(1));
+            match count {
+                // Without a count, RESP3 too gets a flat member-score pair.
+                None => pairs_reply(popped, true, 2),
+                Some(_) => pairs_reply(popped, true, proto),
+            }
+        })
     }
 }
 
-impl<'a> Command<'a> for ZRange<'a> {
+/// `ZRANDMEMBER key [count [WITHSCORES]]`.
+pub(super) struct ZRandMember<'a> {
+    key: &'a [u8],
+    count: Option<i64>,
+    withscores: bool,
+}
+
+impl<'a> Command<'a> for ZRandMember<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
-        let name = args[0].to_ascii_lowercase();
-        let (mut by, mut rev, mut limit, mut withscores) = (By::Rank, false, None, false);
-        let mut i = 4;
-        if name == b"zrange" {
-            while i < args.len() {
-                match &args[i].to_ascii_uppercase()[..] {
-                    b"BYSCORE" => by = By::Score,
-                    b"BYLEX" => by = By::Lex,
-                    b"REV" => rev = true,
-                    b"WITHSCORES" => withscores = true,
-                    b"LIMIT" => {
-                        limit = Some(parse_limit(args, i)?);
-                        i += 2;
-                    }
-                    _ => return Err(syntax_error()),
-                }
-                i += 1;
-            }
-            if limit.is_some() && by == By::Rank {
-                return Err(Reply::err(
-                    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-                ));
-            }
-            if withscores && by == By::Lex {
-                return Err(Reply::err(
-                    "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-                ));
-            }
-        } else {
-            let lex = name.ends_with(b"bylex");
-            by = if lex { By::Lex } else { By::Score };
-            rev = name.starts_with(b"zrev");
-            while i < args.len() {
-                match &args[i].to_ascii_uppercase()[..] {
-                    b"WITHSCORES" if !lex => withscores = true,
-                    b"LIMIT" => {
-                        limit = Some(parse_limit(args, i)?);
-                        i += 2;
-                    }
-                    _ => return Err(syntax_error()),
-                }
-                i += 1;
-            }
-        }
-        let (from, to) = (&args[2][..], &args[3][..]);
-        // With REV the command names the high end first.
-        let (min, max) = if rev { (to, from) } else { (from, to) };
-        let selection = match by {
-            By::Rank => match (parse_i64(from), parse_i64(to)) {
-                (Some(a), Some(b)) => Selection::Rank(a, b),
-                _ => return Err(not_integer()),
-            },
-            By::Score => {
-                let (a, b) = score_range(min, max)?;
-                Selection::Score(a, b)
-            }
-            By::Lex => Selection::Lex(lex_range(min, max)?),
-        };
-        Ok(ZRange {
+        let (count, withscores) = parse_rand_count(args, b"WITHSCORES")?;
+        Ok(ZRandMember {
             key: &args[1],
-            selection,
-            rev,
-            limit,
+            count,
             withscores,
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let ZRange {
-            key,
-            selection,
-            rev,
-            limit,
-            withscores,
-        } = self;
-        // A negative offset selects nothing (after the key's type is checked, as in Redis).
-        let negative_offset = limit.is_some_and(|(o, _)| o < 0);
-        let limit = match limit {
-            None => Limit::ALL,
-            Some((o, _)) if o < 0 => Limit::ALL,
-            Some((o, c)) => Limit {
-                offset: o as usize,
-                count: (c >= 0).then_some(c as usize),
-            },
-        };
         let proto = ctx.client.proto;
-        read(ctx, key, Reply::Array(vec![]), |z| {
-            if negative_offset {
-                return Reply::Array(vec![]);
-            }
-            let items = match selection {
-                Selection::Rank(start, stop) => {
-                    let len = z.len() as i64;
-                    let start = if start < 0 {
-                        (start + len).max(0)
-                    } else {
-                        start
-                    };
-                    let stop = if stop < 0 {
-                        stop + len
-                    } else {
-                        stop.min(len - 1)
-                    };
-                    if start > stop || start >= len {
-                        Vec::new()
-                    } else {
-                        z.range_by_rank(start as usize, stop as usize, rev)
-                    }
-                }
-                Selection::Score(lo, hi) => z.range_by_score(lo, hi, rev, limit),
-                Selection::Lex(None) => Vec::new(),
-                Selection::Lex(Some((lo, hi))) => z.range_by_lex(lo, hi, rev, limit),
+        let Some(count) = self.count else {
+            return read(ctx, self.key, Reply::Nil, |t, z| {
+                z.random_distinct(t, 1)
+                    .pop()
+                    .map_or(Reply::Nil, |(m, _)| Reply::Bulk(m))
+            });
+        };
+        let withscores = self.withscores;
+        read(ctx, self.key, Reply::Array(vec![]), |t, z| {
+            let items = if count >= 0 {
+                z.random_distinct(t, count as usize)
+            } else {
+                z.random_repeated(t, count.unsigned_abs() as usize)
             };
-            let mut out = Vec::with_capacity(items.len() * if withscores { 2 } else { 1 });
-            for (m, s) in items {
-                match (withscores, proto >= 3) {
-                    (false, _) => out.push(Reply::Bulk(m)),
-                    (true, false) => {
-                        out.push(Reply::Bulk(m));
-                        out.push(Reply::Double(s));
-                    }
-                    (true, true) => out.push(Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)])),
-                }
-            }
-            Reply::Array(out)
+            pairs_reply(items, withscores, proto)
         })
+    }
+}
+
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`.
+pub(super) struct ZScan<'a>(ScanArgs<'a>);
+
+impl<'a> Command<'a> for ZScan<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        ScanArgs::parse(args).map(ZScan)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let s = self.0;
+        let after = match s.resume(ctx) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let page = ctx
+            .shared
+            .store
+            .write(&[s.key], ctx.call, |t| match ZSet::open(t, s.key) {
+                Err(e) => Err(err(e)),
+                Ok(None) => Ok(None),
+                Ok(Some(z)) => Ok(Some(z.page(t, after.as_deref(), s.count))),
+            });
+        match page {
+            Err(r) => r,
+            Ok(None) => Reply::Array(vec![Reply::bulk("0"), Reply::Array(vec![])]),
+            Ok(Some((items, next))) => {
+                let mut out = Vec::new();
+                for (m, score) in items {
+                    if s.matches(&m) {
+                        out.push(Reply::Bulk(m));
+                        out.push(Reply::bulk(crate::num::format_score(score)));
+                    }
+                }
+                ScanArgs::reply(ctx, next, out)
+            }
+        }
     }
 }

@@ -141,7 +141,7 @@ impl Raw {
                 self.r.read_exact(&mut b).unwrap();
                 format!("{kind}{}", String::from_utf8_lossy(&b[..n as usize]))
             }
-            "*" => {
+            "*" | "~" => {
                 let n: i64 = rest.parse().unwrap();
                 if n < 0 {
                     return "*nil".into();
@@ -187,5 +187,96 @@ pub fn eventually(mut f: impl FnMut() -> bool, what: &str) {
     let start = Instant::now();
     while !f() {
         assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+    }
+}
+
+/// A reply as a tree (for comparisons that normalise order or contents).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Value {
+    /// `+…`
+    Simple(String),
+    /// `-…`
+    Error(String),
+    /// `:…`
+    Int(i64),
+    /// `$…` (and `=` verbatim text)
+    Bulk(Vec<u8>),
+    /// `,…` (RESP3 double, as text)
+    Double(String),
+    /// `$-1`, `*-1`, `_`
+    Nil,
+    /// `*…`
+    Array(Vec<Value>),
+    /// `~…` (RESP3 set)
+    Set(Vec<Value>),
+    /// `%…` (RESP3 map)
+    Map(Vec<(Value, Value)>),
+}
+
+impl Raw {
+    /// Sends one command and reads its reply as a [`Value`].
+    pub fn cmd_value(&mut self, args: &[&str]) -> Value {
+        self.send(&encode(args));
+        self.value()
+    }
+
+    /// Reads one reply as a [`Value`].
+    pub fn value(&mut self) -> Value {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        assert!(line.ends_with("\r\n"), "truncated reply {line:?}");
+        let line = &line[..line.len() - 2];
+        let (kind, rest) = line.split_at(1);
+        let n = || rest.parse::<i64>().unwrap();
+        match kind {
+            "+" => Value::Simple(rest.into()),
+            "-" => Value::Error(rest.into()),
+            ":" => Value::Int(n()),
+            "," => Value::Double(rest.into()),
+            "_" => Value::Nil,
+            "$" | "=" => {
+                if n() < 0 {
+                    return Value::Nil;
+                }
+                let mut b = vec![0; n() as usize + 2];
+                self.r.read_exact(&mut b).unwrap();
+                b.truncate(n() as usize);
+                Value::Bulk(b)
+            }
+            "*" | "~" => {
+                if n() < 0 {
+                    return Value::Nil;
+                }
+                let items = (0..n()).map(|_| self.value()).collect();
+                if kind == "*" {
+                    Value::Array(items)
+                } else {
+                    Value::Set(items)
+                }
+            }
+            "%" => Value::Map((0..n()).map(|_| (self.value(), self.value())).collect()),
+            other => panic!("unexpected reply type {other:?} in {line:?}"),
+        }
+    }
+}
+
+impl Raw {
+    /// A raw connection to a server on `port`.
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        Raw {
+            r: BufReader::new(s.try_clone().unwrap()),
+            w: s,
+        }
+    }
+
+    /// Reads one reply, `None` when the connection closed (or reset) first.
+    pub fn try_reply(&mut self) -> Option<String> {
+        let buf = self.r.fill_buf().ok()?;
+        if buf.is_empty() {
+            return None;
+        }
+        Some(self.reply())
     }
 }

@@ -6,6 +6,8 @@
 mod common;
 
 mod admin;
+mod blocking;
+mod collections;
 mod concurrency;
 mod connection;
 mod expiry;

@@ -135,3 +135,69 @@ fn a_client_over_the_output_buffer_limit_is_disconnected() {
     let mut other = server.raw();
     assert_eq!(other.cmd(&["STRLEN", "big"]), ":4000");
 }
+
+/// The collection types' limits: a key, member or field over the element index's key
+/// limit, a list element or hash value over a string's limit: an error, nothing changed.
+#[test]
+fn collection_limits_are_errors_that_change_nothing() {
+    let server = Server::start(&["--hash-max-listpack-entries", "2"]);
+    let mut r = server.raw();
+    let long_key = "k".repeat(70_000);
+    let long_member = "m".repeat(65_520);
+    let ok_member = "m".repeat(65_519);
+    let huge = "v".repeat(1024 * 1024);
+    let key_err = "-ERR key too long (limit 65528 bytes)";
+    let member_err = "-ERR member too long (limit 65519 bytes)";
+    for args in [
+        &["HSET", &long_key, "f", "v"][..],
+        &["SADD", &long_key, "m"],
+        &["RPUSH", &long_key, "e"],
+        &["ZADD", &long_key, "1", "m"],
+    ] {
+        assert_eq!(r.cmd(args), key_err, "{}", args[0]);
+    }
+    for args in [
+        &["HSET", "h", &long_member, "v"][..],
+        &["HSETNX", "h", &long_member, "v"],
+        &["HINCRBY", "h", &long_member, "1"],
+        &["SADD", "s", "a", &long_member],
+        &["SMOVE", "s", "t", &long_member],
+        &["ZADD", "z", "1", "a", "2", &long_member],
+        &["ZINCRBY", "z", "1", &long_member],
+    ] {
+        assert_eq!(r.cmd(args), member_err, "{}", args[0]);
+    }
+    for args in [
+        &["HSET", "h", "f", &huge][..],
+        &["RPUSH", "l", "a", &huge],
+        &["LPUSHX", "l", &huge],
+    ] {
+        assert!(
+            r.cmd(args)
+                .starts_with("-ERR string exceeds maximum allowed size"),
+            "{}",
+            args[0]
+        );
+    }
+    assert_eq!(r.cmd(&["DBSIZE"]), ":0");
+    // At the limits: accepted, in both representations.
+    assert_eq!(
+        r.cmd(&["HSET", "h", &ok_member, "v", "a", "1", "b", "2"]),
+        ":3"
+    );
+    assert_eq!(r.cmd(&["OBJECT", "ENCODING", "h"]), "$hashtable");
+    assert_eq!(r.cmd(&["HSTRLEN", "h", &ok_member]), ":1");
+    assert_eq!(r.cmd(&["SADD", "s", &ok_member]), ":1");
+    assert_eq!(r.cmd(&["ZADD", "z", "1", &ok_member]), ":1");
+    let big = "e".repeat(1024 * 1024 - 9);
+    assert_eq!(r.cmd(&["RPUSH", "l", &big, "x"]), ":2");
+    assert_eq!(r.cmd(&["LINDEX", "l", "0"]).len(), big.len() + 1);
+    assert_eq!(r.cmd(&["HSET", "h", "big", &big]), ":1");
+    // A failed change of an existing collection leaves it as it was.
+    assert!(
+        r.cmd(&["HSET", "h", "c", "3", "big", &huge])
+            .starts_with("-ERR")
+    );
+    assert_eq!(r.cmd(&["HLEN", "h"]), ":4");
+    assert_eq!(r.cmd(&["HEXISTS", "h", "c"]), ":0");
+}

@@ -1,16 +1,14 @@
 //! The keyspace: one shared Orrery index holding every key, with a small header in front of
-//! each value, an ordered index of expiry deadlines, and striped write locks.
+//! each value (`value`), an ordered index of expiry deadlines, striped write locks, and the
+//! element index of the large collections (`large`).
 //!
-//! # Value encoding
+//! # Layout
 //!
-//! ```text
-//! byte 0      : bits 0..4 the type (0 string, 1 sorted set, whose members live in
-//!               their own ordered Orrery indexes, `crate::zset`),
-//!               bit 7 set when an expiry deadline follows
-//! bytes 1..9  : (only with bit 7) the deadline, Unix milliseconds, big-endian
-//! rest        : the payload (a string's bytes; a sorted set's 8-byte id in the
-//!               store's table of sets, dropped when the key is deleted or overwritten)
-//! ```
+//! | module | what |
+//! |---|---|
+//! | `value` | the value header: type, encoding, deadline (byte layout there) |
+//! | `large` | large collections: the shared element index and the table of their counts |
+//! | `txn` | [`Txn`]: the writes a command makes while it holds its keys' stripes, and their log records |
 //!
 //! # Concurrency
 //!
@@ -20,8 +18,24 @@
 //! performs, so `INCR`, `APPEND`, `SET NX`, `GETSET`… are atomic per key without any global
 //! lock: the trait objects the server holds (`dyn KvIndex`) have no `compute`, and the
 //! stripe makes the index's `get` + `insert` one atomic step. Commands on several keys
-//! (`MSET`, `MSETNX`, `RENAME`) take their stripes in ascending order, so they cannot
-//! deadlock. A stripe is never held across an `.await`.
+//! (`MSET`, `MSETNX`, `RENAME`, `SMOVE`, `SUNIONSTORE` …) take their stripes in ascending
+//! order, so they cannot deadlock. A stripe is never held across an `.await`. Every
+//! command on a collection, readers included, holds its key's stripe: a large
+//! collection's elements and count change together under it.
+//!
+//! # Durable reads
+//!
+//! A write makes its value visible in the index before its record is appended to the
+//! journal (both under the key's stripe), and its reply waits for the record to be durable
+//! (`appendfsync always`) or written (`everysec`, `no`). A read takes no lock, so it may
+//! see a value whose record is not yet durable; if its reply went out at once and the
+//! server then died, a client would have seen a write the restarted server does not have
+//! (found by the `kill -9` linearizability test, `tests/jepsen.rs`). So with persistence
+//! on, every command that touches keys passes the stripes of its keys after it ran
+//! ([`Store::read_barrier`]: any writer whose value it could have seen has appended by
+//! then) and its reply waits for the journal position it noted, as a write's does —
+//! as on Redis, whose replies of one event-loop turn all go out after that turn's fsync.
+//! With persistence off it costs nothing.
 //!
 //! # Expiry
 //!
@@ -30,12 +44,21 @@
 //! changed together under the key's stripe. A read that finds an expired key treats it as
 //! absent and removes it (lazy expiry); [`Store::expire_cycle`], run periodically by the
 //! server, walks the due prefix of `deadlines` and removes those keys (active expiry).
+//!
+//! # Keys made ready
+//!
+//! When a list or sorted set is created under a key while some client waits in a blocking
+//! pop ([`Store::set_waiting`] says whether any does), the key is noted in the command's
+//! [`Call`]; the command layer serves the waiters of the noted keys after the command
+//! (Redis's `signalKeyAsReady` and `handleClientsBlockedOnKeys`).
+
+mod large;
+mod txn;
+mod value;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::ops::{Bound, ControlFlow};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use orrery::api::{MAX_KEY_LEN, MAX_VALUE_LEN};
@@ -44,8 +67,11 @@ use orrery::registry::AnyIndex;
 use orrery::wormhole::Wormhole;
 use orrery::{KvIndex, OrderedKvIndex};
 
-use crate::resp;
-use crate::zset::ZSet;
+use crate::layout::Thresholds;
+
+pub(crate) use large::Meta;
+pub(crate) use txn::Txn;
+pub(crate) use value::{Enc, Entry, Kind, decode, header, large_id};
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -53,106 +79,36 @@ pub(crate) const STRIPES: usize = 1024;
 /// Longest key the server accepts: the index's limit less the deadline prefix.
 pub(crate) const MAX_KEY: usize = MAX_KEY_LEN - 8;
 
-const HAS_DEADLINE: u8 = 0x80;
-const TYPE_MASK: u8 = 0x0F;
-
-/// The type of a key's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// A string.
-    String,
-    /// A sorted set: the payload is the 8-byte id of its [`ZSet`].
-    ZSet,
+/// The last large collection a stripe's writers touched: its key's header and
+/// bookkeeping, so that the next command on that key (a queue, a counter hash) skips the
+/// index lookup and the table lookup. Kept under the stripe's mutex, and changed by every
+/// write of a key of that stripe (`Txn::put`, `Txn::remove`), so it is never stale.
+pub(super) struct Hot {
+    pub(super) key: Vec<u8>,
+    pub(super) kind: Kind,
+    pub(super) deadline: Option<u64>,
+    pub(super) id: u64,
+    pub(super) meta: Arc<Meta>,
 }
 
-impl Kind {
-    /// The name `TYPE` replies.
-    pub(crate) fn name(self) -> &'static str {
+/// One write-lock stripe, with its [`Hot`] entry.
+type Stripe = Mutex<Option<Hot>>;
+
+/// The stripes a [`Txn`] holds (released when it is dropped), with their indexes.
+pub(super) enum Guards<'a> {
+    One(usize, MutexGuard<'a, Option<Hot>>),
+    Many(Vec<(usize, MutexGuard<'a, Option<Hot>>)>),
+}
+
+impl Guards<'_> {
+    /// The hot entry of stripe `i` (which these guards hold).
+    pub(super) fn hot(&mut self, i: usize) -> Option<&mut Option<Hot>> {
         match self {
-            Kind::String => "string",
-            Kind::ZSet => "zset",
+            Guards::One(j, g) if *j == i => Some(&mut **g),
+            Guards::Many(v) => v.iter_mut().find(|(j, _)| *j == i).map(|(_, g)| &mut **g),
+            _ => None,
         }
     }
-}
-
-/// A decoded value: type, deadline, payload.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    /// The value's type.
-    pub(crate) kind: Kind,
-    /// Expiry deadline in Unix milliseconds, if any.
-    pub(crate) deadline: Option<u64>,
-    /// The payload bytes.
-    pub(crate) payload: Vec<u8>,
-}
-
-impl Entry {
-    /// A string without deadline.
-    pub(crate) fn string(payload: Vec<u8>) -> Entry {
-        Entry {
-            kind: Kind::String,
-            deadline: None,
-            payload,
-        }
-    }
-}
-
-/// The decoded header of a stored value: type, deadline and where the payload starts.
-pub(crate) fn header(value: &[u8]) -> Option<(Kind, Option<u64>, usize)> {
-    let (&tag, rest) = value.split_first()?;
-    let kind = match tag & TYPE_MASK {
-        0 => Kind::String,
-        1 => Kind::ZSet,
-        _ => return None,
-    };
-    if tag & HAS_DEADLINE != 0 {
-        let d: [u8; 8] = rest.get(..8)?.try_into().ok()?;
-        Some((kind, Some(u64::from_be_bytes(d)), 9))
-    } else {
-        Some((kind, None, 1))
-    }
-}
-
-fn encode(e: &Entry) -> Vec<u8> {
-    let mut out = Vec::with_capacity(e.payload.len() + 9);
-    let kind = match e.kind {
-        Kind::String => 0,
-        Kind::ZSet => 1,
-    };
-    match e.deadline {
-        Some(d) => {
-            out.push(kind | HAS_DEADLINE);
-            out.extend_from_slice(&d.to_be_bytes());
-        }
-        None => out.push(kind),
-    }
-    out.extend_from_slice(&e.payload);
-    out
-}
-
-fn decode(value: &[u8]) -> Option<Entry> {
-    let (kind, deadline, at) = header(value)?;
-    Some(Entry {
-        kind,
-        deadline,
-        payload: value[at..].to_vec(),
-    })
-}
-
-/// Decodes a raw stored value (as the append-only file's `SET` records carry it).
-pub(crate) fn decode_raw(value: &[u8]) -> Option<Entry> {
-    decode(value)
-}
-
-fn zset_id_of(kind: Kind, payload: &[u8]) -> Option<u64> {
-    match kind {
-        Kind::ZSet => Some(u64::from_be_bytes(payload.try_into().ok()?)),
-        Kind::String => None,
-    }
-}
-
-fn zset_id(entry: &Entry) -> Option<u64> {
-    zset_id_of(entry.kind, &entry.payload)
 }
 
 fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
@@ -209,6 +165,9 @@ pub(crate) trait Journal: Send + Sync {
     /// Appends one command's effect records (RESP arrays, see `crate::aof`) as one frame;
     /// returns the position that must be durable before the command's reply is sent.
     fn append(&self, records: &[u8]) -> u64;
+
+    /// The position after the last frame appended so far.
+    fn appended(&self) -> u64;
 }
 
 /// What a store call knows of the command that makes it, and what it tells back: the time
@@ -219,6 +178,8 @@ pub(crate) trait Journal: Send + Sync {
 pub(crate) struct Call {
     now: u64,
     logged: Cell<u64>,
+    /// Keys made ready for blocked clients (see the module docs), in the order noted.
+    ready: RefCell<Vec<Vec<u8>>>,
 }
 
 impl Call {
@@ -227,7 +188,26 @@ impl Call {
         Call {
             now,
             logged: Cell::new(0),
+            ready: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Notes that `key` became a list or sorted set while clients wait on keys.
+    fn signal_ready(&self, key: &[u8]) {
+        let mut r = self.ready.borrow_mut();
+        if !r.iter().any(|k| k == key) {
+            r.push(key.to_vec());
+        }
+    }
+
+    /// Whether keys were made ready and not yet taken.
+    pub(crate) fn has_ready(&self) -> bool {
+        !self.ready.borrow().is_empty()
+    }
+
+    /// The keys made ready so far, in order (emptied).
+    pub(crate) fn take_ready(&self) -> Vec<Vec<u8>> {
+        self.ready.take()
     }
 
     /// The time the command runs at (Unix milliseconds).
@@ -255,45 +235,13 @@ pub(crate) struct Store {
     /// The append-only file, when persistence is on.
     journal: Option<Arc<dyn Journal>>,
     deadlines: Wormhole,
-    stripes: Box<[Mutex<()>]>,
-    hasher: std::collections::hash_map::RandomState,
+    stripes: Box<[Stripe]>,
     expired: AtomicU64,
-    zsets: ZSets,
-}
-
-/// The sorted sets, by the id their key's value holds (sharded by id).
-struct ZSets {
-    shards: Box<[Mutex<ZSetShard>]>,
-    next_id: AtomicU64,
-}
-
-const ZSET_SHARDS: usize = 64;
-
-/// One shard of the table of sorted sets: id → set.
-type ZSetShard = HashMap<u64, Arc<ZSet>>;
-
-impl ZSets {
-    fn shard(&self, id: u64) -> MutexGuard<'_, ZSetShard> {
-        self.shards[id as usize % ZSET_SHARDS]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The keys a command has locked; the only way to write the store.
-pub(crate) struct Txn<'a> {
-    store: &'a Store,
-    call: &'a Call,
-    /// The effect records of this command (empty unless persistence is on), appended to
-    /// the append-only file as one frame before the stripes are released.
-    log: RefCell<Vec<u8>>,
-    _guards: Guards<'a>,
-}
-
-/// The stripes a [`Txn`] holds (released when it is dropped).
-enum Guards<'a> {
-    One(#[allow(dead_code)] MutexGuard<'a, ()>),
-    Many(#[allow(dead_code)] Vec<MutexGuard<'a, ()>>),
+    large: large::Large,
+    /// The compact-encoding thresholds (`CONFIG SET hash-max-listpack-entries` …).
+    thresholds: Arc<Thresholds>,
+    /// Whether clients wait in blocking pops (see the module docs).
+    waiting: AtomicUsize,
 }
 
 impl Store {
@@ -337,15 +285,11 @@ impl Store {
             unordered,
             journal: None,
             deadlines: Wormhole::new(),
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            hasher: Default::default(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(None)).collect(),
             expired: AtomicU64::new(0),
-            zsets: ZSets {
-                shards: (0..ZSET_SHARDS)
-                    .map(|_| Mutex::new(HashMap::new()))
-                    .collect(),
-                next_id: AtomicU64::new(1),
-            },
+            large: large::Large::new(),
+            thresholds: Arc::new(Thresholds::default()),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -385,9 +329,31 @@ impl Store {
         }
     }
 
-    /// The sorted set with table id `id`, if it still exists.
-    pub(crate) fn zset_by_id(&self, id: u64) -> Option<Arc<ZSet>> {
-        self.zsets.shard(id).get(&id).cloned()
+    /// The large collection with id `id`, if it still exists.
+    pub(crate) fn large(&self, id: u64) -> Option<Arc<Meta>> {
+        self.large.get(id)
+    }
+
+    /// The shared index of the large hashes', sets' and sorted sets' elements
+    /// (`crate::layout::keys`).
+    pub(crate) fn elements(&self) -> &Wormhole {
+        &self.large.elements
+    }
+
+    /// The shared table of the large lists' elements, by `id ++ position`.
+    pub(crate) fn positions(&self) -> &Mercury {
+        &self.large.positions
+    }
+
+    /// The compact-encoding thresholds (shared with `CONFIG SET`).
+    pub(crate) fn thresholds(&self) -> &Arc<Thresholds> {
+        &self.thresholds
+    }
+
+    /// Says whether any client waits in a blocking pop: while one does, the lists and
+    /// sorted sets writes create are noted in their [`Call`] (see the module docs).
+    pub(crate) fn set_waiting(&self, any: bool) {
+        self.waiting.store(usize::from(any), Ordering::Release);
     }
 
     /// Keys removed by expiry so far.
@@ -401,9 +367,29 @@ impl Store {
     }
 
     fn stripe(&self, key: &[u8]) -> usize {
-        let mut h = self.hasher.build_hasher();
-        h.write(key);
-        h.finish() as usize & (STRIPES - 1)
+        // CRC32C (hardware): a key's stripe is computed at least twice per write.
+        orrery::hash::crc32c(key) as usize & (STRIPES - 1)
+    }
+
+    /// The stripe of `key` (for `Txn`).
+    pub(super) fn stripe_of(&self, key: &[u8]) -> usize {
+        self.stripe(key)
+    }
+
+    /// Makes `call`'s reply wait until every write already applied to `keys` is as durable
+    /// as a reply to a write (see the [module docs](self), "Durable reads"): passes each
+    /// key's stripe once, then notes the journal's current end in `call`. `None`: every
+    /// stripe (a command that reads the whole keyspace). Nothing without a journal.
+    pub(crate) fn read_barrier(&self, keys: Option<&mut dyn Iterator<Item = &[u8]>>, call: &Call) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        let pass = |i: usize| drop(self.stripes[i].lock().unwrap_or_else(|p| p.into_inner()));
+        match keys {
+            Some(keys) => keys.for_each(|k| pass(self.stripe(k))),
+            None => (0..STRIPES).for_each(pass),
+        }
+        call.note(journal.appended());
     }
 
     /// Locks the stripes of `keys` (in ascending order) and runs `f` with the write access;
@@ -414,22 +400,18 @@ impl Store {
         let lock = |i: usize| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner());
         let guards = if let [key] = keys {
             // The common case, without allocating.
-            Guards::One(lock(self.stripe(key)))
+            let i = self.stripe(key);
+            Guards::One(i, lock(i))
         } else {
             let mut ids: Vec<usize> = keys.iter().map(|k| self.stripe(k)).collect();
             ids.sort_unstable();
             ids.dedup();
-            Guards::Many(ids.into_iter().map(lock).collect())
+            Guards::Many(ids.into_iter().map(|i| (i, lock(i))).collect())
         };
-        let txn = Txn {
-            store: self,
-            call,
-            log: RefCell::new(Vec::new()),
-            _guards: guards,
-        };
+        let txn = Txn::new(self, call, guards);
         let r = f(&txn);
         if let Some(journal) = &self.journal {
-            let log = txn.log.take();
+            let log = txn.take_log();
             if !log.is_empty() {
                 // Appended while the stripes are held: records of one key are in the
                 // order their writes were applied.
@@ -452,11 +434,11 @@ impl Store {
         let mut out = None;
         let mut expired = false;
         self.kv().get_with(key, &mut |v| {
-            if let Some((kind, deadline, at)) = header(v) {
-                if deadline.is_some_and(|d| d <= now) {
+            if let Some(h) = header(v) {
+                if h.deadline.is_some_and(|d| d <= now) {
                     expired = true;
                 } else if let Some(f) = f.take() {
-                    out = Some(f(kind, deadline, &v[at..]));
+                    out = Some(f(h.kind, h.deadline, &v[h.at..]));
                 }
             }
         });
@@ -476,11 +458,11 @@ impl Store {
         self.kv().get_many(
             keys,
             &mut |i, v| match v.and_then(|v| header(v).map(|h| (h, v))) {
-                Some(((_, Some(d), _), _)) if d <= now => {
+                Some((h, _)) if h.deadline.is_some_and(|d| d <= now) => {
                     expired.push(i);
                     f(i, None)
                 }
-                Some(((kind, _, at), v)) => f(i, Some((kind, &v[at..]))),
+                Some((h, v)) => f(i, Some((h.kind, &v[h.at..]))),
                 None => f(i, None),
             },
         );
@@ -494,8 +476,8 @@ impl Store {
     /// Whether the raw stored `value` is live at `now` (for scans).
     pub(crate) fn live(value: &[u8], now: u64) -> Option<Kind> {
         match header(value)? {
-            (_, Some(d), _) if d <= now => None,
-            (kind, _, _) => Some(kind),
+            h if h.deadline.is_some_and(|d| d <= now) => None,
+            h => Some(h.kind),
         }
     }
 
@@ -553,239 +535,6 @@ impl Store {
     }
 }
 
-impl Txn<'_> {
-    /// The time the command runs at (Unix milliseconds).
-    pub(crate) fn now(&self) -> u64 {
-        self.call.now()
-    }
-
-    /// The live value of `key` (an expired one is removed and reported absent).
-    pub(crate) fn load(&self, key: &[u8]) -> Option<Entry> {
-        let e = decode(&self.store.kv().get(key)?)?;
-        if e.deadline.is_some_and(|d| d <= self.now()) {
-            self.delete(key);
-            self.store.expired.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        Some(e)
-    }
-
-    /// Writes `entry` under `key`, keeping the deadline index in step.
-    pub(crate) fn store(&self, key: &[u8], entry: &Entry) -> Result<(), WriteError> {
-        if key.len() > MAX_KEY {
-            return Err(WriteError::KeyTooLong);
-        }
-        if entry.payload.len() + 9 > MAX_VALUE_LEN {
-            return Err(WriteError::ValueTooLong);
-        }
-        self.put(key, entry.kind, entry.deadline, &encode(entry))
-    }
-
-    /// Writes the string `payload` under `key` with `deadline`, whatever the key held (the
-    /// plain `SET`: no copy of the old value, no [`Entry`]).
-    pub(crate) fn store_string(
-        &self,
-        key: &[u8],
-        deadline: Option<u64>,
-        payload: &[u8],
-    ) -> Result<(), WriteError> {
-        if key.len() > MAX_KEY {
-            return Err(WriteError::KeyTooLong);
-        }
-        if payload.len() + 9 > MAX_VALUE_LEN {
-            return Err(WriteError::ValueTooLong);
-        }
-        let mut raw = Vec::with_capacity(payload.len() + 9);
-        match deadline {
-            Some(d) => {
-                raw.push(HAS_DEADLINE);
-                raw.extend_from_slice(&d.to_be_bytes());
-            }
-            None => raw.push(0),
-        }
-        raw.extend_from_slice(payload);
-        self.put(key, Kind::String, deadline, &raw)
-    }
-
-    /// Stores the encoded value `raw` (of `kind`, with `deadline`) under `key`.
-    fn put(
-        &self,
-        key: &[u8],
-        kind: Kind,
-        deadline: Option<u64>,
-        raw: &[u8],
-    ) -> Result<(), WriteError> {
-        if key.len() > MAX_KEY {
-            return Err(WriteError::KeyTooLong);
-        }
-        let new_zset = header(raw).and_then(|(k, _, at)| zset_id_of(k, &raw[at..]));
-        let (old, old_zset) = self.old_header(key);
-        if let Some(d) = deadline.filter(|&d| old != Some(d)) {
-            self.store
-                .deadlines
-                .insert(&deadline_key(d, key), b"")
-                .map_err(|_| WriteError::OutOfMemory)?;
-        }
-        if let Err(e) = self.store.kv().insert(key, raw) {
-            if let Some(d) = deadline.filter(|&d| old != Some(d)) {
-                self.store.deadlines.remove(&deadline_key(d, key));
-            }
-            return Err(match e {
-                orrery::Error::KeyTooLong { .. } => WriteError::KeyTooLong,
-                orrery::Error::ValueTooLong { .. } => WriteError::ValueTooLong,
-                _ => WriteError::OutOfMemory,
-            });
-        }
-        if let Some(o) = old.filter(|&o| deadline != Some(o)) {
-            self.store.deadlines.remove(&deadline_key(o, key));
-        }
-        if let Some(id) = old_zset.filter(|&id| new_zset != Some(id)) {
-            self.store.zsets.shard(id).remove(&id);
-        }
-        if self.logging() {
-            self.log_store(key, kind, deadline, raw, new_zset, old_zset);
-        }
-        Ok(())
-    }
-
-    /// Whether writes are being logged (persistence on).
-    fn logging(&self) -> bool {
-        self.store.journal.is_some()
-    }
-
-    /// Adds one effect record (see `crate::aof` for the records).
-    fn record(&self, parts: &[&[u8]]) {
-        resp::encode_request(&mut self.log.borrow_mut(), parts);
-    }
-
-    /// The records of a successful [`Txn::store`]: a string is logged whole (header
-    /// included); a sorted set attached to a key (created, or moved by `RENAME`) as its
-    /// members; a set that stays under its key as its new deadline.
-    fn log_store(
-        &self,
-        key: &[u8],
-        kind: Kind,
-        deadline: Option<u64>,
-        raw: &[u8],
-        new_zset: Option<u64>,
-        old_zset: Option<u64>,
-    ) {
-        match kind {
-            Kind::String => self.record(&[b"SET", key, raw]),
-            Kind::ZSet if new_zset == old_zset => match deadline {
-                Some(d) => self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]),
-                None => self.record(&[b"PERSIST", key]),
-            },
-            Kind::ZSet => {
-                self.record(&[b"DEL", key]);
-                if let Some(set) = new_zset.and_then(|id| self.store.zset_by_id(id)) {
-                    let mut after: Option<Vec<u8>> = None;
-                    loop {
-                        let chunk = set.members_after(after.as_deref(), 1024);
-                        for (m, score) in &chunk {
-                            self.record(&[b"ZADD", key, m, &score.to_bits().to_be_bytes()]);
-                        }
-                        match chunk.into_iter().last() {
-                            Some((m, _)) => after = Some(m),
-                            None => break,
-                        }
-                    }
-                }
-                if let Some(d) = deadline {
-                    self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]);
-                }
-            }
-        }
-    }
-
-    /// Sets `member`'s score in `set`, the sorted set held by `key` (logged); `old` is the
-    /// member's current score, read under this transaction's stripes.
-    pub(crate) fn zset_insert(
-        &self,
-        key: &[u8],
-        set: &ZSet,
-        member: &[u8],
-        score: f64,
-        old: Option<f64>,
-    ) -> Result<(), orrery::Error> {
-        set.insert_known(member, score, old)?;
-        if self.logging() {
-            self.record(&[b"ZADD", key, member, &score.to_bits().to_be_bytes()]);
-        }
-        Ok(())
-    }
-
-    /// Removes `member` from `set`, the sorted set held by `key` (logged); whether it was
-    /// there.
-    pub(crate) fn zset_remove(&self, key: &[u8], set: &ZSet, member: &[u8]) -> bool {
-        let removed = set.remove(member);
-        if removed && self.logging() {
-            self.record(&[b"ZREM", key, member]);
-        }
-        removed
-    }
-
-    /// Removes `key` (live or expired) and drops its sorted set, if any; whether it was
-    /// present.
-    pub(crate) fn delete(&self, key: &[u8]) -> bool {
-        self.remove(key, true)
-    }
-
-    /// Removes `key` but keeps its sorted set, which another key now holds (`RENAME`).
-    pub(crate) fn detach(&self, key: &[u8]) -> bool {
-        self.remove(key, false)
-    }
-
-    fn remove(&self, key: &[u8], drop_zset: bool) -> bool {
-        let (old, old_zset) = self.old_header(key);
-        let removed = self.store.kv().remove(key);
-        if let Some(o) = old {
-            self.store.deadlines.remove(&deadline_key(o, key));
-        }
-        if let Some(id) = old_zset.filter(|_| drop_zset) {
-            self.store.zsets.shard(id).remove(&id);
-        }
-        if removed && self.logging() {
-            self.record(&[b"DEL", key]);
-        }
-        removed
-    }
-
-    /// The stored value's deadline and sorted-set id.
-    fn old_header(&self, key: &[u8]) -> (Option<u64>, Option<u64>) {
-        let mut out = (None, None);
-        self.store.kv().get_with(key, &mut |v| {
-            if let Some((kind, deadline, at)) = header(v) {
-                out = (deadline, zset_id_of(kind, &v[at..]));
-            }
-        });
-        out
-    }
-
-    /// The sorted set held by a live `entry` of type [`Kind::ZSet`].
-    pub(crate) fn zset(&self, entry: &Entry) -> Option<Arc<ZSet>> {
-        let id = zset_id(entry)?;
-        self.store.zsets.shard(id).get(&id).cloned()
-    }
-
-    /// Creates an empty sorted set under `key` (which must be absent).
-    pub(crate) fn create_zset(&self, key: &[u8]) -> Result<Arc<ZSet>, WriteError> {
-        let set = Arc::new(ZSet::new());
-        let id = self.store.zsets.next_id.fetch_add(1, Ordering::Relaxed);
-        self.store.zsets.shard(id).insert(id, set.clone());
-        let entry = Entry {
-            kind: Kind::ZSet,
-            deadline: None,
-            payload: id.to_be_bytes().to_vec(),
-        };
-        if let Err(e) = self.store(key, &entry) {
-            self.store.zsets.shard(id).remove(&id);
-            return Err(e);
-        }
-        Ok(set)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -795,29 +544,11 @@ mod tests {
     }
 
     #[test]
-    fn header_round_trip_and_garbage() {
-        for e in [
-            Entry::string(b"abc".to_vec()),
-            Entry {
-                kind: Kind::ZSet,
-                deadline: Some(123),
-                payload: vec![],
-            },
-        ] {
-            assert_eq!(decode(&encode(&e)), Some(e));
-        }
-        assert_eq!(header(b""), None);
-        assert_eq!(header(&[0x0F]), None);
-        assert_eq!(header(&[0x80, 1, 2]), None);
-    }
-
-    #[test]
     fn deadlines_follow_writes_and_expiry() {
         let s = store();
         let e = |d| Entry {
-            kind: Kind::String,
             deadline: d,
-            payload: b"v".to_vec(),
+            ..Entry::string(b"v".to_vec())
         };
         s.write(&[b"a"], &Call::new(100), |t| t.store(b"a", &e(Some(200))))
             .unwrap();
@@ -853,9 +584,8 @@ mod tests {
         });
         assert_eq!(r, Err(WriteError::KeyTooLong));
         let big = Entry {
-            kind: Kind::String,
             deadline: Some(5),
-            payload: vec![0; MAX_VALUE_LEN],
+            ..Entry::string(vec![0; MAX_VALUE_LEN])
         };
         assert_eq!(
             s.write(&[b"k"], &Call::new(0), |t| t.store(b"k", &big)),

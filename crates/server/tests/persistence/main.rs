@@ -2,11 +2,14 @@
 //! `appendfsync always`; with `everysec` the loss is printed), a torn last record is cut
 //! off with a log line, other corruption refuses to start, a rewrite under concurrent
 //! writes keeps every key, and `SIGTERM` flushes. Also the unordered backend's `KEYS`,
-//! `SCAN` and `FLUSHDB`.
+//! `SCAN` and `FLUSHDB`. The collection types (hashes, sets, lists, sorted sets in both
+//! representations, blocking pops) are in `collections`.
 //!
 //! Every wait is bounded by a time deadline; threads that must overlap the kill are seen
 //! writing before it happens.
 
+mod collections;
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -8,6 +8,8 @@
 //! runs only on its own key with integral steps), `TTL` (depends on timing),
 //! `ZRANGEBYLEX` on sets with different scores (unspecified by Redis).
 
+mod collections;
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::net::{TcpListener, TcpStream};
@@ -103,16 +105,16 @@ fn raw(port: u16) -> Raw {
 
 /// The command generator's random source: the suite's seeded generator
 /// (`orrery_core::testing::rng`) with the two draws the generator needs.
-struct Rng(SmallRng);
+pub(crate) struct Rng(SmallRng);
 
 impl Rng {
     fn new(seed: u64) -> Rng {
         Rng(orrery_core::testing::rng::rng(seed))
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0.random_range(0..n)
     }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[self.below(xs.len())]
     }
 }

@@ -1,9 +1,12 @@
-//! Entry points for the fuzz targets (`fuzz/fuzz_targets/server.rs`): not part of the API.
+//! Entry points for the fuzz targets (`fuzz/fuzz_targets/server.rs`,
+//! `server_collections.rs`): not part of the API.
 //!
 //! [`requests`] runs arbitrary bytes through the whole request path without a network:
 //! the parser (with small limits, so that every limit is reachable), then every complete
 //! command through the dispatcher against one in-process keyspace, encoding each reply in
 //! RESP2 and RESP3. A panic anywhere is the bug the fuzzer looks for.
+
+mod collections;
 
 use std::sync::{Arc, LazyLock};
 
@@ -13,6 +16,8 @@ use crate::config::Config;
 use crate::resp::{self, Limits};
 use crate::state::{Client, Shared};
 use crate::store::Call;
+
+pub use collections::collections;
 
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let config = Config::default();
@@ -24,6 +29,12 @@ static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
         0,
     ))
 });
+
+/// Runs `data` through the memcached front end's request path: framing, parser and every
+/// command on an in-process item store with small limits (`crate::memcache`).
+pub fn memcache_requests(data: &[u8]) {
+    crate::memcache::fuzzing::requests(data)
+}
 
 /// Parses `data` as a stream of requests and runs each one; see the module docs.
 pub fn requests(data: &[u8]) {
@@ -60,7 +71,14 @@ pub fn requests(data: &[u8]) {
                     client: &mut client,
                     call: &call,
                 };
-                let reply = cmd::dispatch(&mut ctx, &args);
+                let mut reply = cmd::dispatch(&mut ctx, &args);
+                if let Some(b) = client.blocked.take() {
+                    // No connection to wait on: a blocking command times out at once.
+                    reply = match shared.waiters.cancel(&b.waiter) {
+                        Ok(Some((r, _))) => r,
+                        _ => b.timeout_reply,
+                    };
+                }
                 out.clear();
                 reply.encode(2, &mut out);
                 reply.encode(3, &mut out);
@@ -119,6 +137,27 @@ mod tests {
             b"INCRBYFLOAT",
             b"nan",
             b"1e308",
+            b"HSET",
+            b"HGETALL",
+            b"HINCRBYFLOAT",
+            b"SADD",
+            b"SPOP",
+            b"SINTERSTORE",
+            b"LPUSH",
+            b"LRANGE",
+            b"LINSERT",
+            b"LREM",
+            b"BLPOP",
+            b"BLMOVE",
+            b"ZPOPMIN",
+            b"ZUNIONSTORE",
+            b"WEIGHTS",
+            b"ZRANDMEMBER",
+            b"OBJECT",
+            b"ENCODING",
+            b"HSCAN",
+            b"0",
+            b"LEFT",
         ];
         use rand::Rng;
         let mut rng = orrery_core::testing::rng::rng(0x2545_f491_4f6c_dd1d);

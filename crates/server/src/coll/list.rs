@@ -1,0 +1,684 @@
+//! A list. Every element has a position (a `u64`): the first is at `head`, the others
+//! follow; a push on the left takes `head - 1`, on the right `head + len`. A new list
+//! starts at 2^63. Compact: the payload is `head` (8 bytes, big-endian) and a pack of the
+//! elements. Large: `id ++ position → element` in the store's positions table (a hash
+//! table: positions are dense, so every operation is a point operation, and a range is
+//! one batched lookup of its positions), `head` and `len` in the collection's
+//! bookkeeping.
+//!
+//! Positions make the log's records assignments, whatever the form: `LPUT key pos elem`
+//! (the element at a position) and `LSPAN key head len` (the list's positions; elements
+//! outside are dropped; length 0 deletes the key). A push logs an `LPUT` and an `LSPAN`, a
+//! pop an `LSPAN`, `LSET` an `LPUT`; `LINSERT` and `LREM` log the elements they move.
+//! So replaying an increment after any state a rewrite walked yields the same list
+//! (`crate::aof::rewrite` has the argument), which a log of pushes and pops could not.
+//!
+//! `LINDEX`, `LSET` and the start of `LRANGE` are one lookup at any index on a large list;
+//! `LINSERT` moves the elements on the shorter side of the pivot; `LREM` moves every
+//! element after the first removed (as Redis, O(n)).
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use orrery::mercury::Mercury;
+
+use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Result, check_values, lookup};
+use crate::layout::{Pack, list_key};
+use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
+
+/// Which end of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The head (`LPUSH`, `LPOP`).
+    Left,
+    /// The tail (`RPUSH`, `RPOP`).
+    Right,
+}
+
+/// Where a new list's first element goes.
+const START: u64 = 1 << 63;
+
+enum Repr {
+    /// The first position and the pack of elements.
+    Compact(u64, Vec<u8>),
+    Large(u64, Arc<Meta>),
+}
+
+/// A list opened on a key (see the [module docs](self)).
+pub(crate) struct List<'k> {
+    key: &'k [u8],
+    deadline: Option<u64>,
+    repr: Repr,
+    existed: bool,
+    dirty: bool,
+    mark: usize,
+}
+
+fn split_payload(p: &[u8]) -> (u64, &[u8]) {
+    match p.split_first_chunk::<8>() {
+        Some((h, rest)) => (u64::from_be_bytes(*h), rest),
+        None => (START, &[][..]),
+    }
+}
+
+impl<'k> List<'k> {
+    /// The list at `key`: `Ok(None)` when absent.
+    pub(crate) fn open(t: &Txn<'_>, key: &'k [u8]) -> Result<Option<List<'k>>> {
+        let Some(e) = lookup(t, key, Kind::List)? else {
+            return Ok(None);
+        };
+        let repr = match e.enc {
+            Enc::Large => match t.large(&e) {
+                Some(m) => Repr::Large(e.large_id().unwrap_or(0), m),
+                None => Repr::Compact(START, Pack::encode(&[])),
+            },
+            _ => {
+                let (head, pack) = split_payload(&e.payload);
+                Repr::Compact(head, pack.to_vec())
+            }
+        };
+        Ok(Some(List {
+            key,
+            deadline: e.deadline,
+            repr,
+            existed: true,
+            dirty: false,
+            mark: t.log_mark(),
+        }))
+    }
+
+    /// A new, empty list for `key` (absent), stored by [`List::finish`] once it has an
+    /// element.
+    pub(crate) fn create(t: &Txn<'_>, key: &'k [u8]) -> Result<List<'k>> {
+        if key.len() > MAX_KEY {
+            return Err(Error::Write(WriteError::KeyTooLong));
+        }
+        Ok(List {
+            key,
+            deadline: None,
+            repr: Repr::Compact(START, Pack::encode(&[])),
+            existed: false,
+            dirty: false,
+            mark: t.log_mark(),
+        })
+    }
+
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Compact(_, p) => Pack::new(p).len(),
+            Repr::Large(_, m) => m.len() as usize,
+        }
+    }
+
+    fn head(&self) -> u64 {
+        match &self.repr {
+            Repr::Compact(h, _) => *h,
+            Repr::Large(_, m) => m.head(),
+        }
+    }
+
+    /// `OBJECT ENCODING`'s name for the current form (Redis 7.2's names).
+    pub(crate) fn encoding(&self) -> &'static str {
+        match self.repr {
+            Repr::Compact(..) => "listpack",
+            Repr::Large(..) => "quicklist",
+        }
+    }
+
+    /// The element at index `i` (0-based from the head).
+    pub(crate) fn get(&self, t: &Txn<'_>, i: usize) -> Option<Vec<u8>> {
+        match &self.repr {
+            Repr::Compact(_, p) => Pack::new(p).iter().nth(i).map(<[u8]>::to_vec),
+            Repr::Large(id, m) => {
+                if i >= m.len() as usize {
+                    return None;
+                }
+                t.positions().get_with(
+                    &list_key(*id, m.head().wrapping_add(i as u64)),
+                    <[u8]>::to_vec,
+                )
+            }
+        }
+    }
+
+    /// The elements at indexes `start..=stop` (within the list).
+    pub(crate) fn range(&self, t: &Txn<'_>, start: usize, stop: usize) -> Vec<Vec<u8>> {
+        if start > stop || start >= self.len() {
+            return Vec::new();
+        }
+        let stop = stop.min(self.len() - 1);
+        match &self.repr {
+            Repr::Compact(_, p) => Pack::new(p)
+                .iter()
+                .skip(start)
+                .take(stop + 1 - start)
+                .map(<[u8]>::to_vec)
+                .collect(),
+            Repr::Large(id, m) => {
+                let from = m.head().wrapping_add(start as u64);
+                batch(t.positions(), *id, from, stop + 1 - start)
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            }
+        }
+    }
+
+    /// Visits the elements from the head (or, with `rev`, from the tail) with their
+    /// indexes, until `f` breaks.
+    pub(crate) fn for_each(
+        &self,
+        t: &Txn<'_>,
+        rev: bool,
+        f: &mut dyn FnMut(usize, &[u8]) -> ControlFlow<()>,
+    ) {
+        let head = self.head();
+        match &self.repr {
+            Repr::Compact(_, p) => {
+                let items = Pack::new(p).to_vec();
+                let n = items.len();
+                for j in 0..n {
+                    let i = if rev { n - 1 - j } else { j };
+                    if f(i, items[i]).is_break() {
+                        return;
+                    }
+                }
+            }
+            Repr::Large(id, m) => {
+                let mut g = |pos: u64, v: &[u8]| f(pos.wrapping_sub(head) as usize, v);
+                walk(t.positions(), *id, head, m.len(), rev, &mut g);
+            }
+        }
+    }
+
+    /// Logs the list's span.
+    fn log_span(&self, t: &Txn<'_>) {
+        t.record(&[
+            b"LSPAN",
+            self.key,
+            &self.head().to_be_bytes(),
+            &(self.len() as u64).to_be_bytes(),
+        ]);
+    }
+
+    /// Replaces the compact form by `pack` at `head`, moving the list to the element index
+    /// when it outgrew the thresholds.
+    fn put_compact(&mut self, t: &Txn<'_>, head: u64, pack: Vec<u8>) -> Result<()> {
+        let n = Pack::new(&pack).len();
+        let fits = t.thresholds().list_fits(n, pack.len()) && pack.len() <= COMPACT_MAX_BYTES;
+        self.dirty = true;
+        self.repr = Repr::Compact(head, pack);
+        if fits { Ok(()) } else { self.force_large(t) }
+    }
+
+    /// Pushes `elem` at `end` (logged).
+    pub(crate) fn push(&mut self, t: &Txn<'_>, end: End, elem: &[u8]) -> Result<()> {
+        check_values([elem])?;
+        let (head, len) = (self.head(), self.len() as u64);
+        let pos = match end {
+            End::Left => head.wrapping_sub(1),
+            End::Right => head.wrapping_add(len),
+        };
+        let new_head = if end == End::Left { pos } else { head };
+        match &self.repr {
+            Repr::Compact(_, p) => {
+                let mut items = Pack::new(p).to_vec();
+                match end {
+                    End::Left => items.insert(0, elem),
+                    End::Right => items.push(elem),
+                }
+                let pack = Pack::encode(&items);
+                self.put_compact(t, new_head, pack)?;
+            }
+            Repr::Large(id, m) => {
+                t.positions().insert(&list_key(*id, pos), elem)?;
+                m.set_span(new_head, len + 1);
+            }
+        }
+        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        self.log_span(t);
+        Ok(())
+    }
+
+    /// Pops the element at `end` (logged).
+    pub(crate) fn pop(&mut self, t: &Txn<'_>, end: End) -> Option<Vec<u8>> {
+        let (head, len) = (self.head(), self.len() as u64);
+        if len == 0 {
+            return None;
+        }
+        let out = match &mut self.repr {
+            Repr::Compact(h, p) => {
+                let mut items = Pack::new(p).to_vec();
+                let e = match end {
+                    End::Left => {
+                        *h = h.wrapping_add(1);
+                        items.remove(0).to_vec()
+                    }
+                    End::Right => items.pop().map(<[u8]>::to_vec).unwrap_or_default(),
+                };
+                let new = Pack::encode(&items);
+                *p = new;
+                self.dirty = true;
+                e
+            }
+            Repr::Large(id, m) => {
+                let pos = match end {
+                    End::Left => head,
+                    End::Right => head.wrapping_add(len - 1),
+                };
+                // One walk of the index: take the element out as it is removed.
+                let mut e = Vec::new();
+                let _ = t.positions().compute(&list_key(*id, pos), |v| {
+                    e = v.map(<[u8]>::to_vec).unwrap_or_default();
+                    None
+                });
+                let new_head = if end == End::Left {
+                    head.wrapping_add(1)
+                } else {
+                    head
+                };
+                m.set_span(new_head, len - 1);
+                e
+            }
+        };
+        self.log_span(t);
+        Some(out)
+    }
+
+    /// Replaces the element at index `i` (which must exist; logged).
+    pub(crate) fn set(&mut self, t: &Txn<'_>, i: usize, elem: &[u8]) -> Result<()> {
+        check_values([elem])?;
+        let pos = self.head().wrapping_add(i as u64);
+        match &self.repr {
+            Repr::Compact(h, p) => {
+                let head = *h;
+                let mut items = Pack::new(p).to_vec();
+                items[i] = elem;
+                let pack = Pack::encode(&items);
+                self.put_compact(t, head, pack)?;
+            }
+            Repr::Large(id, _) => {
+                t.positions().insert(&list_key(*id, pos), elem)?;
+            }
+        }
+        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        Ok(())
+    }
+
+    /// Puts the whole list `items` at `head`, logging the positions of indexes `changed`
+    /// and the span: the rewrite that `LINSERT` and `LREM` make of a compact list.
+    fn rewrite_compact(
+        &mut self,
+        t: &Txn<'_>,
+        head: u64,
+        items: &[&[u8]],
+        changed: std::ops::Range<usize>,
+    ) -> Result<()> {
+        for i in changed {
+            let pos = head.wrapping_add(i as u64).to_be_bytes();
+            t.record(&[b"LPUT", self.key, &pos, items[i]]);
+        }
+        let pack = Pack::encode(items);
+        self.put_compact(t, head, pack)?;
+        self.log_span(t);
+        Ok(())
+    }
+
+    /// Inserts `elem` before or after the first `pivot` (logged); `false` when there is no
+    /// such element.
+    pub(crate) fn insert(
+        &mut self,
+        t: &Txn<'_>,
+        pivot: &[u8],
+        after: bool,
+        elem: &[u8],
+    ) -> Result<bool> {
+        check_values([elem])?;
+        let mut at = None;
+        self.for_each(t, false, &mut |i, v| {
+            if v == pivot {
+                at = Some(i);
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let Some(p) = at else {
+            return Ok(false);
+        };
+        // The new element's index.
+        let idx = if after { p + 1 } else { p };
+        let (head, len) = (self.head(), self.len());
+        if let Repr::Compact(_, pk) = &self.repr {
+            let pack = pk.clone();
+            let mut items = Pack::new(&pack).to_vec();
+            items.insert(idx, elem);
+            // Shift the shorter side: the elements before `idx` one position left, or
+            // those from `idx` on one position right.
+            let (new_head, changed) = if idx < len - idx {
+                (head.wrapping_sub(1), 0..idx + 1)
+            } else {
+                (head, idx..len + 1)
+            };
+            self.rewrite_compact(t, new_head, &items, changed)?;
+            return Ok(true);
+        }
+        let Repr::Large(id, m) = &self.repr else {
+            unreachable!("handled above")
+        };
+        let (id, m) = (*id, m.clone());
+        let el = t.positions();
+        let put = |pos: u64, v: &[u8]| -> Result<()> {
+            el.insert(&list_key(id, pos), v)?;
+            t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), v]);
+            Ok(())
+        };
+        if idx < len - idx {
+            // Move indexes 0..idx one position left, then put the new element.
+            for i in 0..idx {
+                let v = el
+                    .get(&list_key(id, head.wrapping_add(i as u64)))
+                    .unwrap_or_default();
+                put(head.wrapping_add(i as u64).wrapping_sub(1), &v)?;
+            }
+            put(head.wrapping_add(idx as u64).wrapping_sub(1), elem)?;
+            m.set_span(head.wrapping_sub(1), len as u64 + 1);
+        } else {
+            for i in (idx..len).rev() {
+                let v = el
+                    .get(&list_key(id, head.wrapping_add(i as u64)))
+                    .unwrap_or_default();
+                put(head.wrapping_add(i as u64 + 1), &v)?;
+            }
+            put(head.wrapping_add(idx as u64), elem)?;
+            m.set_span(head, len as u64 + 1);
+        }
+        self.log_span(t);
+        Ok(true)
+    }
+
+    /// Removes up to `count` elements equal to `elem` (`count` > 0 from the head, < 0 from
+    /// the tail, 0 all; logged); how many were removed.
+    pub(crate) fn remove(&mut self, t: &Txn<'_>, count: i64, elem: &[u8]) -> Result<usize> {
+        let limit = if count == 0 {
+            usize::MAX
+        } else {
+            count.unsigned_abs() as usize
+        };
+        let rev = count < 0;
+        let (head, len) = (self.head(), self.len());
+        if let Repr::Compact(_, pk) = &self.repr {
+            let pack = pk.clone();
+            let items = Pack::new(&pack).to_vec();
+            let mut keep = vec![true; len];
+            let mut removed = 0;
+            for j in 0..len {
+                let i = if rev { len - 1 - j } else { j };
+                if removed < limit && items[i] == elem {
+                    keep[i] = false;
+                    removed += 1;
+                }
+            }
+            if removed == 0 {
+                return Ok(0);
+            }
+            let survivors: Vec<&[u8]> = (0..len).filter(|&i| keep[i]).map(|i| items[i]).collect();
+            // Forward: the survivors keep the head and close the gaps towards it; from the
+            // tail: they keep the tail.
+            let first_gap = keep.iter().position(|k| !k).unwrap_or(len);
+            let last_gap = keep.iter().rposition(|k| !k).unwrap_or(0);
+            let n = survivors.len();
+            let (new_head, changed) = if rev {
+                let new_head = head.wrapping_add(removed as u64);
+                (new_head, 0..(last_gap + 1).saturating_sub(removed).min(n))
+            } else {
+                (head, first_gap.min(n)..n)
+            };
+            self.rewrite_compact(t, new_head, &survivors, changed)?;
+            return Ok(removed);
+        }
+        let Repr::Large(id, m) = &self.repr else {
+            unreachable!("handled above")
+        };
+        let (id, m) = (*id, m.clone());
+        let el = t.positions();
+        let mut removed = 0;
+        let mut w = if rev {
+            head.wrapping_add(len as u64).wrapping_sub(1)
+        } else {
+            head
+        };
+        let mut err = None;
+        let mut step = |r: u64, v: &[u8]| {
+            if removed < limit && v == elem {
+                removed += 1;
+                return ControlFlow::Continue(());
+            }
+            if r != w {
+                if let Err(e) = el.insert(&list_key(id, w), v) {
+                    err = Some(e);
+                    return ControlFlow::Break(());
+                }
+                t.record(&[b"LPUT", self.key, &w.to_be_bytes(), v]);
+            }
+            w = if rev {
+                w.wrapping_sub(1)
+            } else {
+                w.wrapping_add(1)
+            };
+            ControlFlow::Continue(())
+        };
+        walk(el, id, head, len as u64, rev, &mut step);
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+        if removed > 0 {
+            let new_len = (len - removed) as u64;
+            let new_head = if rev { w.wrapping_add(1) } else { head };
+            m.set_span(new_head, new_len);
+            drop_outside(t, id, (head, len as u64), (new_head, new_len));
+            self.log_span(t);
+        }
+        Ok(removed)
+    }
+
+    /// Keeps only indexes `start..=stop` (`start > stop`: none; logged).
+    pub(crate) fn trim(&mut self, t: &Txn<'_>, start: usize, stop: usize) -> Result<()> {
+        let len = self.len();
+        let (start, keep) = if start > stop || start >= len {
+            (0, 0)
+        } else {
+            (start, stop.min(len - 1) + 1 - start)
+        };
+        if start == 0 && keep == len {
+            return Ok(());
+        }
+        let new_head = self.head().wrapping_add(start as u64);
+        match &mut self.repr {
+            Repr::Compact(h, p) => {
+                let items: Vec<&[u8]> = Pack::new(p).iter().skip(start).take(keep).collect();
+                let new = Pack::encode(&items);
+                *h = new_head;
+                *p = new;
+                self.dirty = true;
+            }
+            Repr::Large(id, m) => {
+                let (id, m) = (*id, m.clone());
+                let old = (m.head(), m.len());
+                m.set_span(new_head, keep as u64);
+                drop_outside(t, id, old, (new_head, keep as u64));
+            }
+        }
+        self.log_span(t);
+        Ok(())
+    }
+
+    /// Replay of `LPUT key pos elem` (see the module docs).
+    pub(crate) fn replay_put(&mut self, t: &Txn<'_>, pos: u64, elem: &[u8]) -> Result<()> {
+        let (head, len) = (self.head(), self.len() as u64);
+        if let Repr::Compact(_, p) = &self.repr {
+            let pack = p.clone();
+            let mut items = Pack::new(&pack).to_vec();
+            let i = pos.wrapping_sub(head);
+            let new_head = if len == 0 || pos == head.wrapping_sub(1) {
+                pos
+            } else {
+                head
+            };
+            if len == 0 {
+                items.push(elem);
+            } else if i < len {
+                items[i as usize] = elem;
+            } else if i == len {
+                items.push(elem);
+            } else if pos == head.wrapping_sub(1) {
+                items.insert(0, elem);
+            } else {
+                self.force_large(t)?;
+                return self.replay_put(t, pos, elem);
+            }
+            let new = Pack::encode(&items);
+            return self.put_compact(t, new_head, new);
+        }
+        let Repr::Large(id, m) = &self.repr else {
+            unreachable!("handled above")
+        };
+        t.positions().insert(&list_key(*id, pos), elem)?;
+        let (lo, hi) = (
+            head.min(pos),
+            head.wrapping_add(len).max(pos.wrapping_add(1)),
+        );
+        m.set_span(lo, hi - lo);
+        Ok(())
+    }
+
+    /// Replay of `LSPAN key head len` (see the module docs).
+    pub(crate) fn replay_span(&mut self, t: &Txn<'_>, head: u64, len: u64) -> Result<()> {
+        let (h0, n0) = (self.head(), self.len() as u64);
+        if let Repr::Compact(_, p) = &self.repr {
+            let inside = head >= h0 && head.wrapping_add(len) <= h0.wrapping_add(n0);
+            if inside || len == 0 {
+                let skip = head.wrapping_sub(h0) as usize;
+                let items: Vec<&[u8]> = Pack::new(p).iter().skip(skip).take(len as usize).collect();
+                let new = Pack::encode(&items);
+                self.repr = Repr::Compact(if len == 0 { h0 } else { head }, new);
+                self.dirty = true;
+                return Ok(());
+            }
+            self.force_large(t)?;
+        }
+        let Repr::Large(id, m) = &self.repr else {
+            unreachable!("handled above")
+        };
+        let (id, m) = (*id, m.clone());
+        let old = (m.head(), m.len());
+        m.set_span(head, len);
+        drop_outside(t, id, old, (head, len));
+        Ok(())
+    }
+
+    /// Moves a compact list to the positions table regardless of the thresholds.
+    fn force_large(&mut self, t: &Txn<'_>) -> Result<()> {
+        let Repr::Compact(head, p) = &self.repr else {
+            return Ok(());
+        };
+        let (id, meta) = t.create_large(true);
+        for (i, e) in Pack::new(p).iter().enumerate() {
+            if let Err(err) = t
+                .positions()
+                .insert(&list_key(id, head.wrapping_add(i as u64)), e)
+            {
+                t.drop_large(id);
+                return Err(err.into());
+            }
+        }
+        meta.set_span(*head, Pack::new(p).len() as u64);
+        self.repr = Repr::Large(id, meta);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Writes the list back to its key (or deletes the key when the list is empty).
+    pub(crate) fn finish(self, t: &Txn<'_>) -> Result<()> {
+        let len = self.len();
+        let form = match self.repr {
+            Repr::Compact(head, p) => {
+                let mut payload = Vec::with_capacity(8 + p.len());
+                payload.extend_from_slice(&head.to_be_bytes());
+                payload.extend_from_slice(&p);
+                Form::Compact(Enc::Compact, payload)
+            }
+            Repr::Large(id, _) => Form::Large(id),
+        };
+        Ending {
+            key: self.key,
+            kind: Kind::List,
+            deadline: self.deadline,
+            existed: self.existed,
+            dirty: self.dirty,
+            mark: self.mark,
+        }
+        .finish(t, len, form)
+    }
+}
+
+/// The elements of large list `id` at positions `from .. from + n`, in one batched lookup
+/// (`None` for a position with no element, which only a replay in progress can have).
+fn batch(positions: &Mercury, id: u64, from: u64, n: usize) -> Vec<Option<Vec<u8>>> {
+    let keys: Vec<[u8; 16]> = (0..n)
+        .map(|i| list_key(id, from.wrapping_add(i as u64)))
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let mut out = vec![None; n];
+    positions.get_many(&refs, &mut |i, v| out[i] = v.map(<[u8]>::to_vec));
+    out
+}
+
+/// Visits the elements of large list `id` at positions `head .. head + len`, from the
+/// head (or the tail, with `rev`), in batches read before `f` sees them (so that `f` may
+/// write positions already read), until `f` breaks.
+pub(super) fn walk(
+    positions: &Mercury,
+    id: u64,
+    head: u64,
+    len: u64,
+    rev: bool,
+    f: &mut dyn FnMut(u64, &[u8]) -> ControlFlow<()>,
+) {
+    const CHUNK: u64 = 256;
+    let mut done = 0;
+    while done < len {
+        let n = CHUNK.min(len - done);
+        let from = if rev {
+            head.wrapping_add(len - done - n)
+        } else {
+            head.wrapping_add(done)
+        };
+        let items = batch(positions, id, from, n as usize);
+        let mut visit = |i: usize| match &items[i] {
+            Some(v) => f(from.wrapping_add(i as u64), v),
+            None => ControlFlow::Continue(()),
+        };
+        let stop = if rev {
+            (0..items.len()).rev().any(|i| visit(i).is_break())
+        } else {
+            (0..items.len()).any(|i| visit(i).is_break())
+        };
+        if stop {
+            return;
+        }
+        done += n;
+    }
+}
+
+/// Removes the positions of large list `id` that were in span `old` (head, len) and are
+/// not in span `new`.
+fn drop_outside(t: &Txn<'_>, id: u64, old: (u64, u64), new: (u64, u64)) {
+    for i in 0..old.1 {
+        let p = old.0.wrapping_add(i);
+        if p.wrapping_sub(new.0) >= new.1 {
+            t.positions().remove(&list_key(id, p));
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Large collections: their elements in shared indexes under composite keys `id ++ …`
+//! (`crate::layout::keys`), and their bookkeeping (element count, a list's first
+//! position) in a table by id. Hashes, sets and sorted sets share one ordered index (a
+//! [`Wormhole`]): their scans, ranges and random probes walk key ranges. Lists share one
+//! hash table (a [`Mercury`]): a list's positions are dense (`head .. head + len`), so
+//! every list operation is a point operation at a computed position (a range is a batch
+//! of them), which a hash table answers without an ordered index's search; measured in
+//! `docs/server.md`.
+//!
+//! Why one shared index rather than one index per collection, and why only past the
+//! compact thresholds: measured in `docs/server.md` ("Representation"). In short: a
+//! Wormhole reserves about 2 MiB when built, so an index per collection costs megabytes
+//! per key; composite keys cost the 8-byte id (and a 4-byte hash) per element and nothing
+//! per collection; the compact form costs neither, but every change rewrites it.
+//!
+//! A collection's elements and its [`Meta`] change only under its key's stripe; the
+//! append-only file's rewrite reads both without it (the index's scans are safe under
+//! concurrent writes; the counts are atomics).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use orrery::mercury::Mercury;
+use orrery::wormhole::Wormhole;
+
+use crate::layout::id_bounds;
+
+/// The bookkeeping of one large collection.
+#[derive(Debug, Default)]
+pub(crate) struct Meta {
+    /// Number of elements (fields, members, list elements).
+    pub(crate) len: AtomicU64,
+    /// A list's first position (its elements are at `head .. head + len`); 0 for the
+    /// other types.
+    pub(crate) head: AtomicU64,
+    /// Whether this is a list (its elements are in the positions table).
+    pub(crate) list: bool,
+}
+
+impl Meta {
+    /// Number of elements.
+    pub(crate) fn len(&self) -> u64 {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Adds `n` (negative: removes) to the count.
+    pub(crate) fn add(&self, n: i64) {
+        let v = self.len().saturating_add_signed(n);
+        self.len.store(v, Ordering::Relaxed);
+    }
+
+    /// A list's first position.
+    pub(crate) fn head(&self) -> u64 {
+        self.head.load(Ordering::Relaxed)
+    }
+
+    /// Sets a list's span: first position and length.
+    pub(crate) fn set_span(&self, head: u64, len: u64) {
+        self.head.store(head, Ordering::Relaxed);
+        self.len.store(len, Ordering::Relaxed);
+    }
+}
+
+const SHARDS: usize = 64;
+
+/// One shard of the table: id → bookkeeping.
+type Shard = Mutex<HashMap<u64, Arc<Meta>>>;
+
+/// The element index and the table of large collections.
+pub(crate) struct Large {
+    pub(crate) elements: Wormhole,
+    pub(crate) positions: Mercury,
+    shards: Box<[Shard]>,
+    next_id: AtomicU64,
+}
+
+impl Large {
+    pub(crate) fn new() -> Large {
+        Large {
+            elements: Wormhole::new(),
+            positions: Mercury::with_config(Default::default())
+                .unwrap_or_else(|e| unreachable!("Mercury's defaults are valid: {e}")),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    fn shard(&self, id: u64) -> MutexGuard<'_, HashMap<u64, Arc<Meta>>> {
+        self.shards[id as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The collection with id `id`, if it exists.
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<Meta>> {
+        self.shard(id).get(&id).cloned()
+    }
+
+    /// A new, empty collection (a list with `list`): its id and bookkeeping.
+    pub(crate) fn create(&self, list: bool) -> (u64, Arc<Meta>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let meta = Arc::new(Meta {
+            list,
+            ..Meta::default()
+        });
+        self.shard(id).insert(id, meta.clone());
+        (id, meta)
+    }
+
+    /// Removes collection `id` and its elements.
+    pub(crate) fn drop_collection(&self, id: u64) {
+        let Some(meta) = self.shard(id).remove(&id) else {
+            return;
+        };
+        if meta.list {
+            let head = meta.head();
+            for i in 0..meta.len() {
+                self.positions
+                    .remove(&crate::layout::list_key(id, head.wrapping_add(i)));
+            }
+        } else {
+            let (lo, hi) = id_bounds(id);
+            self.elements.remove_range(
+                lo.as_ref().map(Vec::as_slice),
+                hi.as_ref().map(Vec::as_slice),
+            );
+        }
+    }
+}
