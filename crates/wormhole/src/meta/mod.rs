@@ -284,6 +284,20 @@ impl MetaTable {
         }
     }
 
+    /// Halves the slots while fewer than 3/16 of their entries are used (not below 8
+    /// slots), so that a table emptied by removals gives its memory back; growth happens
+    /// past 3/4, so a table whose use goes up and down by less than 4x never resizes.
+    /// Best effort, like [`MetaTable::shrink_items`].
+    fn shrink_slots(&mut self) {
+        let mut n = self.slots.len();
+        while n > 8 && self.items * 16 < n * 8 * 3 {
+            n /= 2;
+        }
+        if n != self.slots.len() {
+            let _ = self.grow_to(n);
+        }
+    }
+
     /// Moves every item to a fresh array of `cap` positions and rewrites the slot entries
     /// naming them (writer only: an unpublished table). On [`Error::OutOfMemory`] nothing
     /// changes.
@@ -698,6 +712,7 @@ impl MetaTable {
         }
         self.anchors -= 1;
         self.shrink_items();
+        self.shrink_slots();
         self.replan();
     }
 
