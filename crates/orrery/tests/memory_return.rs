@@ -72,6 +72,7 @@ fn measure<I: KvIndex>(phase: &str, make: impl FnOnce() -> I) -> usize {
         mib(m.structure_bytes),
         mib(m.key_value_bytes)
     );
+    eprintln!("resident set: full +{:.1} MiB", mib(rss.full_delta()));
     rss.after_delta()
 }
 
@@ -160,4 +161,65 @@ fn memory_return_after_removing_90_percent() {
         failures.is_empty(),
         "resident set after removing 90% over its bound times a fresh index: {failures:?}"
     );
+}
+
+/// Runs the churn soak on one structure in this process: `LIVE` keys replaced at two
+/// threads for `SECS` seconds, the resident set printed every `EVERY` seconds.
+fn soak<I: KvIndex + Sync>(index: &I, live: usize, secs: u64, every: u64) {
+    let (mut lo, mut hi, mut first) = (usize::MAX, 0, 0);
+    memory::churn(
+        index,
+        live,
+        2,
+        std::time::Duration::from_secs(secs),
+        std::time::Duration::from_secs(every),
+        orrery_core::testing::rng::DEFAULT_SEED,
+        |s| {
+            if first == 0 {
+                first = s.rss;
+            }
+            if s.secs >= secs as f64 / 2.0 {
+                (lo, hi) = (lo.min(s.rss), hi.max(s.rss));
+            }
+            println!(
+                "{:>6.0} s {:>12} replaced  RSS {:>8.1} MiB",
+                s.secs,
+                s.replaced,
+                mib(s.rss)
+            );
+        },
+    );
+    println!(
+        "RSS at the first sample {:.1} MiB; over the second half {:.1}..{:.1} MiB",
+        mib(first),
+        mib(lo),
+        mib(hi)
+    );
+}
+
+/// The churn soak (opt-in; the long form is `orrery-bench lab memory_churn`):
+/// `ORRERY_CHURN=STRUCTURE[:LIVE[:SECS[:EVERY]]] cargo test -p orrery --test memory_return
+/// -- --ignored --nocapture memory_churn_soak`.
+#[test]
+#[ignore = "a soak of minutes: run by hand with ORRERY_CHURN"]
+fn memory_churn_soak() {
+    let spec = std::env::var("ORRERY_CHURN").unwrap_or_else(|_| "cuckoo-trie".into());
+    let mut parts = spec.split(':');
+    let name = parts.next().unwrap_or("cuckoo-trie").to_string();
+    let mut num = |d: u64| parts.next().and_then(|p| p.parse().ok()).unwrap_or(d);
+    let (live, secs, every) = (num(1_000_000) as usize, num(60), num(10));
+    println!("{name}: {live} live keys, 2 threads, {secs} s");
+    match name.as_str() {
+        "wormhole" => soak(&orrery::wormhole::Wormhole::new(), live, secs, every),
+        "mercury" => soak(&orrery::mercury::Mercury::new(), live, secs, every),
+        "cuckoo-trie" => soak(&orrery::cuckoo_trie::CuckooTrie::new(), live, secs, every),
+        "hyperion" => soak(&orrery::hyperion::Hyperion::new(), live, secs, every),
+        "slb" => soak(
+            &orrery::slb::Slb::new(orrery::wormhole::Wormhole::new()),
+            live,
+            secs,
+            every,
+        ),
+        _ => panic!("unknown structure {name:?}"),
+    }
 }

@@ -1,5 +1,5 @@
 //! [`BlockHeap`]: variable-size blocks (multiples of 256 bytes, up to 512 KiB) carved
-//! first-fit from 2 MiB chunks, whose free pages go back to the OS — for blocks of many
+//! best-fit from 2 MiB chunks, whose free pages go back to the OS — for blocks of many
 //! sizes and no great number (a slab pool's size classes would each need a 2 MiB chunk of
 //! their own), which the global allocator would keep once freed (glibc returns the middle of
 //! its heap only when asked).
@@ -162,8 +162,12 @@ impl Heap {
     }
 }
 
-/// Variable-size blocks from 2 MiB chunks, given back to the OS as they are freed (see the
-/// [module docs](self)).
+/// Variable-size blocks (multiples of 256 bytes) carved best-fit from 2 MiB chunks, lowest
+/// address first; blocks over [`SPAN_MAX`](Self::SPAN_MAX) are mapped alone. Free pages
+/// go back to the OS (`madvise(MADV_DONTNEED)`) once a quarter of the heap (and at least a
+/// chunk) was freed since the last pass; a chunk whose last block is freed is unmapped,
+/// except one spare. One spin lock; a freed block must not be read any more (its pages may
+/// read zero or be unmapped).
 pub struct BlockHeap {
     heap: SpinLock<Heap>,
     /// Bytes held: chunks less the pages given back, the spare, large blocks.

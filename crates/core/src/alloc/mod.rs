@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`HugeRegion`] | raw zeroed memory, 2 MiB-aligned, advised to use huge pages |
 //! | [`PageRegion`] | raw zeroed memory in whole 4 KiB pages, unmapped when dropped (blocks between the global allocator's and a huge page's) |
-//! | [`BlockHeap`] | blocks of many sizes (256-byte granules) carved first-fit from 2 MiB chunks, free pages given back (blocks too varied for size classes, too many to map alone) |
+//! | [`BlockHeap`] | blocks of many sizes (256-byte granules) carved best-fit from 2 MiB chunks, free pages given back (blocks too varied for size classes, too many to map alone) |
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`ZeroedArray`] | a zero-initialized `[T]` on the heap while small, in a [`HugeRegion`] from 2 MiB (tables that grow by replacement) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |

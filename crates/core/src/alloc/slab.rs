@@ -85,8 +85,8 @@ impl fmt::Display for SlabError {
 impl std::error::Error for SlabError {}
 
 /// A fixed-size object allocator: slots of one size and alignment carved from 2 MiB
-/// huge-page chunks ([`HugeRegion`]s), reused after [`free`](Self::free), returned to the OS
-/// only when the pool is dropped.
+/// huge-page chunks ([`HugeRegion`](crate::alloc::HugeRegion)s), reused after [`free`](Self::free), and given back to
+/// the OS when they empty or drain (see [Giving memory back](Self#giving-memory-back)).
 ///
 /// # Design
 ///
@@ -126,6 +126,31 @@ impl std::error::Error for SlabError {}
 /// next time that thread meets a new pool. A `free` (or `alloc`) made when the thread-local
 /// table is unavailable — in another thread-local's destructor at thread exit, for example
 /// an epoch collector flushing deferred frees — goes straight to the depot under the lock.
+///
+/// # Giving memory back
+///
+/// Freed slots go back to the OS in three ways, each bounded so that churn does not make
+/// the pool give back and fault in the same memory over and over:
+///
+/// - **Empty chunks.** A chunk whose last slot is sorted back into it leaves the pool: kept
+///   as a spare for the next chunk the pool needs (one per pool, or per size-class pool,
+///   by default), else unmapped.
+/// - **The pool mostly free.** When more than half of the bytes the pool holds are free
+///   slots still resident, and at least a chunk (or an eighth of the pool) was freed since
+///   the last pass, the whole pages of free slots of every chunk are given back
+///   (`madvise(MADV_DONTNEED)`). A pool whose use goes up and down by less than half keeps
+///   its pages; the passes cost O(1) per freed byte.
+/// - **A chunk drained.** A chunk that was at least half in use and drains below a quarter
+///   gives its free pages back, and again at each halving of its use (an eighth, a
+///   sixteenth, …); it re-arms only once half in use again. Allocation takes the lowest
+///   chunk with room first, so the high chunks are the ones that drain.
+///
+/// A page is given back only when every slot on it is sorted back into its chunk: slots in
+/// a thread's cache or in a magazine of the depot's stash count as in use. The stash keeps
+/// the last 16 magazines freed, sorting its oldest back into its chunks when a new one
+/// comes in. A slot on a page given back reads zero when reused.
+/// Memory that live slots pin stays: after removing 90% of a structure's objects at random,
+/// most pages still hold a survivor, which only moving objects would fix.
 ///
 /// # Accounting
 ///
