@@ -69,6 +69,8 @@
 //! entries whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
 //! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//! After a merge removes an anchor, the slots (and the item array) halve while under
+//! 3/16 full, so a table emptied by removals gives its memory back.
 //! Each table also keeps the *search plan* of Algorithm 1 (`plan::Plan`: where to split
 //! each range of prefix lengths), rebuilt from the anchor-length histogram by the writer
 //! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. The slot array
