@@ -51,11 +51,6 @@
 //! Locator hashes are 40 bits: tables are limited to `S·16 ≤ 2^40` (2^36 buckets, 4 TiB
 //! of buckets). Record addresses are 8-aligned user-space addresses below 2^48.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use orrery_core::alloc::Zeroable;
-use orrery_core::sync::{Backoff, VersionField};
-
 /// Entries per bucket (`B`).
 pub(crate) const SLOTS: usize = 4;
 /// Colours: unique among the entries sharing a hash, which all sit in its two buckets.
@@ -67,28 +62,13 @@ const HEADER_BITS: u32 = 32;
 /// Symbols a jump node holds.
 pub(crate) const JUMP_MAX: usize = 8;
 
-/// The bucket's version/lock field: lock bit 0, a 30-bit counter at bits 1..31 of word 0.
-pub(crate) const VERSION: VersionField = VersionField::new(64, 0, 1, 30);
-/// Bit 31 of word 0: the bucket is *frozen* — a growth is copying its table, and no
-/// writer may lock it any more (§5 "Resizing": buckets are marked before they are copied).
-/// Readers ignore it (it is not the lock bit), so they keep reading a frozen table.
-pub(crate) const FROZEN: u64 = 1 << 31;
-/// The bits of word 0 that belong to the version field.
-const VERSION_MASK: u64 = 0xFFFF_FFFF;
+mod lock;
+#[cfg(all(test, loom))]
+mod loom;
 
-/// One 64-byte bucket: a cache line of eight atomic words (layout in the module docs).
-#[repr(C, align(64))]
-pub(crate) struct Bucket {
-    words: [AtomicU64; 8],
-}
+pub(crate) use lock::{Bucket, BucketGuard};
 
-const _: () = assert!(size_of::<Bucket>() == 64);
-const _: () = assert!(align_of::<Bucket>() == 64);
 const _: () = assert!(HEADER_BITS + SLOTS as u32 * ENTRY_BITS == 512);
-
-// SAFETY: a `Bucket` is eight `AtomicU64`s; all-zero bytes are eight atomics holding 0: an
-// unlocked bucket of version 0 with four empty entries.
-unsafe impl Zeroable for Bucket {}
 
 /// A private copy of a bucket's eight words, from which entries are decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,157 +117,6 @@ impl Line {
     #[inline]
     pub(crate) fn free_slot(&self) -> Option<usize> {
         (0..SLOTS).find(|&i| self.entry(i).is_empty())
-    }
-}
-
-impl Bucket {
-    /// A consistent snapshot of the bucket (seqlock read: waits while a writer holds it,
-    /// retries if the version moved).
-    #[inline]
-    pub(crate) fn read(&self) -> Line {
-        loop {
-            let seen = VERSION.read_begin(&self.words[0]);
-            let mut line = Line::default();
-            line.words[0] = seen;
-            for (dst, src) in line.words.iter_mut().zip(&self.words).skip(1) {
-                *dst = src.load(Ordering::Relaxed);
-            }
-            if VERSION.validate(&self.words[0], seen) {
-                return line;
-            }
-        }
-    }
-
-    /// The current word 0 (the version) for a later [`Bucket::unchanged`] check: waits
-    /// while a writer holds the bucket.
-    #[inline]
-    pub(crate) fn version(&self) -> u64 {
-        VERSION.read_begin(&self.words[0])
-    }
-
-    /// Whether the bucket is still as it was when [`Bucket::version`] (or a snapshot's
-    /// [`Line::version`]) returned `seen`; orders the reads made since before the check.
-    #[inline]
-    pub(crate) fn unchanged(&self, seen: u64) -> bool {
-        VERSION.validate(&self.words[0], seen)
-    }
-
-    /// The address of the line, for prefetching.
-    #[inline]
-    pub(crate) fn addr(&self) -> *const u8 {
-        (self as *const Bucket).cast()
-    }
-
-    /// Locks the bucket (spinning with backoff while another writer holds it); `None` if
-    /// it is frozen. A caller may block here only while it holds no other bucket, or
-    /// holds buckets of lower index that it locked the same way (lock order), so that
-    /// two writers never wait for each other.
-    pub(crate) fn lock(&self) -> Option<BucketGuard<'_>> {
-        let backoff = Backoff::new();
-        loop {
-            let seen = VERSION.read_begin(&self.words[0]);
-            if seen & FROZEN != 0 {
-                return None;
-            }
-            if let Some(g) = self.try_lock_at(seen) {
-                return Some(g);
-            }
-            backoff.spin();
-        }
-    }
-
-    /// Locks the bucket if its word 0 is still `seen` and not frozen (the §5 "lock and
-    /// verify unchanged" compare-and-swap). Never waits.
-    pub(crate) fn try_lock_at(&self, seen: u64) -> Option<BucketGuard<'_>> {
-        if seen & FROZEN != 0 || !VERSION.try_lock(&self.words[0], seen) {
-            return None;
-        }
-        let mut line = Line::default();
-        line.words[0] = VERSION.locked(seen);
-        for (dst, src) in line.words.iter_mut().zip(&self.words).skip(1) {
-            // Relaxed: the lock excludes other writers, and our own stores are ordered.
-            *dst = src.load(Ordering::Relaxed);
-        }
-        Some(BucketGuard {
-            bucket: self,
-            seen,
-            old: line,
-            line,
-        })
-    }
-
-    /// Locks the bucket if no writer holds it and it is not frozen. Never waits.
-    pub(crate) fn try_lock(&self) -> Option<BucketGuard<'_>> {
-        let seen = VERSION.try_read(&self.words[0])?;
-        self.try_lock_at(seen)
-    }
-
-    /// Marks the bucket frozen (waiting while a writer holds it): from then on no writer
-    /// can lock it. Changes word 0, so a reader straddling the mark retries its snapshot.
-    pub(crate) fn freeze(&self) {
-        loop {
-            let seen = VERSION.read_begin(&self.words[0]);
-            if seen & FROZEN != 0
-                || self.words[0]
-                    .compare_exchange(seen, seen | FROZEN, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return;
-            }
-        }
-    }
-
-    /// Clears the frozen mark (a growth that failed gives the table back to writers).
-    pub(crate) fn unfreeze(&self) {
-        self.words[0].fetch_and(!FROZEN, Ordering::Release);
-    }
-}
-
-impl Line {
-    /// Word 0 as read (the version, with entry 0's high bits).
-    #[inline]
-    pub(crate) fn version(&self) -> u64 {
-        self.words[0]
-    }
-}
-
-/// A locked bucket: edit [`BucketGuard::line`]; dropping the guard stores the changes and
-/// unlocks (advancing the version, which invalidates concurrent readers' snapshots).
-pub(crate) struct BucketGuard<'a> {
-    bucket: &'a Bucket,
-    /// Word 0 before the lock.
-    seen: u64,
-    old: Line,
-    /// The bucket's contents, edited in place by the lock holder.
-    pub(crate) line: Line,
-}
-
-impl BucketGuard<'_> {
-    /// Word 0 as it was when the bucket was locked (unlocked, not frozen).
-    #[inline]
-    pub(crate) fn seen(&self) -> u64 {
-        self.seen
-    }
-
-    /// Unlocks without publishing the edits of [`BucketGuard::line`]: word 0 goes back to
-    /// exactly what it was before the lock. Sound because nothing was stored (edits are
-    /// only stored by `drop`) and readers do not read a locked bucket, so a snapshot
-    /// validated against the old word is still true.
-    pub(crate) fn abandon(self) {
-        self.bucket.words[0].store(self.seen, Ordering::Release);
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for BucketGuard<'_> {
-    fn drop(&mut self) {
-        for i in 1..8 {
-            if self.line.words[i] != self.old.words[i] {
-                self.bucket.words[i].store(self.line.words[i], Ordering::Relaxed);
-            }
-        }
-        let locked = (self.old.words[0] & VERSION_MASK) | (self.line.words[0] & !VERSION_MASK);
-        VERSION.write_end(&self.bucket.words[0], locked);
     }
 }
 
@@ -589,6 +418,7 @@ impl Entry {
 
 #[cfg(test)]
 mod tests {
+    use super::lock::{VERSION, VERSION_MASK};
     use super::*;
 
     fn sample(i: u64) -> Entry {
@@ -678,9 +508,7 @@ mod tests {
 
     #[test]
     fn guard_publishes_and_bumps_the_version() {
-        let b = Bucket {
-            words: Default::default(),
-        };
+        let b: Bucket = Bucket::from_fn(|_| Default::default());
         let v0 = b.version();
         {
             let mut g = b.lock().unwrap();
@@ -702,9 +530,7 @@ mod tests {
     /// refuses every lock but stays readable, until unfrozen.
     #[test]
     fn abandon_and_freeze() {
-        let b = Bucket {
-            words: Default::default(),
-        };
+        let b: Bucket = Bucket::from_fn(|_| Default::default());
         let v0 = b.version();
         let mut g = b.try_lock_at(v0).expect("unlocked");
         g.line.set_entry(1, sample(2));

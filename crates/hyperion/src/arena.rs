@@ -62,19 +62,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use orrery_core::api::Result;
-use orrery_core::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard, VersionField};
+use orrery_core::sync::{RwSpinLock, RwSpinReadGuard, RwSpinWriteGuard};
 
 use crate::mm::{Dirs, Hp, MemoryManager};
 use crate::node::{self};
 #[cfg(test)]
 use crate::node::{HEADER, used};
 use crate::opt;
+use crate::seq::{SEQ, Window, begin};
 
 pub(crate) use orrery_core::api::Decision;
-
-/// The arena's version: a seqlock word, bit 0 set while a write is in progress (odd),
-/// the counter in bits 1..64 bumped by every write.
-const SEQ: VersionField = VersionField::new(64, 0, 1, 63);
 
 /// Optimistic attempts of a point read before it takes the arena's lock.
 pub(crate) const OPT_TRIES: usize = 8;
@@ -486,25 +483,6 @@ impl Arena {
     }
 }
 
-/// A version of `seq` to validate against: waits while a write is in progress, at most
-/// `rounds` backoff steps (`yields`: spins then yields, as `Backoff::snooze`; else spins
-/// only); `None` if it is still in progress.
-#[inline]
-fn begin(seq: &AtomicU64, rounds: usize, yields: bool) -> Option<u64> {
-    let backoff = orrery_core::sync::Backoff::new();
-    for _ in 0..rounds {
-        if let Some(v) = SEQ.try_read(seq) {
-            return Some(v);
-        }
-        if yields {
-            backoff.snooze();
-        } else {
-            backoff.spin();
-        }
-    }
-    SEQ.try_read(seq)
-}
-
 /// One trie's root.
 #[derive(Default)]
 pub(crate) struct Root {
@@ -574,26 +552,11 @@ impl ArenaInner {
         if matches!(d, Decision::Keep) {
             return Ok((present, 0));
         }
-        // The change: the version is odd from here until it is published (even again, and
-        // advanced) — also if it fails or unwinds.
-        // Trie `b`'s version too (none for the empty key, which is no trie's).
-        struct Window(Arc<View>, u64, Option<(usize, u64)>);
-        impl Drop for Window {
-            fn drop(&mut self) {
-                if let Some((b, t)) = self.2 {
-                    SEQ.write_end(&self.0.tseq[b], t);
-                }
-                SEQ.write_end(&self.0.seq, self.1);
-            }
-        }
-        let odd = SEQ.write_begin(&self.view.seq);
-        let trie = key.first().map(|&b| {
-            (
-                usize::from(b),
-                SEQ.write_begin(&self.view.tseq[usize::from(b)]),
-            )
-        });
-        let _window = Window(Arc::clone(&self.view), odd, trie);
+        // The change: the versions (the arena's, and trie `b`'s; none for the empty key,
+        // which is no trie's) are odd from here until it is published (even again, and
+        // advanced) — also if it fails or unwinds (`seq::Window`).
+        let view = Arc::clone(&self.view);
+        let _window = Window::open(&view.seq, key.first().map(|&b| &view.tseq[usize::from(b)]));
         let r = self.decide(key, d, present);
         if let Some(&b) = key.first() {
             // Publish trie `b`'s root (the only one a write of `key` can change).

@@ -92,6 +92,7 @@ mod node;
 mod opt;
 mod prep;
 mod prims;
+mod seq;
 mod write;
 
 use std::ops::{Bound, ControlFlow};
@@ -163,6 +164,13 @@ impl Hyperion {
         let key = self.trie_key(key);
         let a = self.arena_of(&key).read();
         a.get(&key).map(f)
+    }
+
+    /// Bytes the process-wide block heap of extended blocks holds (diagnostics; feature
+    /// `bench-internals`).
+    #[cfg(feature = "bench-internals")]
+    pub fn paged_bytes() -> usize {
+        mm::paged_bytes()
     }
 
     /// Looks up every key of `keys`, calling `f(i, value)` in order of `i`.

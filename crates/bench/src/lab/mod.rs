@@ -24,6 +24,8 @@ mod hyperion_prep_load;
 mod hyperion_read_contention;
 mod hyperion_scan_contention;
 mod hyperion_scan_profile;
+mod memory_churn;
+mod memory_return;
 mod mercury_chains;
 mod mercury_expansion;
 mod mercury_expansion_stalls;
@@ -130,6 +132,16 @@ pub(crate) const PROGRAMS: &[Program] = &[
         name: "mercury_quick",
         about: "Mercury and its variants vs a locked HashMap, GET ratios: [N] [secs] [table|pin-ab|nolock-ab|nolock-ab-presized]",
         run: mercury_quick::run,
+    },
+    Program {
+        name: "memory_churn",
+        about: "RSS over time while keys are replaced at a constant live count: STRUCTURE [LIVE] [THREADS] [SECS] [EVERY]",
+        run: memory_churn::run,
+    },
+    Program {
+        name: "memory_return",
+        about: "RSS full / after removing most keys / fresh: STRUCTURE [KEYS] [PERCENT] [oldest|scattered] [KEY_LEN] [fresh]",
+        run: memory_return::run,
     },
     Program {
         name: "slb_admission",

@@ -12,6 +12,9 @@ use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
 
+use std::sync::Arc;
+
+use super::slab::{DEFAULT_SPARE_CHUNKS, Spares};
 use super::{MemCounter, Populator, SlabError, SlabPool};
 use crate::api::Error;
 
@@ -70,6 +73,8 @@ pub struct SizeClassPool {
     align: usize,
     /// Bytes of live blocks above the largest class.
     large: MemCounter,
+    /// Empty chunks kept for reuse by all the classes.
+    spares: Arc<Spares>,
 }
 
 /// Alignment of a slot of `size` bytes: the largest power of two dividing it, up to a
@@ -100,9 +105,10 @@ impl SizeClassPool {
         if !shape_ok {
             return Err(SlabError::InvalidClasses);
         }
+        let spares = Arc::new(Spares::new(DEFAULT_SPARE_CHUNKS));
         let pools = sizes
             .iter()
-            .map(|&s| SlabPool::new(s, class_align(s, align)))
+            .map(|&s| SlabPool::with_spares(s, class_align(s, align), Arc::clone(&spares)))
             .collect::<Result<Box<[SlabPool]>, SlabError>>()?;
         let shift = align.trailing_zeros();
         let max = *sizes.last().unwrap_or(&align);
@@ -122,6 +128,7 @@ impl SizeClassPool {
             shift,
             align,
             large: MemCounter::new(),
+            spares,
         })
     }
 
@@ -229,9 +236,10 @@ impl SizeClassPool {
         }
     }
 
-    /// Bytes of huge-page chunks the class pools took from the OS.
+    /// Bytes of huge-page chunks the class pools took from the OS and did not give back
+    /// (their chunks less the pages given back, and the empty chunks kept for reuse).
     pub fn reserved_bytes(&self) -> usize {
-        self.pools.iter().map(SlabPool::reserved_bytes).sum()
+        self.pools.iter().map(SlabPool::chunk_bytes).sum::<usize>() + self.spares.bytes()
     }
 
     /// Bytes of live blocks above the largest class.

@@ -4,6 +4,8 @@
 //! | type | what it is for |
 //! |---|---|
 //! | [`HugeRegion`] | raw zeroed memory, 2 MiB-aligned, advised to use huge pages |
+//! | [`PageRegion`] | raw zeroed memory in whole 4 KiB pages, unmapped when dropped (blocks between the global allocator's and a huge page's) |
+//! | [`BlockHeap`] | blocks of many sizes (256-byte granules) carved best-fit from 2 MiB chunks, free pages given back (blocks too varied for size classes, too many to map alone) |
 //! | [`HugeArray`] | a zero-initialized `[T]` of integers or atomics (hash table bucket arrays) |
 //! | [`ZeroedArray`] | a zero-initialized `[T]` on the heap while small, in a [`HugeRegion`] from 2 MiB (tables that grow by replacement) |
 //! | [`SlabPool`] | fixed-size objects (nodes, leaves) carved from 2 MiB chunks, per-thread caches |
@@ -110,10 +112,12 @@
 //! it. A reader racing with writers sees some recent value.
 
 mod background;
+mod blockheap;
 mod classes;
 #[cfg(any(test, feature = "failpoints"))]
 pub mod failpoint;
 mod os;
+mod pages;
 mod populate;
 mod region;
 mod slab;
@@ -124,7 +128,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::CachePadded;
 
 pub use background::BackgroundThread;
+pub use blockheap::BlockHeap;
 pub use classes::SizeClassPool;
+pub use pages::PageRegion;
 pub use populate::{DEFAULT_SPARES, DEFAULT_START_AFTER, Populator, PopulatorStats};
 pub use region::{HUGE_PAGE_SIZE, HugeArray, HugeRegion, PAGE_SIZE, Zeroable};
 pub use slab::{CHUNK_SIZE, MAX_OBJECT_SIZE, SlabError, SlabPool};

@@ -83,6 +83,57 @@ mod imp {
         debug_assert_eq!(rc, 0, "munmap failed");
     }
 
+    /// Maps `len` zeroed bytes (a non-zero multiple of the page size) at a page-aligned
+    /// address of the kernel's choosing, without huge-page advice.
+    pub(in crate::alloc) fn map_pages(len: usize) -> Result<NonNull<u8>, Error> {
+        // SAFETY: a fresh anonymous private mapping at an address of the kernel's choosing;
+        // it aliases nothing.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(Error::OutOfMemory);
+        }
+        NonNull::new(raw.cast()).ok_or(Error::OutOfMemory)
+    }
+
+    /// Unmaps a mapping made by [`map_pages`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `len` are exactly a live mapping returned by `map_pages(len)`, not used
+    /// afterwards.
+    pub(in crate::alloc) unsafe fn unmap_pages(ptr: NonNull<u8>, len: usize) {
+        // SAFETY: by the caller's contract, the range is our own live mapping.
+        let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+        debug_assert_eq!(rc, 0, "munmap failed");
+    }
+
+    /// Gives the pages of `[ptr, ptr + len)` back to the OS (`madvise(MADV_DONTNEED)`):
+    /// they stop counting in the resident set, the mapping stays, and the next access to
+    /// one of them finds a fresh zeroed page (a huge page that is only partly given back is
+    /// split into 4 KiB pages). Returns whether the pages were given back; when not, their
+    /// contents are unchanged and they stay resident.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is page-aligned, `len` a multiple of the page size, the range lies inside a
+    /// live mapping of ours, and nobody accesses its bytes during the call or expects their
+    /// contents afterwards (they read as zero).
+    pub(in crate::alloc) unsafe fn discard(ptr: *mut u8, len: usize) -> bool {
+        // SAFETY: by the caller's contract the range is ours and its contents are dead;
+        // MADV_DONTNEED on a private anonymous mapping only drops pages (later reads see
+        // zeros), it never invalidates the mapping.
+        unsafe { libc::madvise(ptr.cast(), len, libc::MADV_DONTNEED) == 0 }
+    }
+
     /// Makes the pages of `[ptr, ptr + len)` resident and writable, as if each had been
     /// written (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14+), without changing any byte.
     /// `ptr` is page-aligned and the range lies inside a live mapping of ours.
@@ -137,6 +188,30 @@ mod imp {
         NonNull::new(ptr).ok_or(Error::OutOfMemory)
     }
 
+    /// Allocates `len` zeroed bytes (a non-zero multiple of the page size), page-aligned,
+    /// from the global allocator.
+    pub(in crate::alloc) fn map_pages(len: usize) -> Result<NonNull<u8>, Error> {
+        let layout = Layout::from_size_align(len, super::super::region::PAGE_SIZE)
+            .map_err(|_| Error::OutOfMemory)?;
+        // SAFETY: `layout` has a non-zero size (`len != 0`, checked by the caller).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        NonNull::new(ptr).ok_or(Error::OutOfMemory)
+    }
+
+    /// Frees an allocation made by [`map_pages`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `len` are exactly a live allocation returned by `map_pages(len)`, not used
+    /// afterwards.
+    pub(in crate::alloc) unsafe fn unmap_pages(ptr: NonNull<u8>, len: usize) {
+        let Ok(layout) = Layout::from_size_align(len, super::super::region::PAGE_SIZE) else {
+            return;
+        };
+        // SAFETY: by the caller's contract, `ptr` was allocated with this same layout.
+        unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+    }
+
     /// Frees an allocation made by [`map_huge`].
     ///
     /// # Safety
@@ -149,6 +224,21 @@ mod imp {
         unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
     }
 
+    /// Without `madvise` (Miri, non-Unix) the pages cannot be given back; they are zeroed
+    /// instead, which is what a read of a discarded page returns, so that the callers'
+    /// logic (and its tests under Miri) runs the same. Returns `false`: nothing was given
+    /// back.
+    ///
+    /// # Safety
+    ///
+    /// As the Unix `discard`: the range is inside a live allocation of ours and its bytes
+    /// are not accessed by anyone else during the call.
+    pub(in crate::alloc) unsafe fn discard(ptr: *mut u8, len: usize) -> bool {
+        // SAFETY: the range is ours and unused (contract).
+        unsafe { ptr.write_bytes(0, len) };
+        false
+    }
+
     /// No way to populate pages here (Miri, non-Unix): the caller touches them instead.
     pub(in crate::alloc) fn populate_write(ptr: *mut u8, len: usize) -> Result<bool, Error> {
         let _ = (ptr, len);
@@ -156,4 +246,4 @@ mod imp {
     }
 }
 
-pub(super) use imp::{map_huge, populate_write, unmap_huge};
+pub(super) use imp::{discard, map_huge, map_pages, populate_write, unmap_huge, unmap_pages};

@@ -162,6 +162,41 @@ impl HugeRegion {
     }
 }
 
+impl HugeRegion {
+    /// Gives the [`PAGE_SIZE`] pages of bytes `range` (which must start and end on page
+    /// boundaries, inside [`reserved_len`](Self::reserved_len)) back to the OS with
+    /// `madvise(MADV_DONTNEED)`: they leave the resident set, the region stays mapped, and
+    /// a later access finds them zeroed (paid with a page fault). A huge page given back
+    /// only in part is split into 4 KiB pages. Returns whether the OS took them; where it
+    /// cannot (Miri, systems without `madvise`) the bytes are zeroed instead and `false`
+    /// is returned.
+    ///
+    /// # Safety
+    ///
+    /// Nobody accesses the bytes of `range` during the call, and nobody relies on their
+    /// contents afterwards (they read as zero).
+    ///
+    /// # Panics
+    ///
+    /// If the range is not page-aligned or not inside the reservation.
+    pub unsafe fn discard(&self, range: Range<usize>) -> bool {
+        assert!(
+            range.start.is_multiple_of(PAGE_SIZE)
+                && range.end.is_multiple_of(PAGE_SIZE)
+                && range.start <= range.end
+                && range.end <= self.reserved,
+            "discard of {range:?}: not whole pages inside a {}-byte region",
+            self.reserved
+        );
+        if range.is_empty() {
+            return true;
+        }
+        // SAFETY: page-aligned, inside our live mapping (checked above); nobody accesses the
+        // bytes meanwhile or needs them afterwards (contract).
+        unsafe { os::discard(self.ptr.as_ptr().wrapping_add(range.start), range.len()) }
+    }
+}
+
 impl Drop for HugeRegion {
     fn drop(&mut self) {
         if self.reserved != 0 {

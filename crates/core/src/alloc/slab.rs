@@ -2,15 +2,24 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
+mod chunk;
+mod depot;
+mod magazine;
+mod spares;
+
 use super::MemCounter;
-use super::populate::{Populator, Reservoir};
-use super::region::{HUGE_PAGE_SIZE, HugeRegion};
+use super::populate::Populator;
+use super::region::HUGE_PAGE_SIZE;
 use crate::api::Error;
-use crate::sync::{CachePadded, SpinLock};
+use crate::sync::SpinLock;
+use chunk::Geometry;
+use depot::{Backing, Depot, LiveCell, Slots};
+use magazine::{Magazine, Run};
+pub(in crate::alloc) use spares::{DEFAULT_SPARE_CHUNKS, Spares};
 
 /// Size of the chunks a [`SlabPool`] takes from the OS: one huge page, 2 MiB.
 pub const CHUNK_SIZE: usize = HUGE_PAGE_SIZE;
@@ -76,8 +85,8 @@ impl fmt::Display for SlabError {
 impl std::error::Error for SlabError {}
 
 /// A fixed-size object allocator: slots of one size and alignment carved from 2 MiB
-/// huge-page chunks ([`HugeRegion`]s), reused after [`free`](Self::free), returned to the OS
-/// only when the pool is dropped.
+/// huge-page chunks ([`HugeRegion`](crate::alloc::HugeRegion)s), reused after [`free`](Self::free), and given back to
+/// the OS when they empty or drain (see [Giving memory back](Self#giving-memory-back)).
 ///
 /// # Design
 ///
@@ -118,6 +127,31 @@ impl std::error::Error for SlabError {}
 /// table is unavailable — in another thread-local's destructor at thread exit, for example
 /// an epoch collector flushing deferred frees — goes straight to the depot under the lock.
 ///
+/// # Giving memory back
+///
+/// Freed slots go back to the OS in three ways, each bounded so that churn does not make
+/// the pool give back and fault in the same memory over and over:
+///
+/// - **Empty chunks.** A chunk whose last slot is sorted back into it leaves the pool: kept
+///   as a spare for the next chunk the pool needs (one per pool, or per size-class pool,
+///   by default), else unmapped.
+/// - **The pool mostly free.** When more than half of the bytes the pool holds are free
+///   slots still resident, and at least a chunk (or an eighth of the pool) was freed since
+///   the last pass, the whole pages of free slots of every chunk are given back
+///   (`madvise(MADV_DONTNEED)`). A pool whose use goes up and down by less than half keeps
+///   its pages; the passes cost O(1) per freed byte.
+/// - **A chunk drained.** A chunk that was at least half in use and drains below a quarter
+///   gives its free pages back, and again at each halving of its use (an eighth, a
+///   sixteenth, …); it re-arms only once half in use again. Allocation takes the lowest
+///   chunk with room first, so the high chunks are the ones that drain.
+///
+/// A page is given back only when every slot on it is sorted back into its chunk: slots in
+/// a thread's cache or in a magazine of the depot's stash count as in use. The stash keeps
+/// the last 16 magazines freed, sorting its oldest back into its chunks when a new one
+/// comes in. A slot on a page given back reads zero when reused.
+/// Memory that live slots pin stays: after removing 90% of a structure's objects at random,
+/// most pages still hold a survivor, which only moving objects would fix.
+///
 /// # Accounting
 ///
 /// [`reserved_bytes`](Self::reserved_bytes) counts chunks (2 MiB each) taken from the OS.
@@ -139,169 +173,12 @@ struct Shared {
     size: usize,
     /// Alignment asked for.
     align: usize,
-    /// Slot size: `size` rounded up to `max(align, MIN_SLOT)`, at least `MIN_SLOT`.
+    /// Slot size: `size` rounded up to `max(align, MIN_SLOT)`, at least `MIN_SLOT`
+    /// (`backing.geo.slot`, repeated here for the hot path).
     slot: usize,
-    /// Magazine capacity (slots).
-    magazine: usize,
-    /// Slots per chunk.
-    chunk_slots: usize,
-    /// Bytes of chunks mapped.
-    reserved: MemCounter,
-    /// The caller's counter, charged with every chunk.
-    external: Option<Arc<MemCounter>>,
-    /// The structure's chunk populator, once attached ([`SlabPool::attach`]).
-    populator: OnceLock<Arc<Reservoir>>,
+    /// Chunk shape, magazine size, chunk sources and counters.
+    backing: Backing,
     depot: SpinLock<Depot>,
-}
-
-/// A singly linked list of free slots, linked through their first word.
-#[derive(Clone, Copy)]
-struct Magazine {
-    head: *mut u8,
-    count: usize,
-}
-
-impl Magazine {
-    const EMPTY: Magazine = Magazine {
-        head: ptr::null_mut(),
-        count: 0,
-    };
-
-    /// Takes the first slot.
-    ///
-    /// # Safety
-    ///
-    /// 1. `self.count > 0`.
-    /// 2. The magazine's slots are free slots of a pool that is still alive, linked by
-    ///    [`push`](Self::push), and nobody else uses them.
-    #[inline]
-    unsafe fn pop(&mut self) -> NonNull<u8> {
-        debug_assert!(self.count > 0);
-        let slot = self.head;
-        // SAFETY: by (1) `slot` is the first of the free slots of (2): inside a live chunk,
-        // aligned to at least 8 bytes and at least 8 bytes long, its first word holding the
-        // link `push` wrote. Nobody else accesses a free slot in a magazine we own.
-        self.head = unsafe { slot.cast::<*mut u8>().read() };
-        self.count -= 1;
-        // SAFETY: slots are addresses inside chunks, never null.
-        unsafe { NonNull::new_unchecked(slot) }
-    }
-
-    /// Adds `slot` as the first slot.
-    ///
-    /// # Safety
-    ///
-    /// `slot` is a slot of the same live pool as the magazine's other slots, no longer used
-    /// by anyone (it becomes the magazine's).
-    #[inline]
-    unsafe fn push(&mut self, slot: NonNull<u8>) {
-        // SAFETY: by the contract the slot is ours; it is inside a live chunk, aligned to at
-        // least 8 bytes and at least 8 bytes long, so its first word can hold the link.
-        unsafe { slot.as_ptr().cast::<*mut u8>().write(self.head) };
-        self.head = slot.as_ptr();
-        self.count += 1;
-    }
-}
-
-/// A range of never-used slots: `left` slots starting at `next`.
-#[derive(Clone, Copy)]
-struct Run {
-    next: *mut u8,
-    left: usize,
-}
-
-impl Run {
-    const EMPTY: Run = Run {
-        next: ptr::null_mut(),
-        left: 0,
-    };
-
-    /// The next never-used slot, if any. Touches no memory.
-    #[inline]
-    fn take(&mut self, slot: usize) -> Option<NonNull<u8>> {
-        if self.left == 0 {
-            return None;
-        }
-        let p = self.next;
-        self.next = p.wrapping_add(slot);
-        self.left -= 1;
-        NonNull::new(p)
-    }
-}
-
-/// The shared layer, under the pool's lock.
-struct Depot {
-    /// Non-empty magazines (at most `magazine` slots each).
-    magazines: Vec<Magazine>,
-    /// Non-empty runs given back by exited threads.
-    runs: Vec<Run>,
-    /// Next never-used slot of the newest chunk.
-    chunk_next: *mut u8,
-    /// Never-used slots left in the newest chunk.
-    chunk_left: usize,
-    /// Every chunk of the pool, unmapped when the pool is dropped.
-    chunks: Vec<HugeRegion>,
-    /// The live-object cells of the threads that have a cache entry for this pool.
-    live_cells: Vec<Arc<LiveCell>>,
-    /// Allocations minus frees of exited threads and of lock-path operations.
-    orphan_live: isize,
-}
-
-// SAFETY: the raw pointers in a `Depot` are addresses of slots inside `chunks`, which the
-// depot owns; they carry no thread affinity, and the pool's lock serializes their use.
-unsafe impl Send for Depot {}
-
-impl Depot {
-    /// A run of never-used slots: one given back by an exited thread, or up to `magazine`
-    /// slots cut from the newest chunk (mapping a new chunk when it is used up). Never empty.
-    fn take_run(&mut self, pool: &Shared) -> Result<Run, Error> {
-        if let Some(run) = self.runs.pop() {
-            return Ok(run);
-        }
-        if self.chunk_left == 0 {
-            // A chunk populated ahead of need if the populator has one, else a fresh mapping
-            // (whose first write pays the page fault).
-            let spare = pool.populator.get().and_then(Reservoir::take);
-            let chunk = match spare {
-                Some(chunk) => chunk,
-                None => HugeRegion::new(CHUNK_SIZE)?,
-            };
-            self.chunk_next = chunk.as_ptr();
-            self.chunk_left = pool.chunk_slots;
-            self.chunks.push(chunk);
-            pool.reserved.add(CHUNK_SIZE);
-            if let Some(counter) = &pool.external {
-                counter.add(CHUNK_SIZE);
-            }
-        }
-        let n = pool.magazine.min(self.chunk_left);
-        let run = Run {
-            next: self.chunk_next,
-            left: n,
-        };
-        self.chunk_next = self.chunk_next.wrapping_add(n * pool.slot);
-        self.chunk_left -= n;
-        Ok(run)
-    }
-}
-
-/// Allocations minus frees made by one thread on one pool. Only that thread writes it (with
-/// a plain load and store: no read-modify-write on the hot path); the pool reads it under
-/// its lock. On its own cache lines so that threads do not false-share their counts.
-#[derive(Default)]
-struct LiveCell(CachePadded<AtomicIsize>);
-
-impl LiveCell {
-    /// Adds `delta`. Only the owning thread calls this.
-    #[inline]
-    fn bump(&self, delta: isize) {
-        let v = self.0.load(Ordering::Relaxed);
-        self.0.store(v.wrapping_add(delta), Ordering::Relaxed);
-    }
-
-    fn get(&self) -> isize {
-        self.0.load(Ordering::Relaxed)
-    }
 }
 
 /// One thread's cache for one pool.
@@ -340,18 +217,19 @@ impl Entry {
     /// Both magazines and the run are empty: take a magazine from the depot, or a new run.
     #[cold]
     fn refill(&mut self, pool: &Shared) -> Result<NonNull<u8>, Error> {
-        let mut depot = pool.depot.lock();
-        if let Some(magazine) = depot.magazines.pop() {
-            drop(depot);
-            self.loaded = magazine;
-            // SAFETY: (1) depot magazines are non-empty; (2) they hold free slots of `pool`
-            // (alive), now owned by this thread's cache.
-            return Ok(unsafe { self.loaded.pop() });
+        let slots = pool.depot.lock().take(&pool.backing)?;
+        match slots {
+            Slots::Magazine(magazine) => {
+                self.loaded = magazine;
+                // SAFETY: (1) the depot hands out non-empty magazines; (2) they hold free
+                // slots of `pool` (alive), now owned by this thread's cache.
+                Ok(unsafe { self.loaded.pop() })
+            }
+            Slots::Run(run) => {
+                self.run = run;
+                self.run.take(pool.slot).ok_or(Error::OutOfMemory)
+            }
         }
-        let run = depot.take_run(pool)?;
-        drop(depot);
-        self.run = run;
-        self.run.take(pool.slot).ok_or(Error::OutOfMemory)
     }
 
     /// Frees a slot into this thread's magazines.
@@ -361,7 +239,7 @@ impl Entry {
     /// As [`SlabPool::free`], for `pool`, this entry's pool.
     #[inline]
     unsafe fn free(&mut self, pool: &Shared, slot: NonNull<u8>) {
-        if self.loaded.count >= pool.magazine {
+        if self.loaded.count >= pool.backing.magazine {
             if self.previous.count == 0 {
                 std::mem::swap(&mut self.loaded, &mut self.previous);
             } else {
@@ -377,7 +255,7 @@ impl Entry {
     /// Both magazines are full: `previous` goes to the depot, `loaded` becomes `previous`.
     #[cold]
     fn flush(&mut self, pool: &Shared) {
-        pool.depot.lock().magazines.push(self.previous);
+        pool.depot.lock().put_magazine(&pool.backing, self.previous);
         self.previous = self.loaded;
         self.loaded = Magazine::EMPTY;
     }
@@ -386,13 +264,9 @@ impl Entry {
     fn retire(&mut self, pool: &Shared) {
         let mut depot = pool.depot.lock();
         for magazine in [self.loaded, self.previous] {
-            if magazine.count > 0 {
-                depot.magazines.push(magazine);
-            }
+            depot.put_magazine(&pool.backing, magazine);
         }
-        if self.run.left > 0 {
-            depot.runs.push(self.run);
-        }
+        depot.put_run(&pool.backing, self.run);
         (self.loaded, self.previous, self.run) = (Magazine::EMPTY, Magazine::EMPTY, Run::EMPTY);
         depot.orphan_live += self.live.get();
         depot.live_cells.retain(|c| !Arc::ptr_eq(c, &self.live));
@@ -455,22 +329,17 @@ impl Shared {
     /// `alloc` without a thread cache, under the lock.
     fn alloc_locked(&self) -> Result<NonNull<u8>, Error> {
         let mut depot = self.depot.lock();
-        let slot = match depot.magazines.last_mut() {
-            Some(magazine) => {
-                // SAFETY: (1) depot magazines are non-empty; (2) they hold free slots of this
-                // pool (alive: `&self`), and the lock makes the depot's slots ours.
+        let slot = match depot.take(&self.backing)? {
+            Slots::Magazine(mut magazine) => {
+                // SAFETY: (1) the depot hands out non-empty magazines; (2) they hold free
+                // slots of this pool (alive: `&self`), ours under the lock.
                 let slot = unsafe { magazine.pop() };
-                if magazine.count == 0 {
-                    depot.magazines.pop();
-                }
+                depot.put_magazine(&self.backing, magazine);
                 slot
             }
-            None => {
-                let mut run = depot.take_run(self)?;
+            Slots::Run(mut run) => {
                 let slot = run.take(self.slot).ok_or(Error::OutOfMemory)?;
-                if run.left > 0 {
-                    depot.runs.push(run);
-                }
+                depot.put_run(&self.backing, run);
                 slot
             }
         };
@@ -485,18 +354,7 @@ impl Shared {
     /// As [`SlabPool::free`].
     unsafe fn free_locked(&self, slot: NonNull<u8>) {
         let mut depot = self.depot.lock();
-        match depot.magazines.last_mut() {
-            Some(magazine) if magazine.count < self.magazine => {
-                // SAFETY: by the caller's contract `slot` is an unused slot of this pool.
-                unsafe { magazine.push(slot) }
-            }
-            _ => {
-                let mut magazine = Magazine::EMPTY;
-                // SAFETY: as above.
-                unsafe { magazine.push(slot) };
-                depot.magazines.push(magazine);
-            }
-        }
+        depot.put_slot(&self.backing, slot);
         depot.orphan_live -= 1;
     }
 
@@ -504,16 +362,16 @@ impl Shared {
     /// its 2 MiB-aligned chunk is a whole number of slots).
     fn is_slot_shaped(&self, p: NonNull<u8>) -> bool {
         let offset = p.as_ptr() as usize % CHUNK_SIZE;
-        offset.is_multiple_of(self.slot) && offset / self.slot < self.chunk_slots
+        offset.is_multiple_of(self.slot) && offset / self.slot < self.backing.geo.slots
     }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        if let Some(counter) = &self.external {
-            counter.sub(self.reserved.get());
+        if let Some(counter) = &self.backing.external {
+            counter.sub(self.backing.reserved.get());
         }
-        // The chunks unmap when the depot drops.
+        // The chunks unmap when the depot drops, the spares when their last pool drops.
     }
 }
 
@@ -523,7 +381,7 @@ impl SlabPool {
     /// Fails with [`SlabError`] when `align` is not a power of two up to
     /// [`MAX_OBJECT_SIZE`], or `size` exceeds [`MAX_OBJECT_SIZE`].
     pub fn new(size: usize, align: usize) -> Result<SlabPool, SlabError> {
-        Self::build(size, align, None)
+        Self::build(size, align, None, None)
     }
 
     /// [`new`](Self::new), also charging every chunk the pool maps to `counter` (and
@@ -533,7 +391,7 @@ impl SlabPool {
         align: usize,
         counter: Arc<MemCounter>,
     ) -> Result<SlabPool, SlabError> {
-        Self::build(size, align, Some(counter))
+        Self::build(size, align, Some(counter), None)
     }
 
     /// A pool for values of type `T` (its size and alignment).
@@ -541,10 +399,21 @@ impl SlabPool {
         Self::new(std::mem::size_of::<T>(), std::mem::align_of::<T>())
     }
 
+    /// A pool for a [`SizeClassPool`](super::SizeClassPool)'s class: its empty chunks go to
+    /// `spares`, shared with the other classes.
+    pub(in crate::alloc) fn with_spares(
+        size: usize,
+        align: usize,
+        spares: Arc<Spares>,
+    ) -> Result<SlabPool, SlabError> {
+        Self::build(size, align, None, Some(spares))
+    }
+
     fn build(
         size: usize,
         align: usize,
         external: Option<Arc<MemCounter>>,
+        spares: Option<Arc<Spares>>,
     ) -> Result<SlabPool, SlabError> {
         if !align.is_power_of_two() || align > MAX_OBJECT_SIZE {
             return Err(SlabError::InvalidAlign { align });
@@ -566,20 +435,18 @@ impl SlabPool {
             size,
             align,
             slot,
-            magazine,
-            chunk_slots: CHUNK_SIZE / slot,
-            reserved: MemCounter::new(),
-            external,
-            populator: OnceLock::new(),
-            depot: SpinLock::new(Depot {
-                magazines: Vec::new(),
-                runs: Vec::new(),
-                chunk_next: ptr::null_mut(),
-                chunk_left: 0,
-                chunks: Vec::new(),
-                live_cells: Vec::new(),
-                orphan_live: 0,
-            }),
+            backing: Backing {
+                geo: Geometry {
+                    slot,
+                    slots: CHUNK_SIZE / slot,
+                },
+                magazine,
+                reserved: MemCounter::new(),
+                external,
+                populator: OnceLock::new(),
+                spares: spares.unwrap_or_else(|| Arc::new(Spares::new(DEFAULT_SPARE_CHUNKS))),
+            },
+            depot: SpinLock::new(Depot::new()),
         };
         Ok(SlabPool {
             shared: Arc::new(shared),
@@ -594,6 +461,7 @@ impl SlabPool {
     /// Returns `false` (and changes nothing) if the pool was attached already.
     pub fn attach(&self, populator: &Populator) -> bool {
         self.shared
+            .backing
             .populator
             .set(Arc::clone(populator.reservoir()))
             .is_ok()
@@ -684,9 +552,23 @@ impl SlabPool {
             .unwrap_or(std::alloc::Layout::new::<u64>())
     }
 
-    /// Bytes taken from the OS: [`CHUNK_SIZE`] per chunk mapped.
+    /// Bytes taken from the OS and not given back: [`CHUNK_SIZE`] per chunk the pool holds
+    /// less the pages it gave back, plus the empty chunks it keeps for reuse (see
+    /// [giving memory back](Self#giving-memory-back); for a class of a
+    /// [`SizeClassPool`](super::SizeClassPool) the kept chunks are the size-class pool's).
     pub fn reserved_bytes(&self) -> usize {
-        self.shared.reserved.get()
+        self.chunk_bytes() + self.shared.backing.spares.bytes()
+    }
+
+    /// Bytes of the chunks the pool holds, less the pages given back (without the kept
+    /// empty chunks).
+    pub(in crate::alloc) fn chunk_bytes(&self) -> usize {
+        self.shared.backing.reserved.get()
+    }
+
+    /// Chunks the pool holds (without the kept empty ones).
+    pub fn chunks(&self) -> usize {
+        self.shared.depot.lock().chunk_count()
     }
 
     /// Objects allocated and not yet freed (exact when no thread allocates or frees
@@ -715,6 +597,7 @@ impl fmt::Debug for SlabPool {
             .field("object_size", &self.shared.size)
             .field("align", &self.shared.align)
             .field("slot_size", &self.shared.slot)
+            .field("chunks", &self.chunks())
             .field("reserved_bytes", &self.reserved_bytes())
             .finish_non_exhaustive()
     }

@@ -27,47 +27,49 @@ pub trait PackedWord: Sync {
     fn cas_word(&self, current: u64, new: u64, success: Ordering, failure: Ordering) -> bool;
 }
 
-impl PackedWord for AtomicU64 {
-    const BITS: u32 = 64;
+/// `PackedWord` for an atomic type `$a` of `$bits` bits over the integer `$t`.
+macro_rules! packed_word {
+    ($a:ty, $bits:expr, $t:ty) => {
+        impl PackedWord for $a {
+            const BITS: u32 = $bits;
 
-    #[inline(always)]
-    fn load_word(&self, order: Ordering) -> u64 {
-        self.load(order)
-    }
+            #[inline(always)]
+            fn load_word(&self, order: Ordering) -> u64 {
+                u64::from(self.load(order))
+            }
 
-    #[inline(always)]
-    fn store_word(&self, v: u64, order: Ordering) {
-        self.store(v, order);
-    }
+            #[inline(always)]
+            fn store_word(&self, v: u64, order: Ordering) {
+                debug_assert!(v <= u64::from(<$t>::MAX));
+                self.store(v as $t, order);
+            }
 
-    #[inline(always)]
-    fn cas_word(&self, current: u64, new: u64, success: Ordering, failure: Ordering) -> bool {
-        self.compare_exchange(current, new, success, failure)
-            .is_ok()
-    }
+            #[inline(always)]
+            fn cas_word(
+                &self,
+                current: u64,
+                new: u64,
+                success: Ordering,
+                failure: Ordering,
+            ) -> bool {
+                debug_assert!(current <= u64::from(<$t>::MAX) && new <= u64::from(<$t>::MAX));
+                self.compare_exchange(current as $t, new as $t, success, failure)
+                    .is_ok()
+            }
+        }
+    };
 }
 
-impl PackedWord for AtomicU32 {
-    const BITS: u32 = 32;
+packed_word!(AtomicU64, 64, u64);
+packed_word!(AtomicU32, 32, u32);
 
-    #[inline(always)]
-    fn load_word(&self, order: Ordering) -> u64 {
-        u64::from(self.load(order))
-    }
-
-    #[inline(always)]
-    fn store_word(&self, v: u64, order: Ordering) {
-        debug_assert!(v <= u64::from(u32::MAX));
-        self.store(v as u32, order);
-    }
-
-    #[inline(always)]
-    fn cas_word(&self, current: u64, new: u64, success: Ordering, failure: Ordering) -> bool {
-        debug_assert!(current <= u64::from(u32::MAX) && new <= u64::from(u32::MAX));
-        self.compare_exchange(current as u32, new as u32, success, failure)
-            .is_ok()
-    }
-}
+// Under loom the words above are loom's; the standard atomics stay words too, so that a
+// structure's code on `std` atomics still compiles in the loom build (only the code a loom
+// model instantiates with loom's atomics is checked; the rest is never run there).
+#[cfg(loom)]
+packed_word!(std::sync::atomic::AtomicU64, 64, u64);
+#[cfg(loom)]
+packed_word!(std::sync::atomic::AtomicU32, 32, u32);
 
 /// Where a version's lock bit and counter are in a word (layout and protocol below).
 /// A `const` value: structures declare theirs next to their word layout.

@@ -42,6 +42,9 @@
 //! structure's concrete iterator over given bounds (the traits have only callback scans):
 //! `conformance_tests!(ordered, make, iter = open)` adds them.
 //!
+//! [`memory`] holds the scenarios of the structures' memory-return tests (fill, remove
+//! most keys, compare the resident set with a fresh index) and the churn soak.
+//!
 //! # Determinism
 //!
 //! Every random choice comes from a seed ([`rng`]): a fixed default and seeds derived from
@@ -72,6 +75,7 @@ pub mod edge;
 pub mod fuzz;
 pub mod iter;
 pub mod linearize;
+pub mod memory;
 pub mod oom;
 pub mod ordered;
 pub mod rmw;

@@ -6,10 +6,10 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use orrery_core::alloc::SizeClassPool;
 use orrery_core::api::{Error, Result};
 
 use super::bins::{Bin, BinMem, Metabin};
+use super::heap::ExtHeap;
 use super::hp::{
     BINS_PER_METABIN, CHUNKS_PER_BIN, EXT_CHUNK, FIRST_CHUNKS, Hp, MAX_SMALL, METABINS, STEP,
 };
@@ -23,7 +23,7 @@ pub(super) fn retire<T: Send + 'static>(x: T) {
 
 /// A retired extended heap block, freed to its pool when dropped.
 pub(super) struct RetiredBlock {
-    pub(super) pool: Arc<SizeClassPool>,
+    pub(super) pool: Arc<ExtHeap>,
     pub(super) ptr: NonNull<u8>,
     pub(super) cap: usize,
 }

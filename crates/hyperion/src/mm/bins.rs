@@ -6,15 +6,21 @@ use std::ptr::NonNull;
 
 use std::alloc::Layout;
 
-use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeRegion};
+use orrery_core::alloc::{HUGE_PAGE_SIZE, HugeRegion, PageRegion};
 use orrery_core::api::{Error, Result};
 
 use super::hp::{BINS_PER_METABIN, CHUNKS_PER_BIN};
 
-/// Where a bin's chunks live: the heap while the bin is small, a huge-page region from
-/// 2 MiB.
+/// Bytes from which a bin's memory is mapped in whole pages instead of taken from the
+/// heap: freeing it then gives it back to the OS at once (the global allocator may keep a
+/// freed block in its heap for good).
+const PAGES_FROM: usize = 64 * 1024;
+
+/// Where a bin's chunks live: the heap while the bin is small, whole pages from 64 KiB, a
+/// huge-page region from 2 MiB.
 pub(super) enum BinMem {
     Heap(NonNull<u8>, usize),
+    Pages(PageRegion),
     Region(HugeRegion),
 }
 
@@ -22,6 +28,9 @@ impl BinMem {
     pub(super) fn new(bytes: usize) -> Result<BinMem> {
         if bytes >= HUGE_PAGE_SIZE {
             return Ok(BinMem::Region(HugeRegion::new(bytes)?));
+        }
+        if bytes >= PAGES_FROM {
+            return Ok(BinMem::Pages(PageRegion::new(bytes)?));
         }
         let layout = Layout::from_size_align(bytes, 64).map_err(|_| Error::OutOfMemory)?;
         // SAFETY: `bytes` is positive (at least one chunk).
@@ -35,6 +44,7 @@ impl BinMem {
     pub(super) fn ptr(&self) -> *mut u8 {
         match self {
             BinMem::Heap(p, _) => p.as_ptr(),
+            BinMem::Pages(r) => r.as_ptr(),
             BinMem::Region(r) => r.as_ptr(),
         }
     }
@@ -43,6 +53,7 @@ impl BinMem {
     pub(super) fn bytes(&self) -> usize {
         match self {
             BinMem::Heap(_, n) => *n,
+            BinMem::Pages(r) => r.reserved_len(),
             BinMem::Region(r) => r.reserved_len(),
         }
     }

@@ -5,10 +5,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use orrery_core::alloc::SizeClassPool;
-
 use super::bins::{Bin, Metabin, Superbin};
 use super::dirs::Dirs;
+use super::heap::ExtHeap;
 use super::hp::{BINS_PER_METABIN, EXT_CHUNK, Hp, STEP, SUPERBINS};
 
 /// Statistics of the manager, for the memory breakdown (Fig 14/16).
@@ -31,9 +30,9 @@ pub struct MemStats {
 /// The memory manager of one arena.
 pub(crate) struct MemoryManager {
     pub(super) superbins: Vec<Superbin>,
-    /// Heap blocks of extended bins (large-block path only); shared with the retired
-    /// blocks that the epoch collector frees later.
-    pub(super) heap: Arc<SizeClassPool>,
+    /// Heap blocks of extended bins; shared with the retired blocks that the epoch
+    /// collector frees later.
+    pub(super) heap: Arc<ExtHeap>,
     /// The readers' directory of bin memory (see "Optimistic readers").
     pub(super) dirs: Arc<Dirs>,
     /// Bytes of the directory's tables.
@@ -65,7 +64,7 @@ impl MemoryManager {
             .collect();
         MemoryManager {
             superbins,
-            heap: Arc::new(SizeClassPool::new(&[STEP], 8).expect("a valid one-class pool")),
+            heap: Arc::new(ExtHeap::new()),
             dirs: Arc::new(Dirs::new()),
             dir_bytes: 0,
             ext_bytes: 0,

@@ -32,8 +32,10 @@
 //! superbin 0 names an extended-bin chunk, whose 16 bytes are the eHP:
 //! `[heap pointer u64][requested size u32][over-allocation u16][flags u16]`. The heap block
 //! grows in steps of 256 bytes up to 8 KiB, 1 KiB up to 16 KiB and 4 KiB beyond (the
-//! paper's increments), and comes from `orrery_core::alloc::SizeClassPool`'s large-block
-//! path (the global allocator, behind the fail point tests use).
+//! paper's increments), and comes from an `orrery_core::alloc::BlockHeap` shared by every
+//! index of the process (`heap.rs`; behind the fail point tests use), whose free pages and
+//! empty chunks go back to the OS (the global allocator, which the paper's `malloc` stands
+//! for, kept them).
 //!
 //! # Accounting and failure
 //!
@@ -95,6 +97,7 @@ mod alloc;
 mod bins;
 mod chain;
 mod dirs;
+mod heap;
 mod hp;
 mod manager;
 #[cfg(test)]
@@ -102,6 +105,8 @@ mod tests;
 
 pub(crate) use alloc::{capacity_for, extended_capacity};
 pub(crate) use dirs::{Dirs, RawBlock};
+#[cfg(feature = "bench-internals")]
+pub(crate) use heap::paged_bytes;
 pub(crate) use hp::Hp;
 #[cfg(test)]
 pub(crate) use hp::MAX_SMALL;

@@ -69,6 +69,8 @@
 //! entries whose home slot is at or before this one were placed after it.
 //! A probe stops at the first slot with a zero count, so negative probes cost one line.
 //! The table is kept at most half full (§3.1's "8 prefixes per cache line").
+//! After a merge removes an anchor, the slots (and the item array) halve while under
+//! 3/16 full, so a table emptied by removals gives its memory back.
 //! Each table also keeps the *search plan* of Algorithm 1 (`plan::Plan`: where to split
 //! each range of prefix lengths), rebuilt from the anchor-length histogram by the writer
 //! in `insert_anchor`/`remove_anchor` when it went stale, and copied by `duplicate`. The slot array
@@ -281,6 +283,20 @@ impl MetaTable {
         }
         if cap != self.arr.cap() {
             let _ = self.resize_items(cap);
+        }
+    }
+
+    /// Halves the slots while fewer than 3/16 of their entries are used (not below 8
+    /// slots), so that a table emptied by removals gives its memory back; growth happens
+    /// past 3/4, so a table whose use goes up and down by less than 4x never resizes.
+    /// Best effort, like [`MetaTable::shrink_items`].
+    fn shrink_slots(&mut self) {
+        let mut n = self.slots.len();
+        while n > 8 && self.items * 16 < n * 8 * 3 {
+            n /= 2;
+        }
+        if n != self.slots.len() {
+            let _ = self.grow_to(n);
         }
     }
 
@@ -698,6 +714,7 @@ impl MetaTable {
         }
         self.anchors -= 1;
         self.shrink_items();
+        self.shrink_slots();
         self.replan();
     }
 
