@@ -37,7 +37,7 @@ use orrery::{KvIndex, OrderedKvIndex};
 
 use super::counters::{Stat, Tally};
 use super::item::{self, Meta, STALE, TOKEN_SENT};
-use crate::memory::{DEAD, Keyspace, Memory};
+use crate::memory::{DEAD, Keyspace, Memory, Policy};
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -713,7 +713,7 @@ impl Items {
     /// returns how many it removed (the server's cron calls it).
     pub(crate) fn reap(&self, now: Now, seed: u64, budget: usize) -> usize {
         let mut dead = Vec::new();
-        self.sample(seed, budget, &mut |k, idle, _| {
+        self.sample(Policy::Lru, seed, budget, &mut |k, idle, _| {
             if idle == DEAD {
                 dead.push(k.to_vec());
             }
@@ -747,7 +747,7 @@ impl Keyspace for Items {
         self.len()
     }
 
-    fn sample(&self, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32)) {
+    fn sample(&self, _: Policy, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32)) {
         let now = Now::read();
         let flushed = self.flushed_below(now);
         let mut left = n;
@@ -812,7 +812,6 @@ impl Keyspace for Items {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Policy;
 
     fn items(name: &str) -> Items {
         Items::open(name, Arc::new(Memory::new(0, Policy::Lru, 5)), 1 << 20).unwrap()
