@@ -202,10 +202,21 @@ fn items_never_read_are_evicted_before_items_read() {
         for i in 0..100u32 {
             set(&it, format!("read{i}").as_bytes(), b"v", Now::at(start));
             let k = format!("read{i}");
-            it.read_many(&[k.as_bytes()], Now::at(start), true, &mut t, &mut |_, _| {});
+            it.read_many(
+                &[k.as_bytes()],
+                Now::at(start),
+                true,
+                &mut t,
+                &mut |_, _| {},
+            );
         }
         for i in 0..400u32 {
-            set(&it, format!("new{i}").as_bytes(), b"v", Now::at(start + 3000));
+            set(
+                &it,
+                format!("new{i}").as_bytes(),
+                b"v",
+                Now::at(start + 3000),
+            );
         }
         // The sampler reads the real clock: the read items are 3 s more idle than the new
         // ones, which rank first all the same (weighted by `PROBATION_WEIGHT`).
