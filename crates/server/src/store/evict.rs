@@ -18,7 +18,8 @@
 //! set it. Reads refresh it only while it matters, that is while a limit is set or an LFU
 //! policy is chosen ([`Store::tracking`]), and then at most once per key per second under
 //! LRU (the field's resolution, as Redis's LRU clock) or when the LFU counter moves: on a
-//! Mercury backend in place, lock-free; on another backend under the key's stripe. So a
+//! Mercury backend in place, lock-free; on another backend under the key's stripe when it
+//! is free (a busy stripe skips the refresh). So a
 //! server without a limit pays nothing on reads, and `OBJECT IDLETIME` there counts from
 //! the last write.
 //!
@@ -157,10 +158,9 @@ impl Store {
         };
         if locked {
             rewrite();
-        } else {
-            let _g = self.stripes[self.stripe(key)]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+        } else if let Ok(_g) = self.stripes[self.stripe(key)].try_lock() {
+            // Best effort: a busy stripe skips the refresh, so a read made while its
+            // caller holds the stripe (a transaction) cannot deadlock on it.
             rewrite();
         }
     }
