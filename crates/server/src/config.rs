@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::aof::{AofSettings, Fsync};
 use crate::layout::{Param, ThresholdValues, Thresholds, threshold_param, threshold_parse};
+use crate::memory::{Memory, Policy};
 
 use crate::resp::Limits;
 
@@ -60,6 +61,14 @@ pub struct Config {
     /// Keys sampled per eviction.
     pub memcache_samples: usize,
     pub(crate) limits: Limits,
+    /// The RESP keyspace's memory limit, bytes (Redis's `maxmemory`; 0: none).
+    pub maxmemory: usize,
+    /// What happens at the limit (`maxmemory-policy`, default `noeviction`).
+    pub(crate) maxmemory_policy: Policy,
+    /// Keys sampled per eviction (`maxmemory-samples`, default 5).
+    pub maxmemory_samples: usize,
+    /// `lfu-log-factor` (default 10) and `lfu-decay-time` in minutes (default 1).
+    pub(crate) lfu: (u32, u32),
     /// The compact-encoding thresholds (`--hash-max-listpack-entries N` …).
     pub(crate) thresholds: ThresholdValues,
 }
@@ -89,6 +98,10 @@ impl Default for Config {
             memcache_max_conns: 1024,
             memcache_samples: 5,
             limits: Limits::default(),
+            maxmemory: 0,
+            maxmemory_policy: Policy::NoEviction,
+            maxmemory_samples: 5,
+            lfu: (10, 1),
             thresholds: ThresholdValues::default(),
         }
     }
@@ -106,7 +119,9 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                      [--threads N] [--memcache-port N] [--memcache-index NAME]
                      [--memcache-memory MB] [--memcache-max-item-size SIZE]
                      [--memcache-evict yes|no] [--memcache-max-conns N]
-                     [--memcache-samples N]
+                     [--memcache-samples N] [--maxmemory SIZE]
+                     [--maxmemory-policy POLICY] [--maxmemory-samples N]
+                     [--lfu-log-factor N] [--lfu-decay-time MINUTES]
 
   --port N           TCP port (default 6379; 0 picks a free one and logs it)
   --bind ADDR        IP address to listen on (default 127.0.0.1); a non-loopback
@@ -134,6 +149,12 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
   --zset-max-listpack-value BYTES, --list-max-listpack-size N
                      when collections stay compact (Redis's settings and defaults)
   --threads N        worker threads (default 0: one per core the process may use)
+  --maxmemory SIZE   memory limit of the keys (default 0: none)
+  --maxmemory-policy P       noeviction (default), allkeys-lru, allkeys-lfu,
+                     allkeys-random, volatile-lru, volatile-lfu, volatile-random,
+                     volatile-ttl
+  --maxmemory-samples N      keys sampled per eviction (default 5)
+  --lfu-log-factor N, --lfu-decay-time MINUTES   the LFU counter (default 10, 1)
 
 The memcached protocol (text and meta), on a second port of the same process:
   --memcache-port N          serve it on port N of --bind (default: off; 0 picks
@@ -200,6 +221,8 @@ pub(crate) struct Live {
     loopback: bool,
     /// The compact-encoding thresholds (shared with the store).
     pub(crate) thresholds: Arc<Thresholds>,
+    /// The memory limit (shared with the store).
+    pub(crate) memory: Arc<Memory>,
 }
 
 /// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
@@ -247,6 +270,11 @@ enum Assign {
     AutoMinSize(u64),
     KeyDelay(u64),
     Threshold(Param, i64),
+    MaxMemory(usize),
+    Policy(Policy),
+    Samples(usize),
+    LfuLogFactor(u32),
+    LfuDecayTime(u32),
 }
 
 /// What `CONFIG SET` answers for a parameter it cannot set.
@@ -264,6 +292,7 @@ impl Live {
         c: &Config,
         aof: Option<Arc<AofSettings>>,
         thresholds: Arc<Thresholds>,
+        memory: Arc<Memory>,
     ) -> Live {
         let normal = BufferLimit {
             hard: c.output_buffer_limit as u64,
@@ -298,6 +327,7 @@ impl Live {
             }),
             loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
             thresholds,
+            memory,
         }
     }
 
@@ -379,6 +409,13 @@ impl Live {
             }
             "auto-aof-rewrite-min-size" => Assign::AutoMinSize(memory_in(v, 0, max).map_err(bad)?),
             "aof-rewrite-key-delay" => Assign::KeyDelay(int_in(v, 0, 10_000_000).map_err(bad)?),
+            "maxmemory" => Assign::MaxMemory(memory_in(v, 0, max).map_err(bad)? as usize),
+            "maxmemory-policy" => Assign::Policy(Policy::parse(v).ok_or_else(|| {
+                bad("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".into())
+            })?),
+            "maxmemory-samples" => Assign::Samples(int_in(v, 1, 64).map_err(bad)? as usize),
+            "lfu-log-factor" => Assign::LfuLogFactor(int_in(v, 0, i32::MAX as u64).map_err(bad)? as u32),
+            "lfu-decay-time" => Assign::LfuDecayTime(int_in(v, 0, i32::MAX as u64).map_err(bad)? as u32),
             n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
             n if threshold_param(n).is_some() => {
                 let p = threshold_param(n).expect("checked");
@@ -436,6 +473,11 @@ impl Live {
                 Assign::AutoMinSize(n) => self.aof.auto_min_size.store(n, Ordering::Relaxed),
                 Assign::KeyDelay(n) => self.aof.key_delay_us.store(n, Ordering::Relaxed),
                 Assign::Threshold(p, n) => self.thresholds.set(p, n),
+                Assign::MaxMemory(n) => self.memory.set_limit(n),
+                Assign::Policy(p) => self.memory.set_policy(p),
+                Assign::Samples(n) => self.memory.set_samples(n),
+                Assign::LfuLogFactor(n) => self.memory.set_lfu_log_factor(n),
+                Assign::LfuDecayTime(n) => self.memory.set_lfu_decay_time(n),
             }
         }
         Ok(())
@@ -545,6 +587,15 @@ impl Config {
                 }
                 "--memcache-max-conns" => c.memcache_max_conns = num(&flag, value()?)?,
                 "--memcache-samples" => c.memcache_samples = num(&flag, value()?)?,
+                "--maxmemory" => c.maxmemory = mem(&flag, value()?)?,
+                "--maxmemory-policy" => {
+                    let v = value()?;
+                    c.maxmemory_policy = Policy::parse(&v)
+                        .ok_or_else(|| format!("--maxmemory-policy: '{v}' is not a policy"))?
+                }
+                "--maxmemory-samples" => c.maxmemory_samples = num(&flag, value()?)?,
+                "--lfu-log-factor" => c.lfu.0 = num(&flag, value()?)?,
+                "--lfu-decay-time" => c.lfu.1 = num(&flag, value()?)?,
                 "--dir" => c.dir = PathBuf::from(value()?),
                 f if f
                     .strip_prefix("--")
@@ -595,6 +646,9 @@ impl Config {
         }
         if self.maxclients == 0 || self.limits.max_bulk_len == 0 || self.query_buffer_limit == 0 {
             return Err("--maxclients and the size limits must be at least 1".into());
+        }
+        if !(1..=64).contains(&self.maxmemory_samples) {
+            return Err("--maxmemory-samples must be between 1 and 64".into());
         }
         if self.memcache_max_conns == 0 || self.memcache_samples == 0 {
             return Err("--memcache-max-conns and --memcache-samples must be at least 1".into());

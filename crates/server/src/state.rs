@@ -54,12 +54,14 @@ impl Shared {
     /// The state of a server listening on `port`, over `store` and its append-only file.
     pub(crate) fn new(config: Config, store: Store, aof: Option<Arc<Aof>>, port: u16) -> Shared {
         store.thresholds().set_all(config.thresholds);
+        store.configure_memory(&config);
         let store = Arc::new(store);
         Shared {
             live: Live::new(
                 &config,
                 aof.as_ref().map(|a| a.settings.clone()),
                 store.thresholds().clone(),
+                store.memory_handle(),
             ),
             waiters: Waiters::new(store.clone()),
             store,

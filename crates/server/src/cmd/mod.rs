@@ -20,6 +20,7 @@ mod expiry;
 mod hashes;
 mod keys;
 mod lists;
+mod maxmemory;
 mod object;
 mod server;
 mod sets;
@@ -248,8 +249,8 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "rpoplpush", 3, WD, 1, 2, 1, lists::LMove;
     "blpop", -3, B, 1, -2, 1, blocking::Block;
     "brpop", -3, B, 1, -2, 1, blocking::Block;
-    "blmove", 6, B, 1, 2, 1, blocking::Block;
-    "brpoplpush", 4, B, 1, 2, 1, blocking::Block;
+    "blmove", 6, &["write", "denyoom", "noscript", "blocking"], 1, 2, 1, blocking::Block;
+    "brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], 1, 2, 1, blocking::Block;
     "object", -2, RS, 2, 2, 1, object::Object;
     "memory", -2, RS, 0, 0, 0, object::MemoryUsage;
 };
@@ -296,6 +297,9 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         return Reply::err("NOAUTH Authentication required.");
     }
     ctx.client.info.set_last_command(number(spec));
+    if let Err(oom) = maxmemory::admit(ctx, spec, args) {
+        return oom;
+    }
     let reply = (spec.handler)(ctx, args);
     if ctx.shared.aof.is_some() && spec.flags.iter().any(|&f| f == "readonly" || f == "write") {
         // Its reply may show other clients' writes: it goes out once they are durable

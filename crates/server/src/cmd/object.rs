@@ -1,4 +1,7 @@
-//! `OBJECT ENCODING`/`REFCOUNT` and `MEMORY USAGE`: how a key's value is held.
+//! `OBJECT ENCODING`/`REFCOUNT`/`FREQ`/`IDLETIME` and `MEMORY USAGE`: how a key's value
+//! is held. `FREQ` and `IDLETIME` read the key's access field (`crate::memory::lfu`)
+//! without refreshing it; as Redis, `FREQ` answers only under an LFU policy and
+//! `IDLETIME` only under another.
 //!
 //! Encodings use Redis's names: a string is `int`, `embstr` (up to 44 bytes) or `raw`
 //! (by its bytes: Redis also keeps a string raw after `APPEND`, this server does not
@@ -18,6 +21,7 @@ use std::ops::ControlFlow;
 use super::{Command, Ctx, not_integer, syntax_error};
 use crate::coll::{Hash, List, Set, ZSet};
 use crate::layout::{id_prefix, list_key};
+use crate::memory::lfu;
 use crate::num::parse_i64;
 use crate::resp::Reply;
 use crate::store::{Enc, Kind, header, large_id};
@@ -32,6 +36,8 @@ pub(super) struct Object<'a> {
 enum Sub {
     Encoding,
     RefCount,
+    Freq,
+    IdleTime,
 }
 
 impl<'a> Command<'a> for Object<'a> {
@@ -39,6 +45,8 @@ impl<'a> Command<'a> for Object<'a> {
         let sub = match &args[1].to_ascii_uppercase()[..] {
             b"ENCODING" => Sub::Encoding,
             b"REFCOUNT" => Sub::RefCount,
+            b"FREQ" => Sub::Freq,
+            b"IDLETIME" => Sub::IdleTime,
             _ => {
                 return Err(Reply::err(format!(
                     "ERR unknown subcommand '{}'. Try OBJECT HELP.",
@@ -50,6 +58,8 @@ impl<'a> Command<'a> for Object<'a> {
             return Err(super::arity_error(match sub {
                 Sub::Encoding => "object|encoding",
                 Sub::RefCount => "object|refcount",
+                Sub::Freq => "object|freq",
+                Sub::IdleTime => "object|idletime",
             }));
         }
         Ok(Object { sub, key: &args[2] })
@@ -58,6 +68,9 @@ impl<'a> Command<'a> for Object<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
         let sub = self.sub;
+        if matches!(sub, Sub::Freq | Sub::IdleTime) {
+            return access(ctx, key, sub);
+        }
         ctx.shared.store.write(&[key], ctx.call, |t| {
             let Some(e) = t.load(key) else {
                 return Reply::Nil;
@@ -86,6 +99,37 @@ impl<'a> Command<'a> for Object<'a> {
             };
             Reply::bulk(name)
         })
+    }
+}
+
+/// `OBJECT FREQ`/`IDLETIME`: the key's access field, read without refreshing it.
+fn access(ctx: &Ctx<'_>, key: &[u8], sub: Sub) -> Reply {
+    let store = &ctx.shared.store;
+    let memory = store.memory();
+    let lfu = memory.policy().lfu();
+    let now = ctx.now();
+    let mut field = None;
+    store.kv().get_with(key, &mut |v| {
+        if let Some(h) = header(v).filter(|h| h.deadline.is_none_or(|d| d > now)) {
+            field = Some(h.access.unwrap_or(0));
+        }
+    });
+    let Some(a) = field else {
+        return Reply::Nil;
+    };
+    match sub {
+        Sub::Freq if !lfu => Reply::err(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
+        Sub::Freq => Reply::Int(i64::from(lfu::counter(
+            a,
+            now / 1000,
+            memory.lfu_params().1,
+        ))),
+        _ if lfu => Reply::err(
+            "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
+        _ => Reply::Int(lfu::idle_secs(a, now / 1000) as i64),
     }
 }
 

@@ -129,9 +129,11 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
         let m = sh.store.kv().memory_usage()
             + sh.store.elements().memory_usage()
             + sh.store.positions().memory_usage();
+        out.push_str("# Memory\r\n");
+        super::maxmemory::info_memory(ctx, &mut out);
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{}\r\nindex_structure_bytes:{}\r\nindex_key_value_bytes:{}\r\n\r\n",
+            "index_bytes:{}\r\nindex_structure_bytes:{}\r\nindex_key_value_bytes:{}\r\n\r\n",
             m.total(),
             m.structure_bytes,
             m.key_value_bytes
@@ -167,12 +169,14 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
     if want("stats") {
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\n",
             sh.stats.connections.load(Ordering::Relaxed),
             sh.stats.commands.load(Ordering::Relaxed),
             sh.stats.rejected.load(Ordering::Relaxed),
             sh.store.expired_keys(),
         );
+        super::maxmemory::info_stats(ctx, &mut out);
+        out.push_str("\r\n");
     }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");
@@ -289,6 +293,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
         ("client-output-buffer-limit", live.output_limits()),
     ];
     settings.extend(live.thresholds.report());
+    settings.extend(super::maxmemory::settings(ctx));
     let mut out = Vec::new();
     let mut seen = Vec::new();
     for p in patterns {

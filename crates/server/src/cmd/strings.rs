@@ -362,7 +362,7 @@ impl<'a> Command<'a> for MSet<'a> {
             if k.len() > MAX_KEY {
                 return Err(write_err(WriteError::KeyTooLong));
             }
-            if v.len() + 9 > orrery::api::MAX_VALUE_LEN {
+            if v.len() + crate::store::MAX_HEADER > orrery::api::MAX_VALUE_LEN {
                 return Err(write_err(WriteError::ValueTooLong));
             }
         }

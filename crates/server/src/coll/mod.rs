@@ -163,7 +163,7 @@ pub(crate) fn check_lengths<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Re
 }
 
 /// Longest list element or hash value: what a string may hold.
-pub(crate) const MAX_VALUE: usize = orrery::api::MAX_VALUE_LEN - 9;
+pub(crate) const MAX_VALUE: usize = orrery::api::MAX_VALUE_LEN - crate::store::MAX_HEADER;
 
 /// Checks that every list element or hash value fits the element index.
 pub(crate) fn check_values<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {

@@ -30,10 +30,11 @@
 //! so they go first. [`Policy::Random`] evicts the first live sample; [`Policy::NoEviction`]
 //! refuses writes over the limit (memcached's `-M`).
 
+pub(crate) mod lfu;
 mod pool;
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use pool::Pool;
 
@@ -49,25 +50,100 @@ pub(crate) trait Keyspace: Send + Sync {
     /// Items stored (live or not yet reclaimed).
     fn items(&self) -> usize;
 
-    /// Visits up to `n` keys starting from a position derived from `seed`, with each
-    /// key's idle time in milliseconds ([`DEAD`] for a key that is already expired or
-    /// flushed) and its access clock (the token [`Keyspace::evict`] checks).
-    fn sample(&self, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32));
+    /// Visits up to `n` keys starting from a position derived from `seed` (only keys with
+    /// a deadline when `policy` is volatile), with each key's rank for `policy` (higher
+    /// is evicted first: the idle time in milliseconds for LRU, `255 - frequency` for LFU,
+    /// the nearness of the deadline for `volatile-ttl`; [`DEAD`] for a key that is
+    /// already expired or flushed) and its access clock (the token [`Keyspace::evict`]
+    /// checks).
+    fn sample(&self, policy: Policy, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32));
 
     /// Removes `key` if its access clock is still `clock` (nobody read or wrote it since it
     /// was sampled); the bytes of key and value freed, or `None` when it was kept.
     fn evict(&self, key: &[u8], clock: u32) -> Option<usize>;
 }
 
-/// What happens when a write would take used memory over the limit.
+/// What happens when a write would take used memory over the limit: Redis's
+/// `maxmemory-policy` values (the memcached port uses [`Policy::Lru`], [`Policy::Lfu`] and
+/// [`Policy::NoEviction`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Policy {
     /// Evict the least recently used items (sampled, see the module docs).
     Lru,
+    /// Evict the least frequently used items (`lfu`: Redis's logarithmic counter).
+    Lfu,
     /// Evict sampled items at random.
     Random,
+    /// As [`Policy::Lru`], among the keys with a deadline only.
+    VolatileLru,
+    /// As [`Policy::Lfu`], among the keys with a deadline only.
+    VolatileLfu,
+    /// As [`Policy::Random`], among the keys with a deadline only.
+    VolatileRandom,
+    /// The keys with the nearest deadline first.
+    VolatileTtl,
     /// Refuse the write (memcached `-M`, Redis `noeviction`).
     NoEviction,
+}
+
+/// Every policy, in the order of [`Policy::code`].
+const POLICIES: [Policy; 8] = [
+    Policy::Lru,
+    Policy::Lfu,
+    Policy::Random,
+    Policy::VolatileLru,
+    Policy::VolatileLfu,
+    Policy::VolatileRandom,
+    Policy::VolatileTtl,
+    Policy::NoEviction,
+];
+
+impl Policy {
+    /// Redis's name (`maxmemory-policy`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Policy::Lru => "allkeys-lru",
+            Policy::Lfu => "allkeys-lfu",
+            Policy::Random => "allkeys-random",
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+            Policy::NoEviction => "noeviction",
+        }
+    }
+
+    /// The policy Redis names `name` (any case).
+    pub(crate) fn parse(name: &str) -> Option<Policy> {
+        POLICIES
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether only keys with a deadline may be evicted.
+    pub(crate) fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+
+    /// Whether keys are ranked by access frequency (the access field holds an LFU counter).
+    pub(crate) fn lfu(self) -> bool {
+        matches!(self, Policy::Lfu | Policy::VolatileLfu)
+    }
+
+    /// Whether the victim is any sampled key.
+    fn random(self) -> bool {
+        matches!(self, Policy::Random | Policy::VolatileRandom)
+    }
+
+    fn code(self) -> u8 {
+        POLICIES.iter().position(|&p| p == self).expect("listed") as u8
+    }
 }
 
 /// Why a write was refused.
@@ -78,8 +154,12 @@ pub(crate) struct OutOfMemory;
 pub(crate) struct Memory {
     /// Bytes; 0: no limit.
     limit: AtomicUsize,
-    policy: Policy,
-    samples: usize,
+    /// [`Policy::code`].
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    /// Redis's `lfu-log-factor` and `lfu-decay-time` (minutes).
+    lfu_log_factor: AtomicU32,
+    lfu_decay_time: AtomicU32,
     /// The last measurement of the keyspaces.
     measured: AtomicUsize,
     /// When it was taken (milliseconds of [`Memory::new`]'s clock).
@@ -106,8 +186,10 @@ impl Memory {
     pub(crate) fn new(limit: usize, policy: Policy, samples: usize) -> Memory {
         Memory {
             limit: AtomicUsize::new(limit),
-            policy,
-            samples: samples.max(1),
+            policy: AtomicU8::new(policy.code()),
+            samples: AtomicUsize::new(samples.max(1)),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_time: AtomicU32::new(1),
             measured: AtomicUsize::new(0),
             measured_at: AtomicU64::new(0),
             charged: AtomicUsize::new(usize::MAX / 4),
@@ -125,14 +207,53 @@ impl Memory {
         self.limit.load(Ordering::Relaxed)
     }
 
+    /// Sets the limit (`CONFIG SET maxmemory`); a keyspace already over it is shrunk by
+    /// the next writes (see the module docs).
+    pub(crate) fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
+        // Measure again at the next write.
+        self.charged.store(usize::MAX / 4, Ordering::Relaxed);
+        self.full_items.store(usize::MAX, Ordering::Relaxed);
+    }
+
     /// The eviction policy.
     pub(crate) fn policy(&self) -> Policy {
-        self.policy
+        POLICIES[usize::from(self.policy.load(Ordering::Relaxed))]
+    }
+
+    /// Sets the eviction policy (`CONFIG SET maxmemory-policy`).
+    pub(crate) fn set_policy(&self, policy: Policy) {
+        self.policy.store(policy.code(), Ordering::Relaxed);
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.full_items.store(usize::MAX, Ordering::Relaxed);
     }
 
     /// Keys sampled per eviction.
     pub(crate) fn samples(&self) -> usize {
-        self.samples
+        self.samples.load(Ordering::Relaxed)
+    }
+
+    /// Sets the keys sampled per eviction (at least 1).
+    pub(crate) fn set_samples(&self, n: usize) {
+        self.samples.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// The LFU counter's parameters: (`lfu-log-factor`, `lfu-decay-time` in minutes).
+    pub(crate) fn lfu_params(&self) -> (u32, u32) {
+        (
+            self.lfu_log_factor.load(Ordering::Relaxed),
+            self.lfu_decay_time.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Sets `lfu-log-factor`.
+    pub(crate) fn set_lfu_log_factor(&self, n: u32) {
+        self.lfu_log_factor.store(n, Ordering::Relaxed);
+    }
+
+    /// Sets `lfu-decay-time` (minutes).
+    pub(crate) fn set_lfu_decay_time(&self, n: u32) {
+        self.lfu_decay_time.store(n, Ordering::Relaxed);
     }
 
     /// Items evicted so far.
@@ -194,7 +315,8 @@ impl Memory {
             self.charged.fetch_add(needed, Ordering::Relaxed);
             return Ok(());
         }
-        match self.policy {
+        let policy = self.policy();
+        match policy {
             Policy::NoEviction => {
                 let items = ks.items();
                 let full = self.full_items.load(Ordering::Relaxed);
@@ -204,8 +326,12 @@ impl Memory {
                 self.full_items.fetch_min(items, Ordering::Relaxed);
                 Err(OutOfMemory)
             }
-            Policy::Lru | Policy::Random => {
+            _ => {
                 let freed = self.evict(ks, needed);
+                if freed == 0 && policy.volatile() {
+                    // Redis: nothing a volatile policy may evict, so the write is refused.
+                    return Err(OutOfMemory);
+                }
                 // The estimate follows the evictions until the next measurement.
                 let charged = self.charged.load(Ordering::Relaxed);
                 self.charged
@@ -246,9 +372,10 @@ impl Memory {
     /// One eviction: `Some(bytes freed)`, or `None` when no candidate could be evicted.
     fn evict_one(&self, ks: &dyn Keyspace) -> Option<usize> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        if self.policy == Policy::Random {
+        let policy = self.policy();
+        if policy.random() {
             let mut pick = None;
-            ks.sample(self.next_seed(), 1, &mut |k, _, clock| {
+            ks.sample(policy, self.next_seed(), 1, &mut |k, _, clock| {
                 pick = Some((k.to_vec(), clock))
             });
             let (key, clock) = pick?;
@@ -257,9 +384,12 @@ impl Memory {
             self.evictions.fetch_add(1, Ordering::Relaxed);
             return Some(freed);
         }
-        ks.sample(self.next_seed(), self.samples, &mut |k, idle, clock| {
-            pool.offer(k, idle, clock)
-        });
+        ks.sample(
+            policy,
+            self.next_seed(),
+            self.samples(),
+            &mut |k, idle, clock| pool.offer(k, idle, clock),
+        );
         while let Some(c) = pool.take_best() {
             if let Some(freed) = ks.evict(&c.key, c.clock) {
                 self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -308,7 +438,7 @@ mod tests {
         fn items(&self) -> usize {
             self.items.lock().unwrap().len()
         }
-        fn sample(&self, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32)) {
+        fn sample(&self, _: Policy, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32)) {
             let items = self.items.lock().unwrap();
             let len = items.len();
             if len == 0 {

@@ -42,6 +42,11 @@ impl Pool {
         );
     }
 
+    /// Forgets every candidate (their ranks were by another policy).
+    pub(super) fn clear(&mut self) {
+        self.entries.clear();
+    }
+
     /// Removes and returns the most idle candidate.
     pub(super) fn take_best(&mut self) -> Option<Candidate> {
         self.entries.pop()

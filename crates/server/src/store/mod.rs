@@ -9,6 +9,7 @@
 //! | `value` | the value header: type, encoding, deadline (byte layout there) |
 //! | `large` | large collections: the shared element index and the table of their counts |
 //! | `txn` | [`Txn`]: the writes a command makes while it holds its keys' stripes, and their log records |
+//! | `evict` | the keyspace under the memory limit: accounting, sampling, eviction, access field |
 //!
 //! # Concurrency
 //!
@@ -52,6 +53,7 @@
 //! [`Call`]; the command layer serves the waiters of the noted keys after the command
 //! (Redis's `signalKeyAsReady` and `handleClientsBlockedOnKeys`).
 
+mod evict;
 mod large;
 mod txn;
 mod value;
@@ -69,9 +71,10 @@ use orrery::{KvIndex, OrderedKvIndex};
 
 use crate::layout::Thresholds;
 
+pub(crate) use evict::ITEM_STRUCTURE;
 pub(crate) use large::Meta;
 pub(crate) use txn::Txn;
-pub(crate) use value::{Enc, Entry, Kind, decode, header, large_id};
+pub(crate) use value::{Enc, Entry, Kind, MAX_HEADER, decode, header, large_id, set_access};
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -89,6 +92,8 @@ pub(super) struct Hot {
     pub(super) deadline: Option<u64>,
     pub(super) id: u64,
     pub(super) meta: Arc<Meta>,
+    /// The second its access field was last refreshed (`evict`'s module docs).
+    pub(super) seen_s: u64,
 }
 
 /// One write-lock stripe, with its [`Hot`] entry.
@@ -136,7 +141,7 @@ impl WriteError {
             WriteError::KeyTooLong => format!("ERR key too long (limit {MAX_KEY} bytes)"),
             WriteError::ValueTooLong => format!(
                 "ERR string exceeds maximum allowed size (limit {} bytes)",
-                MAX_VALUE_LEN - 9
+                MAX_VALUE_LEN - MAX_HEADER
             ),
             WriteError::OutOfMemory => {
                 "OOM command not allowed when used memory > 'maxmemory'.".into()
@@ -242,6 +247,13 @@ pub(crate) struct Store {
     thresholds: Arc<Thresholds>,
     /// Whether clients wait in blocking pops (see the module docs).
     waiting: AtomicUsize,
+    /// The memory limit (`maxmemory`, `evict`).
+    memory: Arc<crate::memory::Memory>,
+    /// `keyspace_hits`, `keyspace_misses`.
+    hits: AtomicU64,
+    misses: AtomicU64,
+    /// The eviction samplers' hands (`evict`).
+    hands: evict::Hands,
 }
 
 impl Store {
@@ -290,6 +302,14 @@ impl Store {
             large: large::Large::new(),
             thresholds: Arc::new(Thresholds::default()),
             waiting: AtomicUsize::new(0),
+            memory: Arc::new(crate::memory::Memory::new(
+                0,
+                crate::memory::Policy::NoEviction,
+                5,
+            )),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            hands: evict::Hands::default(),
         }
     }
 
@@ -433,15 +453,21 @@ impl Store {
         let now = call.now();
         let mut out = None;
         let mut expired = false;
+        let mut access = None;
         self.kv().get_with(key, &mut |v| {
             if let Some(h) = header(v) {
                 if h.deadline.is_some_and(|d| d <= now) {
                     expired = true;
                 } else if let Some(f) = f.take() {
+                    access = h.access;
                     out = Some(f(h.kind, h.deadline, &v[h.at..]));
                 }
             }
         });
+        self.note_lookup(out.is_some());
+        if let Some(a) = access {
+            self.note_access(key, a, now, false);
+        }
         if expired {
             self.write(&[key], call, |t| {
                 t.load(key);
@@ -455,17 +481,32 @@ impl Store {
     pub(crate) fn read_many(&self, keys: &[&[u8]], call: &Call, f: &mut ManyVisitor<'_>) {
         let now = call.now();
         let mut expired = Vec::new();
+        let tracking = self.tracking();
+        let mut accessed = Vec::new();
         self.kv().get_many(
             keys,
             &mut |i, v| match v.and_then(|v| header(v).map(|h| (h, v))) {
                 Some((h, _)) if h.deadline.is_some_and(|d| d <= now) => {
                     expired.push(i);
+                    self.note_lookup(false);
                     f(i, None)
                 }
-                Some((h, v)) => f(i, Some((h.kind, &v[h.at..]))),
-                None => f(i, None),
+                Some((h, v)) => {
+                    if let Some(a) = h.access.filter(|_| tracking) {
+                        accessed.push((i, a));
+                    }
+                    self.note_lookup(true);
+                    f(i, Some((h.kind, &v[h.at..])))
+                }
+                None => {
+                    self.note_lookup(false);
+                    f(i, None)
+                }
             },
         );
+        for (i, a) in accessed {
+            self.note_access(keys[i], a, now, false);
+        }
         for i in expired {
             self.write(&[keys[i]], call, |t| {
                 t.load(keys[i]);

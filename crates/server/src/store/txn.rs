@@ -15,7 +15,7 @@ use orrery::mercury::Mercury;
 use orrery::wormhole::Wormhole;
 
 use super::value::{Enc, Entry, Header, Kind, header, large_id, put_header};
-use super::{Call, Guards, Hot, MAX_KEY, Meta, Store, WriteError, deadline_key};
+use super::{Call, Guards, Hot, MAX_HEADER, MAX_KEY, Meta, Store, WriteError, deadline_key};
 use crate::layout::ThresholdValues;
 use crate::resp;
 
@@ -73,7 +73,14 @@ impl<'a> Txn<'a> {
     /// The live value of `key` (an expired one is removed and reported absent).
     pub(crate) fn load(&self, key: &[u8]) -> Option<Entry> {
         let now = self.now();
+        let tracking = self.store.tracking();
         let hot = self.with_hot(key, |h| match h {
+            // While reads are tracked, once a second the hot entry is passed over so that
+            // the index lookup below refreshes the key's access field.
+            Some(h) if tracking && h.key == key && h.seen_s != now / 1000 => {
+                h.seen_s = now / 1000;
+                None
+            }
             Some(h) if h.key == key && h.deadline.is_none_or(|d| d > now) => Some(Entry {
                 kind: h.kind,
                 enc: Enc::Large,
@@ -86,8 +93,16 @@ impl<'a> Txn<'a> {
             return Some(e);
         }
         let mut e = None;
-        self.store.kv().get_with(key, &mut |v| e = super::decode(v));
+        let mut access = None;
+        self.store.kv().get_with(key, &mut |v| {
+            e = super::decode(v);
+            access = header(v).and_then(|h| h.access);
+        });
         let e = e?;
+        if let Some(a) = access.filter(|_| e.deadline.is_none_or(|d| d > self.now())) {
+            // Under the key's stripe: the access field may be rewritten in place.
+            self.store.note_access(key, a, self.now(), true);
+        }
         if e.deadline.is_some_and(|d| d <= self.now()) {
             self.delete(key);
             self.store.expired.fetch_add(1, Ordering::Relaxed);
@@ -111,14 +126,14 @@ impl<'a> Txn<'a> {
         if key.len() > MAX_KEY {
             return Err(WriteError::KeyTooLong);
         }
-        if entry.payload.len() + 9 > MAX_VALUE_LEN {
+        if entry.payload.len() + MAX_HEADER > MAX_VALUE_LEN {
             return Err(WriteError::ValueTooLong);
         }
         self.put(
             key,
             entry.kind,
             entry.deadline,
-            &super::value::encode(entry),
+            &mut super::value::encode(entry),
             log,
         )
     }
@@ -134,13 +149,13 @@ impl<'a> Txn<'a> {
         if key.len() > MAX_KEY {
             return Err(WriteError::KeyTooLong);
         }
-        if payload.len() + 9 > MAX_VALUE_LEN {
+        if payload.len() + MAX_HEADER > MAX_VALUE_LEN {
             return Err(WriteError::ValueTooLong);
         }
-        let mut raw = Vec::with_capacity(payload.len() + 9);
+        let mut raw = Vec::with_capacity(payload.len() + MAX_HEADER);
         put_header(&mut raw, Kind::String, Enc::Compact, deadline);
         raw.extend_from_slice(payload);
-        self.put(key, Kind::String, deadline, &raw, true)
+        self.put(key, Kind::String, deadline, &mut raw, true)
     }
 
     /// Stores the encoded value `raw` (of `kind`, with `deadline`) under `key`.
@@ -149,7 +164,7 @@ impl<'a> Txn<'a> {
         key: &[u8],
         kind: Kind,
         deadline: Option<u64>,
-        raw: &[u8],
+        raw: &mut [u8],
         log: bool,
     ) -> Result<(), WriteError> {
         if key.len() > MAX_KEY {
@@ -157,6 +172,13 @@ impl<'a> Txn<'a> {
         }
         let new_large = header(raw).and_then(|h| large_id(h.enc, &raw[h.at..]));
         let old = self.old_header(key);
+        // A write is an access: the old key's counter carries over (as Redis's LFU).
+        let access = match old.and_then(|(h, _)| h.access) {
+            Some(a) => self.store.touched(a, self.now() / 1000),
+            None => crate::memory::lfu::new(self.now() / 1000),
+        };
+        super::value::set_access(raw, access);
+        let raw: &[u8] = raw;
         let old_deadline = old.and_then(|(h, _)| h.deadline);
         let old_large = old.and_then(|(_, id)| id);
         if let Some(d) = deadline.filter(|&d| old_deadline != Some(d)) {
@@ -186,6 +208,7 @@ impl<'a> Txn<'a> {
                     deadline,
                     id,
                     meta,
+                    seen_s: self.now() / 1000,
                 })
             }
             None if h.as_ref().is_some_and(|h| h.key == key) => *h = None,

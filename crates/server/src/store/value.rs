@@ -1,11 +1,13 @@
-//! The stored value: a one-byte tag (type, encoding, whether a deadline follows), the
-//! deadline, the payload.
+//! The stored value: a one-byte tag (type, encoding, whether an access field and a
+//! deadline follow), the access field, the deadline, the payload.
 //!
 //! ```text
 //! byte 0      : bits 0..4 the type (0 string, 1 sorted set, 2 hash, 3 set, 4 list),
 //!               bits 4..6 the encoding (0 compact, 1 intset, 2 large),
-//!               bit 7 set when a deadline follows
-//! bytes 1..9  : (only with bit 7) the deadline, Unix milliseconds, big-endian
+//!               bit 6 set when an access field follows, bit 7 when a deadline does
+//! bytes 1..5  : (only with bit 6) the access field, little-endian: last access and LFU
+//!               counter (`crate::memory::lfu`), rewritten in place by reads
+//! next 8      : (only with bit 7) the deadline, Unix milliseconds, big-endian
 //! rest        : the payload: a string's bytes; a compact collection's elements
 //!               (`crate::layout`: a pack, an intset, or for a list its head position
 //!               and a pack); a large collection's 8-byte id, under which its elements
@@ -92,6 +94,11 @@ impl Enc {
 }
 
 const HAS_DEADLINE: u8 = 0x80;
+const HAS_ACCESS: u8 = 0x40;
+/// Where the access field starts (when the tag says there is one).
+pub(crate) const ACCESS_AT: usize = 1;
+/// The longest header: tag, access field, deadline.
+pub(crate) const MAX_HEADER: usize = 13;
 const TYPE_MASK: u8 = 0x0F;
 const ENC_SHIFT: u8 = 4;
 
@@ -142,51 +149,75 @@ pub(crate) struct Header {
     pub(crate) enc: Enc,
     /// Its deadline.
     pub(crate) deadline: Option<u64>,
+    /// Its access field (values written before the field existed have none).
+    pub(crate) access: Option<u32>,
     /// The offset of the payload.
     pub(crate) at: usize,
 }
 
 /// Decodes the header of a stored value (`None` for bytes no write produced).
 pub(crate) fn header(value: &[u8]) -> Option<Header> {
-    let (&tag, rest) = value.split_first()?;
+    let (&tag, _) = value.split_first()?;
     let kind = Kind::from_code(tag & TYPE_MASK)?;
-    let enc = Enc::from_code((tag & !HAS_DEADLINE) >> ENC_SHIFT)?;
+    let enc = Enc::from_code((tag & !(HAS_DEADLINE | HAS_ACCESS)) >> ENC_SHIFT)?;
     if kind == Kind::String && enc != Enc::Compact {
         return None;
     }
-    if tag & HAS_DEADLINE != 0 {
-        let d: [u8; 8] = rest.get(..8)?.try_into().ok()?;
-        Some(Header {
-            kind,
-            enc,
-            deadline: Some(u64::from_be_bytes(d)),
-            at: 9,
-        })
+    let mut at = 1;
+    let access = if tag & HAS_ACCESS != 0 {
+        let a: [u8; 4] = value.get(at..at + 4)?.try_into().ok()?;
+        at += 4;
+        Some(u32::from_le_bytes(a))
     } else {
-        Some(Header {
-            kind,
-            enc,
-            deadline: None,
-            at: 1,
-        })
-    }
+        None
+    };
+    let deadline = if tag & HAS_DEADLINE != 0 {
+        let d: [u8; 8] = value.get(at..at + 8)?.try_into().ok()?;
+        at += 8;
+        Some(u64::from_be_bytes(d))
+    } else {
+        None
+    };
+    Some(Header {
+        kind,
+        enc,
+        deadline,
+        access,
+        at,
+    })
 }
 
-/// Writes the header of a value of `kind` and `enc` with `deadline` to `out`.
+/// Writes the header of a value of `kind` and `enc` with `deadline` to `out`, with an
+/// access field of 0 (the store sets it when it stores the value: [`set_access`]).
 pub(crate) fn put_header(out: &mut Vec<u8>, kind: Kind, enc: Enc, deadline: Option<u64>) {
-    let tag = kind.code() | enc.code() << ENC_SHIFT;
+    let tag = kind.code() | enc.code() << ENC_SHIFT | HAS_ACCESS;
     match deadline {
         Some(d) => {
             out.push(tag | HAS_DEADLINE);
+            out.extend_from_slice(&[0; 4]);
             out.extend_from_slice(&d.to_be_bytes());
         }
-        None => out.push(tag),
+        None => {
+            out.push(tag);
+            out.extend_from_slice(&[0; 4]);
+        }
+    }
+}
+
+/// Sets the access field of a stored value in place; `false` when it has none.
+pub(crate) fn set_access(value: &mut [u8], access: u32) -> bool {
+    match value.first() {
+        Some(&tag) if tag & HAS_ACCESS != 0 && value.len() >= ACCESS_AT + 4 => {
+            value[ACCESS_AT..ACCESS_AT + 4].copy_from_slice(&access.to_le_bytes());
+            true
+        }
+        _ => false,
     }
 }
 
 /// Encodes `e` as stored.
 pub(crate) fn encode(e: &Entry) -> Vec<u8> {
-    let mut out = Vec::with_capacity(e.payload.len() + 9);
+    let mut out = Vec::with_capacity(e.payload.len() + MAX_HEADER);
     put_header(&mut out, e.kind, e.enc, e.deadline);
     out.extend_from_slice(&e.payload);
     out
@@ -230,7 +261,11 @@ mod tests {
                 payload: vec![],
             },
         ] {
-            assert_eq!(decode(&encode(&e)), Some(e.clone()));
+            let mut raw = encode(&e);
+            assert_eq!(decode(&raw), Some(e.clone()));
+            assert!(set_access(&mut raw, 0xdead_beef));
+            assert_eq!(header(&raw).unwrap().access, Some(0xdead_beef));
+            assert_eq!(decode(&raw), Some(e.clone()));
             assert_eq!(e.large_id(), (e.enc == Enc::Large).then_some(5));
         }
         assert_eq!(header(b""), None);
@@ -238,5 +273,11 @@ mod tests {
         assert_eq!(header(&[0x30]), None);
         assert_eq!(header(&[0x10]), None, "a string has one encoding");
         assert_eq!(header(&[0x80, 1, 2]), None);
+        assert_eq!(header(&[0x40, 1, 2]), None);
+        // A value written before the access field existed.
+        let old = [0x80, 0, 0, 0, 0, 0, 0, 0, 9, b'x'];
+        let h = header(&old).unwrap();
+        assert_eq!((h.deadline, h.access, h.at), (Some(9), None, 9));
+        assert!(!set_access(&mut old.clone(), 1));
     }
 }

@@ -711,3 +711,29 @@ fn unordered_backend_keys_scan_flush_and_persistence() {
         assert!(keys.is_empty());
     }
 }
+
+/// An eviction is a delete in the log: a restart without the limit has exactly the keys
+/// the limited server kept.
+#[test]
+fn evictions_are_logged_as_deletes() {
+    let d = dir("evict");
+    let mut args = aof_args(&d, "always");
+    args.extend(["--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut server = Server::start(&args);
+    let mut c = server.client();
+    for i in 0..3000 {
+        let _: () = c.set(format!("k{i}"), "v".repeat(1000)).unwrap();
+    }
+    let _: () = c.hset_multiple("h", &[("a", "1"), ("b", "2")]).unwrap();
+    let kept: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    assert!(kept < 3000, "{kept}");
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut c);
+    assert!(server.wait_exit());
+    let server = Server::start(&aof_args(&d, "always"));
+    let mut c = server.client();
+    let mut again: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    keys.sort();
+    again.sort();
+    assert_eq!(keys, again);
+}

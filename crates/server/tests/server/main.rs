@@ -10,6 +10,7 @@ mod blocking;
 mod collections;
 mod concurrency;
 mod connection;
+mod eviction;
 mod expiry;
 mod keys;
 mod protocol;

@@ -1,0 +1,282 @@
+//! The keyspace under the memory limit (`maxmemory`): what it counts as used, how the
+//! eviction samples it, how an eviction deletes, and the access field reads refresh. The
+//! limit and the choice of victims are `crate::memory`'s, shared with the memcached port;
+//! this file is the RESP keyspace's side of [`Keyspace`].
+//!
+//! # Accounting
+//!
+//! Used memory is, for each of the store's indexes (the keys, the large collections'
+//! elements and list positions, the deadlines), the key and value bytes its
+//! `memory_usage` reports plus [`ITEM_STRUCTURE`] per entry: live bytes, which fall when
+//! keys go. Not the indexes' reserved chunks, which they keep for reuse: a limit on those
+//! evicts without freeing (the memcached port's `-m` found this first; see
+//! `crate::memory`).
+//!
+//! # Access field
+//!
+//! Every stored value carries an access field (`value`: last access, LFU counter). Writes
+//! set it. Reads refresh it only while it matters, that is while a limit is set or an LFU
+//! policy is chosen ([`Store::tracking`]), and then at most once per key per second under
+//! LRU (the field's resolution, as Redis's LRU clock) or when the LFU counter moves: on a
+//! Mercury backend in place, lock-free; on another backend under the key's stripe when it
+//! is free (a busy stripe skips the refresh). So a
+//! server without a limit pays nothing on reads, and `OBJECT IDLETIME` there counts from
+//! the last write.
+//!
+//! # Eviction
+//!
+//! Sampling ([`Keyspace::sample`]): `allkeys-*` walk the key index from a random place
+//! (Mercury) or a sweeping hand (ordered backends); `volatile-*` walk the deadlines index
+//! (only keys with a deadline are there), `volatile-ttl` from its start (the nearest
+//! deadlines), the others from a sweeping hand. An eviction ([`Keyspace::evict`]) is an
+//! ordinary delete: [`Store::write`] on the key's stripe, checking that the access field
+//! is still the one sampled, then [`Txn::delete`](super::Txn::delete), which logs `DEL`
+//! to the append-only file like any other delete.
+
+use std::ops::{Bound, ControlFlow};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use orrery::KvIndex;
+
+use super::value::{header, set_access};
+use super::{Call, Store};
+use crate::memory::{DEAD, Keyspace, Policy, lfu};
+
+/// Bytes of index structure an entry costs beyond its key and value, as the limit counts
+/// it (Mercury's 16-byte node header and a 32-byte bucket cell; the memcached port counts
+/// the same).
+pub(crate) const ITEM_STRUCTURE: usize = 48;
+
+/// The sweeping hands of the samplers of ordered indexes (keys, deadlines).
+#[derive(Default)]
+pub(super) struct Hands {
+    keys: Mutex<Vec<u8>>,
+    deadlines: Mutex<Vec<u8>>,
+}
+
+fn live_bytes(idx: &dyn KvIndex) -> usize {
+    idx.memory_usage().key_value_bytes + idx.len() * ITEM_STRUCTURE
+}
+
+/// Visits up to `n` pairs of `o` after `hand` (wrapping to the start), moving the hand.
+fn sweep(
+    o: &dyn orrery::OrderedKvIndex,
+    hand: &Mutex<Vec<u8>>,
+    n: usize,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) {
+    let mut hand = hand.lock().unwrap_or_else(|p| p.into_inner());
+    let mut last: Option<Vec<u8>> = None;
+    let mut seen = 0;
+    o.scan(Bound::Excluded(&hand), &mut |k, v| {
+        last = Some(k.to_vec());
+        seen += 1;
+        visit(k, v);
+        if seen >= n {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if seen < n {
+        o.scan(Bound::Unbounded, &mut |k, v| {
+            last = Some(k.to_vec());
+            seen += 1;
+            visit(k, v);
+            if seen >= n {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+    }
+    *hand = last.unwrap_or_default();
+}
+
+impl Store {
+    /// The memory limit and eviction policy of this keyspace.
+    pub(crate) fn memory(&self) -> &crate::memory::Memory {
+        &self.memory
+    }
+
+    /// The shared handle of [`Store::memory`] (for `CONFIG SET`).
+    pub(crate) fn memory_handle(&self) -> std::sync::Arc<crate::memory::Memory> {
+        self.memory.clone()
+    }
+
+    /// Applies the start-up settings `maxmemory`, `maxmemory-policy`, `maxmemory-samples`,
+    /// `lfu-log-factor`, `lfu-decay-time`.
+    pub(crate) fn configure_memory(&self, c: &crate::config::Config) {
+        let m = &self.memory;
+        m.set_limit(c.maxmemory);
+        m.set_policy(c.maxmemory_policy);
+        m.set_samples(c.maxmemory_samples);
+        m.set_lfu_log_factor(c.lfu.0);
+        m.set_lfu_decay_time(c.lfu.1);
+    }
+
+    /// Whether reads refresh the access field (see the module docs).
+    pub(crate) fn tracking(&self) -> bool {
+        self.memory.limit() > 0 || self.memory.policy().lfu()
+    }
+
+    /// The access field `a` after an access at `now_s` (Unix seconds): the time set, and
+    /// under an LFU policy the counter decayed and perhaps incremented.
+    pub(crate) fn touched(&self, a: u32, now_s: u64) -> u32 {
+        if self.memory.policy().lfu() {
+            let (factor, decay) = self.memory.lfu_params();
+            lfu::touch(a, now_s, factor, decay, lfu::random())
+        } else {
+            (a & 0xff00_0000) | (now_s as u32 & 0x00ff_ffff)
+        }
+    }
+
+    /// Notes a read of `key` whose access field is `a`, at `now` (Unix milliseconds):
+    /// rewrites the field when it changed (see the module docs). `locked`: the caller holds
+    /// the key's stripe.
+    pub(crate) fn note_access(&self, key: &[u8], a: u32, now: u64, locked: bool) {
+        if !self.tracking() {
+            return;
+        }
+        let new = self.touched(a, now / 1000);
+        if new == a {
+            return;
+        }
+        if let Some(m) = &self.unordered {
+            let _ = m.update_in_place(key, |v| {
+                set_access(v, new);
+            });
+            return;
+        }
+        let rewrite = || {
+            if let Some(mut v) = self.kv().get(key)
+                && set_access(&mut v, new)
+            {
+                let _ = self.kv().insert(key, &v);
+            }
+        };
+        if locked {
+            rewrite();
+        } else if let Ok(_g) = self.stripes[self.stripe(key)].try_lock() {
+            // Best effort: a busy stripe skips the refresh, so a read made while its
+            // caller holds the stripe (a transaction) cannot deadlock on it.
+            rewrite();
+        }
+    }
+
+    /// Counts a read lookup for `INFO stats` (`keyspace_hits`/`keyspace_misses`).
+    pub(crate) fn note_lookup(&self, hit: bool) {
+        if hit {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// (`keyspace_hits`, `keyspace_misses`).
+    pub(crate) fn lookups(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The rank of a stored value for `policy` at `now` (Unix ms); see [`Keyspace::sample`].
+    fn rank(&self, policy: Policy, raw: &[u8], now: u64) -> Option<(u64, u32)> {
+        let h = header(raw)?;
+        if h.deadline.is_some_and(|d| d <= now) {
+            return Some((DEAD, h.access.unwrap_or(0)));
+        }
+        let a = h.access.unwrap_or(0);
+        let rank = match policy {
+            Policy::Lfu | Policy::VolatileLfu => {
+                let (_, decay) = self.memory.lfu_params();
+                255 - u64::from(lfu::counter(a, now / 1000, decay))
+            }
+            Policy::VolatileTtl => DEAD - 1 - h.deadline.unwrap_or(DEAD - 1).min(DEAD - 1),
+            _ => lfu::idle_secs(a, now / 1000) * 1000,
+        };
+        Some((rank, a))
+    }
+}
+
+impl Keyspace for Store {
+    fn used_bytes(&self) -> usize {
+        live_bytes(self.kv())
+            + live_bytes(self.elements())
+            + live_bytes(self.positions())
+            + live_bytes(&self.deadlines)
+    }
+
+    fn items(&self) -> usize {
+        self.kv().len()
+    }
+
+    fn sample(&self, policy: Policy, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32)) {
+        if n == 0 {
+            return;
+        }
+        let now = crate::clock::now_ms();
+        if policy.volatile() {
+            let mut visit = |dk: &[u8], _: &[u8]| {
+                let key = &dk[8..];
+                let mut ranked = None;
+                self.kv()
+                    .get_with(key, &mut |v| ranked = self.rank(policy, v, now));
+                if let Some((rank, a)) = ranked {
+                    f(key, rank, a);
+                }
+            };
+            if policy == Policy::VolatileTtl {
+                let mut left = n;
+                self.deadlines.scan(Bound::Unbounded, &mut |k, v| {
+                    visit(k, v);
+                    left -= 1;
+                    if left == 0 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
+            } else {
+                sweep(&self.deadlines, &self.hands.deadlines, n, &mut visit);
+            }
+            return;
+        }
+        let mut visit = |k: &[u8], v: &[u8]| {
+            if let Some((rank, a)) = self.rank(policy, v, now) {
+                f(k, rank, a);
+            }
+        };
+        if let Some(m) = &self.unordered {
+            let mut left = n;
+            m.for_each_from(seed, &mut |k: &[u8], v: &[u8]| {
+                visit(k, v);
+                left -= 1;
+                if left == 0 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+        } else if let Some(o) = self.ordered() {
+            sweep(o, &self.hands.keys, n, &mut visit);
+        }
+    }
+
+    fn evict(&self, key: &[u8], clock: u32) -> Option<usize> {
+        let call = Call::new(crate::clock::now_ms());
+        self.write(&[key], &call, |t| {
+            let mut size = None;
+            self.kv().get_with(key, &mut |v| {
+                if header(v).is_some_and(|h| h.access.unwrap_or(0) == clock) {
+                    size = Some(key.len() + v.len() + ITEM_STRUCTURE);
+                }
+            });
+            let size = size?;
+            // The ordinary delete path: logged (`DEL`), seen by `WATCH`.
+            t.delete(key).then_some(size)
+        })
+    }
+}
