@@ -9,6 +9,7 @@
 //! | `value` | the value header: type, encoding, deadline (byte layout there) |
 //! | `large` | large collections: the shared element index and the table of their counts |
 //! | `txn` | [`Txn`]: the writes a command makes while it holds its keys' stripes, and their log records |
+//! | `watch` | `WATCH`'s table of watched keys, touched by every change; the gate that makes `EXEC` atomic |
 //!
 //! # Concurrency
 //!
@@ -55,6 +56,7 @@
 mod large;
 mod txn;
 mod value;
+mod watch;
 
 use std::cell::{Cell, RefCell};
 use std::ops::{Bound, ControlFlow};
@@ -72,6 +74,7 @@ use crate::layout::Thresholds;
 pub(crate) use large::Meta;
 pub(crate) use txn::Txn;
 pub(crate) use value::{Enc, Entry, Kind, decode, header, large_id};
+pub(crate) use watch::WatchFlag;
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -180,6 +183,9 @@ pub(crate) struct Call {
     logged: Cell<u64>,
     /// Keys made ready for blocked clients (see the module docs), in the order noted.
     ready: RefCell<Vec<Vec<u8>>>,
+    /// While a transaction runs (`EXEC`): its records, appended as one frame at its end
+    /// ([`Call::begin_batch`], [`Store::end_batch`]) so that a crash never replays half.
+    batch: RefCell<Option<Vec<u8>>>,
 }
 
 impl Call {
@@ -189,7 +195,14 @@ impl Call {
             now,
             logged: Cell::new(0),
             ready: RefCell::new(Vec::new()),
+            batch: RefCell::new(None),
         }
+    }
+
+    /// Starts collecting the records of the writes made through this call into one frame
+    /// (a transaction's), appended by [`Store::end_batch`].
+    pub(crate) fn begin_batch(&self) {
+        *self.batch.borrow_mut() = Some(Vec::new());
     }
 
     /// Notes that `key` became a list or sorted set while clients wait on keys.
@@ -242,6 +255,8 @@ pub(crate) struct Store {
     thresholds: Arc<Thresholds>,
     /// Whether clients wait in blocking pops (see the module docs).
     waiting: AtomicUsize,
+    /// `WATCH`'s table and the transaction gate.
+    watches: watch::Watches,
 }
 
 impl Store {
@@ -290,6 +305,7 @@ impl Store {
             large: large::Large::new(),
             thresholds: Arc::new(Thresholds::default()),
             waiting: AtomicUsize::new(0),
+            watches: watch::Watches::default(),
         }
     }
 
@@ -413,12 +429,29 @@ impl Store {
         if let Some(journal) = &self.journal {
             let log = txn.take_log();
             if !log.is_empty() {
-                // Appended while the stripes are held: records of one key are in the
-                // order their writes were applied.
-                call.note(journal.append(&log));
+                if let Some(batch) = call.batch.borrow_mut().as_mut() {
+                    // A transaction's: appended at its end, other writers held back.
+                    batch.extend_from_slice(&log);
+                } else {
+                    // Appended while the stripes are held: records of one key are in
+                    // the order their writes were applied.
+                    call.note(journal.append(&log));
+                }
             }
         }
         r
+    }
+
+    /// Ends [`Call::begin_batch`]: appends the transaction's records as one frame (replay
+    /// applies a frame whole or, torn at a crash, not at all). The caller holds the gate
+    /// exclusively, so no other write comes between the records and this append.
+    pub(crate) fn end_batch(&self, call: &Call) {
+        let batch = call.batch.borrow_mut().take();
+        if let (Some(journal), Some(log)) = (&self.journal, batch)
+            && !log.is_empty()
+        {
+            call.note(journal.append(&log));
+        }
     }
 
     /// Runs `f` on the live value of `key` without locking (zero-copy); `None` when absent
