@@ -46,12 +46,15 @@ impl WatchFlag {
     }
 }
 
+/// `(database, key)` → the flags of the clients watching it.
+type Table = HashMap<(usize, Vec<u8>), Vec<Arc<WatchFlag>>>;
+
 /// The watch table and the gate (see the [module docs](self)).
 #[derive(Default)]
 pub(super) struct Watches {
     /// Entries in `table` (watchers summed over keys).
     count: AtomicUsize,
-    table: Mutex<HashMap<(usize, Vec<u8>), Vec<Arc<WatchFlag>>>>,
+    table: Mutex<Table>,
     gate: RwLock<()>,
 }
 
