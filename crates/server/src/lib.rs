@@ -55,6 +55,7 @@ mod glob;
 mod layout;
 mod memcache;
 mod memory;
+mod multi;
 mod num;
 mod resp;
 mod server;

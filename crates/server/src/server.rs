@@ -132,7 +132,11 @@ async fn cron(shared: Arc<Shared>) {
     loop {
         tick.tick().await;
         let start = std::time::Instant::now();
-        while shared.store.expire_cycle(now_ms(), 256) == 256
+        // Under the gate: no expiry between a transaction's commands.
+        while {
+            let _gate = shared.store.gate_shared();
+            shared.store.expire_cycle(now_ms(), 256)
+        } == 256
             && start.elapsed() < Duration::from_millis(25)
         {}
         if let Some(aof) = &shared.aof

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use crate::aof::Aof;
 use crate::clock::now_ms;
 use crate::config::{Config, Live};
+use crate::multi::Multi;
 use crate::store::Store;
 use crate::waiters::{Blocked, Waiters};
 
@@ -307,6 +308,8 @@ pub(crate) struct Client {
     pub(crate) close_after_reply: bool,
     /// The blocking command the client waits in, set by the command (`crate::waiters`).
     pub(crate) blocked: Option<Blocked>,
+    /// `MULTI` and `WATCH` state (`crate::multi`).
+    pub(crate) multi: Multi,
 }
 
 impl Client {
@@ -318,6 +321,7 @@ impl Client {
             authenticated,
             close_after_reply: false,
             blocked: None,
+            multi: Multi::default(),
         }
     }
 }

@@ -134,6 +134,9 @@ impl<'a> Command<'a> for Block<'a> {
             locked.push(dst);
         }
         let shared = ctx.shared;
+        // Inside a transaction a blocking command does not block: it answers as if its
+        // timeout had passed (Redis).
+        let in_exec = ctx.client.multi.in_exec;
         let outcome = shared.store.write(&locked, ctx.call, |t| {
             for k in &keys {
                 match pop_now(t, k, &want) {
@@ -141,6 +144,12 @@ impl<'a> Command<'a> for Block<'a> {
                     Ok(None) => {}
                     Err(e) => return Ok(Reply::err(e.message())),
                 }
+            }
+            if in_exec {
+                return Ok(match want {
+                    Want::Move { .. } => Reply::Nil,
+                    _ => Reply::NilArray,
+                });
             }
             let owned = keys.iter().map(|k| k.to_vec()).collect();
             Err(shared.waiters.add(owned, want.clone()))

@@ -317,6 +317,7 @@ impl Command<'_> for Reset {
         ctx.client.proto = 2;
         ctx.client.info.clear_name();
         ctx.client.authenticated = !ctx.shared.live.needs_auth();
+        ctx.client.multi.reset();
         Reply::Simple("RESET")
     }
 }

@@ -1,7 +1,8 @@
 //! The command table and dispatch: name → arity, flags, key positions and command type.
 //!
 //! One file per command family (`connection`, `strings`, `keys`, `expiry`, `server`,
-//! `hashes`, `sets`, `lists`, `blocking`, `zsets`, `zranges`, `zalgebra`, `object`; the
+//! `hashes`, `sets`, `lists`, `blocking`, `zsets`, `zranges`, `zalgebra`, `object`,
+//! `transactions`; the
 //! collection scans' cursors in `cursor`), each with one type per command. [`dispatch`] checks the name, the arity and
 //! authentication, in that order and with Redis's error replies; then the command's
 //! [`Command::parse`] turns the argument vector (name first) into its typed form, with
@@ -12,6 +13,10 @@
 //! After a command, [`dispatch`] serves the clients blocked on keys the command made
 //! ready (`blocking::serve_ready`): a separate step, so that a transaction can run it once
 //! after `EXEC` instead.
+//!
+//! Every command runs holding the store's gate shared; `EXEC` holds it exclusively for
+//! its queued commands (`transactions`). Inside `MULTI`, [`dispatch`] hands requests to
+//! `transactions`, which queues them.
 
 mod blocking;
 mod connection;
@@ -25,6 +30,7 @@ mod object;
 mod server;
 mod sets;
 mod strings;
+mod transactions;
 mod zalgebra;
 mod zranges;
 mod zsets;
@@ -93,6 +99,7 @@ const C: &[&str] = &["fast", "loading", "stale"];
 const WD: &[&str] = &["write", "denyoom"];
 const WF: &[&str] = &["write", "fast"];
 const B: &[&str] = &["write", "noscript", "blocking"];
+const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const NA: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 
 macro_rules! specs {
@@ -253,6 +260,11 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], 1, 2, 1, blocking::Block;
     "object", -2, RS, 2, 2, 1, object::Object;
     "memory", -2, RS, 0, 0, 0, object::MemoryUsage;
+    "multi", 1, TX, 0, 0, 0, transactions::Multi;
+    "exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], 0, 0, 0, transactions::Exec;
+    "discard", 1, TX, 0, 0, 0, transactions::Discard;
+    "watch", -2, TX, 1, -1, 1, transactions::Watch;
+    "unwatch", 1, TX, 0, 0, 0, transactions::Unwatch;
 };
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Spec>> =
@@ -277,8 +289,20 @@ pub(crate) fn arity_error(name: &str) -> Reply {
     ))
 }
 
-/// Runs one request (non-empty `args`), checking name, arity and authentication first.
+/// Runs one request (non-empty `args`), checking name, arity and authentication first;
+/// inside `MULTI`, queues it (`transactions`).
 pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    if ctx.client.multi.queuing() {
+        return transactions::queue(ctx, args);
+    }
+    let shared = ctx.shared;
+    let _gate = shared.store.gate_shared();
+    run(ctx, args)
+}
+
+/// The table entry of a request, or Redis's reply for an unknown name, a wrong argument
+/// count or a missing authentication.
+fn check(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<&'static Spec, Reply> {
     let Some(spec) = lookup(&args[0]) else {
         let mut msg = format!(
             "ERR unknown command '{}', with args beginning with: ",
@@ -287,15 +311,26 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         for a in args[1..].iter() {
             msg.push_str(&format!("'{}' ", String::from_utf8_lossy(a)));
         }
-        return Reply::err(msg);
+        return Err(Reply::err(msg));
     };
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
-        return arity_error(spec.name);
+        return Err(arity_error(spec.name));
     }
     if !ctx.client.authenticated && !spec.flags.contains(&"no_auth") {
-        return Reply::err("NOAUTH Authentication required.");
+        return Err(Reply::err("NOAUTH Authentication required."));
     }
+    Ok(spec)
+}
+
+/// Runs one request: checks it, parses and applies it, passes the read barrier, serves
+/// the blocked clients it made ready (after a whole transaction instead, inside `EXEC`).
+/// The caller holds the store's gate.
+fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    let spec = match check(ctx, args) {
+        Ok(spec) => spec,
+        Err(reply) => return reply,
+    };
     ctx.client.info.set_last_command(number(spec));
     if let Err(oom) = maxmemory::admit(ctx, spec, args) {
         return oom;
@@ -315,7 +350,7 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             ctx.shared.store.read_barrier(None, ctx.call);
         }
     }
-    if ctx.call.has_ready() {
+    if ctx.call.has_ready() && !ctx.client.multi.in_exec {
         blocking::serve_ready(ctx);
     }
     reply

@@ -97,6 +97,10 @@ mod tests {
         let words: &[&[u8]] = &[
             b"SET",
             b"GET",
+            b"MULTI",
+            b"EXEC",
+            b"WATCH",
+            b"DISCARD",
             b"ZADD",
             b"ZRANGE",
             b"INCR",

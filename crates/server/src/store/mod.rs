@@ -10,6 +10,7 @@
 //! | `large` | large collections: the shared element index and the table of their counts |
 //! | `txn` | [`Txn`]: the writes a command makes while it holds its keys' stripes, and their log records |
 //! | `evict` | the keyspace under the memory limit: accounting, sampling, eviction, access field |
+//! | `watch` | `WATCH`'s table of watched keys, touched by every change; the gate that makes `EXEC` atomic |
 //!
 //! # Concurrency
 //!
@@ -57,6 +58,7 @@ mod evict;
 mod large;
 mod txn;
 mod value;
+mod watch;
 
 use std::cell::{Cell, RefCell};
 use std::ops::{Bound, ControlFlow};
@@ -75,6 +77,7 @@ pub(crate) use evict::ITEM_STRUCTURE;
 pub(crate) use large::Meta;
 pub(crate) use txn::Txn;
 pub(crate) use value::{Enc, Entry, Kind, MAX_HEADER, decode, header, large_id, set_access};
+pub(crate) use watch::WatchFlag;
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -185,6 +188,9 @@ pub(crate) struct Call {
     logged: Cell<u64>,
     /// Keys made ready for blocked clients (see the module docs), in the order noted.
     ready: RefCell<Vec<Vec<u8>>>,
+    /// While a transaction runs (`EXEC`): its records, appended as one frame at its end
+    /// ([`Call::begin_batch`], [`Store::end_batch`]) so that a crash never replays half.
+    batch: RefCell<Option<Vec<u8>>>,
 }
 
 impl Call {
@@ -194,7 +200,14 @@ impl Call {
             now,
             logged: Cell::new(0),
             ready: RefCell::new(Vec::new()),
+            batch: RefCell::new(None),
         }
+    }
+
+    /// Starts collecting the records of the writes made through this call into one frame
+    /// (a transaction's), appended by [`Store::end_batch`].
+    pub(crate) fn begin_batch(&self) {
+        *self.batch.borrow_mut() = Some(Vec::new());
     }
 
     /// Notes that `key` became a list or sorted set while clients wait on keys.
@@ -254,6 +267,8 @@ pub(crate) struct Store {
     misses: AtomicU64,
     /// The eviction samplers' hands (`evict`).
     hands: evict::Hands,
+    /// `WATCH`'s table and the transaction gate.
+    watches: watch::Watches,
 }
 
 impl Store {
@@ -310,6 +325,7 @@ impl Store {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             hands: evict::Hands::default(),
+            watches: watch::Watches::default(),
         }
     }
 
@@ -433,12 +449,29 @@ impl Store {
         if let Some(journal) = &self.journal {
             let log = txn.take_log();
             if !log.is_empty() {
-                // Appended while the stripes are held: records of one key are in the
-                // order their writes were applied.
-                call.note(journal.append(&log));
+                if let Some(batch) = call.batch.borrow_mut().as_mut() {
+                    // A transaction's: appended at its end, other writers held back.
+                    batch.extend_from_slice(&log);
+                } else {
+                    // Appended while the stripes are held: records of one key are in
+                    // the order their writes were applied.
+                    call.note(journal.append(&log));
+                }
             }
         }
         r
+    }
+
+    /// Ends [`Call::begin_batch`]: appends the transaction's records as one frame (replay
+    /// applies a frame whole or, torn at a crash, not at all). The caller holds the gate
+    /// exclusively, so no other write comes between the records and this append.
+    pub(crate) fn end_batch(&self, call: &Call) {
+        let batch = call.batch.borrow_mut().take();
+        if let (Some(journal), Some(log)) = (&self.journal, batch)
+            && !log.is_empty()
+        {
+            call.note(journal.append(&log));
+        }
     }
 
     /// Runs `f` on the live value of `key` without locking (zero-copy); `None` when absent

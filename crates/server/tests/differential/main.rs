@@ -11,6 +11,7 @@
 mod collections;
 #[path = "../common/mod.rs"]
 mod common;
+mod transactions;
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -71,6 +72,8 @@ fn start_redis() -> Option<(Redis, u16)> {
 struct Both {
     ours: Raw,
     theirs: Raw,
+    /// redis-server's port (for more connections).
+    redis_port: u16,
     _server: Server,
     _redis: Redis,
     _one: std::sync::MutexGuard<'static, ()>,
@@ -87,6 +90,7 @@ impl Both {
         Some(Both {
             ours: server.raw(),
             theirs: raw(port),
+            redis_port: port,
             _server: server,
             _redis: redis,
             _one: one,

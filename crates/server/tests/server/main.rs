@@ -15,4 +15,5 @@ mod expiry;
 mod keys;
 mod protocol;
 mod strings;
+mod transactions;
 mod zsets;
