@@ -23,6 +23,8 @@ mod run;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod scale_tests;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -165,6 +165,9 @@ fn run_parent(
         if let Some(l) = table::split_line(&r) {
             println!("{l}");
         }
+        if let Some(l) = table::ceiling_line(&r) {
+            println!("{l}");
+        }
         // With every `load` cell, and with the first other cell of an index on a dataset.
         let load_threads = (r.workload == "load").then_some(r.threads);
         if let Some(l) = table::stats_line(&r)
