@@ -99,3 +99,43 @@ fn the_memory_ceiling_stops_a_load_and_is_recorded() {
     assert_eq!((r.max_rss_bytes, r.held_keys, r.held_rss_bytes), (None, None, None));
     assert!(r.mops > 0.0);
 }
+
+/// The `scale` suite's machinery at tiny counts (its key counts overridden, as the lead
+/// trims them): every index of it that is available here loads its stream and runs its
+/// lookups and `get_many`, and the records carry what the report plots against the count.
+#[test]
+fn the_scale_suite_runs_at_tiny_counts() {
+    let recs = run(
+        "scale-suite",
+        &[
+            "--suite",
+            "scale",
+            "--keys",
+            "2000,6000,20000",
+            "--ops",
+            "1000",
+            "--warmup",
+            "100",
+        ],
+    );
+    let suite = crate::suites::find(None, "scale").unwrap();
+    let m = &suite.matrices[0];
+    assert_eq!(m.datasets, ["stream:rand-int"]);
+    assert!(m.keys.contains(&1_000_000_000));
+    for i in m
+        .indexes
+        .iter()
+        .filter(|i| !crate::registry::is_unavailable_opt_in(i))
+    {
+        for k in [2000, 6000, 20000] {
+            for (w, t) in [("lookup", 1), ("lookup", 2), ("get-many", 1)] {
+                let r = recs
+                    .iter()
+                    .find(|r| &r.index == i && r.keys == k && r.workload == w && r.threads == t);
+                let r = r.unwrap_or_else(|| panic!("{i} {k} {w} x{t}: no record"));
+                assert!(r.mops > 0.0 && r.load_mops > 0.0 && r.load_threads <= 2);
+                assert!(r.max_rss_bytes.is_some() && r.held_keys.is_none());
+            }
+        }
+    }
+}
