@@ -8,6 +8,13 @@ use crate::output::Record;
 
 /// Runs `run` in this process with `args` (as `tests::run_json`), returning the records.
 fn run(tag: &str, args: &[&str]) -> Vec<Record> {
+    let (dir, recs) = run_keep(tag, args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    recs
+}
+
+/// [`run`], keeping its directory (`r.jsonl` in it) for the caller to remove.
+fn run_keep(tag: &str, args: &[&str]) -> (std::path::PathBuf, Vec<Record>) {
     let dir = std::env::temp_dir().join(format!("orrery-bench-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("r.jsonl");
@@ -18,8 +25,7 @@ fn run(tag: &str, args: &[&str]) -> Vec<Record> {
     let code = main(v.into_iter().map(Into::into));
     assert_eq!(code, ExitCode::SUCCESS, "run {args:?}");
     let recs = crate::output::json::read(&json).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    recs
+    (dir, recs)
 }
 
 /// Every workload family runs on every stream: lookups of present keys all hit and of
@@ -105,7 +111,7 @@ fn the_memory_ceiling_stops_a_load_and_is_recorded() {
 /// lookups and `get_many`, and the records carry what the report plots against the count.
 #[test]
 fn the_scale_suite_runs_at_tiny_counts() {
-    let recs = run(
+    let (dir, recs) = run_keep(
         "scale-suite",
         &[
             "--suite",
@@ -138,4 +144,16 @@ fn the_scale_suite_runs_at_tiny_counts() {
             }
         }
     }
+    // The report plots load rate, bytes per key and DRAM per lookup against the count.
+    let args = ["orrery-bench", "report", "--input"];
+    let json = dir.join("r.jsonl");
+    let out = dir.join("report");
+    let mut v: Vec<&str> = args.to_vec();
+    v.extend([json.to_str().unwrap(), "--out", out.to_str().unwrap(), "--name", "s"]);
+    assert_eq!(main(v.into_iter().map(Into::into)), ExitCode::SUCCESS);
+    let md = std::fs::read_to_string(out.join("s").join("tables.md")).unwrap();
+    assert!(md.contains("load Mops/s (wall clock) against key count"), "{md}");
+    assert!(md.contains("the most keys each index held"));
+    assert!(out.join("s").join("stream_rand-int-v8-load-sweep.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
