@@ -431,7 +431,9 @@ impl Plan {
                         self.load(r, &keys, load_threads, progress, &format!("{tag} load"))?;
                     let mut next_fresh = fresh_start;
                     if load.held.is_some() {
-                        shared.iter().for_each(|&i| skip(cells[i].0, cells[i].1, &load));
+                        shared
+                            .iter()
+                            .for_each(|&i| skip(cells[i].0, cells[i].1, &load));
                         stop = Some(Sample {
                             phase: lphase,
                             load: load.clone(),

@@ -22,9 +22,9 @@ mod machine;
 mod run;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod scale_tests;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

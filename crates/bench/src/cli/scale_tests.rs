@@ -102,7 +102,10 @@ fn the_memory_ceiling_stops_a_load_and_is_recorded() {
     assert_eq!(recs.len(), 1);
     let r = &recs[0];
     assert_eq!(r.workload, "c");
-    assert_eq!((r.max_rss_bytes, r.held_keys, r.held_rss_bytes), (None, None, None));
+    assert_eq!(
+        (r.max_rss_bytes, r.held_keys, r.held_rss_bytes),
+        (None, None, None)
+    );
     assert!(r.mops > 0.0);
 }
 
@@ -149,11 +152,24 @@ fn the_scale_suite_runs_at_tiny_counts() {
     let json = dir.join("r.jsonl");
     let out = dir.join("report");
     let mut v: Vec<&str> = args.to_vec();
-    v.extend([json.to_str().unwrap(), "--out", out.to_str().unwrap(), "--name", "s"]);
+    v.extend([
+        json.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--name",
+        "s",
+    ]);
     assert_eq!(main(v.into_iter().map(Into::into)), ExitCode::SUCCESS);
     let md = std::fs::read_to_string(out.join("s").join("tables.md")).unwrap();
-    assert!(md.contains("load Mops/s (wall clock) against key count"), "{md}");
+    assert!(
+        md.contains("load Mops/s (wall clock) against key count"),
+        "{md}"
+    );
     assert!(md.contains("the most keys each index held"));
-    assert!(out.join("s").join("stream_rand-int-v8-load-sweep.svg").exists());
+    assert!(
+        out.join("s")
+            .join("stream_rand-int-v8-load-sweep.svg")
+            .exists()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

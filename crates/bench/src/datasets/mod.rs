@@ -431,7 +431,11 @@ mod tests {
                 .contains("bad key length")
         );
         assert!(Spec::parse("file:").is_err());
-        assert!(Spec::parse("stream:url").unwrap_err().contains("unknown key stream"));
+        assert!(
+            Spec::parse("stream:url")
+                .unwrap_err()
+                .contains("unknown key stream")
+        );
         assert!(Spec::parse("sorted:stream:seq-int").is_err());
         assert_eq!(Spec::parse("k10"), Ok(Spec::Random(1024)));
     }

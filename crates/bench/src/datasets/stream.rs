@@ -103,7 +103,9 @@ impl Mixer {
         let mut z = x ^ self.k[0];
         z = z.wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z ^= z >> 31;
-        z = z.wrapping_add(self.k[1]).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z = z
+            .wrapping_add(self.k[1])
+            .wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 29;
         z = (z ^ self.k[2]).wrapping_mul(0xD6E8_FEB8_6659_FD93);
         z ^ (z >> 32)
@@ -255,7 +257,11 @@ mod tests {
             assert_eq!(set.len(), a.len(), "{kind:?}: duplicate keys");
             assert_eq!(a, keys(kind, 200_000, 7), "{kind:?}: same seed, same keys");
             if kind != StreamKind::SeqInt {
-                assert_ne!(a[..100], keys(kind, 100, 8)[..], "{kind:?}: seed changes keys");
+                assert_ne!(
+                    a[..100],
+                    keys(kind, 100, 8)[..],
+                    "{kind:?}: seed changes keys"
+                );
             }
             assert!(a.iter().all(|k| !k.is_empty() && k.len() <= MAX_LEN));
         }
@@ -299,7 +305,9 @@ mod tests {
         let mut z = unshift(y, 32);
         z = z.wrapping_mul(inv(0xD6E8_FEB8_6659_FD93)) ^ m.k[2];
         z = unshift(z, 29);
-        z = z.wrapping_mul(inv(0x94D0_49BB_1331_11EB)).wrapping_sub(m.k[1]);
+        z = z
+            .wrapping_mul(inv(0x94D0_49BB_1331_11EB))
+            .wrapping_sub(m.k[1]);
         z = unshift(z, 31);
         z.wrapping_mul(inv(0xBF58_476D_1CE4_E5B9)) ^ m.k[0]
     }

@@ -112,8 +112,15 @@ pub(super) fn scale_sections(
             if mine.is_empty() {
                 continue;
             }
-            let full = mine.iter().filter(|r| r.held_keys.is_none()).map(|r| r.keys).max();
-            let stop = mine.iter().filter_map(|r| r.held_keys.zip(r.held_rss_bytes)).max();
+            let full = mine
+                .iter()
+                .filter(|r| r.held_keys.is_none())
+                .map(|r| r.keys)
+                .max();
+            let stop = mine
+                .iter()
+                .filter_map(|r| r.held_keys.zip(r.held_rss_bytes))
+                .max();
             let _ = writeln!(
                 md,
                 "| {i} | {} | {} | {} |",
