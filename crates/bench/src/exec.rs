@@ -34,6 +34,21 @@
 //! measurable share of a fast index's lookup throughput against keys read in sequence
 //! (measured: `docs/results/wormhole.md`, "Harness: keys in a trace"). Index memory is
 //! never touched ahead.
+//!
+//! # Key streams
+//!
+//! On a key stream (`datasets::stream`) a key is computed into a buffer of the worker's
+//! instead of read from the data set (`KeySet::key`): untimed into the trace for lookups,
+//! inside the timed loop for a `load` (the stream's few ns a key are charged to the load).
+//! A `load`'s operations are not stored either: its thread's slice of `0..N` is a range
+//! ([`LoadOps`]), so a load of a billion keys costs the harness no memory per key.
+//!
+//! # The memory ceiling
+//!
+//! A `load` with [`Knobs::max_rss`] checks the process's RSS every
+//! [`ceiling::CHECK_EVERY`] inserts per thread and stops every thread cleanly before the
+//! next interval would pass the ceiling (`metrics::ceiling`); [`Phase::ceiling_rss`] then
+//! says at what RSS, and the phase's operations are the keys held.
 
 use std::ops::{Bound, ControlFlow};
 use std::sync::Barrier;
@@ -42,8 +57,9 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 
-use crate::datasets::KeySet;
+use crate::datasets::{KeyBuf, KeySet};
 use crate::dist::Dist;
+use crate::metrics::ceiling::{self, Ceiling};
 use crate::metrics::{cpu, latency};
 use crate::op::{Kind, Op};
 use crate::registry::{AnyIndex, Probe};
@@ -71,8 +87,9 @@ impl Trace {
     /// The trace of `stream`'s keys, or `None` if it would exceed `budget` bytes (key bytes
     /// plus 4 per operation and 4 more; [`TRACE_BUDGET`] in runs).
     fn build(stream: &[Op], keys: &KeySet, budget: usize) -> Option<Trace> {
+        let mut buf: KeyBuf = [0; std::mem::size_of::<KeyBuf>()];
         let total = stream.iter().try_fold(4usize, |acc, o| {
-            let n = acc + keys.get(o.key()).len() + 4;
+            let n = acc + keys.key(o.key(), &mut buf).len() + 4;
             (n <= budget && n <= u32::MAX as usize).then_some(n)
         })?;
         let mut t = Trace {
@@ -81,7 +98,7 @@ impl Trace {
         };
         for o in stream {
             t.starts.push(t.bytes.len() as u32);
-            t.bytes.extend_from_slice(keys.get(o.key()));
+            t.bytes.extend_from_slice(keys.key(o.key(), &mut buf));
         }
         t.starts.push(t.bytes.len() as u32);
         Some(t)
@@ -91,6 +108,52 @@ impl Trace {
     #[inline]
     fn key(&self, j: usize) -> &[u8] {
         &self.bytes[self.starts[j] as usize..self.starts[j + 1] as usize]
+    }
+}
+
+/// A thread's operations, read by position: a stored stream (`[Op]`) or a `load`'s range
+/// of keys ([`LoadOps`]), so that [`measure`] is compiled once for each.
+trait Ops {
+    /// Number of operations.
+    fn count(&self) -> usize;
+    /// Operation `j` (`j < count()`).
+    fn at(&self, j: usize) -> Op;
+    /// Operations `a..b` as a slice, where they are stored (`get_many` needs them).
+    fn slice(&self, a: usize, b: usize) -> Option<&[Op]>;
+}
+
+impl Ops for [Op] {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn at(&self, j: usize) -> Op {
+        self[j]
+    }
+    fn slice(&self, a: usize, b: usize) -> Option<&[Op]> {
+        self.get(a..b)
+    }
+}
+
+/// A `load` thread's inserts of keys `lo..lo + len`, in that order (what
+/// `workloads::stream` would store for it).
+struct LoadOps {
+    lo: u64,
+    len: usize,
+}
+
+impl Ops for LoadOps {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn at(&self, j: usize) -> Op {
+        Op::new(Kind::Insert, 0, self.lo + j as u64)
+    }
+    fn slice(&self, _: usize, _: usize) -> Option<&[Op]> {
+        None
     }
 }
 
@@ -110,12 +173,17 @@ pub(crate) struct Knobs {
     pub(crate) warmup: u64,
     /// Stop a thread after this many seconds even if its stream is not done.
     pub(crate) max_secs: Option<f64>,
+    /// A `load` stops before the process's RSS would pass this many bytes (module docs).
+    pub(crate) max_rss: Option<u64>,
 }
 
 /// What one phase measured.
 pub(crate) struct Phase {
     /// Operations completed (keys, for `get-many`).
     pub(crate) ops: u64,
+    /// The RSS at which a `load` stopped at its memory ceiling (module docs); `None` when
+    /// it ran to the end.
+    pub(crate) ceiling_rss: Option<u64>,
     /// Wall seconds.
     pub(crate) secs: f64,
     /// Sampled latencies (ns).
@@ -322,6 +390,10 @@ fn parallel<R: Send>(threads: usize, f: impl Fn(usize, &Barrier) -> R + Sync) ->
 struct Worker<'a> {
     index: &'a AnyIndex,
     keys: &'a KeySet,
+    /// Buffers a key stream's keys are written into for one `get_many` call.
+    key_bufs: Box<[KeyBuf; MAX_GET_MANY]>,
+    /// The load's memory ceiling, if it has one.
+    ceiling: Option<&'a Ceiling>,
     value: Vec<u8>,
     /// `--value-size` (`value` may be longer, for `fb-*` SETs of other sizes).
     value_size: usize,
@@ -417,10 +489,11 @@ impl Worker<'_> {
     #[inline]
     fn exec_many(&mut self, ops: &[Op], at: usize, trace: Option<&Trace>) {
         let mut buf: [&[u8]; MAX_GET_MANY] = [&[]; MAX_GET_MANY];
-        for (i, (slot, o)) in buf.iter_mut().zip(ops).enumerate() {
+        let slots = buf.iter_mut().zip(ops).zip(self.key_bufs.iter_mut());
+        for (i, ((slot, o), kb)) in slots.enumerate() {
             *slot = match trace {
                 Some(t) => t.key(at + i),
-                None => self.keys.get(o.key()),
+                None => self.keys.key(o.key(), kb),
             };
         }
         let keys = &buf[..ops.len().min(MAX_GET_MANY)];
@@ -473,6 +546,11 @@ pub(crate) fn run(
     let t = p.threads as u64;
     let per = p.workload.ops_per_thread(p.n, p.ops, t);
     let get_many = p.workload == Workload::GetMany;
+    let ceiling = knobs
+        .max_rss
+        .filter(|_| p.workload == Workload::Load)
+        .map(Ceiling::new);
+    let ceiling = ceiling.as_ref();
     let outs = parallel(p.threads, |thread, barrier| {
         let spec = StreamSpec {
             workload: p.workload,
@@ -484,8 +562,20 @@ pub(crate) fn run(
             insert_base: p.insert_base,
             seed: p.seed,
         };
-        let stream = workloads::stream(&spec);
-        let trace = if p.workload == Workload::Load {
+        // A load's keys are a range: not stored (module docs).
+        let load = (p.workload == Workload::Load).then(|| {
+            let r = workloads::load_range(&spec);
+            LoadOps {
+                lo: r.start,
+                len: (r.end - r.start) as usize,
+            }
+        });
+        let stream = if load.is_some() {
+            Vec::new()
+        } else {
+            workloads::stream(&spec)
+        };
+        let trace = if load.is_some() {
             None
         } else {
             Trace::build(&stream, keys, TRACE_BUDGET)
@@ -494,6 +584,8 @@ pub(crate) fn run(
         let mut w = Worker {
             index,
             keys,
+            key_bufs: Box::new([[0; std::mem::size_of::<KeyBuf>()]; MAX_GET_MANY]),
+            ceiling,
             value: vec![0u8; knobs.value_size.max(crate::facebook::MAX_VALUE_LEN)],
             value_size: knobs.value_size,
             scratch: Vec::with_capacity(knobs.value_size),
@@ -504,8 +596,9 @@ pub(crate) fn run(
         };
         barrier.wait();
         let mut error = None;
+        let mut kbuf: KeyBuf = [0; std::mem::size_of::<KeyBuf>()];
         for &op in &warm {
-            if let Err(e) = w.exec(op, keys.get(op.key())) {
+            if let Err(e) = w.exec(op, keys.key(op.key(), &mut kbuf)) {
                 error = Some(e);
                 break;
             }
@@ -513,12 +606,19 @@ pub(crate) fn run(
         (w.found, w.probes) = (0, 0);
         barrier.wait();
         // After a warm-up error nothing is measured; the error is reported.
-        let stream = if error.is_some() {
-            &[][..]
-        } else {
-            &stream[..]
+        let mut out = match (&load, error.is_some()) {
+            (_, true) => measure(&mut w, &[][..], None, get_many, probe, knobs, bar),
+            (Some(l), false) => measure(&mut w, l, None, get_many, probe, knobs, bar),
+            (None, false) => measure(
+                &mut w,
+                &stream[..],
+                trace.as_ref(),
+                get_many,
+                probe,
+                knobs,
+                bar,
+            ),
         };
-        let mut out = measure(&mut w, stream, trace.as_ref(), get_many, probe, knobs, bar);
         out.error = out.error.or(error);
         if p.workload == Workload::ScanAll {
             // Keys per second (module docs).
@@ -526,7 +626,9 @@ pub(crate) fn run(
         }
         out
     });
-    combine(outs, probe)
+    let mut phase = combine(outs, probe)?;
+    phase.ceiling_rss = ceiling.and_then(Ceiling::stopped_at);
+    Ok(phase)
 }
 
 /// A thread's warm-up lookups (none for `load` or `--warmup 0`); `latest` warms up as
@@ -552,9 +654,9 @@ fn warmup_stream(spec: &StreamSpec, knobs: &Knobs) -> Vec<Op> {
 /// The timed part of a thread's phase: runs `stream` on `w` in batches of [`BATCH`]
 /// (`get_many`: in `get_many` calls), timing one operation in `knobs.sample_every`,
 /// sampling the probe after each batch and stopping at the deadline.
-fn measure(
+fn measure<S: Ops + ?Sized>(
     w: &mut Worker<'_>,
-    stream: &[Op],
+    stream: &S,
     trace: Option<&Trace>,
     get_many: bool,
     probe: Option<&Probe>,
@@ -584,15 +686,25 @@ fn measure(
     let mut done = 0u64;
     let mut ticks = Vec::new();
     if let Some(p) = probe {
-        ticks.reserve(stream.len() / BATCH + 2);
+        ticks.reserve(stream.count() / BATCH + 2);
         ticks.push((start, 0, (p.expanding)(), cpu0));
     }
-    'outer: for chunk in stream.chunks(BATCH) {
+    let total = stream.count();
+    let mut kbuf: KeyBuf = [0; std::mem::size_of::<KeyBuf>()];
+    let ceiling = w.ceiling;
+    let mut last_rss = ceiling.and_then(|_| crate::metrics::rss::resident_bytes());
+    let mut since_check = 0usize;
+    'outer: while (done as usize) < total {
         if error.is_some() {
             break;
         }
         let base = done as usize;
+        let end = (base + BATCH).min(total);
         if get_many {
+            let Some(chunk) = stream.slice(base, end) else {
+                error = Some("get-many needs a stored operation stream".to_string());
+                break;
+            };
             let b = knobs.get_many_batch;
             for (j, group) in chunk.chunks(b).enumerate() {
                 let at = base + j * b;
@@ -606,17 +718,18 @@ fn measure(
                 }
             }
         } else {
-            for (j, &op) in chunk.iter().enumerate() {
+            for j in 0..end - base {
+                let op = stream.at(base + j);
                 let key = match trace {
                     Some(t) => t.key(base + j),
                     None => {
-                        if let Some(o) = stream.get(base + j + KEY_AHEAD * 2) {
-                            keys.prefetch_entry(o.key());
+                        if base + j + KEY_AHEAD * 2 < total {
+                            keys.prefetch_entry(stream.at(base + j + KEY_AHEAD * 2).key());
                         }
-                        if let Some(o) = stream.get(base + j + KEY_AHEAD) {
-                            keys.prefetch_key(o.key());
+                        if base + j + KEY_AHEAD < total {
+                            keys.prefetch_key(stream.at(base + j + KEY_AHEAD).key());
                         }
-                        keys.get(op.key())
+                        keys.key(op.key(), &mut kbuf)
                     }
                 };
                 let r = if j % knobs.sample_every == 0 {
@@ -634,12 +747,23 @@ fn measure(
                 }
             }
         }
-        done += chunk.len() as u64;
+        done = end as u64;
         if let Some(p) = probe {
             let e = (p.expanding)();
             ticks.push((Instant::now(), done, e, cpu::thread_cpu_secs()));
         }
-        bar.inc(chunk.len() as u64);
+        bar.inc((end - base) as u64);
+        if let (Some(c), Some(last)) = (ceiling, last_rss.as_mut()) {
+            since_check += end - base;
+            if since_check >= ceiling::CHECK_EVERY {
+                since_check = 0;
+                if c.check(last) {
+                    break;
+                }
+            } else if c.stopped() {
+                break;
+            }
+        }
         if let Some(d) = deadline
             && Instant::now() >= d
         {
@@ -684,6 +808,7 @@ fn combine(outs: Vec<WorkerOut>, probe: Option<&Probe>) -> Result<Phase, String>
     std::hint::black_box(outs.iter().map(|o| o.digest).sum::<u64>());
     Ok(Phase {
         ops: outs.iter().map(|o| o.ops).sum(),
+        ceiling_rss: None,
         secs: end.duration_since(start).as_secs_f64(),
         hist,
         found: outs.iter().map(|o| o.found).sum(),

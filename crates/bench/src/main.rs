@@ -6,11 +6,11 @@
 //!
 //! | module | concern |
 //! |---|---|
-//! | [`datasets`] | deterministic key sets (`rand-8`, `k3`…, `az`, `url`, `ngram`, `file:`) |
+//! | [`datasets`] | deterministic key sets (`rand-8`, `k3`…, `az`, `url`, `ngram`, `file:`) and key streams (`stream:rand-int`…: computed, none stored) |
 //! | [`op`], [`dist`], [`workloads`], [`facebook`] | one packed operation; request distributions; YCSB, paper and Facebook workloads as op streams |
 //! | [`exec`], [`matrix`] | threads, warm-up, batches, repeats and medians |
 //! | [`isolate`] | each index group of a run measured in a fresh process |
-//! | [`metrics`], [`machine`] | counting allocator, RSS, latency; DRAM latency and MLP |
+//! | [`metrics`], [`machine`] | counting allocator, RSS and the loads' memory ceiling (`--max-rss`), latency; DRAM latency and MLP |
 //! | [`registry`], [`peers`] | names → indexes with capability flags; peer adapters |
 //! | [`output`], [`report`] | table, JSON lines, markdown and plots |
 //! | [`settings`] | the run's defaults and recorded switches, written once |

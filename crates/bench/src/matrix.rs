@@ -20,8 +20,18 @@
 //!
 //! Every lookup of a loaded key must find it, and no lookup of an absent key may: a miss
 //! there is reported as an error, so a broken index cannot produce a fast-looking number.
+//!
+//! # The memory ceiling
+//!
+//! Every load runs under [`Matrix::max_rss`] (`--max-rss`; `exec` and `metrics::ceiling`
+//! say how it stops). A load that stops there is a result, not an error: its record (the
+//! `load` cell's, or one made for it when the matrix has no `load` cell) carries the keys
+//! held and the RSS then (`held_keys`, `held_rss_bytes`), and its per-key figures are
+//! over the keys held. The group's other cells are skipped, with the reason printed: their
+//! workloads assume keys `0..N` loaded, and a load stopped early by several threads holds
+//! a slice of each thread's range instead.
 
-use crate::datasets::{KeySet, Spec};
+use crate::datasets::{KeySet, Spec, StreamKind};
 use crate::dist::Dist;
 use crate::exec::{self, Knobs, MAX_GET_MANY, Phase, PhaseSpec};
 use crate::machine::Machine;
@@ -62,6 +72,9 @@ pub(crate) struct Matrix {
     pub(crate) get_many_batch: usize,
     /// Per-phase time limit, seconds.
     pub(crate) max_secs: Option<f64>,
+    /// Memory ceiling of every load, bytes (`--max-rss`; `None`: none). See "The memory
+    /// ceiling" in the module docs.
+    pub(crate) max_rss: Option<u64>,
     /// Seed.
     pub(crate) seed: u64,
     /// Skip unsupported index/dataset/workload/thread combinations instead of failing.
@@ -400,13 +413,36 @@ impl Plan {
                 let shared: Vec<usize> = (0..cells.len())
                     .filter(|&i| !cells[i].0.needs_fresh_index())
                     .collect();
+                // A load stopped at the memory ceiling (module docs), for the record made
+                // for it when no `load` cell records it.
+                let mut stop: Option<Sample> = None;
+                let skip = |w: Workload, t: usize, load: &Load| {
+                    eprintln!(
+                        "skipped: {} {ds_name} {w} x{t}: the load stopped at the memory \
+                         ceiling with {} of {n} keys",
+                        r.name,
+                        load.held.map_or(0, |h| h.0)
+                    );
+                };
                 // One loaded index serves every repeat of the shared cells.
                 if !shared.is_empty() {
                     let tag = format!("{} {ds_name}", r.name);
-                    let (index, _, load) =
+                    let (index, lphase, load) =
                         self.load(r, &keys, load_threads, progress, &format!("{tag} load"))?;
                     let mut next_fresh = fresh_start;
+                    if load.held.is_some() {
+                        shared
+                            .iter()
+                            .for_each(|&i| skip(cells[i].0, cells[i].1, &load));
+                        stop = Some(Sample {
+                            phase: lphase,
+                            load: load.clone(),
+                        });
+                    }
                     for rep in 0..m.repeat {
+                        if stop.is_some() {
+                            break;
+                        }
                         for &i in &shared {
                             let (w, t) = cells[i];
                             let tag = format!("{tag} #{}", rep + 1);
@@ -432,13 +468,25 @@ impl Plan {
                             drop(index);
                             Sample { phase, load }
                         } else {
-                            let (index, _, load) = self.load(
+                            if let Some(s) = &stop {
+                                skip(w, t, &s.load);
+                                break;
+                            }
+                            let (index, lphase, load) = self.load(
                                 r,
                                 &keys,
                                 load_threads,
                                 progress,
                                 &format!("{tag} load"),
                             )?;
+                            if load.held.is_some() {
+                                skip(w, t, &load);
+                                stop = Some(Sample {
+                                    phase: lphase,
+                                    load,
+                                });
+                                break;
+                            }
                             let ps = self.phase_spec(w, t, fresh_start, rep);
                             let phase = self.phase(r.caps, &index, &keys, &ps, progress, &tag)?;
                             drop(index);
@@ -448,7 +496,24 @@ impl Plan {
                         samples[i].push(sample);
                     }
                 }
+                if let Some(s) = stop.filter(|_| !cells.iter().any(|c| c.0 == Workload::Load)) {
+                    let t = s.load.threads;
+                    emit(self.record(
+                        r,
+                        ds_name,
+                        Workload::Load,
+                        t,
+                        vec![s],
+                        machine,
+                        suite,
+                        &rev,
+                        &latency_label,
+                    ))?;
+                }
                 for (i, (w, t)) in cells.iter().enumerate() {
+                    if samples[i].is_empty() {
+                        continue;
+                    }
                     let rec = self.record(
                         r,
                         ds_name,
@@ -504,6 +569,7 @@ impl Plan {
         // A load always completes: no time limit.
         let knobs = Knobs {
             max_secs: None,
+            max_rss: m.max_rss,
             ..self.knobs()
         };
         let ps = PhaseSpec {
@@ -529,9 +595,15 @@ impl Plan {
         bar.finish_and_clear();
         let alloc1 = alloc_count::live_bytes();
         let rss1 = rss::resident_bytes();
-        let n = self.n() as f64;
         let len = index.len();
-        if len as u64 != self.n() {
+        // Stopped at the ceiling: the figures are over the keys held (module docs).
+        let held = phase.ceiling_rss.map(|rss| (len as u64, rss));
+        let n = if held.is_some() {
+            len.max(1) as f64
+        } else {
+            self.n() as f64
+        };
+        if held.is_none() && len as u64 != self.n() {
             return Err(format!(
                 "{}: after loading {} distinct keys the index reports len() = {len}",
                 r.name,
@@ -539,7 +611,10 @@ impl Plan {
             ));
         }
         let complete = !r.caps.memory_only_8_byte_keys
-            || (0..keys.len().min(self.n() as usize)).all(|i| keys.get(i).len() == 8);
+            || match keys.stream() {
+                Some(s) => s.kind() != StreamKind::Ngram,
+                None => (0..keys.len().min(self.n() as usize)).all(|i| keys.get(i).len() == 8),
+            };
         let usage = (r.caps.reports_memory && complete).then(|| index.memory_usage());
         let mem = usage.map(|u| u.total() as f64 / n);
         let struct_bpk = usage.map(|u| u.structure_bytes as f64 / n);
@@ -551,6 +626,7 @@ impl Plan {
             mem_bpk: mem,
             struct_bpk,
             index_stats: stats.map(|f| f()),
+            held,
         };
         Ok((Loaded { index, probe }, phase, load))
     }
@@ -579,6 +655,7 @@ impl Plan {
             get_many_batch: self.m.get_many_batch,
             warmup: self.warmup(),
             max_secs: self.m.max_secs,
+            max_rss: None,
         }
     }
 
@@ -698,6 +775,9 @@ impl Plan {
             ns_per_op,
             cpu_ns_per_op: med.phase.cpu_ns_per_op(),
             load_mops: med.load.mops,
+            max_rss_bytes: m.max_rss,
+            held_keys: med.load.held.map(|h| h.0),
+            held_rss_bytes: med.load.held.map(|h| h.1),
             load_threads: med.load.threads,
             repeats: samples.len(),
             seed: m.seed,
@@ -754,6 +834,8 @@ struct Load {
     struct_bpk: Option<f64>,
     /// The index's own statistics right after the load (`metrics::index_stats::IndexStats`).
     index_stats: Option<index_stats::IndexStats>,
+    /// Keys held and RSS when the load stopped at the memory ceiling.
+    held: Option<(u64, u64)>,
 }
 
 /// One repeat of one cell.

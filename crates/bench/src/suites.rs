@@ -132,6 +132,8 @@ fn matrix(m: MatrixDef) -> Result<Matrix, String> {
         sample_every: defaults::SAMPLE_EVERY,
         get_many_batch: defaults::GET_MANY_BATCH,
         max_secs: m.max_secs,
+        // The command line's `--max-rss` (or its default) applies to every suite.
+        max_rss: None,
         seed: defaults::SEED,
         skip_unsupported: true,
         load_threads: m.load_threads.unwrap_or(defaults::LOAD_THREADS),

@@ -273,6 +273,15 @@ pub(crate) struct StreamSpec {
     pub(crate) seed: u64,
 }
 
+/// The keys one thread of a `load` inserts, in order: its slice of `0..n` (`exec` runs a
+/// load from this range without storing its operations).
+pub(crate) fn load_range(s: &StreamSpec) -> std::ops::Range<u64> {
+    let per = s.n.div_ceil(s.threads);
+    let lo = (s.thread * per).min(s.n);
+    let hi = (lo + per).min(s.n);
+    lo..hi
+}
+
 /// Generates one thread's operation stream.
 pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
     let w = s.workload;
@@ -284,10 +293,7 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
     let mut out = Vec::with_capacity(s.ops as usize);
     match w {
         Workload::Load => {
-            let per = s.n.div_ceil(s.threads);
-            let lo = (s.thread * per).min(s.n);
-            let hi = (lo + per).min(s.n);
-            out.extend((lo..hi).map(|k| Op::new(Kind::Insert, 0, k)));
+            out.extend(load_range(s).map(|k| Op::new(Kind::Insert, 0, k)));
             return out;
         }
         Workload::Delete => {

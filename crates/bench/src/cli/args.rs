@@ -104,6 +104,11 @@ pub(super) struct RunArgs {
     /// Stop each phase after this many seconds.
     #[arg(long)]
     pub(super) max_secs: Option<f64>,
+    /// Memory ceiling of every load: a load stops cleanly before the index process's RSS
+    /// would pass SIZE (512M, 20G, bytes), and its record says how many keys it held;
+    /// `off` for none [default: the machine's memory less 2 GiB].
+    #[arg(long, value_name = "SIZE", value_parser = max_rss)]
+    pub(super) max_rss: Option<MaxRss>,
     /// Threads that load the index the workloads run on (the `load` workload itself uses
     /// each cell's thread count).
     #[arg(long, default_value_t = defaults::LOAD_THREADS)]
@@ -158,6 +163,32 @@ impl RunArgs {
     pub(super) fn given(&self, id: &str) -> bool {
         self.given.iter().any(|g| g == id)
     }
+
+    /// The load's memory ceiling in bytes: `--max-rss`, or the default (`None`: off, or
+    /// the machine's memory unknown).
+    pub(super) fn max_rss_bytes(&self) -> Option<u64> {
+        match self.max_rss {
+            Some(MaxRss::Off) => None,
+            Some(MaxRss::Bytes(b)) => Some(b),
+            None => crate::metrics::ceiling::default_max_rss(),
+        }
+    }
+}
+
+/// A `--max-rss` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum MaxRss {
+    /// No ceiling.
+    Off,
+    /// A ceiling of this many bytes.
+    Bytes(u64),
+}
+
+fn max_rss(s: &str) -> Result<MaxRss, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(MaxRss::Off);
+    }
+    crate::metrics::ceiling::parse_size(s).map(MaxRss::Bytes)
 }
 
 #[derive(Args, Debug)]

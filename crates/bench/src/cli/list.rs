@@ -60,7 +60,9 @@ pub(super) fn datasets(a: DatasetArgs) -> Result<(), String> {
     );
     for name in names {
         let spec = Spec::parse(&name)?;
-        let set = spec.generate(n as usize, n as usize, a.seed, &progress)?;
+        let set = spec
+            .generate(n as usize, n as usize, a.seed, &progress)?
+            .stored();
         let s = datasets::stats(&set);
         println!(
             "{:<12} {:>10} {:>8.1} {:>9.1}  {}",

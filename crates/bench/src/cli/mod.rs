@@ -22,6 +22,8 @@ mod machine;
 mod run;
 
 #[cfg(test)]
+mod scale_tests;
+#[cfg(test)]
 mod tests;
 
 use std::ffi::OsString;

@@ -93,6 +93,7 @@ fn override_matrix(a: &RunArgs, m: &mut Matrix) {
     if a.max_secs.is_some() {
         m.max_secs = a.max_secs;
     }
+    m.max_rss = a.max_rss_bytes();
     m.settings.overlay(&a.settings, &|id| a.given(id));
 }
 
@@ -124,6 +125,7 @@ fn command_line_matrix(a: &RunArgs) -> Result<Matrix, String> {
         sample_every: a.sample_every,
         get_many_batch: a.batch,
         max_secs: a.max_secs,
+        max_rss: a.max_rss_bytes(),
         seed: a.seed,
         skip_unsupported: a.skip_unsupported,
         load_threads: a.load_threads,
@@ -161,6 +163,9 @@ fn run_parent(
         r.isolated = Some(!a.in_process);
         println!("{}", table::row(&r));
         if let Some(l) = table::split_line(&r) {
+            println!("{l}");
+        }
+        if let Some(l) = table::ceiling_line(&r) {
             println!("{l}");
         }
         // With every `load` cell, and with the first other cell of an index on a dataset.

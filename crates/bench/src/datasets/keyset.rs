@@ -4,32 +4,86 @@
 //! and scatter the keys over the heap, polluting the measurement of the index; one flat
 //! buffer plus an offset array keeps the generator's footprint small and its reads
 //! sequential.
+//!
+//! A `KeySet` may instead be a key stream (`super::stream`): no buffer, key `i` computed
+//! from `i` into the caller's [`KeyBuf`] by [`KeySet::key`], the one accessor the harness
+//! uses; [`KeySet::get`] serves only the stored sets' own code (sorting, statistics).
 
 use hashbrown::HashTable;
 use orrery::prefetch;
 
-/// Keys `0..len()` in one buffer: key `i` is `bytes[offsets[i]..offsets[i + 1]]`.
+use super::stream::{KeyBuf, KeyStream};
+
+/// Keys `0..len()` in one buffer: key `i` is `bytes[offsets[i]..offsets[i + 1]]`; or, with
+/// `stream`, no buffer and key `i` computed by the stream.
 #[derive(Debug, Default)]
 pub(crate) struct KeySet {
     bytes: Vec<u8>,
     offsets: Vec<u64>,
+    stream: Option<KeyStream>,
 }
 
 impl KeySet {
-    /// Number of keys.
-    pub(crate) fn len(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+    /// The set of a key stream.
+    pub(crate) fn from_stream(stream: KeyStream) -> KeySet {
+        KeySet {
+            stream: Some(stream),
+            ..KeySet::default()
+        }
     }
 
-    /// Key `i`.
+    /// The stream this set computes its keys with, if it is one.
+    pub(crate) fn stream(&self) -> Option<&KeyStream> {
+        self.stream.as_ref()
+    }
+
+    /// This set with its keys stored: a stream's keys written into a buffer (for the
+    /// `datasets` listing and statistics, at small counts), a stored set unchanged.
+    pub(crate) fn stored(self) -> KeySet {
+        let Some(s) = &self.stream else {
+            return self;
+        };
+        let mut out = KeySet {
+            offsets: Vec::with_capacity(s.len() + 1),
+            ..KeySet::default()
+        };
+        out.offsets.push(0);
+        let mut buf = [0u8; super::stream::MAX_LEN];
+        for i in 0..s.len() as u64 {
+            out.bytes.extend_from_slice(s.key(i, &mut buf));
+            out.offsets.push(out.bytes.len() as u64);
+        }
+        out
+    }
+
+    /// Number of keys.
+    pub(crate) fn len(&self) -> usize {
+        match &self.stream {
+            Some(s) => s.len(),
+            None => self.offsets.len().saturating_sub(1),
+        }
+    }
+
+    /// Key `i`: a slice of the stored buffer, or a stream's key written into `buf`.
+    #[inline]
+    pub(crate) fn key<'a>(&'a self, i: usize, buf: &'a mut KeyBuf) -> &'a [u8] {
+        match &self.stream {
+            None => self.get(i),
+            Some(s) => s.key(i as u64, buf),
+        }
+    }
+
+    /// Key `i` of a stored set (a stream's key must be written somewhere: [`KeySet::key`]).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &[u8] {
+        debug_assert!(self.stream.is_none(), "KeySet::get on a key stream");
         let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
         &self.bytes[a..b]
     }
 
     /// Hints the CPU to fetch the offset entry of key `i` (see `exec`: the harness fetches
     /// its own key data ahead, so that an index is not charged for the harness's misses).
+    /// A hint never faults, so on a stream's empty array it is harmless.
     #[inline]
     pub(crate) fn prefetch_entry(&self, i: usize) {
         prefetch(self.offsets.as_ptr().wrapping_add(i));
@@ -54,6 +108,7 @@ impl KeySet {
         let mut out = KeySet {
             bytes: Vec::with_capacity(self.bytes.len()),
             offsets: Vec::with_capacity(order.len() + 1),
+            stream: None,
         };
         out.offsets.push(0);
         for &i in order {
@@ -84,6 +139,7 @@ impl Builder {
         let mut set = KeySet {
             bytes: Vec::with_capacity(n.saturating_mul(avg_len)),
             offsets: Vec::with_capacity(n + 1),
+            stream: None,
         };
         set.offsets.push(0);
         Builder {

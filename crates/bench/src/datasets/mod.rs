@@ -12,6 +12,7 @@
 //! | `fb-usr` … `fb-sys` | key sizes of Facebook's Memcached pools | Atikoglu et al. (see `facebook`) |
 //! | `file:PATH` | one key per line, deduplicated, shuffled with the seed | real key sets |
 //! | `sorted:NAME` | NAME's keys, the loaded ones in ascending byte order | Hyperion Table 1 |
+//! | `stream:rand-int`, `stream:seq-int`, `stream:ngram` | key `i` computed from `i`, none stored | scale runs (`stream`) |
 //!
 //! Every set is a pure function of (name, seed, scale), where the scale is the number of
 //! keys to load: key `i` does not depend on how many keys are generated, so the first `N` keys (the loaded ones) are the same whatever extra keys a
@@ -24,6 +25,13 @@
 //! them. Key `i` then depends on the scale, but still not on how many extra keys are
 //! generated; workloads pick keys by position with their distribution, so uniform reads
 //! stay uniform over the same loaded set.
+//!
+//! `stream:NAME` sets are key streams (`stream`): nothing is generated or stored ahead,
+//! key `i` is computed from `i` whenever a workload needs it, so the harness's key memory
+//! does not grow with the key count (a stored `rand-8` set costs 16 bytes a key; a billion
+//! keys would fill the machine before the index did). The names say "stream" so a record
+//! never confuses a stream's keys with the stored set of the same family: `rand-int` and
+//! `stream:rand-int` hold different keys (both random 64-bit integers).
 
 mod az;
 mod file;
@@ -32,6 +40,7 @@ mod keyset;
 mod ngram;
 mod random;
 mod stats;
+mod stream;
 mod url;
 mod words;
 
@@ -41,6 +50,7 @@ use std::path::PathBuf;
 pub(crate) use keyset::Builder as KeySetBuilder;
 pub(crate) use keyset::KeySet;
 pub(crate) use stats::stats;
+pub(crate) use stream::{KeyBuf, StreamKind};
 
 use crate::progress::Progress;
 use crate::rng::Rng;
@@ -76,6 +86,8 @@ pub(crate) enum Spec {
     Facebook(crate::facebook::Trace),
     /// Another dataset's keys with the loaded ones in ascending order (`sorted:NAME`).
     Sorted(Box<Spec>),
+    /// A key stream (`stream:NAME`): key `i` computed from `i`, nothing stored.
+    Stream(StreamKind),
 }
 
 /// The names `datasets` lists (besides the parameterised `rand-N`, `kshort-L`, `klong-L`
@@ -96,6 +108,9 @@ pub(crate) const LISTED: &[&str] = &[
     "az2",
     "url",
     "ngram",
+    "stream:rand-int",
+    "stream:seq-int",
+    "stream:ngram",
 ];
 
 /// Longest fixed key length a generated dataset accepts (the API's key limit).
@@ -119,8 +134,19 @@ impl Spec {
         if let Some(inner) = name.strip_prefix("sorted:") {
             return match Spec::parse(inner)? {
                 Spec::Sorted(_) => Err(format!("{name:?}: sorted: twice")),
+                Spec::Stream(_) => Err(format!(
+                    "{name:?}: a key stream cannot be sorted (it stores no keys to sort)"
+                )),
                 s => Ok(Spec::Sorted(Box::new(s))),
             };
+        }
+        if let Some(family) = name.strip_prefix("stream:") {
+            return StreamKind::parse(family).map(Spec::Stream).ok_or_else(|| {
+                format!(
+                    "unknown key stream {name:?}; known: stream:rand-int, stream:seq-int, \
+                     stream:ngram"
+                )
+            });
         }
         if let Some(path) = name.strip_prefix("file:") {
             if path.is_empty() {
@@ -167,6 +193,7 @@ impl Spec {
         match self {
             Spec::Random(l) | Spec::KShort(l) | Spec::KLong(l) => Some(*l),
             Spec::SeqInt | Spec::RandInt => Some(8),
+            Spec::Stream(StreamKind::RandInt | StreamKind::SeqInt) => Some(8),
             Spec::Sorted(s) => s.fixed_len(),
             _ => None,
         }
@@ -179,6 +206,7 @@ impl Spec {
             Spec::Random(_) | Spec::KShort(_) | Spec::KLong(_) | Spec::SeqInt | Spec::RandInt => {
                 true
             }
+            Spec::Stream(k) => *k != StreamKind::Ngram,
             Spec::Az | Spec::Az2 | Spec::Url | Spec::Ngram | Spec::File(_) | Spec::Facebook(_) => {
                 false
             }
@@ -207,6 +235,15 @@ impl Spec {
                 t.params().median_value
             ),
             Spec::Sorted(s) => format!("{}, loaded in ascending order", s.about()),
+            Spec::Stream(StreamKind::RandInt) => {
+                "random 8-byte big-endian integers, computed (key stream: none stored)".into()
+            }
+            Spec::Stream(StreamKind::SeqInt) => {
+                "8-byte big-endian 0, 1, 2, ... computed (key stream: none stored)".into()
+            }
+            Spec::Stream(StreamKind::Ngram) => {
+                "text keys with ngram's lengths, computed (key stream: none stored)".into()
+            }
         }
     }
 
@@ -221,6 +258,9 @@ impl Spec {
     ) -> Result<KeySet, String> {
         if let Spec::File(path) = self {
             return file::load(path, n, seed);
+        }
+        if let Spec::Stream(kind) = self {
+            return Ok(KeySet::from_stream(stream::KeyStream::new(*kind, n, seed)));
         }
         if let Spec::Sorted(inner) = self {
             let keys = inner.generate(n, scale, seed, progress)?;
@@ -241,7 +281,7 @@ impl Spec {
             Spec::Url => "url".into(),
             Spec::Ngram => "ngram".into(),
             Spec::Facebook(t) => t.to_string(),
-            Spec::File(_) | Spec::Sorted(_) => unreachable!("handled above"),
+            Spec::File(_) | Spec::Sorted(_) | Spec::Stream(_) => unreachable!("handled above"),
         };
         let mut rng = Rng::fork(seed, &label, 0);
         let bar = progress.bar(n as u64, &format!("generating {n} keys"));
@@ -265,7 +305,7 @@ impl Spec {
             Spec::Url => url::generator(scale, &mut rng),
             Spec::Ngram => ngram::generator(&mut rng),
             Spec::Facebook(t) => Box::new(crate::facebook::key_generator(*t)),
-            Spec::File(_) | Spec::Sorted(_) => unreachable!("handled above"),
+            Spec::File(_) | Spec::Sorted(_) | Spec::Stream(_) => unreachable!("handled above"),
         };
         while b.len() < n {
             if b.offer(|out| next_key(&mut rng, out))? && b.len().is_multiple_of(65536) {
@@ -289,7 +329,8 @@ mod tests {
     }
 
     fn keys(s: &KeySet) -> Vec<Vec<u8>> {
-        (0..s.len()).map(|i| s.get(i).to_vec()).collect()
+        let mut buf = [0u8; stream::MAX_LEN];
+        (0..s.len()).map(|i| s.key(i, &mut buf).to_vec()).collect()
     }
 
     #[test]
@@ -302,7 +343,7 @@ mod tests {
             assert_eq!(a.len(), 3000, "{name}");
             assert_eq!(keys(&a), keys(&b), "{name}: same seed, same keys");
             assert_eq!(keys(&a)[..1000], keys(&c)[..], "{name}: prefix-stable");
-            if *name != "seq-int" {
+            if !name.ends_with("seq-int") {
                 assert_ne!(keys(&c), keys(&d), "{name}: seed changes keys");
             }
             let mut sorted = keys(&a);
@@ -390,6 +431,12 @@ mod tests {
                 .contains("bad key length")
         );
         assert!(Spec::parse("file:").is_err());
+        assert!(
+            Spec::parse("stream:url")
+                .unwrap_err()
+                .contains("unknown key stream")
+        );
+        assert!(Spec::parse("sorted:stream:seq-int").is_err());
         assert_eq!(Spec::parse("k10"), Ok(Spec::Random(1024)));
     }
 

@@ -10,10 +10,15 @@ use super::words::word;
 use crate::dist::Zipf;
 use crate::rng::Rng;
 
+/// The vocabulary's popularity and salt, drawn from `rng` as [`generator`] draws them
+/// (`stream:ngram` uses the same words).
+pub(super) fn vocabulary(rng: &mut Rng) -> (Zipf, u64) {
+    (Zipf::new(200_000, 0.9), rng.next_u64())
+}
+
 /// A generator of n-gram keys.
 pub(super) fn generator(rng: &mut Rng) -> KeyGen {
-    let vocab = Zipf::new(200_000, 0.9);
-    let salt = rng.next_u64();
+    let (vocab, salt) = vocabulary(rng);
     Box::new(move |rng, out| {
         let n = if rng.below(4) < 3 { 2 } else { 3 };
         for i in 0..n {

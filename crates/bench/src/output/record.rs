@@ -67,6 +67,17 @@ pub(crate) struct Record {
     pub(crate) load_mops: f64,
     /// Threads of that load.
     pub(crate) load_threads: usize,
+    /// The memory ceiling every load ran under (`--max-rss`), bytes; absent: none (or a
+    /// record from before the ceiling existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_rss_bytes: Option<u64>,
+    /// Set when the load stopped at the ceiling: the keys the index held (`keys` is the
+    /// count asked for; per-key figures are over the keys held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) held_keys: Option<u64>,
+    /// The process's RSS when the load stopped at the ceiling, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) held_rss_bytes: Option<u64>,
     /// Repeats the median is taken over.
     pub(crate) repeats: usize,
     /// Run seed.

@@ -141,6 +141,22 @@ pub(crate) fn stat(name: &str, v: f64, keys: u64) -> String {
     }
 }
 
+/// For a load stopped at the memory ceiling: the keys held and the RSS then, as one
+/// indented line (the row's per-key figures are over the keys held).
+pub(crate) fn ceiling_line(r: &Record) -> Option<String> {
+    let held = r.held_keys?;
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    Some(format!(
+        "    {} {}: load stopped at the memory ceiling ({:.0} MiB): {held} of {} keys held \
+         at RSS {:.0} MiB; the other cells of this load were skipped",
+        r.index,
+        r.dataset,
+        mib(r.max_rss_bytes.unwrap_or(0)),
+        r.keys,
+        mib(r.held_rss_bytes.unwrap_or(0)),
+    ))
+}
+
 /// The index's own statistics after its load (`Record::index_stats`), as one indented line.
 pub(crate) fn stats_line(r: &Record) -> Option<String> {
     let s = r.index_stats.as_ref()?;

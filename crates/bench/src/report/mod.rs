@@ -17,6 +17,7 @@
 //! | `throughput` | throughput per cell; key-count sweeps |
 //! | `memory` | bytes per key; the indexes' own statistics |
 //! | `expansions` | throughput while expanding against steady state |
+//! | `scale` | load rate, bytes per key, DRAM per lookup against the key count; most keys held |
 //! | `plot` | bar and line charts (SVG + PNG) |
 //! | `format` | how figures are written |
 
@@ -25,6 +26,7 @@ mod facts;
 mod format;
 mod memory;
 mod plot;
+mod scale;
 mod throughput;
 
 #[cfg(test)]
@@ -94,6 +96,7 @@ pub(crate) fn run(a: &ReportArgs) -> Result<(), String> {
     let mut plots = throughput::throughput_sections(&mut md, &dir, &recs, &indexes)?;
     plots += memory::memory_sections(&mut md, &dir, &recs, &indexes)?;
     plots += throughput::sweeps(&mut md, &dir, &recs, &indexes)?;
+    plots += scale::scale_sections(&mut md, &dir, &recs, &indexes)?;
     plots += expansions::expansions(&mut md, &dir, &recs)?;
     memory::index_stats_section(&mut md, &recs, &indexes);
     if let Some(r) = recs.first() {
