@@ -18,6 +18,7 @@ use crate::aof::Aof;
 use crate::clock::now_ms;
 use crate::config::{Config, Live};
 use crate::multi::Multi;
+use crate::pubsub::{Hub, Subscriptions};
 use crate::store::Store;
 use crate::waiters::{Blocked, Waiters};
 
@@ -49,6 +50,8 @@ pub(crate) struct Shared {
     pub(crate) started_ms: u64,
     /// Signalled by `SHUTDOWN`.
     pub(crate) shutdown: Notify,
+    /// Pub/Sub subscriptions.
+    pub(crate) pubsub: Arc<Hub>,
 }
 
 impl Shared {
@@ -74,6 +77,7 @@ impl Shared {
             stats: Stats::default(),
             started_ms: now_ms(),
             shutdown: Notify::new(),
+            pubsub: Arc::default(),
             config,
         }
     }
@@ -310,6 +314,8 @@ pub(crate) struct Client {
     pub(crate) blocked: Option<Blocked>,
     /// `MULTI` and `WATCH` state (`crate::multi`).
     pub(crate) multi: Multi,
+    /// Pub/Sub subscriptions (`crate::pubsub`).
+    pub(crate) subs: Subscriptions,
 }
 
 impl Client {
@@ -322,6 +328,7 @@ impl Client {
             close_after_reply: false,
             blocked: None,
             multi: Multi::default(),
+            subs: Subscriptions::default(),
         }
     }
 }
