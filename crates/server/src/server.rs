@@ -207,6 +207,10 @@ async fn serve_client(
                     if args.is_empty() {
                         continue;
                     }
+                    if let Some(inbox) = client.subs.inbox() {
+                        // Messages published before this command go out before its reply.
+                        taken += inbox.take_into(&mut out);
+                    }
                     let mut ctx = Ctx {
                         shared,
                         client,
@@ -220,7 +224,7 @@ async fn serve_client(
                     }
                     reply.encode(client.proto, &mut out);
                     if let Some(inbox) = client.subs.inbox() {
-                        // Messages published so far go out after this reply, in order.
+                        // Messages published while it ran go out after its reply.
                         taken += inbox.take_into(&mut out);
                     }
                     let limit = out_limit;
