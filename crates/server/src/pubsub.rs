@@ -254,6 +254,11 @@ impl Subscriptions {
         self.channels.len() + self.patterns.len()
     }
 
+    /// How many channels, and how many patterns, the connection is subscribed to.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.channels.len(), self.patterns.len())
+    }
+
     /// The connection's inbox, once it has subscribed to something (kept after the last
     /// unsubscribe, so messages already queued are still delivered).
     pub(crate) fn inbox(&self) -> Option<&Arc<Inbox>> {
@@ -366,5 +371,86 @@ impl Drop for Subscriptions {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(hard: u64, soft: u64, soft_seconds: u64) -> BufferLimit {
+        BufferLimit {
+            hard,
+            soft,
+            soft_seconds,
+        }
+    }
+
+    #[test]
+    fn hard_limit_counts_queued_and_in_flight_bytes() {
+        let inbox = Inbox::new(2);
+        let l = limit(100, 0, 0);
+        inbox.push(&[b'x'; 60], l);
+        let mut out = Vec::new();
+        assert_eq!(inbox.take_into(&mut out), 60);
+        // 60 in flight + 30 queued: under the limit.
+        inbox.push(&[b'y'; 30], l);
+        assert!(!inbox.killed());
+        // + 30 more: 120 > 100.
+        inbox.push(&[b'z'; 30], l);
+        assert!(inbox.killed());
+        assert!(!inbox.has_pending(), "a killed inbox drops its bytes");
+        inbox.push(b"after", l);
+        assert!(!inbox.has_pending(), "a killed inbox takes nothing");
+    }
+
+    #[test]
+    fn written_bytes_leave_the_buffer() {
+        let inbox = Inbox::new(2);
+        let l = limit(100, 0, 0);
+        let mut out = Vec::new();
+        for _ in 0..10 {
+            inbox.push(&[b'x'; 60], l);
+            let n = inbox.take_into(&mut out);
+            inbox.written(n);
+        }
+        assert!(!inbox.killed());
+        assert_eq!(out.len(), 600);
+    }
+
+    #[test]
+    fn soft_limit_kills_after_its_seconds() {
+        let inbox = Inbox::new(2);
+        // Over the soft limit with a 60 s grace: kept.
+        inbox.push(&[b'x'; 60], limit(0, 50, 60));
+        assert!(!inbox.killed());
+        // With no grace: closed at once.
+        inbox.push(&[b'x'; 1], limit(0, 50, 0));
+        assert!(inbox.killed());
+    }
+
+    #[test]
+    fn publish_counts_channel_and_pattern_deliveries() {
+        let hub = Arc::new(Hub::default());
+        let (mut a, mut b) = (Subscriptions::default(), Subscriptions::default());
+        assert_eq!(a.subscribe(&hub, 1, 2, Kind::Channel, b"news"), 1);
+        assert_eq!(a.subscribe(&hub, 1, 2, Kind::Pattern, b"n*"), 2);
+        assert_eq!(b.subscribe(&hub, 2, 3, Kind::Pattern, b"n*"), 1);
+        let l = limit(0, 0, 0);
+        assert_eq!(hub.publish(b"news", b"m", l), 3);
+        assert_eq!(hub.publish(b"other", b"m", l), 0);
+        assert_eq!((hub.numsub(b"news"), hub.numpat()), (1, 1));
+        let mut out = Vec::new();
+        b.inbox().unwrap().take_into(&mut out);
+        assert_eq!(
+            out,
+            b">4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$1\r\nm\r\n"
+        );
+        drop(b);
+        assert_eq!(hub.numpat(), 1, "a still holds the pattern");
+        assert_eq!(a.unsubscribe(1, Kind::Channel, b"news"), 1);
+        drop(a);
+        assert_eq!((hub.numsub(b"news"), hub.numpat()), (0, 0));
+        assert!(hub.channels(None).is_empty());
     }
 }

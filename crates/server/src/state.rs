@@ -97,9 +97,17 @@ pub(crate) struct ClientInfo {
     /// yet). An atomic, not a lock: it is set on
     /// every command.
     last_cmd: AtomicUsize,
+    /// Channels and patterns subscribed to (`sub=`, `psub=` in `CLIENT LIST`).
+    subscriptions: [AtomicUsize; 2],
 }
 
 impl ClientInfo {
+    /// Records how many channels and patterns the client is subscribed to.
+    pub(crate) fn set_subscriptions(&self, channels: usize, patterns: usize) {
+        self.subscriptions[0].store(channels, Ordering::Relaxed);
+        self.subscriptions[1].store(patterns, Ordering::Relaxed);
+    }
+
     pub(crate) fn set_name(&self, name: Vec<u8>) {
         *self.name.lock().unwrap_or_else(|p| p.into_inner()) = Some(name).filter(|n| !n.is_empty());
     }
@@ -132,14 +140,19 @@ impl ClientInfo {
             .name()
             .map(|n| String::from_utf8_lossy(&n).into_owned())
             .unwrap_or_default();
+        let sub = self.subscriptions[0].load(Ordering::Relaxed);
+        let psub = self.subscriptions[1].load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd={} user=default resp={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 multi=-1 cmd={} user=default resp={}",
             self.id,
             self.addr,
             self.laddr,
             name,
             now.saturating_sub(self.created_ms) / 1000,
             now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000,
+            if sub + psub > 0 { "P" } else { "N" },
+            sub,
+            psub,
             cmd,
             proto
         )
@@ -192,6 +205,7 @@ impl Clients {
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
+            subscriptions: Default::default(),
         });
         map.insert(info.id, info.clone());
         self.count.store(map.len(), Ordering::Relaxed);
@@ -212,6 +226,7 @@ impl Clients {
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
+            subscriptions: Default::default(),
         })
     }
 

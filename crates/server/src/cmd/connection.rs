@@ -327,6 +327,7 @@ impl Command<'_> for Reset {
         ctx.client.authenticated = !ctx.shared.live.needs_auth();
         ctx.client.multi.reset();
         ctx.client.subs.clear(ctx.client.info.id);
+        super::pubsub::note_counts(ctx);
         Reply::Simple("RESET")
     }
 }

@@ -19,6 +19,12 @@ fn confirm(what: &'static str, name: Option<&[u8]>, count: usize) -> Reply {
     ])
 }
 
+/// Shows the client's subscription counts in `CLIENT LIST` (after any change to them).
+pub(super) fn note_counts(ctx: &Ctx<'_>) {
+    let (channels, patterns) = ctx.client.subs.counts();
+    ctx.client.info.set_subscriptions(channels, patterns);
+}
+
 fn kind_of(name: &[u8]) -> Kind {
     if name[0].eq_ignore_ascii_case(&b'p') {
         Kind::Pattern
@@ -55,6 +61,7 @@ impl<'a> Command<'a> for Subscribe<'a> {
                 confirm(what, Some(name), n)
             })
             .collect();
+        note_counts(ctx);
         Reply::Many(replies)
     }
 }
@@ -96,6 +103,7 @@ impl<'a> Command<'a> for Unsubscribe<'a> {
                 confirm(what, Some(name), n)
             })
             .collect();
+        note_counts(ctx);
         Reply::Many(replies)
     }
 }

@@ -57,6 +57,14 @@ fn unsubscribe_replies_and_pubsub_counts() {
         "[$c1, :2, $c2, :1, $c3, :0]"
     );
     assert_eq!(q.cmd(&["PUBSUB", "NUMPAT"]), ":1");
+    let list = q.cmd(&["CLIENT", "LIST"]);
+    assert!(list.contains("flags=P db=0 sub=2 psub=1 "), "{list}");
+    assert!(list.contains("flags=N db=0 sub=0 psub=0 "), "{list}");
+    let info = q.cmd(&["INFO", "stats"]);
+    assert!(
+        info.contains("pubsub_channels:2\r\npubsub_patterns:1\r\n"),
+        "{info}"
+    );
     let channels = q.cmd(&["PUBSUB", "CHANNELS"]);
     assert!(
         channels == "[$c1, $c2]" || channels == "[$c2, $c1]",
