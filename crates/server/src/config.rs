@@ -355,6 +355,12 @@ impl Live {
         }
     }
 
+    /// The `pubsub` class's `client-output-buffer-limit` (enforced on subscribers:
+    /// `crate::pubsub`).
+    pub(crate) fn pubsub_limit(&self) -> BufferLimit {
+        self.output_limits.lock().unwrap_or_else(|p| p.into_inner())[2]
+    }
+
     /// `client-output-buffer-limit` as Redis prints it.
     pub(crate) fn output_limits(&self) -> String {
         let l = self.output_limits.lock().unwrap_or_else(|p| p.into_inner());

@@ -57,6 +57,7 @@ mod memcache;
 mod memory;
 mod multi;
 mod num;
+mod pubsub;
 mod resp;
 mod server;
 mod state;

@@ -335,6 +335,12 @@ pub(crate) enum Reply {
     Set(Vec<Reply>),
     /// The null array (`*-1` in RESP2, `_` in RESP3): a blocking pop that timed out.
     NilArray,
+    /// An out-of-band push (an array in RESP2, `>` in RESP3): Pub/Sub messages and
+    /// subscription confirmations.
+    Push(Vec<Reply>),
+    /// Several replies to one command, one after the other (`SUBSCRIBE a b` confirms
+    /// each channel with a reply of its own).
+    Many(Vec<Reply>),
 }
 
 impl Reply {
@@ -385,6 +391,21 @@ impl Reply {
                 );
                 for item in items {
                     item.encode(proto, out);
+                }
+            }
+            Reply::Push(items) => {
+                header(
+                    out,
+                    if proto >= 3 { b'>' } else { b'*' },
+                    items.len() as i64,
+                );
+                for item in items {
+                    item.encode(proto, out);
+                }
+            }
+            Reply::Many(replies) => {
+                for r in replies {
+                    r.encode(proto, out);
                 }
             }
             Reply::NilArray if proto >= 3 => out.extend_from_slice(b"_\r\n"),

@@ -14,6 +14,10 @@
 //! are written, then the connection waits for its reply, its timeout, or the socket's
 //! close (which unregisters it), reading what the client sends meanwhile into its buffer
 //! (run after the reply, as Redis does), and goes on with the rest of the batch.
+//!
+//! A subscribed connection (`crate::pubsub`) also drains its inbox: after each reply, and
+//! while it waits for requests; its writes give up, and the connection closes, once
+//! publishers found it over the `pubsub` output-buffer limit.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,6 +31,7 @@ use crate::aof::{Aof, AofSettings};
 use crate::clock::now_ms;
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
+use crate::pubsub::Inbox;
 use crate::resp::{self, Reply};
 use crate::state::{Client, Shared};
 use crate::store::{Call, Store};
@@ -187,6 +192,8 @@ async fn serve_client(
         let mut ran = 0;
         let mut fatal = false;
         let mut blocked = None;
+        // Pub/Sub bytes moved from the inbox into `out` (in flight until written).
+        let mut taken = 0;
         // One clock reading per batch: the commands of one read run at one time (Redis,
         // too, reads the clock once per event-loop round for expiry checks). The batch's
         // handlers note in `call` how far their writes reached in the append-only file.
@@ -200,6 +207,10 @@ async fn serve_client(
                     if args.is_empty() {
                         continue;
                     }
+                    if let Some(inbox) = client.subs.inbox() {
+                        // Messages published before this command go out before its reply.
+                        taken += inbox.take_into(&mut out);
+                    }
                     let mut ctx = Ctx {
                         shared,
                         client,
@@ -212,6 +223,10 @@ async fn serve_client(
                         break;
                     }
                     reply.encode(client.proto, &mut out);
+                    if let Some(inbox) = client.subs.inbox() {
+                        // Messages published while it ran go out after its reply.
+                        taken += inbox.take_into(&mut out);
+                    }
                     let limit = out_limit;
                     if limit > 0 && out.len() > limit {
                         // As Redis's hard limit: the client is closed, its replies dropped
@@ -251,7 +266,12 @@ async fn serve_client(
             aof.wait(pending).await;
         }
         if !out.is_empty() {
-            stream.write_all(&out).await?;
+            if !write_out(stream, &out, client.subs.inbox()).await? {
+                return Ok(());
+            }
+            if let Some(inbox) = client.subs.inbox() {
+                inbox.written(taken);
+            }
             out.clear();
             if out.capacity() > 1024 * 1024 {
                 out.shrink_to(16 * 1024);
@@ -285,8 +305,73 @@ async fn serve_client(
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
-        if stream.read_buf(&mut buf).await? == 0 {
+        let read = match client.subs.inbox().cloned() {
+            None => stream.read_buf(&mut buf).await?,
+            Some(inbox) => match deliver_until_read(stream, &mut buf, &inbox).await? {
+                Some(n) => n,
+                None => return Ok(()),
+            },
+        };
+        if read == 0 {
             return Ok(());
+        }
+    }
+}
+
+/// Writes `out`; while it waits for the socket, watches `inbox` (if subscribed) and gives
+/// up when it is killed for passing the output-buffer limit: `false`, close the client.
+async fn write_out(
+    stream: &mut TcpStream,
+    out: &[u8],
+    inbox: Option<&Arc<Inbox>>,
+) -> std::io::Result<bool> {
+    let Some(inbox) = inbox else {
+        stream.write_all(out).await?;
+        return Ok(true);
+    };
+    let mut at = 0;
+    while at < out.len() {
+        if inbox.killed() {
+            println!("closing a subscriber: output buffer over the pubsub limit");
+            return Ok(false);
+        }
+        tokio::select! {
+            n = stream.write(&out[at..]) => match n? {
+                0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                n => at += n,
+            },
+            () = inbox.wait() => {}
+        }
+    }
+    Ok(true)
+}
+
+/// A subscriber between requests: writes messages as they arrive until the client sends
+/// bytes (`Some(n)`, read into `buf`) or must be closed (`None`: gone, or killed for
+/// passing the output-buffer limit).
+async fn deliver_until_read(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    inbox: &Arc<Inbox>,
+) -> std::io::Result<Option<usize>> {
+    let mut out = Vec::new();
+    loop {
+        if inbox.killed() {
+            println!("closing a subscriber: output buffer over the pubsub limit");
+            return Ok(None);
+        }
+        if inbox.has_pending() {
+            out.clear();
+            let n = inbox.take_into(&mut out);
+            if !write_out(stream, &out, Some(inbox)).await? {
+                return Ok(None);
+            }
+            inbox.written(n);
+            continue;
+        }
+        tokio::select! {
+            n = stream.read_buf(buf) => return Ok(Some(n?)),
+            () = inbox.wait() => {}
         }
     }
 }

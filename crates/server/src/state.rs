@@ -18,6 +18,7 @@ use crate::aof::Aof;
 use crate::clock::now_ms;
 use crate::config::{Config, Live};
 use crate::multi::Multi;
+use crate::pubsub::{Hub, Subscriptions};
 use crate::store::Store;
 use crate::waiters::{Blocked, Waiters};
 
@@ -49,6 +50,8 @@ pub(crate) struct Shared {
     pub(crate) started_ms: u64,
     /// Signalled by `SHUTDOWN`.
     pub(crate) shutdown: Notify,
+    /// Pub/Sub subscriptions.
+    pub(crate) pubsub: Arc<Hub>,
 }
 
 impl Shared {
@@ -74,6 +77,7 @@ impl Shared {
             stats: Stats::default(),
             started_ms: now_ms(),
             shutdown: Notify::new(),
+            pubsub: Arc::default(),
             config,
         }
     }
@@ -93,9 +97,17 @@ pub(crate) struct ClientInfo {
     /// yet). An atomic, not a lock: it is set on
     /// every command.
     last_cmd: AtomicUsize,
+    /// Channels and patterns subscribed to (`sub=`, `psub=` in `CLIENT LIST`).
+    subscriptions: [AtomicUsize; 2],
 }
 
 impl ClientInfo {
+    /// Records how many channels and patterns the client is subscribed to.
+    pub(crate) fn set_subscriptions(&self, channels: usize, patterns: usize) {
+        self.subscriptions[0].store(channels, Ordering::Relaxed);
+        self.subscriptions[1].store(patterns, Ordering::Relaxed);
+    }
+
     pub(crate) fn set_name(&self, name: Vec<u8>) {
         *self.name.lock().unwrap_or_else(|p| p.into_inner()) = Some(name).filter(|n| !n.is_empty());
     }
@@ -128,14 +140,19 @@ impl ClientInfo {
             .name()
             .map(|n| String::from_utf8_lossy(&n).into_owned())
             .unwrap_or_default();
+        let sub = self.subscriptions[0].load(Ordering::Relaxed);
+        let psub = self.subscriptions[1].load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd={} user=default resp={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 multi=-1 cmd={} user=default resp={}",
             self.id,
             self.addr,
             self.laddr,
             name,
             now.saturating_sub(self.created_ms) / 1000,
             now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000,
+            if sub + psub > 0 { "P" } else { "N" },
+            sub,
+            psub,
             cmd,
             proto
         )
@@ -188,6 +205,7 @@ impl Clients {
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
+            subscriptions: Default::default(),
         });
         map.insert(info.id, info.clone());
         self.count.store(map.len(), Ordering::Relaxed);
@@ -208,6 +226,7 @@ impl Clients {
             proto: AtomicU8::new(2),
             name: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
+            subscriptions: Default::default(),
         })
     }
 
@@ -310,6 +329,8 @@ pub(crate) struct Client {
     pub(crate) blocked: Option<Blocked>,
     /// `MULTI` and `WATCH` state (`crate::multi`).
     pub(crate) multi: Multi,
+    /// Pub/Sub subscriptions (`crate::pubsub`).
+    pub(crate) subs: Subscriptions,
 }
 
 impl Client {
@@ -322,6 +343,7 @@ impl Client {
             close_after_reply: false,
             blocked: None,
             multi: Multi::default(),
+            subs: Subscriptions::default(),
         }
     }
 }

@@ -23,7 +23,14 @@ impl<'a> Command<'a> for Ping<'a> {
         }
     }
 
-    fn apply(self, _ctx: &mut Ctx<'_>) -> Reply {
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        if ctx.client.proto == 2 && ctx.client.subs.count() > 0 {
+            // Subscribed mode (RESP2): Redis answers in the shape of a message.
+            return Reply::Array(vec![
+                Reply::bulk("pong"),
+                Reply::bulk(self.message.unwrap_or_default()),
+            ]);
+        }
         match self.message {
             None => Reply::Simple("PONG"),
             Some(m) => Reply::bulk(m),
@@ -157,6 +164,7 @@ impl<'a> Command<'a> for Hello<'a> {
         }
         let proto = self.proto.unwrap_or(ctx.client.proto);
         ctx.client.proto = proto;
+        ctx.client.subs.set_proto(proto);
         Reply::Map(vec![
             (Reply::bulk("server"), Reply::bulk("redis")),
             (Reply::bulk("version"), Reply::bulk(crate::REDIS_VERSION)),
@@ -318,6 +326,8 @@ impl Command<'_> for Reset {
         ctx.client.info.clear_name();
         ctx.client.authenticated = !ctx.shared.live.needs_auth();
         ctx.client.multi.reset();
+        ctx.client.subs.clear(ctx.client.info.id);
+        super::pubsub::note_counts(ctx);
         Reply::Simple("RESET")
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! One file per command family (`connection`, `strings`, `keys`, `expiry`, `server`,
 //! `hashes`, `sets`, `lists`, `blocking`, `zsets`, `zranges`, `zalgebra`, `object`,
-//! `transactions`; the
+//! `transactions`, `pubsub`; the
 //! collection scans' cursors in `cursor`), each with one type per command. [`dispatch`] checks the name, the arity and
 //! authentication, in that order and with Redis's error replies; then the command's
 //! [`Command::parse`] turns the argument vector (name first) into its typed form, with
@@ -27,6 +27,7 @@ mod keys;
 mod lists;
 mod maxmemory;
 mod object;
+mod pubsub;
 mod server;
 mod sets;
 mod strings;
@@ -101,6 +102,7 @@ const WF: &[&str] = &["write", "fast"];
 const B: &[&str] = &["write", "noscript", "blocking"];
 const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const NA: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
+const PS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 
 macro_rules! specs {
     ($($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $($t:ident)::+;)*) => {
@@ -265,6 +267,12 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "discard", 1, TX, 0, 0, 0, transactions::Discard;
     "watch", -2, TX, 1, -1, 1, transactions::Watch;
     "unwatch", 1, TX, 0, 0, 0, transactions::Unwatch;
+    "subscribe", -2, PS, 0, 0, 0, pubsub::Subscribe;
+    "psubscribe", -2, PS, 0, 0, 0, pubsub::Subscribe;
+    "unsubscribe", -1, PS, 0, 0, 0, pubsub::Unsubscribe;
+    "punsubscribe", -1, PS, 0, 0, 0, pubsub::Unsubscribe;
+    "publish", 3, &["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, pubsub::Publish;
+    "pubsub", -2, &["pubsub", "loading", "stale"], 0, 0, 0, pubsub::PubSub;
 };
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Spec>> =
@@ -320,6 +328,10 @@ fn check(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<&'static Spec, Reply> {
     if !ctx.client.authenticated && !spec.flags.contains(&"no_auth") {
         return Err(Reply::err("NOAUTH Authentication required."));
     }
+    if ctx.client.proto == 2 && ctx.client.subs.count() > 0 && !SUBSCRIBED_MODE.contains(&spec.name)
+    {
+        return Err(subscribed_mode_error(spec, args));
+    }
     Ok(spec)
 }
 
@@ -354,6 +366,33 @@ fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         blocking::serve_ready(ctx);
     }
     reply
+}
+
+/// The commands a RESP2 connection with subscriptions may run (Redis 7's list).
+const SUBSCRIBED_MODE: [&str; 7] = [
+    "subscribe",
+    "psubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "ping",
+    "quit",
+    "reset",
+];
+
+/// Redis's reply to any other command in subscribed mode; it names the command as Redis's
+/// `fullname` does (`config|get` for a subcommand).
+fn subscribed_mode_error(spec: &Spec, args: &[Vec<u8>]) -> Reply {
+    let mut name = spec.name.to_string();
+    let containers = ["client", "config", "command", "object", "memory", "pubsub"];
+    if containers.contains(&spec.name)
+        && let Some(sub) = args.get(1)
+    {
+        name.push('|');
+        name.push_str(&String::from_utf8_lossy(sub).to_ascii_lowercase());
+    }
+    Reply::err(format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    ))
 }
 
 /// The key arguments of a request, by its table entry's key positions.

@@ -176,6 +176,12 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
             sh.store.expired_keys(),
         );
         super::maxmemory::info_stats(ctx, &mut out);
+        let _ = write!(
+            out,
+            "pubsub_channels:{}\r\npubsub_patterns:{}\r\n",
+            sh.pubsub.channels(None).len(),
+            sh.pubsub.numpat()
+        );
         out.push_str("\r\n");
     }
     if want("keyspace") {

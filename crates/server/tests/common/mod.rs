@@ -104,7 +104,7 @@ impl Drop for Server {
 }
 
 /// A raw RESP connection; replies are rendered as compact strings:
-/// `+OK`, `-ERR …`, `:1`, `$text`, `$nil`, `_`, `[a, b]`, `%{k: v}`, `=txt`.
+/// `+OK`, `-ERR …`, `:1`, `$text`, `$nil`, `_`, `[a, b]`, `%{k: v}`, `=txt`, `>[a, b]` (push).
 pub struct Raw {
     pub r: BufReader<TcpStream>,
     pub w: TcpStream,
@@ -148,6 +148,11 @@ impl Raw {
                 }
                 let items: Vec<String> = (0..n).map(|_| self.reply()).collect();
                 format!("[{}]", items.join(", "))
+            }
+            ">" => {
+                let n: usize = rest.parse().unwrap();
+                let items: Vec<String> = (0..n).map(|_| self.reply()).collect();
+                format!(">[{}]", items.join(", "))
             }
             "%" => {
                 let n: usize = rest.parse().unwrap();

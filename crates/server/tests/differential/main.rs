@@ -11,6 +11,7 @@
 mod collections;
 #[path = "../common/mod.rs"]
 mod common;
+mod pubsub;
 mod transactions;
 
 use std::net::{TcpListener, TcpStream};

@@ -14,6 +14,7 @@ mod eviction;
 mod expiry;
 mod keys;
 mod protocol;
+mod pubsub;
 mod strings;
 mod transactions;
 mod zsets;
