@@ -150,7 +150,8 @@ impl<'a> Command<'a> for Copy<'a> {
             match (&opt[..], args.get(i + 1)) {
                 (b"REPLACE", _) => replace = true,
                 (b"DB", Some(n)) => {
-                    match parse_i64(n) {
+                    // Redis reads the index as a C `int`.
+                    match parse_i64(n).filter(|&n| i32::try_from(n).is_ok()) {
                         Some(0) => {}
                         Some(1..=15) => {
                             return Err(Reply::err(format!(

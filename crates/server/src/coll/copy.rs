@@ -1,8 +1,8 @@
 //! `COPY`'s duplicate of a collection: a compact one is its key's value, copied whole; a
 //! large one lives in the shared element index under its own id, so its copy is a new
-//! collection built element by element through the views (which convert it to the large
-//! form past the thresholds, exactly as the writes that built the original did, and log
-//! one record per element, so the append-only file replays the copy).
+//! collection, large from the start as Redis's copy keeps the encoding, filled element by
+//! element through the views, which log one record per element, so the append-only file
+//! replays the copy.
 
 use super::{End, Hash, List, Result, Set, ZSet};
 use crate::store::{Entry, Kind, Store, Txn};
@@ -27,6 +27,7 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
         Kind::Hash => {
             let pairs = Hash::open(t, src)?.map(|h| h.pairs(t)).unwrap_or_default();
             let mut h = Hash::open_or_create(t, dst)?;
+            h.make_large(t)?;
             for (f, v) in &pairs {
                 if let Err(err) = h.set(t, f, v) {
                     h.finish(t)?;
@@ -38,6 +39,7 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
         Kind::Set => {
             let members = Set::open(t, src)?.map(|s| s.members(t)).unwrap_or_default();
             let mut s = Set::create(t, dst)?;
+            s.make_large(t)?;
             for m in &members {
                 if let Err(err) = s.add(t, m) {
                     s.finish(t)?;
@@ -51,6 +53,7 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
                 .map(|z| z.members(t))
                 .unwrap_or_default();
             let mut z = ZSet::create(t, dst)?;
+            z.make_large(t)?;
             for (m, score) in &members {
                 if let Err(err) = z.insert(t, m, *score, None) {
                     z.finish(t)?;
@@ -65,6 +68,7 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
                 _ => Vec::new(),
             };
             let mut l = List::create(t, dst)?;
+            l.make_large(t)?;
             for v in &elems {
                 if let Err(err) = l.push(t, End::Right, v) {
                     l.finish(t)?;
