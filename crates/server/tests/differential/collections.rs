@@ -584,7 +584,7 @@ fn command(rng: &mut Rng) -> (Vec<String>, Norm) {
                 1 => (v(&["SETRANGE", key, "2", "xy"]), Norm::Exact),
                 2 => (v(&["GETEX", key, "PERSIST"]), Norm::Exact),
                 3 => (v(&["GETEX", key, "EXAT", "4102444800"]), Norm::Exact),
-                4 => (v(&["SETEX", rng.pick(&mixed), "1000", "v"]), Norm::Exact),
+                4 => (v(&["SETRANGE", rng.pick(&mixed), "0", "ab"]), Norm::Exact),
                 _ => (
                     v(&[rng.pick(&["EXPIRETIME", "PEXPIRETIME"]), key]),
                     Norm::Exact,
