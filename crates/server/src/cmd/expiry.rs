@@ -1,5 +1,5 @@
 //! Expiry commands: `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` (with `NX`/`XX`/`GT`/`LT`),
-//! `TTL`, `PTTL`, `PERSIST`. A deadline already past deletes the key, as in Redis.
+//! `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`, `PERSIST`. A deadline already past deletes the key, as in Redis.
 
 use super::strings::ExpireTime;
 use super::{Command, Ctx};
@@ -104,17 +104,21 @@ impl<'a> Command<'a> for Expire<'a> {
     }
 }
 
-/// `TTL key` (seconds, rounded) and `PTTL key` (milliseconds).
+/// `TTL key` (seconds, rounded) and `PTTL key` (milliseconds); `EXPIRETIME key` and
+/// `PEXPIRETIME key`, the same for the absolute deadline (Unix time).
 pub(super) struct Ttl<'a> {
     key: &'a [u8],
     millis: bool,
+    absolute: bool,
 }
 
 impl<'a> Command<'a> for Ttl<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let name = &args[0];
         Ok(Ttl {
             key: &args[1],
-            millis: args[0].eq_ignore_ascii_case(b"pttl"),
+            millis: name.eq_ignore_ascii_case(b"pttl") || name.eq_ignore_ascii_case(b"pexpiretime"),
+            absolute: name.len() > 4,
         })
     }
 
@@ -124,7 +128,11 @@ impl<'a> Command<'a> for Ttl<'a> {
             None => Reply::Int(-2),
             Some(None) => Reply::Int(-1),
             Some(Some(d)) => {
-                let left = d.saturating_sub(now) as i64;
+                let left = if self.absolute {
+                    d as i64
+                } else {
+                    d.saturating_sub(now) as i64
+                };
                 Reply::Int(if self.millis {
                     left
                 } else {

@@ -1,5 +1,10 @@
-//! Keyspace commands: `DEL`/`UNLINK`, `EXISTS`, `TYPE`, `RENAME`, `KEYS`, `SCAN`,
-//! `DBSIZE`, `FLUSHDB`/`FLUSHALL`.
+//! Keyspace commands: `DEL`/`UNLINK`, `EXISTS`, `TYPE`, `RENAME`/`RENAMENX`, `COPY`,
+//! `RANDOMKEY`, `KEYS`, `SCAN`, `DBSIZE`, `FLUSHDB`/`FLUSHALL`.
+//!
+//! `RENAME` moves a value whole, a large collection included (its elements are keyed by
+//! its id, which moves with it); `COPY` duplicates it (`crate::coll::copy`: a large
+//! collection element by element). Both log the value under its new key whole, so the
+//! append-only file replays the same state.
 //!
 //! On an ordered backend `KEYS` and `SCAN` walk the index in key order. A `SCAN` cursor is
 //! a number, as every client expects, that names the last key returned (kept in the
@@ -87,10 +92,11 @@ impl<'a> Command<'a> for Type<'a> {
     }
 }
 
-/// `RENAME key newkey`.
+/// `RENAME key newkey` and `RENAMENX key newkey` (`nx`: only when `newkey` is absent).
 pub(super) struct Rename<'a> {
     src: &'a [u8],
     dst: &'a [u8],
+    nx: bool,
 }
 
 impl<'a> Command<'a> for Rename<'a> {
@@ -98,17 +104,22 @@ impl<'a> Command<'a> for Rename<'a> {
         Ok(Rename {
             src: &args[1],
             dst: &args[2],
+            nx: args[0].eq_ignore_ascii_case(b"renamenx"),
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let Rename { src, dst } = self;
+        let Rename { src, dst, nx } = self;
+        let done = if nx { Reply::Int(1) } else { Reply::OK };
         ctx.shared.store.write(&[src, dst], ctx.call, |t| {
             let Some(e) = t.load(src) else {
                 return Reply::err("ERR no such key");
             };
+            if nx && (src == dst || t.load(dst).is_some()) {
+                return Reply::Int(0);
+            }
             if src == dst {
-                return Reply::OK;
+                return done;
             }
             if let Err(err) = t.store_quiet(dst, &e) {
                 return Reply::err(err.message());
@@ -117,8 +128,97 @@ impl<'a> Command<'a> for Rename<'a> {
             // The moved value is logged whole under its new key (a large collection's
             // elements are keyed by its id, which moves with it).
             crate::coll::log_state(t, &ctx.shared.store, dst);
-            Reply::OK
+            done
         })
+    }
+}
+
+/// `COPY source destination [DB index] [REPLACE]` (only database 0 exists: another
+/// index is refused at parse time).
+pub(super) struct Copy<'a> {
+    src: &'a [u8],
+    dst: &'a [u8],
+    replace: bool,
+}
+
+impl<'a> Command<'a> for Copy<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let mut replace = false;
+        let mut i = 3;
+        while i < args.len() {
+            let opt = args[i].to_ascii_uppercase();
+            match (&opt[..], args.get(i + 1)) {
+                (b"REPLACE", _) => replace = true,
+                (b"DB", Some(n)) => {
+                    // Redis reads the index as a C `int`.
+                    match parse_i64(n).filter(|&n| i32::try_from(n).is_ok()) {
+                        Some(0) => {}
+                        Some(1..=15) => {
+                            return Err(Reply::err(format!(
+                                "ERR COPY to DB {}: this server has one database (0); the 16 logical databases are not supported",
+                                String::from_utf8_lossy(n)
+                            )));
+                        }
+                        Some(_) => return Err(Reply::err("ERR DB index is out of range")),
+                        None => return Err(not_integer()),
+                    }
+                    i += 1;
+                }
+                _ => return Err(syntax_error()),
+            }
+            i += 1;
+        }
+        if args[1] == args[2] {
+            return Err(Reply::err(
+                "ERR source and destination objects are the same",
+            ));
+        }
+        Ok(Copy {
+            src: &args[1],
+            dst: &args[2],
+            replace,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let Copy { src, dst, replace } = self;
+        let store = &ctx.shared.store;
+        store.write(&[src, dst], ctx.call, |t| {
+            let Some(e) = t.load(src) else {
+                return Reply::Int(0);
+            };
+            if t.load(dst).is_some() {
+                if !replace {
+                    return Reply::Int(0);
+                }
+                t.delete(dst);
+            }
+            match crate::coll::copy(t, store, src, &e, dst) {
+                Ok(()) => Reply::Int(1),
+                Err(err) => Reply::err(err.message()),
+            }
+        })
+    }
+}
+
+/// `RANDOMKEY`.
+pub(super) struct RandomKey;
+
+impl Command<'_> for RandomKey {
+    fn parse(_args: &[Vec<u8>]) -> Result<Self, Reply> {
+        Ok(RandomKey)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let store = &ctx.shared.store;
+        if !store.iterable() {
+            return cannot_iterate(ctx, "RANDOMKEY");
+        }
+        let seed = crate::coll::random_u64();
+        match store.random_key(seed, ctx.now()) {
+            Some(k) => Reply::Bulk(k),
+            None => Reply::Nil,
+        }
     }
 }
 

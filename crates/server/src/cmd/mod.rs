@@ -168,6 +168,17 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "ttl", 2, R, 1, 1, 1, expiry::Ttl;
     "pttl", 2, R, 1, 1, 1, expiry::Ttl;
     "persist", 2, &["write", "fast"], 1, 1, 1, expiry::Persist;
+    "getex", -2, WF, 1, 1, 1, strings::GetEx;
+    "getrange", 4, RS, 1, 1, 1, strings::GetRange;
+    "substr", 4, RS, 1, 1, 1, strings::GetRange;
+    "setrange", 4, WD, 1, 1, 1, strings::SetRange;
+    "setex", 4, WD, 1, 1, 1, strings::SetEx;
+    "psetex", 4, WD, 1, 1, 1, strings::SetEx;
+    "renamenx", 3, WF, 1, 2, 1, keys::Rename;
+    "copy", -3, WD, 1, 2, 1, keys::Copy;
+    "randomkey", 1, RS, 0, 0, 0, keys::RandomKey;
+    "expiretime", 2, R, 1, 1, 1, expiry::Ttl;
+    "pexpiretime", 2, R, 1, 1, 1, expiry::Ttl;
     "command", -1, &["loading", "stale"], 0, 0, 0, server::CommandInfo;
     "info", -1, &["loading", "stale"], 0, 0, 0, server::Info;
     "config", -2, &["admin", "noscript", "loading", "stale"], 0, 0, 0, server::Config;

@@ -1,9 +1,17 @@
-//! String commands: `GET`, `SET` and its options, `SETNX`, `GETSET`, `GETDEL`, `MGET`,
-//! `MSET`, `MSETNX`, `APPEND`, `STRLEN` and the counters (`INCR` … `INCRBYFLOAT`).
+//! String commands: `GET`, `SET` and its options, `SETNX`, `SETEX`, `PSETEX`, `GETSET`,
+//! `GETDEL`, `GETEX`, `MGET`, `MSET`, `MSETNX`, `APPEND`, `STRLEN`, `GETRANGE`/`SUBSTR`,
+//! `SETRANGE` and the counters (`INCR` … `INCRBYFLOAT`).
+//!
+//! `SETRANGE` checks the length it would produce before building it: past Redis's
+//! `proto-max-bulk-len` (512 MB by default) with Redis's error, past the store's value limit
+//! (the indexes' `MAX_VALUE_LEN`, 1 MiB) with the store's error, so a huge offset never
+//! allocates.
 //!
 //! Read-only commands read without locking; every write is one
 //! [`Store::write`](crate::store::Store::write) closure, so its read-modify-write is
 //! atomic per key.
+
+use std::sync::atomic::Ordering;
 
 use super::{Command, Ctx, not_integer, syntax_error, wrong_type};
 use crate::num::{format_f64, parse_f64, parse_i64};
@@ -504,6 +512,221 @@ impl<'a> Command<'a> for IncrByFloat<'a> {
             e.payload = format_f64(new).into_bytes();
             match t.store(key, &e) {
                 Ok(()) => Reply::Bulk(e.payload),
+                Err(err) => write_err(err),
+            }
+        })
+    }
+}
+
+/// `SETEX key seconds value` and `PSETEX key milliseconds value`.
+pub(super) struct SetEx<'a> {
+    key: &'a [u8],
+    time: ExpireTime,
+    value: &'a [u8],
+}
+
+impl<'a> Command<'a> for SetEx<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let (cmd, unit) = if args[0].eq_ignore_ascii_case(b"setex") {
+            ("setex", 1000)
+        } else {
+            ("psetex", 1)
+        };
+        Ok(SetEx {
+            key: &args[1],
+            time: ExpireTime::parse(&args[2], unit, false, cmd, false)?,
+            value: &args[3],
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let deadline = match self.time.deadline(ctx.now()) {
+            Ok(d) => d as u64,
+            Err(r) => return r,
+        };
+        let SetEx { key, value, .. } = self;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            match t.store_string(key, Some(deadline), value) {
+                Ok(()) => Reply::OK,
+                Err(e) => write_err(e),
+            }
+        })
+    }
+}
+
+/// What `GETEX` does to the key's deadline.
+enum GetExTtl<'a> {
+    /// Nothing (no option).
+    Keep,
+    /// Removes it (`PERSIST`).
+    Persist,
+    /// Sets it (`EX`, `PX`, `EXAT`, `PXAT`): the argument, its unit in milliseconds,
+    /// whether it is absolute. Checked only once the key is found a string, as Redis does.
+    At(&'a [u8], i64, bool),
+}
+
+/// `GETEX key [EX s|PX ms|EXAT unix-s|PXAT unix-ms|PERSIST]`.
+pub(super) struct GetEx<'a> {
+    key: &'a [u8],
+    ttl: GetExTtl<'a>,
+}
+
+impl<'a> Command<'a> for GetEx<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let mut ttl = GetExTtl::Keep;
+        let mut i = 2;
+        while i < args.len() {
+            let opt = args[i].to_ascii_uppercase();
+            let unit = if opt.starts_with(b"E") { 1000 } else { 1 };
+            let absolute = opt.ends_with(b"AT");
+            // As Redis: an option may repeat (the last value wins); two different ones
+            // conflict.
+            match (&opt[..], args.get(i + 1), &ttl) {
+                (b"PERSIST", _, GetExTtl::Keep | GetExTtl::Persist) => ttl = GetExTtl::Persist,
+                (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(v), t)
+                    if match t {
+                        GetExTtl::Keep => true,
+                        GetExTtl::Persist => false,
+                        GetExTtl::At(_, u, a) => (*u, *a) == (unit, absolute),
+                    } =>
+                {
+                    ttl = GetExTtl::At(v, unit, absolute);
+                    i += 1;
+                }
+                _ => return Err(syntax_error()),
+            }
+            i += 1;
+        }
+        Ok(GetEx { key: &args[1], ttl })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let GetEx { key, ttl } = self;
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let mut e = match t.load(key) {
+                None => return Reply::Nil,
+                Some(e) if e.kind != Kind::String => return wrong_type(),
+                Some(e) => e,
+            };
+            let deadline = match ttl {
+                GetExTtl::Keep => return Reply::Bulk(e.payload),
+                GetExTtl::Persist if e.deadline.is_none() => return Reply::Bulk(e.payload),
+                GetExTtl::Persist => None,
+                GetExTtl::At(v, unit, absolute) => {
+                    match ExpireTime::parse(v, unit, absolute, "getex", false)
+                        .and_then(|time| time.deadline(t.now()))
+                    {
+                        Ok(d) => Some(d),
+                        Err(r) => return r,
+                    }
+                }
+            };
+            if deadline.is_some_and(|d| d <= t.now() as i64) {
+                t.delete(key);
+                return Reply::Bulk(e.payload);
+            }
+            e.deadline = deadline.map(|d| d as u64);
+            match t.store(key, &e) {
+                Ok(()) => Reply::Bulk(e.payload),
+                Err(err) => write_err(err),
+            }
+        })
+    }
+}
+
+/// `GETRANGE key start end` and `SUBSTR key start end`.
+pub(super) struct GetRange<'a> {
+    key: &'a [u8],
+    start: i64,
+    end: i64,
+}
+
+impl<'a> Command<'a> for GetRange<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        Ok(GetRange {
+            key: &args[1],
+            start: parse_i64(&args[2]).ok_or_else(not_integer)?,
+            end: parse_i64(&args[3]).ok_or_else(not_integer)?,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let GetRange { key, start, end } = self;
+        ctx.shared
+            .store
+            .read(key, ctx.call, |kind, _, payload| match kind {
+                Kind::String => Reply::bulk(substring(payload, start, end)),
+                _ => wrong_type(),
+            })
+            .unwrap_or(Reply::bulk(b""))
+    }
+}
+
+/// The bytes of `s` from `start` to `end` inclusive, negative indexes counting from the
+/// end, clamped to the string as Redis's `GETRANGE` clamps them.
+fn substring(s: &[u8], start: i64, end: i64) -> &[u8] {
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return b"";
+    }
+    let start = if start < 0 { len + start } else { start }.max(0);
+    let end = if end < 0 { len + end } else { end }.max(0).min(len - 1);
+    if len == 0 || start > end {
+        return b"";
+    }
+    &s[start as usize..=end as usize]
+}
+
+/// `SETRANGE key offset value`.
+pub(super) struct SetRange<'a> {
+    key: &'a [u8],
+    offset: usize,
+    value: &'a [u8],
+}
+
+impl<'a> Command<'a> for SetRange<'a> {
+    fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
+        let offset = parse_i64(&args[2]).ok_or_else(not_integer)?;
+        if offset < 0 {
+            return Err(Reply::err("ERR offset is out of range"));
+        }
+        Ok(SetRange {
+            key: &args[1],
+            offset: usize::try_from(offset).map_err(|_| not_integer())?,
+            value: &args[3],
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
+        let SetRange { key, offset, value } = self;
+        let max_bulk = ctx.shared.live.max_bulk_len.load(Ordering::Relaxed);
+        ctx.shared.store.write(&[key], ctx.call, |t| {
+            let old = t.load(key);
+            if old.as_ref().is_some_and(|e| e.kind != Kind::String) {
+                return wrong_type();
+            }
+            if value.is_empty() {
+                // Nothing to write: the length as it is (no key is created).
+                return Reply::Int(old.map_or(0, |e| e.payload.len() as i64));
+            }
+            let end = match offset.checked_add(value.len()) {
+                Some(end) if end <= max_bulk => end,
+                _ => {
+                    return Reply::err(
+                        "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+                    );
+                }
+            };
+            if end + crate::store::MAX_HEADER > orrery::api::MAX_VALUE_LEN {
+                return write_err(WriteError::ValueTooLong);
+            }
+            let mut e = old.unwrap_or_else(|| Entry::string(Vec::new()));
+            if e.payload.len() < end {
+                e.payload.resize(end, 0);
+            }
+            e.payload[offset..end].copy_from_slice(value);
+            match t.store(key, &e) {
+                Ok(()) => Reply::Int(e.payload.len() as i64),
                 Err(err) => write_err(err),
             }
         })

@@ -261,6 +261,12 @@ impl<'k> Hash<'k> {
         removed
     }
 
+    /// Moves the collection to the shared indexes now, whatever its size (`COPY` of a
+    /// large one: Redis's copy keeps the encoding).
+    pub(crate) fn make_large(&mut self, t: &Txn<'_>) -> Result<()> {
+        self.move_to_index(t)
+    }
+
     /// Moves the pairs into the element index.
     fn move_to_index(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(p) = &self.repr else {

@@ -578,6 +578,12 @@ impl<'k> List<'k> {
         Ok(())
     }
 
+    /// Moves the collection to the shared indexes now, whatever its size (`COPY` of a
+    /// large one: Redis's copy keeps the encoding).
+    pub(crate) fn make_large(&mut self, t: &Txn<'_>) -> Result<()> {
+        self.force_large(t)
+    }
+
     /// Moves a compact list to the positions table regardless of the thresholds.
     fn force_large(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(head, p) = &self.repr else {

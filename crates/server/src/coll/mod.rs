@@ -17,9 +17,11 @@
 //! | `set` | an intset, a pack in insertion order / `id ++ h ++ member` |
 //! | `zset` | a pack of pairs in (score, member) order / member and order keys |
 //! | `list` | head position and a pack / `id ++ position` |
+//! | `copy` | `COPY`'s duplicate of a collection, large ones element by element |
 //! | `dump` | the records that rebuild a collection (`RENAME`, the append-only file's rewrite) |
 //! | `random` | the random source and the random probe of a large collection |
 
+mod copy;
 mod dump;
 mod hash;
 mod list;
@@ -36,9 +38,11 @@ use orrery::wormhole::Wormhole;
 use crate::layout::MAX_ELEMENT;
 use crate::store::{Enc, Entry, Kind, Txn, WriteError};
 
+pub(crate) use copy::copy;
 pub(crate) use dump::{dump, log_state};
 pub(crate) use hash::Hash;
 pub(crate) use list::{End, List};
+pub(crate) use random::next_u64 as random_u64;
 pub(crate) use set::Set;
 pub(crate) use zset::ZSet;
 pub(crate) use zset_ranges::{Limit, ScoreBound};

@@ -365,6 +365,45 @@ impl Store {
         }
     }
 
+    /// A live key at random (`RANDOMKEY`), `None` when none is live at `now`; `seed` picks
+    /// it. On Mercury the walk starts at a random table position (`O(1)` expected, each key
+    /// picked about as often as Redis's bucket sampling picks it); on an ordered backend
+    /// the `seed % len`-th pair in key order (uniform, but `O(n)`: the ordered indexes have
+    /// no rank access; the last live key when fewer are live).
+    pub(crate) fn random_key(&self, seed: u64, now: u64) -> Option<Vec<u8>> {
+        let mut found = None;
+        let mut first = |k: &[u8], v: &[u8]| {
+            if Store::live(v, now).is_some() {
+                found = Some(k.to_vec());
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        if let Some(m) = &self.unordered {
+            m.for_each_from(seed, &mut first);
+            return found;
+        }
+        let o = self.ordered()?;
+        let len = self.kv().len() as u64;
+        if len == 0 {
+            return None;
+        }
+        let mut skip = seed % len;
+        o.scan(Bound::Unbounded, &mut |k, v| {
+            if Store::live(v, now).is_none() {
+                return ControlFlow::Continue(());
+            }
+            found = Some(k.to_vec());
+            if skip == 0 {
+                return ControlFlow::Break(());
+            }
+            skip -= 1;
+            ControlFlow::Continue(())
+        });
+        found
+    }
+
     /// The large collection with id `id`, if it still exists.
     pub(crate) fn large(&self, id: u64) -> Option<Arc<Meta>> {
         self.large.get(id)

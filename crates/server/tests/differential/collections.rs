@@ -134,7 +134,7 @@ fn command(rng: &mut Rng) -> (Vec<String>, Norm) {
             rng.pick(&members).into()
         }
     };
-    let (cmd, norm): (Vec<String>, Norm) = match rng.below(78) {
+    let (cmd, norm): (Vec<String>, Norm) = match rng.below(82) {
         // Hashes.
         0..=3 => {
             let mut c = vec![s("HSET"), k(rng, &hk)];
@@ -550,6 +550,47 @@ fn command(rng: &mut Rng) -> (Vec<String>, Norm) {
             Norm::Exact,
         ),
         76 => (v(&["APPEND", rng.pick(&mixed), "x"]), Norm::Exact),
+        // COPY and RENAMENX between every type, large collections included (the copy
+        // read back whole: a hash's or set's order is unspecified).
+        77 | 78 => {
+            let all = [
+                "h0", "h1", "h2", "s0", "s1", "i0", "l0", "l1", "z0", "z1", "m0", "c0",
+            ];
+            let (src, dst) = (rng.pick(&all), rng.pick(&["c0", "c1", "h2", "l1", "m1"]));
+            match rng.below(6) {
+                0 => (v(&["RENAMENX", src, dst]), Norm::Exact),
+                1 | 2 => (v(&["COPY", src, dst]), Norm::Exact),
+                3 => (v(&["COPY", src, dst, "REPLACE"]), Norm::Exact),
+                4 => (v(&["SMEMBERS", dst]), Norm::Sorted),
+                _ => (v(&["HGETALL", dst]), Norm::SortedPairs),
+            }
+        }
+        79 => {
+            let dst = rng.pick(&["c0", "c1", "h2", "l1", "m1"]);
+            match rng.below(5) {
+                0 => (v(&["LRANGE", dst, "0", "-1"]), Norm::Exact),
+                1 => (v(&["ZRANGE", dst, "0", "-1", "WITHSCORES"]), Norm::Exact),
+                2 => (v(&["OBJECT", "ENCODING", dst]), Norm::Encoding),
+                3 => (v(&["TYPE", dst]), Norm::Exact),
+                _ => (v(&["PEXPIRETIME", dst]), Norm::Exact),
+            }
+        }
+        // The string commands on every type (`WRONGTYPE`), and deadlines read back (every
+        // deadline of this stream is absolute).
+        80 => {
+            let key = rng.pick(&["h0", "s0", "l0", "z0", "m0", "m1", "c0", "h2", "nokey"]);
+            match rng.below(6) {
+                0 => (v(&["GETRANGE", key, "0", "-1"]), Norm::Exact),
+                1 => (v(&["SETRANGE", key, "2", "xy"]), Norm::Exact),
+                2 => (v(&["GETEX", key, "PERSIST"]), Norm::Exact),
+                3 => (v(&["GETEX", key, "EXAT", "4102444800"]), Norm::Exact),
+                4 => (v(&["SETRANGE", rng.pick(&mixed), "0", "ab"]), Norm::Exact),
+                _ => (
+                    v(&[rng.pick(&["EXPIRETIME", "PEXPIRETIME"]), key]),
+                    Norm::Exact,
+                ),
+            }
+        }
         _ => (
             v(&["TTL", rng.pick(&["h0", "s0", "l0", "z0"])]),
             Norm::Shape,

@@ -3,7 +3,8 @@
 //! same replies. Skipped, with a message, when `redis-server` is not installed.
 //!
 //! The stream covers the string, key, expiry and sorted-set commands whose replies are
-//! deterministic. Left out, and why: `KEYS` (Redis's order is its hash table's),
+//! deterministic (`EXPIRETIME`/`PEXPIRETIME` on a key given absolute deadlines only).
+//! Left out, and why: `RANDOMKEY` (random: `tests/server/keys.rs` tests it), `KEYS` (Redis's order is its hash table's),
 //! `INCRBYFLOAT` on fractions and huge values (Redis computes in `long double`; here it
 //! runs only on its own key with integral steps), `TTL` (depends on timing),
 //! `ZRANGEBYLEX` on sets with different scores (unspecified by Redis).
@@ -143,7 +144,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
     let lexr = ["-", "+", "[a", "(b", "[d", "(g", "c"];
     let ints = ["0", "1", "-1", "2", "5", "-3", "100", "x"];
     let k = rng.pick(&keys).to_string();
-    let mut v: Vec<String> = match rng.below(40) {
+    let mut v: Vec<String> = match rng.below(52) {
         0 => vec!["GET".into(), k],
         1 | 2 => {
             let mut c = vec!["SET".into(), k, rng.pick(&values).into()];
@@ -300,6 +301,79 @@ fn command(rng: &mut Rng) -> Vec<String> {
             "ZREM".into(),
             rng.pick(&lex).into(),
             rng.pick(&members).into(),
+        ],
+        39 => vec![
+            rng.pick(&["GETRANGE", "SUBSTR"]).into(),
+            k,
+            rng.pick(&ints).into(),
+            rng.pick(&ints).into(),
+        ],
+        40 => vec![
+            "SETRANGE".into(),
+            k,
+            rng.pick(&["0", "1", "3", "-1", "x", "12", "536870912"])
+                .into(),
+            rng.pick(&values).into(),
+        ],
+        41 => vec![
+            rng.pick(&["SETEX", "PSETEX"]).into(),
+            k,
+            rng.pick(&["100000", "0", "-5", "x", "9223372036854775807"])
+                .into(),
+            rng.pick(&values).into(),
+        ],
+        42 => {
+            let mut c = vec!["GETEX".into(), k];
+            for _ in 0..rng.below(3) {
+                match rng.below(6) {
+                    0 => c.push("PERSIST".into()),
+                    1 => c.extend(["EX".into(), rng.pick(&["100", "0", "-5", "x"]).into()]),
+                    2 => c.extend(["PX".into(), rng.pick(&["100000", "0"]).into()]),
+                    3 => c.extend(["EXAT".into(), rng.pick(&["4102444800", "1"]).into()]),
+                    4 => c.extend(["PXAT".into(), rng.pick(&["4102444800000", "1"]).into()]),
+                    _ => c.push("BOGUS".into()),
+                }
+            }
+            c
+        }
+        43 => vec!["RENAMENX".into(), k, rng.pick(&keys).into()],
+        44 | 45 => {
+            let mut c = vec!["COPY".into(), k, rng.pick(&keys).into()];
+            for _ in 0..rng.below(3) {
+                match rng.below(4) {
+                    0 => c.push("REPLACE".into()),
+                    1 => c.extend(["DB".into(), rng.pick(&["0", "x", "99", "-1"]).into()]),
+                    2 => c.push("DB".into()),
+                    _ => c.push("BOGUS".into()),
+                }
+            }
+            c
+        }
+        // Deadlines read back only on a key whose deadlines are absolute (the stream's
+        // relative ones depend on timing).
+        46 | 47 => {
+            let (opt, at) = match rng.below(4) {
+                0 => ("EXAT", "4102444800"),
+                1 => ("PXAT", "4102444800123"),
+                2 => ("EXAT", "4102444900"),
+                _ => ("PXAT", "4102444900456"),
+            };
+            if rng.below(2) == 0 {
+                vec![
+                    "SET".into(),
+                    "at".into(),
+                    rng.pick(&values).into(),
+                    opt.into(),
+                    at.into(),
+                ]
+            } else {
+                vec!["GETEX".into(), "at".into(), opt.into(), at.into()]
+            }
+        }
+        48 => vec!["GETEX".into(), "at".into(), "PERSIST".into()],
+        49 | 50 => vec![
+            rng.pick(&["EXPIRETIME", "PEXPIRETIME"]).into(),
+            rng.pick(&["at", "nokey", "at"]).into(),
         ],
         _ => vec![rng.pick(&["NOSUCH", "GET", "SET", "ZADD"]).into()],
     };

@@ -1,5 +1,6 @@
 //! Persistence of the collection types: every kind of change replayed from the log and
-//! rebuilt by a rewrite (both representations, deadlines, renames, blocking pops),
+//! rebuilt by a rewrite (both representations, deadlines, renames, copies, the string
+//! commands that write, blocking pops),
 //! a rewrite that walks large collections while they change (lists above all, whose
 //! records are positions), and `kill -9` under collection writers with `appendfsync
 //! always`: every acknowledged change survives.
@@ -12,7 +13,7 @@ use super::{aof_args, dir, kill_9};
 use crate::common::{Raw, Server, Value, encode, eventually};
 
 /// Every live key: its type, its contents (members of hashes and sets sorted; sorted sets
-/// and lists in order; scores as the server prints them), and whether it has a deadline.
+/// and lists in order; scores as the server prints them), and its deadline.
 fn state(r: &mut Raw) -> BTreeMap<String, String> {
     let Value::Array(keys) = r.cmd_value(&["KEYS", "*"]) else {
         panic!("KEYS")
@@ -45,8 +46,8 @@ fn state(r: &mut Raw) -> BTreeMap<String, String> {
             "+list" => format!("{:?}", r.cmd_value(&["LRANGE", &k, "0", "-1"])),
             _ => format!("{:?}", r.cmd_value(&["GET", &k])),
         };
-        let ttl = r.cmd(&["PTTL", &k]) != ":-1";
-        out.insert(k, format!("{t} {v} ttl={ttl}"));
+        let deadline = r.cmd(&["PEXPIRETIME", &k]);
+        out.insert(k, format!("{t} {v} deadline={deadline}"));
     }
     out
 }
@@ -122,6 +123,32 @@ fn history(r: &mut Raw) {
         &["RENAME", "l", "lrenamed"],
         &["RENAME", "zbig", "zbig2"],
         &["SET", "str", "v"],
+        // COPY of every type, both forms (deadlines copied), over an existing key too.
+        &["COPY", "hbig", "hbigc"],
+        &["COPY", "sbig2", "sbigc"],
+        &["COPY", "ibig", "ibigc"],
+        &["COPY", "zbig2", "zbigc"],
+        &["COPY", "lbig", "lbigc"],
+        &["COPY", "h", "hc"],
+        &["COPY", "l2", "l2c"],
+        &["COPY", "z", "str2"],
+        &["COPY", "lbig", "str2", "REPLACE"],
+        &["HSET", "hbigc", "f1", "copy-only"],
+        &["RPUSH", "lbigc", "copy-tail"],
+        &["RENAMENX", "hc", "h2"],
+        &["RENAMENX", "sbigc", "h2"],
+        // The string commands that write.
+        &["SETRANGE", "str", "4", "tail"],
+        &["SETRANGE", "padded", "3", "x"],
+        &["SETEX", "sx", "10000", "v"],
+        &["PSETEX", "psx", "10000000", "v"],
+        &["SET", "gx", "v"],
+        &["GETEX", "gx", "EXAT", "4102444800"],
+        &["SET", "gp", "v", "EX", "10000"],
+        &["GETEX", "gp", "PERSIST"],
+        &["SET", "gone", "v"],
+        &["GETEX", "gone", "PXAT", "1"],
+        &["COPY", "gx", "gxc"],
         &["DEL", "ibig"],
     ] {
         ok(r, args);

@@ -27,7 +27,7 @@ fn unknown_commands_arity_and_server_commands() {
             &["PING", "a", "b"],
             "-ERR wrong number of arguments for 'ping' command",
         ),
-        (&["COMMAND", "COUNT"], ":145"),
+        (&["COMMAND", "COUNT"], ":156"),
         (&["COMMAND", "DOCS"], "[]"),
         (&["CONFIG", "GET", "maxclients"], "[$maxclients, $10000]"),
     ];
@@ -39,6 +39,17 @@ fn unknown_commands_arity_and_server_commands() {
         all.contains("[$get, :2, [+readonly, +fast], :1, :1, :1"),
         "{all}"
     );
+    // Redis 7's flags and key positions (`COMMAND INFO` of redis-server 7.0).
+    for entry in [
+        "[$copy, :-3, [+write, +denyoom], :1, :2, :1",
+        "[$getex, :-2, [+write, +fast], :1, :1, :1",
+        "[$setrange, :4, [+write, +denyoom], :1, :1, :1",
+        "[$randomkey, :1, [+readonly], :0, :0, :0",
+        "[$pexpiretime, :2, [+readonly, +fast], :1, :1, :1",
+        "[$renamenx, :3, [+write, +fast], :1, :2, :1",
+    ] {
+        assert!(all.contains(entry), "{entry} in {all}");
+    }
     let info = r.cmd(&["INFO"]);
     for section in [
         "# Server",

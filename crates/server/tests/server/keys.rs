@@ -102,3 +102,31 @@ fn scan_returns_keys_in_order_once_under_concurrent_writes() {
     let all: Vec<String> = c.scan_match("stable:0000*").unwrap().collect();
     assert_eq!(all.len(), 10);
 }
+
+/// `RANDOMKEY` on an ordered and an unordered backend: nil on an empty keyspace, only
+/// live keys, and every key of a small keyspace picked within a few hundred calls (each
+/// is missed by 300 calls with probability below 1e-37).
+#[test]
+fn randomkey_picks_live_keys() {
+    for index in ["wormhole", "mercury"] {
+        let server = Server::start(&["--index", index]);
+        let mut r = server.raw();
+        assert_eq!(r.cmd(&["RANDOMKEY"]), "$nil", "{index}");
+        assert_eq!(r.cmd(&["MSET", "a", "1", "b", "2", "c", "3"]), "+OK");
+        assert_eq!(r.cmd(&["SADD", "s", "m"]), ":1");
+        assert_eq!(r.cmd(&["SET", "gone", "x"]), "+OK");
+        assert_eq!(r.cmd(&["PEXPIREAT", "gone", "1"]), ":1");
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let k = r.cmd(&["RANDOMKEY"]);
+            assert!(
+                ["$a", "$b", "$c", "$s"].contains(&k.as_str()),
+                "{index}: {k}"
+            );
+            seen.insert(k);
+        }
+        assert_eq!(seen.len(), 4, "{index}: {seen:?}");
+        assert_eq!(r.cmd(&["FLUSHALL"]), "+OK");
+        assert_eq!(r.cmd(&["RANDOMKEY"]), "$nil", "{index}");
+    }
+}
