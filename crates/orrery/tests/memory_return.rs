@@ -8,8 +8,9 @@
 //! the same process, so every measurement runs in a child process of its own: the test
 //! re-executes this test binary with `ORRERY_MEMORY_CHILD=STRUCTURE:PHASE`, which runs only
 //! [`memory_return_child`]; the child prints the bytes its index adds to the resident set on
-//! a line `rss-delta BYTES`. The children run one at a time (each holds at most a few
-//! hundred MiB, and measuring two at once on two cores would only slow both).
+//! a line `rss-delta BYTES`. A structure's two children (after the removal, fresh) run at
+//! once, one per core; the structures one after another (each child holds at most a few
+//! hundred MiB).
 #![cfg(all(
     feature = "wormhole",
     feature = "mercury",
@@ -145,8 +146,13 @@ fn memory_return_after_removing_90_percent() {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        let after = child(name, "after");
-        let fresh = child(name, "fresh");
+        // The two children of one structure run at once (one per core): each measures its
+        // own process, so neither sees the other's pages.
+        let (after, fresh) = std::thread::scope(|s| {
+            let after = s.spawn(|| child(name, "after"));
+            let fresh = child(name, "fresh");
+            (after.join().expect("the child's thread"), fresh)
+        });
         let ratio = after as f64 / fresh.max(1) as f64;
         println!(
             "{name}: after the removal +{:.1} MiB, fresh +{:.1} MiB, ratio {ratio:.2}",
