@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# A real application framework end to end on orrery-server: Celery with the Redis broker
-# (kombu's Redis transport) and the Redis result backend, in a virtual environment under
-# target/ with pinned versions from PyPI. Two rounds: persistence off, then the append-only
-# file on (and the server restarted on it: every stored result must come back).
-# Per round: start orrery-server on a free loopback port, start a Celery worker, enqueue
-# 1,000 tasks (plain, chains, a chord, countdown and ETA, retries), check every result, stop
-# the worker (warm shutdown, exit status 0, no error in its log), stop the server.
+# Real application frameworks end to end on orrery-server, in a virtual environment under
+# target/ with pinned versions from PyPI:
+# - Celery with the Redis broker (kombu's Redis transport) and the Redis result backend, two
+#   rounds: persistence off, then the append-only file on (and the server restarted on it:
+#   every stored result must come back). 1,000 tasks: plain, chains, a chord, countdown and
+#   ETA, retries (scripts/framework_celery.py).
+# - Python's rq with its scheduler: 1,000 jobs: plain, dependencies, enqueue_in, retries
+#   with an interval (scripts/framework_rq.py).
+# Per round: start orrery-server on a free loopback port, start a worker, enqueue, check
+# every result, stop the worker (warm shutdown, exit status 0, no error in its log), stop
+# the server.
 #
 #   scripts/test-server-framework.sh [path/to/orrery-server]   (default: target/debug, built if absent)
 #
@@ -26,19 +30,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CELERY_PINS=('celery[redis]==5.6.3' 'kombu==5.6.2' 'redis==6.4.0')
+# Newer versions need commands orrery-server lacks (docs/server.md, "Tested clients and
+# frameworks"); click 8.1 because rq 1.11's command line warns under click 8.2.
+PINS=('celery[redis]==5.6.3' 'kombu==5.6.2' 'rq==1.11.1' 'redis==6.4.0' 'click==8.1.8')
 VENV=target/framework-venv
 if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
-if ! "$VENV/bin/python" -c 'import celery, kombu, redis, sys
-sys.exit(0 if (celery.__version__, kombu.__version__, redis.__version__) == ("5.6.3", "5.6.2", "6.4.0") else 1)' 2>/dev/null; then
-  "$VENV/bin/pip" install -q "${CELERY_PINS[@]}"
+if ! "$VENV/bin/python" -c 'import sys
+from importlib.metadata import version
+pins = [p.replace("[redis]", "").split("==") for p in sys.argv[1:]]
+sys.exit(0 if all(version(n) == v for n, v in pins) else 1)' "${PINS[@]}" 2>/dev/null; then
+  "$VENV/bin/pip" install -q "${PINS[@]}"
 fi
 PY="$PWD/$VENV/bin/python"   # not resolved: the symlink is what selects the venv
 
 # wait_for FILE PATTERN WHAT PID: waits up to 60 s for PATTERN in FILE while PID lives.
 wait_for() {
   for _ in $(seq 600); do
-    grep -q "$2" "$1" && return 0
+    grep -qs "$2" "$1" && return 0
     kill -0 "$4" 2>/dev/null || break
     sleep 0.1
   done
@@ -86,6 +94,34 @@ celery_round() {
   stop "$SERVER" "orrery-server ($name)"
 }
 
+# rq_round NAME SERVER-ARGS...: rq on a fresh server (worker with its scheduler).
+rq_round() {
+  local name=$1; shift
+  start_server "$name" "$@"
+  local log="$WORK/$name-worker.log"
+  (cd scripts && ORRERY_PORT=$PORT exec "$VENV_ABS/bin/rq" worker --with-scheduler \
+     --url "redis://127.0.0.1:$PORT/0" --worker-class rq.worker.SimpleWorker default >"$log" 2>&1) &
+  local worker=$!; PIDS+=("$worker")
+  wait_for "$log" 'Listening on default' "the rq worker" "$worker"
+  (cd scripts && ORRERY_PORT=$PORT "$PY" framework_rq.py run 1000 90)
+  stop "$worker" "the rq worker"
+  # Every traceback in the log is a flaky job's planned first failure; no other error.
+  "$PY" - "$log" <<'EOF'
+import re, sys
+lines = [l.rstrip("\n") for l in open(sys.argv[1]) if not l.startswith(" ")]
+expected = "RuntimeError: first run fails (expected)"
+tb = "Traceback (most recent call last):"
+bad = [l for i, l in enumerate(lines)
+       if (l.endswith(tb) and (i + 1 >= len(lines) or lines[i + 1] != expected))
+       or (l != expected and not l.endswith(tb)
+           and re.search(r"error|warn|critical|exception", l, re.I))]
+if bad:
+    sys.exit("FAIL: the rq worker logged errors:\n" + "\n".join(bad[:20]))
+EOF
+  stop "$SERVER" "orrery-server ($name)"
+}
+
+VENV_ABS="$PWD/$VENV"
 VERSIONS=$("$PY" -c 'import celery, kombu, redis; print(f"celery {celery.__version__}, kombu {kombu.__version__}, redis-py {redis.__version__}")')
 echo "== Celery ($VERSIONS), persistence off"
 celery_round celery-plain
@@ -98,4 +134,6 @@ if ! cmp -s "$WORK/celery-aof.metas" "$WORK/celery-aof.reloaded"; then
   diff "$WORK/celery-aof.metas" "$WORK/celery-aof.reloaded" | head -20 >&2; exit 1
 fi
 stop "$SERVER" "orrery-server (celery-aof, reloaded)"
-echo "== framework: Celery passed (1,000 tasks per round, 2 rounds, results kept across a restart)"
+echo "== rq $("$PY" -c 'import rq; print(rq.__version__)'), persistence off"
+rq_round rq-plain
+echo "== frameworks: Celery and rq passed"
