@@ -2,8 +2,9 @@
 # Real application frameworks end to end on orrery-server, in a virtual environment under
 # target/ with pinned versions from PyPI:
 # - Celery with the Redis broker (kombu's Redis transport) and the Redis result backend, two
-#   rounds: persistence off, then the append-only file on (and the server restarted on it:
-#   every stored result must come back). 1,000 tasks: plain, chains, a chord, countdown and
+#   rounds: persistence off with a solo worker, then the append-only file on with a prefork
+#   worker of 2 processes (and the server restarted on it: every stored result must come
+#   back). 1,000 tasks: plain, chains, a chord, countdown and
 #   ETA, retries (scripts/framework_celery.py).
 # - Python's rq with its scheduler: 1,000 jobs: plain, dependencies, enqueue_in, retries
 #   with an interval (scripts/framework_rq.py).
@@ -71,14 +72,16 @@ stop() {
   if [ "$rc" != 0 ]; then echo "FAIL: $2 exited with status $rc" >&2; exit 1; fi
 }
 
-# celery_round NAME SERVER-ARGS...: one round on a fresh server; leaves its results in
-# $WORK/NAME.metas and the server stopped.
+# celery_round NAME POOL SERVER-ARGS...: one round on a fresh server, the worker's pool
+# POOL (`solo`, or `prefork` with 2 processes: tasks run and store their results from
+# child processes, each with its own connections); leaves its results in $WORK/NAME.metas
+# and the server stopped.
 celery_round() {
-  local name=$1; shift
+  local name=$1 pool=$2; shift 2
   start_server "$name" "$@"
   local log="$WORK/$name-worker.log"
   (cd scripts && ORRERY_PORT=$PORT exec "$PY" -m celery -A framework_celery worker \
-     --pool solo --loglevel INFO --hostname "w1@$name" >"$log" 2>&1) &
+     --pool "$pool" --concurrency 2 --loglevel INFO --hostname "w1@$name" >"$log" 2>&1) &
   local worker=$!; PIDS+=("$worker")
   wait_for "$log" 'w1@'"$name"' ready' "the Celery worker" "$worker"
   (cd scripts && ORRERY_PORT=$PORT "$PY" framework_celery.py run 1000 90)
@@ -123,10 +126,10 @@ EOF
 
 VENV_ABS="$PWD/$VENV"
 VERSIONS=$("$PY" -c 'import celery, kombu, redis; print(f"celery {celery.__version__}, kombu {kombu.__version__}, redis-py {redis.__version__}")')
-echo "== Celery ($VERSIONS), persistence off"
-celery_round celery-plain
-echo "== Celery, append-only file on, then the server restarted on it"
-celery_round celery-aof --appendonly yes
+echo "== Celery ($VERSIONS), persistence off, solo pool"
+celery_round celery-plain solo
+echo "== Celery, append-only file on (then the server restarted on it), prefork pool"
+celery_round celery-aof prefork --appendonly yes
 start_server celery-aof --appendonly yes
 (cd scripts && ORRERY_PORT=$PORT "$PY" framework_celery.py metas) >"$WORK/celery-aof.reloaded"
 if ! cmp -s "$WORK/celery-aof.metas" "$WORK/celery-aof.reloaded"; then
