@@ -8,11 +8,12 @@ Called by scripts/test-server-framework.sh, which starts the server and the work
 Exits non-zero (an AssertionError or a timeout) on any wrong or missing result.
 
 What the tasks exercise on the server: plain tasks (LPUSH to the queue list, BRPOP by the
-worker, the unacked hash and sorted set of kombu's ack emulation, MULTI/EXEC pipelines), a
-chain (each step enqueued by the worker), a chord (a group whose results the backend counts
-with INCR/RPUSH/EXPIRE in a transaction, then the callback), countdown and ETA tasks (held
-unacked by the worker until due), a retry (re-enqueued with a countdown), and the result
-backend's SET/GET/MGET and its pub/sub notifications of ready results.
+worker, MULTI/EXEC pipelines), a chain (each step enqueued by the worker), a chord (a group
+whose results the backend counts with ZADD/ZCOUNT/EXPIRE in a transaction, then the
+callback), countdown and ETA tasks (held by the worker until due), a retry (re-enqueued
+with a countdown), the result backend's SETEX/GET and its pub/sub notifications of ready
+results (SUBSCRIBE per task), and the worker's fanout (PSUBSCRIBE/PUBLISH: mingle, remote
+control).
 """
 
 import os
@@ -33,7 +34,7 @@ app.conf.update(
     accept_content=["json"],
     result_expires=3600,
     broker_connection_retry_on_startup=True,
-    task_acks_late=True,
+    task_acks_late=True,  # matters with ack emulation only
     worker_prefetch_multiplier=4,
     # kombu's ack emulation (the default) keeps delivered messages in an "unacked" hash and
     # sorted set and restores overdue ones under a redis-py Lock, whose release is a Lua
