@@ -17,6 +17,7 @@
 # .ci/run calls it after the cargo tests. Versions: docs/server.md ("Tested clients and
 # frameworks"). Why kombu's ack emulation is off: scripts/framework_celery.py.
 set -euo pipefail
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ beside the scripts
 cd "$(dirname "$0")/.."
 
 BIN=${1:-target/debug/orrery-server}
