@@ -15,7 +15,15 @@ fn info_field(c: &mut redis::Connection, field: &str) -> Option<usize> {
 
 /// `used_memory` less the clients' buffers: what the keyspace holds.
 fn keyspace(c: &mut redis::Connection) -> usize {
-    info_field(c, "used_memory").unwrap() - info_field(c, "mem_clients_normal").unwrap_or(0)
+    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    let field = |f: &str| -> usize {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{f}:")))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    };
+    field("used_memory")
+        .checked_sub(field("mem_clients_normal"))
+        .unwrap_or_else(|| panic!("{info}"))
 }
 
 const MB: usize = 1 << 20;
@@ -107,13 +115,19 @@ fn eviction_frees_large_values() {
         r.cmd(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]),
         "+OK"
     );
-    for i in 0..4 {
-        assert_eq!(r.cmd(&["SET", &format!("k{i}"), &big]), "+OK");
-    }
+    // (The request buffer holding the value counts too, as in Redis.)
+    let mut stored = 0;
+    let oom = loop {
+        match r.cmd(&["SET", &format!("k{stored}"), &big]).as_str() {
+            "+OK" if stored < 5 => stored += 1,
+            other => break other.to_string(),
+        }
+    };
     assert_eq!(
-        r.cmd(&["SET", "k9", &big]),
+        oom,
         "-OOM command not allowed when used memory > 'maxmemory'."
     );
+    assert!(stored >= 2, "{stored} stored");
     assert_eq!(r.cmd(&["STRLEN", "k0"]), format!(":{}", 10 * MB));
 }
 
@@ -146,4 +160,61 @@ fn watch_sees_every_change_of_a_large_value() {
     assert_eq!(a.cmd(&["MULTI"]), "+OK");
     assert_eq!(a.cmd(&["STRLEN", "k"]), "+QUEUED");
     assert_eq!(a.cmd(&["EXEC"]), format!("[:{}]", big.len()));
+}
+
+/// Clients' buffers count in `used_memory` (`mem_clients_normal`) and so in the
+/// `maxmemory` check, as in Redis: a large reply the client does not read, a large
+/// request still arriving; both go when the client disconnects.
+#[test]
+fn connection_buffers_count_in_used_memory() {
+    let server = Server::start(&[]);
+    let mut c = server.client();
+    let clients = |c: &mut redis::Connection| info_field(c, "mem_clients_normal").unwrap();
+    let used = |c: &mut redis::Connection| info_field(c, "used_memory").unwrap();
+    assert_eq!(info_field(&mut c, "mem_clients_slaves"), Some(0));
+    let idle = clients(&mut c);
+    assert!(idle < 256 * 1024, "idle connections hold {idle}");
+    let mut r = server.raw();
+    assert_eq!(r.cmd(&["SET", "k", &"x".repeat(5 * MB)]), "+OK");
+    // The request buffer that took 5 MiB is given back once empty.
+    eventually(
+        || clients(&mut c) < idle + 256 * 1024,
+        "the request buffer to shrink",
+    );
+    let keys = keyspace(&mut c);
+    // 40 MiB of replies, never read: more than the sockets' buffers hold.
+    let mut mget = vec!["MGET"];
+    mget.extend(["k"; 8]);
+    r.send(&crate::common::encode(&mget));
+    eventually(|| clients(&mut c) > 20 * MB, "the pending replies to count");
+    assert!(used(&mut c) > keys + 20 * MB);
+    // They count against the limit: another client's write is refused.
+    let limit = (keys + 10 * MB).to_string();
+    assert_eq!(
+        redis::cmd("CONFIG")
+            .arg(&["SET", "maxmemory", &limit])
+            .query::<String>(&mut c)
+            .unwrap(),
+        "OK"
+    );
+    let e = redis::cmd("SET")
+        .arg(&["a", "b"])
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("OOM"), "{e}");
+    drop(r);
+    eventually(|| clients(&mut c) < idle + 256 * 1024, "the replies to go");
+    let ok: String = redis::cmd("SET").arg(&["a", "b"]).query(&mut c).unwrap();
+    assert_eq!(ok, "OK");
+    // A large request still arriving counts too.
+    let mut r = server.raw();
+    let mut partial = format!("*3\r\n$3\r\nSET\r\n$1\r\nq\r\n${}\r\n", 16 * MB).into_bytes();
+    partial.extend(std::iter::repeat_n(b'y', 8 * MB));
+    r.send(&partial);
+    eventually(|| clients(&mut c) > 8 * MB, "the request buffer to count");
+    drop(r);
+    eventually(
+        || clients(&mut c) < idle + 256 * 1024,
+        "the request buffer to go",
+    );
 }
