@@ -21,7 +21,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -177,6 +177,37 @@ async fn connection(
     shared.clients.unregister(id);
 }
 
+/// A connection's buffers as counted in `used_memory` (`mem_clients_normal`, and so in the
+/// `maxmemory` check, as Redis counts clients' query and output buffers): the capacity of
+/// its request buffer and of its pending replies, added to the keyspace's
+/// [`Memory::buffers`](crate::memory::Memory::buffers) when it changes (one atomic pair;
+/// nothing while the capacities stay the same, the common case) and taken back when the
+/// connection ends.
+struct Held<'a> {
+    counter: &'a AtomicUsize,
+    accounted: usize,
+}
+
+impl Held<'_> {
+    fn set(&mut self, bytes: usize) {
+        if bytes != self.accounted {
+            self.counter.fetch_add(bytes, Ordering::Relaxed);
+            self.counter.fetch_sub(self.accounted, Ordering::Relaxed);
+            self.accounted = bytes;
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(self.accounted, Ordering::Relaxed);
+    }
+}
+
+/// Request-buffer capacity above which an emptied buffer is given back (after a large
+/// argument), so an idle connection does not keep megabytes counted.
+const KEEP_BUF: usize = 1 << 20;
+
 async fn serve_client(
     shared: &Shared,
     client: &mut Client,
@@ -184,6 +215,10 @@ async fn serve_client(
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut held = Held {
+        counter: shared.store.memory().buffers(),
+        accounted: 0,
+    };
     let mut args = resp::Args::default();
     loop {
         let limits = shared.live.limits(shared.config.limits);
@@ -254,6 +289,11 @@ async fn serve_client(
             }
         }
         buf.drain(..used);
+        if buf.is_empty() && buf.capacity() > KEEP_BUF {
+            buf = Vec::with_capacity(16 * 1024);
+        }
+        // Pending replies count while they wait for the socket.
+        held.set(buf.capacity() + out.capacity());
         if ran > 0 {
             shared.stats.commands.fetch_add(ran, Ordering::Relaxed);
             client.info.last_ms.store(now, Ordering::Relaxed);
@@ -305,6 +345,7 @@ async fn serve_client(
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
+        held.set(buf.capacity() + out.capacity());
         let read = match client.subs.inbox().cloned() {
             None => stream.read_buf(&mut buf).await?,
             Some(inbox) => match deliver_until_read(stream, &mut buf, &inbox).await? {

@@ -41,16 +41,20 @@ fn rss() -> usize {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// The limit's lines of `INFO memory`: `used_memory` (what the limit counts), `maxmemory`,
+/// The limit's lines of `INFO memory`: `used_memory` (what the limit counts, the
+/// connections' buffers included), `mem_clients_normal` (those buffers; `mem_clients_slaves`
+/// is 0: no replicas), `maxmemory`,
 /// `maxmemory_policy`, `mem_fragmentation_ratio` (resident set over `used_memory`).
 pub(super) fn info_memory(ctx: &Ctx<'_>, out: &mut String) {
     let store = &*ctx.shared.store;
     let m = store.memory();
-    let used = m.used(store).max(1);
+    // One reading of the buffers for both lines (`used_memory` is `Memory::used`).
+    let clients = m.buffers().load(std::sync::atomic::Ordering::Relaxed);
+    let used = (crate::memory::Keyspace::used_bytes(store) + clients).max(1);
     let rss = rss();
     let _ = write!(
         out,
-        "used_memory:{used}\r\nused_memory_rss:{rss}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmaxmemory_samples:{}\r\nmem_fragmentation_ratio:{:.2}\r\n",
+        "used_memory:{used}\r\nused_memory_rss:{rss}\r\nmem_clients_slaves:0\r\nmem_clients_normal:{clients}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmaxmemory_samples:{}\r\nmem_fragmentation_ratio:{:.2}\r\n",
         m.limit(),
         m.policy().name(),
         m.samples(),

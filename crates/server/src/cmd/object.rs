@@ -187,6 +187,10 @@ impl<'a> Command<'a> for MemoryUsage<'a> {
         let m = store.kv().memory_usage();
         let per_key = m.structure_bytes / store.kv().len().max(1);
         let mut total = key.len() + raw.len() + per_key;
+        if let Some(h) = header(&raw) {
+            // A large string's bytes, out of line.
+            total += store.blob_len(h, &raw);
+        }
         if let Some(h) = header(&raw)
             && h.enc == Enc::Large
             && let Some(id) = large_id(h.enc, &raw[h.at..])

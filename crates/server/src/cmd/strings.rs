@@ -2,10 +2,10 @@
 //! `GETDEL`, `GETEX`, `MGET`, `MSET`, `MSETNX`, `APPEND`, `STRLEN`, `GETRANGE`/`SUBSTR`,
 //! `SETRANGE` and the counters (`INCR` … `INCRBYFLOAT`).
 //!
-//! `SETRANGE` checks the length it would produce before building it: past Redis's
-//! `proto-max-bulk-len` (512 MB by default) with Redis's error, past the store's value limit
-//! (the indexes' `MAX_VALUE_LEN`, 1 MiB) with the store's error, so a huge offset never
-//! allocates.
+//! `SETRANGE` and `APPEND` check the length they would produce before building it: past
+//! Redis's `proto-max-bulk-len` (512 MB by default) with Redis's error, so a huge offset
+//! never allocates. A string longer than the index's values (1 MiB) is stored out of line
+//! by the store (`crate::store`, `large`); commands see its bytes like any other.
 //!
 //! Read-only commands read without locking; every write is one
 //! [`Store::write`](crate::store::Store::write) closure, so its read-modify-write is
@@ -17,6 +17,9 @@ use super::{Command, Ctx, not_integer, syntax_error, wrong_type};
 use crate::num::{format_f64, parse_f64, parse_i64};
 use crate::resp::Reply;
 use crate::store::{Entry, Kind, MAX_KEY, WriteError};
+
+/// Redis's reply to `APPEND` or `SETRANGE` past `proto-max-bulk-len`.
+const TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 fn write_err(e: WriteError) -> Reply {
     Reply::err(e.message())
@@ -366,12 +369,9 @@ impl<'a> Command<'a> for MSet<'a> {
             .collect();
         // Every pair is checked against the limits first, so that a multi-key write is
         // all or nothing.
-        for (k, v) in &pairs {
+        for (k, _) in &pairs {
             if k.len() > MAX_KEY {
                 return Err(write_err(WriteError::KeyTooLong));
-            }
-            if v.len() + crate::store::MAX_HEADER > orrery::api::MAX_VALUE_LEN {
-                return Err(write_err(WriteError::ValueTooLong));
             }
         }
         Ok(MSet { pairs, nx })
@@ -410,12 +410,16 @@ impl<'a> Command<'a> for Append<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
+        let max_bulk = ctx.shared.live.max_bulk_len.load(Ordering::Relaxed);
         ctx.shared.store.write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
                 None => Entry::string(Vec::new()),
             };
+            if e.payload.len() + self.value.len() > max_bulk {
+                return Reply::err(TOO_LONG);
+            }
             e.payload.extend_from_slice(self.value);
             match t.store(key, &e) {
                 Ok(()) => Reply::Int(e.payload.len() as i64),
@@ -712,14 +716,9 @@ impl<'a> Command<'a> for SetRange<'a> {
             let end = match offset.checked_add(value.len()) {
                 Some(end) if end <= max_bulk => end,
                 _ => {
-                    return Reply::err(
-                        "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
-                    );
+                    return Reply::err(TOO_LONG);
                 }
             };
-            if end + crate::store::MAX_HEADER > orrery::api::MAX_VALUE_LEN {
-                return write_err(WriteError::ValueTooLong);
-            }
             let mut e = old.unwrap_or_else(|| Entry::string(Vec::new()));
             if e.payload.len() < end {
                 e.payload.resize(end, 0);

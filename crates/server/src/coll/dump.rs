@@ -27,7 +27,12 @@ pub(crate) fn dump(
         return Ok(());
     };
     if h.kind == Kind::String {
-        return emit(&[b"SET", key, raw]);
+        // A large string's bytes gone meanwhile: its key changed, and the record of that
+        // change follows.
+        return match store.inline_string(raw) {
+            Some(inline) => emit(&[b"SET", key, &inline]),
+            None => Ok(()),
+        };
     }
     let payload = &raw[h.at..];
     match h.enc {

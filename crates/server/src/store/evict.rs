@@ -7,8 +7,8 @@
 //!
 //! Used memory is, for each of the store's indexes (the keys, the large collections'
 //! elements and list positions, the deadlines), the key and value bytes its
-//! `memory_usage` reports plus [`ITEM_STRUCTURE`] per entry: live bytes, which fall when
-//! keys go. Not the indexes' reserved chunks, which they keep for reuse: a limit on those
+//! `memory_usage` reports plus [`ITEM_STRUCTURE`] per entry, plus the bytes of the large
+//! strings kept out of line (`large`): live bytes, which fall when keys go. Not the indexes' reserved chunks, which they keep for reuse: a limit on those
 //! evicts without freeing (the memcached port's `-m` found this first; see
 //! `crate::memory`).
 //!
@@ -116,6 +116,17 @@ impl Store {
         m.set_lfu_decay_time(c.lfu.1);
     }
 
+    /// The bytes of the large string the stored value `raw` (with header `h`) names; 0
+    /// for any other value.
+    pub(crate) fn blob_len(&self, h: super::value::Header, raw: &[u8]) -> usize {
+        if h.kind != super::Kind::String {
+            return 0;
+        }
+        super::large_id(h.enc, &raw[h.at..])
+            .and_then(|id| self.large.blob(id))
+            .map_or(0, |b| b.len())
+    }
+
     /// Whether reads refresh the access field (see the module docs).
     pub(crate) fn tracking(&self) -> bool {
         self.memory.limit() > 0 || self.memory.policy().lfu()
@@ -207,6 +218,7 @@ impl Keyspace for Store {
             + live_bytes(self.elements())
             + live_bytes(self.positions())
             + live_bytes(&self.deadlines)
+            + self.large.blob_bytes()
     }
 
     fn items(&self) -> usize {
@@ -270,8 +282,8 @@ impl Keyspace for Store {
         self.write(&[key], &call, |t| {
             let mut size = None;
             self.kv().get_with(key, &mut |v| {
-                if header(v).is_some_and(|h| h.access.unwrap_or(0) == clock) {
-                    size = Some(key.len() + v.len() + ITEM_STRUCTURE);
+                if let Some(h) = header(v).filter(|h| h.access.unwrap_or(0) == clock) {
+                    size = Some(key.len() + v.len() + ITEM_STRUCTURE + self.blob_len(h, v));
                 }
             });
             let size = size?;

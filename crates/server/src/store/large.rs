@@ -16,9 +16,22 @@
 //! A collection's elements and its [`Meta`] change only under its key's stripe; the
 //! append-only file's rewrite reads both without it (the index's scans are safe under
 //! concurrent writes; the counts are atomics).
+//!
+//! # Large strings
+//!
+//! A string too long for the index's values (`MAX_VALUE_LEN`, 1 MiB with the header) is
+//! stored out of line: its key's value is a header of encoding `Large` and an 8-byte id
+//! (`value`), and its bytes are one reference-counted heap buffer ([`Blob`]) in a table
+//! by id, here, next to the collections' table (ids come from one counter, so an id
+//! names a collection or a string, never both). A buffer is created before the key
+//! names it and removed after the key no longer does, both under the key's stripe. A
+//! lock-free reader that found the id takes a reference (an `Arc` clone under the
+//! table shard's mutex) and reads without any lock; if the buffer is already gone the
+//! key changed after its lookup, and the reader looks the key up again
+//! (`Store::read`). `docs/server.md` ("Large strings") says why this rather than chunks.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use orrery::mercury::Mercury;
@@ -67,11 +80,20 @@ const SHARDS: usize = 64;
 /// One shard of the table: id → bookkeeping.
 type Shard = Mutex<HashMap<u64, Arc<Meta>>>;
 
+/// The bytes of a large string, shared by the table and its readers.
+pub(crate) type Blob = Arc<Vec<u8>>;
+
+/// One shard of the large strings' table: id → bytes.
+type BlobShard = Mutex<HashMap<u64, Blob>>;
+
 /// The element index and the table of large collections.
 pub(crate) struct Large {
     pub(crate) elements: Wormhole,
     pub(crate) positions: Mercury,
     shards: Box<[Shard]>,
+    blobs: Box<[BlobShard]>,
+    /// The bytes of every large string in the table (for the memory limit).
+    blob_bytes: AtomicUsize,
     next_id: AtomicU64,
 }
 
@@ -82,6 +104,8 @@ impl Large {
             positions: Mercury::with_config(Default::default())
                 .unwrap_or_else(|e| unreachable!("Mercury's defaults are valid: {e}")),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            blobs: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            blob_bytes: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
         }
     }
@@ -108,8 +132,38 @@ impl Large {
         (id, meta)
     }
 
-    /// Removes collection `id` and its elements.
+    fn blob_shard(&self, id: u64) -> MutexGuard<'_, HashMap<u64, Blob>> {
+        self.blobs[id as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stores the bytes of a large string under a new id (not yet named by any key).
+    pub(crate) fn create_blob(&self, bytes: Vec<u8>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.blob_bytes.fetch_add(bytes.len(), Ordering::Relaxed);
+        self.blob_shard(id).insert(id, Arc::new(bytes));
+        id
+    }
+
+    /// The bytes of the large string `id`, if it still exists.
+    pub(crate) fn blob(&self, id: u64) -> Option<Blob> {
+        self.blob_shard(id).get(&id).cloned()
+    }
+
+    /// The bytes of every large string.
+    pub(crate) fn blob_bytes(&self) -> usize {
+        self.blob_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Removes collection or large string `id` and its elements or bytes (the bytes are
+    /// freed when the last reader drops its reference).
     pub(crate) fn drop_collection(&self, id: u64) {
+        let removed = self.blob_shard(id).remove(&id);
+        if let Some(b) = removed {
+            self.blob_bytes.fetch_sub(b.len(), Ordering::Relaxed);
+            return;
+        }
         let Some(meta) = self.shard(id).remove(&id) else {
             return;
         };

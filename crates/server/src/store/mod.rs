@@ -131,7 +131,8 @@ fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
 pub(crate) enum WriteError {
     /// The key is longer than [`MAX_KEY`].
     KeyTooLong,
-    /// The value (with its header) is longer than the index accepts.
+    /// A collection's element (list element, hash value) is longer than the element
+    /// index accepts (strings have no such limit: they go out of line).
     ValueTooLong,
     /// The index could not obtain memory.
     OutOfMemory,
@@ -143,7 +144,7 @@ impl WriteError {
         match self {
             WriteError::KeyTooLong => format!("ERR key too long (limit {MAX_KEY} bytes)"),
             WriteError::ValueTooLong => format!(
-                "ERR string exceeds maximum allowed size (limit {} bytes)",
+                "ERR collection element exceeds maximum allowed size (limit {} bytes)",
                 MAX_VALUE_LEN - MAX_HEADER
             ),
             WriteError::OutOfMemory => {
@@ -514,7 +515,8 @@ impl Store {
     }
 
     /// Runs `f` on the live value of `key` without locking (zero-copy); `None` when absent
-    /// or expired (an expired key is then removed, through `call`).
+    /// or expired (an expired key is then removed, through `call`). A large string's
+    /// payload is its bytes (from the table of large strings, `large`), not its id.
     pub(crate) fn read<R>(
         &self,
         key: &[u8],
@@ -526,16 +528,35 @@ impl Store {
         let mut out = None;
         let mut expired = false;
         let mut access = None;
-        self.kv().get_with(key, &mut |v| {
-            if let Some(h) = header(v) {
-                if h.deadline.is_some_and(|d| d <= now) {
-                    expired = true;
-                } else if let Some(f) = f.take() {
-                    access = h.access;
-                    out = Some(f(h.kind, h.deadline, &v[h.at..]));
+        loop {
+            let mut blob = None;
+            self.kv().get_with(key, &mut |v| {
+                if let Some(h) = header(v) {
+                    if h.deadline.is_some_and(|d| d <= now) {
+                        expired = true;
+                    } else if h.kind == Kind::String && h.enc == Enc::Large {
+                        access = h.access;
+                        blob = Some((large_id(h.enc, &v[h.at..]), h.deadline));
+                    } else if let Some(f) = f.take() {
+                        access = h.access;
+                        out = Some(f(h.kind, h.deadline, &v[h.at..]));
+                    }
+                }
+            });
+            if let Some((id, deadline)) = blob {
+                match id.and_then(|id| self.large.blob(id)) {
+                    Some(b) => {
+                        if let Some(f) = f.take() {
+                            out = Some(f(Kind::String, deadline, &b[..]));
+                        }
+                    }
+                    // Replaced or deleted since the lookup: look again.
+                    None if id.is_some() => continue,
+                    None => {}
                 }
             }
-        });
+            break;
+        }
         self.note_lookup(out.is_some());
         if let Some(a) = access {
             self.note_access(key, a, now, false);
@@ -548,13 +569,16 @@ impl Store {
         out
     }
 
-    /// Runs `f(i, value)` for every key of `keys` in order, through the backend's
-    /// `get_many`; expired keys are seen as absent (and removed afterwards).
+    /// Runs `f(i, value)` for every key of `keys`, through the backend's `get_many`;
+    /// expired keys are seen as absent (and removed afterwards). Each key is visited once,
+    /// in order except for a large string replaced during the call (visited after the
+    /// others, through [`Store::read`]).
     pub(crate) fn read_many(&self, keys: &[&[u8]], call: &Call, f: &mut ManyVisitor<'_>) {
         let now = call.now();
         let mut expired = Vec::new();
         let tracking = self.tracking();
         let mut accessed = Vec::new();
+        let mut again = Vec::new();
         self.kv().get_many(
             keys,
             &mut |i, v| match v.and_then(|v| header(v).map(|h| (h, v))) {
@@ -567,8 +591,19 @@ impl Store {
                     if let Some(a) = h.access.filter(|_| tracking) {
                         accessed.push((i, a));
                     }
-                    self.note_lookup(true);
-                    f(i, Some((h.kind, &v[h.at..])))
+                    let payload = &v[h.at..];
+                    if h.kind == Kind::String && h.enc == Enc::Large {
+                        match large_id(h.enc, payload).and_then(|id| self.large.blob(id)) {
+                            Some(b) => {
+                                self.note_lookup(true);
+                                f(i, Some((Kind::String, &b[..])))
+                            }
+                            None => again.push(i),
+                        }
+                    } else {
+                        self.note_lookup(true);
+                        f(i, Some((h.kind, payload)))
+                    }
                 }
                 None => {
                     self.note_lookup(false);
@@ -576,6 +611,14 @@ impl Store {
                 }
             },
         );
+        for i in again {
+            if self
+                .read(keys[i], call, |kind, _, v| f(i, Some((kind, v))))
+                .is_none()
+            {
+                f(i, None);
+            }
+        }
         for (i, a) in accessed {
             self.note_access(keys[i], a, now, false);
         }
@@ -584,6 +627,26 @@ impl Store {
                 t.load(keys[i]);
             });
         }
+    }
+
+    /// The string value `raw` as stored inline (header and bytes), for a record that
+    /// rebuilds it (`SET key value`): `raw` itself, or for a large string its bytes
+    /// behind a `Compact` header; `None` when a large string's bytes are gone (the key
+    /// changed since `raw` was read).
+    pub(crate) fn inline_string<'v>(&self, raw: &'v [u8]) -> Option<std::borrow::Cow<'v, [u8]>> {
+        let h = header(raw)?;
+        if h.enc != Enc::Large {
+            return Some(std::borrow::Cow::Borrowed(raw));
+        }
+        let b = self.large.blob(large_id(h.enc, &raw[h.at..])?)?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(b.len() + MAX_HEADER).ok()?;
+        value::put_header(&mut out, Kind::String, Enc::Compact, h.deadline);
+        if let Some(a) = h.access {
+            set_access(&mut out, a);
+        }
+        out.extend_from_slice(&b);
+        Some(std::borrow::Cow::Owned(out))
     }
 
     /// Whether the raw stored `value` is live at `now` (for scans).
@@ -697,8 +760,10 @@ mod tests {
         });
         assert_eq!(r, Err(WriteError::KeyTooLong));
         let big = Entry {
+            kind: Kind::Hash,
+            enc: Enc::Compact,
             deadline: Some(5),
-            ..Entry::string(vec![0; MAX_VALUE_LEN])
+            payload: vec![0; MAX_VALUE_LEN],
         };
         assert_eq!(
             s.write(&[b"k"], &Call::new(0), |t| t.store(b"k", &big)),
@@ -706,6 +771,59 @@ mod tests {
         );
         assert_eq!(s.kv().len(), 0);
         assert_eq!(s.keys_with_deadline(), 0);
+    }
+
+    #[test]
+    fn large_strings_live_out_of_line_and_are_freed() {
+        use crate::memory::Keyspace as _;
+        let s = store();
+        let base = s.used_bytes();
+        let inline = vec![b'a'; MAX_VALUE_LEN - MAX_HEADER];
+        let big = vec![b'b'; MAX_VALUE_LEN - MAX_HEADER + 1];
+        let c = Call::new(0);
+        s.write(&[b"i"], &c, |t| t.store_string(b"i", None, &inline))
+            .unwrap();
+        assert_eq!(s.large.blob_bytes(), 0, "at the limit: inline");
+        s.write(&[b"k"], &c, |t| t.store_string(b"k", Some(50), &big))
+            .unwrap();
+        assert_eq!(s.large.blob_bytes(), big.len());
+        assert!(s.used_bytes() >= base + inline.len() + big.len());
+        assert_eq!(
+            s.read(b"k", &c, |k, d, v| (k, d, v == &big[..])),
+            Some((Kind::String, Some(50), true))
+        );
+        let mut seen = Vec::new();
+        s.read_many(&[b"k", b"i", b"x"], &c, &mut |i, v| {
+            seen.push((i, v.map(|(_, v)| v.len())))
+        });
+        assert_eq!(
+            seen,
+            [(0, Some(big.len())), (1, Some(inline.len())), (2, None)]
+        );
+        let loaded = s.write(&[b"k"], &c, |t| t.load(b"k")).unwrap();
+        assert_eq!(
+            (loaded.enc, loaded.payload.len()),
+            (Enc::Compact, big.len())
+        );
+        // Overwritten by a short string, then long again, then expired: freed each time.
+        s.write(&[b"k"], &c, |t| t.store_string(b"k", None, b"x"))
+            .unwrap();
+        assert_eq!(s.large.blob_bytes(), 0);
+        s.write(&[b"k"], &c, |t| {
+            t.store(
+                b"k",
+                &Entry {
+                    deadline: Some(50),
+                    ..Entry::string(big.clone())
+                },
+            )
+        })
+        .unwrap();
+        assert_eq!(s.large.blob_bytes(), big.len());
+        assert_eq!(s.expire_cycle(50, 10), 1);
+        assert_eq!(s.large.blob_bytes(), 0);
+        s.write(&[b"i"], &c, |t| t.delete(b"i"));
+        assert_eq!(s.used_bytes(), base);
     }
 
     #[test]

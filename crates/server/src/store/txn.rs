@@ -101,7 +101,13 @@ impl<'a> Txn<'a> {
             e = super::decode(v);
             access = header(v).and_then(|h| h.access);
         });
-        let e = e?;
+        let mut e = e?;
+        if e.kind == Kind::String && e.enc == Enc::Large {
+            // Under the key's stripe the bytes cannot go: the string is handed out inline.
+            let bytes = e.large_id().and_then(|id| self.store.large.blob(id));
+            e.payload = bytes.map(|b| b.to_vec()).unwrap_or_default();
+            e.enc = Enc::Compact;
+        }
         if let Some(a) = access.filter(|_| e.deadline.is_none_or(|d| d > self.now())) {
             // Under the key's stripe: the access field may be rewritten in place.
             self.store.note_access(key, a, self.now(), true);
@@ -130,6 +136,9 @@ impl<'a> Txn<'a> {
             return Err(WriteError::KeyTooLong);
         }
         if entry.payload.len() + MAX_HEADER > MAX_VALUE_LEN {
+            if entry.kind == Kind::String && entry.enc == Enc::Compact {
+                return self.store_large_string(key, entry.deadline, &entry.payload, log);
+            }
             return Err(WriteError::ValueTooLong);
         }
         self.put(
@@ -153,12 +162,44 @@ impl<'a> Txn<'a> {
             return Err(WriteError::KeyTooLong);
         }
         if payload.len() + MAX_HEADER > MAX_VALUE_LEN {
-            return Err(WriteError::ValueTooLong);
+            return self.store_large_string(key, deadline, payload, true);
         }
         let mut raw = Vec::with_capacity(payload.len() + MAX_HEADER);
         put_header(&mut raw, Kind::String, Enc::Compact, deadline);
         raw.extend_from_slice(payload);
         self.put(key, Kind::String, deadline, &mut raw, true)
+    }
+
+    /// Stores a string too long for the index out of line (`large`'s module docs): its
+    /// bytes in the table of large strings, their id under `key`.
+    fn store_large_string(
+        &self,
+        key: &[u8],
+        deadline: Option<u64>,
+        payload: &[u8],
+        log: bool,
+    ) -> Result<(), WriteError> {
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(payload.len())
+            .map_err(|_| WriteError::OutOfMemory)?;
+        bytes.extend_from_slice(payload);
+        let id = self.store.large.create_blob(bytes);
+        let mut raw = Vec::with_capacity(MAX_HEADER + 8);
+        put_header(&mut raw, Kind::String, Enc::Large, deadline);
+        raw.extend_from_slice(&id.to_be_bytes());
+        if let Err(e) = self.put(key, Kind::String, deadline, &mut raw, false) {
+            self.store.large.drop_collection(id);
+            return Err(e);
+        }
+        if log && self.logging() {
+            // Logged inline, as a short string is (replay stores it out of line again).
+            let mut inline = Vec::with_capacity(MAX_HEADER + payload.len());
+            put_header(&mut inline, Kind::String, Enc::Compact, deadline);
+            inline.extend_from_slice(payload);
+            self.record(&[b"SET", key, &inline]);
+        }
+        Ok(())
     }
 
     /// Stores the encoded value `raw` (of `kind`, with `deadline`) under `key`.
@@ -226,6 +267,7 @@ impl<'a> Txn<'a> {
         }
         if log && self.logging() {
             match kind {
+                // A large string logs itself (`store_large_string`).
                 Kind::String => self.record(&[b"SET", key, raw]),
                 _ => match deadline {
                     Some(d) => self.record(&[b"PEXPIREAT", key, d.to_string().as_bytes()]),
@@ -287,7 +329,10 @@ impl<'a> Txn<'a> {
         if let Some(o) = old.and_then(|(h, _)| h.deadline) {
             self.store.deadlines.remove(&deadline_key(o, key));
         }
-        if let Some(id) = old.and_then(|(_, id)| id).filter(|_| drop_large) {
+        // A large string is never moved by id (`load` hands its bytes out inline), so
+        // its bytes go with its key even when `detach`ed.
+        let string = old.is_some_and(|(h, _)| h.kind == Kind::String);
+        if let Some(id) = old.and_then(|(_, id)| id).filter(|_| drop_large || string) {
             self.store.large.drop_collection(id);
         }
         if removed {

@@ -11,8 +11,12 @@
 //! rest        : the payload: a string's bytes; a compact collection's elements
 //!               (`crate::layout`: a pack, an intset, or for a list its head position
 //!               and a pack); a large collection's 8-byte id, under which its elements
-//!               live in the store's element index
+//!               live in the store's element index; a large string's 8-byte id, under
+//!               which its bytes live in the store's table of large strings (`large`)
 //! ```
+//!
+//! A string has two encodings: `Compact` (its bytes inline) and `Large` (out of line,
+//! when they do not fit in the index's values).
 
 /// The type of a key's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +74,8 @@ pub(crate) enum Enc {
     Compact,
     /// A set of integers in an intset.
     IntSet,
-    /// The payload is the id of a large collection in the element index.
+    /// The payload is the id of a large collection in the element index, or of a
+    /// large string's bytes.
     Large,
 }
 
@@ -160,7 +165,7 @@ pub(crate) fn header(value: &[u8]) -> Option<Header> {
     let (&tag, _) = value.split_first()?;
     let kind = Kind::from_code(tag & TYPE_MASK)?;
     let enc = Enc::from_code((tag & !(HAS_DEADLINE | HAS_ACCESS)) >> ENC_SHIFT)?;
-    if kind == Kind::String && enc != Enc::Compact {
+    if kind == Kind::String && enc == Enc::IntSet {
         return None;
     }
     let mut at = 1;
@@ -271,7 +276,8 @@ mod tests {
         assert_eq!(header(b""), None);
         assert_eq!(header(&[0x0F]), None);
         assert_eq!(header(&[0x30]), None);
-        assert_eq!(header(&[0x10]), None, "a string has one encoding");
+        assert_eq!(header(&[0x10]), None, "a string is never an intset");
+        assert_eq!(header(&[0x20]).map(|h| h.enc), Some(Enc::Large));
         assert_eq!(header(&[0x80, 1, 2]), None);
         assert_eq!(header(&[0x40, 1, 2]), None);
         // A value written before the access field existed.

@@ -12,6 +12,7 @@
 mod collections;
 #[path = "../common/mod.rs"]
 mod common;
+mod large;
 mod pubsub;
 mod transactions;
 

@@ -13,6 +13,7 @@ mod connection;
 mod eviction;
 mod expiry;
 mod keys;
+mod large;
 mod protocol;
 mod pubsub;
 mod strings;
