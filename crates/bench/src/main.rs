@@ -17,6 +17,7 @@
 //! | [`suites`], [`cli`] | named matrices; the command line |
 //! | [`lab`] | the structures' measurement programs (`orrery-bench lab`) |
 //! | [`torture`] | correctness campaigns: torture streams and linearizability (`orrery-bench torture`) |
+//! | [`resp_zipf`] | a cache-aside Zipf GET/SET load against a Redis-protocol server (`orrery-bench resp-zipf`) |
 
 mod cli;
 mod datasets;
@@ -34,6 +35,7 @@ mod peers;
 mod progress;
 mod registry;
 mod report;
+mod resp_zipf;
 mod rng;
 mod settings;
 mod suites;

@@ -52,6 +52,8 @@ pub(super) enum Cmd {
     Report(report::ReportArgs),
     /// Correctness campaigns: checked random operation streams, or linearizability.
     Torture(crate::torture::TortureArgs),
+    /// A cache-aside GET/SET load with Zipf keys against a Redis-protocol server.
+    RespZipf(crate::resp_zipf::RespZipfArgs),
     /// Run a structure's measurement program (`lab` alone lists them).
     Lab {
         /// The program's name.

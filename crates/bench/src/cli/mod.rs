@@ -1,5 +1,5 @@
 //! The command line: `run`, `datasets`, `indexes`, `workloads`, `suites`, `machine`,
-//! `report`, `lab`, `torture`.
+//! `report`, `lab`, `torture`, `resp-zipf`.
 //!
 //! Every bad input (unknown name, unsupported pairing, bad number, unreadable file) ends
 //! with a one-line `error:` message on stderr and a non-zero exit status: 2 for command-line
@@ -12,8 +12,8 @@
 //! | `machine` | `machine` |
 //! | `run` | `run`: the matrix or suite, the parent and the child of an isolated run |
 //!
-//! `report`, `lab` and `torture` are their own modules ([`crate::report`], [`crate::lab`],
-//! [`crate::torture`]); this one
+//! `report`, `lab`, `torture` and `resp-zipf` are their own modules ([`crate::report`],
+//! [`crate::lab`], [`crate::torture`], [`crate::resp_zipf`]); this one
 //! parses and dispatches.
 
 mod args;
@@ -34,7 +34,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use args::{Cli, Cmd};
 
-use crate::{lab, report, torture};
+use crate::{lab, report, resp_zipf, torture};
 
 /// Runs the command line `args` (program name first); returns the exit status.
 pub(crate) fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -83,5 +83,6 @@ fn dispatch(cmd: Cmd, args: &[OsString]) -> Result<(), String> {
         Cmd::Report(a) => report::run(&a),
         Cmd::Lab { name, args } => lab::main(name.as_deref(), &args),
         Cmd::Torture(a) => torture::main(a),
+        Cmd::RespZipf(a) => resp_zipf::main(a),
     }
 }
