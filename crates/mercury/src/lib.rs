@@ -41,7 +41,8 @@
 //!   small pairs are read with the bucket's one miss, no node access. The reason and the cost
 //!   (4x the bucket-array bytes) are in `docs/mercury.md`, "Inline pairs".
 //! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
-//!   size class (32 B for an 8 B key and 8 B value); layout in `node.rs`. A GET reads the
+//!   size class (8-byte steps up to 64 B: 32 B for an 8 B key and 8 B value, 56 B for a
+//!   24 B key and a 16 B value); layout in `node.rs`. A GET reads the
 //!   bucket line and the node's line: two DRAM accesses when the chain is one node long.
 //! - **Per-thread pools (§3 "Memory Allocator").** One slab pool per size class
 //!   (`orrery_core::alloc::SizeClassPool`: thread-local caches refilled from 2 MiB huge-page
@@ -166,7 +167,9 @@
 //! unlinks them; every operation holds a guard from before its first load to after its last
 //! use of a node, so a node is freed only when no operation that could have seen it is still
 //! running. Deferred node frees hold an `Arc` of the node allocator, so they stay sound if
-//! the table is dropped first. Dropping the table frees the remaining nodes and tables
+//! the table is dropped first. Termination seals its thread's epoch bag after deferring the
+//! old bucket array's free, so the array is unmapped after the next grace period even
+//! when nothing else is retired (an insert-only load). Dropping the table frees the remaining nodes and tables
 //! directly (exclusive access).
 //!
 //! # Memory usage

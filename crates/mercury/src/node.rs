@@ -34,13 +34,21 @@
 //!     a zero-copy slice.
 //!
 //! An 8-byte key with an 8-byte value is a 32-byte node (half a cache line); a 24-byte key
-//! with a 10-byte value is 56 bytes, in the 64-byte class (one line).
+//! with a 10-byte value is a 56-byte node, in the 56-byte class.
 //!
 //! # Size classes and allocation
 //!
-//! Node sizes are rounded up to a size class chosen so that a node never straddles more
-//! cache lines than its size requires: 32, 64, then multiples of 64 (128, 192, 256, 384, …,
-//! 4096). The classes are an `orrery_core` [`SizeClassPool`]: a slab pool per class
+//! Node sizes are rounded up to a size class: every multiple of 8 from 24 to 64 bytes, then
+//! 80, 96, 128 and steps of half a power of two (192, 256, 384, …, 4096). Small nodes are
+//! the common case of a cache (a key and a value of a few words), and a power-of-two class
+//! would add up to 24 bytes per pair to them: the 8-byte steps keep a small node's slack
+//! under 8 bytes (a memcached item of a 24-byte key and a 10-byte value, header included,
+//! is 56 bytes, not 64). The price is that a 40-, 48- or 56-byte node at an address that is
+//! not a multiple of 64 can straddle two cache lines (a slot is aligned to the largest
+//! power of two dividing its size), so a read of such a pair may touch a second, usually
+//! adjacent-line-prefetched, line; 32- and 64-byte nodes never straddle. Measured:
+//! `docs/results/mercury.md`, "Against memcached". The classes are an `orrery_core`
+//! [`SizeClassPool`]: a slab pool per class
 //! (per-thread caches refilled from 2 MiB huge-page chunks, freed nodes reused: §3 "Memory
 //! Allocator"), and the global allocator for nodes above 4096 bytes (long keys or values);
 //! the class in `meta` says which.
@@ -75,12 +83,14 @@ pub(crate) const HEADER: usize = 16;
 pub(crate) const SHORT_VALUE_MAX: usize = 64;
 
 /// Node size classes served by slab pools; larger nodes use the global allocator.
-pub(crate) const CLASSES: [usize; 13] = [
-    32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+pub(crate) const CLASSES: [usize; 19] = [
+    24, 32, 40, 48, 56, 64, 80, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
 ];
 
 /// The class number of nodes from the global allocator.
-const LARGE_CLASS: u64 = 15;
+const LARGE_CLASS: u64 = 31;
+
+const _: () = assert!((CLASSES.len() as u64) < LARGE_CLASS);
 
 /// A node's header; the key and value follow it in the same block (see the module docs).
 ///
@@ -101,18 +111,19 @@ const _: () = assert!(align_of::<Node>() == 8);
 ///
 /// ```text
 /// bits  0..17  klen            (<= 64 KiB = MAX_KEY_LEN, needs 17 bits)
-/// bits 17..21  size class      (index into CLASSES, or 15 = global allocator)
-/// bit  21      LONG            (value stored as immutable bytes)
-/// LONG:  bits 22..43 vlen      (<= 1 MiB = MAX_VALUE_LEN, needs 21 bits); bits 43..64 zero
-/// short: bits 22..29 vlen      (<= 64);  bits 32..64 version (odd: a write is in progress)
+/// bits 17..22  size class      (index into CLASSES, or 31 = global allocator)
+/// bit  22      LONG            (value stored as immutable bytes)
+/// LONG:  bits 23..44 vlen      (<= 1 MiB = MAX_VALUE_LEN, needs 21 bits); bits 44..64 zero
+/// short: bits 23..30 vlen      (<= 64);  bits 32..64 version (odd: a write is in progress)
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Meta(u64);
 
 const KLEN_MASK: u64 = (1 << 17) - 1;
 const CLASS_SHIFT: u32 = 17;
-const LONG: u64 = 1 << 21;
-const VLEN_SHIFT: u32 = 22;
+const CLASS_MASK: u64 = 0x1F;
+const LONG: u64 = 1 << 22;
+const VLEN_SHIFT: u32 = 23;
 const LONG_VLEN_MASK: u64 = (1 << 21) - 1;
 const SHORT_VLEN_MASK: u64 = (1 << 7) - 1;
 /// The version of a short value: an odd/even seqlock in bits 32..64 (bit 32 set while a
@@ -140,7 +151,7 @@ impl Meta {
 
     #[inline]
     const fn class(self) -> u64 {
-        (self.0 >> CLASS_SHIFT) & 0xF
+        (self.0 >> CLASS_SHIFT) & CLASS_MASK
     }
 
     /// Whether the value is long (immutable bytes).
@@ -529,9 +540,11 @@ mod tests {
         assert_eq!(needed_size(8, 8), 32);
         assert_eq!(needed_size(24, 10), 56);
         let a = NodeAlloc::new();
-        assert_eq!(a.pool.class_of(32), Some(0));
-        assert_eq!(a.pool.class_of(56), Some(1));
-        assert_eq!(a.pool.class_of(4096), Some(12));
+        assert_eq!(a.pool.class_of(16), Some(0));
+        assert_eq!(a.pool.class_of(32), Some(1));
+        assert_eq!(a.pool.class_of(56), Some(4));
+        assert_eq!(a.pool.class_of(57), Some(5));
+        assert_eq!(a.pool.class_of(4096), Some(18));
         assert_eq!(a.pool.class_of(4097), None);
         assert!(CLASSES.windows(2).all(|w| w[0] < w[1]));
     }

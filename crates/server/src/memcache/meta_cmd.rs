@@ -5,7 +5,7 @@
 
 use super::counters::Stat;
 use super::exec::Ctx;
-use super::item::{FETCHED, KEY_BINARY, Meta, STALE, TOKEN_SENT};
+use super::item::{self, FETCHED, KEY_BINARY, Meta, STALE, TOKEN_SENT};
 use super::meta::{MAX_OPAQUE, MetaRequest, Verb, base64_encode};
 use super::reply;
 use super::store::{Change, Delta, Loaded, Mode, Stored, Write};
@@ -88,7 +88,7 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 it = Some(Loaded {
                     meta: Meta {
                         cas: next_cas(),
-                        atime: now.clock,
+                        atime: item::tick(now.clock),
                         ..Meta::default()
                     },
                     data: Vec::new(),
@@ -107,7 +107,7 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                 || m.flags.iter().any(|f| matches!(f[0], b'l' | b'h'));
             if !locked && !of.no_update {
                 l.meta.state |= FETCHED;
-                l.meta.atime = now.clock;
+                l.meta.atime = item::tick(now.clock);
             }
             let mark = out.len();
             if of.value {
@@ -152,7 +152,7 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                     }
                     b'l' => {
                         out.extend_from_slice(b" l");
-                        reply::num(out, u64::from(now.clock.wrapping_sub(l.meta.atime) / 1000));
+                        reply::num(out, item::idle_ms(now.clock, l.meta.atime) / 1000);
                     }
                     b'h' => out.extend_from_slice(if l.meta.state & FETCHED != 0 {
                         b" h1"
@@ -198,7 +198,7 @@ fn mg(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
             }
             if !of.no_update {
                 l.meta.state |= FETCHED;
-                l.meta.atime = now.clock;
+                l.meta.atime = item::tick(now.clock);
             }
             if created || l.meta != before {
                 (Change::Put(l.meta, l.data), Hit::Found)
@@ -372,7 +372,7 @@ fn ma(ctx: &mut Ctx<'_>, m: &MetaRequest<'_>) {
                         of.initial,
                         Meta {
                             cas,
-                            atime: now.clock,
+                            atime: item::tick(now.clock),
                             ..Meta::default()
                         },
                     ))
@@ -488,10 +488,7 @@ pub(crate) fn debug(ctx: &mut Ctx<'_>, key: &[u8], binary: bool) {
         reply::signed(out, i64::from(ctx.now.secs) - i64::from(meta.expiry));
     }
     out.extend_from_slice(b" la=");
-    reply::num(
-        out,
-        u64::from(ctx.now.clock.wrapping_sub(meta.atime) / 1000),
-    );
+    reply::num(out, item::idle_ms(ctx.now.clock, meta.atime) / 1000);
     out.extend_from_slice(b" cas=");
     reply::num(out, meta.cas);
     out.extend_from_slice(if meta.state & FETCHED != 0 {

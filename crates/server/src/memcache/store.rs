@@ -43,8 +43,17 @@ use crate::memory::{DEAD, Keyspace, Memory, Policy};
 pub(crate) const STRIPES: usize = 1024;
 
 /// A read refreshes an item's access clock when it is at least this old (milliseconds):
-/// the resolution of the LRU order, and at most one clock write per item per period.
-pub(crate) const BUMP_MS: u32 = 16;
+/// one tick of the access clock (`item::TICK_SHIFT`), the resolution of the LRU order, and
+/// at most one clock write per item per tick.
+pub(crate) const BUMP_MS: u32 = 1 << item::TICK_SHIFT;
+
+/// The Mercury table's load factor for memcached items (items per 100 buckets before it
+/// doubles): 6 per bucket, so that the 32-byte bucket cells cost 5.3–11 bytes per item
+/// (3 to 6 items per cell) instead of 32–64 at Mercury's default of one. A cache is sized
+/// by bytes per item; a chain of a few nodes costs a GET a few more DRAM reads, small
+/// against a network round trip (measured: `docs/results/mercury.md`, "Against memcached",
+/// memory).
+pub(crate) const LOAD_PERCENT: usize = 600;
 
 /// memcached's largest relative expiry (30 days); larger values are Unix times.
 pub(crate) const MAX_RELATIVE: i64 = 60 * 60 * 24 * 30;
@@ -252,7 +261,11 @@ impl Items {
     pub(crate) fn open(name: &str, memory: Arc<Memory>, max_item: usize) -> Result<Items, String> {
         let (index, mercury) = if name == "mercury" {
             let m = Arc::new(
-                Mercury::with_config(Default::default()).map_err(|e| format!("mercury: {e}"))?,
+                Mercury::with_config(orrery::mercury::Config {
+                    load_percent: LOAD_PERCENT,
+                    ..Default::default()
+                })
+                .map_err(|e| format!("mercury: {e}"))?,
             );
             (AnyIndex::Unordered(Box::new(m.clone())), Some(m))
         } else {
@@ -479,7 +492,7 @@ impl Items {
             flags: w.flags,
             cas: 0,
             expiry: w.expiry,
-            atime: now.clock,
+            atime: item::tick(now.clock),
             state: if w.binary { item::KEY_BINARY } else { 0 },
         };
         let Some(old) = old else {
@@ -515,7 +528,7 @@ impl Items {
             Mode::Add => {
                 // memcached moves the present item to the head of its LRU.
                 let mut m = old.meta;
-                m.atime = now.clock;
+                m.atime = item::tick(now.clock);
                 self.put_locked(key, &m, &[&old.data], old_len);
                 Stored::NotStored
             }
@@ -647,7 +660,7 @@ impl Items {
         let mut data = digits.into_bytes();
         let mut meta = Meta {
             cas: self.next_cas(),
-            atime: now.clock,
+            atime: item::tick(now.clock),
             ..old.meta
         };
         if data.len() <= old.data.len() {
@@ -675,7 +688,7 @@ impl Items {
         let mut old = self.load_locked(key, now, tally)?;
         let len = old.meta.header_len() + old.data.len();
         old.meta.expiry = expiry;
-        old.meta.atime = now.clock;
+        old.meta.atime = item::tick(now.clock);
         old.meta.state |= item::FETCHED;
         self.put_locked(key, &old.meta, &[&old.data], Some(len));
         Some(old)
@@ -727,7 +740,7 @@ impl Items {
 
 /// Whether a read should refresh the item's access clock.
 fn needs_bump(m: &Meta, now: Now) -> bool {
-    m.state & item::FETCHED == 0 || now.clock.wrapping_sub(m.atime) >= BUMP_MS
+    m.state & item::FETCHED == 0 || item::idle_ms(now.clock, m.atime) >= u64::from(BUMP_MS)
 }
 
 /// How much more idle an item never read since it was stored looks to the eviction than
@@ -746,8 +759,9 @@ fn probation(m: Meta, idle: u64) -> u64 {
 }
 
 /// Bytes of index structure an item costs beyond its key and value, as the memory limit
-/// counts it: Mercury's 16-byte node header and a 32-byte bucket cell at one item per cell.
-pub(crate) const ITEM_STRUCTURE: usize = 48;
+/// counts it: Mercury's 16-byte node header and a 32-byte bucket cell shared by 3 to 6
+/// items ([`LOAD_PERCENT`]), rounded up to 8.
+pub(crate) const ITEM_STRUCTURE: usize = 24;
 
 impl Keyspace for Items {
     /// The live items at their size in the index: key, value (header and data) and
@@ -772,7 +786,7 @@ impl Keyspace for Items {
                 let idle = if dead {
                     DEAD
                 } else {
-                    probation(m, u64::from(now.clock.wrapping_sub(m.atime)))
+                    probation(m, item::idle_ms(now.clock, m.atime))
                 };
                 f(k, idle, m.atime);
             }
