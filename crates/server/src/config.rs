@@ -25,6 +25,8 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Most clients connected at once.
     pub maxclients: usize,
+    /// Number of logical databases (`SELECT 0` … `databases - 1`), 1 to 256.
+    pub databases: usize,
     /// Most unparsed bytes one client may have buffered before it is disconnected.
     pub query_buffer_limit: usize,
     /// Most reply bytes one client may have pending (0: no limit, Redis's default for
@@ -81,6 +83,7 @@ impl Default for Config {
             index: orrery::registry::DEFAULT.into(),
             requirepass: None,
             maxclients: 10_000,
+            databases: 16,
             query_buffer_limit: 1024 * 1024 * 1024,
             output_buffer_limit: 0,
             dir: PathBuf::from("."),
@@ -130,6 +133,7 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                      slb:mercury
   --requirepass PASS password for AUTH
   --maxclients N     most connected clients (default 10000)
+  --databases N      logical databases, SELECT 0..N-1 (default 16, at most 256)
   --proto-max-bulk-len BYTES         longest bulk argument (default 512 MiB)
   --client-query-buffer-limit BYTES  most buffered request bytes (default 1 GiB)
   --client-output-buffer-limit BYTES most pending reply bytes per client; a client
@@ -200,6 +204,10 @@ pub(crate) struct BufferLimit {
     pub(crate) soft: u64,
     pub(crate) soft_seconds: u64,
 }
+
+/// Most databases (`--databases`): blocked keys carry the number in one byte
+/// (`crate::store`'s `ready_key`).
+pub(crate) const MAX_DATABASES: usize = 256;
 
 /// The client classes of `client-output-buffer-limit`, in Redis's order.
 const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
@@ -560,6 +568,7 @@ impl Config {
                 "--index" => c.index = value()?,
                 "--requirepass" => c.requirepass = Some(value()?).filter(|p| !p.is_empty()),
                 "--maxclients" => c.maxclients = num(&flag, value()?)?,
+                "--databases" => c.databases = num(&flag, value()?)?,
                 "--proto-max-bulk-len" => c.limits.max_bulk_len = mem(&flag, value()?)?,
                 "--client-query-buffer-limit" => c.query_buffer_limit = mem(&flag, value()?)?,
                 "--client-output-buffer-limit" => c.output_buffer_limit = mem(&flag, value()?)?,
@@ -652,6 +661,12 @@ impl Config {
         }
         if self.maxclients == 0 || self.limits.max_bulk_len == 0 || self.query_buffer_limit == 0 {
             return Err("--maxclients and the size limits must be at least 1".into());
+        }
+        if !(1..=MAX_DATABASES).contains(&self.databases) {
+            return Err(format!(
+                "--databases must be between 1 and {}",
+                MAX_DATABASES
+            ));
         }
         if !(1..=64).contains(&self.maxmemory_samples) {
             return Err("--maxmemory-samples must be between 1 and 64".into());

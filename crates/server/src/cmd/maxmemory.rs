@@ -17,7 +17,8 @@ pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmem
 /// set; `Err` is the reply that refuses it. Called with no stripe held (an eviction takes
 /// its victim's stripe).
 pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), Reply> {
-    let store = &*ctx.shared.store;
+    let store = ctx.store();
+    let dbs = &*ctx.shared.dbs;
     if store.memory().limit() == 0 || !spec.flags.contains(&"denyoom") {
         return Ok(());
     }
@@ -27,7 +28,7 @@ pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), 
     let needed = args[1..].iter().map(Vec::len).sum::<usize>()
         + crate::store::MAX_HEADER
         + crate::store::ITEM_STRUCTURE;
-    match store.memory().admit(store, needed) {
+    match store.memory().admit(dbs, needed) {
         Ok(()) => Ok(()),
         Err(OutOfMemory) => Err(Reply::err(OOM)),
     }
@@ -44,9 +45,8 @@ fn rss() -> usize {
 /// The limit's lines of `INFO memory`: `used_memory` (what the limit counts), `maxmemory`,
 /// `maxmemory_policy`, `mem_fragmentation_ratio` (resident set over `used_memory`).
 pub(super) fn info_memory(ctx: &Ctx<'_>, out: &mut String) {
-    let store = &*ctx.shared.store;
-    let m = store.memory();
-    let used = m.used(store).max(1);
+    let m = ctx.store().memory();
+    let used = m.used(&*ctx.shared.dbs).max(1);
     let rss = rss();
     let _ = write!(
         out,
@@ -60,8 +60,8 @@ pub(super) fn info_memory(ctx: &Ctx<'_>, out: &mut String) {
 
 /// The limit's lines of `INFO stats`: `evicted_keys`, `keyspace_hits`, `keyspace_misses`.
 pub(super) fn info_stats(ctx: &Ctx<'_>, out: &mut String) {
-    let store = &*ctx.shared.store;
-    let (hits, misses) = store.lookups();
+    let store = ctx.store();
+    let (hits, misses) = ctx.shared.dbs.lookups();
     let _ = write!(
         out,
         "evicted_keys:{}\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\n",
@@ -71,7 +71,7 @@ pub(super) fn info_stats(ctx: &Ctx<'_>, out: &mut String) {
 
 /// The limit's parameters for `CONFIG GET`.
 pub(super) fn settings(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
-    let m = ctx.shared.store.memory();
+    let m = ctx.store().memory();
     let (factor, decay) = m.lfu_params();
     vec![
         ("maxmemory", m.limit().to_string()),

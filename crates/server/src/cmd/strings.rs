@@ -33,8 +33,7 @@ impl<'a> Command<'a> for Get<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        ctx.shared
-            .store
+        ctx.store()
             .read(self.key, ctx.call, |kind, _, payload| match kind {
                 Kind::String => Reply::bulk(payload),
                 _ => wrong_type(),
@@ -54,8 +53,7 @@ impl<'a> Command<'a> for StrLen<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        ctx.shared
-            .store
+        ctx.store()
             .read(self.key, ctx.call, |kind, _, payload| match kind {
                 Kind::String => Reply::Int(payload.len() as i64),
                 _ => wrong_type(),
@@ -78,13 +76,11 @@ impl<'a> Command<'a> for MGet<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let mut out = vec![Reply::Nil; self.keys.len()];
-        ctx.shared
-            .store
-            .read_many(&self.keys, ctx.call, &mut |i, v| {
-                if let Some((Kind::String, payload)) = v {
-                    out[i] = Reply::bulk(payload);
-                }
-            });
+        ctx.store().read_many(&self.keys, ctx.call, &mut |i, v| {
+            if let Some((Kind::String, payload)) = v {
+                out[i] = Reply::bulk(payload);
+            }
+        });
         Reply::Array(out)
     }
 }
@@ -228,14 +224,14 @@ impl<'a> Command<'a> for Set<'a> {
         let keep = matches!(ttl, Ttl::Keep);
         if cond == Cond::Always && !get && !keep {
             // The plain SET needs nothing of the old value: one lookup less.
-            return ctx.shared.store.write(&[key], ctx.call, |t| {
+            return ctx.store().write(&[key], ctx.call, |t| {
                 match t.store_string(key, deadline, value) {
                     Ok(()) => Reply::OK,
                     Err(e) => write_err(e),
                 }
             });
         }
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let old = t.load(key);
             if get && old.as_ref().is_some_and(|e| e.kind != Kind::String) {
                 return wrong_type();
@@ -281,7 +277,7 @@ impl<'a> Command<'a> for SetNx<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             if t.load(key).is_some() {
                 return Reply::Int(0);
             }
@@ -309,7 +305,7 @@ impl<'a> Command<'a> for GetSet<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let old = t.load(key);
             match &old {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
@@ -335,16 +331,14 @@ impl<'a> Command<'a> for GetDel<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared
-            .store
-            .write(&[key], ctx.call, |t| match t.load(key) {
-                None => Reply::Nil,
-                Some(e) if e.kind != Kind::String => wrong_type(),
-                Some(e) => {
-                    t.delete(key);
-                    Reply::Bulk(e.payload)
-                }
-            })
+        ctx.store().write(&[key], ctx.call, |t| match t.load(key) {
+            None => Reply::Nil,
+            Some(e) if e.kind != Kind::String => wrong_type(),
+            Some(e) => {
+                t.delete(key);
+                Reply::Bulk(e.payload)
+            }
+        })
     }
 }
 
@@ -380,7 +374,7 @@ impl<'a> Command<'a> for MSet<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let MSet { pairs, nx } = self;
         let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-        ctx.shared.store.write(&keys, ctx.call, |t| {
+        ctx.store().write(&keys, ctx.call, |t| {
             if nx && keys.iter().any(|k| t.load(k).is_some()) {
                 return Reply::Int(0);
             }
@@ -410,7 +404,7 @@ impl<'a> Command<'a> for Append<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
@@ -455,7 +449,7 @@ impl<'a> Command<'a> for IncrBy<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let IncrBy { key, delta } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
@@ -496,7 +490,7 @@ impl<'a> Command<'a> for IncrByFloat<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let IncrByFloat { key, delta } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
@@ -545,7 +539,7 @@ impl<'a> Command<'a> for SetEx<'a> {
             Err(r) => return r,
         };
         let SetEx { key, value, .. } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             match t.store_string(key, Some(deadline), value) {
                 Ok(()) => Reply::OK,
                 Err(e) => write_err(e),
@@ -602,7 +596,7 @@ impl<'a> Command<'a> for GetEx<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let GetEx { key, ttl } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 None => return Reply::Nil,
                 Some(e) if e.kind != Kind::String => return wrong_type(),
@@ -652,8 +646,7 @@ impl<'a> Command<'a> for GetRange<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let GetRange { key, start, end } = self;
-        ctx.shared
-            .store
+        ctx.store()
             .read(key, ctx.call, |kind, _, payload| match kind {
                 Kind::String => Reply::bulk(substring(payload, start, end)),
                 _ => wrong_type(),
@@ -700,7 +693,7 @@ impl<'a> Command<'a> for SetRange<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let SetRange { key, offset, value } = self;
         let max_bulk = ctx.shared.live.max_bulk_len.load(Ordering::Relaxed);
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let old = t.load(key);
             if old.as_ref().is_some_and(|e| e.kind != Kind::String) {
                 return wrong_type();

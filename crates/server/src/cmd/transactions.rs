@@ -16,14 +16,15 @@
 //! - The transaction's effect records go to the append-only file as one frame (Redis
 //!   wraps them in `MULTI`/`EXEC`): replay applies it whole, and a frame torn by a crash
 //!   is cut off whole (`crate::aof`), so a crash never replays half a transaction.
-//! - Watched keys are `(database, key)`; the connection's database is 0 (the only one).
+//! - Watched keys are `(database, key)`: the connection's selected database when it
+//!   watched (`SWAPDB` touches the watchers of both databases' keys, as Redis).
 
 use super::{Command, Ctx, Spec, blocking, check, run};
 use crate::resp::Reply;
 
-/// The database of the connection's keys (the only one until `SELECT` has others).
-fn db(_ctx: &Ctx<'_>) -> usize {
-    0
+/// The database of the connection's keys (`SELECT`).
+fn db(ctx: &Ctx<'_>) -> usize {
+    ctx.client.db
 }
 
 /// Runs a request of a connection inside `MULTI`: queues it, or runs the commands that
@@ -40,7 +41,7 @@ pub(super) fn queue(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         "exec" => exec(ctx),
         "discard" | "multi" | "watch" | "quit" | "reset" => {
             let shared = ctx.shared;
-            let _gate = shared.store.gate_shared();
+            let _gate = shared.dbs.shared().gate_shared();
             run(ctx, args)
         }
         _ if spec.flags.contains(&"no_multi") => {
@@ -62,7 +63,7 @@ fn exec(ctx: &mut Ctx<'_>) -> Reply {
         ctx.client.multi.unwatch_all();
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
-    let store = &ctx.shared.store;
+    let store = ctx.store();
     let _gate = store.gate_exclusive();
     let now = ctx.now();
     let dirty = ctx.client.multi.dirty()
@@ -151,7 +152,7 @@ impl<'a> Command<'a> for Watch<'a> {
             return Reply::err("ERR WATCH inside MULTI is not allowed");
         }
         let db = db(ctx);
-        let store = ctx.shared.store.clone();
+        let store = ctx.store().clone();
         for key in self.keys {
             // A key already expired is removed first (its removal is no change to the
             // watcher, as in Redis, where a watched expired key's deletion does not

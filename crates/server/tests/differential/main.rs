@@ -3,7 +3,9 @@
 //! same replies. Skipped, with a message, when `redis-server` is not installed.
 //!
 //! The stream covers the string, key, expiry and sorted-set commands whose replies are
-//! deterministic (`EXPIRETIME`/`PEXPIRETIME` on a key given absolute deadlines only).
+//! deterministic (`EXPIRETIME`/`PEXPIRETIME` on a key given absolute deadlines only), and
+//! the logical databases (`SELECT`, `MOVE`, `SWAPDB`, `FLUSHDB`, `FLUSHALL`, `DBSIZE`,
+//! `COPY … DB`) over three of them.
 //! Left out, and why: `RANDOMKEY` (random: `tests/server/keys.rs` tests it), `KEYS` (Redis's order is its hash table's),
 //! `INCRBYFLOAT` on fractions and huge values (Redis computes in `long double`; here it
 //! runs only on its own key with integral steps), `TTL` (depends on timing),
@@ -144,7 +146,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
     let lexr = ["-", "+", "[a", "(b", "[d", "(g", "c"];
     let ints = ["0", "1", "-1", "2", "5", "-3", "100", "x"];
     let k = rng.pick(&keys).to_string();
-    let mut v: Vec<String> = match rng.below(52) {
+    let mut v: Vec<String> = match rng.below(58) {
         0 => vec!["GET".into(), k],
         1 | 2 => {
             let mut c = vec!["SET".into(), k, rng.pick(&values).into()];
@@ -342,7 +344,10 @@ fn command(rng: &mut Rng) -> Vec<String> {
             for _ in 0..rng.below(3) {
                 match rng.below(4) {
                     0 => c.push("REPLACE".into()),
-                    1 => c.extend(["DB".into(), rng.pick(&["0", "x", "99", "-1"]).into()]),
+                    1 => c.extend([
+                        "DB".into(),
+                        rng.pick(&["0", "1", "2", "x", "99", "-1"]).into(),
+                    ]),
                     2 => c.push("DB".into()),
                     _ => c.push("BOGUS".into()),
                 }
@@ -375,6 +380,27 @@ fn command(rng: &mut Rng) -> Vec<String> {
             rng.pick(&["EXPIRETIME", "PEXPIRETIME"]).into(),
             rng.pick(&["at", "nokey", "at"]).into(),
         ],
+        // The logical databases: keys move between three of them, which are swapped
+        // and (rarely) flushed; errors for the numbers out of range.
+        52 | 53 => vec![
+            "SELECT".into(),
+            rng.pick(&["0", "1", "2", "0", "1", "16", "-1", "x"]).into(),
+        ],
+        54 => vec![
+            "MOVE".into(),
+            k,
+            rng.pick(&["0", "1", "2", "16", "x"]).into(),
+        ],
+        55 => vec![
+            "SWAPDB".into(),
+            rng.pick(&["0", "1", "2", "x", "16"]).into(),
+            rng.pick(&["0", "1", "2", "-1"]).into(),
+        ],
+        56 if rng.below(8) == 0 => vec![
+            rng.pick(&["FLUSHDB", "FLUSHDB", "FLUSHALL"]).into(),
+            rng.pick(&["ASYNC", "SYNC", "BOGUS"]).into(),
+        ],
+        56 | 57 => vec!["DBSIZE".into()],
         _ => vec![rng.pick(&["NOSUCH", "GET", "SET", "ZADD"]).into()],
     };
     if v.is_empty() {
@@ -401,7 +427,17 @@ fn same_replies_as_redis_server() {
             let (a, b) = (ours.cmd(&args), theirs.cmd(&args));
             assert_eq!(a, b, "seed {seed:#x}, command #{i}: {args:?}");
         }
+        // Every database holds the same keys (`INFO keyspace` counts them).
+        let keyspace = |r: &mut Raw| {
+            let info = r.cmd(&["INFO", "keyspace"]);
+            info.lines()
+                .filter(|l| l.starts_with("db"))
+                .map(|l| l.split(",avg_ttl").next().unwrap_or("").to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keyspace(ours), keyspace(theirs), "seed {seed:#x}");
         assert_eq!(ours.cmd(&["FLUSHALL"]), theirs.cmd(&["FLUSHALL"]));
+        assert_eq!(ours.cmd(&["SELECT", "0"]), theirs.cmd(&["SELECT", "0"]));
     }
 }
 

@@ -11,6 +11,7 @@
 mod collections;
 #[path = "../common/mod.rs"]
 mod common;
+mod databases;
 mod transactions;
 
 use std::collections::{BTreeMap, BTreeSet};

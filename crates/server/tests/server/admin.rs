@@ -27,7 +27,7 @@ fn unknown_commands_arity_and_server_commands() {
             &["PING", "a", "b"],
             "-ERR wrong number of arguments for 'ping' command",
         ),
-        (&["COMMAND", "COUNT"], ":156"),
+        (&["COMMAND", "COUNT"], ":158"),
         (&["COMMAND", "DOCS"], "[]"),
         (&["CONFIG", "GET", "maxclients"], "[$maxclients, $10000]"),
     ];
