@@ -231,19 +231,19 @@ pub(crate) struct Live {
     pub(crate) thresholds: Arc<Thresholds>,
     /// The memory limit (shared with the store).
     pub(crate) memory: Arc<Memory>,
+    /// The settings accepted and reported without effect here (`crate::stored`).
+    pub(crate) stored: crate::stored::Stored,
+    /// `--appendonly` (fixed at start).
+    appendonly: bool,
 }
 
 /// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
-/// `bind`, `dir`, `save` and `appendonly` at run time; this server cannot).
-const IMMUTABLE: [&str; 7] = [
-    "port",
-    "bind",
-    "databases",
-    "appendonly",
-    "appendfilename",
-    "dir",
-    "save",
-];
+/// `bind` at run time; this server cannot; `appendonly` is accepted at its value).
+const IMMUTABLE: [&str; 4] = ["port", "bind", "databases", "appendfilename"];
+
+/// Parameters Redis 7.0 refuses to change unless `enable-protected-configs` is set (its
+/// default: not set), with this reply.
+const PROTECTED: [&str; 2] = ["dir", "dbfilename"];
 
 /// Why `CONFIG SET` refused a value (the text after Redis's `- `).
 type SetError = String;
@@ -283,6 +283,8 @@ enum Assign {
     Samples(usize),
     LfuLogFactor(u32),
     LfuDecayTime(u32),
+    /// A setting without effect (`crate::stored`), as `CONFIG GET` prints it.
+    Stored(String, String),
 }
 
 /// What `CONFIG SET` answers for a parameter it cannot set.
@@ -336,6 +338,8 @@ impl Live {
             loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
             thresholds,
             memory,
+            stored: crate::stored::Stored::default(),
+            appendonly: c.appendonly,
         }
     }
 
@@ -430,7 +434,25 @@ impl Live {
             "maxmemory-samples" => Assign::Samples(int_in(v, 1, 64).map_err(bad)? as usize),
             "lfu-log-factor" => Assign::LfuLogFactor(int_in(v, 0, i32::MAX as u64).map_err(bad)? as u32),
             "lfu-decay-time" => Assign::LfuDecayTime(int_in(v, 0, i32::MAX as u64).map_err(bad)? as u32),
+            "appendonly" => {
+                let on = match v.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(bad("argument must be 'yes' or 'no'".into())),
+                };
+                if on != self.appendonly {
+                    return Err(bad(
+                        "this server turns the append-only file on or off only at start (--appendonly)"
+                            .into(),
+                    ));
+                }
+                Assign::Stored(String::new(), String::new())
+            }
             n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
+            n if PROTECTED.contains(&n) => return Err(bad("can't set protected config".into())),
+            n if crate::stored::known(n) => {
+                Assign::Stored(n.to_string(), crate::stored::check(n, v).map_err(bad)?)
+            }
             n if threshold_param(n).is_some() => {
                 let p = threshold_param(n).expect("checked");
                 Assign::Threshold(p, threshold_parse(p, v).map_err(bad)?)
@@ -451,7 +473,10 @@ impl Live {
             let res = self.parse(&lower, value);
             match &res {
                 Err(Refused::Unknown) => return Err((name.to_string(), Refused::Unknown)),
-                Err(Refused::Bad(_)) if IMMUTABLE.contains(&lower.as_str()) => {
+                Err(Refused::Bad(_))
+                    if IMMUTABLE.contains(&lower.as_str())
+                        || PROTECTED.contains(&lower.as_str()) =>
+                {
                     return Err((name.to_string(), res.err().expect("an error")));
                 }
                 _ => {}
@@ -492,6 +517,7 @@ impl Live {
                 Assign::Samples(n) => self.memory.set_samples(n),
                 Assign::LfuLogFactor(n) => self.memory.set_lfu_log_factor(n),
                 Assign::LfuDecayTime(n) => self.memory.set_lfu_decay_time(n),
+                Assign::Stored(name, value) => self.stored.set(&name, value),
             }
         }
         Ok(())

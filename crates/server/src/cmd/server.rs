@@ -261,7 +261,19 @@ impl<'a> Command<'a> for Config<'a> {
                     )),
                 }
             }
-            Config::ResetStat => Reply::OK,
+            Config::ResetStat => {
+                // The counters Redis's `CONFIG RESETSTAT` zeroes that this server keeps.
+                let sh = ctx.shared;
+                sh.dbs.reset_stats();
+                for c in [
+                    &sh.stats.connections,
+                    &sh.stats.commands,
+                    &sh.stats.rejected,
+                ] {
+                    c.store(0, Ordering::Relaxed);
+                }
+                Reply::OK
+            }
         }
     }
 }
@@ -296,7 +308,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
             aof.key_delay_us.load(Ordering::Relaxed).to_string(),
         ),
         ("dir", c.dir.display().to_string()),
-        ("save", String::new()),
+        ("dbfilename", "dump.rdb".into()),
         (
             "proto-max-bulk-len",
             live.max_bulk_len.load(Ordering::Relaxed).to_string(),
@@ -308,6 +320,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
         ("client-output-buffer-limit", live.output_limits()),
     ];
     settings.extend(live.thresholds.report());
+    settings.extend(live.stored.report());
     settings.extend(super::maxmemory::settings(ctx));
     let mut out = Vec::new();
     let mut seen = Vec::new();

@@ -161,6 +161,16 @@ impl Databases {
         })
     }
 
+    /// `CONFIG RESETSTAT`: the lookup, expiry and eviction counts back to 0.
+    pub(crate) fn reset_stats(&self) {
+        for (_, s) in self.each() {
+            s.hits.store(0, Ordering::Relaxed);
+            s.misses.store(0, Ordering::Relaxed);
+            s.expired.store(0, Ordering::Relaxed);
+        }
+        self.shared().memory().reset_evictions();
+    }
+
     /// Keys removed by expiry so far, over every database.
     pub(crate) fn expired_keys(&self) -> u64 {
         self.each().map(|(_, s)| s.expired_keys()).sum()

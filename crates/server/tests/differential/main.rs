@@ -484,6 +484,53 @@ fn config_command(rng: &mut Rng) -> Vec<String> {
                 "",
             ],
         ),
+        // Accepted and reported, without effect on this server (`crate::stored`).
+        (
+            "save",
+            &[
+                "",
+                "3600 1 300 100",
+                "0100 1 60 0",
+                "100",
+                "0 1",
+                "1 -1",
+                "100  1",
+                "x y",
+            ],
+        ),
+        (
+            "notify-keyspace-events",
+            &[
+                "",
+                "KEA",
+                "Exg",
+                "mEKn",
+                "AKEmn",
+                "ndt$g",
+                "Q",
+                "g$lshzxet",
+                "KEA ",
+            ],
+        ),
+        ("lazyfree-lazy-user-flush", &["yes", "NO", "maybe", ""]),
+        ("lazyfree-lazy-eviction", &["yes", "no"]),
+        ("timeout", &["0", "300", "-1", "1.5", "2147483648"]),
+        ("tcp-keepalive", &["0", "60", "-5"]),
+        ("loglevel", &["debug", "WARNING", "loud"]),
+        ("slowlog-log-slower-than", &["-1", "0", "-2", "100000"]),
+        ("slowlog-max-len", &["0", "1024", "-1"]),
+        ("latency-monitor-threshold", &["0", "100", "-1"]),
+        (
+            "latency-tracking-info-percentiles",
+            &["50 99 99.9", "99.90 50.0 0", "", "x", "101", "1e1 99.99999"],
+        ),
+        ("hz", &["0", "10", "1000", "-1", "x"]),
+        ("activerehashing", &["yes", "no", "1"]),
+        ("stop-writes-on-bgsave-error", &["no", "yes"]),
+        ("rdbcompression", &["YES", "no"]),
+        ("maxmemory-eviction-tenacity", &["0", "100", "101"]),
+        ("appendonly", &["no", "maybe"]),
+        ("dir", &["/tmp", "."]),
         ("databases", &["1", "16"]),
         ("appendfilename", &["x.aof"]),
         ("nosuchparam", &["1"]),
@@ -497,10 +544,11 @@ fn config_command(rng: &mut Rng) -> Vec<String> {
         }
     };
     if rng.below(3) == 0 {
-        let i = rng.below(params.len() - 3);
-        let pattern = match rng.below(3) {
-            0 => name(rng, i),
-            1 => "auto-aof-*".to_string(),
+        let i = rng.below(params.len() - 4);
+        let pattern = match rng.below(5) {
+            0 | 1 => name(rng, i),
+            2 => "auto-aof-*".to_string(),
+            3 => "lazyfree-*".to_string(),
             _ => "client-*".to_string(),
         };
         return vec!["CONFIG".into(), "GET".into(), pattern];
