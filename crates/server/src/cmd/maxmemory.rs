@@ -34,6 +34,16 @@ pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), 
     }
 }
 
+/// Whether memory is over the limit after the evictions the policy allows (Redis's
+/// `performEvictions` failing): inside `MULTI` every command but `EXEC`, `DISCARD`,
+/// `QUIT` and `RESET` is then refused at queue time (Redis 7.0 refuses them all, not
+/// only `denyoom` ones: a queue may grow without bound), and `EXEC` of a transaction
+/// holding a `denyoom` command is aborted (`transactions`).
+pub(super) fn over_limit(ctx: &Ctx<'_>) -> bool {
+    let m = ctx.store().memory();
+    m.limit() > 0 && m.admit(&*ctx.shared.dbs, 0).is_err()
+}
+
 /// The resident set size of this process, bytes (0 where `/proc` has none).
 fn rss() -> usize {
     std::fs::read_to_string("/proc/self/statm")

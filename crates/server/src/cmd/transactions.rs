@@ -6,6 +6,11 @@
 //!   with its error and marks the transaction, whose `EXEC` then answers `EXECABORT`.
 //!   `EXEC`, `DISCARD`, `MULTI`, `WATCH`, `QUIT` and `RESET` run at once, as in Redis
 //!   (`MULTI` and `WATCH` inside `MULTI` are errors that leave the transaction as it is).
+//!   At the memory limit (used memory over `maxmemory` once the policy evicted what it
+//!   may: always under `noeviction`) every other request is refused with the `OOM` error
+//!   and marks the transaction, and an `EXEC` whose queue holds a `denyoom` command is
+//!   answered `EXECABORT … because of: OOM …` and discarded (Redis 7.0's
+//!   `processCommand`).
 //! - `EXEC` takes the store's gate exclusively (`crate::store`'s watch module): no other
 //!   client's command, no blocked client being served, no active expiry runs between its
 //!   commands. It aborts with a null reply when a watched key changed since `WATCH` (the
@@ -48,6 +53,10 @@ pub(super) fn queue(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
             ctx.client.multi.aborted = true;
             Reply::err("ERR Command not allowed inside a transaction")
         }
+        _ if super::maxmemory::over_limit(ctx) => {
+            ctx.client.multi.aborted = true;
+            Reply::err(super::maxmemory::OOM)
+        }
         _ => {
             ctx.client.multi.push(args);
             Reply::Simple("QUEUED")
@@ -63,16 +72,28 @@ fn exec(ctx: &mut Ctx<'_>) -> Reply {
         ctx.client.multi.unwatch_all();
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
+    // A transaction that would add data is refused whole at the memory limit (Redis).
+    let adds = queued
+        .iter()
+        .any(|args| super::lookup(&args[0]).is_some_and(|s| s.flags.contains(&"denyoom")));
+    if adds && super::maxmemory::over_limit(ctx) {
+        ctx.client.multi.unwatch_all();
+        return Reply::err(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            super::maxmemory::OOM
+        ));
+    }
     let store = ctx.store();
     let _gate = store.gate_exclusive();
     let now = ctx.now();
+    let dbs = &ctx.shared.dbs;
     let dirty = ctx.client.multi.dirty()
         || ctx
             .client
             .multi
             .watched()
             .iter()
-            .any(|(_, key)| store.is_expired(key, now));
+            .any(|(db, key)| dbs.get(*db).is_expired(key, now));
     // Unwatched before the commands run: the transaction's own writes do not matter.
     ctx.client.multi.unwatch_all();
     if dirty {
