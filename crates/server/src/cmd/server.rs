@@ -320,8 +320,8 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
         ("client-output-buffer-limit", live.output_limits()),
     ];
     settings.extend(live.thresholds.report());
-    settings.extend(live.stored.report());
     settings.extend(super::maxmemory::settings(ctx));
+    settings.extend(live.stored.report());
     let mut out = Vec::new();
     let mut seen = Vec::new();
     for p in patterns {
