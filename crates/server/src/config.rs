@@ -25,6 +25,8 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Most clients connected at once.
     pub maxclients: usize,
+    /// Number of logical databases (`SELECT 0` … `databases - 1`), 1 to 256.
+    pub databases: usize,
     /// Most unparsed bytes one client may have buffered before it is disconnected.
     pub query_buffer_limit: usize,
     /// Most reply bytes one client may have pending (0: no limit, Redis's default for
@@ -81,6 +83,7 @@ impl Default for Config {
             index: orrery::registry::DEFAULT.into(),
             requirepass: None,
             maxclients: 10_000,
+            databases: 16,
             query_buffer_limit: 1024 * 1024 * 1024,
             output_buffer_limit: 0,
             dir: PathBuf::from("."),
@@ -130,6 +133,7 @@ usage: orrery-server [--port N] [--bind ADDR] [--index NAME] [--requirepass PASS
                      slb:mercury
   --requirepass PASS password for AUTH
   --maxclients N     most connected clients (default 10000)
+  --databases N      logical databases, SELECT 0..N-1 (default 16, at most 256)
   --proto-max-bulk-len BYTES         longest bulk argument (default 512 MiB)
   --client-query-buffer-limit BYTES  most buffered request bytes (default 1 GiB)
   --client-output-buffer-limit BYTES most pending reply bytes per client; a client
@@ -201,6 +205,10 @@ pub(crate) struct BufferLimit {
     pub(crate) soft_seconds: u64,
 }
 
+/// Most databases (`--databases`): blocked keys carry the number in one byte
+/// (`crate::store`'s `ready_key`).
+pub(crate) const MAX_DATABASES: usize = 256;
+
 /// The client classes of `client-output-buffer-limit`, in Redis's order.
 const CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
 
@@ -223,19 +231,19 @@ pub(crate) struct Live {
     pub(crate) thresholds: Arc<Thresholds>,
     /// The memory limit (shared with the store).
     pub(crate) memory: Arc<Memory>,
+    /// The settings accepted and reported without effect here (`crate::stored`).
+    pub(crate) stored: crate::stored::Stored,
+    /// `--appendonly` (fixed at start).
+    appendonly: bool,
 }
 
 /// Parameters `CONFIG GET` reports that are fixed at start (Redis can change `port`,
-/// `bind`, `dir`, `save` and `appendonly` at run time; this server cannot).
-const IMMUTABLE: [&str; 7] = [
-    "port",
-    "bind",
-    "databases",
-    "appendonly",
-    "appendfilename",
-    "dir",
-    "save",
-];
+/// `bind` at run time; this server cannot; `appendonly` is accepted at its value).
+const IMMUTABLE: [&str; 4] = ["port", "bind", "databases", "appendfilename"];
+
+/// Parameters Redis 7.0 refuses to change unless `enable-protected-configs` is set (its
+/// default: not set), with this reply.
+const PROTECTED: [&str; 2] = ["dir", "dbfilename"];
 
 /// Why `CONFIG SET` refused a value (the text after Redis's `- `).
 type SetError = String;
@@ -275,6 +283,8 @@ enum Assign {
     Samples(usize),
     LfuLogFactor(u32),
     LfuDecayTime(u32),
+    /// A setting without effect (`crate::stored`), as `CONFIG GET` prints it.
+    Stored(String, String),
 }
 
 /// What `CONFIG SET` answers for a parameter it cannot set.
@@ -328,6 +338,8 @@ impl Live {
             loopback: c.bind.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
             thresholds,
             memory,
+            stored: crate::stored::Stored::default(),
+            appendonly: c.appendonly,
         }
     }
 
@@ -422,7 +434,25 @@ impl Live {
             "maxmemory-samples" => Assign::Samples(int_in(v, 1, 64).map_err(bad)? as usize),
             "lfu-log-factor" => Assign::LfuLogFactor(int_in(v, 0, i32::MAX as u64).map_err(bad)? as u32),
             "lfu-decay-time" => Assign::LfuDecayTime(int_in(v, 0, i32::MAX as u64).map_err(bad)? as u32),
+            "appendonly" => {
+                let on = match v.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(bad("argument must be 'yes' or 'no'".into())),
+                };
+                if on != self.appendonly {
+                    return Err(bad(
+                        "this server turns the append-only file on or off only at start (--appendonly)"
+                            .into(),
+                    ));
+                }
+                Assign::Stored(String::new(), String::new())
+            }
             n if IMMUTABLE.contains(&n) => return Err(bad("can't set immutable config".into())),
+            n if PROTECTED.contains(&n) => return Err(bad("can't set protected config".into())),
+            n if crate::stored::known(n) => {
+                Assign::Stored(n.to_string(), crate::stored::check(n, v).map_err(bad)?)
+            }
             n if threshold_param(n).is_some() => {
                 let p = threshold_param(n).expect("checked");
                 Assign::Threshold(p, threshold_parse(p, v).map_err(bad)?)
@@ -443,7 +473,10 @@ impl Live {
             let res = self.parse(&lower, value);
             match &res {
                 Err(Refused::Unknown) => return Err((name.to_string(), Refused::Unknown)),
-                Err(Refused::Bad(_)) if IMMUTABLE.contains(&lower.as_str()) => {
+                Err(Refused::Bad(_))
+                    if IMMUTABLE.contains(&lower.as_str())
+                        || PROTECTED.contains(&lower.as_str()) =>
+                {
                     return Err((name.to_string(), res.err().expect("an error")));
                 }
                 _ => {}
@@ -484,6 +517,7 @@ impl Live {
                 Assign::Samples(n) => self.memory.set_samples(n),
                 Assign::LfuLogFactor(n) => self.memory.set_lfu_log_factor(n),
                 Assign::LfuDecayTime(n) => self.memory.set_lfu_decay_time(n),
+                Assign::Stored(name, value) => self.stored.set(&name, value),
             }
         }
         Ok(())
@@ -560,6 +594,7 @@ impl Config {
                 "--index" => c.index = value()?,
                 "--requirepass" => c.requirepass = Some(value()?).filter(|p| !p.is_empty()),
                 "--maxclients" => c.maxclients = num(&flag, value()?)?,
+                "--databases" => c.databases = num(&flag, value()?)?,
                 "--proto-max-bulk-len" => c.limits.max_bulk_len = mem(&flag, value()?)?,
                 "--client-query-buffer-limit" => c.query_buffer_limit = mem(&flag, value()?)?,
                 "--client-output-buffer-limit" => c.output_buffer_limit = mem(&flag, value()?)?,
@@ -652,6 +687,12 @@ impl Config {
         }
         if self.maxclients == 0 || self.limits.max_bulk_len == 0 || self.query_buffer_limit == 0 {
             return Err("--maxclients and the size limits must be at least 1".into());
+        }
+        if !(1..=MAX_DATABASES).contains(&self.databases) {
+            return Err(format!(
+                "--databases must be between 1 and {}",
+                MAX_DATABASES
+            ));
         }
         if !(1..=64).contains(&self.maxmemory_samples) {
             return Err("--maxmemory-samples must be between 1 and 64".into());

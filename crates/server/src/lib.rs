@@ -62,6 +62,7 @@ mod resp;
 mod server;
 mod state;
 mod store;
+mod stored;
 mod waiters;
 
 pub use aof::Fsync;

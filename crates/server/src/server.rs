@@ -34,15 +34,16 @@ use crate::config::Config;
 use crate::pubsub::Inbox;
 use crate::resp::{self, Reply};
 use crate::state::{Client, Shared};
-use crate::store::{Call, Store};
+use crate::store::{Call, Databases, Store};
 use crate::waiters::Blocked;
 
 /// Runs the server until `SIGTERM`, `SIGINT` or `SHUTDOWN`; see the crate docs.
 pub fn run(config: Config) -> Result<(), String> {
     config.validate()?;
-    let mut store = Store::open(&config.index)?;
+    let store = Store::open(&config.index)?;
     // Before the log is replayed: replay builds collections under these thresholds.
     store.thresholds().set_all(config.thresholds);
+    let mut store = Databases::new(store, config.databases);
     let mut aof = None;
     if config.appendonly {
         let settings = Arc::new(AofSettings::new(
@@ -68,7 +69,7 @@ pub fn run(config: Config) -> Result<(), String> {
     res
 }
 
-async fn serve(config: Config, store: Store, aof: Option<Arc<Aof>>) -> Result<(), String> {
+async fn serve(config: Config, store: Databases, aof: Option<Arc<Aof>>) -> Result<(), String> {
     let addr = format!("{}:{}", config.bind, config.port);
     let listener = TcpListener::bind(addr.parse::<SocketAddr>().map_err(|e| e.to_string())?)
         .await
@@ -139,14 +140,21 @@ async fn cron(shared: Arc<Shared>) {
         let start = std::time::Instant::now();
         // Under the gate: no expiry between a transaction's commands.
         while {
-            let _gate = shared.store.gate_shared();
-            shared.store.expire_cycle(now_ms(), 256)
+            let _gate = shared.dbs.shared().gate_shared();
+            // Each database in turn, 256 due keys at a time at most.
+            let now = now_ms();
+            shared
+                .dbs
+                .each()
+                .map(|(_, s)| s.expire_cycle(now, 256))
+                .max()
+                .unwrap_or(0)
         } == 256
             && start.elapsed() < Duration::from_millis(25)
         {}
         if let Some(aof) = &shared.aof
             && let Some(growth) = aof.wants_auto_rewrite()
-            && aof.rewrite_in_background(shared.store.clone(), true)
+            && aof.rewrite_in_background(shared.dbs.clone(), true)
         {
             println!("starting automatic rewriting of the append-only file on {growth}% growth");
         }
@@ -216,7 +224,7 @@ async fn serve_client(
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut held = Held {
-        counter: shared.store.memory().buffers(),
+        counter: shared.dbs.shared().memory().buffers(),
         accounted: 0,
     };
     let mut args = resp::Args::default();

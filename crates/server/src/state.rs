@@ -19,7 +19,7 @@ use crate::clock::now_ms;
 use crate::config::{Config, Live};
 use crate::multi::Multi;
 use crate::pubsub::{Hub, Subscriptions};
-use crate::store::Store;
+use crate::store::Databases;
 use crate::waiters::{Blocked, Waiters};
 
 /// Counters for `INFO stats`.
@@ -32,7 +32,8 @@ pub(crate) struct Stats {
 
 /// What every connection shares.
 pub(crate) struct Shared {
-    pub(crate) store: Arc<Store>,
+    /// The logical databases (`SELECT`), each a keyspace.
+    pub(crate) dbs: Arc<Databases>,
     /// The append-only file, when persistence is on (the store holds it too, as the
     /// journal its writes go to).
     pub(crate) aof: Option<Arc<Aof>>,
@@ -55,11 +56,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The state of a server listening on `port`, over `store` and its append-only file.
-    pub(crate) fn new(config: Config, store: Store, aof: Option<Arc<Aof>>, port: u16) -> Shared {
+    /// The state of a server listening on `port`, over the databases `dbs` and their
+    /// append-only file.
+    pub(crate) fn new(config: Config, dbs: Databases, aof: Option<Arc<Aof>>, port: u16) -> Shared {
+        let store = dbs.shared().clone();
         store.thresholds().set_all(config.thresholds);
         store.configure_memory(&config);
-        let store = Arc::new(store);
         Shared {
             live: Live::new(
                 &config,
@@ -67,8 +69,8 @@ impl Shared {
                 store.thresholds().clone(),
                 store.memory_handle(),
             ),
-            waiters: Waiters::new(store.clone()),
-            store,
+            waiters: Waiters::new(store),
+            dbs: Arc::new(dbs),
             aof,
             port,
             clients: Clients::default(),
@@ -99,6 +101,8 @@ pub(crate) struct ClientInfo {
     last_cmd: AtomicUsize,
     /// Channels and patterns subscribed to (`sub=`, `psub=` in `CLIENT LIST`).
     subscriptions: [AtomicUsize; 2],
+    /// The selected database (`db=`).
+    pub(crate) db: AtomicUsize,
 }
 
 impl ClientInfo {
@@ -143,7 +147,7 @@ impl ClientInfo {
         let sub = self.subscriptions[0].load(Ordering::Relaxed);
         let psub = self.subscriptions[1].load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} ssub=0 multi=-1 cmd={} user=default resp={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 cmd={} user=default resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -151,6 +155,7 @@ impl ClientInfo {
             now.saturating_sub(self.created_ms) / 1000,
             now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000,
             if sub + psub > 0 { "P" } else { "N" },
+            self.db.load(Ordering::Relaxed),
             sub,
             psub,
             cmd,
@@ -206,6 +211,7 @@ impl Clients {
             name: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
             subscriptions: Default::default(),
+            db: AtomicUsize::new(0),
         });
         map.insert(info.id, info.clone());
         self.count.store(map.len(), Ordering::Relaxed);
@@ -227,6 +233,7 @@ impl Clients {
             name: Mutex::new(None),
             last_cmd: AtomicUsize::new(usize::MAX),
             subscriptions: Default::default(),
+            db: AtomicUsize::new(0),
         })
     }
 
@@ -322,6 +329,8 @@ pub(crate) struct Client {
     pub(crate) info: Arc<ClientInfo>,
     /// Protocol version in use (2 or 3).
     pub(crate) proto: u8,
+    /// The selected database (`SELECT`).
+    pub(crate) db: usize,
     pub(crate) authenticated: bool,
     /// Close once the current replies are written (`QUIT`, `SHUTDOWN`).
     pub(crate) close_after_reply: bool,
@@ -339,6 +348,7 @@ impl Client {
         Client {
             info,
             proto: 2,
+            db: 0,
             authenticated,
             close_after_reply: false,
             blocked: None,

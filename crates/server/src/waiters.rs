@@ -165,6 +165,11 @@ impl Waiters {
         w
     }
 
+    /// Every key some client waits on (`SWAPDB` looks for the ones it made ready).
+    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
+        self.lock().keys().cloned().collect()
+    }
+
     /// The first client waiting on `key` for a sorted set (`zset`) or a list.
     pub(crate) fn first(&self, key: &[u8], zset: bool) -> Option<Arc<Waiter>> {
         self.lock()

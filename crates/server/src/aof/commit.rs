@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::chain::{FILE_NAME, encode_frame, incr_name, io_err};
 use super::replay::load_chain;
 use super::settings::{AofSettings, AofStats, Fsync};
-use crate::store::{Journal, Store};
+use crate::store::{Databases, Journal};
 
 /// Appender-side state.
 pub(super) struct State {
@@ -81,7 +81,7 @@ impl Aof {
     pub(crate) fn open(
         dir: &Path,
         settings: Arc<AofSettings>,
-        store: &Store,
+        store: &Databases,
     ) -> Result<Arc<Aof>, String> {
         std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
         let chain = load_chain(dir, store)?;

@@ -54,10 +54,10 @@ mod tests;
 
 pub(crate) use chain::FILE_NAME;
 
-/// Applies one frame's records to `store` as replay does (for the fuzz target that checks
-/// that the log rebuilds the keyspace it was written from).
+/// Applies one frame's records to the databases `store` as replay does (for the fuzz
+/// target that checks that the log rebuilds the keyspace it was written from).
 pub(crate) fn replay_frame(
-    store: &crate::store::Store,
+    store: &crate::store::Databases,
     records: &[u8],
     now: u64,
 ) -> Result<(), String> {

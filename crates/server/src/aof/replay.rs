@@ -23,7 +23,7 @@ use super::chain::{
 use crate::clock::now_ms;
 use crate::coll::{self, Hash, List, Set, ZSet};
 use crate::resp;
-use crate::store::{Call, Kind, Store, decode};
+use crate::store::{Call, Databases, Kind, Store, decode};
 
 /// What loading found.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub(super) struct Chain {
 /// Replays the chain in `dir` (base, then its increments) into `store`; creates the
 /// base when there is none; removes stale files (increments older than the base,
 /// temporary files of an interrupted rewrite).
-pub(super) fn load_chain(dir: &Path, store: &Store) -> Result<Chain, String> {
+pub(super) fn load_chain(dir: &Path, store: &Databases) -> Result<Chain, String> {
     let base = dir.join(FILE_NAME);
     let incr = list_incr(dir)?;
     if !base.exists() {
@@ -114,7 +114,7 @@ pub(super) fn load_chain(dir: &Path, store: &Store) -> Result<Chain, String> {
 /// Replays the file at `path` into `store`. A torn tail is truncated when the file is
 /// the `last` of the chain (the live one), and refused otherwise (an older file was
 /// synced whole before the next one was started).
-pub(super) fn load(path: &Path, store: &Store, last: bool) -> Result<Loaded, String> {
+pub(super) fn load(path: &Path, store: &Databases, last: bool) -> Result<Loaded, String> {
     let data = std::fs::read(path).map_err(|e| io_err("cannot read", path, e))?;
     let refuse = |at: usize, why: &str| {
         format!(
@@ -189,16 +189,35 @@ pub(super) fn load(path: &Path, store: &Store, last: bool) -> Result<Loaded, Str
     Ok(Loaded { frames, truncated })
 }
 
-/// Applies the records of one frame.
-pub(super) fn apply_frame(store: &Store, mut payload: &[u8], now: u64) -> Result<(), String> {
+/// Applies the records of one frame. A frame starts in database 0; `SELECT n` makes the
+/// records after it apply to database `n`, `SWAPDB a b` exchanges two databases.
+pub(super) fn apply_frame(dbs: &Databases, mut payload: &[u8], now: u64) -> Result<(), String> {
     let limits = record_limits();
+    let mut db = 0;
+    let number = |a: &[u8]| -> Result<usize, String> {
+        std::str::from_utf8(a)
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&n| n < dbs.count())
+            .ok_or_else(|| {
+                format!(
+                    "database {:?} is out of range (the server has {}: --databases)",
+                    String::from_utf8_lossy(a),
+                    dbs.count()
+                )
+            })
+    };
     while !payload.is_empty() {
         let (args, used) = match resp::parse(payload, &limits) {
             Ok(Some(x)) => x,
             _ => return Err("a record does not parse".into()),
         };
         payload = &payload[used..];
-        apply(store, &args, now)?;
+        match (&args[0][..], args.len()) {
+            (b"SELECT", 2) => db = number(&args[1])?,
+            (b"SWAPDB", 3) => dbs.swap(number(&args[1])?, number(&args[2])?),
+            _ => apply(dbs.get(db), &args, now)?,
+        }
     }
     Ok(())
 }

@@ -51,7 +51,7 @@ use super::commit::{Aof, lock};
 use crate::clock::now_ms;
 use crate::coll::dump;
 use crate::resp::encode_request;
-use crate::store::{Store, header};
+use crate::store::{Databases, Store, header, select_record};
 
 impl Aof {
     /// Whether the file grew enough for an automatic rewrite (Redis's rule: at least
@@ -73,7 +73,11 @@ impl Aof {
 
     /// Starts [`Aof::rewrite`] on its own thread unless one runs; `false` if one does.
     /// `auto`: started by growth (counted in `aof_auto_rewrites`).
-    pub(crate) fn rewrite_in_background(self: &Arc<Self>, store: Arc<Store>, auto: bool) -> bool {
+    pub(crate) fn rewrite_in_background(
+        self: &Arc<Self>,
+        store: Arc<Databases>,
+        auto: bool,
+    ) -> bool {
         if self.stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
             return false;
         }
@@ -102,7 +106,7 @@ impl Aof {
 
     /// Rewrites the file on the calling thread (`SAVE`); `Err` if a rewrite runs already
     /// or the rewrite failed.
-    pub(crate) fn rewrite(&self, store: &Store) -> Result<(), String> {
+    pub(crate) fn rewrite(&self, store: &Databases) -> Result<(), String> {
         if self.stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
             return Err("a rewrite is already in progress".into());
         }
@@ -113,7 +117,7 @@ impl Aof {
         res
     }
 
-    fn rewrite_now(&self, store: &Store) -> Result<(), String> {
+    fn rewrite_now(&self, store: &Databases) -> Result<(), String> {
         let tmp = self
             .dir
             .join(format!("{TEMP_PREFIX}{}.aof", std::process::id()));
@@ -161,29 +165,59 @@ impl Aof {
     }
 
     /// Step 2: writes every live key's state to `tmp` (synced), headed by the record
-    /// naming the first increment that follows it; returns the file's size.
+    /// naming the first increment that follows it; returns the file's size. Each
+    /// database's frames start with `SELECT n` (but database 0's: a frame starts there).
     pub(super) fn write_snapshot(
         &self,
-        store: &Store,
+        dbs: &Databases,
         tmp: &Path,
         seq: u64,
     ) -> Result<u64, String> {
         let file = File::create(tmp).map_err(|e| io_err("cannot create", tmp, e))?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
-        let mut err = None;
-        let mut frame = Vec::new();
-        let mut records = Vec::new();
-        let mut emit = |w: &mut BufWriter<File>, records: &mut Vec<u8>| {
-            frame.clear();
-            encode_frame(&mut frame, records);
-            records.clear();
-            w.write_all(&frame)
-        };
         let now = now_ms();
         w.write_all(MAGIC)
             .map_err(|e| io_err("cannot write", tmp, e))?;
+        let mut records = Vec::new();
         encode_request(&mut records, &[b"BASE", seq.to_string().as_bytes()]);
-        emit(&mut w, &mut records).map_err(|e| io_err("cannot write", tmp, e))?;
+        let mut frame = Vec::new();
+        encode_frame(&mut frame, &records);
+        w.write_all(&frame)
+            .map_err(|e| io_err("cannot write", tmp, e))?;
+        for (db, store) in dbs.each() {
+            self.snapshot_db(store, db, &mut w, now)
+                .map_err(|e| io_err("cannot write", tmp, e))?;
+        }
+        let file = w
+            .into_inner()
+            .map_err(|e| io_err("cannot write", tmp, e.into_error()))?;
+        file.sync_data()
+            .map_err(|e| io_err("cannot fdatasync", tmp, e))?;
+        file_len(tmp)
+    }
+
+    /// Writes the live keys of database `db` (its keyspace `store`) to `w`.
+    fn snapshot_db(
+        &self,
+        store: &Store,
+        db: usize,
+        w: &mut BufWriter<File>,
+        now: u64,
+    ) -> std::io::Result<()> {
+        let mut err = None;
+        let mut frame = Vec::new();
+        let prefix = if db == 0 {
+            Vec::new()
+        } else {
+            select_record(db)
+        };
+        let mut records = prefix.clone();
+        let mut emit = |w: &mut BufWriter<File>, records: &mut Vec<u8>| {
+            frame.clear();
+            encode_frame(&mut frame, records);
+            records.clone_from(&prefix);
+            w.write_all(&frame)
+        };
         let mut write_key = |key: &[u8], raw: &[u8]| -> std::io::Result<()> {
             let Some(h) = header(raw) else {
                 return Ok(());
@@ -202,7 +236,7 @@ impl Aof {
                 encode_request(&mut records, parts);
                 n += 1;
                 if n % 1024 == 0 {
-                    emit(&mut w, &mut records)?;
+                    emit(w, &mut records)?;
                     // The testing delay applies to each chunk of a large collection too,
                     // so that writers can change one while it is being walked.
                     if delay > 0 {
@@ -211,10 +245,10 @@ impl Aof {
                 }
                 Ok(())
             })?;
-            if records.is_empty() {
+            if records.len() == prefix.len() {
                 Ok(())
             } else {
-                emit(&mut w, &mut records)
+                emit(w, &mut records)
             }
         };
         if let Some(o) = store.ordered() {
@@ -256,15 +290,7 @@ impl Aof {
                 }
             });
         }
-        if let Some(e) = err {
-            return Err(io_err("cannot write", tmp, e));
-        }
-        let file = w
-            .into_inner()
-            .map_err(|e| io_err("cannot write", tmp, e.into_error()))?;
-        file.sync_data()
-            .map_err(|e| io_err("cannot fdatasync", tmp, e))?;
-        file_len(tmp)
+        err.map_or(Ok(()), Err)
     }
 
     /// Step 3: the new base replaces the old one (the commit point: one `rename`), then

@@ -11,7 +11,7 @@ use super::chain::{FILE_NAME, MAGIC, TEMP_PREFIX, encode_frame, incr_name};
 use super::replay::{Loaded, load, load_chain};
 use super::{Aof, AofSettings, Fsync};
 use crate::resp::encode_request;
-use crate::store::{Call, Entry, Store};
+use crate::store::{Call, Databases, Entry, Store};
 
 /// A file of `MAGIC` and three frames (SET a, SET b + ZADD z, DEL a); the offsets at
 /// which each frame starts.
@@ -83,8 +83,8 @@ fn file(name: &str, bytes: &[u8]) -> TempLog {
     TempLog(path)
 }
 
-fn store() -> Store {
-    Store::open("wormhole").unwrap()
+fn store() -> Databases {
+    Databases::new(Store::open("wormhole").unwrap(), 16)
 }
 
 #[test]
@@ -100,12 +100,12 @@ fn replays_every_record() {
             truncated: 0
         }
     );
-    assert!(s.kv().get(b"a").is_none());
+    assert!(s.get(0).kv().get(b"a").is_none());
     assert_eq!(
-        s.read(b"b", &Call::new(0), |_, _, v| v.to_vec()),
+        s.get(0).read(b"b", &Call::new(0), |_, _, v| v.to_vec()),
         Some(b"2".to_vec())
     );
-    let score = s.write(&[b"z"], &Call::new(0), |t| {
+    let score = s.get(0).write(&[b"z"], &Call::new(0), |t| {
         crate::coll::ZSet::open(t, b"z")
             .unwrap()
             .and_then(|z| z.score(t, b"m"))
@@ -134,7 +134,7 @@ fn every_cut_inside_the_last_frame_is_a_torn_tail() {
             last as u64,
             "{cut}"
         );
-        assert!(s.kv().get(b"a").is_some(), "the DEL was torn off");
+        assert!(s.get(0).kv().get(b"a").is_some(), "the DEL was torn off");
     }
 }
 
@@ -198,9 +198,10 @@ fn a_crash_at_every_step_of_a_rewrite_loses_nothing() {
     let dir = home.parent().unwrap().to_path_buf();
     std::fs::remove_file(&*home).unwrap();
     let settings = Arc::new(AofSettings::new(Fsync::Always, 0, 0, 0));
-    let mut s = store();
-    let aof = Aof::open(&dir, settings, &s).unwrap();
-    s.set_journal(aof.clone());
+    let mut dbs = store();
+    let aof = Aof::open(&dir, settings, &dbs).unwrap();
+    dbs.set_journal(aof.clone());
+    let s = dbs.get(0).clone();
     let set = |s: &Store, k: &str, v: &str| {
         s.write(&[k.as_bytes()], &Call::new(0), |t| {
             t.store(k.as_bytes(), &Entry::string(v.as_bytes().to_vec()))
@@ -215,7 +216,7 @@ fn a_crash_at_every_step_of_a_rewrite_loses_nothing() {
         let copy = crash_copy(&dir, step);
         let loaded = store();
         load_chain(copy.parent().unwrap(), &loaded).unwrap();
-        assert_eq!(dump(&loaded), dump(s), "crash after: {step}");
+        assert_eq!(dump(loaded.get(0)), dump(s), "crash after: {step}");
     };
     for i in 0..50 {
         set(&s, &format!("k{}", i % 10), &i.to_string());
@@ -230,7 +231,7 @@ fn a_crash_at_every_step_of_a_rewrite_loses_nothing() {
         set(&s, &format!("new{round}"), "x");
         check(&s, "writes to the increment");
         let tmp = dir.join(format!("{TEMP_PREFIX}test.aof"));
-        let size = aof.write_snapshot(&s, &tmp, seq).unwrap();
+        let size = aof.write_snapshot(&dbs, &tmp, seq).unwrap();
         set(&s, "k3", "after the walk");
         check(&s, "the new base written, not renamed");
         // The rename done, the older increment not yet deleted.
@@ -248,7 +249,7 @@ fn a_crash_at_every_step_of_a_rewrite_loses_nothing() {
             load_chain(after_commit.parent().unwrap(), &loaded).unwrap();
             aof.flush_once().unwrap();
             assert_eq!(
-                dump(&loaded),
+                dump(loaded.get(0)),
                 dump(&s),
                 "crash before the stale increment went"
             );

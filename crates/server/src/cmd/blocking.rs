@@ -29,7 +29,7 @@ use super::{Command, Ctx};
 use crate::coll::{self, End, List, ZSet};
 use crate::num::parse_f64;
 use crate::resp::Reply;
-use crate::store::{Call, Kind, Txn};
+use crate::store::{Call, Kind, Txn, ready_key};
 use crate::waiters::{Blocked, Waiter, Want};
 
 /// Parses a blocking timeout (seconds, fractions allowed) into milliseconds, with
@@ -137,7 +137,8 @@ impl<'a> Command<'a> for Block<'a> {
         // Inside a transaction a blocking command does not block: it answers as if its
         // timeout had passed (Redis).
         let in_exec = ctx.client.multi.in_exec;
-        let outcome = shared.store.write(&locked, ctx.call, |t| {
+        let db = ctx.client.db;
+        let outcome = ctx.store().write(&locked, ctx.call, |t| {
             for k in &keys {
                 match pop_now(t, k, &want) {
                     Ok(Some(r)) => return Ok(r),
@@ -151,7 +152,9 @@ impl<'a> Command<'a> for Block<'a> {
                     _ => Reply::NilArray,
                 });
             }
-            let owned = keys.iter().map(|k| k.to_vec()).collect();
+            // Waiters are registered under `(database, key)`: a push in another database
+            // wakes nobody here.
+            let owned = keys.iter().map(|k| ready_key(db, k)).collect();
             Err(shared.waiters.add(owned, want.clone()))
         });
         match outcome {
@@ -183,6 +186,7 @@ enum Served {
     Reply(Reply),
 }
 
+/// Serves waiter `w` from `key` (of the database `t` writes).
 fn serve_one(ctx: &Ctx<'_>, t: &Txn<'_>, key: &[u8], w: &std::sync::Arc<Waiter>) -> Served {
     let has = match w.want {
         Want::ZPop { .. } => matches!(ZSet::open(t, key), Ok(Some(z)) if z.len() > 0),
@@ -213,15 +217,21 @@ fn w_timeout(want: &Want) -> Reply {
 pub(crate) fn serve_ready(ctx: &Ctx<'_>) {
     let shared = ctx.shared;
     let mut queue: VecDeque<Vec<u8>> = ctx.call.take_ready().into();
-    while let Some(key) = queue.pop_front() {
+    while let Some(noted) = queue.pop_front() {
+        // `(database, key)`, as `ready_key` names it.
+        let Some((&db, key)) = noted.split_first() else {
+            continue;
+        };
+        let key = key.to_vec();
+        let store = shared.dbs.get(usize::from(db));
         loop {
-            let kind = shared.store.read(&key, ctx.call, |k, _, _| k);
+            let kind = store.read(&key, ctx.call, |k, _, _| k);
             let zset = match kind {
                 Some(Kind::List) => false,
                 Some(Kind::ZSet) => true,
                 _ => break,
             };
-            let Some(w) = shared.waiters.first(&key, zset) else {
+            let Some(w) = shared.waiters.first(&noted, zset) else {
                 break;
             };
             let call = Call::new(ctx.now());
@@ -229,9 +239,7 @@ pub(crate) fn serve_ready(ctx: &Ctx<'_>) {
             if let Want::Move { dst, .. } = &w.want {
                 locked.push(dst);
             }
-            let served = shared
-                .store
-                .write(&locked, &call, |t| serve_one(ctx, t, &key, &w));
+            let served = store.write(&locked, &call, |t| serve_one(ctx, t, &key, &w));
             queue.extend(call.take_ready());
             match served {
                 Served::Empty => break,

@@ -1,9 +1,9 @@
-//! Connection commands: `PING`, `ECHO`, `HELLO`, `AUTH`, `SELECT`, `CLIENT …`, `QUIT`,
+//! Connection commands: `PING`, `ECHO`, `HELLO`, `AUTH`, `CLIENT …`, `QUIT`,
 //! `RESET`.
 
 use std::sync::atomic::Ordering;
 
-use super::{Command, Ctx, arity_error, not_integer, syntax_error};
+use super::{Command, Ctx, arity_error, syntax_error};
 use crate::num::parse_i64;
 use crate::resp::Reply;
 
@@ -177,23 +177,6 @@ impl<'a> Command<'a> for Hello<'a> {
     }
 }
 
-/// `SELECT index` (only database 0 exists).
-pub(super) struct Select;
-
-impl Command<'_> for Select {
-    fn parse(args: &[Vec<u8>]) -> Result<Self, Reply> {
-        match parse_i64(&args[1]) {
-            Some(0) => Ok(Select),
-            Some(_) => Err(Reply::err("ERR DB index is out of range")),
-            None => Err(not_integer()),
-        }
-    }
-
-    fn apply(self, _ctx: &mut Ctx<'_>) -> Reply {
-        Reply::OK
-    }
-}
-
 fn valid_name(name: &[u8]) -> bool {
     name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
@@ -323,6 +306,11 @@ impl Command<'_> for Reset {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         ctx.client.proto = 2;
+        ctx.client.db = 0;
+        ctx.client
+            .info
+            .db
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         ctx.client.info.clear_name();
         ctx.client.authenticated = !ctx.shared.live.needs_auth();
         ctx.client.multi.reset();

@@ -80,7 +80,7 @@ impl<'a> Command<'a> for Expire<'a> {
             lt,
             ..
         } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let Some(mut e) = t.load(key) else {
                 return Reply::Int(0);
             };
@@ -124,7 +124,7 @@ impl<'a> Command<'a> for Ttl<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let now = ctx.now();
-        match ctx.shared.store.read(self.key, ctx.call, |_, d, _| d) {
+        match ctx.store().read(self.key, ctx.call, |_, d, _| d) {
             None => Reply::Int(-2),
             Some(None) => Reply::Int(-1),
             Some(Some(d)) => {
@@ -155,17 +155,15 @@ impl<'a> Command<'a> for Persist<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared
-            .store
-            .write(&[key], ctx.call, |t| match t.load(key) {
-                Some(mut e) if e.deadline.is_some() => {
-                    e.deadline = None;
-                    match t.store(key, &e) {
-                        Ok(()) => Reply::Int(1),
-                        Err(err) => Reply::err(err.message()),
-                    }
+        ctx.store().write(&[key], ctx.call, |t| match t.load(key) {
+            Some(mut e) if e.deadline.is_some() => {
+                e.deadline = None;
+                match t.store(key, &e) {
+                    Ok(()) => Reply::Int(1),
+                    Err(err) => Reply::err(err.message()),
                 }
-                _ => Reply::Int(0),
-            })
+            }
+            _ => Reply::Int(0),
+        })
     }
 }

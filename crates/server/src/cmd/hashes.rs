@@ -26,8 +26,7 @@ fn read(
     missing: Reply,
     f: impl FnOnce(&Txn<'_>, &Hash<'_>) -> Reply,
 ) -> Reply {
-    ctx.shared
-        .store
+    ctx.store()
         .write(&[key], ctx.call, |t| match Hash::open(t, key) {
             Err(e) => err(e),
             Ok(None) => missing,
@@ -41,7 +40,7 @@ fn write(
     key: &[u8],
     f: impl FnOnce(&Txn<'_>, &mut Hash<'_>) -> coll::Result<Reply>,
 ) -> Reply {
-    ctx.shared.store.write(&[key], ctx.call, |t| {
+    ctx.store().write(&[key], ctx.call, |t| {
         let mut h = match Hash::open_or_create(t, key) {
             Ok(h) => h,
             Err(e) => return err(e),
@@ -268,7 +267,7 @@ impl<'a> Command<'a> for HDel<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut h = match Hash::open(t, key) {
                 Ok(Some(h)) => h,
                 Ok(None) => return Reply::Int(0),
@@ -452,8 +451,7 @@ impl<'a> Command<'a> for HScan<'a> {
         };
         let empty = Reply::Array(vec![Reply::bulk("0"), Reply::Array(vec![])]);
         let page = ctx
-            .shared
-            .store
+            .store()
             .write(&[s.key], ctx.call, |t| match Hash::open(t, s.key) {
                 Err(e) => Err(err(e)),
                 Ok(None) => Ok(None),

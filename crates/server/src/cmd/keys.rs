@@ -26,7 +26,7 @@ use super::{Command, Ctx, not_integer, syntax_error};
 use crate::glob;
 use crate::num::parse_i64;
 use crate::resp::Reply;
-use crate::store::Store;
+use crate::store::{Store, Txn};
 
 /// `DEL key …` and `UNLINK key …`.
 pub(super) struct Del<'a> {
@@ -42,8 +42,7 @@ impl<'a> Command<'a> for Del<'a> {
         let mut n = 0;
         for key in self.keys {
             if ctx
-                .shared
-                .store
+                .store()
                 .write(&[key], ctx.call, |t| t.load(key).is_some() && t.delete(key))
             {
                 n += 1;
@@ -67,7 +66,7 @@ impl<'a> Command<'a> for Exists<'a> {
         let n = self
             .keys
             .iter()
-            .filter(|k| ctx.shared.store.read(k, ctx.call, |_, _, _| ()).is_some())
+            .filter(|k| ctx.store().read(k, ctx.call, |_, _, _| ()).is_some())
             .count();
         Reply::Int(n as i64)
     }
@@ -85,8 +84,7 @@ impl<'a> Command<'a> for Type<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let name = ctx
-            .shared
-            .store
+            .store()
             .read(self.key, ctx.call, |kind, _, _| kind.name());
         Reply::Simple(name.unwrap_or("none"))
     }
@@ -111,7 +109,7 @@ impl<'a> Command<'a> for Rename<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let Rename { src, dst, nx } = self;
         let done = if nx { Reply::Int(1) } else { Reply::OK };
-        ctx.shared.store.write(&[src, dst], ctx.call, |t| {
+        ctx.store().write(&[src, dst], ctx.call, |t| {
             let Some(e) = t.load(src) else {
                 return Reply::err("ERR no such key");
             };
@@ -127,77 +125,117 @@ impl<'a> Command<'a> for Rename<'a> {
             t.detach(src);
             // The moved value is logged whole under its new key (a large collection's
             // elements are keyed by its id, which moves with it).
-            crate::coll::log_state(t, &ctx.shared.store, dst);
+            crate::coll::log_state(t, ctx.store(), dst);
             done
         })
     }
 }
 
-/// `COPY source destination [DB index] [REPLACE]` (only database 0 exists: another
-/// index is refused at parse time).
+/// `COPY source destination [DB index] [REPLACE]`.
 pub(super) struct Copy<'a> {
     src: &'a [u8],
     dst: &'a [u8],
+    /// The `DB` options as given, in order (each checked against `databases` when it
+    /// runs; the last one counts).
+    dbs: Vec<i64>,
+    /// A syntax error after a `DB` option: Redis reports an out-of-range database
+    /// first when it comes first.
+    late: Option<Reply>,
     replace: bool,
 }
 
 impl<'a> Command<'a> for Copy<'a> {
     fn parse(args: &'a [Vec<u8>]) -> Result<Self, Reply> {
         let mut replace = false;
+        let mut dbs = Vec::new();
+        let mut late = None;
         let mut i = 3;
         while i < args.len() {
             let opt = args[i].to_ascii_uppercase();
-            match (&opt[..], args.get(i + 1)) {
-                (b"REPLACE", _) => replace = true,
-                (b"DB", Some(n)) => {
-                    // Redis reads the index as a C `int`.
-                    match parse_i64(n).filter(|&n| i32::try_from(n).is_ok()) {
-                        Some(0) => {}
-                        Some(1..=15) => {
-                            return Err(Reply::err(format!(
-                                "ERR COPY to DB {}: this server has one database (0); the 16 logical databases are not supported",
-                                String::from_utf8_lossy(n)
-                            )));
-                        }
-                        Some(_) => return Err(Reply::err("ERR DB index is out of range")),
-                        None => return Err(not_integer()),
-                    }
-                    i += 1;
+            let error = match (&opt[..], args.get(i + 1)) {
+                (b"REPLACE", _) => {
+                    replace = true;
+                    None
                 }
-                _ => return Err(syntax_error()),
+                // Redis reads the index as a C `int`.
+                (b"DB", Some(n)) => match parse_i64(n).filter(|&n| i32::try_from(n).is_ok()) {
+                    Some(n) => {
+                        dbs.push(n);
+                        i += 1;
+                        None
+                    }
+                    None => Some(not_integer()),
+                },
+                _ => Some(syntax_error()),
+            };
+            if let Some(e) = error {
+                if dbs.is_empty() {
+                    return Err(e);
+                }
+                late = Some(e);
+                break;
             }
             i += 1;
-        }
-        if args[1] == args[2] {
-            return Err(Reply::err(
-                "ERR source and destination objects are the same",
-            ));
         }
         Ok(Copy {
             src: &args[1],
             dst: &args[2],
+            dbs,
+            late,
             replace,
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let Copy { src, dst, replace } = self;
-        let store = &ctx.shared.store;
-        store.write(&[src, dst], ctx.call, |t| {
-            let Some(e) = t.load(src) else {
+        let Copy {
+            src,
+            dst,
+            dbs,
+            late,
+            replace,
+        } = self;
+        let from = ctx.client.db;
+        let mut to = from;
+        for n in dbs {
+            match usize::try_from(n)
+                .ok()
+                .filter(|&n| n < ctx.shared.dbs.count())
+            {
+                Some(n) => to = n,
+                None => return Reply::err("ERR DB index is out of range"),
+            }
+        }
+        if let Some(e) = late {
+            return e;
+        }
+        if from == to && src == dst {
+            return Reply::err("ERR source and destination objects are the same");
+        }
+        let copy = |ts: &Txn<'_>, td: &Txn<'_>, store: &Store| {
+            let Some(e) = ts.load(src) else {
                 return Reply::Int(0);
             };
-            if t.load(dst).is_some() {
+            if td.load(dst).is_some() {
                 if !replace {
                     return Reply::Int(0);
                 }
-                t.delete(dst);
+                td.delete(dst);
             }
-            match crate::coll::copy(t, store, src, &e, dst) {
+            match crate::coll::copy(ts, td, store, src, &e, dst) {
                 Ok(()) => Reply::Int(1),
                 Err(err) => Reply::err(err.message()),
             }
-        })
+        };
+        if from == to {
+            let store = ctx.store();
+            store.write(&[src, dst], ctx.call, |t| copy(t, t, store))
+        } else {
+            let dbs = &ctx.shared.dbs;
+            let store = dbs.get(to);
+            dbs.write_pair((from, to), (src, dst), ctx.call, |ts, td| {
+                copy(ts, td, store)
+            })
+        }
     }
 }
 
@@ -210,7 +248,7 @@ impl Command<'_> for RandomKey {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let store = &ctx.shared.store;
+        let store = ctx.store();
         if !store.iterable() {
             return cannot_iterate(ctx, "RANDOMKEY");
         }
@@ -231,7 +269,7 @@ impl Command<'_> for DbSize {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        Reply::Int(ctx.shared.store.kv().len() as i64)
+        Reply::Int(ctx.store().kv().len() as i64)
     }
 }
 
@@ -248,7 +286,7 @@ impl Command<'_> for Flush {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        if ctx.shared.store.flush(ctx.call) {
+        if ctx.store().flush(ctx.call) {
             Reply::OK
         } else {
             cannot_iterate(ctx, "FLUSHDB")
@@ -283,9 +321,9 @@ impl<'a> Command<'a> for Keys<'a> {
             }
             ControlFlow::Continue(())
         };
-        if let Some(ordered) = ctx.shared.store.ordered() {
+        if let Some(ordered) = ctx.store().ordered() {
             ordered.scan_prefix(&glob::literal_prefix(pattern), &mut visit);
-        } else if !ctx.shared.store.walk(&mut visit) {
+        } else if !ctx.store().walk(&mut visit) {
             return cannot_iterate(ctx, "KEYS");
         }
         Reply::Array(out)
@@ -337,7 +375,7 @@ impl<'a> Command<'a> for Scan<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let Some(ordered) = ctx.shared.store.ordered() else {
+        let Some(ordered) = ctx.store().ordered() else {
             return self.apply_unordered(ctx);
         };
         let Scan {
@@ -387,7 +425,7 @@ impl Scan<'_> {
         let shared = ctx.shared;
         let (keys, at) = if self.cursor == 0 {
             let mut keys = Vec::new();
-            if !shared.store.walk(&mut |k, _| {
+            if !ctx.store().walk(&mut |k, _| {
                 keys.push(k.to_vec());
                 ControlFlow::Continue(())
             }) {
@@ -403,7 +441,7 @@ impl Scan<'_> {
         let end = keys.len().min(at.saturating_add(self.count));
         let mut out = Vec::new();
         for k in &keys[at..end] {
-            let Some(live) = shared.store.read(k, ctx.call, |kind, _, _| kind) else {
+            let Some(live) = ctx.store().read(k, ctx.call, |kind, _, _| kind) else {
                 continue;
             };
             let type_ok = self

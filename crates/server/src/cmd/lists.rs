@@ -25,8 +25,7 @@ fn read(
     missing: Reply,
     f: impl FnOnce(&Txn<'_>, &List<'_>) -> Reply,
 ) -> Reply {
-    ctx.shared
-        .store
+    ctx.store()
         .write(&[key], ctx.call, |t| match List::open(t, key) {
             Err(e) => err(e),
             Ok(None) => missing,
@@ -41,7 +40,7 @@ fn change(
     missing: Reply,
     f: impl FnOnce(&Txn<'_>, &mut List<'_>) -> coll::Result<Reply>,
 ) -> Reply {
-    ctx.shared.store.write(&[key], ctx.call, |t| {
+    ctx.store().write(&[key], ctx.call, |t| {
         let mut l = match List::open(t, key) {
             Ok(Some(l)) => l,
             Ok(None) => return missing,
@@ -92,7 +91,7 @@ impl<'a> Command<'a> for Push<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let opened = match List::open(t, key) {
                 Ok(Some(l)) => Ok(l),
                 Ok(None) if self.only_existing => return Reply::Int(0),
@@ -556,7 +555,7 @@ impl<'a> Command<'a> for LMove<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let LMove { src, dst, from, to } = self;
-        ctx.shared.store.write(&[src, dst], ctx.call, |t| {
+        ctx.store().write(&[src, dst], ctx.call, |t| {
             match move_element(t, src, dst, from, to) {
                 Ok(Some(v)) => Reply::Bulk(v),
                 Ok(None) => Reply::Nil,

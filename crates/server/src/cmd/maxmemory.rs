@@ -17,7 +17,8 @@ pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmem
 /// set; `Err` is the reply that refuses it. Called with no stripe held (an eviction takes
 /// its victim's stripe).
 pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), Reply> {
-    let store = &*ctx.shared.store;
+    let store = ctx.store();
+    let dbs = &*ctx.shared.dbs;
     if store.memory().limit() == 0 || !spec.flags.contains(&"denyoom") {
         return Ok(());
     }
@@ -27,10 +28,20 @@ pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), 
     let needed = args[1..].iter().map(Vec::len).sum::<usize>()
         + crate::store::MAX_HEADER
         + crate::store::ITEM_STRUCTURE;
-    match store.memory().admit(store, needed) {
+    match store.memory().admit(dbs, needed) {
         Ok(()) => Ok(()),
         Err(OutOfMemory) => Err(Reply::err(OOM)),
     }
+}
+
+/// Whether memory is over the limit after the evictions the policy allows (Redis's
+/// `performEvictions` failing): inside `MULTI` every command but `EXEC`, `DISCARD`,
+/// `QUIT` and `RESET` is then refused at queue time (Redis 7.0 refuses them all, not
+/// only `denyoom` ones: a queue may grow without bound), and `EXEC` of a transaction
+/// holding a `denyoom` command is aborted (`transactions`).
+pub(super) fn over_limit(ctx: &Ctx<'_>) -> bool {
+    let m = ctx.store().memory();
+    m.limit() > 0 && m.admit(&*ctx.shared.dbs, 0).is_err()
 }
 
 /// The resident set size of this process, bytes (0 where `/proc` has none).
@@ -46,11 +57,10 @@ fn rss() -> usize {
 /// is 0: no replicas), `maxmemory`,
 /// `maxmemory_policy`, `mem_fragmentation_ratio` (resident set over `used_memory`).
 pub(super) fn info_memory(ctx: &Ctx<'_>, out: &mut String) {
-    let store = &*ctx.shared.store;
-    let m = store.memory();
+    let m = ctx.store().memory();
     // One reading of the buffers for both lines (`used_memory` is `Memory::used`).
     let clients = m.buffers().load(std::sync::atomic::Ordering::Relaxed);
-    let used = (crate::memory::Keyspace::used_bytes(store) + clients).max(1);
+    let used = (crate::memory::Keyspace::used_bytes(&*ctx.shared.dbs) + clients).max(1);
     let rss = rss();
     let _ = write!(
         out,
@@ -64,8 +74,8 @@ pub(super) fn info_memory(ctx: &Ctx<'_>, out: &mut String) {
 
 /// The limit's lines of `INFO stats`: `evicted_keys`, `keyspace_hits`, `keyspace_misses`.
 pub(super) fn info_stats(ctx: &Ctx<'_>, out: &mut String) {
-    let store = &*ctx.shared.store;
-    let (hits, misses) = store.lookups();
+    let store = ctx.store();
+    let (hits, misses) = ctx.shared.dbs.lookups();
     let _ = write!(
         out,
         "evicted_keys:{}\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\n",
@@ -75,7 +85,7 @@ pub(super) fn info_stats(ctx: &Ctx<'_>, out: &mut String) {
 
 /// The limit's parameters for `CONFIG GET`.
 pub(super) fn settings(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
-    let m = ctx.shared.store.memory();
+    let m = ctx.store().memory();
     let (factor, decay) = m.lfu_params();
     vec![
         ("maxmemory", m.limit().to_string()),

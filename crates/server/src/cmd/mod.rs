@@ -2,6 +2,7 @@
 //!
 //! One file per command family (`connection`, `strings`, `keys`, `expiry`, `server`,
 //! `hashes`, `sets`, `lists`, `blocking`, `zsets`, `zranges`, `zalgebra`, `object`,
+//! `databases`,
 //! `transactions`, `pubsub`; the
 //! collection scans' cursors in `cursor`), each with one type per command. [`dispatch`] checks the name, the arity and
 //! authentication, in that order and with Redis's error replies; then the command's
@@ -21,6 +22,7 @@
 mod blocking;
 mod connection;
 mod cursor;
+mod databases;
 mod expiry;
 mod hashes;
 mod keys;
@@ -37,11 +39,11 @@ mod zranges;
 mod zsets;
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use crate::resp::Reply;
 use crate::state::{Client, Shared};
-use crate::store::Call;
+use crate::store::{Call, Store};
 
 /// What a handler sees: the server's shared state, the calling client, and the store call
 /// it makes (the time it runs at; the append-only-file position its writes reach, which
@@ -55,10 +57,15 @@ pub(crate) struct Ctx<'a> {
     pub(crate) call: &'a Call,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     /// When the command runs, Unix milliseconds.
     pub(crate) fn now(&self) -> u64 {
         self.call.now()
+    }
+
+    /// The keyspace of the client's selected database.
+    pub(crate) fn store(&self) -> &'a Arc<Store> {
+        self.shared.dbs.get(self.client.db)
     }
 }
 
@@ -132,7 +139,7 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "echo", 2, C, 0, 0, 0, connection::Echo;
     "hello", -1, NA, 0, 0, 0, connection::Hello;
     "auth", -2, NA, 0, 0, 0, connection::Auth;
-    "select", 2, C, 0, 0, 0, connection::Select;
+    "select", 2, C, 0, 0, 0, databases::Select;
     "client", -2, &["noscript", "loading", "stale"], 0, 0, 0, connection::Client;
     "quit", -1, NA, 0, 0, 0, connection::Quit;
     "reset", 1, NA, 0, 0, 0, connection::Reset;
@@ -160,7 +167,9 @@ pub(crate) static TABLE: &[Spec] = specs! {
     "scan", -2, RS, 0, 0, 0, keys::Scan;
     "dbsize", 1, R, 0, 0, 0, keys::DbSize;
     "flushdb", -1, WS, 0, 0, 0, keys::Flush;
-    "flushall", -1, WS, 0, 0, 0, keys::Flush;
+    "flushall", -1, WS, 0, 0, 0, databases::FlushAll;
+    "move", 3, WF, 1, 1, 1, databases::Move;
+    "swapdb", 3, WF, 0, 0, 0, databases::SwapDb;
     "expire", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
     "pexpire", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
     "expireat", -3, &["write", "fast"], 1, 1, 1, expiry::Expire;
@@ -315,7 +324,12 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         return transactions::queue(ctx, args);
     }
     let shared = ctx.shared;
-    let _gate = shared.store.gate_shared();
+    if args[0].eq_ignore_ascii_case(b"swapdb") {
+        // No command may see the two databases half swapped (`databases`).
+        let _gate = shared.dbs.shared().gate_exclusive();
+        return run(ctx, args);
+    }
+    let _gate = shared.dbs.shared().gate_shared();
     run(ctx, args)
 }
 
@@ -366,11 +380,10 @@ fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         // `movablekeys`): it passes every stripe, as keyless commands do.
         let listed = !matches!(spec.name, "zunionstore" | "zinterstore" | "zdiffstore");
         if spec.first_key > 0 && listed {
-            ctx.shared
-                .store
+            ctx.store()
                 .read_barrier(Some(&mut key_args(spec, args)), ctx.call);
         } else {
-            ctx.shared.store.read_barrier(None, ctx.call);
+            ctx.store().read_barrier(None, ctx.call);
         }
     }
     if ctx.call.has_ready() && !ctx.client.multi.in_exec {

@@ -71,7 +71,7 @@ impl<'a> Command<'a> for Object<'a> {
         if matches!(sub, Sub::Freq | Sub::IdleTime) {
             return access(ctx, key, sub);
         }
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let Some(e) = t.load(key) else {
                 return Reply::Nil;
             };
@@ -104,7 +104,7 @@ impl<'a> Command<'a> for Object<'a> {
 
 /// `OBJECT FREQ`/`IDLETIME`: the key's access field, read without refreshing it.
 fn access(ctx: &Ctx<'_>, key: &[u8], sub: Sub) -> Reply {
-    let store = &ctx.shared.store;
+    let store = ctx.store();
     let memory = store.memory();
     let lfu = memory.policy().lfu();
     let now = ctx.now();
@@ -176,7 +176,7 @@ impl<'a> Command<'a> for MemoryUsage<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let store = &ctx.shared.store;
+        let store = ctx.store();
         let key = self.key;
         let Some(raw) = store
             .read(key, ctx.call, |_, _, _| ())

@@ -126,9 +126,14 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
         );
     }
     if want("memory") {
-        let m = sh.store.kv().memory_usage()
-            + sh.store.elements().memory_usage()
-            + sh.store.positions().memory_usage();
+        let first = sh.dbs.shared();
+        let m = sh
+            .dbs
+            .each()
+            .fold(first.elements().memory_usage(), |m, (_, s)| {
+                m + s.kv().memory_usage()
+            })
+            + first.positions().memory_usage();
         out.push_str("# Memory\r\n");
         super::maxmemory::info_memory(ctx, &mut out);
         let _ = write!(
@@ -173,7 +178,7 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
             sh.stats.connections.load(Ordering::Relaxed),
             sh.stats.commands.load(Ordering::Relaxed),
             sh.stats.rejected.load(Ordering::Relaxed),
-            sh.store.expired_keys(),
+            sh.dbs.expired_keys(),
         );
         super::maxmemory::info_stats(ctx, &mut out);
         let _ = write!(
@@ -186,13 +191,17 @@ fn info(ctx: &Ctx<'_>, wanted: &[String]) -> Reply {
     }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");
-        let keys = sh.store.kv().len();
-        if keys > 0 {
-            let _ = write!(
-                out,
-                "db0:keys={keys},expires={},avg_ttl=0\r\n",
-                sh.store.keys_with_deadline()
-            );
+        // Only the databases holding keys, as Redis.
+        for (db, s) in sh.dbs.each() {
+            let keys = s.kv().len();
+            if keys > 0 {
+                let _ = write!(
+                    out,
+                    "db{db}:keys={keys},expires={},avg_ttl={}\r\n",
+                    s.keys_with_deadline(),
+                    s.average_ttl(ctx.now())
+                );
+            }
         }
         out.push_str("\r\n");
     }
@@ -252,7 +261,19 @@ impl<'a> Command<'a> for Config<'a> {
                     )),
                 }
             }
-            Config::ResetStat => Reply::OK,
+            Config::ResetStat => {
+                // The counters Redis's `CONFIG RESETSTAT` zeroes that this server keeps.
+                let sh = ctx.shared;
+                sh.dbs.reset_stats();
+                for c in [
+                    &sh.stats.connections,
+                    &sh.stats.commands,
+                    &sh.stats.rejected,
+                ] {
+                    c.store(0, Ordering::Relaxed);
+                }
+                Reply::OK
+            }
         }
     }
 }
@@ -270,7 +291,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
             live.maxclients.load(Ordering::Relaxed).to_string(),
         ),
         ("requirepass", live.requirepass().unwrap_or_default()),
-        ("databases", "1".into()),
+        ("databases", ctx.shared.dbs.count().to_string()),
         ("appendonly", if c.appendonly { "yes" } else { "no" }.into()),
         ("appendfsync", aof.fsync().name().into()),
         ("appendfilename", crate::aof::FILE_NAME.into()),
@@ -287,7 +308,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
             aof.key_delay_us.load(Ordering::Relaxed).to_string(),
         ),
         ("dir", c.dir.display().to_string()),
-        ("save", String::new()),
+        ("dbfilename", "dump.rdb".into()),
         (
             "proto-max-bulk-len",
             live.max_bulk_len.load(Ordering::Relaxed).to_string(),
@@ -300,6 +321,7 @@ fn config_get(ctx: &Ctx<'_>, patterns: &[Vec<u8>]) -> Reply {
     ];
     settings.extend(live.thresholds.report());
     settings.extend(super::maxmemory::settings(ctx));
+    settings.extend(live.stored.report());
     let mut out = Vec::new();
     let mut seen = Vec::new();
     for p in patterns {
@@ -359,7 +381,7 @@ impl Command<'_> for Save {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        let store = &ctx.shared.store;
+        let store = &*ctx.shared.dbs;
         let Some(aof) = &ctx.shared.aof else {
             return persistence_off();
         };
@@ -389,7 +411,7 @@ impl Command<'_> for BgRewriteAof {
         let Some(aof) = &ctx.shared.aof else {
             return persistence_off();
         };
-        if aof.rewrite_in_background(ctx.shared.store.clone(), false) {
+        if aof.rewrite_in_background(ctx.shared.dbs.clone(), false) {
             Reply::Simple("Background append only file rewriting started")
         } else {
             Reply::err("ERR Background append only file rewriting already in progress")

@@ -33,8 +33,7 @@ fn read(
     missing: Reply,
     f: impl FnOnce(&Txn<'_>, &Set<'_>) -> Reply,
 ) -> Reply {
-    ctx.shared
-        .store
+    ctx.store()
         .write(&[key], ctx.call, |t| match Set::open(t, key) {
             Err(e) => err(e),
             Ok(None) => missing,
@@ -64,7 +63,7 @@ impl<'a> Command<'a> for SAdd<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let opened = if self.remove {
                 Set::open(t, key)
             } else {
@@ -191,7 +190,7 @@ impl<'a> Command<'a> for SPop<'a> {
         } else {
             Reply::Nil
         };
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut s = match Set::open(t, key) {
                 Ok(Some(s)) => s,
                 Ok(None) => return missing,
@@ -272,7 +271,7 @@ impl<'a> Command<'a> for SMove<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let SMove { src, dst, member } = self;
-        ctx.shared.store.write(&[src, dst], ctx.call, |t| {
+        ctx.store().write(&[src, dst], ctx.call, |t| {
             let mut from = match Set::open(t, src) {
                 Ok(Some(s)) => s,
                 Ok(None) => return Reply::Int(0),
@@ -384,7 +383,7 @@ impl<'a> Command<'a> for SAlgebra<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let mut locked = self.keys.clone();
         locked.extend(self.dst);
-        ctx.shared.store.write(&locked, ctx.call, |t| {
+        ctx.store().write(&locked, ctx.call, |t| {
             let members = match combine(t, &self.keys, self.op, 0) {
                 Ok(m) => m,
                 Err(e) => return err(e),
@@ -450,7 +449,7 @@ impl<'a> Command<'a> for SInterCard<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        ctx.shared.store.write(&self.keys, ctx.call, |t| {
+        ctx.store().write(&self.keys, ctx.call, |t| {
             match combine(t, &self.keys, Op::Inter, self.limit) {
                 Ok(m) => Reply::Int(m.len() as i64),
                 Err(e) => err(e),
@@ -474,8 +473,7 @@ impl<'a> Command<'a> for SScan<'a> {
             Err(r) => return r,
         };
         let page = ctx
-            .shared
-            .store
+            .store()
             .write(&[s.key], ctx.call, |t| match Set::open(t, s.key) {
                 Err(e) => Err(err(e)),
                 Ok(None) => Ok(None),

@@ -36,8 +36,7 @@ impl<'a> Command<'a> for Get<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        ctx.shared
-            .store
+        ctx.store()
             .read(self.key, ctx.call, |kind, _, payload| match kind {
                 Kind::String => Reply::bulk(payload),
                 _ => wrong_type(),
@@ -57,8 +56,7 @@ impl<'a> Command<'a> for StrLen<'a> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
-        ctx.shared
-            .store
+        ctx.store()
             .read(self.key, ctx.call, |kind, _, payload| match kind {
                 Kind::String => Reply::Int(payload.len() as i64),
                 _ => wrong_type(),
@@ -81,13 +79,11 @@ impl<'a> Command<'a> for MGet<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let mut out = vec![Reply::Nil; self.keys.len()];
-        ctx.shared
-            .store
-            .read_many(&self.keys, ctx.call, &mut |i, v| {
-                if let Some((Kind::String, payload)) = v {
-                    out[i] = Reply::bulk(payload);
-                }
-            });
+        ctx.store().read_many(&self.keys, ctx.call, &mut |i, v| {
+            if let Some((Kind::String, payload)) = v {
+                out[i] = Reply::bulk(payload);
+            }
+        });
         Reply::Array(out)
     }
 }
@@ -231,14 +227,14 @@ impl<'a> Command<'a> for Set<'a> {
         let keep = matches!(ttl, Ttl::Keep);
         if cond == Cond::Always && !get && !keep {
             // The plain SET needs nothing of the old value: one lookup less.
-            return ctx.shared.store.write(&[key], ctx.call, |t| {
+            return ctx.store().write(&[key], ctx.call, |t| {
                 match t.store_string(key, deadline, value) {
                     Ok(()) => Reply::OK,
                     Err(e) => write_err(e),
                 }
             });
         }
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let old = t.load(key);
             if get && old.as_ref().is_some_and(|e| e.kind != Kind::String) {
                 return wrong_type();
@@ -284,7 +280,7 @@ impl<'a> Command<'a> for SetNx<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             if t.load(key).is_some() {
                 return Reply::Int(0);
             }
@@ -312,7 +308,7 @@ impl<'a> Command<'a> for GetSet<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let old = t.load(key);
             match &old {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
@@ -338,16 +334,14 @@ impl<'a> Command<'a> for GetDel<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
-        ctx.shared
-            .store
-            .write(&[key], ctx.call, |t| match t.load(key) {
-                None => Reply::Nil,
-                Some(e) if e.kind != Kind::String => wrong_type(),
-                Some(e) => {
-                    t.delete(key);
-                    Reply::Bulk(e.payload)
-                }
-            })
+        ctx.store().write(&[key], ctx.call, |t| match t.load(key) {
+            None => Reply::Nil,
+            Some(e) if e.kind != Kind::String => wrong_type(),
+            Some(e) => {
+                t.delete(key);
+                Reply::Bulk(e.payload)
+            }
+        })
     }
 }
 
@@ -380,7 +374,7 @@ impl<'a> Command<'a> for MSet<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let MSet { pairs, nx } = self;
         let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-        ctx.shared.store.write(&keys, ctx.call, |t| {
+        ctx.store().write(&keys, ctx.call, |t| {
             if nx && keys.iter().any(|k| t.load(k).is_some()) {
                 return Reply::Int(0);
             }
@@ -411,7 +405,7 @@ impl<'a> Command<'a> for Append<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let key = self.key;
         let max_bulk = ctx.shared.live.max_bulk_len.load(Ordering::Relaxed);
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
@@ -459,7 +453,7 @@ impl<'a> Command<'a> for IncrBy<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let IncrBy { key, delta } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
@@ -500,7 +494,7 @@ impl<'a> Command<'a> for IncrByFloat<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let IncrByFloat { key, delta } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 Some(e) if e.kind != Kind::String => return wrong_type(),
                 Some(e) => e,
@@ -549,7 +543,7 @@ impl<'a> Command<'a> for SetEx<'a> {
             Err(r) => return r,
         };
         let SetEx { key, value, .. } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             match t.store_string(key, Some(deadline), value) {
                 Ok(()) => Reply::OK,
                 Err(e) => write_err(e),
@@ -606,7 +600,7 @@ impl<'a> Command<'a> for GetEx<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let GetEx { key, ttl } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut e = match t.load(key) {
                 None => return Reply::Nil,
                 Some(e) if e.kind != Kind::String => return wrong_type(),
@@ -656,8 +650,7 @@ impl<'a> Command<'a> for GetRange<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let GetRange { key, start, end } = self;
-        ctx.shared
-            .store
+        ctx.store()
             .read(key, ctx.call, |kind, _, payload| match kind {
                 Kind::String => Reply::bulk(substring(payload, start, end)),
                 _ => wrong_type(),
@@ -704,7 +697,7 @@ impl<'a> Command<'a> for SetRange<'a> {
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let SetRange { key, offset, value } = self;
         let max_bulk = ctx.shared.live.max_bulk_len.load(Ordering::Relaxed);
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let old = t.load(key);
             if old.as_ref().is_some_and(|e| e.kind != Kind::String) {
                 return wrong_type();

@@ -6,6 +6,11 @@
 //!   with its error and marks the transaction, whose `EXEC` then answers `EXECABORT`.
 //!   `EXEC`, `DISCARD`, `MULTI`, `WATCH`, `QUIT` and `RESET` run at once, as in Redis
 //!   (`MULTI` and `WATCH` inside `MULTI` are errors that leave the transaction as it is).
+//!   At the memory limit (used memory over `maxmemory` once the policy evicted what it
+//!   may: always under `noeviction`) every other request is refused with the `OOM` error
+//!   and marks the transaction, and an `EXEC` whose queue holds a `denyoom` command is
+//!   answered `EXECABORT … because of: OOM …` and discarded (Redis 7.0's
+//!   `processCommand`).
 //! - `EXEC` takes the store's gate exclusively (`crate::store`'s watch module): no other
 //!   client's command, no blocked client being served, no active expiry runs between its
 //!   commands. It aborts with a null reply when a watched key changed since `WATCH` (the
@@ -16,14 +21,15 @@
 //! - The transaction's effect records go to the append-only file as one frame (Redis
 //!   wraps them in `MULTI`/`EXEC`): replay applies it whole, and a frame torn by a crash
 //!   is cut off whole (`crate::aof`), so a crash never replays half a transaction.
-//! - Watched keys are `(database, key)`; the connection's database is 0 (the only one).
+//! - Watched keys are `(database, key)`: the connection's selected database when it
+//!   watched (`SWAPDB` touches the watchers of both databases' keys, as Redis).
 
 use super::{Command, Ctx, Spec, blocking, check, run};
 use crate::resp::Reply;
 
-/// The database of the connection's keys (the only one until `SELECT` has others).
-fn db(_ctx: &Ctx<'_>) -> usize {
-    0
+/// The database of the connection's keys (`SELECT`).
+fn db(ctx: &Ctx<'_>) -> usize {
+    ctx.client.db
 }
 
 /// Runs a request of a connection inside `MULTI`: queues it, or runs the commands that
@@ -40,12 +46,16 @@ pub(super) fn queue(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         "exec" => exec(ctx),
         "discard" | "multi" | "watch" | "quit" | "reset" => {
             let shared = ctx.shared;
-            let _gate = shared.store.gate_shared();
+            let _gate = shared.dbs.shared().gate_shared();
             run(ctx, args)
         }
         _ if spec.flags.contains(&"no_multi") => {
             ctx.client.multi.aborted = true;
             Reply::err("ERR Command not allowed inside a transaction")
+        }
+        _ if super::maxmemory::over_limit(ctx) => {
+            ctx.client.multi.aborted = true;
+            Reply::err(super::maxmemory::OOM)
         }
         _ => {
             ctx.client.multi.push(args);
@@ -62,16 +72,28 @@ fn exec(ctx: &mut Ctx<'_>) -> Reply {
         ctx.client.multi.unwatch_all();
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
-    let store = &ctx.shared.store;
+    // A transaction that would add data is refused whole at the memory limit (Redis).
+    let adds = queued
+        .iter()
+        .any(|args| super::lookup(&args[0]).is_some_and(|s| s.flags.contains(&"denyoom")));
+    if adds && super::maxmemory::over_limit(ctx) {
+        ctx.client.multi.unwatch_all();
+        return Reply::err(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            super::maxmemory::OOM
+        ));
+    }
+    let store = ctx.store();
     let _gate = store.gate_exclusive();
     let now = ctx.now();
+    let dbs = &ctx.shared.dbs;
     let dirty = ctx.client.multi.dirty()
         || ctx
             .client
             .multi
             .watched()
             .iter()
-            .any(|(_, key)| store.is_expired(key, now));
+            .any(|(db, key)| dbs.get(*db).is_expired(key, now));
     // Unwatched before the commands run: the transaction's own writes do not matter.
     ctx.client.multi.unwatch_all();
     if dirty {
@@ -151,7 +173,7 @@ impl<'a> Command<'a> for Watch<'a> {
             return Reply::err("ERR WATCH inside MULTI is not allowed");
         }
         let db = db(ctx);
-        let store = ctx.shared.store.clone();
+        let store = ctx.store().clone();
         for key in self.keys {
             // A key already expired is removed first (its removal is no change to the
             // watcher, as in Redis, where a watched expired key's deletion does not

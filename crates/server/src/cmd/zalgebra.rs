@@ -113,7 +113,7 @@ impl<'a> Command<'a> for ZAlgebra<'a> {
         let proto = ctx.client.proto;
         let mut locked = self.keys.clone();
         locked.extend(self.dst);
-        ctx.shared.store.write(&locked, ctx.call, |t| {
+        ctx.store().write(&locked, ctx.call, |t| {
             let items = match self.combine(t) {
                 Ok(_) if self.bad_options.is_some() => {
                     return self.bad_options.clone().unwrap_or(Reply::Nil);

@@ -208,7 +208,7 @@ impl<'a> Command<'a> for ZRangeStore<'a> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> Reply {
         let ZRangeStore { dst, src, range } = self;
-        ctx.shared.store.write(&[dst, src], ctx.call, |t| {
+        ctx.store().write(&[dst, src], ctx.call, |t| {
             let items = match ZSet::open(t, src) {
                 Err(e) => return err(e),
                 Ok(None) => Vec::new(),

@@ -33,8 +33,7 @@ pub(super) fn read(
     missing: Reply,
     f: impl FnOnce(&Txn<'_>, &ZSet<'_>) -> Reply,
 ) -> Reply {
-    ctx.shared
-        .store
+    ctx.store()
         .write(&[key], ctx.call, |t| match ZSet::open(t, key) {
             Err(e) => err(e),
             Ok(None) => missing,
@@ -49,7 +48,7 @@ pub(super) fn change(
     missing: Reply,
     f: impl FnOnce(&Txn<'_>, &mut ZSet<'_>) -> Reply,
 ) -> Reply {
-    ctx.shared.store.write(&[key], ctx.call, |t| {
+    ctx.store().write(&[key], ctx.call, |t| {
         let mut z = match ZSet::open(t, key) {
             Ok(Some(z)) => z,
             Ok(None) => return missing,
@@ -138,7 +137,7 @@ impl<'a> Command<'a> for ZAdd<'a> {
             incr,
             pairs,
         } = self;
-        ctx.shared.store.write(&[key], ctx.call, |t| {
+        ctx.store().write(&[key], ctx.call, |t| {
             let mut set = match ZSet::open(t, key) {
                 Err(e) => return err(e),
                 Ok(Some(z)) => z,
@@ -561,8 +560,7 @@ impl<'a> Command<'a> for ZScan<'a> {
             Err(r) => return r,
         };
         let page = ctx
-            .shared
-            .store
+            .store()
             .write(&[s.key], ctx.call, |t| match ZSet::open(t, s.key) {
                 Err(e) => Err(err(e)),
                 Ok(None) => Ok(None),

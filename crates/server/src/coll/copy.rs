@@ -8,24 +8,35 @@ use super::{End, Hash, List, Result, Set, ZSet};
 use crate::store::{Entry, Kind, Store, Txn};
 
 /// Stores at `dst` (absent: the caller deleted it) a copy of `src`'s live value `e`,
-/// deadline included, and logs it. On failure (out of memory) `dst` is left absent.
-pub(crate) fn copy(t: &Txn<'_>, store: &Store, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
+/// deadline included, and logs it. `ts` reads `src`; `t` writes `dst` in the keyspace
+/// `store` (the same `Txn` within a database; two for `COPY … DB`). On failure (out of
+/// memory) `dst` is left absent.
+pub(crate) fn copy(
+    ts: &Txn<'_>,
+    t: &Txn<'_>,
+    store: &Store,
+    src: &[u8],
+    e: &Entry,
+    dst: &[u8],
+) -> Result<()> {
     if e.large_id().is_none() {
         t.store_quiet(dst, e)?;
         super::log_state(t, store, dst);
         return Ok(());
     }
-    let r = copy_large(t, src, e, dst);
+    let r = copy_large(ts, t, src, e, dst);
     if r.is_err() {
         t.delete(dst);
     }
     r
 }
 
-fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
+fn copy_large(ts: &Txn<'_>, t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
     match e.kind {
         Kind::Hash => {
-            let pairs = Hash::open(t, src)?.map(|h| h.pairs(t)).unwrap_or_default();
+            let pairs = Hash::open(ts, src)?
+                .map(|h| h.pairs(ts))
+                .unwrap_or_default();
             let mut h = Hash::open_or_create(t, dst)?;
             h.make_large(t)?;
             for (f, v) in &pairs {
@@ -37,7 +48,9 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
             h.finish(t)?;
         }
         Kind::Set => {
-            let members = Set::open(t, src)?.map(|s| s.members(t)).unwrap_or_default();
+            let members = Set::open(ts, src)?
+                .map(|s| s.members(ts))
+                .unwrap_or_default();
             let mut s = Set::create(t, dst)?;
             s.make_large(t)?;
             for m in &members {
@@ -49,8 +62,8 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
             s.finish(t)?;
         }
         Kind::ZSet => {
-            let members = ZSet::open(t, src)?
-                .map(|z| z.members(t))
+            let members = ZSet::open(ts, src)?
+                .map(|z| z.members(ts))
                 .unwrap_or_default();
             let mut z = ZSet::create(t, dst)?;
             z.make_large(t)?;
@@ -63,8 +76,8 @@ fn copy_large(t: &Txn<'_>, src: &[u8], e: &Entry, dst: &[u8]) -> Result<()> {
             z.finish(t)?;
         }
         Kind::List => {
-            let elems = match List::open(t, src)? {
-                Some(l) if l.len() > 0 => l.range(t, 0, l.len() - 1),
+            let elems = match List::open(ts, src)? {
+                Some(l) if l.len() > 0 => l.range(ts, 0, l.len() - 1),
                 _ => Vec::new(),
             };
             let mut l = List::create(t, dst)?;

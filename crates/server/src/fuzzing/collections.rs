@@ -19,7 +19,7 @@ use crate::cmd::{self, Ctx};
 use crate::config::Config;
 use crate::resp::Reply;
 use crate::state::{Client, Shared};
-use crate::store::{Call, Journal, Store};
+use crate::store::{Call, Databases, Journal, Store};
 
 /// The frames appended, in order.
 #[derive(Default)]
@@ -270,7 +270,7 @@ pub fn collections(data: &[u8]) {
     let frames = Arc::new(Frames::default());
     let mut store = Store::open("wormhole").expect("the default index builds");
     store.set_journal(frames.clone());
-    let shared = Shared::new(config, store, None, 0);
+    let shared = Shared::new(config, Databases::new(store, 1), None, 0);
     let mut client = Client::new(shared.clients.detached(), true);
     for _ in 0..64 {
         if b.0.is_empty() {
@@ -289,13 +289,14 @@ pub fn collections(data: &[u8]) {
     // Replay what was logged into an empty keyspace under the same thresholds.
     let replayed = Store::open("wormhole").expect("the default index builds");
     replayed.thresholds().set_all(thresholds);
+    let replayed = Databases::new(replayed, 1);
     let now = now_ms();
     for f in frames.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
         if let Err(e) = crate::aof::replay_frame(&replayed, f, now) {
             panic!("a logged frame does not replay: {e}");
         }
     }
-    let (a, b) = (dump_all(&shared.store), dump_all(&replayed));
+    let (a, b) = (dump_all(shared.dbs.get(0)), dump_all(replayed.get(0)));
     assert!(
         a == b,
         "the log does not rebuild the keyspace:\n{a:?}\n{b:?}"

@@ -24,7 +24,7 @@ static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let index = orrery::registry::build(&config.index).expect("the default index builds");
     Arc::new(Shared::new(
         config,
-        crate::store::Store::new(index),
+        crate::store::Databases::new(crate::store::Store::new(index), 16),
         None,
         0,
     ))

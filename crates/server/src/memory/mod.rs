@@ -261,6 +261,11 @@ impl Memory {
         self.evictions.load(Ordering::Relaxed)
     }
 
+    /// Sets the eviction count back to 0 (`CONFIG RESETSTAT`).
+    pub(crate) fn reset_evictions(&self) {
+        self.evictions.store(0, Ordering::Relaxed);
+    }
+
     /// The connections' buffer bytes, which count as used (connections add and remove
     /// theirs).
     pub(crate) fn buffers(&self) -> &AtomicUsize {

@@ -292,3 +292,53 @@ impl Keyspace for Store {
         })
     }
 }
+
+/// The limit counts every database: each one's keys and deadlines, and the large
+/// collections' shared indexes once. A sample is taken from one database (the first
+/// non-empty one from a place the seed picks) and names its keys with the database's
+/// number in front (one byte, as blocked keys: `super::ready_key`), which
+/// [`Keyspace::evict`] takes off again.
+impl Keyspace for super::Databases {
+    fn used_bytes(&self) -> usize {
+        let first = self.shared();
+        self.each()
+            .map(|(_, s)| live_bytes(s.kv()) + live_bytes(&s.deadlines))
+            .sum::<usize>()
+            + live_bytes(first.elements())
+            + live_bytes(first.positions())
+    }
+
+    fn items(&self) -> usize {
+        self.each().map(|(_, s)| s.kv().len()).sum()
+    }
+
+    fn sample(&self, policy: Policy, seed: u64, n: usize, f: &mut dyn FnMut(&[u8], u64, u32)) {
+        let count = self.count();
+        let start = (seed as usize) % count;
+        for i in 0..count {
+            let db = (start + i) % count;
+            let Some(s) = self.built(db) else { continue };
+            let empty = if policy.volatile() {
+                s.deadlines.is_empty()
+            } else {
+                s.kv().is_empty()
+            };
+            if empty {
+                continue;
+            }
+            let mut named = Vec::new();
+            s.sample(policy, seed, n, &mut |k, rank, a| {
+                named.clear();
+                named.push(db as u8);
+                named.extend_from_slice(k);
+                f(&named, rank, a);
+            });
+            return;
+        }
+    }
+
+    fn evict(&self, key: &[u8], clock: u32) -> Option<usize> {
+        let (&db, key) = key.split_first()?;
+        self.built(usize::from(db))?.evict(key, clock)
+    }
+}

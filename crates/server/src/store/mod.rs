@@ -54,6 +54,7 @@
 //! [`Call`]; the command layer serves the waiters of the noted keys after the command
 //! (Redis's `signalKeyAsReady` and `handleClientsBlockedOnKeys`).
 
+mod dbs;
 mod evict;
 mod large;
 mod txn;
@@ -73,6 +74,7 @@ use orrery::{KvIndex, OrderedKvIndex};
 
 use crate::layout::Thresholds;
 
+pub(crate) use dbs::{Databases, select_record};
 pub(crate) use evict::ITEM_STRUCTURE;
 pub(crate) use large::Meta;
 pub(crate) use txn::Txn;
@@ -122,6 +124,16 @@ impl Guards<'_> {
 fn deadline_key(deadline: u64, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + key.len());
     k.extend_from_slice(&deadline.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// How blocked clients' keys are named (`crate::waiters`, [`Call::take_ready`]): the
+/// database number (one byte: at most 256 databases) then the key, so that a push in one
+/// database wakes only that database's waiters.
+pub(crate) fn ready_key(db: usize, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + key.len());
+    k.push(db as u8);
     k.extend_from_slice(key);
     k
 }
@@ -192,6 +204,9 @@ pub(crate) struct Call {
     /// While a transaction runs (`EXEC`): its records, appended as one frame at its end
     /// ([`Call::begin_batch`], [`Store::end_batch`]) so that a crash never replays half.
     batch: RefCell<Option<Vec<u8>>>,
+    /// The database the batch's last records were for (a frame starts in database 0; a
+    /// `SELECT` record changes it: `crate::aof`).
+    batch_db: Cell<usize>,
 }
 
 impl Call {
@@ -202,6 +217,7 @@ impl Call {
             logged: Cell::new(0),
             ready: RefCell::new(Vec::new()),
             batch: RefCell::new(None),
+            batch_db: Cell::new(0),
         }
     }
 
@@ -209,13 +225,16 @@ impl Call {
     /// (a transaction's), appended by [`Store::end_batch`].
     pub(crate) fn begin_batch(&self) {
         *self.batch.borrow_mut() = Some(Vec::new());
+        self.batch_db.set(0);
     }
 
-    /// Notes that `key` became a list or sorted set while clients wait on keys.
-    fn signal_ready(&self, key: &[u8]) {
+    /// Notes that `key` of database `db` became a list or sorted set while clients wait
+    /// on keys (noted as [`ready_key`]).
+    pub(crate) fn signal_ready(&self, db: usize, key: &[u8]) {
+        let noted = ready_key(db, key);
         let mut r = self.ready.borrow_mut();
-        if !r.iter().any(|k| k == key) {
-            r.push(key.to_vec());
+        if !r.contains(&noted) {
+            r.push(noted);
         }
     }
 
@@ -224,7 +243,7 @@ impl Call {
         !self.ready.borrow().is_empty()
     }
 
-    /// The keys made ready so far, in order (emptied).
+    /// The keys made ready so far, in order (emptied), each as [`ready_key`] names it.
     pub(crate) fn take_ready(&self) -> Vec<Vec<u8>> {
         self.ready.take()
     }
@@ -247,6 +266,12 @@ impl Call {
 
 /// The shared keyspace; see the [module docs](self).
 pub(crate) struct Store {
+    /// The logical database this keyspace is now (`SELECT`'s number; `SWAPDB` changes it
+    /// under the exclusive gate): the `db` of its `WATCH` touches, blocked keys and log
+    /// records.
+    db: AtomicUsize,
+    /// The backend's registry name (a new database is built with the same).
+    name: String,
     index: AnyIndex,
     /// The hash table under an unordered backend (`mercury`, `slb:mercury`), kept for
     /// its unordered iteration (the `KvIndex` trait object has none).
@@ -256,11 +281,14 @@ pub(crate) struct Store {
     deadlines: Wormhole,
     stripes: Box<[Stripe]>,
     expired: AtomicU64,
-    large: large::Large,
+    /// Shared by every database: a collection's id stays valid when `MOVE` or `SWAPDB`
+    /// moves its key to another database.
+    large: Arc<large::Large>,
     /// The compact-encoding thresholds (`CONFIG SET hash-max-listpack-entries` …).
     thresholds: Arc<Thresholds>,
-    /// Whether clients wait in blocking pops (see the module docs).
-    waiting: AtomicUsize,
+    /// Whether clients wait in blocking pops (see the module docs); shared by every
+    /// database.
+    waiting: Arc<AtomicUsize>,
     /// The memory limit (`maxmemory`, `evict`).
     memory: Arc<crate::memory::Memory>,
     /// `keyspace_hits`, `keyspace_misses`.
@@ -268,14 +296,14 @@ pub(crate) struct Store {
     misses: AtomicU64,
     /// The eviction samplers' hands (`evict`).
     hands: evict::Hands,
-    /// `WATCH`'s table and the transaction gate.
-    watches: watch::Watches,
+    /// `WATCH`'s table and the transaction gate, shared by every database.
+    watches: Arc<watch::Watches>,
 }
 
 impl Store {
     /// A keyspace over `index`.
     pub(crate) fn new(index: AnyIndex) -> Store {
-        Store::with_parts(index, None)
+        Store::with_parts(index, None, String::from("wormhole"))
     }
 
     /// The keyspace over the structure named `name` (`orrery::registry`'s names). Mercury,
@@ -291,7 +319,7 @@ impl Store {
             "mercury" => {
                 let m = mercury()?;
                 let index = AnyIndex::Unordered(Box::new(m.clone()));
-                Ok(Store::with_parts(index, Some(m)))
+                Ok(Store::with_parts(index, Some(m), name.into()))
             }
             "slb:mercury" => {
                 let m = mercury()?;
@@ -299,25 +327,50 @@ impl Store {
                 Ok(Store::with_parts(
                     AnyIndex::Unordered(Box::new(slb)),
                     Some(m),
+                    name.into(),
                 ))
             }
-            _ => Ok(Store::new(
+            _ => Ok(Store::with_parts(
                 orrery::registry::build(name).map_err(|e| e.to_string())?,
+                None,
+                name.into(),
             )),
         }
     }
 
-    fn with_parts(index: AnyIndex, unordered: Option<Arc<Mercury>>) -> Store {
+    /// An empty keyspace for database `db`, over a new index of the same backend, sharing
+    /// this one's large collections, thresholds, memory limit, journal, watch table, gate
+    /// and waiting flag (`dbs`).
+    pub(crate) fn sibling(&self, db: usize) -> Result<Store, String> {
+        let mut s = Store::open(&self.name)?;
+        s.db = AtomicUsize::new(db);
+        s.large = self.large.clone();
+        s.thresholds = self.thresholds.clone();
+        s.memory = self.memory.clone();
+        s.journal = self.journal.clone();
+        s.watches = self.watches.clone();
+        s.waiting = self.waiting.clone();
+        Ok(s)
+    }
+
+    /// The logical database this keyspace is now.
+    pub(crate) fn db(&self) -> usize {
+        self.db.load(Ordering::Relaxed)
+    }
+
+    fn with_parts(index: AnyIndex, unordered: Option<Arc<Mercury>>, name: String) -> Store {
         Store {
+            db: AtomicUsize::new(0),
+            name,
             index,
             unordered,
             journal: None,
             deadlines: Wormhole::new(),
             stripes: (0..STRIPES).map(|_| Mutex::new(None)).collect(),
             expired: AtomicU64::new(0),
-            large: large::Large::new(),
+            large: Arc::new(large::Large::new()),
             thresholds: Arc::new(Thresholds::default()),
-            waiting: AtomicUsize::new(0),
+            waiting: Arc::new(AtomicUsize::new(0)),
             memory: Arc::new(crate::memory::Memory::new(
                 0,
                 crate::memory::Policy::NoEviction,
@@ -326,7 +379,7 @@ impl Store {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             hands: evict::Hands::default(),
-            watches: watch::Watches::default(),
+            watches: Arc::default(),
         }
     }
 
@@ -442,6 +495,25 @@ impl Store {
         self.deadlines.len()
     }
 
+    /// `INFO keyspace`'s `avg_ttl`: the mean time to live, in milliseconds, of the keys
+    /// with a deadline (0: none), over the first 1024 entries of the deadline index (the
+    /// nearest deadlines: an estimate, as Redis's, which averages the keys its expiry
+    /// cycle sampled).
+    pub(crate) fn average_ttl(&self, now: u64) -> u64 {
+        let (mut n, mut sum) = (0u64, 0u64);
+        self.deadlines.scan(Bound::Unbounded, &mut |k, _| {
+            let d = u64::from_be_bytes(k[..8].try_into().expect("deadline keys have 8 bytes"));
+            sum += d.saturating_sub(now);
+            n += 1;
+            if n >= 1024 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        sum.checked_div(n).unwrap_or(0)
+    }
+
     fn stripe(&self, key: &[u8]) -> usize {
         // CRC32C (hardware): a key's stripe is computed at least twice per write.
         orrery::hash::crc32c(key) as usize & (STRIPES - 1)
@@ -486,20 +558,51 @@ impl Store {
         };
         let txn = Txn::new(self, call, guards);
         let r = f(&txn);
-        if let Some(journal) = &self.journal {
+        if self.journal.is_some() {
             let log = txn.take_log();
-            if !log.is_empty() {
-                if let Some(batch) = call.batch.borrow_mut().as_mut() {
-                    // A transaction's: appended at its end, other writers held back.
-                    batch.extend_from_slice(&log);
-                } else {
-                    // Appended while the stripes are held: records of one key are in
-                    // the order their writes were applied.
-                    call.note(journal.append(&log));
+            self.commit_logs(call, &[(self.db(), &log)]);
+        }
+        r
+    }
+
+    /// Appends the records of one command, database by database (`(db, records)`), as
+    /// one frame, or to the call's transaction batch. Called while the stripes of the
+    /// keys are held: records of one key are in the order their writes were applied. A
+    /// frame starts in database 0; a `SELECT` record goes before the records of any
+    /// other (`crate::aof`).
+    pub(super) fn commit_logs(&self, call: &Call, parts: &[(usize, &[u8])]) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        if let Some(batch) = call.batch.borrow_mut().as_mut() {
+            // A transaction's: appended at its end, other writers held back.
+            for &(db, log) in parts.iter().filter(|p| !p.1.is_empty()) {
+                if call.batch_db.replace(db) != db {
+                    batch.extend_from_slice(&select_record(db));
+                }
+                batch.extend_from_slice(log);
+            }
+            return;
+        }
+        match parts {
+            [] | [(_, [])] => {}
+            // The common case, without copying.
+            [(0, log)] => call.note(journal.append(log)),
+            _ => {
+                let mut frame = Vec::new();
+                let mut current = 0;
+                for &(db, log) in parts.iter().filter(|p| !p.1.is_empty()) {
+                    if db != current {
+                        frame.extend_from_slice(&select_record(db));
+                        current = db;
+                    }
+                    frame.extend_from_slice(log);
+                }
+                if !frame.is_empty() {
+                    call.note(journal.append(&frame));
                 }
             }
         }
-        r
     }
 
     /// Ends [`Call::begin_batch`]: appends the transaction's records as one frame (replay

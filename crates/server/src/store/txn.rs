@@ -19,9 +19,6 @@ use super::{Call, Guards, Hot, MAX_HEADER, MAX_KEY, Meta, Store, WriteError, dea
 use crate::layout::ThresholdValues;
 use crate::resp;
 
-/// The database of every key, for `WATCH` (the only one until `SELECT` has others).
-const DB: usize = 0;
-
 /// The keys a command has locked; the only way to write the store.
 pub(crate) struct Txn<'a> {
     store: &'a Store,
@@ -214,7 +211,7 @@ impl<'a> Txn<'a> {
         if key.len() > MAX_KEY {
             return Err(WriteError::KeyTooLong);
         }
-        self.store.touch_watched(DB, key);
+        self.store.touch_watched(self.store.db(), key);
         let new_large = header(raw).and_then(|h| large_id(h.enc, &raw[h.at..]));
         let old = self.old_header(key);
         // A write is an access: the old key's counter carries over (as Redis's LFU).
@@ -263,7 +260,7 @@ impl<'a> Txn<'a> {
             && old.is_none_or(|(h, _)| h.kind != kind)
             && self.store.waiting.load(Ordering::Acquire) > 0
         {
-            self.call.signal_ready(key);
+            self.call.signal_ready(self.store.db(), key);
         }
         if log && self.logging() {
             match kind {
@@ -299,7 +296,7 @@ impl<'a> Txn<'a> {
         // Every record names the key it changes second (`crate::aof`): a collection's
         // element changes reach `WATCH` here.
         if let Some(key) = parts.get(1) {
-            self.store.touch_watched(DB, key);
+            self.store.touch_watched(self.store.db(), key);
         }
         if self.logging() {
             resp::encode_request(&mut self.log.borrow_mut(), parts);
@@ -336,7 +333,7 @@ impl<'a> Txn<'a> {
             self.store.large.drop_collection(id);
         }
         if removed {
-            self.store.touch_watched(DB, key);
+            self.store.touch_watched(self.store.db(), key);
             self.record(&[b"DEL", key]);
         }
         removed

@@ -11,7 +11,7 @@
 //! `put` (every store of a key), `remove` (when a key was present) and `record` (every
 //! effect record names its key second: a collection's element change). A count of
 //! watched entries makes the touch one atomic load while nobody watches. Redis keys the
-//! table by database; so does this one (database 0 until `SELECT` has others).
+//! table by database; so does this one.
 //!
 //! # The gate
 //!
@@ -71,6 +71,22 @@ impl Store {
         if let Some(flags) = table.get(&(db, key.to_vec())) {
             for f in flags {
                 f.0.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// `SWAPDB a b`: marks the watchers of every watched key of database `a` or `b` that
+    /// `exists` (in either) as dirty (Redis's `touchAllWatchedKeysInDb`).
+    pub(crate) fn touch_swapped(&self, a: usize, b: usize, exists: &dyn Fn(&[u8]) -> bool) {
+        if self.watches.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let table = self.watches.table.lock().unwrap_or_else(|p| p.into_inner());
+        for ((db, key), flags) in table.iter() {
+            if (*db == a || *db == b) && exists(key) {
+                for f in flags {
+                    f.0.store(true, Ordering::Release);
+                }
             }
         }
     }

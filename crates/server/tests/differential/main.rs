@@ -3,7 +3,9 @@
 //! same replies. Skipped, with a message, when `redis-server` is not installed.
 //!
 //! The stream covers the string, key, expiry and sorted-set commands whose replies are
-//! deterministic (`EXPIRETIME`/`PEXPIRETIME` on a key given absolute deadlines only).
+//! deterministic (`EXPIRETIME`/`PEXPIRETIME` on a key given absolute deadlines only), and
+//! the logical databases (`SELECT`, `MOVE`, `SWAPDB`, `FLUSHDB`, `FLUSHALL`, `DBSIZE`,
+//! `COPY … DB`) over three of them.
 //! Left out, and why: `RANDOMKEY` (random: `tests/server/keys.rs` tests it), `KEYS` (Redis's order is its hash table's),
 //! `INCRBYFLOAT` on fractions and huge values (Redis computes in `long double`; here it
 //! runs only on its own key with integral steps), `TTL` (depends on timing),
@@ -145,7 +147,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
     let lexr = ["-", "+", "[a", "(b", "[d", "(g", "c"];
     let ints = ["0", "1", "-1", "2", "5", "-3", "100", "x"];
     let k = rng.pick(&keys).to_string();
-    let mut v: Vec<String> = match rng.below(52) {
+    let mut v: Vec<String> = match rng.below(58) {
         0 => vec!["GET".into(), k],
         1 | 2 => {
             let mut c = vec!["SET".into(), k, rng.pick(&values).into()];
@@ -343,7 +345,10 @@ fn command(rng: &mut Rng) -> Vec<String> {
             for _ in 0..rng.below(3) {
                 match rng.below(4) {
                     0 => c.push("REPLACE".into()),
-                    1 => c.extend(["DB".into(), rng.pick(&["0", "x", "99", "-1"]).into()]),
+                    1 => c.extend([
+                        "DB".into(),
+                        rng.pick(&["0", "1", "2", "x", "99", "-1"]).into(),
+                    ]),
                     2 => c.push("DB".into()),
                     _ => c.push("BOGUS".into()),
                 }
@@ -376,6 +381,27 @@ fn command(rng: &mut Rng) -> Vec<String> {
             rng.pick(&["EXPIRETIME", "PEXPIRETIME"]).into(),
             rng.pick(&["at", "nokey", "at"]).into(),
         ],
+        // The logical databases: keys move between three of them, which are swapped
+        // and (rarely) flushed; errors for the numbers out of range.
+        52 | 53 => vec![
+            "SELECT".into(),
+            rng.pick(&["0", "1", "2", "0", "1", "16", "-1", "x"]).into(),
+        ],
+        54 => vec![
+            "MOVE".into(),
+            k,
+            rng.pick(&["0", "1", "2", "16", "x"]).into(),
+        ],
+        55 => vec![
+            "SWAPDB".into(),
+            rng.pick(&["0", "1", "2", "x", "16"]).into(),
+            rng.pick(&["0", "1", "2", "-1"]).into(),
+        ],
+        56 if rng.below(8) == 0 => vec![
+            rng.pick(&["FLUSHDB", "FLUSHDB", "FLUSHALL"]).into(),
+            rng.pick(&["ASYNC", "SYNC", "BOGUS"]).into(),
+        ],
+        56 | 57 => vec!["DBSIZE".into()],
         _ => vec![rng.pick(&["NOSUCH", "GET", "SET", "ZADD"]).into()],
     };
     if v.is_empty() {
@@ -402,7 +428,17 @@ fn same_replies_as_redis_server() {
             let (a, b) = (ours.cmd(&args), theirs.cmd(&args));
             assert_eq!(a, b, "seed {seed:#x}, command #{i}: {args:?}");
         }
+        // Every database holds the same keys (`INFO keyspace` counts them).
+        let keyspace = |r: &mut Raw| {
+            let info = r.cmd(&["INFO", "keyspace"]);
+            info.lines()
+                .filter(|l| l.starts_with("db"))
+                .map(|l| l.split(",avg_ttl").next().unwrap_or("").to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keyspace(ours), keyspace(theirs), "seed {seed:#x}");
         assert_eq!(ours.cmd(&["FLUSHALL"]), theirs.cmd(&["FLUSHALL"]));
+        assert_eq!(ours.cmd(&["SELECT", "0"]), theirs.cmd(&["SELECT", "0"]));
     }
 }
 
@@ -449,6 +485,53 @@ fn config_command(rng: &mut Rng) -> Vec<String> {
                 "",
             ],
         ),
+        // Accepted and reported, without effect on this server (`crate::stored`).
+        (
+            "save",
+            &[
+                "",
+                "3600 1 300 100",
+                "0100 1 60 0",
+                "100",
+                "0 1",
+                "1 -1",
+                "100  1",
+                "x y",
+            ],
+        ),
+        (
+            "notify-keyspace-events",
+            &[
+                "",
+                "KEA",
+                "Exg",
+                "mEKn",
+                "AKEmn",
+                "ndt$g",
+                "Q",
+                "g$lshzxet",
+                "KEA ",
+            ],
+        ),
+        ("lazyfree-lazy-user-flush", &["yes", "NO", "maybe", ""]),
+        ("lazyfree-lazy-eviction", &["yes", "no"]),
+        ("timeout", &["0", "300", "-1", "1.5", "2147483648"]),
+        ("tcp-keepalive", &["0", "60", "-5"]),
+        ("loglevel", &["debug", "WARNING", "loud"]),
+        ("slowlog-log-slower-than", &["-1", "0", "-2", "100000"]),
+        ("slowlog-max-len", &["0", "1024", "-1"]),
+        ("latency-monitor-threshold", &["0", "100", "-1"]),
+        (
+            "latency-tracking-info-percentiles",
+            &["50 99 99.9", "99.90 50.0 0", "", "x", "101", "1e1 99.99999"],
+        ),
+        ("hz", &["0", "10", "1000", "-1", "x"]),
+        ("activerehashing", &["yes", "no", "1"]),
+        ("stop-writes-on-bgsave-error", &["no", "yes"]),
+        ("rdbcompression", &["YES", "no"]),
+        ("maxmemory-eviction-tenacity", &["0", "100", "101"]),
+        ("appendonly", &["no", "maybe"]),
+        ("dir", &["/tmp", "."]),
         ("databases", &["1", "16"]),
         ("appendfilename", &["x.aof"]),
         ("nosuchparam", &["1"]),
@@ -462,10 +545,11 @@ fn config_command(rng: &mut Rng) -> Vec<String> {
         }
     };
     if rng.below(3) == 0 {
-        let i = rng.below(params.len() - 3);
-        let pattern = match rng.below(3) {
-            0 => name(rng, i),
-            1 => "auto-aof-*".to_string(),
+        let i = rng.below(params.len() - 4);
+        let pattern = match rng.below(5) {
+            0 | 1 => name(rng, i),
+            2 => "auto-aof-*".to_string(),
+            3 => "lazyfree-*".to_string(),
             _ => "client-*".to_string(),
         };
         return vec!["CONFIG".into(), "GET".into(), pattern];

@@ -11,6 +11,7 @@
 mod collections;
 #[path = "../common/mod.rs"]
 mod common;
+mod databases;
 mod large;
 mod transactions;
 

@@ -27,7 +27,7 @@ fn unknown_commands_arity_and_server_commands() {
             &["PING", "a", "b"],
             "-ERR wrong number of arguments for 'ping' command",
         ),
-        (&["COMMAND", "COUNT"], ":156"),
+        (&["COMMAND", "COUNT"], ":158"),
         (&["COMMAND", "DOCS"], "[]"),
         (&["CONFIG", "GET", "maxclients"], "[$maxclients, $10000]"),
     ];
@@ -138,7 +138,8 @@ fn config_set_changes_settings_while_running() {
             &["CONFIG", "GET", "a*"],
             "[$appendonly, $no, $appendfsync, $always, $appendfilename, $appendonly.aof, \
              $auto-aof-rewrite-percentage, $50, $auto-aof-rewrite-min-size, $10485760, \
-             $aof-rewrite-key-delay, $0]"
+             $aof-rewrite-key-delay, $0, $activerehashing, $yes, $aof-use-rdb-preamble, $yes, \
+             $aof-load-truncated, $yes, $aof-timestamp-enabled, $no]"
                 .into(),
         ),
         (
@@ -302,4 +303,41 @@ fn bad_command_lines_are_refused() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown index"));
+}
+
+#[test]
+fn config_resetstat_zeroes_the_counters_it_names() {
+    let server = Server::start(&[]);
+    let mut r = server.raw();
+    assert_eq!(r.cmd(&["GET", "missing"]), "$nil");
+    assert_eq!(r.cmd(&["SET", "k", "v"]), "+OK");
+    assert_eq!(r.cmd(&["GET", "k"]), "$v");
+    assert_eq!(r.cmd(&["SET", "gone", "v", "PX", "1"]), "+OK");
+    crate::common::eventually(
+        || r.cmd(&["INFO", "stats"]).contains("expired_keys:1\r\n"),
+        "the key to expire",
+    );
+    let stats = r.cmd(&["INFO", "stats"]);
+    assert!(stats.contains("keyspace_hits:1\r\n"), "{stats}");
+    assert!(stats.contains("keyspace_misses:1\r\n"), "{stats}");
+    assert_eq!(r.cmd(&["CONFIG", "RESETSTAT"]), "+OK");
+    let stats = r.cmd(&["INFO", "stats"]);
+    for zero in [
+        "keyspace_hits:0\r\n",
+        "keyspace_misses:0\r\n",
+        "expired_keys:0\r\n",
+        "evicted_keys:0\r\n",
+        "total_connections_received:0\r\n",
+    ] {
+        assert!(stats.contains(zero), "{zero}: {stats}");
+    }
+    // The settings without effect here are stored and reported.
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "save", "", "notify-keyspace-events", "KEA"]),
+        "+OK"
+    );
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "notify-keyspace-events"]),
+        "[$notify-keyspace-events, $AKE]"
+    );
 }

@@ -12,7 +12,7 @@ fn connection_commands_and_resp3() {
         (&["PING", "hi"], "$hi"),
         (&["ECHO", "x y"], "$x y"),
         (&["SELECT", "0"], "+OK"),
-        (&["SELECT", "1"], "-ERR DB index is out of range"),
+        (&["SELECT", "16"], "-ERR DB index is out of range"),
         (
             &["AUTH", "pw"],
             "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",

@@ -239,6 +239,8 @@ fn object_freq_idletime_and_config() {
             "maxmemory-policy",
             "allkeys-lfu",
             "maxmemory-samples",
+            "10",
+            "maxmemory-eviction-tenacity",
             "10"
         ]
     );

@@ -10,6 +10,7 @@ mod blocking;
 mod collections;
 mod concurrency;
 mod connection;
+mod databases;
 mod eviction;
 mod expiry;
 mod keys;

@@ -286,3 +286,45 @@ fn optimistic_increments_from_many_clients_lose_nothing() {
     }
     assert_eq!(server.raw().cmd(&["GET", "n"]), "$400");
 }
+
+/// At the memory limit under `noeviction`, a request queued inside `MULTI` is refused
+/// with the `OOM` error and the transaction aborts; an `EXEC` that would add data is
+/// refused whole (replies as `redis-server` 7.0 gives them).
+#[test]
+fn oom_at_queue_time_aborts_the_transaction() {
+    let server = Server::start(&[]);
+    let mut r = server.raw();
+    assert_eq!(r.cmd(&["SET", "a", "1"]), "+OK");
+    // Queued under the limit, executed over it: refused whole.
+    assert_eq!(r.cmd(&["MULTI"]), "+OK");
+    assert_eq!(r.cmd(&["SET", "b", "1"]), "+QUEUED");
+    let mut other = server.raw();
+    assert_eq!(other.cmd(&["CONFIG", "SET", "maxmemory", "1"]), "+OK");
+    assert_eq!(
+        r.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'."
+    );
+    assert_eq!(r.cmd(&["EXISTS", "b"]), ":0");
+    // Over the limit: every queued request is refused (reads too, as Redis 7.0).
+    assert_eq!(r.cmd(&["MULTI"]), "+OK");
+    assert_eq!(
+        r.cmd(&["GET", "a"]),
+        "-OOM command not allowed when used memory > 'maxmemory'."
+    );
+    assert_eq!(
+        r.cmd(&["SET", "b", "1"]),
+        "-OOM command not allowed when used memory > 'maxmemory'."
+    );
+    assert_eq!(
+        r.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors."
+    );
+    assert_eq!(r.cmd(&["MULTI"]), "+OK");
+    assert_eq!(r.cmd(&["DISCARD"]), "+OK");
+    // Reads outside a transaction go on; under the limit again, transactions run.
+    assert_eq!(r.cmd(&["GET", "a"]), "$1");
+    assert_eq!(r.cmd(&["CONFIG", "SET", "maxmemory", "0"]), "+OK");
+    assert_eq!(r.cmd(&["MULTI"]), "+OK");
+    assert_eq!(r.cmd(&["SET", "b", "1"]), "+QUEUED");
+    assert_eq!(r.cmd(&["EXEC"]), "[+OK]");
+}
