@@ -294,7 +294,7 @@ impl Keyspace for Store {
 }
 
 /// The limit counts every database: each one's keys and deadlines, and the large
-/// collections' shared indexes once. A sample is taken from one database (the first
+/// collections' shared indexes and the large strings' shared buffers once. A sample is taken from one database (the first
 /// non-empty one from a place the seed picks) and names its keys with the database's
 /// number in front (one byte, as blocked keys: `super::ready_key`), which
 /// [`Keyspace::evict`] takes off again.
@@ -306,6 +306,7 @@ impl Keyspace for super::Databases {
             .sum::<usize>()
             + live_bytes(first.elements())
             + live_bytes(first.positions())
+            + first.large.blob_bytes()
     }
 
     fn items(&self) -> usize {
