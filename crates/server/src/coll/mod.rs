@@ -16,7 +16,8 @@
 //! | `hash` | fields and values: a pack of pairs in insertion order / `id ++ h ++ field` |
 //! | `set` | an intset, a pack in insertion order / `id ++ h ++ member` |
 //! | `zset` | a pack of pairs in (score, member) order / member and order keys |
-//! | `list` | head position and a pack / `id ++ position` |
+//! | `list` | head position and a pack / packed nodes (`qlist`) |
+//! | `qlist` | a large list's packed nodes `id ++ node number` and their table |
 //! | `copy` | `COPY`'s duplicate of a collection, large ones element by element |
 //! | `dump` | the records that rebuild a collection (`RENAME`, the append-only file's rewrite) |
 //! | `random` | the random source and the random probe of a large collection |
@@ -25,6 +26,7 @@ mod copy;
 mod dump;
 mod hash;
 mod list;
+mod qlist;
 mod random;
 mod set;
 mod zset;
@@ -42,6 +44,7 @@ pub(crate) use copy::copy;
 pub(crate) use dump::{dump, log_state};
 pub(crate) use hash::Hash;
 pub(crate) use list::{End, List};
+pub(crate) use qlist::footprint as list_footprint;
 pub(crate) use random::next_u64 as random_u64;
 pub(crate) use set::Set;
 pub(crate) use zset::ZSet;

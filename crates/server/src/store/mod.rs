@@ -74,7 +74,7 @@ use orrery::{KvIndex, OrderedKvIndex};
 use crate::layout::Thresholds;
 
 pub(crate) use evict::ITEM_STRUCTURE;
-pub(crate) use large::Meta;
+pub(crate) use large::{Meta, Node, Nodes};
 pub(crate) use txn::Txn;
 pub(crate) use value::{Enc, Entry, Kind, MAX_HEADER, decode, header, large_id, set_access};
 pub(crate) use watch::WatchFlag;
