@@ -23,7 +23,7 @@ use crate::store::{Call, Journal, Store};
 
 /// The frames appended, in order.
 #[derive(Default)]
-struct Frames(Mutex<Vec<Vec<u8>>>);
+pub(super) struct Frames(pub(super) Mutex<Vec<Vec<u8>>>);
 
 impl Journal for Frames {
     fn append(&self, records: &[u8]) -> u64 {
@@ -184,7 +184,7 @@ fn args_for(b: &mut Bytes<'_>) -> Vec<String> {
 }
 
 /// Runs one command on the in-process server; a blocking command times out at once.
-fn run(shared: &Shared, client: &mut Client, args: &[&str]) -> Reply {
+pub(super) fn run(shared: &Shared, client: &mut Client, args: &[&str]) -> Reply {
     let call = Call::new(now_ms());
     let mut ctx = Ctx {
         shared,
@@ -230,7 +230,7 @@ fn counts_agree(shared: &Shared, client: &mut Client) -> Result<(), String> {
 }
 
 /// Every key's rebuilding records (`crate::coll::dump`), in key order.
-fn dump_all(store: &Store) -> Vec<Vec<Vec<u8>>> {
+pub(super) fn dump_all(store: &Store) -> Vec<Vec<Vec<u8>>> {
     let mut pairs = Vec::new();
     store.walk(&mut |k, v| {
         // The access field is when the value was last used, not what it holds.

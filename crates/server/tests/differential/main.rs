@@ -12,6 +12,7 @@
 mod collections;
 #[path = "../common/mod.rs"]
 mod common;
+mod lists;
 mod pubsub;
 mod transactions;
 
