@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use crate::clock::now_ms;
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
+use crate::layout::ThresholdValues;
 use crate::resp::Reply;
 use crate::state::{Client, Shared};
 use crate::store::{Call, Journal, Store};
@@ -117,10 +118,10 @@ const COMMANDS: [&str; 62] = [
 ];
 
 /// Reads the input a byte at a time (zeros once it is used up).
-struct Bytes<'a>(&'a [u8]);
+pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
 
 impl Bytes<'_> {
-    fn next(&mut self) -> u8 {
+    pub(super) fn next(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
                 self.0 = rest;
@@ -286,7 +287,12 @@ pub fn collections(data: &[u8]) {
             panic!("after {args:?}: {e}");
         }
     }
-    // Replay what was logged into an empty keyspace under the same thresholds.
+    assert_replays(&frames, thresholds, &shared.store);
+}
+
+/// Replays what was logged into an empty keyspace under `thresholds`, and checks that it
+/// rebuilds `store`.
+pub(super) fn assert_replays(frames: &Frames, thresholds: ThresholdValues, store: &Store) {
     let replayed = Store::open("wormhole").expect("the default index builds");
     replayed.thresholds().set_all(thresholds);
     let now = now_ms();
@@ -295,7 +301,7 @@ pub fn collections(data: &[u8]) {
             panic!("a logged frame does not replay: {e}");
         }
     }
-    let (a, b) = (dump_all(&shared.store), dump_all(&replayed));
+    let (a, b) = (dump_all(store), dump_all(&replayed));
     assert!(
         a == b,
         "the log does not rebuild the keyspace:\n{a:?}\n{b:?}"

@@ -10,8 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::collections::{Frames, dump_all, run};
-use crate::clock::now_ms;
+use super::collections::{Bytes, Frames, assert_replays, run};
 use crate::config::Config;
 use crate::resp::Reply;
 use crate::state::Shared;
@@ -19,20 +18,7 @@ use crate::store::Store;
 
 const KEYS: [&str; 2] = ["a", "b"];
 
-/// Reads the input a byte at a time (zeros once it is used up).
-struct Bytes<'a>(&'a [u8]);
-
 impl Bytes<'_> {
-    fn next(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-
     /// An element: one of ten short ones, or (rarely) one larger than a node.
     fn elem(&mut self) -> String {
         let b = self.next();
@@ -260,18 +246,7 @@ pub fn lists(data: &[u8]) {
             assert_eq!(n, Reply::Int(model[k].len() as i64), "after {short:?}");
         }
     }
-    let replayed = Store::open("wormhole").expect("the default index builds");
-    replayed.thresholds().set_all(thresholds);
-    let now = now_ms();
-    for f in frames.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        if let Err(e) = crate::aof::replay_frame(&replayed, f, now) {
-            panic!("a logged frame does not replay: {e}");
-        }
-    }
-    assert!(
-        dump_all(&shared.store) == dump_all(&replayed),
-        "the log does not rebuild the lists"
-    );
+    assert_replays(&frames, thresholds, &shared.store);
 }
 
 #[cfg(test)]
