@@ -21,9 +21,9 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::qlist::QList;
-use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Result, check_values, lookup};
+use super::{COMPACT_MAX_BYTES, Ending, Form, Result, Stored, check_values};
 use crate::layout::Pack;
-use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, Meta, Txn};
 
 /// Which end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,12 +45,8 @@ enum Repr {
 
 /// A list opened on a key (see the [module docs](self)).
 pub(crate) struct List<'k> {
-    key: &'k [u8],
-    deadline: Option<u64>,
+    end: Ending<'k>,
     repr: Repr,
-    existed: bool,
-    dirty: bool,
-    mark: usize,
 }
 
 fn split_payload(p: &[u8]) -> (u64, &[u8]) {
@@ -63,42 +59,25 @@ fn split_payload(p: &[u8]) -> (u64, &[u8]) {
 impl<'k> List<'k> {
     /// The list at `key`: `Ok(None)` when absent.
     pub(crate) fn open(t: &Txn<'_>, key: &'k [u8]) -> Result<Option<List<'k>>> {
-        let Some(e) = lookup(t, key, Kind::List)? else {
+        let Some((end, e)) = Ending::open(t, key, Kind::List)? else {
             return Ok(None);
         };
-        let repr = match e.enc {
-            Enc::Large => match t.large(&e) {
-                Some(m) => Repr::Large(e.large_id().unwrap_or(0), m),
-                None => Repr::Compact(START, Pack::encode(&[])),
-            },
-            _ => {
-                let (head, pack) = split_payload(&e.payload);
+        let repr = match e {
+            Stored::Large(id, m) => Repr::Large(id, m),
+            Stored::Compact(_, p) => {
+                let (head, pack) = split_payload(&p);
                 Repr::Compact(head, pack.to_vec())
             }
         };
-        Ok(Some(List {
-            key,
-            deadline: e.deadline,
-            repr,
-            existed: true,
-            dirty: false,
-            mark: t.log_mark(),
-        }))
+        Ok(Some(List { end, repr }))
     }
 
     /// A new, empty list for `key` (absent), stored by [`List::finish`] once it has an
     /// element.
     pub(crate) fn create(t: &Txn<'_>, key: &'k [u8]) -> Result<List<'k>> {
-        if key.len() > MAX_KEY {
-            return Err(Error::Write(WriteError::KeyTooLong));
-        }
         Ok(List {
-            key,
-            deadline: None,
+            end: Ending::create(t, key, Kind::List)?,
             repr: Repr::Compact(START, Pack::encode(&[])),
-            existed: false,
-            dirty: false,
-            mark: t.log_mark(),
         })
     }
 
@@ -177,7 +156,7 @@ impl<'k> List<'k> {
     fn log_span(&self, t: &Txn<'_>) {
         t.record(&[
             b"LSPAN",
-            self.key,
+            self.end.key,
             &self.head().to_be_bytes(),
             &(self.len() as u64).to_be_bytes(),
         ]);
@@ -188,7 +167,7 @@ impl<'k> List<'k> {
     fn put_compact(&mut self, t: &Txn<'_>, head: u64, pack: Vec<u8>) -> Result<()> {
         let n = Pack::new(&pack).len();
         let fits = t.thresholds().list_fits(n, pack.len()) && pack.len() <= COMPACT_MAX_BYTES;
-        self.dirty = true;
+        self.end.dirty = true;
         self.repr = Repr::Compact(head, pack);
         if fits { Ok(()) } else { self.force_large(t) }
     }
@@ -214,7 +193,7 @@ impl<'k> List<'k> {
             }
             Repr::Large(id, m) => QList::new(t.positions(), *id, m).push(end, elem)?,
         }
-        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), elem]);
         self.log_span(t);
         Ok(())
     }
@@ -236,7 +215,7 @@ impl<'k> List<'k> {
                 };
                 let new = Pack::encode(&items);
                 *p = new;
-                self.dirty = true;
+                self.end.dirty = true;
                 e
             }
             Repr::Large(id, m) => QList::new(t.positions(), *id, m).pop(end)?,
@@ -259,7 +238,7 @@ impl<'k> List<'k> {
             }
             Repr::Large(id, m) => QList::new(t.positions(), *id, m).set(i, elem)?,
         }
-        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), elem]);
         Ok(())
     }
 
@@ -274,7 +253,7 @@ impl<'k> List<'k> {
     ) -> Result<()> {
         for i in changed {
             let pos = head.wrapping_add(i as u64).to_be_bytes();
-            t.record(&[b"LPUT", self.key, &pos, items[i]]);
+            t.record(&[b"LPUT", self.end.key, &pos, items[i]]);
         }
         let pack = Pack::encode(items);
         self.put_compact(t, head, pack)?;
@@ -341,11 +320,11 @@ impl<'k> List<'k> {
         };
         for (j, v) in moved.iter().enumerate() {
             let pos = first.wrapping_add(j as u64).to_be_bytes();
-            t.record(&[b"LPUT", self.key, &pos, v]);
+            t.record(&[b"LPUT", self.end.key, &pos, v]);
         }
         let pos = head.wrapping_add(idx as u64);
         let pos = if left { pos.wrapping_sub(1) } else { pos };
-        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), elem]);
         self.log_span(t);
         Ok(true)
     }
@@ -429,7 +408,7 @@ impl<'k> List<'k> {
             let items = q.range(moved.start, moved.len());
             for (j, v) in items.iter().enumerate() {
                 let pos = new_head.wrapping_add((moved.start + j) as u64);
-                t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), v]);
+                t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), v]);
             }
         }
         self.log_span(t);
@@ -454,7 +433,7 @@ impl<'k> List<'k> {
                 let new = Pack::encode(&items);
                 *h = new_head;
                 *p = new;
-                self.dirty = true;
+                self.end.dirty = true;
             }
             Repr::Large(id, m) => QList::new(t.positions(), *id, m).trim(start, keep)?,
         }
@@ -520,7 +499,7 @@ impl<'k> List<'k> {
                 let items: Vec<&[u8]> = Pack::new(p).iter().skip(skip).take(len as usize).collect();
                 let new = Pack::encode(&items);
                 self.repr = Repr::Compact(if len == 0 { h0 } else { head }, new);
-                self.dirty = true;
+                self.end.dirty = true;
                 return Ok(());
             }
             self.force_large(t)?;
@@ -568,7 +547,7 @@ impl<'k> List<'k> {
             return Err(err);
         }
         self.repr = Repr::Large(id, meta);
-        self.dirty = true;
+        self.end.dirty = true;
         Ok(())
     }
 
@@ -584,15 +563,7 @@ impl<'k> List<'k> {
             }
             Repr::Large(id, _) => Form::Large(id),
         };
-        Ending {
-            key: self.key,
-            kind: Kind::List,
-            deadline: self.deadline,
-            existed: self.existed,
-            dirty: self.dirty,
-            mark: self.mark,
-        }
-        .finish(t, len, form)
+        self.end.finish(t, len, form)
     }
 }
 
