@@ -204,7 +204,7 @@ impl<'a> QList<'a> {
         };
         let grown = match at {
             Some(n) if fits(n.count as usize + 1, n.bytes as usize + l) => {
-                let present = self.el.update(&self.key(n.no), |old| {
+                self.el.update(&self.key(n.no), |old| {
                     let mut v = Vec::with_capacity(old.len() + l);
                     match end {
                         End::Left => {
@@ -217,8 +217,7 @@ impl<'a> QList<'a> {
                         }
                     }
                     v
-                })?;
-                present
+                })?
             }
             _ => false,
         };

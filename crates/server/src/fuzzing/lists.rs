@@ -190,7 +190,7 @@ fn step(b: &mut Bytes<'_>, model: &mut [VecDeque<String>; 2]) -> (Vec<String>, O
             (args, Some(want))
         }
         10 => {
-            let (from, to) = (b.next() % 2 == 0, b.next() % 2 == 0);
+            let (from, to) = (b.next().is_multiple_of(2), b.next().is_multiple_of(2));
             let e = if from {
                 model[k].pop_front()
             } else {
