@@ -535,7 +535,7 @@ impl<'k> List<'k> {
         self.force_large(t)
     }
 
-    /// Moves a compact list to the positions table regardless of the thresholds.
+    /// Moves a compact list to packed nodes regardless of the thresholds.
     fn force_large(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(head, p) = &self.repr else {
             return Ok(());

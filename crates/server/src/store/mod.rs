@@ -415,7 +415,7 @@ impl Store {
         &self.large.elements
     }
 
-    /// The shared table of the large lists' elements, by `id ++ position`.
+    /// The shared table of the large lists' packed nodes, by `id ++ node number`.
     pub(crate) fn positions(&self) -> &Mercury {
         &self.large.positions
     }
