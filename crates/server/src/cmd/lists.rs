@@ -192,8 +192,9 @@ impl<'a> Command<'a> for LLen<'a> {
     }
 }
 
-/// Redis's clamping of `start stop` to a list of `len`: the index range, or `None`.
-fn clamp(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+/// Redis's clamping of `start stop` to a list (or a sorted set's ranks) of `len`: the
+/// index range, or `None`.
+pub(super) fn clamp(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
     let start = if start < 0 {
         (start + len).max(0)

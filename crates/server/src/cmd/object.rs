@@ -20,7 +20,7 @@ use std::ops::ControlFlow;
 
 use super::{Command, Ctx, not_integer, syntax_error};
 use crate::coll::{Hash, List, Set, ZSet};
-use crate::layout::{id_prefix, list_key};
+use crate::layout::id_prefix;
 use crate::memory::lfu;
 use crate::num::parse_i64;
 use crate::resp::Reply;
@@ -208,17 +208,10 @@ impl<'a> Command<'a> for MemoryUsage<'a> {
             };
             let per_pair = if h.kind == Kind::List {
                 let p = store.positions();
-                for i in 0..meta.len().min(if self.samples == 0 {
-                    u64::MAX
-                } else {
-                    self.samples as u64
-                }) {
-                    let k = list_key(id, meta.head().wrapping_add(i));
-                    if let Some(v) = p.get(&k) {
-                        let _ = sample(&k, &v);
-                    }
-                }
-                p.memory_usage().structure_bytes / p.len().max(1)
+                let (bytes, nodes) = crate::coll::list_footprint(p, id, &meta);
+                let per_node = p.memory_usage().structure_bytes / p.len().max(1);
+                total += bytes + nodes * (16 + per_node);
+                return Reply::Int(total as i64);
             } else {
                 let el = store.elements();
                 el.scan_prefix(&id_prefix(id), &mut sample);

@@ -3,6 +3,7 @@
 //! `ZRANGESTORE`, and the removals `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE`,
 //! `ZREMRANGEBYLEX` (logged as the `ZREM`s they make).
 
+use super::lists::clamp;
 use super::zsets::{LexRange, change, err, lex_range, pairs_reply, read, score_range};
 use super::{Command, Ctx, not_integer, syntax_error};
 use crate::coll::{Limit, ScoreBound, ZSet};
@@ -46,7 +47,7 @@ impl Range {
             },
         };
         match &self.selection {
-            Selection::Rank(start, stop) => match rank_range(*start, *stop, z.len()) {
+            Selection::Rank(start, stop) => match clamp(*start, *stop, z.len()) {
                 Some((a, b)) => z.by_rank(t, a, b, self.rev),
                 None => Vec::new(),
             },
@@ -55,22 +56,6 @@ impl Range {
             Selection::Lex(Some((lo, hi))) => z.by_lex(t, lo, hi, self.rev, limit),
         }
     }
-}
-
-/// Redis's clamping of a rank range to a set of `len` members.
-fn rank_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let start = if start < 0 {
-        (start + len).max(0)
-    } else {
-        start
-    };
-    let stop = if stop < 0 {
-        stop + len
-    } else {
-        stop.min(len - 1)
-    };
-    (start <= stop && start < len).then_some((start as usize, stop as usize))
 }
 
 fn parse_limit(args: &[Vec<u8>], i: usize) -> Result<(i64, i64), Reply> {

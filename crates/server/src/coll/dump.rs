@@ -6,13 +6,16 @@
 //! when the rewrite walks (the scan is safe under concurrent writers). The rewrite's
 //! argument holds for every record emitted here because each is an assignment: a
 //! field's value, a member's presence or score, an element at a list position; and a
-//! list's span is emitted last, as it was when the walk began: positions that moved
-//! since then are fixed by the increment replayed after the rewritten base.
+//! list's elements and span are copied together under its node table's lock (a large
+//! list's nodes change under that lock, `super::qlist`) and emitted as they were at that
+//! moment: positions that moved since then are fixed by the increment replayed after the
+//! rewritten base.
 
 use std::io;
 use std::ops::{Bound, ControlFlow};
 
-use crate::layout::{IntSet, Pack, id_prefix, zset_member_prefix};
+use super::qlist::QList;
+use crate::layout::{IntSet, Pack, entries, id_prefix, zset_member_prefix};
 use crate::store::{Enc, Kind, Store, Txn, header, large_id};
 
 /// Emits the records that rebuild the value `raw` stored under `key` (none for a value
@@ -105,25 +108,16 @@ fn dump_large(
     let Some(meta) = store.large(id) else {
         return Ok(());
     };
-    // A list's span as the walk begins (see the module docs).
-    let (head, len) = (meta.head(), meta.len());
     if kind == Kind::List {
-        let mut err = Ok(());
-        super::list::walk(
-            store.positions(),
-            id,
-            head,
-            len,
-            false,
-            &mut |pos, v| match emit(&[b"LPUT", key, &pos.to_be_bytes(), v]) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(e) => {
-                    err = Err(e);
-                    ControlFlow::Break(())
-                }
-            },
-        );
-        err?;
+        // The list's span and nodes copied together (see the module docs).
+        let (head, len, runs) = QList::new(store.positions(), id, &meta).snapshot();
+        let mut pos = head;
+        for run in &runs {
+            for v in entries(run) {
+                emit(&[b"LPUT", key, &pos.to_be_bytes(), v])?;
+                pos = pos.wrapping_add(1);
+            }
+        }
         return emit(&[b"LSPAN", key, &head.to_be_bytes(), &len.to_be_bytes()]);
     }
     let prefix: Vec<u8> = match kind {

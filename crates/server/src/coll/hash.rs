@@ -8,11 +8,10 @@ use std::sync::Arc;
 use orrery::api::ScanVisitor;
 
 use super::{
-    COMPACT_MAX_BYTES, Ending, Error, Form, Page, Result, check_lengths, check_values, lookup,
-    random,
+    COMPACT_MAX_BYTES, Ending, Form, Page, Result, Stored, check_lengths, check_values, random,
 };
 use crate::layout::{Pack, hashed_key, id_prefix};
-use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, Meta, Txn};
 
 enum Repr {
     Compact(Vec<u8>),
@@ -21,38 +20,21 @@ enum Repr {
 
 /// A hash opened on a key (see the [module docs](self)).
 pub(crate) struct Hash<'k> {
-    key: &'k [u8],
-    deadline: Option<u64>,
+    end: Ending<'k>,
     repr: Repr,
-    /// The key held this hash when it was opened.
-    existed: bool,
-    /// The compact form changed, or the hash moved to the element index: the key's value
-    /// must be written.
-    dirty: bool,
-    mark: usize,
 }
 
 impl<'k> Hash<'k> {
     /// The hash at `key`: `Ok(None)` when absent.
     pub(crate) fn open(t: &Txn<'_>, key: &'k [u8]) -> Result<Option<Hash<'k>>> {
-        let Some(e) = lookup(t, key, Kind::Hash)? else {
+        let Some((end, e)) = Ending::open(t, key, Kind::Hash)? else {
             return Ok(None);
         };
-        let repr = match e.enc {
-            Enc::Large => match t.large(&e) {
-                Some(m) => Repr::Large(e.large_id().unwrap_or(0), m),
-                None => Repr::Compact(Pack::encode(&[])),
-            },
-            _ => Repr::Compact(e.payload),
+        let repr = match e {
+            Stored::Large(id, m) => Repr::Large(id, m),
+            Stored::Compact(_, p) => Repr::Compact(p),
         };
-        Ok(Some(Hash {
-            key,
-            deadline: e.deadline,
-            repr,
-            existed: true,
-            dirty: false,
-            mark: t.log_mark(),
-        }))
+        Ok(Some(Hash { end, repr }))
     }
 
     /// The hash at `key`, or a new empty one (stored by [`Hash::finish`] once it has a
@@ -61,16 +43,9 @@ impl<'k> Hash<'k> {
         if let Some(h) = Hash::open(t, key)? {
             return Ok(h);
         }
-        if key.len() > MAX_KEY {
-            return Err(Error::Write(WriteError::KeyTooLong));
-        }
         Ok(Hash {
-            key,
-            deadline: None,
+            end: Ending::create(t, key, Kind::Hash)?,
             repr: Repr::Compact(Pack::encode(&[])),
-            existed: false,
-            dirty: false,
-            mark: t.log_mark(),
         })
     }
 
@@ -214,8 +189,8 @@ impl<'k> Hash<'k> {
                 }
                 let new = Pack::encode(&items);
                 self.repr = Repr::Compact(new);
-                self.dirty = true;
-                t.record(&[b"HSET", self.key, field, value]);
+                self.end.dirty = true;
+                t.record(&[b"HSET", self.end.key, field, value]);
                 return Ok(at.is_none());
             }
             self.move_to_index(t)?;
@@ -227,7 +202,7 @@ impl<'k> Hash<'k> {
         if new {
             meta.add(1);
         }
-        t.record(&[b"HSET", self.key, field, value]);
+        t.record(&[b"HSET", self.end.key, field, value]);
         Ok(new)
     }
 
@@ -241,7 +216,7 @@ impl<'k> Hash<'k> {
                         items.drain(2 * i..2 * i + 2);
                         let new = Pack::encode(&items);
                         self.repr = Repr::Compact(new);
-                        self.dirty = true;
+                        self.end.dirty = true;
                         true
                     }
                     None => false,
@@ -256,7 +231,7 @@ impl<'k> Hash<'k> {
             }
         };
         if removed {
-            t.record(&[b"HDEL", self.key, field]);
+            t.record(&[b"HDEL", self.end.key, field]);
         }
         removed
     }
@@ -284,7 +259,7 @@ impl<'k> Hash<'k> {
         }
         meta.add(n);
         self.repr = Repr::Large(id, meta);
-        self.dirty = true;
+        self.end.dirty = true;
         Ok(())
     }
 
@@ -295,14 +270,6 @@ impl<'k> Hash<'k> {
             Repr::Compact(p) => Form::Compact(Enc::Compact, p),
             Repr::Large(id, _) => Form::Large(id),
         };
-        Ending {
-            key: self.key,
-            kind: Kind::Hash,
-            deadline: self.deadline,
-            existed: self.existed,
-            dirty: self.dirty,
-            mark: self.mark,
-        }
-        .finish(t, len, form)
+        self.end.finish(t, len, form)
     }
 }

@@ -1,10 +1,9 @@
 //! A list. Every element has a position (a `u64`): the first is at `head`, the others
 //! follow; a push on the left takes `head - 1`, on the right `head + len`. A new list
 //! starts at 2^63. Compact: the payload is `head` (8 bytes, big-endian) and a pack of the
-//! elements. Large: `id ++ position → element` in the store's positions table (a hash
-//! table: positions are dense, so every operation is a point operation, and a range is
-//! one batched lookup of its positions), `head` and `len` in the collection's
-//! bookkeeping.
+//! elements. Large: packed nodes of elements in the store's positions table, their order
+//! and counts in the collection's bookkeeping with `head` and `len` (`qlist`, as Redis's
+//! quicklist: a push or pop changes one node, a range reads whole nodes).
 //!
 //! Positions make the log's records assignments, whatever the form: `LPUT key pos elem`
 //! (the element at a position) and `LSPAN key head len` (the list's positions; elements
@@ -13,18 +12,18 @@
 //! So replaying an increment after any state a rewrite walked yields the same list
 //! (`crate::aof::rewrite` has the argument), which a log of pushes and pops could not.
 //!
-//! `LINDEX`, `LSET` and the start of `LRANGE` are one lookup at any index on a large list;
-//! `LINSERT` moves the elements on the shorter side of the pivot; `LREM` moves every
-//! element after the first removed (as Redis, O(n)).
+//! `LINDEX`, `LSET` and the start of `LRANGE` are a walk of the node counts and one lookup
+//! on a large list; `LINSERT` re-packs one node (and logs the positions of the elements
+//! on the shorter side of the pivot, which moved); `LREM` re-packs the nodes it removes
+//! from (and logs every element after the first removed, as Redis moves them, O(n)).
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use orrery::mercury::Mercury;
-
-use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Result, check_values, lookup};
-use crate::layout::{Pack, list_key};
-use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
+use super::qlist::QList;
+use super::{COMPACT_MAX_BYTES, Ending, Form, Result, Stored, check_values};
+use crate::layout::Pack;
+use crate::store::{Enc, Kind, Meta, Txn};
 
 /// Which end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,12 +45,8 @@ enum Repr {
 
 /// A list opened on a key (see the [module docs](self)).
 pub(crate) struct List<'k> {
-    key: &'k [u8],
-    deadline: Option<u64>,
+    end: Ending<'k>,
     repr: Repr,
-    existed: bool,
-    dirty: bool,
-    mark: usize,
 }
 
 fn split_payload(p: &[u8]) -> (u64, &[u8]) {
@@ -64,42 +59,25 @@ fn split_payload(p: &[u8]) -> (u64, &[u8]) {
 impl<'k> List<'k> {
     /// The list at `key`: `Ok(None)` when absent.
     pub(crate) fn open(t: &Txn<'_>, key: &'k [u8]) -> Result<Option<List<'k>>> {
-        let Some(e) = lookup(t, key, Kind::List)? else {
+        let Some((end, e)) = Ending::open(t, key, Kind::List)? else {
             return Ok(None);
         };
-        let repr = match e.enc {
-            Enc::Large => match t.large(&e) {
-                Some(m) => Repr::Large(e.large_id().unwrap_or(0), m),
-                None => Repr::Compact(START, Pack::encode(&[])),
-            },
-            _ => {
-                let (head, pack) = split_payload(&e.payload);
+        let repr = match e {
+            Stored::Large(id, m) => Repr::Large(id, m),
+            Stored::Compact(_, p) => {
+                let (head, pack) = split_payload(&p);
                 Repr::Compact(head, pack.to_vec())
             }
         };
-        Ok(Some(List {
-            key,
-            deadline: e.deadline,
-            repr,
-            existed: true,
-            dirty: false,
-            mark: t.log_mark(),
-        }))
+        Ok(Some(List { end, repr }))
     }
 
     /// A new, empty list for `key` (absent), stored by [`List::finish`] once it has an
     /// element.
     pub(crate) fn create(t: &Txn<'_>, key: &'k [u8]) -> Result<List<'k>> {
-        if key.len() > MAX_KEY {
-            return Err(Error::Write(WriteError::KeyTooLong));
-        }
         Ok(List {
-            key,
-            deadline: None,
+            end: Ending::create(t, key, Kind::List)?,
             repr: Repr::Compact(START, Pack::encode(&[])),
-            existed: false,
-            dirty: false,
-            mark: t.log_mark(),
         })
     }
 
@@ -130,15 +108,7 @@ impl<'k> List<'k> {
     pub(crate) fn get(&self, t: &Txn<'_>, i: usize) -> Option<Vec<u8>> {
         match &self.repr {
             Repr::Compact(_, p) => Pack::new(p).iter().nth(i).map(<[u8]>::to_vec),
-            Repr::Large(id, m) => {
-                if i >= m.len() as usize {
-                    return None;
-                }
-                t.positions().get_with(
-                    &list_key(*id, m.head().wrapping_add(i as u64)),
-                    <[u8]>::to_vec,
-                )
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).get(i),
         }
     }
 
@@ -155,13 +125,7 @@ impl<'k> List<'k> {
                 .take(stop + 1 - start)
                 .map(<[u8]>::to_vec)
                 .collect(),
-            Repr::Large(id, m) => {
-                let from = m.head().wrapping_add(start as u64);
-                batch(t.positions(), *id, from, stop + 1 - start)
-                    .into_iter()
-                    .flatten()
-                    .collect()
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).range(start, stop + 1 - start),
         }
     }
 
@@ -173,7 +137,6 @@ impl<'k> List<'k> {
         rev: bool,
         f: &mut dyn FnMut(usize, &[u8]) -> ControlFlow<()>,
     ) {
-        let head = self.head();
         match &self.repr {
             Repr::Compact(_, p) => {
                 let items = Pack::new(p).to_vec();
@@ -185,10 +148,7 @@ impl<'k> List<'k> {
                     }
                 }
             }
-            Repr::Large(id, m) => {
-                let mut g = |pos: u64, v: &[u8]| f(pos.wrapping_sub(head) as usize, v);
-                walk(t.positions(), *id, head, m.len(), rev, &mut g);
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).visit(rev, f),
         }
     }
 
@@ -196,7 +156,7 @@ impl<'k> List<'k> {
     fn log_span(&self, t: &Txn<'_>) {
         t.record(&[
             b"LSPAN",
-            self.key,
+            self.end.key,
             &self.head().to_be_bytes(),
             &(self.len() as u64).to_be_bytes(),
         ]);
@@ -207,7 +167,7 @@ impl<'k> List<'k> {
     fn put_compact(&mut self, t: &Txn<'_>, head: u64, pack: Vec<u8>) -> Result<()> {
         let n = Pack::new(&pack).len();
         let fits = t.thresholds().list_fits(n, pack.len()) && pack.len() <= COMPACT_MAX_BYTES;
-        self.dirty = true;
+        self.end.dirty = true;
         self.repr = Repr::Compact(head, pack);
         if fits { Ok(()) } else { self.force_large(t) }
     }
@@ -231,20 +191,16 @@ impl<'k> List<'k> {
                 let pack = Pack::encode(&items);
                 self.put_compact(t, new_head, pack)?;
             }
-            Repr::Large(id, m) => {
-                t.positions().insert(&list_key(*id, pos), elem)?;
-                m.set_span(new_head, len + 1);
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).push(end, elem)?,
         }
-        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), elem]);
         self.log_span(t);
         Ok(())
     }
 
     /// Pops the element at `end` (logged).
     pub(crate) fn pop(&mut self, t: &Txn<'_>, end: End) -> Option<Vec<u8>> {
-        let (head, len) = (self.head(), self.len() as u64);
-        if len == 0 {
+        if self.len() == 0 {
             return None;
         }
         let out = match &mut self.repr {
@@ -259,28 +215,10 @@ impl<'k> List<'k> {
                 };
                 let new = Pack::encode(&items);
                 *p = new;
-                self.dirty = true;
+                self.end.dirty = true;
                 e
             }
-            Repr::Large(id, m) => {
-                let pos = match end {
-                    End::Left => head,
-                    End::Right => head.wrapping_add(len - 1),
-                };
-                // One walk of the index: take the element out as it is removed.
-                let mut e = Vec::new();
-                let _ = t.positions().compute(&list_key(*id, pos), |v| {
-                    e = v.map(<[u8]>::to_vec).unwrap_or_default();
-                    None
-                });
-                let new_head = if end == End::Left {
-                    head.wrapping_add(1)
-                } else {
-                    head
-                };
-                m.set_span(new_head, len - 1);
-                e
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).pop(end)?,
         };
         self.log_span(t);
         Some(out)
@@ -298,11 +236,9 @@ impl<'k> List<'k> {
                 let pack = Pack::encode(&items);
                 self.put_compact(t, head, pack)?;
             }
-            Repr::Large(id, _) => {
-                t.positions().insert(&list_key(*id, pos), elem)?;
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).set(i, elem)?,
         }
-        t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), elem]);
+        t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), elem]);
         Ok(())
     }
 
@@ -317,7 +253,7 @@ impl<'k> List<'k> {
     ) -> Result<()> {
         for i in changed {
             let pos = head.wrapping_add(i as u64).to_be_bytes();
-            t.record(&[b"LPUT", self.key, &pos, items[i]]);
+            t.record(&[b"LPUT", self.end.key, &pos, items[i]]);
         }
         let pack = Pack::encode(items);
         self.put_compact(t, head, pack)?;
@@ -367,33 +303,28 @@ impl<'k> List<'k> {
         let Repr::Large(id, m) = &self.repr else {
             unreachable!("handled above")
         };
-        let (id, m) = (*id, m.clone());
-        let el = t.positions();
-        let put = |pos: u64, v: &[u8]| -> Result<()> {
-            el.insert(&list_key(id, pos), v)?;
-            t.record(&[b"LPUT", self.key, &pos.to_be_bytes(), v]);
-            Ok(())
-        };
-        if idx < len - idx {
-            // Move indexes 0..idx one position left, then put the new element.
-            for i in 0..idx {
-                let v = el
-                    .get(&list_key(id, head.wrapping_add(i as u64)))
-                    .unwrap_or_default();
-                put(head.wrapping_add(i as u64).wrapping_sub(1), &v)?;
-            }
-            put(head.wrapping_add(idx as u64).wrapping_sub(1), elem)?;
-            m.set_span(head.wrapping_sub(1), len as u64 + 1);
+        let q = QList::new(t.positions(), *id, m);
+        // Shift the shorter side (as the compact form): the elements that moved take
+        // new positions, which the log names.
+        let left = idx < len - idx;
+        let moved = if left {
+            q.range(0, idx)
         } else {
-            for i in (idx..len).rev() {
-                let v = el
-                    .get(&list_key(id, head.wrapping_add(i as u64)))
-                    .unwrap_or_default();
-                put(head.wrapping_add(i as u64 + 1), &v)?;
-            }
-            put(head.wrapping_add(idx as u64), elem)?;
-            m.set_span(head, len as u64 + 1);
+            q.range(idx, len - idx)
+        };
+        q.insert_at(idx, elem, left)?;
+        let first = if left {
+            head.wrapping_sub(1)
+        } else {
+            head.wrapping_add(idx as u64 + 1)
+        };
+        for (j, v) in moved.iter().enumerate() {
+            let pos = first.wrapping_add(j as u64).to_be_bytes();
+            t.record(&[b"LPUT", self.end.key, &pos, v]);
         }
+        let pos = head.wrapping_add(idx as u64);
+        let pos = if left { pos.wrapping_sub(1) } else { pos };
+        t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), elem]);
         self.log_span(t);
         Ok(true)
     }
@@ -441,45 +372,46 @@ impl<'k> List<'k> {
         let Repr::Large(id, m) = &self.repr else {
             unreachable!("handled above")
         };
-        let (id, m) = (*id, m.clone());
-        let el = t.positions();
-        let mut removed = 0;
-        let mut w = if rev {
-            head.wrapping_add(len as u64).wrapping_sub(1)
+        let q = QList::new(t.positions(), *id, m);
+        let mut gone = Vec::new();
+        q.visit(rev, &mut |i, v| {
+            if v == elem {
+                gone.push(i);
+            }
+            if gone.len() >= limit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let removed = gone.len();
+        if removed == 0 {
+            return Ok(0);
+        }
+        gone.sort_unstable();
+        // Forward, the survivors keep the head and close the gaps towards it; from the
+        // tail, they keep the tail. Those that moved are logged at their new positions.
+        let new_head = if rev {
+            head.wrapping_add(removed as u64)
         } else {
             head
         };
-        let mut err = None;
-        let mut step = |r: u64, v: &[u8]| {
-            if removed < limit && v == elem {
-                removed += 1;
-                return ControlFlow::Continue(());
-            }
-            if r != w {
-                if let Err(e) = el.insert(&list_key(id, w), v) {
-                    err = Some(e);
-                    return ControlFlow::Break(());
-                }
-                t.record(&[b"LPUT", self.key, &w.to_be_bytes(), v]);
-            }
-            w = if rev {
-                w.wrapping_sub(1)
+        q.remove_at(&gone, new_head)?;
+        if t.logging() {
+            let n = len - removed;
+            let moved = if rev {
+                let last_gap = gone[removed - 1];
+                0..(last_gap + 1).saturating_sub(removed).min(n)
             } else {
-                w.wrapping_add(1)
+                gone[0].min(n)..n
             };
-            ControlFlow::Continue(())
-        };
-        walk(el, id, head, len as u64, rev, &mut step);
-        if let Some(e) = err {
-            return Err(e.into());
+            let items = q.range(moved.start, moved.len());
+            for (j, v) in items.iter().enumerate() {
+                let pos = new_head.wrapping_add((moved.start + j) as u64);
+                t.record(&[b"LPUT", self.end.key, &pos.to_be_bytes(), v]);
+            }
         }
-        if removed > 0 {
-            let new_len = (len - removed) as u64;
-            let new_head = if rev { w.wrapping_add(1) } else { head };
-            m.set_span(new_head, new_len);
-            drop_outside(t, id, (head, len as u64), (new_head, new_len));
-            self.log_span(t);
-        }
+        self.log_span(t);
         Ok(removed)
     }
 
@@ -501,14 +433,9 @@ impl<'k> List<'k> {
                 let new = Pack::encode(&items);
                 *h = new_head;
                 *p = new;
-                self.dirty = true;
+                self.end.dirty = true;
             }
-            Repr::Large(id, m) => {
-                let (id, m) = (*id, m.clone());
-                let old = (m.head(), m.len());
-                m.set_span(new_head, keep as u64);
-                drop_outside(t, id, old, (new_head, keep as u64));
-            }
+            Repr::Large(id, m) => QList::new(t.positions(), *id, m).trim(start, keep)?,
         }
         self.log_span(t);
         Ok(())
@@ -544,13 +471,22 @@ impl<'k> List<'k> {
         let Repr::Large(id, m) = &self.repr else {
             unreachable!("handled above")
         };
-        t.positions().insert(&list_key(*id, pos), elem)?;
-        let (lo, hi) = (
-            head.min(pos),
-            head.wrapping_add(len).max(pos.wrapping_add(1)),
-        );
-        m.set_span(lo, hi - lo);
-        Ok(())
+        let q = QList::new(t.positions(), *id, m);
+        let i = pos.wrapping_sub(head);
+        let before = head.wrapping_sub(pos);
+        if len == 0 {
+            q.extend(pos, &[elem])
+        } else if i < len {
+            q.set(i as usize, elem)
+        } else if i - len <= MAX_GAP {
+            q.pad(End::Right, i - len)?;
+            q.push(End::Right, elem)
+        } else if before <= MAX_GAP {
+            q.pad(End::Left, before - 1)?;
+            q.push(End::Left, elem)
+        } else {
+            Ok(())
+        }
     }
 
     /// Replay of `LSPAN key head len` (see the module docs).
@@ -563,7 +499,7 @@ impl<'k> List<'k> {
                 let items: Vec<&[u8]> = Pack::new(p).iter().skip(skip).take(len as usize).collect();
                 let new = Pack::encode(&items);
                 self.repr = Repr::Compact(if len == 0 { h0 } else { head }, new);
-                self.dirty = true;
+                self.end.dirty = true;
                 return Ok(());
             }
             self.force_large(t)?;
@@ -571,11 +507,26 @@ impl<'k> List<'k> {
         let Repr::Large(id, m) = &self.repr else {
             unreachable!("handled above")
         };
-        let (id, m) = (*id, m.clone());
-        let old = (m.head(), m.len());
-        m.set_span(head, len);
-        drop_outside(t, id, old, (head, len));
-        Ok(())
+        let q = QList::new(t.positions(), *id, m);
+        if len == 0 {
+            return q.trim(0, 0);
+        }
+        // Positions the span names beyond the elements (which only damage or a cut
+        // file gives) read as empty elements, up to MAX_GAP of them.
+        let before = m.head().wrapping_sub(head);
+        if before > 0 && before <= MAX_GAP {
+            q.pad(End::Left, before)?;
+        }
+        let start = head.wrapping_sub(m.head());
+        let end = start.saturating_add(len);
+        if start > MAX_GAP.saturating_add(m.len()) {
+            return q.trim(0, 0);
+        }
+        if end > m.len() && end - m.len() <= MAX_GAP {
+            q.pad(End::Right, end - m.len())?;
+        }
+        let n = m.len();
+        q.trim(start.min(n) as usize, len.min(n - start.min(n)) as usize)
     }
 
     /// Moves the collection to the shared indexes now, whatever its size (`COPY` of a
@@ -584,24 +535,19 @@ impl<'k> List<'k> {
         self.force_large(t)
     }
 
-    /// Moves a compact list to the positions table regardless of the thresholds.
+    /// Moves a compact list to packed nodes regardless of the thresholds.
     fn force_large(&mut self, t: &Txn<'_>) -> Result<()> {
         let Repr::Compact(head, p) = &self.repr else {
             return Ok(());
         };
         let (id, meta) = t.create_large(true);
-        for (i, e) in Pack::new(p).iter().enumerate() {
-            if let Err(err) = t
-                .positions()
-                .insert(&list_key(id, head.wrapping_add(i as u64)), e)
-            {
-                t.drop_large(id);
-                return Err(err.into());
-            }
+        let items = Pack::new(p).to_vec();
+        if let Err(err) = QList::new(t.positions(), id, &meta).extend(*head, &items) {
+            t.drop_large(id);
+            return Err(err);
         }
-        meta.set_span(*head, Pack::new(p).len() as u64);
         self.repr = Repr::Large(id, meta);
-        self.dirty = true;
+        self.end.dirty = true;
         Ok(())
     }
 
@@ -617,74 +563,10 @@ impl<'k> List<'k> {
             }
             Repr::Large(id, _) => Form::Large(id),
         };
-        Ending {
-            key: self.key,
-            kind: Kind::List,
-            deadline: self.deadline,
-            existed: self.existed,
-            dirty: self.dirty,
-            mark: self.mark,
-        }
-        .finish(t, len, form)
+        self.end.finish(t, len, form)
     }
 }
 
-/// The elements of large list `id` at positions `from .. from + n`, in one batched lookup
-/// (`None` for a position with no element, which only a replay in progress can have).
-fn batch(positions: &Mercury, id: u64, from: u64, n: usize) -> Vec<Option<Vec<u8>>> {
-    let keys: Vec<[u8; 16]> = (0..n)
-        .map(|i| list_key(id, from.wrapping_add(i as u64)))
-        .collect();
-    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-    let mut out = vec![None; n];
-    positions.get_many(&refs, &mut |i, v| out[i] = v.map(<[u8]>::to_vec));
-    out
-}
-
-/// Visits the elements of large list `id` at positions `head .. head + len`, from the
-/// head (or the tail, with `rev`), in batches read before `f` sees them (so that `f` may
-/// write positions already read), until `f` breaks.
-pub(super) fn walk(
-    positions: &Mercury,
-    id: u64,
-    head: u64,
-    len: u64,
-    rev: bool,
-    f: &mut dyn FnMut(u64, &[u8]) -> ControlFlow<()>,
-) {
-    const CHUNK: u64 = 256;
-    let mut done = 0;
-    while done < len {
-        let n = CHUNK.min(len - done);
-        let from = if rev {
-            head.wrapping_add(len - done - n)
-        } else {
-            head.wrapping_add(done)
-        };
-        let items = batch(positions, id, from, n as usize);
-        let mut visit = |i: usize| match &items[i] {
-            Some(v) => f(from.wrapping_add(i as u64), v),
-            None => ControlFlow::Continue(()),
-        };
-        let stop = if rev {
-            (0..items.len()).rev().any(|i| visit(i).is_break())
-        } else {
-            (0..items.len()).any(|i| visit(i).is_break())
-        };
-        if stop {
-            return;
-        }
-        done += n;
-    }
-}
-
-/// Removes the positions of large list `id` that were in span `old` (head, len) and are
-/// not in span `new`.
-fn drop_outside(t: &Txn<'_>, id: u64, old: (u64, u64), new: (u64, u64)) {
-    for i in 0..old.1 {
-        let p = old.0.wrapping_add(i);
-        if p.wrapping_sub(new.0) >= new.1 {
-            t.positions().remove(&list_key(id, p));
-        }
-    }
-}
+/// Most empty elements a replayed record that names a position beyond the list's ends
+/// adds (only damage gives one; a record further out is ignored).
+const MAX_GAP: u64 = 1 << 20;

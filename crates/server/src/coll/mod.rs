@@ -16,7 +16,8 @@
 //! | `hash` | fields and values: a pack of pairs in insertion order / `id ++ h ++ field` |
 //! | `set` | an intset, a pack in insertion order / `id ++ h ++ member` |
 //! | `zset` | a pack of pairs in (score, member) order / member and order keys |
-//! | `list` | head position and a pack / `id ++ position` |
+//! | `list` | head position and a pack / packed nodes (`qlist`) |
+//! | `qlist` | a large list's packed nodes `id ++ node number` and their table |
 //! | `copy` | `COPY`'s duplicate of a collection, large ones element by element |
 //! | `dump` | the records that rebuild a collection (`RENAME`, the append-only file's rewrite) |
 //! | `random` | the random source and the random probe of a large collection |
@@ -25,6 +26,7 @@ mod copy;
 mod dump;
 mod hash;
 mod list;
+mod qlist;
 mod random;
 mod set;
 mod zset;
@@ -36,12 +38,15 @@ use orrery::api::ScanVisitor;
 use orrery::wormhole::Wormhole;
 
 use crate::layout::MAX_ELEMENT;
-use crate::store::{Enc, Entry, Kind, Txn, WriteError};
+use std::sync::Arc;
+
+use crate::store::{Enc, Entry, Kind, MAX_KEY, Meta, Txn, WriteError};
 
 pub(crate) use copy::copy;
 pub(crate) use dump::{dump, log_state};
 pub(crate) use hash::Hash;
 pub(crate) use list::{End, List};
+pub(crate) use qlist::footprint as list_footprint;
 pub(crate) use random::next_u64 as random_u64;
 pub(crate) use set::Set;
 pub(crate) use zset::ZSet;
@@ -55,8 +60,18 @@ pub(super) enum Form {
     Large(u64),
 }
 
-/// The end of a view (`Hash`, `Set`, `ZSet`, `List`): the key and what the view knows of
-/// it. [`Ending::finish`] is every view's `finish`.
+/// A collection's stored form, as a view opens it.
+pub(super) enum Stored {
+    /// Inline, with this encoding and payload (empty for a large collection whose
+    /// bookkeeping is gone, which only damage could give).
+    Compact(Enc, Vec<u8>),
+    /// In the shared indexes, under this id, with this bookkeeping.
+    Large(u64, Arc<Meta>),
+}
+
+/// What every view (`Hash`, `Set`, `ZSet`, `List`) keeps of its key besides the
+/// collection: the key, its deadline, and what [`Ending::finish`] (every view's `finish`)
+/// needs to write it back.
 pub(super) struct Ending<'k> {
     pub(super) key: &'k [u8],
     pub(super) kind: Kind,
@@ -69,7 +84,45 @@ pub(super) struct Ending<'k> {
     pub(super) mark: usize,
 }
 
-impl Ending<'_> {
+impl<'k> Ending<'k> {
+    /// Opens the collection of `kind` at `key`: its ending and stored form, `Ok(None)`
+    /// when absent, `WrongType` for another type.
+    pub(super) fn open(t: &Txn<'_>, key: &'k [u8], kind: Kind) -> Result<Option<(Self, Stored)>> {
+        let Some(e) = lookup(t, key, kind)? else {
+            return Ok(None);
+        };
+        let stored = match (e.enc, t.large(&e)) {
+            (Enc::Large, Some(m)) => Stored::Large(e.large_id().unwrap_or(0), m),
+            (Enc::Large, None) => Stored::Compact(Enc::Compact, Vec::new()),
+            (enc, _) => Stored::Compact(enc, e.payload),
+        };
+        let end = Ending {
+            key,
+            kind,
+            deadline: e.deadline,
+            existed: true,
+            dirty: false,
+            mark: t.log_mark(),
+        };
+        Ok(Some((end, stored)))
+    }
+
+    /// The ending of a new collection of `kind` for `key` (absent), which `finish` stores
+    /// once it has an element.
+    pub(super) fn create(t: &Txn<'_>, key: &'k [u8], kind: Kind) -> Result<Self> {
+        if key.len() > MAX_KEY {
+            return Err(Error::Write(WriteError::KeyTooLong));
+        }
+        Ok(Ending {
+            key,
+            kind,
+            deadline: None,
+            existed: false,
+            dirty: false,
+            mark: t.log_mark(),
+        })
+    }
+
     /// Writes the collection of `len` elements held as `form` back to its key: deletes
     /// the key when the collection is empty (Redis never keeps an empty one; a large
     /// collection no key holds is dropped), stores a changed form, and on failure drops a

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::{COMPACT_MAX_BYTES, Ending, Error, Form, Page, Result, check_lengths, lookup, random};
+use super::{COMPACT_MAX_BYTES, Ending, Form, Page, Result, Stored, check_lengths, random};
 use crate::layout::{IntSet, Pack, ThresholdValues, hashed_key, id_prefix};
 use crate::num::parse_i64;
-use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, Meta, Txn};
 
 enum Repr {
     Ints(Vec<u8>),
@@ -17,51 +17,30 @@ enum Repr {
 
 /// A set opened on a key (see the [module docs](self)).
 pub(crate) struct Set<'k> {
-    key: &'k [u8],
-    deadline: Option<u64>,
+    end: Ending<'k>,
     repr: Repr,
-    existed: bool,
-    dirty: bool,
-    mark: usize,
 }
 
 impl<'k> Set<'k> {
     /// The set at `key`: `Ok(None)` when absent.
     pub(crate) fn open(t: &Txn<'_>, key: &'k [u8]) -> Result<Option<Set<'k>>> {
-        let Some(e) = lookup(t, key, Kind::Set)? else {
+        let Some((end, e)) = Ending::open(t, key, Kind::Set)? else {
             return Ok(None);
         };
-        let repr = match e.enc {
-            Enc::Large => match t.large(&e) {
-                Some(m) => Repr::Large(e.large_id().unwrap_or(0), m),
-                None => Repr::Ints(IntSet::encode(&[])),
-            },
-            Enc::IntSet => Repr::Ints(e.payload),
-            Enc::Compact => Repr::Compact(e.payload),
+        let repr = match e {
+            Stored::Large(id, m) => Repr::Large(id, m),
+            Stored::Compact(Enc::IntSet, p) => Repr::Ints(p),
+            Stored::Compact(_, p) => Repr::Compact(p),
         };
-        Ok(Some(Set {
-            key,
-            deadline: e.deadline,
-            repr,
-            existed: true,
-            dirty: false,
-            mark: t.log_mark(),
-        }))
+        Ok(Some(Set { end, repr }))
     }
 
     /// A new, empty set for `key` (which the caller found absent or deleted), stored by
     /// [`Set::finish`] once it has a member.
     pub(crate) fn create(t: &Txn<'_>, key: &'k [u8]) -> Result<Set<'k>> {
-        if key.len() > MAX_KEY {
-            return Err(Error::Write(WriteError::KeyTooLong));
-        }
         Ok(Set {
-            key,
-            deadline: None,
+            end: Ending::create(t, key, Kind::Set)?,
             repr: Repr::Ints(IntSet::encode(&[])),
-            existed: false,
-            dirty: false,
-            mark: t.log_mark(),
         })
     }
 
@@ -183,8 +162,8 @@ impl<'k> Set<'k> {
                 Some(v) if ints.contains(v) => return Ok(false),
                 Some(v) if (ints.len() + 1) as i64 <= th.set_intset_entries => {
                     self.repr = Repr::Ints(ints.with(v).unwrap_or_else(|| p.clone()));
-                    self.dirty = true;
-                    t.record(&[b"SADD", self.key, member]);
+                    self.end.dirty = true;
+                    t.record(&[b"SADD", self.end.key, member]);
                     return Ok(true);
                 }
                 _ => self.convert(t, &th, member)?,
@@ -199,8 +178,8 @@ impl<'k> Set<'k> {
                 let mut items = pack.to_vec();
                 items.push(member);
                 self.repr = Repr::Compact(Pack::encode(&items));
-                self.dirty = true;
-                t.record(&[b"SADD", self.key, member]);
+                self.end.dirty = true;
+                t.record(&[b"SADD", self.end.key, member]);
                 return Ok(true);
             }
             self.move_to_index(t)?;
@@ -211,7 +190,7 @@ impl<'k> Set<'k> {
         let new = t.elements().insert(&hashed_key(*id, member), b"")?;
         if new {
             meta.add(1);
-            t.record(&[b"SADD", self.key, member]);
+            t.record(&[b"SADD", self.end.key, member]);
         }
         Ok(new)
     }
@@ -226,7 +205,7 @@ impl<'k> Set<'k> {
         if fit {
             let items: Vec<&[u8]> = members.iter().map(|m| &m[..]).collect();
             self.repr = Repr::Compact(Pack::encode(&items));
-            self.dirty = true;
+            self.end.dirty = true;
             Ok(())
         } else {
             self.move_to_index(t)
@@ -264,9 +243,9 @@ impl<'k> Set<'k> {
         };
         if removed {
             if !matches!(self.repr, Repr::Large(..)) {
-                self.dirty = true;
+                self.end.dirty = true;
             }
-            t.record(&[b"SREM", self.key, member]);
+            t.record(&[b"SREM", self.end.key, member]);
         }
         removed
     }
@@ -292,7 +271,7 @@ impl<'k> Set<'k> {
         }
         meta.add(members.len() as i64);
         self.repr = Repr::Large(id, meta);
-        self.dirty = true;
+        self.end.dirty = true;
         Ok(())
     }
 
@@ -304,15 +283,7 @@ impl<'k> Set<'k> {
             Repr::Compact(p) => Form::Compact(Enc::Compact, p),
             Repr::Large(id, _) => Form::Large(id),
         };
-        Ending {
-            key: self.key,
-            kind: Kind::Set,
-            deadline: self.deadline,
-            existed: self.existed,
-            dirty: self.dirty,
-            mark: self.mark,
-        }
-        .finish(t, len, form)
+        self.end.finish(t, len, form)
     }
 }
 

@@ -18,13 +18,11 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use super::{
-    COMPACT_MAX_BYTES, Ending, Error, Form, Result, Scored, check_lengths, lookup, random,
-};
+use super::{COMPACT_MAX_BYTES, Ending, Form, Result, Scored, Stored, check_lengths, random};
 use crate::layout::{
     Pack, bits_score, score_bits, score_key, zset_member_key, zset_member_prefix, zset_score_key,
 };
-use crate::store::{Enc, Kind, MAX_KEY, Meta, Txn, WriteError};
+use crate::store::{Enc, Kind, Meta, Txn};
 
 pub(super) enum Repr {
     Compact(Vec<u8>),
@@ -33,12 +31,8 @@ pub(super) enum Repr {
 
 /// A sorted set opened on a key (see the [module docs](self)).
 pub(crate) struct ZSet<'k> {
-    key: &'k [u8],
-    deadline: Option<u64>,
+    end: Ending<'k>,
     pub(super) repr: Repr,
-    existed: bool,
-    dirty: bool,
-    mark: usize,
 }
 
 /// The `(member, score)` pairs of a compact set's pack, in order.
@@ -55,39 +49,22 @@ pub(super) fn compact_items(p: &[u8]) -> Vec<(&[u8], f64)> {
 impl<'k> ZSet<'k> {
     /// The sorted set at `key`: `Ok(None)` when absent.
     pub(crate) fn open(t: &Txn<'_>, key: &'k [u8]) -> Result<Option<ZSet<'k>>> {
-        let Some(e) = lookup(t, key, Kind::ZSet)? else {
+        let Some((end, e)) = Ending::open(t, key, Kind::ZSet)? else {
             return Ok(None);
         };
-        let repr = match e.enc {
-            Enc::Large => match t.large(&e) {
-                Some(m) => Repr::Large(e.large_id().unwrap_or(0), m),
-                None => Repr::Compact(Pack::encode(&[])),
-            },
-            _ => Repr::Compact(e.payload),
+        let repr = match e {
+            Stored::Large(id, m) => Repr::Large(id, m),
+            Stored::Compact(_, p) => Repr::Compact(p),
         };
-        Ok(Some(ZSet {
-            key,
-            deadline: e.deadline,
-            repr,
-            existed: true,
-            dirty: false,
-            mark: t.log_mark(),
-        }))
+        Ok(Some(ZSet { end, repr }))
     }
 
     /// A new, empty sorted set for `key` (which the caller found absent or deleted),
     /// stored by [`ZSet::finish`] once it has a member.
     pub(crate) fn create(t: &Txn<'_>, key: &'k [u8]) -> Result<ZSet<'k>> {
-        if key.len() > MAX_KEY {
-            return Err(Error::Write(WriteError::KeyTooLong));
-        }
         Ok(ZSet {
-            key,
-            deadline: None,
+            end: Ending::create(t, key, Kind::ZSet)?,
             repr: Repr::Compact(Pack::encode(&[])),
-            existed: false,
-            dirty: false,
-            mark: t.log_mark(),
         })
     }
 
@@ -160,8 +137,13 @@ impl<'k> ZSet<'k> {
                     flat.push(&keys[i]);
                 }
                 self.repr = Repr::Compact(Pack::encode(&flat));
-                self.dirty = true;
-                t.record(&[b"ZADD", self.key, member, &score.to_bits().to_be_bytes()]);
+                self.end.dirty = true;
+                t.record(&[
+                    b"ZADD",
+                    self.end.key,
+                    member,
+                    &score.to_bits().to_be_bytes(),
+                ]);
                 return Ok(());
             }
             self.move_to_index(t)?;
@@ -181,7 +163,12 @@ impl<'k> ZSet<'k> {
             }
             None => meta.add(1),
         }
-        t.record(&[b"ZADD", self.key, member, &score.to_bits().to_be_bytes()]);
+        t.record(&[
+            b"ZADD",
+            self.end.key,
+            member,
+            &score.to_bits().to_be_bytes(),
+        ]);
         Ok(())
     }
 
@@ -194,7 +181,7 @@ impl<'k> ZSet<'k> {
                     Some(i) => {
                         items.drain(2 * i..2 * i + 2);
                         self.repr = Repr::Compact(Pack::encode(&items));
-                        self.dirty = true;
+                        self.end.dirty = true;
                         true
                     }
                     None => false,
@@ -211,7 +198,7 @@ impl<'k> ZSet<'k> {
             },
         };
         if removed {
-            t.record(&[b"ZREM", self.key, member]);
+            t.record(&[b"ZREM", self.end.key, member]);
         }
         removed
     }
@@ -223,7 +210,7 @@ impl<'k> ZSet<'k> {
                 if t.elements().remove(&zset_member_key(*id, member)) {
                     t.elements().remove(&zset_score_key(*id, score, member));
                     meta.add(-1);
-                    t.record(&[b"ZREM", self.key, member]);
+                    t.record(&[b"ZREM", self.end.key, member]);
                 }
             }
             Repr::Compact(_) => {
@@ -260,7 +247,7 @@ impl<'k> ZSet<'k> {
         }
         meta.add(items.len() as i64);
         self.repr = Repr::Large(id, meta);
-        self.dirty = true;
+        self.end.dirty = true;
         Ok(())
     }
 
@@ -357,14 +344,6 @@ impl<'k> ZSet<'k> {
             Repr::Compact(p) => Form::Compact(Enc::Compact, p),
             Repr::Large(id, _) => Form::Large(id),
         };
-        Ending {
-            key: self.key,
-            kind: Kind::ZSet,
-            deadline: self.deadline,
-            existed: self.existed,
-            dirty: self.dirty,
-            mark: self.mark,
-        }
-        .finish(t, len, form)
+        self.end.finish(t, len, form)
     }
 }

@@ -17,13 +17,14 @@ use std::sync::{Arc, Mutex};
 use crate::clock::now_ms;
 use crate::cmd::{self, Ctx};
 use crate::config::Config;
+use crate::layout::ThresholdValues;
 use crate::resp::Reply;
 use crate::state::{Client, Shared};
 use crate::store::{Call, Databases, Journal, Store};
 
 /// The frames appended, in order.
 #[derive(Default)]
-struct Frames(Mutex<Vec<Vec<u8>>>);
+pub(super) struct Frames(pub(super) Mutex<Vec<Vec<u8>>>);
 
 impl Journal for Frames {
     fn append(&self, records: &[u8]) -> u64 {
@@ -117,10 +118,10 @@ const COMMANDS: [&str; 62] = [
 ];
 
 /// Reads the input a byte at a time (zeros once it is used up).
-struct Bytes<'a>(&'a [u8]);
+pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
 
 impl Bytes<'_> {
-    fn next(&mut self) -> u8 {
+    pub(super) fn next(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
                 self.0 = rest;
@@ -184,7 +185,7 @@ fn args_for(b: &mut Bytes<'_>) -> Vec<String> {
 }
 
 /// Runs one command on the in-process server; a blocking command times out at once.
-fn run(shared: &Shared, client: &mut Client, args: &[&str]) -> Reply {
+pub(super) fn run(shared: &Shared, client: &mut Client, args: &[&str]) -> Reply {
     let call = Call::new(now_ms());
     let mut ctx = Ctx {
         shared,
@@ -230,7 +231,7 @@ fn counts_agree(shared: &Shared, client: &mut Client) -> Result<(), String> {
 }
 
 /// Every key's rebuilding records (`crate::coll::dump`), in key order.
-fn dump_all(store: &Store) -> Vec<Vec<Vec<u8>>> {
+pub(super) fn dump_all(store: &Store) -> Vec<Vec<Vec<u8>>> {
     let mut pairs = Vec::new();
     store.walk(&mut |k, v| {
         // The access field is when the value was last used, not what it holds.
@@ -286,7 +287,12 @@ pub fn collections(data: &[u8]) {
             panic!("after {args:?}: {e}");
         }
     }
-    // Replay what was logged into an empty keyspace under the same thresholds.
+    assert_replays(&frames, thresholds, shared.dbs.get(0));
+}
+
+/// Replays what was logged into an empty keyspace under `thresholds`, and checks that it
+/// rebuilds `store`.
+pub(super) fn assert_replays(frames: &Frames, thresholds: ThresholdValues, store: &Store) {
     let replayed = Store::open("wormhole").expect("the default index builds");
     replayed.thresholds().set_all(thresholds);
     let replayed = Databases::new(replayed, 1);
@@ -296,7 +302,7 @@ pub fn collections(data: &[u8]) {
             panic!("a logged frame does not replay: {e}");
         }
     }
-    let (a, b) = (dump_all(shared.dbs.get(0)), dump_all(replayed.get(0)));
+    let (a, b) = (dump_all(store), dump_all(replayed.get(0)));
     assert!(
         a == b,
         "the log does not rebuild the keyspace:\n{a:?}\n{b:?}"

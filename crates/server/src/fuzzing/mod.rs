@@ -1,5 +1,5 @@
 //! Entry points for the fuzz targets (`fuzz/fuzz_targets/server.rs`,
-//! `server_collections.rs`): not part of the API.
+//! `server_collections.rs`, `server_lists.rs`): not part of the API.
 //!
 //! [`requests`] runs arbitrary bytes through the whole request path without a network:
 //! the parser (with small limits, so that every limit is reachable), then every complete
@@ -7,6 +7,7 @@
 //! RESP2 and RESP3. A panic anywhere is the bug the fuzzer looks for.
 
 mod collections;
+mod lists;
 
 use std::sync::{Arc, LazyLock};
 
@@ -18,6 +19,7 @@ use crate::state::{Client, Shared};
 use crate::store::Call;
 
 pub use collections::collections;
+pub use lists::lists;
 
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let config = Config::default();

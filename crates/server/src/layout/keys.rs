@@ -1,14 +1,14 @@
 //! Keys under which the elements of large collections live (composite keys: the
 //! collection's 8-byte id first). Hashes, sets and sorted sets share the ordered element
 //! index, where one collection is one key range; lists share the positions table (a hash
-//! table), where a list is the keys of its positions.
+//! table), where a list is the keys of its packed nodes (`crate::coll`'s list nodes).
 //!
 //! ```text
 //! hash field   : id ++ h ++ field              -> value
 //! set member   : id ++ h ++ member             -> (empty)
 //! zset member  : id ++ 0x00 ++ h ++ member     -> score (the f64's 8 bytes)
 //! zset order   : id ++ 0x01 ++ score ++ member -> score (the f64's 8 bytes)
-//! list element : id ++ position                -> element (in the positions table)
+//! list node    : id ++ node number             -> run of elements (in the positions table)
 //! ```
 //!
 //! `id` is big-endian; `h` is the CRC32C of the member, big-endian. Hashes and sets are
@@ -16,8 +16,8 @@
 //! space then lands on a random member (`SPOP`, `SRANDMEMBER`, `HRANDFIELD`, and
 //! `ZRANDMEMBER` through the zset's member keys), where member order would land on the
 //! first member after a common prefix almost every time. A sorted set's order keys sort
-//! by score, then member: its ranges and ranks are scans. A list element's position is a
-//! `u64` (big-endian): pushes on the left take smaller positions, on the right larger ones.
+//! by score, then member: its ranges and ranks are scans. A list node's number is a `u64`
+//! (big-endian), unique within its list; the list's order is its node table's.
 
 use std::ops::Bound;
 
@@ -91,15 +91,15 @@ pub(crate) fn zset_score_key(id: u64, score: f64, member: &[u8]) -> Vec<u8> {
     k
 }
 
-/// A list element's key: `id ++ position`.
-pub(crate) fn list_key(id: u64, pos: u64) -> [u8; 16] {
+/// A list node's key: `id ++ node number`.
+pub(crate) fn list_key(id: u64, no: u64) -> [u8; 16] {
     let mut k = [0u8; 16];
     k[..8].copy_from_slice(&id.to_be_bytes());
-    k[8..].copy_from_slice(&pos.to_be_bytes());
+    k[8..].copy_from_slice(&no.to_be_bytes());
     k
 }
 
-/// The position in a list element's key.
+/// The node number in a list node's key.
 #[cfg(test)]
 fn list_pos(key: &[u8]) -> u64 {
     key.get(8..16)

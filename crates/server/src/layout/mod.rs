@@ -23,7 +23,7 @@ pub(crate) use keys::{
     MAX_ELEMENT, bits_score, hashed_key, id_bounds, id_prefix, key_score, list_key, score_bits,
     score_key, zset_member_key, zset_member_prefix, zset_score_key, zset_score_prefix,
 };
-pub(crate) use pack::Pack;
+pub(crate) use pack::{Pack, entries, entry_len, put_entry};
 pub(crate) use thresholds::{
     Param, ThresholdValues, Thresholds, param as threshold_param, parse as threshold_parse,
 };

@@ -1,11 +1,12 @@
 //! Large collections: their elements in shared indexes under composite keys `id ++ …`
 //! (`crate::layout::keys`), and their bookkeeping (element count, a list's first
-//! position) in a table by id. Hashes, sets and sorted sets share one ordered index (a
-//! [`Wormhole`]): their scans, ranges and random probes walk key ranges. Lists share one
-//! hash table (a [`Mercury`]): a list's positions are dense (`head .. head + len`), so
-//! every list operation is a point operation at a computed position (a range is a batch
-//! of them), which a hash table answers without an ordered index's search; measured in
-//! `docs/server.md`.
+//! position and node table) in a table by id. Hashes, sets and sorted sets share one
+//! ordered index (a [`Wormhole`]): their scans, ranges and random probes walk key ranges.
+//! Lists share one hash table (a [`Mercury`]) of packed nodes, `id ++ node number → run of
+//! elements` (as Redis's quicklist): the list's order is its [`Nodes`] table here (node
+//! numbers and element counts, head to tail), so every node is found by a walk of that
+//! table and one point lookup, which a hash table answers without an ordered index's
+//! search; measured in `docs/server.md`.
 //!
 //! Why one shared index rather than one index per collection, and why only past the
 //! compact thresholds: measured in `docs/server.md` ("Representation"). In short: a
@@ -30,7 +31,7 @@
 //! key changed after its lookup, and the reader looks the key up again
 //! (`Store::read`). `docs/server.md` ("Large strings") says why this rather than chunks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -49,6 +50,39 @@ pub(crate) struct Meta {
     pub(crate) head: AtomicU64,
     /// Whether this is a list (its elements are in the positions table).
     pub(crate) list: bool,
+    /// A list's nodes, head to tail (empty for the other types). Changed only under the
+    /// key's stripe, with `head` and `len`, so that the append-only file's rewrite, which
+    /// holds no stripe, reads the three and the nodes' bytes consistently under this lock.
+    pub(crate) nodes: Mutex<Nodes>,
+}
+
+/// One node of a large list: a run of elements under `id ++ no` in the positions table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Node {
+    /// The node's number (its key's second half); unique within the list, not ordered.
+    pub(crate) no: u64,
+    /// Elements in the node (at least 1).
+    pub(crate) count: u32,
+    /// Bytes of the node's run.
+    pub(crate) bytes: u32,
+}
+
+/// A large list's node table: its nodes head to tail, and the next unused node number.
+#[derive(Debug, Default)]
+pub(crate) struct Nodes {
+    /// The nodes, head to tail.
+    pub(crate) list: VecDeque<Node>,
+    /// The next node number to hand out.
+    pub(crate) next: u64,
+}
+
+impl Nodes {
+    /// A fresh node number.
+    pub(crate) fn fresh(&mut self) -> u64 {
+        let n = self.next;
+        self.next = self.next.wrapping_add(1);
+        n
+    }
 }
 
 impl Meta {
@@ -66,6 +100,11 @@ impl Meta {
     /// A list's first position.
     pub(crate) fn head(&self) -> u64 {
         self.head.load(Ordering::Relaxed)
+    }
+
+    /// A list's node table, locked (see [`Meta::nodes`]).
+    pub(crate) fn lock_nodes(&self) -> MutexGuard<'_, Nodes> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sets a list's span: first position and length.
@@ -168,10 +207,9 @@ impl Large {
             return;
         };
         if meta.list {
-            let head = meta.head();
-            for i in 0..meta.len() {
-                self.positions
-                    .remove(&crate::layout::list_key(id, head.wrapping_add(i)));
+            let mut g = meta.lock_nodes();
+            for n in g.list.drain(..) {
+                self.positions.remove(&crate::layout::list_key(id, n.no));
             }
         } else {
             let (lo, hi) = id_bounds(id);

@@ -76,7 +76,7 @@ use crate::layout::Thresholds;
 
 pub(crate) use dbs::{Databases, select_record};
 pub(crate) use evict::ITEM_STRUCTURE;
-pub(crate) use large::Meta;
+pub(crate) use large::{Meta, Node, Nodes};
 pub(crate) use txn::Txn;
 pub(crate) use value::{Enc, Entry, Kind, MAX_HEADER, decode, header, large_id, set_access};
 pub(crate) use watch::WatchFlag;
@@ -469,7 +469,7 @@ impl Store {
         &self.large.elements
     }
 
-    /// The shared table of the large lists' elements, by `id ++ position`.
+    /// The shared table of the large lists' packed nodes, by `id ++ node number`.
     pub(crate) fn positions(&self) -> &Mercury {
         &self.large.positions
     }

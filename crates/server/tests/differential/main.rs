@@ -15,6 +15,7 @@ mod collections;
 #[path = "../common/mod.rs"]
 mod common;
 mod large;
+mod lists;
 mod pubsub;
 mod transactions;
 
