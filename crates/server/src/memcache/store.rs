@@ -37,7 +37,7 @@ use orrery::{KvIndex, OrderedKvIndex};
 
 use super::counters::{Stat, Tally};
 use super::item::{self, Meta, STALE, TOKEN_SENT};
-use crate::memory::{DEAD, Keyspace, Memory, Policy};
+use crate::memory::{DEAD, Keyspace, Memory, Policy, lru_rank};
 
 /// Number of write-lock stripes (a power of two).
 pub(crate) const STRIPES: usize = 1024;
@@ -743,21 +743,6 @@ fn needs_bump(m: &Meta, now: Now) -> bool {
     m.state & item::FETCHED == 0 || item::idle_ms(now.clock, m.atime) >= u64::from(BUMP_MS)
 }
 
-/// How much more idle an item never read since it was stored looks to the eviction than
-/// one read (a probation segment: memcached's segmented LRU protects items hit twice; the
-/// weight was chosen by the hit ratio of `scripts/memcache_zipf_hits.py`, see
-/// `docs/results/mercury.md`).
-const PROBATION_WEIGHT: u64 = 8;
-
-/// The eviction rank of a live item idle for `idle` milliseconds.
-fn probation(m: Meta, idle: u64) -> u64 {
-    if m.state & item::FETCHED == 0 {
-        idle.saturating_mul(PROBATION_WEIGHT).min(DEAD - 1)
-    } else {
-        idle
-    }
-}
-
 /// Bytes of index structure an item costs beyond its key and value, as the memory limit
 /// counts it: Mercury's 16-byte node header and a 32-byte bucket cell shared by 3 to 6
 /// items ([`LOAD_PERCENT`]), rounded up to 8.
@@ -786,7 +771,10 @@ impl Keyspace for Items {
                 let idle = if dead {
                     DEAD
                 } else {
-                    probation(m, item::idle_ms(now.clock, m.atime))
+                    lru_rank(
+                        item::idle_ms(now.clock, m.atime),
+                        m.state & item::FETCHED != 0,
+                    )
                 };
                 f(k, idle, m.atime);
             }

@@ -41,6 +41,24 @@ use pool::Pool;
 /// Idle time of a dead key (expired or flushed): evicted before any live one.
 pub(crate) const DEAD: u64 = u64::MAX;
 
+/// How much more idle an item never read since it was written looks to the LRU eviction
+/// than one read since: a probation segment, as memcached's segmented LRU protects items
+/// hit twice. Under a cache-aside load most misses store keys that are never asked for
+/// again, and plain LRU keeps them as long as the keys that are read. The weight was
+/// chosen by the hit ratios of `scripts/memcache_zipf_hits.py` (`docs/results/mercury.md`)
+/// and `scripts/bench-server-eviction.sh` (`docs/results/server.md`).
+pub(crate) const PROBATION_WEIGHT: u64 = 8;
+
+/// The LRU eviction rank of a live item idle for `idle_ms` milliseconds: its idle time,
+/// times [`PROBATION_WEIGHT`] when it was never read since it was written.
+pub(crate) fn lru_rank(idle_ms: u64, read: bool) -> u64 {
+    if read {
+        idle_ms.min(DEAD - 1)
+    } else {
+        idle_ms.saturating_mul(PROBATION_WEIGHT).min(DEAD - 1)
+    }
+}
+
 /// A keyspace the memory limit can evict from. Implementations lock what they need per
 /// call; the eviction code holds no lock of theirs.
 pub(crate) trait Keyspace: Send + Sync {

@@ -15,7 +15,7 @@
 //! # Access field
 //!
 //! Every stored value carries an access field (`value`: last access, LFU counter). Writes
-//! set it. Reads refresh it only while it matters, that is while a limit is set or an LFU
+//! set it (a new key's LFU counter at its initial value, [`lfu::INIT`]). Reads refresh it only while it matters, that is while a limit is set or an LFU
 //! policy is chosen ([`Store::tracking`]), and then at most once per key per second under
 //! LRU (the field's resolution, as Redis's LRU clock) or when the LFU counter moves: on a
 //! Mercury backend in place, lock-free; on another backend under the key's stripe when it
@@ -24,6 +24,14 @@
 //! the last write.
 //!
 //! # Eviction
+//!
+//! Ranks: under the LRU policies a key's idle time, times
+//! [`PROBATION_WEIGHT`](crate::memory::PROBATION_WEIGHT) when it was never read since it
+//! was written (its LFU counter still at [`lfu::INIT`]: an LRU read raises it past that;
+//! see [`crate::memory::lru_rank`]). This is where `allkeys-lru` departs from Redis's,
+//! which ranks by idle time alone: under a cache-aside load most keys stored on a miss are
+//! never asked for again, and the probation evicts them before keys that are read
+//! (measured: `docs/results/server.md`, "Eviction").
 //!
 //! Sampling ([`Keyspace::sample`]): `allkeys-*` walk the key index from a random place
 //! (Mercury) or a sweeping hand (ordered backends); `volatile-*` walk the deadlines index
@@ -41,7 +49,7 @@ use orrery::KvIndex;
 
 use super::value::{header, set_access};
 use super::{Call, Store};
-use crate::memory::{DEAD, Keyspace, Policy, lfu};
+use crate::memory::{DEAD, Keyspace, Policy, lfu, lru_rank};
 
 /// Bytes of index structure an entry costs beyond its key and value, as the limit counts
 /// it (Mercury's 16-byte node header and a 32-byte bucket cell; the memcached port counts
@@ -139,7 +147,11 @@ impl Store {
             let (factor, decay) = self.memory.lfu_params();
             lfu::touch(a, now_s, factor, decay, lfu::random())
         } else {
-            (a & 0xff00_0000) | (now_s as u32 & 0x00ff_ffff)
+            // LRU: the time, and the counter raised past its initial value on the first
+            // read (as an LFU touch does then, with probability 1), which is what marks a
+            // key read since it was written for the probation rank (`rank`).
+            let c = ((a >> 24) as u8).max(lfu::INIT + 1);
+            (u32::from(c) << 24) | (now_s as u32 & 0x00ff_ffff)
         }
     }
 
@@ -206,7 +218,12 @@ impl Store {
                 255 - u64::from(lfu::counter(a, now / 1000, decay))
             }
             Policy::VolatileTtl => DEAD - 1 - h.deadline.unwrap_or(DEAD - 1).min(DEAD - 1),
-            _ => lfu::idle_secs(a, now / 1000) * 1000,
+            // The access time has a resolution of one second: the middle of it, so that a
+            // key never read since it was written this second still ranks above one read.
+            _ => lru_rank(
+                lfu::idle_secs(a, now / 1000) * 1000 + 500,
+                (a >> 24) as u8 > lfu::INIT,
+            ),
         };
         Some((rank, a))
     }

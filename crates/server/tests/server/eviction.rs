@@ -138,6 +138,41 @@ fn noeviction_refuses_writes_and_serves_reads() {
 }
 
 #[test]
+fn lru_keeps_keys_that_are_read_over_keys_never_read() {
+    // A cache-aside load: keys read since they were written are kept over the flood of
+    // keys written once and never read (the probation rank, `store/evict.rs`). Plain LRU
+    // fails this: the read keys are the oldest (or, within one second, tied with the
+    // flood, and four in five of them go). The read keys are spread among the others in
+    // key order (`k{100 i}h` after `k{100 i}`), as an ordered index's sampler walks keys
+    // in order.
+    let server = Server::start(&["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = server.client();
+    let mut r = server.raw();
+    let hot = |i: usize| format!("k{}h", i * 100);
+    let value = "x".repeat(1000);
+    for i in 0..200 {
+        let () = redis::cmd("SET")
+            .arg(hot(i))
+            .arg(&value)
+            .query(&mut c)
+            .unwrap();
+    }
+    for i in 0..200 {
+        let v: Option<String> = redis::cmd("GET").arg(hot(i)).query(&mut c).unwrap();
+        assert!(v.is_some());
+    }
+    assert_eq!(write_strings(&mut r, "k", 20_000, 1000, false), 0);
+    let evicted: usize = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+    assert!(evicted > 10_000, "{evicted}");
+    let mut kept = 0;
+    for i in 0..200 {
+        let n: usize = redis::cmd("EXISTS").arg(hot(i)).query(&mut c).unwrap();
+        kept += n;
+    }
+    assert!(kept >= 190, "only {kept} of the 200 keys read were kept");
+}
+
+#[test]
 fn collections_are_evicted_too() {
     let server = Server::start(&["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]);
     let mut c = server.client();
