@@ -34,9 +34,10 @@
 //! (measured: `docs/results/server.md`, "Eviction").
 //!
 //! Sampling ([`Keyspace::sample`]): `allkeys-*` walk the key index from a random place
-//! (Mercury) or a sweeping hand (ordered backends); `volatile-*` walk the deadlines index
-//! (only keys with a deadline are there), `volatile-ttl` from its start (the nearest
-//! deadlines), the others from a sweeping hand. An eviction ([`Keyspace::evict`]) is an
+//! (Mercury) or, on ordered backends, alternately from a sweeping hand and from a random
+//! key of a reservoir the hand fills from the whole key order ([`sweep`]); `volatile-*`
+//! walk the deadlines index (only keys with a deadline are there), `volatile-ttl` from its
+//! start (the nearest deadlines), the others as the keys. An eviction ([`Keyspace::evict`]) is an
 //! ordinary delete: [`Store::write`] on the key's stripe, checking that the access field
 //! is still the one sampled, then [`Txn::delete`](super::Txn::delete), which logs `DEL`
 //! to the append-only file like any other delete.
@@ -56,50 +57,104 @@ use crate::memory::{DEAD, Keyspace, Policy, lfu, lru_rank};
 /// the same).
 pub(crate) const ITEM_STRUCTURE: usize = 48;
 
-/// The sweeping hands of the samplers of ordered indexes (keys, deadlines).
+/// The samplers of ordered indexes (keys, deadlines); see [`sweep`].
 #[derive(Default)]
 pub(super) struct Hands {
-    keys: Mutex<Vec<u8>>,
-    deadlines: Mutex<Vec<u8>>,
+    keys: Mutex<Sampler>,
+    deadlines: Mutex<Sampler>,
 }
+
+/// Where the samples of an ordered index start: a hand sweeping the key order, and a
+/// reservoir of keys the hand passed, spread over the whole order.
+#[derive(Default)]
+struct Sampler {
+    /// The last key the hand visited.
+    hand: Vec<u8>,
+    /// Keys the hand passed, each admitted with probability `RESERVOIR / len`, so that
+    /// a pass of the hand over the index refills it evenly from the whole key order.
+    reservoir: Vec<Vec<u8>>,
+    /// Samples taken (every other one starts at the hand).
+    taken: u64,
+}
+
+/// Keys the reservoir of a [`Sampler`] holds.
+const RESERVOIR: usize = 256;
 
 fn live_bytes(idx: &dyn KvIndex) -> usize {
     idx.memory_usage().key_value_bytes + idx.len() * ITEM_STRUCTURE
 }
 
-/// Visits up to `n` pairs of `o` after `hand` (wrapping to the start), moving the hand.
+/// SplitMix64's finaliser: the random draws of [`sweep`] from the sample's seed.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Visits up to `n` consecutive pairs of `o` (wrapping to the start). Every other sample
+/// starts at the sampler's hand and moves it, feeding the reservoir; the others start
+/// after a random key of the reservoir. A hand alone samples one stretch of the key order
+/// after another, so when it crosses keys that are all recently used (keys under one
+/// prefix, read together), the pool holds nothing else and one of them is evicted while
+/// idler keys wait elsewhere; the reservoir's starts mix candidates from the whole order
+/// into every pool, as Redis's random samples do.
 fn sweep(
     o: &dyn orrery::OrderedKvIndex,
-    hand: &Mutex<Vec<u8>>,
+    sampler: &Mutex<Sampler>,
+    seed: u64,
     n: usize,
     visit: &mut dyn FnMut(&[u8], &[u8]),
 ) {
-    let mut hand = hand.lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = sampler.lock().unwrap_or_else(|p| p.into_inner());
+    s.taken += 1;
+    let from_hand = s.taken % 2 == 1 || s.reservoir.is_empty();
+    let start = if from_hand {
+        s.hand.clone()
+    } else {
+        let r = mix(seed) as usize % s.reservoir.len();
+        s.reservoir[r].clone()
+    };
+    // Admission to the reservoir: probability RESERVOIR / len, as a threshold on a
+    // 64-bit draw.
+    let len = o.len().max(1) as u128;
+    let admit = if len <= RESERVOIR as u128 {
+        u64::MAX
+    } else {
+        ((u128::from(u64::MAX) * RESERVOIR as u128) / len) as u64
+    };
+    let mut admitted: Vec<Vec<u8>> = Vec::new();
     let mut last: Option<Vec<u8>> = None;
-    let mut seen = 0;
-    o.scan(Bound::Excluded(&hand), &mut |k, v| {
-        last = Some(k.to_vec());
-        seen += 1;
+    let seen = std::cell::Cell::new(0u64);
+    let mut each = |k: &[u8], v: &[u8]| {
+        seen.set(seen.get() + 1);
+        if from_hand {
+            last = Some(k.to_vec());
+            if mix(seed ^ seen.get().wrapping_mul(0x9e37_79b9_7f4a_7c15)) <= admit {
+                admitted.push(k.to_vec());
+            }
+        }
         visit(k, v);
-        if seen >= n {
+        if seen.get() >= n as u64 {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
-    });
-    if seen < n {
-        o.scan(Bound::Unbounded, &mut |k, v| {
-            last = Some(k.to_vec());
-            seen += 1;
-            visit(k, v);
-            if seen >= n {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
+    };
+    o.scan(Bound::Excluded(&start), &mut each);
+    if seen.get() < n as u64 {
+        o.scan(Bound::Unbounded, &mut each);
     }
-    *hand = last.unwrap_or_default();
+    if from_hand {
+        s.hand = last.unwrap_or_default();
+        for (i, k) in admitted.into_iter().enumerate() {
+            if s.reservoir.len() < RESERVOIR {
+                s.reservoir.push(k);
+            } else {
+                let r = mix(seed.rotate_left(17) ^ i as u64) as usize % RESERVOIR;
+                s.reservoir[r] = k;
+            }
+        }
+    }
 }
 
 impl Store {
@@ -269,7 +324,7 @@ impl Keyspace for Store {
                     }
                 });
             } else {
-                sweep(&self.deadlines, &self.hands.deadlines, n, &mut visit);
+                sweep(&self.deadlines, &self.hands.deadlines, seed, n, &mut visit);
             }
             return;
         }
@@ -290,7 +345,7 @@ impl Keyspace for Store {
                 }
             });
         } else if let Some(o) = self.ordered() {
-            sweep(o, &self.hands.keys, n, &mut visit);
+            sweep(o, &self.hands.keys, seed, n, &mut visit);
         }
     }
 

@@ -173,6 +173,40 @@ fn lru_keeps_keys_that_are_read_over_keys_never_read() {
 }
 
 #[test]
+fn lru_keeps_keys_that_are_read_under_one_prefix() {
+    // The same load with the keys read all under one prefix, next to each other in key
+    // order: a sampler that walks the order one stretch at a time finds nothing but them
+    // while it crosses them, and evicts them (82 of the 200 kept); the samples that start
+    // from keys spread over the whole order (`store/evict.rs`, `sweep`) keep them.
+    let server = Server::start(&["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = server.client();
+    let mut r = server.raw();
+    let value = "x".repeat(1000);
+    for i in 0..200 {
+        let () = redis::cmd("SET")
+            .arg(format!("hot:{i}"))
+            .arg(&value)
+            .query(&mut c)
+            .unwrap();
+        let v: Option<String> = redis::cmd("GET")
+            .arg(format!("hot:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert!(v.is_some());
+    }
+    assert_eq!(write_strings(&mut r, "cold:", 20_000, 1000, false), 0);
+    let mut kept = 0;
+    for i in 0..200 {
+        let n: usize = redis::cmd("EXISTS")
+            .arg(format!("hot:{i}"))
+            .query(&mut c)
+            .unwrap();
+        kept += n;
+    }
+    assert!(kept >= 190, "only {kept} of the 200 keys read were kept");
+}
+
+#[test]
 fn collections_are_evicted_too() {
     let server = Server::start(&["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]);
     let mut c = server.client();
