@@ -4,7 +4,9 @@
 //! closure calls (`compute` and `update` call theirs exactly once and show the current
 //! value; `update` of an absent key never calls it), scans and iterators pair by pair (with
 //! no visit after `Break`), the counts of `remove_range`, and for [`Op::Verify`] every view
-//! in full plus the structure's invariant walk. The model is updated as the contract says,
+//! in full plus the structure's invariant walk. What a callback or closure is shown is
+//! compared, in full, with the model's value where both lie, and copied only to report a
+//! difference (values run up to 1 MiB). The model is updated as the contract says,
 //! whatever the structure answered, so that the stream stays a function of the seed.
 
 use std::ops::{Bound, ControlFlow};
