@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use orrery::testing::clock::thread_cpu_secs;
 use orrery::testing::torture::{Budget, Settings, run};
 
 use super::configs::Config;
@@ -59,16 +60,20 @@ pub(crate) fn execute(plan: &Plan) -> Vec<Tally> {
                         budget: plan.budget,
                     };
                     let t = Instant::now();
+                    let cpu0 = thread_cpu_secs();
                     let report = run(&config.make, &settings, &mut |n| {
                         done_ops.fetch_add(n, Ordering::Relaxed);
                     });
                     let secs = t.elapsed().as_secs_f64();
+                    // The job's own CPU time (not its structures' background threads): on a
+                    // shared machine the wall time says more about the load than the runner.
+                    let cpu = thread_cpu_secs() - cpu0;
                     if let Some(d) = &report.divergence {
                         println!("== {} (seed {seed:#x})\n{d}", config.name);
                     }
                     eprintln!(
                         "torture: {} seed {seed:#x}: {} ops, {} episodes, {} full comparisons, \
-                         {} in {secs:.1} s",
+                         {} in {secs:.1} s ({cpu:.1} s CPU, {:.2} µs/op CPU)",
                         config.name,
                         report.ops,
                         report.episodes,
@@ -77,7 +82,8 @@ pub(crate) fn execute(plan: &Plan) -> Vec<Tally> {
                             "DIVERGED"
                         } else {
                             "no divergence"
-                        }
+                        },
+                        cpu * 1e6 / report.ops.max(1) as f64
                     );
                     let mut all = tallies.lock().unwrap_or_else(|e| e.into_inner());
                     let t = &mut all[c];

@@ -181,17 +181,24 @@ pub(crate) fn check_present<I: KvIndex + ?Sized>(index: &I, key: &[u8], value: &
         show_opt(got.as_deref()),
         show(value)
     );
+    // The value shown is compared where it lies; only a wrong one is copied.
     let mut calls = 0;
-    let mut seen = Vec::new();
+    let mut wrong: Option<Vec<u8>> = None;
     let found = index.get_with(key, &mut |v| {
         calls += 1;
-        seen = v.to_vec();
+        if v != value && wrong.is_none() {
+            wrong = Some(v.to_vec());
+        }
     });
     ensure!(
-        found && calls == 1 && seen == value,
+        found && calls == 1 && wrong.is_none(),
         "get_with({}) returned {found} after {calls} callback calls with {}, expected true after 1 call with {}",
         show(key),
-        show(&seen),
+        show(
+            wrong
+                .as_deref()
+                .unwrap_or(if calls == 0 { b"" } else { value })
+        ),
         show(value)
     );
     ensure!(
@@ -227,35 +234,47 @@ pub(crate) fn check_absent<I: KvIndex + ?Sized>(index: &I, key: &[u8]) -> Check 
 }
 
 /// Checks one `get_many` batch against the model: one call per key, in order, right values.
+/// Each answer is compared with the model as it comes (nothing is copied unless it is
+/// wrong); the first difference is reported.
 pub(crate) fn check_get_many_batch<I: KvIndex + ?Sized>(
     index: &I,
     model: &Model,
     keys: &[&[u8]],
 ) -> Check {
-    let mut calls: Vec<(usize, Option<Vec<u8>>)> = Vec::with_capacity(keys.len());
-    index.get_many(keys, &mut |i, v| calls.push((i, v.map(<[u8]>::to_vec))));
-    ensure!(
-        calls.len() == keys.len(),
-        "get_many of {} keys made {} callback calls (expected one per key)",
-        keys.len(),
-        calls.len()
-    );
-    for (pos, (i, got)) in calls.iter().enumerate() {
-        ensure!(
-            *i == pos,
-            "get_many callback #{pos} was for key index {i} (calls must come once per key, in order)"
-        );
+    let mut calls = 0usize;
+    let mut first_err: Option<String> = None;
+    index.get_many(keys, &mut |i, got| {
+        let pos = calls;
+        calls += 1;
+        if first_err.is_some() || pos >= keys.len() {
+            return;
+        }
+        if i != pos {
+            first_err = Some(format!(
+                "get_many callback #{pos} was for key index {i} (calls must come once per key, in order)"
+            ));
+            return;
+        }
         let want = model.get(keys[pos]).map(Vec::as_slice);
-        ensure!(
-            got.as_deref() == want,
-            "get_many: key #{pos} {} got {}, expected {} (batch of {})",
-            show(keys[pos]),
-            show_opt(got.as_deref()),
-            show_opt(want),
-            keys.len()
-        );
+        if got != want {
+            first_err = Some(format!(
+                "get_many: key #{pos} {} got {}, expected {} (batch of {})",
+                show(keys[pos]),
+                show_opt(got),
+                show_opt(want),
+                keys.len()
+            ));
+        }
+    });
+    ensure!(
+        calls == keys.len(),
+        "get_many of {} keys made {calls} callback calls (expected one per key)",
+        keys.len()
+    );
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Verifies every point view of the index against the model: `len`, `is_empty`, each model

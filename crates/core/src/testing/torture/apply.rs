@@ -4,7 +4,9 @@
 //! closure calls (`compute` and `update` call theirs exactly once and show the current
 //! value; `update` of an absent key never calls it), scans and iterators pair by pair (with
 //! no visit after `Break`), the counts of `remove_range`, and for [`Op::Verify`] every view
-//! in full plus the structure's invariant walk. The model is updated as the contract says,
+//! in full plus the structure's invariant walk. What a callback or closure is shown is
+//! compared, in full, with the model's value where both lie, and copied only to report a
+//! difference (values run up to 1 MiB). The model is updated as the contract says,
 //! whatever the structure answered, so that the stream stays a function of the seed.
 
 use std::ops::{Bound, ControlFlow};
@@ -50,12 +52,12 @@ pub(crate) fn apply(s: &dyn Subject, model: &mut Model, op: &Op) -> Check {
         Op::Insert { key, value } => {
             let v = value.bytes();
             let got = index.insert(key, &v);
-            let want = !model.contains_key(key);
+            // One model lookup: the model's own insert says whether the key was new.
+            let want = model.insert(key.clone(), v).is_none();
             ensure!(
                 got == Ok(want),
                 "insert returned {got:?}, expected Ok({want})"
             );
-            model.insert(key.clone(), v);
         }
         Op::Remove { key } => {
             let got = index.remove(key);
@@ -98,29 +100,44 @@ fn rmw(s: &dyn Subject) -> Result<&dyn KvUpdate, String> {
         .ok_or_else(|| "a read-modify-write on a subject without them".to_string())
 }
 
-/// Calls of a closure and the value it was shown.
-#[derive(Default)]
-struct Calls {
+/// Calls of a closure, each compared as it comes with the value it should be shown (the
+/// model's, before the operation): nothing is copied unless it differs.
+struct Calls<'w> {
+    want: Option<&'w [u8]>,
     n: usize,
-    seen: Option<Option<Vec<u8>>>,
+    /// The first value shown that differed from `want`.
+    wrong: Option<Option<Vec<u8>>>,
 }
 
-impl Calls {
-    fn check(&self, op: &str, want: Option<&Vec<u8>>, called: bool) -> Check {
+impl<'w> Calls<'w> {
+    fn new(want: Option<&'w Vec<u8>>) -> Self {
+        Calls {
+            want: want.map(Vec::as_slice),
+            n: 0,
+            wrong: None,
+        }
+    }
+
+    fn saw(&mut self, cur: Option<&[u8]>) {
+        self.n += 1;
+        if cur != self.want && self.wrong.is_none() {
+            self.wrong = Some(cur.map(<[u8]>::to_vec));
+        }
+    }
+
+    fn check(&self, op: &str, called: bool) -> Check {
         let n_want = usize::from(called);
         ensure!(
             self.n == n_want,
             "{op}: the closure was called {} times, expected {n_want}",
             self.n
         );
-        if called {
-            let seen = self.seen.clone().flatten();
-            ensure!(
-                seen.as_ref() == want,
+        if let Some(seen) = &self.wrong {
+            return Err(format!(
                 "{op}: the closure was shown {}, the current value is {}",
                 show_opt(seen.as_deref()),
-                show_opt(want.map(Vec::as_slice))
-            );
+                show_opt(self.want)
+            ));
         }
         Ok(())
     }
@@ -134,7 +151,6 @@ fn too_long(len: usize) -> Error {
 }
 
 fn compute(u: &dyn KvUpdate, model: &mut Model, key: &[u8], action: ComputeAction) -> Check {
-    let old = model.get(key).cloned();
     let decide = |cur: Option<&[u8]>| -> Option<Vec<u8>> {
         match action {
             ComputeAction::Set(v) => Some(v.bytes()),
@@ -144,30 +160,38 @@ fn compute(u: &dyn KvUpdate, model: &mut Model, key: &[u8], action: ComputeActio
             ComputeAction::OverLong => Some(over_long_value().to_vec()),
         }
     };
-    let mut calls = Calls::default();
+    let old = model.get(key);
+    let mut calls = Calls::new(old);
     let got = u.compute_with(key, &mut |cur| {
-        calls.n += 1;
-        calls.seen = Some(cur.map(<[u8]>::to_vec));
+        calls.saw(cur);
         decide(cur)
     });
-    calls.check("compute", old.as_ref(), true)?;
-    let new = decide(old.as_deref());
+    calls.check("compute", true)?;
+    let existed = old.is_some();
+    // `Keep` stores what is there: the model needs no change.
+    let new = match action {
+        ComputeAction::Keep => None,
+        _ => decide(old.map(Vec::as_slice)),
+    };
     let want = match &new {
         Some(v) if v.len() > MAX_VALUE_LEN => Err(too_long(v.len())),
-        _ => Ok(old.is_some()),
+        _ => Ok(existed),
     };
     ensure!(got == want, "compute returned {got:?}, expected {want:?}");
-    if want.is_ok() {
-        match new {
-            Some(v) => model.insert(key.to_vec(), v),
-            None => model.remove(key),
-        };
+    match (action, new) {
+        (ComputeAction::Keep, _) => {}
+        _ if want.is_err() => {}
+        (_, Some(v)) => {
+            model.insert(key.to_vec(), v);
+        }
+        (_, None) => {
+            model.remove(key);
+        }
     }
     Ok(())
 }
 
 fn update(u: &dyn KvUpdate, model: &mut Model, key: &[u8], action: UpdateAction) -> Check {
-    let old = model.get(key).cloned();
     let decide = |cur: &[u8]| -> Vec<u8> {
         match action {
             UpdateAction::Set(v) => v.bytes(),
@@ -175,13 +199,13 @@ fn update(u: &dyn KvUpdate, model: &mut Model, key: &[u8], action: UpdateAction)
             UpdateAction::OverLong => over_long_value().to_vec(),
         }
     };
-    let mut calls = Calls::default();
+    let old = model.get(key);
+    let mut calls = Calls::new(old);
     let got = u.update_with(key, &mut |cur| {
-        calls.n += 1;
-        calls.seen = Some(Some(cur.to_vec()));
+        calls.saw(Some(cur));
         decide(cur)
     });
-    calls.check("update", old.as_ref(), old.is_some())?;
+    calls.check("update", old.is_some())?;
     let Some(old) = old else {
         ensure!(
             got == Ok(false),
@@ -189,37 +213,45 @@ fn update(u: &dyn KvUpdate, model: &mut Model, key: &[u8], action: UpdateAction)
         );
         return Ok(());
     };
-    let new = decide(&old);
-    if new.len() > MAX_VALUE_LEN {
-        let want = Err(too_long(new.len()));
+    let new_len = match action {
+        UpdateAction::Set(v) => v.len as usize,
+        UpdateAction::Append(v) => old.len() + v.len as usize,
+        UpdateAction::OverLong => MAX_VALUE_LEN + 1,
+    };
+    if new_len > MAX_VALUE_LEN {
+        let want = Err(too_long(new_len));
         ensure!(got == want, "update returned {got:?}, expected {want:?}");
     } else {
         ensure!(
             got == Ok(true),
             "update returned {got:?}, expected Ok(true)"
         );
-        model.insert(key.to_vec(), new);
+        // The model's value is changed where it lies (no copy of the old one).
+        let slot = model.get_mut(key).expect("present");
+        match action {
+            UpdateAction::Set(v) => *slot = v.bytes(),
+            UpdateAction::Append(v) => slot.extend_from_slice(&v.bytes()),
+            UpdateAction::OverLong => unreachable!("over the limit"),
+        }
     }
     Ok(())
 }
 
 fn update_in_place(u: &dyn KvUpdate, model: &mut Model, key: &[u8], xor: u8) -> Check {
-    let old = model.get(key).cloned();
-    let mut calls = Calls::default();
+    let old = model.get(key);
+    let mut calls = Calls::new(old);
     let got = u.update_in_place_with(key, &mut |cur| {
-        calls.n += 1;
-        calls.seen = Some(Some(cur.to_vec()));
+        calls.saw(Some(cur));
         cur.iter_mut().for_each(|b| *b ^= xor);
     });
-    calls.check("update_in_place", old.as_ref(), old.is_some())?;
+    calls.check("update_in_place", old.is_some())?;
     let want = Ok(old.is_some());
     ensure!(
         got == want,
         "update_in_place returned {got:?}, expected {want:?}"
     );
-    if let Some(mut v) = old {
+    if let Some(v) = model.get_mut(key) {
         v.iter_mut().for_each(|b| *b ^= xor);
-        model.insert(key.to_vec(), v);
     }
     Ok(())
 }

@@ -181,13 +181,17 @@ pub fn run(make: &Make<'_>, settings: &Settings, progress: &mut dyn FnMut(u64)) 
     let mut verifies = 0u64;
     let mut episode = 0u64;
     let mut reported = 0u64;
+    // The episode's record, reused: a fresh one per episode (up to ~2^17 operations, a few
+    // MiB) would be mapped and faulted in anew every time.
+    let mut ops: Vec<Op> = Vec::new();
     while done < settings.ops {
         let subject = make();
         let caps = Caps::of(&*subject);
         let mut stream = Stream::new(derive(settings.seed, episode), caps);
         let len = stream.len().min(settings.ops - done) as usize;
         let mut model = Model::new();
-        let mut ops: Vec<Op> = Vec::with_capacity(len + len / 1024 + 8);
+        ops.clear();
+        ops.reserve(len + len / 1024 + 8);
         let mut since_verify = 0u64;
         let mut count = 0usize;
         let mut failure = None;
