@@ -202,6 +202,7 @@ mod node;
 mod prefault;
 mod raw;
 mod read;
+mod shrink;
 mod table;
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
