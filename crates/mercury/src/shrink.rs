@@ -66,7 +66,11 @@
 //! more often than inserts: every 4th remove, a run of 64 successor buckets, finishes the
 //! N/2 merges within N/32 removes. A remove that finds the count below the successor's
 //! threshold finishes the shrink itself, unpinned between runs, as an insert finishes an
-//! expansion whose successor is full; the next remove then starts the next halving.
+//! expansion whose successor is full; the next remove then starts the next halving. Removes
+//! also help an expansion left in progress by the last inserts, and finish it when the
+//! count falls below the (smaller) current table's shrink threshold: a table cannot start a
+//! shrink while it has a successor, so otherwise a fill followed by removes only could keep
+//! both arrays forever (the linearizability drive showed it).
 
 use std::ops::Range;
 use std::ptr::NonNull;
@@ -106,10 +110,19 @@ impl Inner {
                     self.start_resize(t, t.len() / 2, guard);
                 }
             }
-            Some(next) if next.len() < t.len() => {
+            Some(next) => {
+                // Finish the resize in progress when the table is sparse for what follows
+                // it: a shrink whose successor would itself shrink, or an expansion (left
+                // in progress by the last inserts) of a table that would shrink; the next
+                // remove then starts the (next) halving.
+                let sparse_for = if next.len() < t.len() {
+                    (next.len() > min).then_some(next)
+                } else {
+                    Some(t)
+                };
                 if check
-                    && next.len() > min
-                    && self.counters.sum(crate::raw::ITEMS) < next.shrink_at()
+                    && sparse_for
+                        .is_some_and(|s| self.counters.sum(crate::raw::ITEMS) < s.shrink_at())
                 {
                     return true;
                 }
@@ -118,8 +131,6 @@ impl Inner {
                     let _ = self.help(t, next, guard);
                 }
             }
-            // An expansion in progress: inserts drive it.
-            Some(_) => {}
         }
         false
     }
