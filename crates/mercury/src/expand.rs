@@ -23,6 +23,10 @@
 //! 3. **Termination.** The holder that migrates the last run swings the structure's current
 //!    table pointer to the successor and hands the old table to the epoch collector.
 //!
+//! Shrinking (`shrink.rs`) reuses this machinery: phase 1 (`start_resize`, with a successor
+//! of N/2 buckets), the run loop and token (`help`, `migrate_run`, which calls
+//! `shrink::merge_batch` for a smaller successor) and phase 3.
+//!
 //! Workers choose the table exactly as in the paper: bucket `l = hash % N` with `l < r` goes
 //! straight to the successor; otherwise the old bucket is read (one miss, as always) and its
 //! MOVED bit redirects to the successor when set. A writer that locks a MOVED bucket
