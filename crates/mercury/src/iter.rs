@@ -233,8 +233,16 @@ impl Class {
         }
     }
 
-    /// Whether a key found in a bucket of `t` is in the class (always, when `t` is at least
-    /// as large as the modulus: the bucket then holds one class or a subclass).
+    /// Whether bucket `idx` of `t` can hold keys of the class: when `t` is at least as large
+    /// as the modulus, the bucket holds one class (or a subclass), `idx` modulo the modulus
+    /// (after a shrink and a growth back, a bucket may move into two of which only one is
+    /// in the class); a smaller table's bucket holds several classes, among them this one.
+    fn meets(self, t: &Table, idx: usize) -> bool {
+        t.len() < self.modulus || idx & (self.modulus - 1) == self.residue
+    }
+
+    /// Whether a key found in a bucket of `t` that [`meets`](Class::meets) the class is in
+    /// it (always, when `t` is at least as large as the modulus).
     fn holds(self, t: &Table, key: &[u8]) -> bool {
         t.len() >= self.modulus || (hashed(key).hash as usize) & (self.modulus - 1) == self.residue
     }
@@ -276,6 +284,9 @@ fn visit_bucket<'g>(
     f: &mut Visitor<'_>,
     guard: &'g Guard,
 ) -> ControlFlow<()> {
+    if !class.meets(t, idx) {
+        return ControlFlow::Continue(());
+    }
     loop {
         // The inline pair first, then the word: the order of a lookup (see `read.rs`).
         let pair = t.cell(idx).inline.snapshot();

@@ -504,5 +504,30 @@ mod tests {
         take(&mut it, usize::MAX);
         assert_eq!(seen.len(), n as usize);
         holds_exactly(&m, &(0..n).collect::<Vec<_>>());
+
+        // Shrunk, then growing back to the walk's size: a bucket of the smaller table moves
+        // into two buckets of a table as large as the walk's numbering, of which only one is
+        // in the class being walked.
+        m.finish_expansion();
+        let len = m.stats().buckets;
+        let mut it = m.iter();
+        let mut seen = HashSet::new();
+        let mut take = |it: &mut crate::Iter<'_>, k: usize| {
+            for e in it.by_ref().take(k) {
+                assert!(seen.insert(e.key().to_vec()), "yielded twice");
+            }
+        };
+        take(&mut it, 500);
+        shrink(&m, true);
+        take(&mut it, 500);
+        {
+            let guard = pin();
+            let t = m.inner.current(&guard);
+            assert_eq!(t.len() * 2, len);
+            t.set_next(Table::new(len, 100).unwrap());
+            assert_eq!(m.inner.help(t, t.next().unwrap(), &guard), Step::Migrated);
+        }
+        take(&mut it, usize::MAX);
+        assert_eq!(seen.len(), n as usize);
     }
 }
