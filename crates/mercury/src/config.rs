@@ -39,13 +39,13 @@ pub const DEFAULT_LOAD_PERCENT: usize = 100;
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Buckets of the initial table, `1..=`[`MAX_INITIAL_BUCKETS`] (rounded up to a power
-    /// of two).
+    /// of two), and the smallest the table shrinks to.
     pub initial_buckets: usize,
     /// The table doubles when it holds more than `load_percent` items per 100 buckets
     /// (default [`DEFAULT_LOAD_PERCENT`] = 100: the paper keeps "about one item per bucket").
     /// At least 1.
     pub load_percent: usize,
-    /// Who migrates buckets during an expansion.
+    /// Who migrates buckets during an expansion (and a shrink).
     pub expansion: Expansion,
     /// Buckets migrated per run (between two publications of the progress *r*). At least 1.
     pub migrate_run: usize,

@@ -23,6 +23,10 @@
 //! 3. **Termination.** The holder that migrates the last run swings the structure's current
 //!    table pointer to the successor and hands the old table to the epoch collector.
 //!
+//! Shrinking (`shrink.rs`) reuses this machinery: phase 1 (`start_resize`, with a successor
+//! of N/2 buckets), the run loop and token (`help`, `migrate_run`, which calls
+//! `shrink::merge_batch` for a smaller successor) and phase 3.
+//!
 //! Workers choose the table exactly as in the paper: bucket `l = hash % N` with `l < r` goes
 //! straight to the successor; otherwise the old bucket is read (one miss, as always) and its
 //! MOVED bit redirects to the successor when set. A writer that locks a MOVED bucket
@@ -60,7 +64,8 @@ use crate::inline_pair;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node};
 use crate::raw::{Inner, hashed};
-use crate::table::Table;
+use crate::shrink;
+use crate::table::{LOCK_BATCH, Table, check_interval};
 use orrery_core::prefetch;
 use orrery_core::sync::{Backoff, Guard, pin};
 
@@ -72,15 +77,6 @@ use orrery_core::sync::{Backoff, Guard, pin};
 /// well before the successor fills (measured: `docs/results/mercury.md`, "Design-note
 /// history", `HELP_EVERY`).
 const HELP_EVERY: isize = 32;
-
-/// How often (in inserts of one stripe) the striped total is compared with the threshold:
-/// every insert for tables up to 1 Ki buckets, then every `len / 1 Ki` inserts, at most every
-/// 64 (summing the stripes reads 32 cache lines). The count may overshoot the threshold by at
-/// most `stripes * interval`, under 5% of the table.
-#[inline]
-fn check_interval(buckets: usize) -> isize {
-    (buckets >> 10).clamp(1, 64) as isize
-}
 
 impl Inner {
     /// Called after an insert of a new key (under the insert's guard); `local` is the calling
@@ -95,7 +91,7 @@ impl Inner {
         match t.next() {
             None => {
                 if check && self.counters.sum(crate::raw::ITEMS) > t.grow_at() {
-                    self.start_expansion(t, guard);
+                    self.start_resize(t, t.len() * 2, guard);
                 }
             }
             Some(next) => {
@@ -111,27 +107,30 @@ impl Inner {
         false
     }
 
-    /// Phase 1: installs a successor twice as large (if `t` is not already expanding).
-    fn start_expansion(self: &Arc<Self>, t: &Table, guard: &Guard) {
+    /// Phase 1: installs a successor of `len` buckets (twice `t`'s for an expansion, half
+    /// for a shrink, `shrink.rs`) if `t` is not already resizing.
+    pub(crate) fn start_resize(self: &Arc<Self>, t: &Table, len: usize, guard: &Guard) {
         if !t.try_resize() {
             return;
         }
         // A table without successor is the current one (termination requires a successor).
         let started = t.next().is_none()
-            && match Table::new(t.len() * 2, self.config.load_percent) {
+            && match Table::new(len, self.config.load_percent) {
                 Ok(next) => {
                     t.set_next(next);
                     true
                 }
-                // No memory for a larger table: keep serving with longer chains, try again
-                // on a later insert.
+                // No memory for the new table: keep serving with this one (longer chains
+                // for an expansion), try again on a later write.
                 Err(_) => false,
             };
         t.end_resize();
         if !started {
             return;
         }
-        self.prefaulter.expansion_started(self, t.len());
+        if len > t.len() {
+            self.prefaulter.expansion_started(self, t.len());
+        }
         match self.config.expansion {
             Expansion::Cooperative => {
                 if let Some(next) = t.next() {
@@ -167,6 +166,8 @@ impl Inner {
                 Step::Done => return,
                 Step::Migrated => backoff.reset(),
                 Step::Busy => backoff.snooze(),
+                // A shrink that found no memory for a node: left for a later write.
+                Step::Stalled => return,
             }
         }
     }
@@ -199,37 +200,51 @@ impl Inner {
         if !t.try_resize() {
             return Step::Busy;
         }
-        let done = self.migrate_run(t, next, guard);
+        let step = self.migrate_run(t, next, guard);
         t.end_resize();
-        if done { Step::Done } else { Step::Migrated }
+        step
     }
 
-    /// Migrates the next run of buckets; terminates the expansion after the last one.
-    /// Returns whether the expansion is complete. The caller holds `t`'s resize token.
-    fn migrate_run(&self, t: &Table, next: &Table, guard: &Guard) -> bool {
+    /// Migrates the next run of buckets (of `t` for an expansion, of the successor for a
+    /// shrink); terminates the resize after the last one. The caller holds `t`'s resize
+    /// token.
+    fn migrate_run(&self, t: &Table, next: &Table, guard: &Guard) -> Step {
+        // Units of progress: old buckets for an expansion, successor buckets for a shrink.
+        let span = t.len().min(next.len());
         let start = t.migrated();
-        if start == t.len() {
-            return true;
+        if start == span {
+            return Step::Done;
         }
-        let end = (start + self.config.migrate_run).min(t.len());
+        let mut end = (start + self.config.migrate_run).min(span);
         let mut promoted = Vec::new();
-        let mut words = [BucketWord::MOVED_EMPTY; LOCK_BATCH];
-        for from in (start..end).step_by(LOCK_BATCH) {
-            let to = (from + LOCK_BATCH).min(end);
-            // Lock the batch first, then migrate it: a locked RMW waits for every earlier
-            // store to drain, so taking each lock between two buckets' migrations made every
-            // bucket wait for the previous one's stores into fresh successor lines. Locks are
-            // taken in index order, and a writer holds at most one bucket lock and waits for
-            // nothing while holding it, so holding a batch cannot deadlock. Prefetching each
-            // head node overlaps the batch's node misses.
-            for (w, l) in words.iter_mut().zip(from..to) {
-                *w = t.lock(l);
-                if let Some(head) = w.head().node() {
-                    prefetch(head.as_ptr());
+        if next.len() < t.len() {
+            for from in (start..end).step_by(LOCK_BATCH) {
+                let to = (from + LOCK_BATCH).min(end);
+                let reached = shrink::merge_batch(&self.alloc, t, next, from..to, &mut promoted);
+                if reached < to {
+                    end = reached;
+                    break;
                 }
             }
-            for (&w, l) in words.iter().zip(from..to) {
-                migrate_bucket(t, next, l, w, &mut promoted);
+        } else {
+            let mut words = [BucketWord::MOVED_EMPTY; LOCK_BATCH];
+            for from in (start..end).step_by(LOCK_BATCH) {
+                let to = (from + LOCK_BATCH).min(end);
+                // Lock the batch first, then migrate it: a locked RMW waits for every earlier
+                // store to drain, so taking each lock between two buckets' migrations made
+                // every bucket wait for the previous one's stores into fresh successor lines.
+                // Locks are taken in index order, and a writer holds at most one bucket lock
+                // and waits for nothing while holding it, so holding a batch cannot deadlock.
+                // Prefetching each head node overlaps the batch's node misses.
+                for (w, l) in words.iter_mut().zip(from..to) {
+                    *w = t.lock(l);
+                    if let Some(head) = w.head().node() {
+                        prefetch(head.as_ptr());
+                    }
+                }
+                for (&w, l) in words.iter().zip(from..to) {
+                    migrate_bucket(t, next, l, w, &mut promoted);
+                }
             }
         }
         if !promoted.is_empty() {
@@ -238,10 +253,13 @@ impl Inner {
             // now on cannot reach it; each was in exactly one chain, so it is retired once.
             unsafe { self.retire_all(guard, promoted) };
         }
+        if end == start {
+            return Step::Stalled;
+        }
         t.set_migrated(end);
         self.prefaulter.migrated(start, end);
-        if end < t.len() {
-            return false;
+        if end < span {
+            return Step::Migrated;
         }
         // Phase 3: termination.
         let old = self.replace_current(t);
@@ -258,7 +276,7 @@ impl Inner {
         // load never does, so every old bucket array stayed mapped (as much again as the
         // current one; measured: `docs/results/mercury.md`, "Against memcached").
         guard.flush();
-        true
+        Step::Done
     }
 }
 
@@ -272,6 +290,9 @@ pub(crate) enum Step {
     Migrated,
     /// Another thread holds the resize token.
     Busy,
+    /// Nothing was migrated: a shrink found no memory for the node its next bucket needs
+    /// (`shrink.rs`); a later write tries again.
+    Stalled,
 }
 
 /// The paper's expand-thread: migrates runs until the current expansion terminates, or the
@@ -281,7 +302,7 @@ fn expand_thread(inner: &Weak<Inner>) {
     loop {
         let Some(inner) = inner.upgrade() else { return };
         match inner.expansion_step() {
-            Step::Done => return,
+            Step::Done | Step::Stalled => return,
             Step::Migrated => {}
             Step::Busy => {
                 drop(inner);
@@ -290,9 +311,6 @@ fn expand_thread(inner: &Weak<Inner>) {
         }
     }
 }
-
-/// Buckets locked at once by a migration run (see `migrate_run`).
-const LOCK_BATCH: usize = 16;
 
 /// Migrates old bucket `l` of `t` (N buckets), whose lock the caller took (`word` is the word
 /// as of locking), into buckets `l` and `l + N` of `next`, and releases the lock. Nodes whose
@@ -381,7 +399,7 @@ mod tests {
         let m = Mercury::with_config(Config {
             initial_buckets: buckets,
             load_percent: 1_000_000,
-            migrate_run: super::LOCK_BATCH * 2 + 5,
+            migrate_run: crate::table::LOCK_BATCH * 2 + 5,
             ..Config::default()
         })
         .unwrap();
@@ -396,7 +414,7 @@ mod tests {
         let next = t.next().unwrap();
         // One run: the first 37 buckets.
         assert_eq!(inner.help(t, next, &guard), Step::Migrated);
-        assert_eq!(t.migrated(), super::LOCK_BATCH * 2 + 5);
+        assert_eq!(t.migrated(), crate::table::LOCK_BATCH * 2 + 5);
         for l in 0..buckets {
             let w = t.load(l);
             assert!(!w.is_locked(), "bucket {l} left locked");

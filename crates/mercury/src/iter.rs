@@ -1,9 +1,14 @@
 //! Unordered iteration.
 //!
-//! The walk visits the buckets of the current table in index order. A bucket that is MOVED
-//! is replaced by the two buckets of the successor it was migrated into (recursively, if the
-//! successor is itself expanding), so every key is visited through exactly one bucket of
-//! its lineage. Each bucket's inline pair and chain are read optimistically, like a lookup,
+//! The walk enumerates the classes of hashes modulo the size `len` of the table current when
+//! it started, in order, and visits each class through the buckets that hold it in the
+//! table current at that moment. A bucket that is MOVED is replaced by the bucket(s) of the
+//! successor it was migrated into (two for an expansion, one for a shrink; recursively, if
+//! the successor is itself resizing). When the table holding a bucket is smaller than the
+//! class's modulus (the table shrank since the walk started, or the bucket was merged by a
+//! shrink), the bucket also holds keys of other classes, and only the keys whose hash is in
+//! the class are kept. So every key is visited through exactly one bucket of its lineage,
+//! in exactly one class. Each bucket's inline pair and chain are read optimistically, like a lookup,
 //! into a small buffer of copies (a pair that moves from the inline area into a node during
 //! the visit is kept once); the bucket word is then re-checked, and if the bucket was marked MOVED meanwhile
 //! (a migration may have re-linked the chain under the walk) the buffer is discarded and the
@@ -23,7 +28,7 @@ use orrery_core::batch::{Entry, PairBatch};
 
 use crate::link::Link;
 use crate::node;
-use crate::raw::{Inner, successor, wait_migrated};
+use crate::raw::{Inner, hashed, successor, wait_migrated};
 use crate::table::Table;
 use orrery_core::sync::{Guard, pin};
 
@@ -88,9 +93,11 @@ impl Inner {
                 drop(guard);
                 guard = pin();
                 t = self.current(&guard);
-                // The current table may have doubled (several times) since: bucket `idx` of
-                // the old enumeration is the set of buckets `idx + k * len` of the new one,
-                // visited together below, so the walk continues on the old numbering.
+                // The current table may have doubled or halved (several times) since: class
+                // `idx` of the old enumeration is the set of buckets `idx + k * len` of a
+                // larger table, or the keys of that class in bucket `idx` modulo the size of
+                // a smaller one (see `visit_lineage`), so the walk continues on the old
+                // numbering.
             }
             if visit_lineage(t, len, idx, &mut buf, f, &guard).is_break() {
                 return;
@@ -204,8 +211,45 @@ impl Iterator for Iter<'_> {
 
 impl std::iter::FusedIterator for Iter<'_> {}
 
-/// Visits every key whose hash is `idx` modulo `len` (a power of two no larger than the
-/// lineage's tables), starting from table `t`.
+/// A class of hashes: those equal to `residue` modulo `modulus` (a power of two).
+#[derive(Clone, Copy)]
+struct Class {
+    modulus: usize,
+    residue: usize,
+}
+
+impl Class {
+    /// The class of the keys of bucket `idx` of `t` that are also in `self` (the stricter
+    /// of the two: both moduli are powers of two and bucket `idx` was reached through
+    /// `self`, so one class contains the other).
+    fn within(self, t: &Table, idx: usize) -> Class {
+        if t.len() > self.modulus {
+            Class {
+                modulus: t.len(),
+                residue: idx,
+            }
+        } else {
+            self
+        }
+    }
+
+    /// Whether bucket `idx` of `t` can hold keys of the class: when `t` is at least as large
+    /// as the modulus, the bucket holds one class (or a subclass), `idx` modulo the modulus
+    /// (after a shrink and a growth back, a bucket may move into two of which only one is
+    /// in the class); a smaller table's bucket holds several classes, among them this one.
+    fn meets(self, t: &Table, idx: usize) -> bool {
+        t.len() < self.modulus || idx & (self.modulus - 1) == self.residue
+    }
+
+    /// Whether a key found in a bucket of `t` that [`meets`](Class::meets) the class is in
+    /// it (always, when `t` is at least as large as the modulus).
+    fn holds(self, t: &Table, key: &[u8]) -> bool {
+        t.len() >= self.modulus || (hashed(key).hash as usize) & (self.modulus - 1) == self.residue
+    }
+}
+
+/// Visits every key whose hash is `idx` modulo `len` (a power of two), starting from table
+/// `t`.
 fn visit_lineage<'g>(
     t: &'g Table,
     len: usize,
@@ -214,25 +258,35 @@ fn visit_lineage<'g>(
     f: &mut Visitor<'_>,
     guard: &'g Guard,
 ) -> ControlFlow<()> {
-    // Tables only grow, and `t` is current now while `len` was current before.
-    debug_assert!(t.len() >= len);
+    let class = Class {
+        modulus: len,
+        residue: idx,
+    };
+    if t.len() < len {
+        // The table shrank since the walk started: one bucket holds the class.
+        return visit_bucket(t, idx & (t.len() - 1), class, buf, f, guard);
+    }
     let mut i = idx;
     while i < t.len() {
-        visit_bucket(t, i, buf, f, guard)?;
+        visit_bucket(t, i, class, buf, f, guard)?;
         i += len;
     }
     ControlFlow::Continue(())
 }
 
-/// Visits every key of bucket `idx` of `t`, following migrations. `t` (and every table and
-/// node reached from it) is valid while `guard` lives.
+/// Visits every key of `class` in bucket `idx` of `t`, following migrations. `t` (and every
+/// table and node reached from it) is valid while `guard` lives.
 fn visit_bucket<'g>(
     t: &'g Table,
     idx: usize,
+    class: Class,
     buf: &mut ChainBuf,
     f: &mut Visitor<'_>,
     guard: &'g Guard,
 ) -> ControlFlow<()> {
+    if !class.meets(t, idx) {
+        return ControlFlow::Continue(());
+    }
     loop {
         // The inline pair first, then the word: the order of a lookup (see `read.rs`).
         let pair = t.cell(idx).inline.snapshot();
@@ -240,10 +294,16 @@ fn visit_bucket<'g>(
         if w.is_moved() {
             wait_migrated(t, idx, w);
             let next = successor(t);
-            visit_bucket(next, idx, buf, f, guard)?;
-            return visit_bucket(next, idx + t.len(), buf, f, guard);
+            let class = class.within(t, idx);
+            if next.len() < t.len() {
+                // A shrink merged this bucket with its partner into one.
+                return visit_bucket(next, idx & (next.len() - 1), class, buf, f, guard);
+            }
+            visit_bucket(next, idx, class, buf, f, guard)?;
+            return visit_bucket(next, idx + t.len(), class, buf, f, guard);
         }
         buf.clear();
+        let pair = pair.filter(|e| class.holds(t, e.key()));
         if let Some(e) = &pair {
             buf.push(e.key(), e.value());
         }
@@ -256,7 +316,7 @@ fn visit_bucket<'g>(
             let key = unsafe { node::key(n, meta) };
             // A key seen inline and again in the chain moved from the area into a node
             // during this visit: keep one copy (either value was current at some moment).
-            if pair.as_ref().is_none_or(|e| e.key() != key) {
+            if pair.as_ref().is_none_or(|e| e.key() != key) && class.holds(t, key) {
                 // SAFETY: as above.
                 unsafe { node::with_value(n, |v| buf.push(key, v)) };
             }
@@ -334,6 +394,13 @@ fn chain_lengths<'g>(
     if w.is_moved() {
         wait_migrated(t, idx, w);
         let next = successor(t);
+        if next.len() < t.len() {
+            // A shrink merges buckets `idx` and `idx + next.len()`: count the result once.
+            if idx < next.len() {
+                chain_lengths(next, idx, out, inline_items, guard);
+            }
+            return;
+        }
         chain_lengths(next, idx, out, inline_items, guard);
         chain_lengths(next, idx + t.len(), out, inline_items, guard);
         return;

@@ -53,6 +53,11 @@
 //!   which other buckets keep serving; workers choose the old or new table from the rehash
 //!   progress *r* and the has-moved bit. The rehash is done cooperatively by writers (or by
 //!   the paper's expand-thread, [`Expansion::Dedicated`]); see `expand.rs`.
+//! - **Shrinking (beyond the paper, which only grows).** The mirror of the expansion: under a
+//!   quarter of the growth threshold the table halves (never below
+//!   [`Config::initial_buckets`]), merging old buckets `l` and `l + N/2` into successor bucket
+//!   `l` incrementally, with the same token, MOVED redirection, helpers and epoch retirement,
+//!   so that a table emptied by removals gives its bucket array back; see `shrink.rs`.
 //!
 //! # Concurrency protocol
 //!
@@ -86,7 +91,11 @@
 //! migrated, released per bucket), sets MOVED *before* re-linking any node, copies the
 //! inline pair (and chain pairs that fit) into the new buckets' areas, clears the old area,
 //! and ends by storing `MOVED | unlocked | empty`; *r* is published after each run of buckets; the last
-//! run swings the current-table pointer.
+//! run swings the current-table pointer. **Shrinking** (see `shrink.rs`) is the same protocol
+//! with two old buckets per successor bucket: both are locked and marked MOVED before any
+//! re-link, and old bucket `idx` counts as migrated when `idx mod N/2 < r`. The argument below
+//! covers both: it only uses that a migration holds the locks of every old bucket it empties
+//! from before MOVED is set until the new chain is complete.
 //!
 //! # Linearizability
 //!
@@ -185,7 +194,9 @@
 //! [`MAX_VALUE_LEN`](orrery_core::api::MAX_VALUE_LEN) (1 MiB); longer input gets an
 //! [`Error`]. Node addresses must be below 2^48 (always the case on x86-64 and AArch64 Linux
 //! for memory the process did not explicitly request higher); otherwise an insert fails with
-//! [`Error::OutOfMemory`]. The table never shrinks.
+//! [`Error::OutOfMemory`]. The table shrinks only down to its initial size
+//! ([`Config::initial_buckets`], or what [`Mercury::with_capacity`] asked for); a shrink
+//! that finds no memory for the one node a merge may need pauses until a later write.
 //!
 //! # Alternatives
 //!
@@ -202,6 +213,7 @@ mod node;
 mod prefault;
 mod raw;
 mod read;
+mod shrink;
 mod table;
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
@@ -236,7 +248,8 @@ use orrery_core::sync::{Guard, pin};
 pub struct Stats {
     /// Buckets of the current table.
     pub buckets: usize,
-    /// Buckets of its successor while an expansion is in progress.
+    /// Buckets of its successor while a resize (an expansion, or a shrink when smaller than
+    /// `buckets`) is in progress.
     pub next_buckets: Option<usize>,
 }
 
@@ -263,8 +276,8 @@ impl std::fmt::Debug for Mercury {
 }
 
 impl Mercury {
-    /// An empty table sized for about `n` items without expanding
-    /// ([`ConfigError::Invalid`] beyond [`MAX_INITIAL_BUCKETS`] buckets).
+    /// An empty table sized for about `n` items without expanding, and never shrinking below
+    /// that size ([`ConfigError::Invalid`] beyond [`MAX_INITIAL_BUCKETS`] buckets).
     pub fn with_capacity(n: usize) -> std::result::Result<Mercury, ConfigError> {
         let config = Config::default();
         let buckets = n.saturating_mul(100) / config.load_percent + 1;
@@ -308,11 +321,12 @@ impl Mercury {
         self.inner.chain_stats()
     }
 
-    /// Completes the expansion in progress, if any, on the calling thread.
+    /// Completes the resize in progress (expansion or shrink), if any, on the calling
+    /// thread.
     ///
-    /// In the default cooperative mode an expansion advances with inserts; after a bulk load
-    /// that stopped mid-expansion, this finishes it so that both bucket arrays are not kept
-    /// and every lookup uses the larger table.
+    /// In the default cooperative mode an expansion advances with inserts and a shrink with
+    /// removes; after a bulk load (or a bulk removal) that stopped mid-resize, this finishes
+    /// it so that both bucket arrays are not kept and every lookup uses the new table.
     pub fn finish_expansion(&self) {
         self.inner.finish_expansion();
     }

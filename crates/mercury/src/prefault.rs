@@ -212,6 +212,10 @@ pub(crate) fn prefault_step<H: Host>(host: &H) -> bool {
         return false;
     };
     let n = t.len();
+    if next.len() < n {
+        // A shrink: its successor is half as large and filled by merges; not pre-faulted.
+        return false;
+    }
     let Some(r) = plan(n, t.prefaulted(), t.migrated(), host.prefaulter().step()) else {
         return false;
     };

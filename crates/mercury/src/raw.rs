@@ -227,7 +227,7 @@ pub(crate) fn lock_bucket(mut t: &Table, h: u64) -> (&Table, usize, BucketWord) 
     loop {
         let idx = t.index(h);
         if let Some(next) = t.next()
-            && idx < t.migrated()
+            && t.is_migrated(idx, next)
         {
             t = next;
             continue;

@@ -167,7 +167,7 @@ fn peek_bucket(mut t: &Table, h: u64) -> (&Table, usize) {
     loop {
         let idx = t.index(h);
         match t.next() {
-            Some(next) if idx < t.migrated() => t = next,
+            Some(next) if t.is_migrated(idx, next) => t = next,
             _ => return (t, idx),
         }
     }

@@ -7,10 +7,14 @@
 //! lock, has-moved bit, chain head and inline pair is one miss. The array is a zeroed
 //! huge-page-backed [`HugeArray`]: a zero cell is an empty, unlocked, unmoved bucket.
 //!
-//! During an expansion the table also points at its successor (`next`, twice as many
-//! buckets) and counts the buckets already migrated (`migrated`, the paper's *r*: buckets
-//! `0..migrated` are all MOVED and complete in `next`). The `resize` token is held by
-//! whoever initializes the successor or migrates a run of buckets (see `expand.rs`).
+//! During a resize the table also points at its successor (`next`: twice as many buckets for
+//! an expansion, half as many for a shrink) and counts the migration's progress
+//! (`migrated`, the paper's *r*). For an expansion, buckets `0..r` are MOVED and complete in
+//! `next`; for a shrink, successor buckets `0..r` are complete (old buckets `l` and
+//! `l + N/2` for every `l < r` are MOVED). Both cases are one test: old bucket `idx` is
+//! migrated when `idx & (next.len() - 1) < r` ([`Table::is_migrated`]). The `resize` token is
+//! held by whoever initializes the successor or migrates a run of buckets (see `expand.rs`,
+//! `shrink.rs`).
 //!
 //! Fields are grouped per cache line: the read-mostly line every operation reads (`buckets`,
 //! `mask`, `next`), then `migrated` (written once per migrated run) and `resize` (taken by
@@ -24,6 +28,24 @@ use crate::inline_pair::Inline;
 use crate::link::{BucketWord, LOCK_BIT};
 use orrery_core::alloc::{HugeArray, Zeroable};
 use orrery_core::sync::{BitLock, CachePadded};
+
+/// A table shrinks below `grow_at / SHRINK_DIVISOR` items: with 4, a quarter of
+/// `load_percent`% per bucket. After the halving the table is at half its growth threshold,
+/// so it grows again only after the item count doubles, and shrinks again only after it
+/// halves (the hysteresis that keeps churn at one size from thrashing).
+pub(crate) const SHRINK_DIVISOR: usize = 4;
+
+/// Buckets locked at once by a migration run (see `expand.rs`, `migrate_run`).
+pub(crate) const LOCK_BATCH: usize = 16;
+
+/// How often (in writes of one stripe of the item counter) the striped total is compared with
+/// a threshold: every write for tables up to 1 Ki buckets, then every `len / 1 Ki` writes, at
+/// most every 64 (summing the stripes reads 32 cache lines). The count may miss the
+/// threshold by at most `stripes * interval`, under 5% of the table.
+#[inline]
+pub(crate) fn check_interval(buckets: usize) -> isize {
+    (buckets >> 10).clamp(1, 64) as isize
+}
 
 /// One bucket: the bucket word and the inline area.
 #[repr(C, align(32))]
@@ -55,6 +77,8 @@ pub(crate) struct Table {
     mask: u64,
     /// Item count above which this table starts an expansion.
     grow_at: usize,
+    /// Item count below which this table may shrink (`shrink.rs`).
+    shrink_at: usize,
     /// The successor during (and after) an expansion; null before.
     next: AtomicPtr<Table>,
     /// Buckets `0..migrated` have been migrated to `next` (the paper's *r*).
@@ -71,10 +95,12 @@ impl Table {
     /// `len * load_percent / 100` items.
     pub(crate) fn new(len: usize, load_percent: usize) -> Result<Box<Table>, Error> {
         debug_assert!(len.is_power_of_two());
+        let grow_at = (len / 100).saturating_mul(load_percent) + (len % 100) * load_percent / 100;
         Ok(Box::new(Table {
             buckets: HugeArray::new(len)?,
             mask: len as u64 - 1,
-            grow_at: (len / 100).saturating_mul(load_percent) + (len % 100) * load_percent / 100,
+            grow_at,
+            shrink_at: grow_at / SHRINK_DIVISOR,
             next: AtomicPtr::new(std::ptr::null_mut()),
             migrated: CachePadded::new(AtomicUsize::new(0)),
             resize: CachePadded::new(AtomicBool::new(false)),
@@ -103,6 +129,21 @@ impl Table {
     #[inline]
     pub(crate) fn grow_at(&self) -> usize {
         self.grow_at
+    }
+
+    /// Item count below which this table should shrink (a [`SHRINK_DIVISOR`]th of
+    /// [`grow_at`](Table::grow_at)).
+    #[inline]
+    pub(crate) fn shrink_at(&self) -> usize {
+        self.shrink_at
+    }
+
+    /// Whether old bucket `idx` of this table has been migrated into `next` (its successor):
+    /// `idx & (next.len() - 1) < r`. For an expansion that is `idx < r`; for a shrink, old
+    /// buckets `l` and `l + next.len()` are migrated together into successor bucket `l`.
+    #[inline]
+    pub(crate) fn is_migrated(&self, idx: usize, next: &Table) -> bool {
+        (idx as u64 & next.mask) < self.migrated() as u64
     }
 
     /// The bucket index of hash `h`.
@@ -241,6 +282,7 @@ mod tests {
         let t = Table::new(1024, 75).unwrap();
         assert_eq!(t.len(), 1024);
         assert_eq!(t.grow_at(), 768);
+        assert_eq!(t.shrink_at(), 192);
         assert_eq!(t.index(0xFFFF_FFFF_0000_0401), 1);
         assert_eq!(Table::new(8, 100).unwrap().grow_at(), 8);
         assert!(t.next().is_none());

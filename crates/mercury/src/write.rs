@@ -182,7 +182,7 @@ impl Inner {
     }
 
     /// Removes `key`; returns whether it was present.
-    pub(crate) fn remove(&self, key: &[u8]) -> bool {
+    pub(crate) fn remove(self: &std::sync::Arc<Self>, key: &[u8]) -> bool {
         let h = hashed(key);
         let guard = pin();
         let (t, idx, word) = lock_bucket(self.current(&guard), h.hash);
@@ -190,7 +190,8 @@ impl Inner {
         let area = &t.cell(idx).inline;
         if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
             let bytes = e.key().len() + e.value().len();
-            self.clear_inline(locked, bytes);
+            let local = self.clear_inline(locked, bytes);
+            self.shrink_if(guard, local);
             return true;
         }
         // SAFETY: we hold the bucket lock and a guard.
@@ -198,21 +199,30 @@ impl Inner {
             locked.unlock();
             return false;
         };
-        self.unlink(&guard, locked, pos);
+        let local = self.unlink(&guard, locked, pos);
+        self.shrink_if(guard, local);
         true
     }
 
+    /// After a removal (`local`: the stripe's item count): starts or helps a shrink, and
+    /// finishes the resize in progress when `after_remove` asks for it, unpinned between runs
+    /// (the remove's `guard` dropped first), as [`Inner::expand_if`] does for inserts.
+    fn shrink_if(self: &std::sync::Arc<Self>, guard: Guard, local: isize) {
+        let finish = self.after_remove(local, &guard);
+        self.expand_if(guard, finish);
+    }
+
     /// Clears the locked bucket's inline pair (of `bytes` key and value bytes), releases
-    /// the lock and counts the removal.
-    fn clear_inline(&self, locked: Locked<'_>, bytes: usize) {
+    /// the lock and counts the removal; returns the stripe's item count.
+    fn clear_inline(&self, locked: Locked<'_>, bytes: usize) -> isize {
         locked.t.cell(locked.idx).inline.clear();
         locked.unlock();
-        self.counters.add_all([-1, -(bytes as isize)]);
+        self.counters.add_all([-1, -(bytes as isize)])
     }
 
     /// Unlinks the node at `pos` from the locked chain, releases the lock, retires the node
-    /// and counts the removal.
-    fn unlink(&self, guard: &Guard, locked: Locked<'_>, pos: Pos) {
+    /// and counts the removal; returns the stripe's item count.
+    fn unlink(&self, guard: &Guard, locked: Locked<'_>, pos: Pos) -> isize {
         // SAFETY: `pos.node` is in our locked chain; its key length is immutable and its
         // value is only written by lock holders (us).
         let meta = unsafe { node::node_meta(pos.node, Ordering::Relaxed) };
@@ -247,7 +257,7 @@ impl Inner {
         // SAFETY: the node was unlinked above under the lock, and is retired once.
         unsafe { self.retire(guard, pos.node) };
         self.counters
-            .add_all([-1, -((meta.klen() + meta.vlen()) as isize)]);
+            .add_all([-1, -((meta.klen() + meta.vlen()) as isize)])
     }
 
     /// The read-modify-write primitive: under the key's bucket lock, `decide` sees the
@@ -281,7 +291,10 @@ impl Inner {
                     self.counters
                         .add_all([0, new.len() as isize - old_len as isize]);
                 }
-                Decision::Remove => self.clear_inline(locked, key.len() + old_len),
+                Decision::Remove => {
+                    let local = self.clear_inline(locked, key.len() + old_len);
+                    self.shrink_if(guard, local);
+                }
             }
             return Ok(true);
         }
@@ -297,7 +310,10 @@ impl Inner {
                         let set = self.set_value(word.head(), pos, &new);
                         self.finish(&guard, locked, set)?;
                     }
-                    Decision::Remove => self.unlink(&guard, locked, pos),
+                    Decision::Remove => {
+                        let local = self.unlink(&guard, locked, pos);
+                        self.shrink_if(guard, local);
+                    }
                 }
                 Ok(true)
             }

@@ -1,10 +1,11 @@
 //! Concurrent histories of Mercury checked for linearizability
 //! (`orrery_core::testing::linearize`): threads of point operations on a few hot keys
 //! while filler keys grow and shrink the table under them, from one bucket migrating in
-//! runs of 2, so that every round runs through many incremental expansions (cooperative,
-//! and with the dedicated expander thread).
+//! runs of 2, so that every round runs through many incremental expansions and then many
+//! incremental shrinks as the fillers are removed (cooperative, and with the dedicated
+//! expander thread).
 
-use orrery_core::testing::linearize::{Budget, Workload, rounds};
+use orrery_core::testing::linearize::{Budget, Workload, check_round, drive, rounds};
 use orrery_core::testing::torture::{Subject, Target};
 use orrery_mercury::{Config, Expansion, Mercury};
 
@@ -31,6 +32,38 @@ fn linearizable_while_expanding() {
         )
         .unwrap_or_else(|e| panic!("{expansion:?}: {e}"));
         assert_eq!(t.unknown, 0, "{t:?}");
+    }
+}
+
+/// The drive really shrinks the table while the hot keys are hammered, and the round is
+/// linearizable. Each worker holds all its 1,500 fillers at once before removing them, so
+/// the table (from one bucket) grows to at least 1,024 buckets; it must end small, so the
+/// removes of the round's second half shrank it back, merge by merge, under the hot-key
+/// operations. (Which operations overlap which migrations depends on the scheduling; the
+/// growth and the shrinking do not.)
+#[test]
+#[cfg_attr(miri, ignore = "threads of thousands of operations")]
+fn linearizable_while_shrinking() {
+    for expansion in [Expansion::Cooperative, Expansion::Dedicated] {
+        let m = Mercury::with_config(Config {
+            initial_buckets: 1,
+            migrate_run: 2,
+            expansion,
+            ..Config::default()
+        })
+        .unwrap();
+        let subject = Target::point(m).with_rmw();
+        let w = Workload::default();
+        assert!(w.fillers >= 1024);
+        let round = drive(&subject, &w);
+        let end = subject.inner().stats();
+        assert!(
+            end.buckets.max(end.next_buckets.unwrap_or(0)) <= 64,
+            "{expansion:?}: the table did not shrink back: {end:?}"
+        );
+        let verdict = check_round(&round, Budget::default());
+        assert!(!verdict.violated(), "{expansion:?}: {verdict}");
+        assert_eq!(verdict.report.unknown.len(), 0, "{expansion:?}");
     }
 }
 
