@@ -164,6 +164,7 @@
 pub mod ablation;
 mod anchor;
 mod batch;
+mod compact;
 mod config;
 mod items;
 mod iter;
@@ -202,6 +203,9 @@ pub struct Stats {
     pub leaves: usize,
     /// Lookups that restarted because the MetaTrieHT they searched was replaced meanwhile.
     pub restarts: u64,
+    /// Leaves moved to a lower slab chunk to give memory back (see the crate docs,
+    /// "Memory accounting").
+    pub moves: u64,
 }
 
 /// A concurrent ordered key-value index over byte strings: Wormhole with every
@@ -260,6 +264,7 @@ impl<const OPTS: u32> WormholeWith<OPTS> {
         Stats {
             leaves: self.raw.leaf_count(),
             restarts: self.raw.restarts(),
+            moves: self.raw.moves.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

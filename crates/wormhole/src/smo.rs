@@ -73,7 +73,7 @@ use crate::tables::{Change, Writer};
 impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Publishes the shadow table of `w` with version `v` (`Tables::publish`) and records
     /// the new table's size.
-    fn publish(&self, w: &mut Writer, v: u64, change: Change) {
+    pub(crate) fn publish(&self, w: &mut Writer, v: u64, change: Change) {
         let new_bytes = self.tables.publish(w, v, change);
         self.meta_bytes.store(new_bytes * 2, Ordering::Relaxed);
     }
@@ -81,7 +81,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Whether a leaf (just shrunk) and one of its neighbours fit in one leaf.
     pub(crate) fn wants_merge(&self, w: &WriteLeaf<'_>) -> bool {
         let n = w.len();
-        let limit = self.cfg.merge_size();
+        let limit = self.merge_limit();
         if n > limit {
             return false;
         }
@@ -166,6 +166,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
         w.shadow_mut().insert_anchor(&anchor, right, leaf, next);
         self.leaves.fetch_add(1, Ordering::Relaxed);
         self.anchor_bytes.fetch_add(anchor.len(), Ordering::Relaxed);
+        self.refresh_sparse();
         let change = Change::Insert {
             anchor,
             leaf: right,
@@ -193,7 +194,8 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
             return;
         };
         let leaf = target.leaf;
-        let limit = self.cfg.merge_size();
+        self.refresh_sparse();
+        let limit = self.merge_limit();
         // SAFETY: reached through the published table under `guard`.
         let prev = unsafe { leaf.hdr() }.prev();
         if let Some(p) = prev {

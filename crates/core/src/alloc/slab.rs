@@ -148,7 +148,8 @@ impl std::error::Error for SlabError {}
 /// Memory that live objects pin can only come back if the pool's user moves them
 /// (*moving objects*): [`try_alloc_lower`](Self::try_alloc_lower) hands out a slot in the
 /// lowest chunk with room for an object that sits in a chunk less than a quarter in use,
-/// so that the high chunks drain and go back by the rules above.
+/// or anywhere above it while more than an eighth of the pool's chunks are free slots, so
+/// that the holes move up, the high chunks drain and go back by the rules above.
 ///
 /// A page is given back only when every slot on it is sorted back into its chunk: slots in
 /// a thread's cache or in a magazine of the depot's stash count as in use. The stash keeps
@@ -496,7 +497,8 @@ impl SlabPool {
     }
 
     /// A slot to move the live object at `p` (a slot of this pool) to, when that would
-    /// let memory go back: if `p`'s chunk has fewer than a quarter of its slots in use and
+    /// let memory go back: if `p`'s chunk has fewer than a quarter of its slots in use, or
+    /// more than an eighth of the pool's chunks are free slots (holes that pin pages), and
     /// a chunk at a lower address has room, one slot of the lowest such chunk, allocated
     /// (free it with [`free`](Self::free)); else `None`. The caller copies the object and
     /// frees `p` (see [Giving memory back](Self#giving-memory-back)).

@@ -152,10 +152,11 @@ impl Depot {
         Ok(slots)
     }
 
-    /// For moving an object out of a sparse chunk (`SlabPool::try_alloc_lower`): if the
-    /// chunk holding slot `p` has fewer than a quarter of its slots out and a chunk at a
-    /// lower address has room, takes one slot of the lowest such chunk (a free one, else a
-    /// never-used one) and returns it; else `None`. Maps nothing.
+    /// For moving an object down (`SlabPool::try_alloc_lower`): if the chunk holding slot
+    /// `p` has fewer than a quarter of its slots out, or more than an eighth of the bytes
+    /// of the pool's chunks are free slots, and a chunk at a lower address has room, takes
+    /// one slot of the lowest such chunk (a free one, else a never-used one) and returns
+    /// it; else `None`. Maps nothing.
     pub(in crate::alloc) fn take_lower(
         &mut self,
         b: &Backing,
@@ -163,7 +164,9 @@ impl Depot {
     ) -> Option<std::ptr::NonNull<u8>> {
         let g = &b.geo;
         let i = self.find(p.as_ptr() as usize);
-        if !self.chunks[i].sparse_for_moves(g) {
+        if !self.chunks[i].sparse_for_moves(g)
+            && self.free_bytes * 8 <= self.chunks.len() * CHUNK_SIZE
+        {
             return None;
         }
         let j = (self.hint..i).find(|&j| self.chunks[j].has_room(g))?;

@@ -673,7 +673,8 @@ fn alloc_slab_moves_objects_out_of_sparse_chunks() {
     let per_chunk = CHUNK_SIZE / SIZE;
     let chunks = if cfg!(miri) { 3 } else { 8 };
     let objs: Vec<NonNull<u8>> = (0..chunks * per_chunk).map(|_| pool.alloc()).collect();
-    let (mut kept, freed): (Vec<_>, Vec<_>) = objs.iter().enumerate().partition(|(i, _)| i % 8 == 0);
+    let (mut kept, freed): (Vec<_>, Vec<_>) =
+        objs.iter().enumerate().partition(|(i, _)| i % 8 == 0);
     let mut kept: Vec<(NonNull<u8>, u64)> =
         kept.drain(..).map(|(i, &p)| (p, i as u64 + 1)).collect();
     for &(p, tag) in &kept {
