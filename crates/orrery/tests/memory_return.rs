@@ -33,11 +33,11 @@ use orrery_core::testing::memory::{self, Removal, Scenario};
 /// ratio is above its bound (wormhole 9.7, mercury 8.5, cuckoo-trie 6.3, hyperion 2.9,
 /// slb 9.6).
 const STRUCTURES: &[(&str, f64)] = &[
-    ("wormhole", 4.0),
+    ("wormhole", 1.5),
     ("mercury", 7.5),
     ("cuckoo-trie", 1.5),
     ("hyperion", 2.2),
-    ("slb", 4.0),
+    ("slb", 1.5),
 ];
 
 /// The environment variable that makes this binary a measuring child.

@@ -13,12 +13,18 @@
 //!
 //! Two neighbouring leaves merge when together they hold at most 3/4 of a leaf
 //! ([`Config::merge_size`](crate::Config)); while the index is *sparse* — its leaves hold on
-//! average under 5/8 of their capacity — they merge up to 7/8. The flag is refreshed by
-//! splits and merges (under the writer mutex, where counting the keys costs little against
-//! the structural change) and read with one relaxed load by removals. Hysteresis: a merged
-//! leaf holds at most 7/8 of a leaf, so it takes at least `C/8` inserts before it splits,
-//! and the two halves of a split hold `C + 1` pairs, so they take at least `C/8`
-//! removals before they merge again: there is no split/merge thrash at any fill.
+//! average under 11/16 of their capacity, below the about ln 2 ≈ 0.69 that random inserts
+//! leave — they merge up to 15/16. The flag is refreshed by splits and merges (under the
+//! writer mutex, where counting the keys costs little against the structural change) and
+//! read with one relaxed load by removals. Hysteresis: a merged leaf holds at most 15/16 of
+//! a leaf, so it takes at least `C/16` inserts before it splits, and the two halves of a
+//! split hold `C + 1` pairs, so they take at least `C/16` removals before they merge again:
+//! no leaf splits or merges more than once per `C/16` writes to it, at any fill. (Two-way
+//! merges alone leave the survivors of a mass removal about 3/5 full at 3/4, against 2/3
+//! at 15/16.) A merge in a sparse index also gives back the chunk populator's spare
+//! (`Populator::trim`, see `Config::prefault`): a shrinking index does not need a
+//! populated chunk ahead of its inserts; the populator makes one again at the next chunk a
+//! pool takes.
 //!
 //! # Moving leaves
 //!
@@ -80,12 +86,12 @@ pub(crate) struct LowerBlock {
 }
 
 impl<const OPTS: u32> RawWormhole<OPTS> {
-    /// Combined size at or below which two neighbouring leaves merge: 7/8 of a leaf while
+    /// Combined size at or below which two neighbouring leaves merge: 15/16 of a leaf while
     /// the index is sparse, else [`Config::merge_size`](crate::Config) (see "Eager merges").
     #[inline]
     pub(crate) fn merge_limit(&self) -> usize {
         if self.sparse_leaves.load(Ordering::Relaxed) {
-            self.cfg.leaf_capacity * 7 / 8
+            self.cfg.leaf_capacity * 15 / 16
         } else {
             self.cfg.merge_size()
         }
@@ -94,7 +100,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Refreshes the sparse-leaves flag (structural writers, under the writer mutex).
     pub(crate) fn refresh_sparse(&self) {
         let leaves = self.leaves.load(Ordering::Relaxed);
-        let sparse = self.len() * 8 < leaves * self.cfg.leaf_capacity * 5;
+        let sparse = self.len() * 16 < leaves * self.cfg.leaf_capacity * 11;
         if self.sparse_leaves.load(Ordering::Relaxed) != sparse {
             self.sparse_leaves.store(sparse, Ordering::Relaxed);
         }

@@ -58,7 +58,7 @@ pub(crate) struct RawWormhole<const OPTS: u32> {
     pub(crate) meta_bytes: AtomicUsize,
     /// Restarts caused by stale tables (diagnostics).
     restarts: AtomicU64,
-    /// Leaves hold on average under 5/8 of their capacity (`compact`, "Eager merges").
+    /// Leaves hold on average under 11/16 of their capacity (`compact`, "Eager merges").
     pub(crate) sparse_leaves: AtomicBool,
     /// Leaves moved to lower chunks (`compact`, "Moving leaves"; diagnostics).
     pub(crate) moves: AtomicU64,

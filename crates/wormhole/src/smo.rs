@@ -195,6 +195,10 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
         };
         let leaf = target.leaf;
         self.refresh_sparse();
+        if self.sparse_leaves.load(Ordering::Relaxed) && self.populator.spare_bytes() > 0 {
+            // A shrinking index: its inserts do not need a populated spare chunk soon.
+            self.populator.trim();
+        }
         let limit = self.merge_limit();
         // SAFETY: reached through the published table under `guard`.
         let prev = unsafe { leaf.hdr() }.prev();
