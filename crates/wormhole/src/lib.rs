@@ -51,6 +51,7 @@
 //! | `raw` | §2.5 | the engine: state, finding and locking a key's leaf, lookups, pair accounting |
 //! | `write` | Algorithm 2 | point writes: insert, remove, compute, update |
 //! | `smo` | Algorithm 4, §2.5 | split, merge, locking protocol |
+//! | `compact` | — | giving memory back: eager merges while sparse, moving leaves and pair blocks to lower chunks |
 //! | `tables` | §2.5 | the RCU pair of MetaTrieHTs: published table, shadow, writer mutex |
 //! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
 //! | `plan` | — | the search plan: where Algorithm 1 probes |
@@ -65,7 +66,7 @@
 //! | `config` | — | [`Config`] and its builder |
 //! | `traits` | — | `KvIndex`, `OrderedKvIndex`, `Iter`'s source, `Extend`, `FromIterator` |
 //!
-//! Imports run one way: `lib` → `raw`, `write`/`smo`/`iter`/`batch` → `raw` → `tables`,
+//! Imports run one way: `lib` → `raw`, `write`/`smo`/`compact`/`iter`/`batch` → `raw` → `tables`,
 //! `search` → `meta`/`plan` → `leaf`/`items` → `kv`/`anchor`; no two modules import
 //! each other (`scripts/module-deps.py` prints the graph).
 //!
@@ -148,6 +149,10 @@
 //! bytes. With [`Config::prefault`], `structure_bytes` also counts the populator's spare
 //! chunk (at most one 2 MiB chunk, resident but in no pool yet: see
 //! `orrery_core::alloc::Populator`). The sum is the memory held, with nothing counted twice.
+//!
+//! After mass removals the index gives its memory back (`compact`): leaves merge more
+//! eagerly while they are sparse, and leaves (with their pair blocks) move to lower slab
+//! chunks so that the high chunks drain and go back to the OS ([`Stats::moves`]).
 //!
 //! # Pre-faulting new chunks (not in the paper; measured)
 //!

@@ -39,6 +39,9 @@
 //!   pinned or while holding a leaf lock, and nobody waits for a grace period while
 //!   holding a leaf lock, so epochs always advance and there is no cycle.
 //!
+//! Moving a leaf to another block (`compact`, "Moving leaves") is a third MetaTrieHT writer
+//! under the same steps: its change (`Change::Replace`) only renames the leaf.
+//!
 //! A lookup through a stale table reaches either a leaf untouched since that table's
 //! version (whose key range is then unchanged, so the lookup is correct) or a leaf whose
 //! expected version is newer (restart). `prev` pointers read during the search are current
