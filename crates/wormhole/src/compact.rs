@@ -111,7 +111,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
     /// leaves"). The caller passes it to [`RawWormhole::move_leaf`] after releasing `w`.
     #[inline]
     pub(crate) fn lower_block(&self, w: &WriteLeaf<'_>) -> Option<LowerBlock> {
-        if w.len() % 4 != 0 || w.hdr().prev().is_none() {
+        if !w.len().is_multiple_of(4) || w.hdr().prev().is_none() {
             return None;
         }
         let inline = w.inline_area();
