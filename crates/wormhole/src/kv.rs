@@ -194,6 +194,18 @@ impl Kv {
         pools.block_bytes(self.size())
     }
 
+    /// A copy of the block in a lower chunk of its size class when its chunk is under a
+    /// quarter in use (`SizeClassPool::try_alloc_lower`); the caller frees the old block.
+    /// The block must be live, and its owning leaf locked exclusively.
+    pub(crate) fn move_lower(self, pools: &SizeClassPool) -> Option<Kv> {
+        let size = self.size();
+        let q = pools.try_alloc_lower(self.0, size)?;
+        // SAFETY: `q` is a fresh block of at least `size` bytes, disjoint from the live
+        // block of `size` bytes it copies.
+        unsafe { q.as_ptr().copy_from_nonoverlapping(self.0.as_ptr(), size) };
+        Some(Kv(q))
+    }
+
     /// Frees the block to `pools`.
     ///
     /// # Safety

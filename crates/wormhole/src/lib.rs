@@ -51,6 +51,7 @@
 //! | `raw` | §2.5 | the engine: state, finding and locking a key's leaf, lookups, pair accounting |
 //! | `write` | Algorithm 2 | point writes: insert, remove, compute, update |
 //! | `smo` | Algorithm 4, §2.5 | split, merge, locking protocol |
+//! | `compact` | — | giving memory back: eager merges while sparse, moving leaves and pair blocks to lower chunks |
 //! | `tables` | §2.5 | the RCU pair of MetaTrieHTs: published table, shadow, writer mutex |
 //! | `search` | Algorithms 1, 3 | binary search on prefix length, sibling step |
 //! | `plan` | — | the search plan: where Algorithm 1 probes |
@@ -65,7 +66,7 @@
 //! | `config` | — | [`Config`] and its builder |
 //! | `traits` | — | `KvIndex`, `OrderedKvIndex`, `Iter`'s source, `Extend`, `FromIterator` |
 //!
-//! Imports run one way: `lib` → `raw`, `write`/`smo`/`iter`/`batch` → `raw` → `tables`,
+//! Imports run one way: `lib` → `raw`, `write`/`smo`/`compact`/`iter`/`batch` → `raw` → `tables`,
 //! `search` → `meta`/`plan` → `leaf`/`items` → `kv`/`anchor`; no two modules import
 //! each other (`scripts/module-deps.py` prints the graph).
 //!
@@ -149,6 +150,10 @@
 //! chunk (at most one 2 MiB chunk, resident but in no pool yet: see
 //! `orrery_core::alloc::Populator`). The sum is the memory held, with nothing counted twice.
 //!
+//! After mass removals the index gives its memory back (`compact`): leaves merge more
+//! eagerly while they are sparse, and leaves (with their pair blocks) move to lower slab
+//! chunks so that the high chunks drain and go back to the OS ([`Stats::moves`]).
+//!
 //! # Pre-faulting new chunks (not in the paper; measured)
 //!
 //! The first write into a fresh 2 MiB slab chunk makes the kernel clear the huge page
@@ -164,6 +169,7 @@
 pub mod ablation;
 mod anchor;
 mod batch;
+mod compact;
 mod config;
 mod items;
 mod iter;
@@ -202,6 +208,9 @@ pub struct Stats {
     pub leaves: usize,
     /// Lookups that restarted because the MetaTrieHT they searched was replaced meanwhile.
     pub restarts: u64,
+    /// Leaves moved to a lower slab chunk to give memory back (see the crate docs,
+    /// "Memory accounting").
+    pub moves: u64,
 }
 
 /// A concurrent ordered key-value index over byte strings: Wormhole with every
@@ -260,6 +269,7 @@ impl<const OPTS: u32> WormholeWith<OPTS> {
         Stats {
             leaves: self.raw.leaf_count(),
             restarts: self.raw.restarts(),
+            moves: self.raw.moves.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

@@ -18,7 +18,7 @@
 //! its lock and after the version check of §2.5 (protocol: `smo`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::alloc::{Populator, SizeClassPool};
 use orrery_core::api::{self, MemoryUsage, check_key};
@@ -58,6 +58,10 @@ pub(crate) struct RawWormhole<const OPTS: u32> {
     pub(crate) meta_bytes: AtomicUsize,
     /// Restarts caused by stale tables (diagnostics).
     restarts: AtomicU64,
+    /// Leaves hold on average under 11/16 of their capacity (`compact`, "Eager merges").
+    pub(crate) sparse_leaves: AtomicBool,
+    /// Leaves moved to lower chunks (`compact`, "Moving leaves"; diagnostics).
+    pub(crate) moves: AtomicU64,
     /// Keeps a fresh chunk populated for the leaf and pair pools (`Config::prefault`;
     /// disabled: no thread). Its drop joins its thread.
     pub(crate) populator: Populator,
@@ -109,6 +113,8 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
             anchor_bytes: AtomicUsize::new(0),
             meta_bytes: AtomicUsize::new(meta),
             restarts: AtomicU64::new(0),
+            sparse_leaves: AtomicBool::new(false),
+            moves: AtomicU64::new(0),
             populator,
         })
     }

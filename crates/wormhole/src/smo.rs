@@ -39,6 +39,9 @@
 //!   pinned or while holding a leaf lock, and nobody waits for a grace period while
 //!   holding a leaf lock, so epochs always advance and there is no cycle.
 //!
+//! Moving a leaf to another block (`compact`, "Moving leaves") is a third MetaTrieHT writer
+//! under the same steps: its change (`Change::Replace`) only renames the leaf.
+//!
 //! A lookup through a stale table reaches either a leaf untouched since that table's
 //! version (whose key range is then unchanged, so the lookup is correct) or a leaf whose
 //! expected version is newer (restart). `prev` pointers read during the search are current
@@ -73,7 +76,7 @@ use crate::tables::{Change, Writer};
 impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Publishes the shadow table of `w` with version `v` (`Tables::publish`) and records
     /// the new table's size.
-    fn publish(&self, w: &mut Writer, v: u64, change: Change) {
+    pub(crate) fn publish(&self, w: &mut Writer, v: u64, change: Change) {
         let new_bytes = self.tables.publish(w, v, change);
         self.meta_bytes.store(new_bytes * 2, Ordering::Relaxed);
     }
@@ -81,7 +84,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
     /// Whether a leaf (just shrunk) and one of its neighbours fit in one leaf.
     pub(crate) fn wants_merge(&self, w: &WriteLeaf<'_>) -> bool {
         let n = w.len();
-        let limit = self.cfg.merge_size();
+        let limit = self.merge_limit();
         if n > limit {
             return false;
         }
@@ -166,6 +169,7 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
         w.shadow_mut().insert_anchor(&anchor, right, leaf, next);
         self.leaves.fetch_add(1, Ordering::Relaxed);
         self.anchor_bytes.fetch_add(anchor.len(), Ordering::Relaxed);
+        self.refresh_sparse();
         let change = Change::Insert {
             anchor,
             leaf: right,
@@ -193,7 +197,12 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
             return;
         };
         let leaf = target.leaf;
-        let limit = self.cfg.merge_size();
+        self.refresh_sparse();
+        if self.sparse_leaves.load(Ordering::Relaxed) && self.populator.spare_bytes() > 0 {
+            // A shrinking index: its inserts do not need a populated spare chunk soon.
+            self.populator.trim();
+        }
+        let limit = self.merge_limit();
         // SAFETY: reached through the published table under `guard`.
         let prev = unsafe { leaf.hdr() }.prev();
         if let Some(p) = prev {

@@ -33,6 +33,12 @@ pub(crate) enum Change {
         prev: LeafPtr,
         next: Option<LeafPtr>,
     },
+    /// The leaf `old` (anchor `anchor`) moved to the block `new` (`smo`, "Moving leaves").
+    Replace {
+        anchor: Box<[u8]>,
+        old: LeafPtr,
+        new: LeafPtr,
+    },
 }
 
 impl Change {
@@ -55,6 +61,7 @@ impl Change {
                 prev,
                 next,
             } => t.remove_anchor(anchor, *leaf, *prev, *next),
+            Change::Replace { anchor, old, new } => t.replace_leaf(anchor, *old, *new),
         }
         Ok(())
     }

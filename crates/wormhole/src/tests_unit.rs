@@ -673,3 +673,134 @@ fn prefault_serves_the_pools_spare_chunks() {
     assert_eq!(without.raw.populator.spare_bytes(), 0);
     assert_eq!(without.len(), n as usize);
 }
+
+/// Giving memory back (`compact`): after filling several slab chunks of small leaves and
+/// removing the first 90% inserted, survivors (leaves, and with long values their pair
+/// blocks) move to lower chunks, the leaf and pair pools hold far fewer bytes than
+/// without moving, and the index stays exact and valid (and usable: refilled afterwards).
+#[test]
+fn mass_removal_moves_leaves_and_blocks() {
+    let n: u64 = if cfg!(miri) { 3_000 } else { 120_000 };
+    for vlen in [8usize, 24] {
+        let wh = Wormhole::with_config(Config {
+            leaf_capacity: 8,
+            prefault: false,
+            ..Config::default()
+        })
+        .unwrap();
+        let mut rng = SmallRng::seed_from_u64(38);
+        let keys: Vec<[u8; 8]> = (0..n).map(|_| rng.random::<u64>().to_be_bytes()).collect();
+        let mut model = BTreeMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            let v = vec![i as u8; vlen];
+            wh.insert(k, &v).unwrap();
+            model.insert(k.to_vec(), v);
+        }
+        let full = (wh.raw.pool.reserved_bytes(), wh.raw.kvp.reserved_bytes());
+        for k in &keys[..keys.len() / 10 * 9] {
+            wh.remove(k);
+            model.remove(&k[..]);
+        }
+        orrery_core::testing::memory::drain_retired();
+        let st = wh.stats();
+        assert!(st.moves > 0, "value of {vlen} bytes: no leaf moved");
+        assert_eq!(wh.check_invariants(), Ok(model.len()));
+        let got = collect(&wh, Bound::Unbounded);
+        assert!(got.iter().map(|(k, v)| (k, v)).eq(model.iter()));
+        let after = (wh.raw.pool.reserved_bytes(), wh.raw.kvp.reserved_bytes());
+        eprintln!(
+            "vlen {vlen}: moves {}, leaves {}, pools full {full:?} after {after:?}",
+            st.moves, st.leaves
+        );
+        if !cfg!(miri) {
+            assert!(after.0 < full.0, "leaf pools: {after:?} of {full:?}");
+            if vlen > 8 {
+                assert!(
+                    after.1 * 3 < full.1 * 2,
+                    "pair pools: {after:?} of {full:?}"
+                );
+            }
+        }
+        for (i, k) in keys[..1000].iter().enumerate() {
+            wh.insert(k, &[i as u8; 3]).unwrap();
+            model.insert(k.to_vec(), vec![i as u8; 3]);
+        }
+        assert_eq!(wh.check_invariants(), Ok(model.len()));
+    }
+}
+
+/// Moves under concurrency (`compact`, "Moving leaves"): two threads remove the first 90%
+/// inserted while a reader keeps finding every kept key with its value, and a scanner sees
+/// ascending keys including every kept key; leaves move meanwhile.
+#[test]
+#[cfg_attr(miri, ignore = "hundreds of thousands of operations")]
+fn moves_while_reading_and_scanning() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let wh = Wormhole::with_config(Config {
+        leaf_capacity: 8,
+        prefault: false,
+        ..Config::default()
+    })
+    .unwrap();
+    let n = 120_000usize;
+    let mut rng = SmallRng::seed_from_u64(7);
+    let keys: Vec<[u8; 8]> = (0..n).map(|_| rng.random::<u64>().to_be_bytes()).collect();
+    for k in &keys {
+        wh.insert(k, &k[..4]).unwrap();
+    }
+    let cut = n / 10 * 9;
+    let kept: std::collections::BTreeSet<[u8; 8]> = keys[cut..].iter().copied().collect();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for half in keys[..cut].chunks(cut / 2 + 1) {
+            let wh = &wh;
+            s.spawn(move || {
+                for k in half {
+                    wh.remove(k);
+                }
+            });
+        }
+        let (wh, kept, done) = (&wh, &kept, &done);
+        s.spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                for k in kept.iter().step_by(97) {
+                    assert_eq!(wh.get(k).as_deref(), Some(&k[..4]), "kept key lost");
+                }
+            }
+        });
+        s.spawn(move || {
+            // Short scans (a long one would hold every structural change's grace period).
+            while !done.load(Ordering::Relaxed) {
+                for from in kept.iter().step_by(211) {
+                    let want: Vec<&[u8; 8]> = kept.range(*from..).take(16).collect();
+                    let last = *want[want.len() - 1];
+                    let mut prev: Option<Vec<u8>> = None;
+                    let mut seen = 0;
+                    wh.scan(Bound::Included(&from[..]), &mut |k, _| {
+                        assert!(prev.as_deref().is_none_or(|p| p < k), "scan out of order");
+                        if k.len() == 8 && kept.contains(<&[u8; 8]>::try_from(k).unwrap()) {
+                            seen += 1;
+                        }
+                        prev = Some(k.to_vec());
+                        if k >= &last[..] {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        }
+                    });
+                    assert_eq!(seen, want.len(), "a scan missed kept keys");
+                }
+            }
+        });
+        // The removers are the first two threads spawned; the scope joins them all, so
+        // signal the readers once the removals are done.
+        s.spawn(move || {
+            while wh.len() > kept.len() {
+                std::thread::yield_now();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+    });
+    assert!(wh.stats().moves > 0, "no leaf moved");
+    assert_eq!(wh.check_invariants(), Ok(kept.len()));
+}

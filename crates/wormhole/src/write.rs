@@ -76,10 +76,14 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
         // SAFETY: removed under the exclusive lock.
         unsafe { self.drop_pair(p) };
         let merge = self.wants_merge(&w);
+        let lower = if merge { None } else { self.lower_block(&w) };
         drop(w);
         drop(g);
         if merge {
             self.try_merge(key);
+        }
+        if let Some(b) = lower {
+            self.move_leaf(key, b);
         }
         true
     }
@@ -109,10 +113,14 @@ impl<const OPTS: u32> RawWormhole<OPTS> {
                             // SAFETY: removed under the exclusive lock.
                             unsafe { self.drop_pair(p) };
                             let merge = self.wants_merge(&w);
+                            let lower = if merge { None } else { self.lower_block(&w) };
                             drop(w);
                             drop(g);
                             if merge {
                                 self.try_merge(key);
+                            }
+                            if let Some(b) = lower {
+                                self.move_leaf(key, b);
                             }
                         }
                     }

@@ -194,6 +194,13 @@ impl SizeClassPool {
         }
     }
 
+    /// [`SlabPool::try_alloc_lower`] for the block of `size` bytes at `p` (from this
+    /// pool): a block of the same class in the lowest chunk with room, under the
+    /// conditions given there; `None` otherwise, and always above the largest class.
+    pub fn try_alloc_lower(&self, p: NonNull<u8>, size: usize) -> Option<NonNull<u8>> {
+        self.pools[self.class_of(size)?].try_alloc_lower(p)
+    }
+
     #[cold]
     fn alloc_large(&self, size: usize) -> Result<NonNull<u8>, Error> {
         if super::fail_here() {

@@ -166,6 +166,17 @@ impl Populator {
         self.reservoir.spare_bytes.load(Ordering::Acquire)
     }
 
+    /// Gives the spare chunks back to the OS: for a structure that has shrunk, whose
+    /// inserts are not about to need them (they are resident memory). The thread populates
+    /// a new one when a pool next takes a chunk.
+    pub fn trim(&self) {
+        let r = &self.reservoir;
+        let spare = std::mem::take(&mut *r.ready.lock());
+        r.spare_bytes
+            .fetch_sub(spare.len() * CHUNK_SIZE, Ordering::Relaxed);
+        drop(spare);
+    }
+
     /// What the populator did so far.
     pub fn stats(&self) -> PopulatorStats {
         let r = &self.reservoir;

@@ -145,12 +145,18 @@ impl std::error::Error for SlabError {}
 ///   sixteenth, …); it re-arms only once half in use again. Allocation takes the lowest
 ///   chunk with room first, so the high chunks are the ones that drain.
 ///
+/// Memory that live objects pin can only come back if the pool's user moves them
+/// (*moving objects*): [`try_alloc_lower`](Self::try_alloc_lower) hands out a slot in the
+/// lowest chunk with room for an object that sits in a chunk less than a quarter in use,
+/// or anywhere above it while more than an eighth of the pool's chunks are free slots, so
+/// that the holes move up, the high chunks drain and go back by the rules above.
+///
 /// A page is given back only when every slot on it is sorted back into its chunk: slots in
 /// a thread's cache or in a magazine of the depot's stash count as in use. The stash keeps
 /// the last 16 magazines freed, sorting its oldest back into its chunks when a new one
 /// comes in. A slot on a page given back reads zero when reused.
 /// Memory that live slots pin stays: after removing 90% of a structure's objects at random,
-/// most pages still hold a survivor, which only moving objects would fix.
+/// most pages still hold a survivor, unless the user moves them (above).
 ///
 /// # Accounting
 ///
@@ -488,6 +494,26 @@ impl SlabPool {
             // No thread cache (thread-local destroyed at thread exit, or re-entered).
             _ => pool.alloc_locked(),
         }
+    }
+
+    /// A slot to move the live object at `p` (a slot of this pool) to, when that would
+    /// let memory go back: if `p`'s chunk has fewer than a quarter of its slots in use, or
+    /// more than an eighth of the pool's chunks are free slots (holes that pin pages), and
+    /// a chunk at a lower address has room, one slot of the lowest such chunk, allocated
+    /// (free it with [`free`](Self::free)); else `None`. The caller copies the object and
+    /// frees `p` (see [Giving memory back](Self#giving-memory-back)).
+    ///
+    /// Each move takes an object to a lower address, so moves cannot go round in
+    /// circles: between other allocations, a pool sees at most one move per object and
+    /// chunk below it. Takes the pool's lock and bypasses the thread caches: for
+    /// occasional moves, not for the hot path. Maps no chunk.
+    pub fn try_alloc_lower(&self, p: NonNull<u8>) -> Option<NonNull<u8>> {
+        if super::fail_here() {
+            return None;
+        }
+        let pool = &self.shared;
+        debug_assert!(pool.is_slot_shaped(p), "a pointer not from this pool");
+        pool.depot.lock().take_lower(&pool.backing, p)
     }
 
     /// [`try_alloc`](Self::try_alloc), calling [`std::alloc::handle_alloc_error`] (which

@@ -124,6 +124,12 @@ impl Leaf {
         self.kind.load(Ordering::Relaxed) & KIND_INLINE_ON != 0
     }
 
+    /// Whether the block has an inline area (its pool: see `LeafPools`).
+    #[inline]
+    pub(crate) fn inline_area(&self) -> bool {
+        self.kind.load(Ordering::Relaxed) & KIND_INLINE_AREA != 0
+    }
+
     /// The right neighbour.
     #[inline]
     pub(crate) fn next(&self) -> Option<LeafPtr> {

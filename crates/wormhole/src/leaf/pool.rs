@@ -138,6 +138,27 @@ impl LeafPools {
         }
     }
 
+    /// A block for the leaf at `old` (of the kind `inline`) to move to, in a lower chunk
+    /// of its pool, when its pool grants one (`SlabPool::try_alloc_lower`: `old`'s chunk
+    /// is under a quarter in use, or over an eighth of the pool is free slots); counted as
+    /// a live leaf like [`LeafAlloc::alloc_block`].
+    pub(crate) fn alloc_lower(&self, old: NonNull<u8>, inline: bool) -> Option<NonNull<u8>> {
+        let pool = if inline { &self.inline } else { &self.plain };
+        let p = pool.try_alloc_lower(old)?;
+        self.count(inline, 1);
+        Some(p)
+    }
+
+    /// Returns a block from [`LeafPools::alloc_lower`] unused.
+    ///
+    /// # Safety
+    /// `p` came from `alloc_lower` with the kind `inline` and was not used.
+    pub(crate) unsafe fn free_lower(&self, p: NonNull<u8>, inline: bool) {
+        self.count(inline, -1);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.free_block(p, inline) };
+    }
+
     /// Attaches both pools to the index's chunk populator (see `Config::prefault`).
     pub(crate) fn attach(&self, populator: &orrery_core::alloc::Populator) {
         self.plain.attach(populator);

@@ -37,9 +37,25 @@ impl LeafPtr {
         inline: bool,
     ) -> Result<LeafPtr, Error> {
         assert!((MIN_CAP..=MAX_CAP).contains(&cap));
-        let anchor_len = u32::try_from(anchor.len()).expect("anchors are at most a key long");
         // The block first: on failure nothing has been taken apart yet.
         let (p, inline) = pool.alloc_block(cap, inline)?;
+        // SAFETY: a fresh block of this kind and capacity, ours.
+        Ok(unsafe { LeafPtr::init_in(p, cap, anchor, version, inline) })
+    }
+
+    /// Writes an empty leaf with the given anchor and version into the block `p`.
+    ///
+    /// # Safety
+    /// `p` is a block for leaves of capacity `cap` with an inline area iff `inline`, from
+    /// the index's pools (e.g. [`LeafPools::alloc_lower`]), used by nobody else.
+    pub(crate) unsafe fn init_in(
+        p: NonNull<u8>,
+        cap: usize,
+        anchor: Box<[u8]>,
+        version: u64,
+        inline: bool,
+    ) -> LeafPtr {
+        let anchor_len = u32::try_from(anchor.len()).expect("anchors are at most a key long");
         let mut anchor_inline = [0u8; ANCHOR_INLINE];
         let anchor_heap = if anchor.len() <= ANCHOR_INLINE {
             anchor_inline[..anchor.len()].copy_from_slice(&anchor);
@@ -77,7 +93,7 @@ impl LeafPtr {
         unsafe { std::slice::from_raw_parts_mut(tags, cap) }.fill(HOLE_END);
         // SAFETY: the order array follows the tag array inside the block.
         unsafe { tags.cast::<u8>().wrapping_add(cap * 8).write_bytes(0, cap) };
-        Ok(lp)
+        lp
     }
 
     /// Frees the block (not the pairs it references) to `pool`.
@@ -103,6 +119,12 @@ impl LeafPtr {
     #[inline]
     pub(crate) fn from_raw(p: *mut Leaf) -> Option<LeafPtr> {
         NonNull::new(p).map(LeafPtr)
+    }
+
+    /// The block's address (for the pools).
+    #[inline]
+    pub(crate) fn block(self) -> NonNull<u8> {
+        self.0.cast()
     }
 
     /// The raw pointer.

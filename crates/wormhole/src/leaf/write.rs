@@ -124,6 +124,12 @@ impl WriteLeaf<'_> {
         self.hdr().inline_on()
     }
 
+    /// Whether the block has an inline area.
+    #[inline]
+    pub(crate) fn inline_area(&self) -> bool {
+        self.hdr().inline_area()
+    }
+
     /// How many of the pairs of key ranks `[j, nr)` would fit inline (inline ones, and
     /// blocks of at most [`INLINE_MAX`] key and value bytes). The leaf must be sorted.
     pub(crate) fn small_from(&self, j: usize) -> usize {

@@ -718,6 +718,54 @@ impl MetaTable {
         self.replan();
     }
 
+    /// Makes every reference to leaf `old` (anchor `anchor`) name `new` instead: the leaf
+    /// moved to another block (`smo`, "Moving leaves"). The anchor's entry (a leaf entry, or
+    /// its item's) and the leftmost and rightmost leaves of the items of its proper
+    /// prefixes (the only items that can name `old`: every leaf below an item extends its
+    /// prefix). Nothing else changes: same anchors, same items, no allocation.
+    ///
+    /// As in [`MetaTable::remove_anchor`], `old` may already be freed when this replays on
+    /// the shadow table: its entry is found by address, and items still naming it are
+    /// compared with `anchor` (a [`Victim`]), never through the leaf.
+    pub(crate) fn replace_leaf(&mut self, anchor: &[u8], old: LeafPtr, new: LeafPtr) {
+        let (o, n) = (old.as_raw(), new.as_raw());
+        let victim = Some(Victim { leaf: o, anchor });
+        let mut h = crc32c(&[]);
+        for plen in 0..=anchor.len() {
+            if plen > 0 {
+                h = crc32c_extend(h, &anchor[plen - 1..plen]);
+            }
+            let key = &anchor[..plen];
+            let it = if plen == anchor.len() {
+                let r = self
+                    .find(h, |r| match r {
+                        Ref::Leaf(x) => x == old,
+                        // SAFETY: items naming `old` are compared with `anchor`; every
+                        // other leaf the table names is linked.
+                        Ref::Item(it) => unsafe { it.get().key_is(key, victim) },
+                    })
+                    .expect("the anchor is in the table");
+                match r {
+                    Ref::Leaf(_) => {
+                        self.replace(r, Ref::Leaf(new), h);
+                        break;
+                    }
+                    Ref::Item(it) => it,
+                }
+            } else {
+                self.get_item(key, h, victim)
+                    .expect("anchor prefixes are items")
+            };
+            let item = it.get_mut();
+            if item.leftmost == o {
+                item.leftmost = n;
+            }
+            if item.rightmost == o {
+                item.rightmost = n;
+            }
+        }
+    }
+
     /// A deep copy (same slots, same positions, fresh items): used when the writer cannot
     /// wait for the shadow table's readers to drain (see `smo`).
     ///

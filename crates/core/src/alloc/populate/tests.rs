@@ -229,3 +229,26 @@ fn alloc_populate_concurrent_pools() {
     assert!(s.populated <= s.served + 2, "{s:?}");
     // The objects are leaked into the pools' chunks, unmapped with the pools.
 }
+
+/// `trim` gives the spare chunk back at once; the next chunk a pool takes is mapped by the
+/// pool (a miss) and wakes the thread, which populates a spare again.
+#[test]
+fn alloc_populate_trim_gives_spares_back() {
+    let pool = SlabPool::new(MAX_OBJECT_SIZE, 8).unwrap();
+    let populator = Populator::with_params(1, 1);
+    assert!(pool.attach(&populator));
+    let mut objs = Vec::new();
+    fill_chunks(&pool, 1, &mut objs);
+    assert_eq!(wait_spare(&populator, CHUNK_SIZE), CHUNK_SIZE);
+    populator.trim();
+    assert_eq!(populator.spare_bytes(), 0);
+    assert!(
+        populator.reservoir().ready.lock().is_empty(),
+        "spares unmapped"
+    );
+    let missed = populator.stats().missed;
+    fill_chunks(&pool, 2, &mut objs);
+    assert_eq!(populator.stats().missed, missed + 1, "no spare to serve");
+    assert_eq!(wait_spare(&populator, CHUNK_SIZE), CHUNK_SIZE, "refilled");
+    check_and_free(&pool, objs);
+}

@@ -113,6 +113,13 @@ impl Chunk {
         false
     }
 
+    /// Whether fewer than a quarter of the chunk's slots are out: an object here is worth
+    /// moving to a fuller chunk (see `Depot::take_lower`).
+    #[inline]
+    pub(in crate::alloc) fn sparse_for_moves(&self, g: &Geometry) -> bool {
+        self.out() * 4 < g.slots
+    }
+
     /// The chunk's first byte (2 MiB-aligned).
     #[inline]
     pub(in crate::alloc) fn base(&self) -> usize {

@@ -152,6 +152,41 @@ impl Depot {
         Ok(slots)
     }
 
+    /// For moving an object down (`SlabPool::try_alloc_lower`): if the chunk holding slot
+    /// `p` has fewer than a quarter of its slots out, or more than an eighth of the bytes
+    /// of the pool's chunks are free slots, and a chunk at a lower address has room, takes
+    /// one slot of the lowest such chunk (a free one, else a never-used one) and returns
+    /// it; else `None`. Maps nothing.
+    pub(in crate::alloc) fn take_lower(
+        &mut self,
+        b: &Backing,
+        p: std::ptr::NonNull<u8>,
+    ) -> Option<std::ptr::NonNull<u8>> {
+        let g = &b.geo;
+        let i = self.find(p.as_ptr() as usize);
+        if !self.chunks[i].sparse_for_moves(g)
+            && self.free_bytes * 8 <= self.chunks.len() * CHUNK_SIZE
+        {
+            return None;
+        }
+        let j = (self.hint..i).find(|&j| self.chunks[j].has_room(g))?;
+        let c = &mut self.chunks[j];
+        let (slot, pages) = if c.freed() > 0 {
+            let mut m = Magazine::EMPTY;
+            let pages = c.take_freed(g, 1, &mut m);
+            self.free_bytes -= g.slot;
+            // SAFETY: `take_freed` put one free slot of this chunk into the magazine.
+            (unsafe { m.pop() }, pages)
+        } else {
+            let (mut run, pages) = c.carve(g, 1);
+            (run.take(g.slot)?, pages)
+        };
+        self.purged_bytes -= pages * PAGE_SIZE;
+        b.charge(pages * PAGE_SIZE, true);
+        self.orphan_live += 1;
+        Some(slot)
+    }
+
     /// Maps (or reuses) a chunk and files it by address; returns its index.
     #[cold]
     fn add_chunk(&mut self, b: &Backing) -> Result<usize, Error> {

@@ -662,3 +662,70 @@ fn alloc_slab_drained_chunk_gives_back_its_pages() {
     free_on_exiting_thread(&pool, rest);
     assert_eq!(pool.live_objects(), 0);
 }
+
+/// Moving objects (`try_alloc_lower`): after freeing 7 of every 8 objects, the survivors
+/// move down into the lowest chunks, every move goes to a lower address, repeated passes
+/// soon find nothing to move (no cycles), the contents survive, and emptied chunks go back.
+#[test]
+fn alloc_slab_moves_objects_out_of_sparse_chunks() {
+    const SIZE: usize = 16 * 1024;
+    let pool = SlabPool::new(SIZE, 8).unwrap();
+    let per_chunk = CHUNK_SIZE / SIZE;
+    let chunks = if cfg!(miri) { 3 } else { 8 };
+    let objs: Vec<NonNull<u8>> = (0..chunks * per_chunk).map(|_| pool.alloc()).collect();
+    let (mut kept, freed): (Vec<_>, Vec<_>) =
+        objs.iter().enumerate().partition(|(i, _)| i % 8 == 0);
+    let mut kept: Vec<(NonNull<u8>, u64)> =
+        kept.drain(..).map(|(i, &p)| (p, i as u64 + 1)).collect();
+    for &(p, tag) in &kept {
+        fill(p, SIZE, tag);
+    }
+    free_on_exiting_thread(&pool, freed.into_iter().map(|(_, &p)| p).collect());
+    let before = pool.chunks();
+    // A full chunk is not sparse: nothing to move there.
+    let full = SlabPool::new(SIZE, 8).unwrap();
+    let f: Vec<NonNull<u8>> = (0..2 * per_chunk).map(|_| full.alloc()).collect();
+    assert!(f.iter().all(|&p| full.try_alloc_lower(p).is_none()));
+    free_on_exiting_thread(&full, f);
+    // Every move goes to a lower address, so passes end: at most one per chunk finds work.
+    let mut last = usize::MAX;
+    for pass in 0..=chunks {
+        let mut moves = 0;
+        let mut old = Vec::new();
+        kept.sort_by_key(|&(p, _)| std::cmp::Reverse(p.as_ptr() as usize));
+        for (p, tag) in &mut kept {
+            if let Some(q) = pool.try_alloc_lower(*p) {
+                assert!((q.as_ptr() as usize) < (p.as_ptr() as usize) & !(CHUNK_SIZE - 1));
+                // SAFETY: two distinct live objects of `SIZE` bytes.
+                unsafe { q.as_ptr().copy_from_nonoverlapping(p.as_ptr(), SIZE) };
+                old.push(*p);
+                *p = q;
+                moves += 1;
+            }
+            assert!(holds(*p, SIZE, *tag));
+        }
+        free_on_exiting_thread(&pool, old);
+        if pass == 0 {
+            assert!(moves > 0, "nothing moved out of sparse chunks");
+        }
+        last = moves;
+        if moves == 0 {
+            break;
+        }
+    }
+    assert_eq!(last, 0, "objects still moving after {chunks} passes");
+    let mut addrs: Vec<usize> = kept.iter().map(|(p, _)| p.as_ptr() as usize).collect();
+    assert_disjoint(&mut addrs, SIZE);
+    assert_eq!(pool.live_objects(), kept.len());
+    // The survivors fill the lowest chunks: two hold them all (one full, one with the
+    // objects that found no room below). The old slots went back, except those the
+    // depot's stash of magazines still pins (freed last: the lowest moved ones).
+    let homes: HashSet<usize> = addrs.iter().map(|a| a & !(CHUNK_SIZE - 1)).collect();
+    assert!(homes.len() <= 2, "survivors in {} chunks", homes.len());
+    assert!(
+        pool.chunks() < before,
+        "{} chunks held after moving (before: {before})",
+        pool.chunks()
+    );
+    free_on_exiting_thread(&pool, kept.into_iter().map(|(p, _)| p).collect());
+}
