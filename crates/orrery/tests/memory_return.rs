@@ -36,7 +36,7 @@ const STRUCTURES: &[(&str, f64)] = &[
     ("wormhole", 4.0),
     ("mercury", 7.5),
     ("cuckoo-trie", 1.5),
-    ("hyperion", 2.2),
+    ("hyperion", 1.5),
     ("slb", 4.0),
 ];
 
