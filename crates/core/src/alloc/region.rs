@@ -433,8 +433,9 @@ mod tests {
             })
         };
         let r = HugeRegion::new(HUGE_PAGE_SIZE).unwrap();
+        let byte = r.as_ptr().wrapping_add(5000);
         // SAFETY: a byte of our own live region, nobody else accesses it.
-        unsafe { r.as_ptr().add(5000).write(7) };
+        unsafe { byte.write(7) };
         let addr = r.as_ptr() as usize;
         let Some(before) = flags(addr) else {
             eprintln!("no smaps: skipped");
@@ -445,7 +446,7 @@ mod tests {
         assert!(after.iter().any(|f| f == "nh"), "{before:?} -> {after:?}");
         assert!(!after.iter().any(|f| f == "hg"), "{after:?}");
         // SAFETY: as above.
-        assert_eq!(unsafe { r.as_ptr().add(5000).read() }, 7);
+        assert_eq!(unsafe { byte.read() }, 7);
     }
 
     #[test]

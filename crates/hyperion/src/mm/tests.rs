@@ -135,10 +135,7 @@ fn mm_sparse_bins_shrink_and_chunks_move_down() {
     assert_eq!(movers.len(), kept.len() / 2, "the upper half moves");
     let mut now = kept.clone();
     // As a writer does for each block it touches: move while asked to.
-    loop {
-        let Some(i) = (0..now.len()).find(|&i| mm.should_move(now[i].0)) else {
-            break;
-        };
+    while let Some(i) = (0..now.len()).find(|&i| mm.should_move(now[i].0)) {
         let (old, b) = now[i];
         let to = mm.alloc(64).unwrap();
         let bytes = mm.get(old).to_vec();
