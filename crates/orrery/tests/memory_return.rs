@@ -36,7 +36,7 @@ const STRUCTURES: &[(&str, f64)] = &[
     ("wormhole", 1.5),
     ("mercury", 3.2), // 2.77 with the shrinking table; its surviving nodes do not compact
     ("cuckoo-trie", 1.5),
-    ("hyperion", 2.2),
+    ("hyperion", 1.5),
     ("slb", 1.5),
 ];
 

@@ -134,6 +134,22 @@ mod imp {
         unsafe { libc::madvise(ptr.cast(), len, libc::MADV_DONTNEED) == 0 }
     }
 
+    /// Advises the kernel not to back `[ptr, ptr + len)` with transparent huge pages any
+    /// more (`madvise(MADV_NOHUGEPAGE)`): `khugepaged` no longer collapses its 4 KiB pages
+    /// into a huge page — which would make every page of the 2 MiB resident again, the
+    /// ones given back with them. Failure leaves the advice as it was: ignored.
+    /// `ptr` is page-aligned and the range lies inside a live mapping of ours.
+    pub(in crate::alloc) fn no_huge(ptr: *mut u8, len: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: the range is inside our own live mapping (caller's contract); the
+            // advice changes no contents and no mapping.
+            let _ = unsafe { libc::madvise(ptr.cast(), len, libc::MADV_NOHUGEPAGE) };
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (ptr, len);
+    }
+
     /// Makes the pages of `[ptr, ptr + len)` resident and writable, as if each had been
     /// written (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14+), without changing any byte.
     /// `ptr` is page-aligned and the range lies inside a live mapping of ours.
@@ -239,6 +255,11 @@ mod imp {
         false
     }
 
+    /// No huge pages here (Miri, non-Unix): nothing to advise.
+    pub(in crate::alloc) fn no_huge(ptr: *mut u8, len: usize) {
+        let _ = (ptr, len);
+    }
+
     /// No way to populate pages here (Miri, non-Unix): the caller touches them instead.
     pub(in crate::alloc) fn populate_write(ptr: *mut u8, len: usize) -> Result<bool, Error> {
         let _ = (ptr, len);
@@ -246,4 +267,6 @@ mod imp {
     }
 }
 
-pub(super) use imp::{discard, map_huge, map_pages, populate_write, unmap_huge, unmap_pages};
+pub(super) use imp::{
+    discard, map_huge, map_pages, no_huge, populate_write, unmap_huge, unmap_pages,
+};

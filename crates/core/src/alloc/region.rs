@@ -163,6 +163,18 @@ impl HugeRegion {
 }
 
 impl HugeRegion {
+    /// Asks the kernel to stop backing the region with transparent huge pages
+    /// (`madvise(MADV_NOHUGEPAGE)`; see the [module docs](super#huge-pages)): for a region
+    /// whose pages are being given back ([`discard`](Self::discard)), since `khugepaged`
+    /// would otherwise collapse what remains into huge pages again, making the pages given
+    /// back resident (zeroed) without anyone touching them. Contents are unchanged; where
+    /// the advice is not available nothing happens.
+    pub fn no_huge_pages(&self) {
+        if self.reserved != 0 {
+            os::no_huge(self.ptr.as_ptr(), self.reserved);
+        }
+    }
+
     /// Gives the [`PAGE_SIZE`] pages of bytes `range` (which must start and end on page
     /// boundaries, inside [`reserved_len`](Self::reserved_len)) back to the OS with
     /// `madvise(MADV_DONTNEED)`: they leave the resident set, the region stays mapped, and
@@ -404,6 +416,37 @@ mod tests {
             assert_eq!(r.reserved_len() % HUGE_PAGE_SIZE, 0);
             assert!(r.reserved_len() >= len && r.reserved_len() < len + HUGE_PAGE_SIZE);
         }
+    }
+
+    /// [`HugeRegion::no_huge_pages`] changes the mapping's advice from huge pages (`hg`
+    /// in `/proc/self/smaps`' `VmFlags`) to none (`nh`), and keeps the contents.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn alloc_region_no_huge_pages_advice() {
+        let flags = |addr: usize| {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+            let head = format!("{addr:x}-");
+            let at = smaps.lines().position(|l| l.starts_with(&head))?;
+            smaps.lines().skip(at + 1).find_map(|l| {
+                l.strip_prefix("VmFlags:")
+                    .map(|f| f.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            })
+        };
+        let r = HugeRegion::new(HUGE_PAGE_SIZE).unwrap();
+        let byte = r.as_ptr().wrapping_add(5000);
+        // SAFETY: a byte of our own live region, nobody else accesses it.
+        unsafe { byte.write(7) };
+        let addr = r.as_ptr() as usize;
+        let Some(before) = flags(addr) else {
+            eprintln!("no smaps: skipped");
+            return;
+        };
+        r.no_huge_pages();
+        let after = flags(addr).expect("the mapping is still there");
+        assert!(after.iter().any(|f| f == "nh"), "{before:?} -> {after:?}");
+        assert!(!after.iter().any(|f| f == "hg"), "{after:?}");
+        // SAFETY: as above.
+        assert_eq!(unsafe { byte.read() }, 7);
     }
 
     #[test]

@@ -194,6 +194,7 @@ impl MemoryManager {
     pub(super) fn free_chunk(&mut self, hp: Hp) {
         let sb = hp.superbin();
         let s = &mut self.superbins[sb];
+        let csize = s.chunk_size;
         let id = hp.bin_id();
         let (bin, nonfull) = s.bin_mut(id);
         let c = hp.chunk();
@@ -205,6 +206,23 @@ impl MemoryManager {
         bin.used -= 1;
         let bi = id % BINS_PER_METABIN;
         nonfull[bi / 64] |= 1 << (bi % 64);
+        while bin.used > 0 && shrinkable(bin) {
+            // A quarter full at most, its upper half free: the bin halves (see "Giving
+            // memory back"). Cannot fail: the chunks are kept where they are when the
+            // smaller block cannot be had.
+            let cap = bin.cap / 2;
+            let Ok(mem) = BinMem::new(cap * csize) else {
+                break;
+            };
+            // SAFETY: both blocks are live and distinct; the new one holds `cap` chunks,
+            // the old one more.
+            unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), cap * csize) };
+            self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
+            self.dirs.publish(sb, id, Some(&mem), cap);
+            // Readers may still read the old chunks: freed after they unpin.
+            retire(std::mem::replace(&mut bin.mem, mem));
+            bin.cap = cap;
+        }
         if bin.used == 0 {
             nonfull[bi / 64] &= !(1 << (bi % 64));
             let mi = id / BINS_PER_METABIN;
@@ -235,6 +253,21 @@ impl MemoryManager {
         } else {
             s.nonfull.insert(id as u32);
         }
+    }
+
+    /// Whether a writer holding the block `hp` (not moving it otherwise) should move it to
+    /// a new block of the same size (allocate, copy, relink, free): it is a chunk in the
+    /// upper half of a bin at most a quarter full, so that a new chunk is found lower —
+    /// in a lower bin, or in this bin's lower half — and the bin can halve once its upper
+    /// half is free (see "Giving memory back" in the [module docs](super)).
+    #[inline]
+    pub(crate) fn should_move(&self, hp: Hp) -> bool {
+        let sb = hp.superbin();
+        if sb == 0 {
+            return false;
+        }
+        let bin = self.superbins[sb].bin(hp.bin_id());
+        bin.cap > FIRST_CHUNKS && hp.chunk() >= bin.cap / 2 && bin.used as usize * 4 <= bin.cap
     }
 
     /// A block of at least `size` bytes ([`capacity_for`]`(size)` usable), zeroed only if
@@ -318,4 +351,19 @@ impl MemoryManager {
         }
         self.free_chunk(hp);
     }
+}
+
+/// Whether `bin` can halve: more than [`FIRST_CHUNKS`] chunks, at most a quarter of them
+/// taken, none in the upper half.
+fn shrinkable(bin: &Bin) -> bool {
+    if bin.cap <= FIRST_CHUNKS || bin.used as usize * 4 > bin.cap {
+        return false;
+    }
+    let (from, to) = (bin.cap / 2, bin.cap);
+    if to <= 64 {
+        // One map word: the bits `from..to` of word 0.
+        let mask = (u64::MAX >> (64 - (to - from))) << from;
+        return bin.map[0] & mask == 0;
+    }
+    bin.map[from / 64..to / 64].iter().all(|&w| w == 0)
 }

@@ -44,6 +44,23 @@
 //! and heap block is fallible: out of memory is [`Error::OutOfMemory`] and changes nothing.
 //! Chunks of existing bins never fail.
 //!
+//! # Giving memory back
+//!
+//! A bin whose chunks are at most a quarter taken and whose upper half is free halves (its
+//! lower half copied into a block half the size, published to the readers' directory, the
+//! old block retired), down to 8 chunks; it grows again only once full, so a bin does not
+//! halve and double back under churn. A chunk left in the upper half of such a bin is
+//! moved by the next writer that touches its container even when the container still fits
+//! ([`MemoryManager::should_move`]; `write/apply.rs`: allocate, copy, relink the parent's
+//! Hyperion Pointer, free — the exact-fit move, under the write lock and the trie's odd
+//! version, which protects optimistic readers as any write does). Allocation takes the
+//! lowest free chunk of the lowest non-full bin, so the new chunk is lower — in a lower
+//! bin or in the lower half — and every move brings the bin nearer to halving. The paper
+//! maps each bin whole and only says that Hyperion Pointers let the manager "reorganize
+//! and move chunks at will" (§3.2); this is our policy. Extended blocks live in the shared
+//! block heap (`heap.rs`), whose free pages go back to the OS; after a mass removal the
+//! T-Node jump tables the removed keys had needed go too (`write/tjt.rs`).
+//!
 //! # Chained extended bins (§3.2)
 //!
 //! Eight consecutive extended-bin chunks, the first at a chunk index that is a multiple of

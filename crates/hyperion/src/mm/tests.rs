@@ -100,3 +100,61 @@ fn mm_fills_a_bin_and_opens_the_next() {
     assert_eq!(mm.stats().chunks, 0);
     assert_eq!(mm.stats().free_chunk_bytes, 0, "empty bins are unmapped");
 }
+
+/// A bin halves once at most a quarter of its chunks are taken and its upper half is free
+/// (the chunks below keep their bytes); chunks left in the upper half are what
+/// [`MemoryManager::should_move`] names, and moving them (allocate, copy, free, as a
+/// writer does) lets the bin halve down to what its chunks need.
+#[test]
+fn mm_sparse_bins_shrink_and_chunks_move_down() {
+    let mut mm = MemoryManager::new();
+    let n = if cfg!(miri) { 64 } else { 1024 };
+    let hps: Vec<Hp> = (0..n).map(|_| mm.alloc(64).unwrap()).collect();
+    for (i, hp) in hps.iter().enumerate() {
+        mm.get_mut(*hp).fill(i as u8);
+    }
+    let full = mm.stats().free_chunk_bytes + mm.stats().chunk_bytes;
+    assert_eq!(full, n * 64, "one bin of {n} chunks");
+    // Keep every 8th chunk: an eighth taken, spread over the whole bin.
+    for (i, hp) in hps.iter().enumerate() {
+        if i % 8 != 0 {
+            mm.free(*hp);
+        }
+    }
+    let kept: Vec<(Hp, u8)> = (0..n).step_by(8).map(|i| (hps[i], i as u8)).collect();
+    let spread = mm.stats();
+    assert_eq!(
+        spread.chunk_bytes + spread.free_chunk_bytes,
+        n * 64,
+        "no shrink yet"
+    );
+    assert!(!mm.should_move(kept[0].0), "the lower half stays");
+    let movers: Vec<usize> = (0..kept.len())
+        .filter(|&i| mm.should_move(kept[i].0))
+        .collect();
+    assert_eq!(movers.len(), kept.len() / 2, "the upper half moves");
+    let mut now = kept.clone();
+    // As a writer does for each block it touches: move while asked to.
+    while let Some(i) = (0..now.len()).find(|&i| mm.should_move(now[i].0)) {
+        let (old, b) = now[i];
+        let to = mm.alloc(64).unwrap();
+        let bytes = mm.get(old).to_vec();
+        mm.get_mut(to).copy_from_slice(&bytes);
+        mm.free(old);
+        now[i] = (to, b);
+    }
+    for &(hp, b) in &now {
+        assert!(mm.get(hp).iter().all(|&x| x == b), "{hp:?} kept its bytes");
+    }
+    let st = mm.stats();
+    assert_eq!(st.chunk_bytes, kept.len() * 64);
+    assert!(
+        st.chunk_bytes + st.free_chunk_bytes <= 4 * kept.len() * 64,
+        "the bin shrank to at most 4x its chunks: {st:?}"
+    );
+    for (hp, _) in now {
+        mm.free(hp);
+    }
+    assert_eq!(mm.stats().chunks, 0);
+    assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
+}

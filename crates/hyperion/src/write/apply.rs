@@ -110,7 +110,9 @@ impl ArenaInner {
             };
             fix_jumps(dst, top_t, until, new_used);
         };
-        if fits {
+        // A chunk in the sparse upper half of a bin moves even when it fits, so that the
+        // bin can shrink (`mm`, "Giving memory back").
+        if fits && (ext || !self.mm.should_move(hp)) {
             write(&[], self.mm.get_mut(hp), true);
             return Ok(());
         }

@@ -9,6 +9,7 @@ use crate::node::{cjt, parse, tjt, used};
 
 use super::cjt::TMove;
 use super::path::{CPath, Level, Splice, descend, hdr_len, is_s, key_at, locate, rehdr};
+use super::tjt::DROP_BELOW;
 
 /// What happens to a container a removal empties.
 enum Retire {
@@ -39,6 +40,8 @@ impl ArenaInner {
         let mut ci = path.len() - 1;
         let mut n = path[ci].levels.len();
         let mut what = Clear::Key;
+        // The key offset of a T-Node whose jump table the removal thins out (`tjt.rs`).
+        let mut thin = None;
         loop {
             let l = path[ci].levels[n - 1];
             let sub = if what == Clear::Key {
@@ -46,7 +49,12 @@ impl ArenaInner {
             } else {
                 &key[l.off..l.off + 2]
             };
-            let Some(sp) = self.plan_remove(&mut txn, path[ci].hp, l, sub, what) else {
+            let mut thinned = false;
+            let plan = self.plan_remove(&mut txn, path[ci].hp, l, sub, what, &mut thinned);
+            if thinned {
+                thin = Some(l.off);
+            }
+            let Some(sp) = plan else {
                 break;
             };
             let emptied = l.end - l.start + sp.bytes.len() == sp.b - sp.a;
@@ -78,6 +86,9 @@ impl ArenaInner {
             n = path[ci].levels.len();
         }
         txn.commit(&mut self.mm);
+        if let Some(off) = thin {
+            self.drop_tjt(b, key, off);
+        }
     }
 
     /// Retires the container of `c`, which a removal empties; returns whether its parent's
@@ -104,7 +115,9 @@ impl ArenaInner {
     }
 
     /// The splice that clears `what` at `sub` in level `l` of container `hp`, pruning the
-    /// nodes left empty; `None` when there is nothing to clear.
+    /// nodes left empty; `None` when there is nothing to clear. Sets `thin` when the
+    /// key's T-Node has a jump table and fewer than [`DROP_BELOW`] other S-Nodes that are
+    /// not placeholders.
     fn plan_remove(
         &mut self,
         txn: &mut Txn,
@@ -112,6 +125,7 @@ impl ArenaInner {
         l: Level,
         sub: &[u8],
         what: Clear,
+        thin: &mut bool,
     ) -> Option<Splice> {
         let buf = self.mm.get(hp);
         let loc = locate(buf, &l, sub[0], sub.get(1).copied());
@@ -137,12 +151,12 @@ impl ArenaInner {
         let scratch_t = buf[loc.ts..t_end].to_vec();
         let has_s = t_end < l.end && is_s(buf[t_end]);
         // A T-Node with a jump table (`tjt.rs`): the end of its group, and whether it has
-        // an S-Node other than the one at `except` that is not a placeholder.
+        // how many S-Nodes other than the one at `except` are not placeholders.
         let table = buf[loc.ts] & 1 != 0;
         let group = |except: usize| {
-            let (mut p, mut real) = (t_end, false);
+            let (mut p, mut real) = (t_end, 0);
             while p < l.end && is_s(buf[p]) {
-                real |= p != except && !tjt::is_placeholder(buf[p]);
+                real += usize::from(p != except && !tjt::is_placeholder(buf[p]));
                 p = parse(buf, p, 0).next;
             }
             (p, real)
@@ -151,7 +165,8 @@ impl ArenaInner {
             let mut slot = decode_tval(&scratch_t);
             slot.as_ref()?;
             let (g_end, real) = if table {
-                group(usize::MAX)
+                let (g_end, real) = group(usize::MAX);
+                (g_end, real > 0)
             } else {
                 (t_end, has_s)
             };
@@ -196,7 +211,8 @@ impl ArenaInner {
         let scratch = buf[s.ss..se].to_vec();
         let (g_end, only) = if table {
             let (g_end, real) = group(s.ss);
-            (g_end, !real)
+            *thin = real < DROP_BELOW;
+            (g_end, real == 0)
         } else {
             (se, s.ss == t_end && !(se < l.end && is_s(buf[se])))
         };

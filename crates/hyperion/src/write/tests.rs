@@ -174,8 +174,9 @@ fn write_tnode_jump_tables_stay_exact() {
         a.write(k, &mut |_| Decision::Remove).unwrap();
     }
     let root = a.roots[b'q' as usize].hp.expect("keys remain");
-    // T-Node 0 went; T-Node 5 stays for its own key, with its table and placeholders.
-    assert_eq!(check_tables(&a.mm, root), 3);
+    // T-Node 0 went; T-Node 5 stays for its own key, its table gone with its last
+    // S-Nodes (`tjt.rs`, "When it loses it").
+    assert_eq!(check_tables(&a.mm, root), 2);
     model.remove(&[b'q', 5][..]);
     a.write(&[b'q', 5], &mut |_| Decision::Remove).unwrap();
     let root = a.roots[b'q' as usize].hp.expect("keys remain");

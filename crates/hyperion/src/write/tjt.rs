@@ -25,19 +25,34 @@
 //! entries are exact after every write. Inserting a key whose S-Node is a destination turns
 //! the placeholder into an ordinary S-Node; removing it turns it back into a placeholder
 //! (`write.rs` `plan_remove`). A T-Node left with placeholders only and no value is removed
-//! with them. A table, once built, stays while its T-Node exists.
+//! with them.
+//!
+//! # When it loses it
+//!
+//! A removal that leaves a T-Node with a table fewer than [`DROP_BELOW`] S-Nodes that are
+//! not placeholders takes the table away after its write ([`unbuild`],
+//! `ArenaInner::drop_tjt`): the T-Node is re-encoded without `jt` and its 30 bytes, and the
+//! placeholders go. Without this a container that held many keys kept a table and up to 15
+//! placeholders — about 50 bytes — in every T-Node after most keys were removed: 3.9 MB of
+//! the 11.2 MB of extended blocks after removing 90% of 4M random 8-byte keys, against a
+//! fresh index of the survivors, which has no tables (`docs/results/reliability.md`,
+//! "Memory return"). The paper says nothing of removing tables; half of [`BUILD_HOPS`]
+//! keeps a group from gaining and losing its table on every write near the threshold.
 
 use orrery_core::api::Result;
 
 use crate::arena::ArenaInner;
 use crate::edit::Txn;
 use crate::node::parse;
-use crate::node::tjt::{BYTES, ENTRIES};
+use crate::node::tjt::{BYTES, ENTRIES, is_placeholder};
 
 use super::path::{Splice, descend, locate};
 
 /// S-Nodes a writer may pass in a T-Node without a table before the T-Node gets one.
 pub(crate) const BUILD_HOPS: usize = 32;
+/// A T-Node left with fewer S-Nodes than this (placeholders not counted) by a removal
+/// loses its table.
+pub(crate) const DROP_BELOW: usize = BUILD_HOPS / 2;
 /// Sets entry `i` of the table at `tab` to `off`.
 #[inline]
 pub(crate) fn set_entry(buf: &mut [u8], tab: usize, i: usize, off: usize) {
@@ -107,7 +122,85 @@ pub(crate) fn build(buf: &[u8], t: usize, end: usize) -> Vec<u8> {
     out
 }
 
+/// The bytes of the T-Node group `buf[t..end)` (the T-Node at `t`, which has a table, and
+/// all its S-Nodes) re-encoded without its table: the T-Node without `jt` and the table's
+/// bytes (its jump successor kept: `write::fix_jumps` sets it once the splice is in place),
+/// its value, then its S-Nodes without the placeholders, each re-encoded after its new
+/// predecessor.
+pub(crate) fn unbuild(buf: &[u8], t: usize, end: usize) -> Vec<u8> {
+    let f = buf[t];
+    debug_assert!(f & 1 != 0, "a T-Node with a table");
+    let tab = crate::node::tjt::table_at(buf, t);
+    let t_end = parse(buf, t, 0).next;
+    let mut out = Vec::with_capacity(end - t);
+    out.push(f & !1);
+    out.extend_from_slice(&buf[t + 1..tab]);
+    out.extend_from_slice(&buf[tab + BYTES..t_end]);
+    let (mut pos, mut prev, mut emitted) = (t_end, 0u8, 0u8);
+    while pos < end {
+        let n = parse(buf, pos, prev);
+        debug_assert!(n.is_s);
+        if !is_placeholder(buf[pos]) {
+            let fh = 1 + usize::from((buf[pos] >> 2) & 7 == 0);
+            let (d, explicit) = match n.key.wrapping_sub(emitted) {
+                d @ 1..=7 if n.key > emitted => (d, false),
+                _ => (0, true),
+            };
+            out.push((buf[pos] & !0x1C) | d << 2);
+            if explicit {
+                out.push(n.key);
+            }
+            out.extend_from_slice(&buf[pos + fh..n.next]);
+            emitted = n.key;
+        }
+        prev = n.key;
+        pos = n.next;
+    }
+    out
+}
+
 impl ArenaInner {
+    /// Takes the table away from the T-Node of the container's own payload that the key
+    /// `key` of trie `b` passes at key offset `off` (see "When it loses it"), if it has one
+    /// and fewer than [`DROP_BELOW`] S-Nodes that are not placeholders. Cannot fail: the
+    /// group only shrinks (a container that cannot have its smaller block keeps its own).
+    pub(crate) fn drop_tjt(&mut self, b: usize, key: &[u8], off: usize) {
+        let Some(root) = self.roots[b].hp else {
+            return;
+        };
+        if key.len() < off + 1 {
+            return;
+        }
+        let path = descend(&self.mm, root, key);
+        let Some(ci) = path.iter().position(|c| c.levels[0].off == off) else {
+            return;
+        };
+        let l = path[ci].levels[0];
+        let buf = self.mm.get(path[ci].hp);
+        let loc = locate(buf, &l, key[off], None);
+        let Some(t_end) = loc.t_end else {
+            return;
+        };
+        if buf[loc.ts] & 1 == 0 {
+            return;
+        }
+        let (mut end, mut real) = (t_end, 0);
+        while end < l.end && buf[end] & 0x20 != 0 {
+            real += usize::from(!is_placeholder(buf[end]));
+            end = parse(buf, end, 0).next;
+        }
+        if real >= DROP_BELOW {
+            return;
+        }
+        let bytes = unbuild(buf, loc.ts, end);
+        let sp = Splice::keep(loc.ts, end, bytes);
+        let mut txn = Txn::default();
+        // A shrinking splice: cannot fail (the container keeps its block when a smaller
+        // one cannot be had).
+        let _ = self.apply(&mut txn, &path, ci, 1, sp, false);
+        txn.commit(&mut self.mm);
+    }
+
     /// Gives a table to the T-Node of the container's own payload that the key `key` of
     /// trie `b` passes at key offset `off` (the key bytes `off`, `off + 1` name the T-Node
     /// and an S-Node below it), if it has none. Skipped when the memory cannot be had (the
@@ -158,7 +251,7 @@ impl ArenaInner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::tjt::{check, is_placeholder, seek, seek_before};
+    use crate::node::tjt::{check, seek, seek_before};
 
     /// The bytes of a table: a T-Node with two S-Nodes (keys 3 and 40, 1-byte values)
     /// gets `js`, `jt`, 30 bytes of entries and 14 placeholders; a seek lands on the
@@ -196,5 +289,68 @@ mod tests {
         let (p, prev) = seek(&buf, 0, t_end, 255);
         assert_eq!(parse(&buf, p, prev).key, 240);
         assert!(is_placeholder(buf[p]));
+    }
+
+    /// [`unbuild`] undoes [`build`]: the T-Node keeps `js` (and its two bytes), loses
+    /// `jt`, the table and the placeholders, and an S-Node that followed a placeholder is
+    /// re-encoded after its real predecessor (17 after 3: explicit again).
+    #[test]
+    fn tjt_unbuild_undoes_build() {
+        let group = [0x40, 7, 0xE0 | 3 << 2, 1, b'a', 0xE0, 17, 1, b'b'];
+        let built = build(&group, 0, group.len());
+        let delta17 = [0x60, 16, 0xE0 | 1 << 2, 1, b'b'];
+        assert!(
+            built.windows(5).any(|w| w == delta17),
+            "17 after placeholder 16"
+        );
+        let back = unbuild(&built, 0, built.len());
+        assert_eq!(
+            back,
+            [0x42, 7, 0, 0, 0xE0 | 3 << 2, 1, b'a', 0xE0, 17, 1, b'b']
+        );
+    }
+
+    /// A T-Node that gets a table from its 256 S-Nodes loses it once removals leave it
+    /// fewer than [`DROP_BELOW`] (and the container shrinks by the table and its
+    /// placeholders), keeps it above, and gets it back when the keys return; every key
+    /// reads back throughout.
+    #[test]
+    fn tjt_dropped_when_few_s_nodes_remain() {
+        use crate::arena::Decision;
+        use crate::node::{cjt, used};
+        let tables = |a: &ArenaInner| {
+            let buf = a.mm.get(a.roots[usize::from(b'z')].hp.expect("a root"));
+            (check(buf, cjt::payload_start(buf), used(buf)), used(buf))
+        };
+        let mut a = ArenaInner::new(16 * 1024);
+        let key = |s: u8| [b'z', 1, s];
+        for s in 0..=255u8 {
+            a.write(&key(s), &mut |_| Decision::Store(vec![s])).unwrap();
+        }
+        assert_eq!(tables(&a).0, 1, "256 S-Nodes: a table");
+        let order: Vec<u8> = (0..=255u8).map(|i| i.wrapping_mul(167)).collect();
+        let mut left = 256;
+        for &s in &order {
+            if left == DROP_BELOW {
+                break;
+            }
+            a.write(&key(s), &mut |_| Decision::Remove).unwrap();
+            left -= 1;
+        }
+        assert_eq!(tables(&a).0, 1, "{DROP_BELOW} S-Nodes: the table stays");
+        let before = tables(&a).1;
+        a.write(&key(order[256 - DROP_BELOW]), &mut |_| Decision::Remove)
+            .unwrap();
+        let (n, after) = tables(&a);
+        assert_eq!(n, 0, "{} S-Nodes: the table goes", DROP_BELOW - 1);
+        assert!(after + BYTES < before, "{before} -> {after} bytes");
+        for (i, &s) in order.iter().enumerate() {
+            let want = (i > 256 - DROP_BELOW).then(|| vec![s]);
+            assert_eq!(a.get(&key(s)).map(<[u8]>::to_vec), want, "key {s}");
+        }
+        for s in 0..=255u8 {
+            a.write(&key(s), &mut |_| Decision::Store(vec![s])).unwrap();
+        }
+        assert_eq!(tables(&a).0, 1, "the keys are back: so is the table");
     }
 }
