@@ -12,7 +12,7 @@ use crate::mm::{Hp, MemoryManager, capacity_for};
 use crate::node::{C_EMB, C_HP, EMBED_MAX, set_used, used};
 
 use super::cjt::{self, TMove};
-use super::path::{CPath, Splice, fix_jumps};
+use super::path::{CPath, Splice, fix_jumps, shift_jumps};
 
 impl ArenaInner {
     /// Applies splice `sp` to level `n - 1` of container `path[ci]`: ejects embedded
@@ -108,7 +108,28 @@ impl ArenaInner {
             } else {
                 top_t + 1
             };
-            fix_jumps(dst, top_t, until, new_used);
+            // A splice inside one T-Node's group (an S-Node inserted, replaced or removed)
+            // moves that T-Node's jump fields by `delta` (`shift_jumps`); anything else
+            // walks the groups.
+            #[cfg(debug_assertions)]
+            let walked = {
+                let mut w = dst[..new_used].to_vec();
+                fix_jumps(&mut w, top_t, until, new_used);
+                w
+            };
+            let shifted = n == 1
+                && sp.t < sp.a
+                && shift_jumps(dst, sp.t, (sp.a, sp.b, sp.a + sp.bytes.len()), delta);
+            if !shifted {
+                fix_jumps(dst, top_t, until, new_used);
+            }
+            #[cfg(test)]
+            super::path::SHIFTED.with(|c| c.set(c.get() + usize::from(shifted)));
+            #[cfg(debug_assertions)]
+            debug_assert!(
+                dst[..new_used] == walked[..],
+                "jump fields shifted ({shifted}) differ from a walk's"
+            );
         };
         // A chunk in the sparse upper half of a bin moves even when it fits, so that the
         // bin can shrink (`mm`, "Giving memory back").

@@ -26,7 +26,9 @@
 //!    its exact fit the same way when the smaller block can be had, else stays. The
 //!    container jump table's entries shift ([`cjt`]), and the jump fields — successor
 //!    and T-Node jump table ([`tjt`]) — of the T-Node whose group changed are recomputed
-//!    ([`fix_jumps`]).
+//!    ([`fix_jumps`]), or, for a splice inside one T-Node's group (an S-Node inserted,
+//!    replaced or removed), moved by the splice's length difference without walking the
+//!    group ([`shift_jumps`]).
 //! 4. After the write, a T-Node whose S-Nodes the writer passed at length, or whose group
 //!    its new S-Node made long, gets a T-Node jump table ([`tjt`]), a container whose
 //!    T-Nodes it passed at length, or whose run of T-Nodes between two table entries
@@ -45,7 +47,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `path.rs` | a writer's descent and levels, [`locate`], the [`Splice`], [`fix_jumps`] |
+//! | `path.rs` | a writer's descent and levels, [`locate`], the [`Splice`], [`fix_jumps`], [`shift_jumps`] |
 //! | `insert.rs` | insert (upsert) of one key |
 //! | `remove.rs` | removal of one key, pruning what it empties |
 //! | `apply.rs` | a splice applied in place: ejection, tail shift, exact-fit moves |

@@ -143,6 +143,111 @@ pub(crate) fn fix_jumps(buf: &mut [u8], from: usize, until: usize, used: usize) 
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Splices whose jump fields [`shift_jumps`] moved (this thread, for tests).
+    pub(crate) static SHIFTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// [`fix_jumps`] for a splice inside one T-Node's group, without walking the group: the
+/// T-Node at `t` (of a container's own payload) had its S-Nodes' bytes `[a, b)` (`t < a`)
+/// replaced by S-Node bytes, which moved everything from `b` on by `delta`; `end` is
+/// where the new bytes end (`a + len`). Its jump successor grows by `delta`, and the
+/// entries of its T-Node jump table that name an S-Node at or after `b` by `delta`
+/// (those before `a` stay). Returns `false`, changing nothing, where that is not enough
+/// — no jump successor (or one stored as 0), a splice reaching past the group's end or a
+/// group that would not end at or past `end`, a
+/// distance out of 16 bits — and the caller runs [`fix_jumps`]. A table entry whose
+/// S-Node was in `[a, b)` (re-encoded) is found again by decoding the S-Nodes from the
+/// table's last destination before `a` up to `end`.
+///
+/// An insert into a group of `g` S-Nodes costs [`fix_jumps`] `g` node parses (every
+/// S-Node of the T-Node, for the table's entries and the group's end); this costs 15
+/// entry reads, and at most the 16 S-Nodes from a destination on when the splice
+/// re-encoded one.
+pub(crate) fn shift_jumps(
+    buf: &mut [u8],
+    t: usize,
+    (a, b, end): (usize, usize, usize),
+    delta: isize,
+) -> bool {
+    let f = buf[t];
+    debug_assert!(!is_s(f) && t < a && a <= b);
+    if f & 2 == 0 {
+        return false;
+    }
+    let at = t + hdr_len(f);
+    let d = usize::from(u16::from_le_bytes([buf[at], buf[at + 1]]));
+    let Some(nd) = d
+        .checked_add_signed(delta)
+        .filter(|&nd| d != 0 && b <= t + d && t + nd >= end && t + nd > a)
+        .and_then(|nd| u16::try_from(nd).ok())
+    else {
+        return false;
+    };
+    let mut entries = [0u16; tjt::ENTRIES];
+    if f & 1 != 0 {
+        let tab = tjt::table_at(buf, t);
+        // The T-Node's own bytes end before `a`: `t_end` is the same before and after.
+        let t_end = parse(buf, t, 0).next;
+        debug_assert!(t_end <= a);
+        // Entries naming S-Nodes in `[a, b)` (re-encoded), and the last one before `a`.
+        let (mut pending, mut below) = (0u16, None);
+        for (i, e) in entries.iter_mut().enumerate() {
+            let old = u16::from_le_bytes([buf[tab + 2 * i], buf[tab + 2 * i + 1]]);
+            let pos = t_end + usize::from(old);
+            if pos < a {
+                *e = old;
+                below = Some(i);
+            } else if pos >= b {
+                match usize::from(old)
+                    .checked_add_signed(delta)
+                    .and_then(|n| u16::try_from(n).ok())
+                {
+                    Some(n) => *e = n,
+                    None => return false,
+                }
+            } else {
+                pending |= 1 << i;
+            }
+        }
+        if pending != 0 {
+            // Find them among the new bytes, decoding keys from the last destination
+            // before `a` (its key is known: `16·(i+1)`), at most 16 S-Nodes on.
+            let (mut p, mut prev) = match below {
+                Some(i) => (t_end + usize::from(entries[i]), (16 * i + 16) as u8),
+                None => (t_end, 0),
+            };
+            if below.is_some() {
+                // Decode the destination itself from its known key.
+                let d = (buf[p] >> 2) & 7;
+                prev = prev.wrapping_sub(d);
+            }
+            while p < end && pending != 0 {
+                let n = parse(buf, p, prev);
+                if p >= a && tjt::is_destination(n.key) {
+                    let i = usize::from(n.key >> 4) - 1;
+                    let Ok(off) = u16::try_from(p - t_end) else {
+                        return false;
+                    };
+                    entries[i] = off;
+                    pending &= !(1 << i);
+                }
+                prev = n.key;
+                p = n.next;
+            }
+            if pending != 0 {
+                return false;
+            }
+        }
+        for (i, e) in entries.iter().enumerate() {
+            set_tjt_entry(buf, tab, i, usize::from(*e));
+        }
+    }
+    buf[at..at + 2].copy_from_slice(&nd.to_le_bytes());
+    true
+}
+
 /// Where a key's first two bytes are in a payload level.
 pub(crate) struct Loc {
     /// Key of the previous T-Node (0 if none).

@@ -207,3 +207,40 @@ fn write_tnode_jump_tables_stay_exact() {
         assert_eq!(seen, want, "desc {desc}");
     }
 }
+
+/// Inserts into and removals from T-Node groups with jump tables and successors (one
+/// T-Node collecting S-Nodes of all 256 keys, with path-compressed suffixes of varying
+/// length): most splices move the jump fields without walking the group
+/// (`path::shift_jumps`), and the result is the walk's (every write in a debug build
+/// compares the two, `apply.rs`), the tables exact after every write.
+#[test]
+fn write_jump_fields_shift_without_a_walk() {
+    let mut a = ArenaInner::new(16 * 1024);
+    let mut model = std::collections::BTreeMap::new();
+    let mut r = orrery_core::testing::rng::rng(0x5EED_0037);
+    let ops = if cfg!(miri) { 300 } else { 2000 };
+    super::path::SHIFTED.with(|c| c.set(0));
+    for i in 0..ops {
+        let x: u32 = r.random();
+        // Four T-Nodes of up to 256 S-Nodes, mostly with a path-compressed suffix (an
+        // S-Node that gets a second key gets an embedded container: no shift there).
+        let mut k = vec![b's', (x % 4) as u8 * 9, (x >> 8) as u8];
+        k.extend((0..(x >> 16) % 6).map(|j| (x >> (2 * j)) as u8));
+        if (x >> 24).is_multiple_of(4) {
+            model.remove(&k);
+            a.write(&k, &mut |_| Decision::Remove).unwrap();
+        } else {
+            let v = (i as u32).to_le_bytes()[..(x >> 28) as usize % 5].to_vec();
+            a.write(&k, &mut |_| Decision::Store(v.clone())).unwrap();
+            model.insert(k, v);
+        }
+        if let Some(root) = a.roots[b's' as usize].hp {
+            check_tables(&a.mm, root);
+        }
+    }
+    let shifted = super::path::SHIFTED.with(std::cell::Cell::get);
+    assert!(shifted > ops / 2, "{shifted} of {ops} writes shifted");
+    for (k, v) in &model {
+        assert_eq!(a.get(k), Some(&v[..]), "{k:?}");
+    }
+}
