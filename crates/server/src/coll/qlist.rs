@@ -563,6 +563,40 @@ mod tests {
     }
 
     #[test]
+    fn runs_at_the_byte_limit_walk_both_ways() {
+        // One element whose entry is exactly NODE_BYTES (two 2-byte lengths) fits alone;
+        // a byte more of anything splits.
+        let edge = vec![7u8; NODE_BYTES - 4];
+        assert_eq!(entry_len(&edge), NODE_BYTES);
+        let runs = pack_runs([&edge[..], b"", &edge]);
+        assert_eq!(runs.iter().map(|r| r.1).collect::<Vec<_>>(), vec![1, 1, 1]);
+        assert!(runs.iter().all(|r| r.0.len() <= NODE_BYTES));
+        // 128 elements of mixed sizes filling the count limit: each node walks the same
+        // from either end, and every element is found from the nearer end.
+        let items: Vec<Vec<u8>> = (0..300usize).map(|i| vec![i as u8; i % 70]).collect();
+        let runs = pack_runs(items.iter().map(Vec::as_slice));
+        let mut at = 0;
+        for (run, count) in &runs {
+            let count = *count as usize;
+            assert!(count <= NODE_COUNT && run.len() <= NODE_BYTES);
+            let fwd: Vec<&[u8]> = entries(run).collect();
+            let mut back: Vec<&[u8]> = entries(run).rev().collect();
+            back.reverse();
+            assert_eq!(fwd, back);
+            for (j, want) in items[at..at + count].iter().enumerate() {
+                assert_eq!(nth_entry(run, count, j), Some(&want[..]));
+                assert_eq!(entries(from_entry(run, count, j)).next(), Some(&want[..]));
+            }
+            at += count;
+        }
+        assert_eq!(at, items.len());
+        // A large element (over a node) gets a node of its own, walked either way.
+        let big = vec![1u8; 3 * NODE_BYTES];
+        let runs = pack_runs([&b"a"[..], &big, b"b"]);
+        assert_eq!(entries(&runs[1].0).next_back(), Some(&big[..]));
+    }
+
+    #[test]
     fn locate_walks_the_counts() {
         let nodes: VecDeque<Node> = [3u32, 1, 4]
             .iter()
