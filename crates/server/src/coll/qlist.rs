@@ -5,15 +5,20 @@
 //! element counts, head to tail).
 //!
 //! ```text
-//! node run  := (varint(len) bytes)*        crate::layout::put_entry, no header: the
-//!                                          count is in the node table
+//! node run  := (varint(len) bytes rvarint(len))*   crate::layout::put_entry, no header:
+//!                                                   the count is in the node table
 //! ```
+//!
+//! Each entry's length is also written after it, reversed, so a run is walked from
+//! either end (`crate::layout`'s `run` module): a pop, `LINDEX` or the start of an
+//! `LRANGE` near a node's tail steps back from the tail, not forward over the node.
 //!
 //! A push copies the end node once with the element added at its front or back (one
 //! update of one index value, no new entry) until the node is full, then starts a new
 //! node; a pop copies it without the element, or removes it with its last element. An
 //! element at index `i` is found by a walk of the node table's counts (from the nearer
-//! end) and one lookup; a range reads whole nodes. `LSET`, `LINSERT`, `LREM` and `LTRIM`
+//! end), one lookup, and a walk inside the node from its nearer end; a range reads whole
+//! nodes. `LSET`, `LINSERT`, `LREM` and `LTRIM`
 //! re-pack the nodes they change ([`pack_runs`]: a node grown past the limits splits, an
 //! emptied one goes) and merge a changed node with a neighbour when the two fit in one.
 //! An element larger than [`NODE_BYTES`] gets a node of its own.
@@ -30,7 +35,7 @@ use orrery::mercury::Mercury;
 
 use super::Result;
 use super::list::End;
-use crate::layout::{entries, entry_len, list_key, put_entry};
+use crate::layout::{entries, entry_len, from_entry, list_key, nth_entry, put_entry};
 use crate::store::{Meta, Node, Nodes};
 
 /// Most elements in one node.
@@ -292,14 +297,9 @@ impl<'a> QList<'a> {
                     old.get(entry_len(e)..).unwrap_or_default().to_vec()
                 }
                 End::Right => {
-                    let mut off = 0;
-                    let mut last = (0, &[][..]);
-                    for e in entries(old) {
-                        last = (off, e);
-                        off += entry_len(e);
-                    }
-                    out = last.1.to_vec();
-                    old[..last.0].to_vec()
+                    let mut it = entries(old);
+                    out = it.next_back().unwrap_or_default().to_vec();
+                    it.remaining().to_vec()
                 }
             });
             if r.is_err() {
@@ -326,14 +326,14 @@ impl<'a> QList<'a> {
 
     /// The element at index `i`.
     pub(super) fn get(&self, i: usize) -> Option<Vec<u8>> {
-        let no = {
+        let (no, count, off) = {
             let g = self.meta.lock_nodes();
             let (k, off) = locate(&g.list, self.meta.len(), i)?;
-            (g.list[k].no, off)
+            (g.list[k].no, g.list[k].count as usize, off)
         };
         self.el
-            .get_with(&self.key(no.0), |v| {
-                entries(v).nth(no.1).map(<[u8]>::to_vec)
+            .get_with(&self.key(no), |v| {
+                nth_entry(v, count, off).map(<[u8]>::to_vec)
             })
             .flatten()
     }
@@ -350,7 +350,7 @@ impl<'a> QList<'a> {
                 break;
             }
             self.el.get_with(&self.key(node.no), |v| {
-                for e in entries(v).skip(off) {
+                for e in entries(from_entry(v, node.count as usize, off)) {
                     if out.len() >= n {
                         break;
                     }
@@ -379,12 +379,17 @@ impl<'a> QList<'a> {
         };
         for k in order {
             let run = self.read(nodes[k].no);
-            let items: Vec<&[u8]> = entries(&run).collect();
-            let mut go = |j: usize| f(bases[k] + j, items[j]);
+            let base = bases[k];
             let stop = if rev {
-                (0..items.len()).rev().any(|j| go(j).is_break())
+                let last = base + (nodes[k].count as usize).saturating_sub(1);
+                entries(&run)
+                    .rev()
+                    .enumerate()
+                    .any(|(j, e)| f(last.saturating_sub(j), e).is_break())
             } else {
-                (0..items.len()).any(|j| go(j).is_break())
+                entries(&run)
+                    .enumerate()
+                    .any(|(j, e)| f(base + j, e).is_break())
             };
             if stop {
                 return;
@@ -555,6 +560,40 @@ mod tests {
         let runs = pack_runs([&b"a"[..], &big, b"b"]);
         assert_eq!(runs.iter().map(|r| r.1).collect::<Vec<_>>(), vec![1, 1, 1]);
         assert!(pack_runs(std::iter::empty()).is_empty());
+    }
+
+    #[test]
+    fn runs_at_the_byte_limit_walk_both_ways() {
+        // One element whose entry is exactly NODE_BYTES (two 2-byte lengths) fits alone;
+        // a byte more of anything splits.
+        let edge = vec![7u8; NODE_BYTES - 4];
+        assert_eq!(entry_len(&edge), NODE_BYTES);
+        let runs = pack_runs([&edge[..], b"", &edge]);
+        assert_eq!(runs.iter().map(|r| r.1).collect::<Vec<_>>(), vec![1, 1, 1]);
+        assert!(runs.iter().all(|r| r.0.len() <= NODE_BYTES));
+        // 128 elements of mixed sizes filling the count limit: each node walks the same
+        // from either end, and every element is found from the nearer end.
+        let items: Vec<Vec<u8>> = (0..300usize).map(|i| vec![i as u8; i % 70]).collect();
+        let runs = pack_runs(items.iter().map(Vec::as_slice));
+        let mut at = 0;
+        for (run, count) in &runs {
+            let count = *count as usize;
+            assert!(count <= NODE_COUNT && run.len() <= NODE_BYTES);
+            let fwd: Vec<&[u8]> = entries(run).collect();
+            let mut back: Vec<&[u8]> = entries(run).rev().collect();
+            back.reverse();
+            assert_eq!(fwd, back);
+            for (j, want) in items[at..at + count].iter().enumerate() {
+                assert_eq!(nth_entry(run, count, j), Some(&want[..]));
+                assert_eq!(entries(from_entry(run, count, j)).next(), Some(&want[..]));
+            }
+            at += count;
+        }
+        assert_eq!(at, items.len());
+        // A large element (over a node) gets a node of its own, walked either way.
+        let big = vec![1u8; 3 * NODE_BYTES];
+        let runs = pack_runs([&b"a"[..], &big, b"b"]);
+        assert_eq!(entries(&runs[1].0).next_back(), Some(&big[..]));
     }
 
     #[test]

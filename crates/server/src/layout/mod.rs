@@ -8,7 +8,8 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `pack` | the compact sequence of strings (a listpack without back-pointers): hashes, sets, sorted sets, lists |
+//! | `pack` | the compact sequence of strings (a listpack without back-pointers): hashes, sets, sorted sets, small lists |
+//! | `run` | a large list node's run of elements, walkable from either end (a listpack with back-lengths) |
 //! | `intset` | sorted fixed-width integers: a compact set whose members are all integers |
 //! | `keys` | element keys of large collections: `id ++ …`, member hashes, score and position encodings |
 //! | `thresholds` | the compact-encoding limits, read on every collection write and set by `CONFIG SET` |
@@ -16,6 +17,7 @@
 mod intset;
 mod keys;
 mod pack;
+mod run;
 mod thresholds;
 
 pub(crate) use intset::IntSet;
@@ -23,7 +25,8 @@ pub(crate) use keys::{
     MAX_ELEMENT, bits_score, hashed_key, id_bounds, id_prefix, key_score, list_key, score_bits,
     score_key, zset_member_key, zset_member_prefix, zset_score_key, zset_score_prefix,
 };
-pub(crate) use pack::{Pack, entries, entry_len, put_entry};
+pub(crate) use pack::Pack;
+pub(crate) use run::{entries, entry_len, from_entry, nth_entry, put_entry};
 pub(crate) use thresholds::{
     Param, ThresholdValues, Thresholds, param as threshold_param, parse as threshold_parse,
 };

@@ -183,31 +183,6 @@ impl<'a> Pack<'a> {
     }
 }
 
-/// Appends one length-prefixed entry (`varint(len) bytes`): the unit of a headerless run
-/// of entries, which is what a large list's node holds (`crate::coll`'s list nodes keep
-/// the count beside the node, so the node needs no header and grows at either end by one
-/// copy).
-pub(crate) fn put_entry(out: &mut Vec<u8>, item: &[u8]) {
-    put_varint(out, item.len() as u64);
-    out.extend_from_slice(item);
-}
-
-/// Bytes [`put_entry`] takes for `item`.
-pub(crate) fn entry_len(item: &[u8]) -> usize {
-    varint_len(item.len() as u64) + item.len()
-}
-
-/// The entries of a headerless run of [`put_entry`] entries, first to last (a damaged run
-/// reads as ending where the damage starts).
-pub(crate) fn entries(run: &[u8]) -> PackIter<'_> {
-    PackIter {
-        rest: run,
-        left: usize::MAX,
-        widths: None,
-        at: 0,
-    }
-}
-
 /// The entries of a [`Pack`], in order.
 #[derive(Clone, Debug)]
 pub(crate) struct PackIter<'a> {

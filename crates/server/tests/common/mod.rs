@@ -195,6 +195,18 @@ pub fn eventually(mut f: impl FnMut() -> bool, what: &str) {
     }
 }
 
+/// Waits until `n` clients are blocked in blocking commands (`INFO clients`).
+pub fn blocked(admin: &mut Raw, n: usize) {
+    eventually(
+        || {
+            admin
+                .cmd(&["INFO", "clients"])
+                .contains(&format!("blocked_clients:{n}\r\n"))
+        },
+        &format!("{n} blocked clients"),
+    );
+}
+
 /// A reply as a tree (for comparisons that normalise order or contents).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Value {

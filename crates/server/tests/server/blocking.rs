@@ -2,19 +2,7 @@
 //! closes while blocked, `BLMOVE` waking the destination's waiters, pipelined requests
 //! after a blocking one, and the immediate cases.
 
-use crate::common::{Raw, Server, eventually};
-
-/// Waits until `n` clients are blocked.
-fn blocked(admin: &mut Raw, n: usize) {
-    eventually(
-        || {
-            admin
-                .cmd(&["INFO", "clients"])
-                .contains(&format!("blocked_clients:{n}\r\n"))
-        },
-        &format!("{n} blocked clients"),
-    );
-}
+use crate::common::{Server, blocked};
 
 #[test]
 fn many_clients_on_one_list_are_served_in_arrival_order() {

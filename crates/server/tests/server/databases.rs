@@ -2,19 +2,7 @@
 //! `COPY … DB`, `INFO keyspace`, `CLIENT LIST`'s `db=`, expiry per database, `WATCH` and
 //! `SWAPDB`, blocking pops per database, `--databases`.
 
-use crate::common::{Raw, Server, eventually};
-
-/// Waits until `n` clients are blocked.
-fn blocked(admin: &mut Raw, n: usize) {
-    eventually(
-        || {
-            admin
-                .cmd(&["INFO", "clients"])
-                .contains(&format!("blocked_clients:{n}\r\n"))
-        },
-        &format!("{n} blocked clients"),
-    );
-}
+use crate::common::{Server, blocked, eventually};
 
 #[test]
 fn databases_are_separate_and_keys_move_between_them() {
