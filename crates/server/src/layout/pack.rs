@@ -30,7 +30,7 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
 }
 
 /// Bytes of `n` as a varint.
-fn varint_len(mut n: u64) -> usize {
+pub(super) fn varint_len(mut n: u64) -> usize {
     let mut len = 1;
     while n >= 0x80 {
         n >>= 7;

@@ -22,6 +22,8 @@
 //! whose prefix and suffix disagree, or that would reach past the run, ends it. A walk
 //! that starts at an intact end reads intact entries up to the damage.
 
+use super::pack::varint_len;
+
 /// Appends `n` as a LEB128 varint, reversed when `rev`.
 fn put_varint(out: &mut Vec<u8>, n: u64, rev: bool) {
     let mut buf = [0u8; 10];
@@ -43,16 +45,6 @@ fn put_varint(out: &mut Vec<u8>, n: u64, rev: bool) {
         b.reverse();
     }
     out.extend_from_slice(b);
-}
-
-/// Bytes of `n` as a varint.
-fn varint_len(mut n: u64) -> usize {
-    let mut len = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        len += 1;
-    }
-    len
 }
 
 /// Reads a varint from the front of `b` (`rev` false) or backward from its end (`rev`
