@@ -53,11 +53,15 @@
 //!   which other buckets keep serving; workers choose the old or new table from the rehash
 //!   progress *r* and the has-moved bit. The rehash is done cooperatively by writers (or by
 //!   the paper's expand-thread, [`Expansion::Dedicated`]); see `expand.rs`.
-//! - **Shrinking (beyond the paper, which only grows).** The mirror of the expansion: under a
-//!   quarter of the growth threshold the table halves (never below
+//! - **Shrinking (beyond the paper, which only grows).** The mirror of the expansion: under
+//!   2/5 of the growth threshold the table halves (never below
 //!   [`Config::initial_buckets`]), merging old buckets `l` and `l + N/2` into successor bucket
 //!   `l` incrementally, with the same token, MOVED redirection, helpers and epoch retirement,
 //!   so that a table emptied by removals gives its bucket array back; see `shrink.rs`.
+//! - **Moving nodes (beyond the paper).** While the node pool is sparse, merges and some
+//!   removals copy nodes into holes of lower chunks (a copy replaces the node in its chain,
+//!   as an update that does not fit in place does), so that the chunks the survivors of a mass
+//!   removal were spread over drain and give their pages back; see `compact.rs`.
 //!
 //! # Concurrency protocol
 //!
@@ -186,7 +190,9 @@
 //! [`Mercury::memory_usage`] reports `key_value_bytes` as the bytes of live keys and values
 //! (stored in nodes or in bucket cells) and `structure_bytes` as everything else held: bucket
 //! arrays (32 bytes per bucket), node headers and size-class slack, and pool memory not
-//! currently in use.
+//! currently in use. After mass removals the table shrinks and nodes move into lower memory
+//! (`compact.rs`) so that this memory goes back to the OS; [`Stats::moved_nodes`] counts the
+//! moves.
 //!
 //! # Limits
 //!
@@ -204,6 +210,7 @@
 //! measurement variants (nolock, striped) are not part of the API: they live behind the
 //! feature `bench-internals`, which only `orrery-bench` enables.
 
+mod compact;
 mod config;
 mod expand;
 mod inline_pair;
@@ -251,6 +258,9 @@ pub struct Stats {
     /// Buckets of its successor while a resize (an expansion, or a shrink when smaller than
     /// `buckets`) is in progress.
     pub next_buckets: Option<usize>,
+    /// Nodes moved into lower memory so far, to give pages back after removals (see
+    /// "Memory usage" in the crate docs).
+    pub moved_nodes: usize,
 }
 
 /// A concurrent hash table of byte-string keys and values (see the [crate docs](crate)).
@@ -339,6 +349,7 @@ impl Mercury {
         Stats {
             buckets: t.len(),
             next_buckets: t.next().map(|n| n.len()),
+            moved_nodes: self.inner.alloc.moved(),
         }
     }
 }

@@ -58,7 +58,7 @@
 //! captured by the deferred free (see `raw.rs`).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::sync::VersionField;
 
@@ -240,6 +240,8 @@ const fn large_size(klen: usize, long: bool, vlen: usize) -> usize {
 /// [`CLASSES`] (a slab pool each), and the global allocator above them.
 pub(crate) struct NodeAlloc {
     pool: SizeClassPool,
+    /// Nodes copied to a lower chunk ([`NodeAlloc::copy_lower`]).
+    moved: AtomicUsize,
 }
 
 impl NodeAlloc {
@@ -249,7 +251,10 @@ impl NodeAlloc {
         // node of up to 64 bytes never straddles two lines.
         let pool = SizeClassPool::new(&CLASSES, 8)
             .unwrap_or_else(|e| unreachable!("the node classes are valid: {e}"));
-        NodeAlloc { pool }
+        NodeAlloc {
+            pool,
+            moved: AtomicUsize::new(0),
+        }
     }
 
     /// Bytes held: pool chunks (live, free and not yet carved) plus large nodes.
@@ -288,6 +293,76 @@ impl NodeAlloc {
         // owned by this thread until published.
         unsafe { init(node, meta, key, value, next) };
         Ok(node)
+    }
+
+    /// A copy of `node` in a lower chunk of its class's pool, with `next` as its `next`
+    /// word, when that lets memory go back: `SizeClassPool::try_alloc_lower` grants a block
+    /// of the node's class in the lowest chunk with room, below `node`'s, when `node`'s chunk
+    /// is under a quarter in use or over an eighth of the class's chunks are free slots.
+    /// `None` otherwise (and always for nodes from the global allocator). The copy has the
+    /// node's key, value and size class, a fresh version, and is not yet reachable: the
+    /// caller publishes it in the node's place and retires the node (see `compact.rs`).
+    ///
+    /// # Safety
+    /// `node` is live and its value stable: the caller holds the lock of the bucket whose
+    /// chain holds it (only lock holders write a value).
+    pub(crate) unsafe fn copy_lower(&self, node: NonNull<Node>, next: Link) -> Option<NonNull<Node>> {
+        // SAFETY: live (caller).
+        let m = unsafe { node_meta(node, Ordering::Relaxed) };
+        if m.class() == LARGE_CLASS {
+            return None;
+        }
+        let size = CLASSES[m.class() as usize];
+        let block = self.pool.try_alloc_lower(node.cast(), size)?;
+        let meta = Meta::new(m.klen(), m.class(), m.is_long(), m.vlen());
+        let copy = block.cast::<Node>();
+        if !Link::fits(copy) {
+            // SAFETY: allocated just above for a node of class `meta.class()`, never
+            // published.
+            unsafe { self.free_block(block, meta) };
+            return None;
+        }
+        // SAFETY: live (caller); the key is immutable.
+        let key = unsafe { key(node, m) };
+        // SAFETY: `node` is live and its value stable (caller); `copy` is a fresh block of
+        // the node's class, so it holds `needed_size(klen, vlen)` bytes, and is ours until
+        // published.
+        unsafe { with_value(node, |v| init(copy, meta, key, v, next)) };
+        self.moved.fetch_add(1, Ordering::Relaxed);
+        Some(copy)
+    }
+
+    /// [`alloc`](NodeAlloc::alloc), then moved to a lower chunk when the pool grants one
+    /// ([`copy_lower`](NodeAlloc::copy_lower)): for a node allocated while the pool is being
+    /// compacted (a merge's demoted inline pair), which would otherwise take the slot freed
+    /// last, anywhere in the pool, and pin its page.
+    pub(crate) fn alloc_low(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        next: Link,
+    ) -> Result<NonNull<Node>, Error> {
+        let n = self.alloc(key, value, next)?;
+        // SAFETY: `n` is fresh and unpublished: ours alone, which stands for the lock.
+        match unsafe { self.copy_lower(n, next) } {
+            Some(copy) => {
+                // SAFETY: allocated just above, never published, freed once.
+                unsafe { self.free(n) };
+                Ok(copy)
+            }
+            None => Ok(n),
+        }
+    }
+
+    /// Nodes copied by [`copy_lower`](NodeAlloc::copy_lower) so far.
+    pub(crate) fn moved(&self) -> usize {
+        self.moved.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of pool chunks (kept empty chunks included) not holding a live node: what
+    /// moving nodes could give back. Takes each class pool's lock: call it rarely.
+    pub(crate) fn slack_bytes(&self) -> usize {
+        self.pool.slack_bytes()
     }
 
     /// Frees a node.

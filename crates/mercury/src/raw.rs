@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use orrery_core::Error;
 
+use crate::compact::Sparse;
 use crate::config::Config;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
@@ -59,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     /// The successor pre-fault thread (`prefault.rs`).
     pub(crate) prefaulter: Prefaulter,
+    /// Whether removals move nodes (`compact.rs`).
+    pub(crate) sparse: Sparse,
 }
 
 impl prefault::Host for Inner {
@@ -101,6 +104,7 @@ impl Inner {
             alloc: Arc::new(NodeAlloc::new()),
             counters: StripedCounter::new(),
             prefaulter: Prefaulter::new(config.prefault),
+            sparse: Sparse::default(),
             config,
         })
     }

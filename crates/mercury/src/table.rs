@@ -29,11 +29,12 @@ use crate::link::{BucketWord, LOCK_BIT};
 use orrery_core::alloc::{HugeArray, Zeroable};
 use orrery_core::sync::{BitLock, CachePadded};
 
-/// A table shrinks below `grow_at / SHRINK_DIVISOR` items: with 4, a quarter of
-/// `load_percent`% per bucket. After the halving the table is at half its growth threshold,
-/// so it grows again only after the item count doubles, and shrinks again only after it
-/// halves (the hysteresis that keeps churn at one size from thrashing).
-pub(crate) const SHRINK_DIVISOR: usize = 4;
+/// A table shrinks below `grow_at * SHRINK_FRACTION.0 / SHRINK_FRACTION.1` items: 2/5 of
+/// `load_percent`% per bucket. After the halving the table is at 4/5 of its growth
+/// threshold, so it grows again only after the item count rose by a quarter, and after a
+/// doubling it is at 1/2 of its new threshold, so it shrinks again only after the count fell
+/// by a fifth (the hysteresis that keeps churn at one size from thrashing; `shrink.rs`).
+pub(crate) const SHRINK_FRACTION: (usize, usize) = (2, 5);
 
 /// Buckets locked at once by a migration run (see `expand.rs`, `migrate_run`).
 pub(crate) const LOCK_BATCH: usize = 16;
@@ -100,7 +101,8 @@ impl Table {
             buckets: HugeArray::new(len)?,
             mask: len as u64 - 1,
             grow_at,
-            shrink_at: grow_at / SHRINK_DIVISOR,
+            shrink_at: grow_at / SHRINK_FRACTION.1 * SHRINK_FRACTION.0
+                + grow_at % SHRINK_FRACTION.1 * SHRINK_FRACTION.0 / SHRINK_FRACTION.1,
             next: AtomicPtr::new(std::ptr::null_mut()),
             migrated: CachePadded::new(AtomicUsize::new(0)),
             resize: CachePadded::new(AtomicBool::new(false)),
@@ -131,7 +133,7 @@ impl Table {
         self.grow_at
     }
 
-    /// Item count below which this table should shrink (a [`SHRINK_DIVISOR`]th of
+    /// Item count below which this table should shrink ([`SHRINK_FRACTION`] of
     /// [`grow_at`](Table::grow_at)).
     #[inline]
     pub(crate) fn shrink_at(&self) -> usize {
@@ -282,7 +284,7 @@ mod tests {
         let t = Table::new(1024, 75).unwrap();
         assert_eq!(t.len(), 1024);
         assert_eq!(t.grow_at(), 768);
-        assert_eq!(t.shrink_at(), 192);
+        assert_eq!(t.shrink_at(), 307);
         assert_eq!(t.index(0xFFFF_FFFF_0000_0401), 1);
         assert_eq!(Table::new(8, 100).unwrap().grow_at(), 8);
         assert!(t.next().is_none());

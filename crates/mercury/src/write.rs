@@ -27,6 +27,7 @@ use std::ptr::NonNull;
 
 use orrery_core::Result;
 
+use crate::compact;
 use crate::inline_pair::{self, INLINE_MAX};
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, SHORT_VALUE_MAX};
@@ -190,7 +191,7 @@ impl Inner {
         let area = &t.cell(idx).inline;
         if let Some(e) = area.locked_entry().filter(|e| e.key() == key) {
             let bytes = e.key().len() + e.value().len();
-            let local = self.clear_inline(locked, bytes);
+            let local = self.clear_inline(&guard, locked, bytes);
             self.shrink_if(guard, local);
             return true;
         }
@@ -214,10 +215,37 @@ impl Inner {
 
     /// Clears the locked bucket's inline pair (of `bytes` key and value bytes), releases
     /// the lock and counts the removal; returns the stripe's item count.
-    fn clear_inline(&self, locked: Locked<'_>, bytes: usize) -> isize {
+    fn clear_inline(&self, guard: &Guard, locked: Locked<'_>, bytes: usize) -> isize {
         locked.t.cell(locked.idx).inline.clear();
-        locked.unlock();
+        let mut moved = Vec::new();
+        let head = self.compact(locked.word.head(), &mut moved);
+        locked.unlock_with(head);
+        self.retire_moved(guard, moved);
         self.counters.add_all([-1, -(bytes as isize)])
+    }
+
+    /// Before a removal's unlocking store, with the bucket locked: moves the first nodes of
+    /// the chain `head` into lower chunks while the node pool is sparse (`compact.rs`);
+    /// returns the chain's new head and pushes the replaced nodes onto `moved`, for
+    /// [`Inner::retire_moved`] after the unlocking store.
+    #[inline]
+    fn compact(&self, head: Link, moved: &mut Vec<NonNull<Node>>) -> Link {
+        if head.is_null() || !self.sparse.should_move(&self.alloc) {
+            return head;
+        }
+        // SAFETY: the caller holds the lock of the bucket whose chain starts at `head`.
+        unsafe { compact::compact_chain(&self.alloc, head, moved) }
+    }
+
+    /// Retires the nodes [`Inner::compact`] replaced, after the unlocking store.
+    #[inline]
+    fn retire_moved(&self, guard: &Guard, moved: Vec<NonNull<Node>>) {
+        if !moved.is_empty() {
+            // SAFETY: each node was replaced by its copy in its locked chain and the bucket
+            // word (which may have named it) was stored since, so readers pinned from now on
+            // cannot reach it; each was in the chain once, so it is retired once.
+            unsafe { self.retire_all(guard, moved) };
+        }
     }
 
     /// Unlinks the node at `pos` from the locked chain, releases the lock, retires the node
@@ -253,9 +281,12 @@ impl Inner {
                 }
             }
         }
+        let mut moved = Vec::new();
+        let head = self.compact(head, &mut moved);
         locked.unlock_with(head);
         // SAFETY: the node was unlinked above under the lock, and is retired once.
         unsafe { self.retire(guard, pos.node) };
+        self.retire_moved(guard, moved);
         self.counters
             .add_all([-1, -((meta.klen() + meta.vlen()) as isize)])
     }
@@ -292,7 +323,7 @@ impl Inner {
                         .add_all([0, new.len() as isize - old_len as isize]);
                 }
                 Decision::Remove => {
-                    let local = self.clear_inline(locked, key.len() + old_len);
+                    let local = self.clear_inline(&guard, locked, key.len() + old_len);
                     self.shrink_if(guard, local);
                 }
             }
