@@ -1,6 +1,12 @@
 //! Moving nodes into lower chunks, so that the node pool gives pages back after mass
 //! removals (beyond the paper; issue 38, "Memory comes back").
 //!
+//! It extends two parts of the paper (`shared/papers/mercury.md`), §3: the "Memory
+//! Allocator" (per-thread pools fed in 2 MB chunks, which reuse freed pairs but never give
+//! memory back; the paper leaves "more sophisticated memory allocator designs" to future
+//! work), and the chain updates made under the lock in the bucket ("Locks"), of which a move
+//! is one more: a node replaced by an identical copy.
+//!
 //! Nodes come from slab pools of 2 MiB chunks (`orrery_core::alloc::SizeClassPool`), which
 //! give back empty chunks and whole free pages, but not a page that one live node pins.
 //! After a fill and the removal of most keys, the survivors are spread over every chunk the
@@ -15,9 +21,12 @@
 //!
 //! - **Merges** (`shrink.rs`): a shrink visits every node of the two old buckets it merges,
 //!   under both locks; a node granted a lower block is copied there and the copy is linked
-//!   into the merged chain instead of the node. A shrink happens only after the item count
-//!   fell to 2/5 of the growth threshold, so the pool is sparse then, and the last merge
-//!   before a removal stops compacts every survivor.
+//!   into the merged chain instead of the node. The node a merge makes for the second inline
+//!   pair is allocated low too (`NodeAlloc::alloc_low`): allocated as usual it takes the
+//!   slot its thread freed last, anywhere in the pool (after removing 90% of 4M keys, these
+//!   were half of the surviving nodes, and kept all 22 chunks resident). A shrink happens
+//!   only after the item count fell to 2/5 of the growth threshold, so the pool is sparse
+//!   then, and the last shrink of a mass removal compacts every survivor.
 //! - **Removals** (here): while the node pool is *sparse* (over a quarter of its chunk bytes,
 //!   and at least [`SPARSE_MIN_SLACK`], hold no live node: refreshed every
 //!   [`REFRESH_EVERY`] removals of a thread, the one check that takes the class pools'

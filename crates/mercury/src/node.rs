@@ -306,7 +306,11 @@ impl NodeAlloc {
     /// # Safety
     /// `node` is live and its value stable: the caller holds the lock of the bucket whose
     /// chain holds it (only lock holders write a value).
-    pub(crate) unsafe fn copy_lower(&self, node: NonNull<Node>, next: Link) -> Option<NonNull<Node>> {
+    pub(crate) unsafe fn copy_lower(
+        &self,
+        node: NonNull<Node>,
+        next: Link,
+    ) -> Option<NonNull<Node>> {
         // SAFETY: live (caller).
         let m = unsafe { node_meta(node, Ordering::Relaxed) };
         if m.class() == LARGE_CLASS {
@@ -324,10 +328,14 @@ impl NodeAlloc {
         }
         // SAFETY: live (caller); the key is immutable.
         let key = unsafe { key(node, m) };
-        // SAFETY: `node` is live and its value stable (caller); `copy` is a fresh block of
-        // the node's class, so it holds `needed_size(klen, vlen)` bytes, and is ours until
-        // published.
-        unsafe { with_value(node, |v| init(copy, meta, key, v, next)) };
+        // `copy` is a fresh block of the node's class, so it holds `needed_size(klen, vlen)`
+        // bytes, and is ours until published.
+        let write = |v: &[u8]| {
+            // SAFETY: see above: a fresh block of the node's class, unpublished.
+            unsafe { init(copy, meta, key, v, next) }
+        };
+        // SAFETY: `node` is live and its value stable (caller).
+        unsafe { with_value(node, write) };
         self.moved.fetch_add(1, Ordering::Relaxed);
         Some(copy)
     }

@@ -69,8 +69,8 @@
 //!
 //! # Who merges
 //!
-//! As for the expansion: cooperative writers (here removes: every `HELP_EVERY`-th remove of
-//! a thread merges one run), or the paper's expand-thread in `Expansion::Dedicated` mode.
+//! As for the expansion: cooperative writers (here removes: every remove of a thread merges
+//! one run), or the paper's expand-thread in `Expansion::Dedicated` mode.
 //! A shrink of N buckets must finish before the count falls below the successor's own
 //! threshold, only N/5 removes later (versus N inserts for an expansion), so removes help
 //! more often than inserts: every remove, a run of 64 successor buckets, finishes the N/2
@@ -99,10 +99,6 @@ use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
 use crate::raw::{Inner, hashed};
 use crate::table::{LOCK_BATCH, Table, check_interval};
-
-/// During a shrink, a thread merges one run on every `HELP_EVERY`-th of its removes (see
-/// the module docs for why this is more often than the expansion's inserts).
-const HELP_EVERY: isize = 1;
 
 impl Inner {
     /// Called after a remove (under the remove's guard); `local` is the calling stripe's item
@@ -138,8 +134,9 @@ impl Inner {
                 {
                     return true;
                 }
-                if self.config.expansion == Expansion::Cooperative && local % HELP_EVERY == 0 {
-                    // Never waits: a busy token means someone else is migrating.
+                if self.config.expansion == Expansion::Cooperative {
+                    // Every remove helps (see "Who merges"). Never waits: a busy token means
+                    // someone else is migrating.
                     let _ = self.help(t, next, guard);
                 }
             }

@@ -10,7 +10,6 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use orrery_core::KvIndex;
 use orrery_core::testing::memory::drain_retired;
 use orrery_mercury::Mercury;
 
@@ -72,7 +71,11 @@ fn nodes_move_after_a_mass_removal() {
     let m = filled();
     drain_retired();
     let full = m.memory_usage();
-    assert_eq!(m.stats().moved_nodes, 0, "nothing moves while the table fills");
+    assert_eq!(
+        m.stats().moved_nodes,
+        0,
+        "nothing moves while the table fills"
+    );
     for i in (0..N).filter(|&i| !kept(i)) {
         assert!(m.remove(&key(i)), "key {i}");
     }
