@@ -55,6 +55,7 @@
 //! [`Expansion::Dedicated`](crate::Expansion) keeps the paper's expand-thread (spawned per
 //! expansion, same migration code) for comparison (`orrery-bench lab mercury_expansion`).
 
+use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -217,34 +218,20 @@ impl Inner {
         }
         let mut end = (start + self.config.migrate_run).min(span);
         let mut promoted = Vec::new();
-        if next.len() < t.len() {
-            for from in (start..end).step_by(LOCK_BATCH) {
-                let to = (from + LOCK_BATCH).min(end);
-                let reached = shrink::merge_batch(&self.alloc, t, next, from..to, &mut promoted);
-                if reached < to {
-                    end = reached;
-                    break;
-                }
-            }
-        } else {
-            let mut words = [BucketWord::MOVED_EMPTY; LOCK_BATCH];
-            for from in (start..end).step_by(LOCK_BATCH) {
-                let to = (from + LOCK_BATCH).min(end);
-                // Lock the batch first, then migrate it: a locked RMW waits for every earlier
-                // store to drain, so taking each lock between two buckets' migrations made
-                // every bucket wait for the previous one's stores into fresh successor lines.
-                // Locks are taken in index order, and a writer holds at most one bucket lock
-                // and waits for nothing while holding it, so holding a batch cannot deadlock.
-                // Prefetching each head node overlaps the batch's node misses.
-                for (w, l) in words.iter_mut().zip(from..to) {
-                    *w = t.lock(l);
-                    if let Some(head) = w.head().node() {
-                        prefetch(head.as_ptr());
-                    }
-                }
-                for (&w, l) in words.iter().zip(from..to) {
-                    migrate_bucket(t, next, l, w, &mut promoted);
-                }
+        // One loop for both directions: a batch of at most LOCK_BATCH units is locked, then
+        // migrated (an expansion's old buckets, or a shrink's successor buckets, each merged
+        // from two old ones); a shrink's batch may end early for want of memory.
+        let shrinking = next.len() < t.len();
+        for from in (start..end).step_by(LOCK_BATCH) {
+            let to = (from + LOCK_BATCH).min(end);
+            let reached = if shrinking {
+                shrink::merge_batch(&self.alloc, t, next, from..to, &mut promoted)
+            } else {
+                migrate_batch(t, next, from..to, &mut promoted)
+            };
+            if reached < to {
+                end = reached;
+                break;
             }
         }
         if !promoted.is_empty() {
@@ -310,6 +297,35 @@ fn expand_thread(inner: &Weak<Inner>) {
             }
         }
     }
+}
+
+/// Migrates old buckets `range` of `t` (at most [`LOCK_BATCH`] of them) into `next`, twice
+/// as large; returns `range.end` (an expansion needs no memory beyond `next`). Nodes whose
+/// pairs moved into an inline area are pushed onto `promoted`, for the caller to retire.
+fn migrate_batch(
+    t: &Table,
+    next: &Table,
+    range: Range<usize>,
+    promoted: &mut Vec<NonNull<Node>>,
+) -> usize {
+    debug_assert!(range.len() <= LOCK_BATCH);
+    let mut words = [BucketWord::MOVED_EMPTY; LOCK_BATCH];
+    // Lock the batch first, then migrate it: a locked RMW waits for every earlier store to
+    // drain, so taking each lock between two buckets' migrations made every bucket wait for
+    // the previous one's stores into fresh successor lines. Locks are taken in index order,
+    // and a writer holds at most one bucket lock and waits for nothing while holding it, so
+    // holding a batch cannot deadlock. Prefetching each head node overlaps the batch's node
+    // misses.
+    for (w, l) in words.iter_mut().zip(range.clone()) {
+        *w = t.lock(l);
+        if let Some(head) = w.head().node() {
+            prefetch(head.as_ptr());
+        }
+    }
+    for (&w, l) in words.iter().zip(range.clone()) {
+        migrate_bucket(t, next, l, w, promoted);
+    }
+    range.end
 }
 
 /// Migrates old bucket `l` of `t` (N buckets), whose lock the caller took (`word` is the word

@@ -162,7 +162,7 @@ pub(crate) fn merge_batch(
     debug_assert_eq!(half * 2, t.len());
     debug_assert!(range.len() <= LOCK_BATCH && range.end <= half);
     let mut words = [(BucketWord::MOVED_EMPTY, BucketWord::MOVED_EMPTY); LOCK_BATCH];
-    // Lock the whole batch first, as the expansion does (see `migrate_run`).
+    // Lock the whole batch first, as the expansion does (see `expand::migrate_batch`).
     for (w, l) in words.iter_mut().zip(range.clone()) {
         *w = (t.lock(l), t.lock(l + half));
         for head in [w.0.head(), w.1.head()] {
