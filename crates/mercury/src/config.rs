@@ -58,6 +58,14 @@ pub struct Config {
     /// One thread per table, parked between expansions, joined when the table is dropped.
     /// See `prefault.rs` and `docs/mercury.md`, "Choices made by measurement".
     pub prefault: bool,
+    /// Whether each bucket has an inline area for one small pair (32-byte cells; default
+    /// `true`): a pair whose key and value total at most 16 bytes is then stored in its
+    /// bucket while the area is free, and a GET of it reads one cache line. With `false`
+    /// a bucket is the bucket word alone (8-byte cells, the paper's layout) and every pair
+    /// is a node: a quarter of the bucket array's bytes, so four times the buckets (shorter
+    /// chains) for the same memory. For tables whose pairs never fit inline (key and value
+    /// over 16 bytes) the area is dead weight, and `false` is denser at no cost.
+    pub inline_pairs: bool,
 }
 
 impl Default for Config {
@@ -68,6 +76,7 @@ impl Default for Config {
             expansion: Expansion::Cooperative,
             migrate_run: 64,
             prefault: true,
+            inline_pairs: true,
         }
     }
 }
@@ -106,4 +115,5 @@ orrery_core::config_builder!(Config => ConfigBuilder {
     expansion: Expansion,
     migrate_run: usize,
     prefault: bool,
+    inline_pairs: bool,
 });

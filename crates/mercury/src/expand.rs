@@ -61,7 +61,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::config::Expansion;
-use crate::inline_pair;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node};
 use crate::raw::{Inner, hashed};
@@ -116,7 +115,7 @@ impl Inner {
         }
         // A table without successor is the current one (termination requires a successor).
         let started = t.next().is_none()
-            && match Table::new(len, self.config.load_percent) {
+            && match Table::with_cells(len, self.config.load_percent, self.config.inline_pairs) {
                 Ok(next) => {
                     t.set_next(next);
                     true
@@ -373,7 +372,7 @@ fn migrate_bucket(
         debug_assert_eq!(h.tag, link.tag());
         debug_assert_eq!(t.index(h.hash), l);
         let d = usize::from(next.index(h.hash) != l);
-        if free[d] && !meta.is_long() && inline_pair::fits(meta.klen(), meta.vlen()) {
+        if free[d] && !meta.is_long() && next.fits_inline(meta.klen(), meta.vlen()) {
             // The pair moves into the empty inline area of its new bucket; the node is left
             // untouched (a reader standing on it still walks on) and retired below.
             // SAFETY: as above; we hold the lock, so the value is stable.

@@ -112,6 +112,15 @@ const fn is_writing(meta: u64) -> bool {
 }
 
 impl Inline {
+    /// An empty area (all zero: version 0, FULL clear), for the shared placeholder cell of
+    /// tables without inline areas (`table.rs`), which nobody writes.
+    pub(crate) const fn empty() -> Inline {
+        Inline {
+            meta: AtomicU64::new(0),
+            data: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
     /// Copies the data words (the caller validates the copy, or holds the lock).
     #[inline(always)]
     fn copy(&self, meta: u64) -> Entry {
@@ -214,10 +223,15 @@ impl Inline {
             .store(VERSION.bumped(0) | fields | FULL, Ordering::Release);
     }
 
-    /// Empties the area. Lock holder only.
+    /// Empties the area. Lock holder only. An empty area is left as it is (no store): a
+    /// reader of an empty area learns nothing from its version, and the placeholder cell of
+    /// a table without inline areas (`table.rs`) is never written.
     #[inline]
     pub(crate) fn clear(&self) {
         let m = self.meta.load(Ordering::Relaxed);
+        if !is_full(m) {
+            return;
+        }
         // The next even version (past a write, were one in progress), no fields.
         let even = VERSION.unlocked(VERSION.locked(m)) & VERSION_MASK;
         self.meta.store(even, Ordering::Release);
@@ -229,10 +243,7 @@ mod tests {
     use super::*;
 
     fn empty() -> Inline {
-        Inline {
-            meta: AtomicU64::new(0),
-            data: [AtomicU64::new(0), AtomicU64::new(0)],
-        }
+        Inline::empty()
     }
 
     #[test]
@@ -268,6 +279,10 @@ mod tests {
         a.clear();
         assert!(a.find(&[1, 2, 3]).is_none() && a.locked_is_empty());
         assert!(!is_writing(a.meta.load(Ordering::Relaxed)));
+        // Clearing an empty area stores nothing.
+        let cleared = a.meta.load(Ordering::Relaxed);
+        a.clear();
+        assert_eq!(a.meta.load(Ordering::Relaxed), cleared);
         assert!(!fits(17, 0) && !fits(8, 9) && fits(8, 8));
         assert!(a.find(&[0; 17]).is_none());
     }

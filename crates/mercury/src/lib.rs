@@ -39,7 +39,9 @@
 //!   inline area holding one pair whose key and value total at most 16 bytes (`table.rs`,
 //!   `inline_pair.rs`). A new small key takes its bucket's area when it is free, so most
 //!   small pairs are read with the bucket's one miss, no node access. The reason and the cost
-//!   (4x the bucket-array bytes) are in `docs/mercury.md`, "Inline pairs".
+//!   (4x the bucket-array bytes) are in `docs/mercury.md`, "Inline pairs". A table whose
+//!   pairs would not fit turns the areas off ([`Config::inline_pairs`]): 8-byte cells, the
+//!   paper's bucket word alone.
 //! - **Short key-value nodes.** A node is `next | meta | key | value` in one block from a
 //!   size class (8-byte steps up to 64 B: 32 B for an 8 B key and 8 B value, 56 B for a
 //!   24 B key and a 16 B value); layout in `node.rs`. A GET reads the
@@ -567,6 +569,51 @@ mod tests {
             }
         });
         assert_eq!(sample, 5);
+    }
+
+    /// Without inline areas (8-byte cells) nothing is stored inline, through growth and
+    /// shrinking, and the bucket array takes a quarter of the bytes.
+    #[test]
+    fn word_cells_store_every_pair_in_a_node() {
+        let n = if cfg!(miri) { 300 } else { 20_000 };
+        let make = |inline_pairs| {
+            Mercury::with_config(Config {
+                initial_buckets: 2,
+                migrate_run: 3,
+                inline_pairs,
+                ..Config::default()
+            })
+            .unwrap()
+        };
+        let (m, wide) = (make(false), make(true));
+        for i in 0..n as u64 {
+            assert_eq!(m.insert(&i.to_be_bytes(), &i.to_le_bytes()), Ok(true));
+            assert_eq!(wide.insert(&i.to_be_bytes(), &i.to_le_bytes()), Ok(true));
+        }
+        m.finish_expansion();
+        wide.finish_expansion();
+        assert_eq!(m.stats(), wide.stats());
+        let stats = m.chain_stats();
+        assert_eq!((stats.items, stats.inline_items), (n, 0));
+        assert!(wide.chain_stats().inline_items > 0);
+        let table = |x: &Mercury| x.inner.table_bytes(&pin());
+        assert_eq!(table(&m) * 4, table(&wide));
+        for i in 0..n as u64 {
+            assert_eq!(m.get(&i.to_be_bytes()), Some(i.to_le_bytes().to_vec()));
+            assert!(m.update_in_place(&i.to_be_bytes(), |v| v[0] ^= 1).unwrap());
+        }
+        for i in 0..n as u64 - 10 {
+            assert!(m.remove(&i.to_be_bytes()));
+        }
+        m.finish_expansion();
+        assert!(m.stats().buckets < 64, "{:?}", m.stats());
+        let stats = m.chain_stats();
+        assert_eq!((stats.items, stats.inline_items), (10, 0));
+        for i in n as u64 - 10..n as u64 {
+            let mut v = i.to_le_bytes();
+            v[0] ^= 1;
+            assert_eq!(m.get(&i.to_be_bytes()), Some(v.to_vec()));
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
 use crate::prefault::{self, Prefaulter};
-use crate::table::{Cell, Table};
+use crate::table::{Table, hinted_cell};
 use orrery_core::hash::{hash64, tag16};
 use orrery_core::prefetch;
 use orrery_core::sync::{Backoff, CachePadded, Guard, StripedCounter};
@@ -94,7 +94,11 @@ pub(crate) fn hashed(key: &[u8]) -> Hashed {
 
 impl Inner {
     pub(crate) fn new(config: Config) -> Result<Inner, Error> {
-        let table = Table::new(config.initial_buckets, config.load_percent)?;
+        let table = Table::with_cells(
+            config.initial_buckets,
+            config.load_percent,
+            config.inline_pairs,
+        )?;
         Ok(Inner {
             current: CachePadded::new(Current {
                 cells: AtomicUsize::new(table.cells_addr()),
@@ -149,8 +153,9 @@ impl Inner {
     pub(crate) fn prefetch_bucket(&self, h: u64) {
         let cells = self.current.cells.load(Ordering::Relaxed);
         let mask = self.current.mask.load(Ordering::Relaxed);
-        let off = ((h & mask) as usize).wrapping_mul(size_of::<Cell>());
-        prefetch(std::ptr::without_provenance::<u8>(cells.wrapping_add(off)));
+        prefetch(std::ptr::without_provenance::<u8>(hinted_cell(
+            cells, mask, h,
+        )));
     }
 
     /// The prefetch hint (cells address, mask), for tests.

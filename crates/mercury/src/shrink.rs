@@ -94,7 +94,6 @@ use orrery_core::prefetch;
 use orrery_core::sync::Guard;
 
 use crate::config::Expansion;
-use crate::inline_pair;
 use crate::link::{BucketWord, Link};
 use crate::node::{self, Node, NodeAlloc};
 use crate::raw::{Inner, hashed};
@@ -236,7 +235,7 @@ fn merge_bucket(
             let after = Link::from_word(hdr.next.load(Ordering::Relaxed));
             // SAFETY: as above.
             let meta = unsafe { node::node_meta(x, Ordering::Relaxed) };
-            if free && !meta.is_long() && inline_pair::fits(meta.klen(), meta.vlen()) {
+            if free && !meta.is_long() && next.fits_inline(meta.klen(), meta.vlen()) {
                 // The pair moves into the empty area; the node is left untouched (a reader
                 // standing on it still walks on) and retired by the caller.
                 // SAFETY: as above; the key is immutable and, under the lock, the value is

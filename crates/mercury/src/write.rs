@@ -119,7 +119,7 @@ impl Inner {
     ) -> Result<bool> {
         let head = locked.word.head();
         let area = &locked.t.cell(locked.idx).inline;
-        if inline_pair::fits(key.len(), value.len()) && area.locked_is_empty() {
+        if locked.t.fits_inline(key.len(), value.len()) && area.locked_is_empty() {
             area.write(key, value);
             locked.unlock();
         } else {

@@ -3,17 +3,18 @@
 //! while filler keys grow and shrink the table under them, from one bucket migrating in
 //! runs of 2, so that every round runs through many incremental expansions and then many
 //! incremental shrinks as the fillers are removed (cooperative, and with the dedicated
-//! expander thread).
+//! expander thread; and cooperative without inline areas, in 8-byte cells).
 
 use orrery_core::testing::linearize::{Budget, Workload, check_round, drive, rounds};
 use orrery_core::testing::torture::{Subject, Target};
 use orrery_mercury::{Config, Expansion, Mercury};
 
-fn growing(expansion: Expansion) -> Box<dyn Subject> {
+fn growing(expansion: Expansion, inline_pairs: bool) -> Box<dyn Subject> {
     let m = Mercury::with_config(Config {
         initial_buckets: 1,
         migrate_run: 2,
         expansion,
+        inline_pairs,
         ..Config::default()
     })
     .unwrap();
@@ -23,14 +24,19 @@ fn growing(expansion: Expansion) -> Box<dyn Subject> {
 #[test]
 #[cfg_attr(miri, ignore = "threads of thousands of operations")]
 fn linearizable_while_expanding() {
-    for expansion in [Expansion::Cooperative, Expansion::Dedicated] {
+    // (The last: 8-byte cells, no inline areas.)
+    for (expansion, inline_pairs) in [
+        (Expansion::Cooperative, true),
+        (Expansion::Dedicated, true),
+        (Expansion::Cooperative, false),
+    ] {
         let t = rounds(
-            &|| growing(expansion),
+            &|| growing(expansion, inline_pairs),
             &Workload::default(),
             3,
             Budget::default(),
         )
-        .unwrap_or_else(|e| panic!("{expansion:?}: {e}"));
+        .unwrap_or_else(|e| panic!("{expansion:?} inline {inline_pairs}: {e}"));
         assert_eq!(t.unknown, 0, "{t:?}");
     }
 }
@@ -77,7 +83,7 @@ fn linearizable_long() {
         ..Workload::default()
     };
     for expansion in [Expansion::Cooperative, Expansion::Dedicated] {
-        let t = rounds(&|| growing(expansion), &w, 10, Budget::default())
+        let t = rounds(&|| growing(expansion, true), &w, 10, Budget::default())
             .unwrap_or_else(|e| panic!("{expansion:?}: {e}"));
         assert_eq!(t.unknown, 0, "{t:?}");
         eprintln!("{expansion:?}: {t:?}");

@@ -48,12 +48,14 @@ pub(crate) const STRIPES: usize = 1024;
 pub(crate) const BUMP_MS: u32 = 1 << item::TICK_SHIFT;
 
 /// The Mercury table's load factor for memcached items (items per 100 buckets before it
-/// doubles): 6 per bucket, so that the 32-byte bucket cells cost 5.3–11 bytes per item
-/// (3 to 6 items per cell) instead of 32–64 at Mercury's default of one. A cache is sized
-/// by bytes per item; a chain of a few nodes costs a GET a few more DRAM reads, small
-/// against a network round trip (measured: `docs/results/mercury.md`, "Against memcached",
-/// memory).
-pub(crate) const LOAD_PERCENT: usize = 600;
+/// doubles): 4 per bucket, in 8-byte bucket cells (Mercury's `inline_pairs` off: an item's
+/// value carries its header, so no item of a key over 10 bytes would fit the 16-byte inline
+/// area, which would only cost 24 bytes per bucket). The cells then cost 2–4 bytes per item
+/// (2 to 4 items per cell) instead of 32–64 at Mercury's defaults, and a GET walks chains
+/// of 2–4 nodes. A cache is sized by bytes per item; a chain of a few nodes costs a GET a
+/// few more DRAM reads, small against a network round trip (measured:
+/// `docs/results/mercury.md`, "Against memcached", memory).
+pub(crate) const LOAD_PERCENT: usize = 400;
 
 /// memcached's largest relative expiry (30 days); larger values are Unix times.
 pub(crate) const MAX_RELATIVE: i64 = 60 * 60 * 24 * 30;
@@ -263,6 +265,7 @@ impl Items {
             let m = Arc::new(
                 Mercury::with_config(orrery::mercury::Config {
                     load_percent: LOAD_PERCENT,
+                    inline_pairs: false,
                     ..Default::default()
                 })
                 .map_err(|e| format!("mercury: {e}"))?,
@@ -744,7 +747,7 @@ fn needs_bump(m: &Meta, now: Now) -> bool {
 }
 
 /// Bytes of index structure an item costs beyond its key and value, as the memory limit
-/// counts it: Mercury's 16-byte node header and a 32-byte bucket cell shared by 3 to 6
+/// counts it: Mercury's 16-byte node header and an 8-byte bucket cell shared by 2 to 4
 /// items ([`LOAD_PERCENT`]), rounded up to 8.
 pub(crate) const ITEM_STRUCTURE: usize = 24;
 
