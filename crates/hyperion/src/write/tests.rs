@@ -4,7 +4,7 @@
 use rand::Rng as _;
 
 use crate::arena::{ArenaInner, Decision};
-use crate::mm::{Hp, MemoryManager};
+use crate::mm::{CHAIN_SLOTS, Hp, MemoryManager};
 use crate::node::{ChildRef, cjt, jump_successor, parse, tjt, used};
 
 use super::path::{descend, is_s};
@@ -82,7 +82,7 @@ fn check_tables(mm: &MemoryManager, root: Hp) -> usize {
     let mut todo = vec![root];
     while let Some(hp) = todo.pop() {
         let parts: Vec<Hp> = if mm.is_chain(hp) {
-            (0..8)
+            (0..CHAIN_SLOTS)
                 .map(|i| hp.slot(i))
                 .filter(|&p| !mm.is_void(p))
                 .collect()
