@@ -244,3 +244,38 @@ fn write_jump_fields_shift_without_a_walk() {
         assert_eq!(a.get(k), Some(&v[..]), "{k:?}");
     }
 }
+
+/// An insert reports whether its key was present from its own descent (`Txn::replaced`),
+/// with no lookup first: every place a key can end — a root value, a T-Node, an S-Node,
+/// a path-compressed suffix (equal, a prefix of another, split into a new pair), an
+/// embedded container and a child container — answers "new" on the first insert and
+/// "present" on the second, and the value is the second one.
+#[test]
+fn write_put_reports_presence_from_its_descent() {
+    let mut a = ArenaInner::new(64);
+    let mut keys: Vec<Vec<u8>> = vec![
+        b"a".to_vec(),
+        b"ab".to_vec(),
+        b"abc".to_vec(),
+        b"abcdefgh".to_vec(),
+        b"abcdefgx".to_vec(),
+        b"abcdef".to_vec(),
+        b"abcdefghijklmnop".to_vec(),
+        b"b\0\0".to_vec(),
+        b"b\xff\xff\xff".to_vec(),
+    ];
+    let mut r = orrery_core::testing::rng::rng(0x5EED);
+    for _ in 0..if cfg!(miri) { 200 } else { 3000 } {
+        let x: u64 = r.random();
+        keys.push(x.to_be_bytes()[..r.random_range(2..8)].to_vec());
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        let was = seen.insert(k.clone(), i).is_some();
+        assert_eq!(a.put(k, &i.to_le_bytes()).unwrap(), was, "key {k:?}");
+    }
+    for (k, &i) in &seen {
+        assert!(a.put(k, &(i + 1).to_le_bytes()).unwrap(), "key {k:?}");
+        assert_eq!(a.get(k), Some(&(i + 1).to_le_bytes()[..]));
+    }
+}
