@@ -552,12 +552,30 @@ impl ArenaInner {
         if matches!(d, Decision::Keep) {
             return Ok((present, 0));
         }
-        // The change: the versions (the arena's, and trie `b`'s; none for the empty key,
-        // which is no trie's) are odd from here until it is published (even again, and
-        // advanced) — also if it fails or unwinds (`seq::Window`).
+        self.change(key, |a| a.decide(key, d, present))
+    }
+
+    /// Inserts or replaces `key` → `v`; returns whether `key` was present. Unlike
+    /// [`ArenaInner::write`] it reads no old value first: the insert's own descent finds
+    /// whether a value was there (`Txn::replaced`). Out of memory leaves the arena
+    /// unchanged.
+    pub(crate) fn put(&mut self, key: &[u8], v: &[u8]) -> Result<bool> {
+        #[cfg(debug_assertions)]
+        let was = self.get(key).is_some();
+        let present = self.change(key, |a| a.store(key, v))?;
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(present, was, "the insert's descent and a lookup disagree");
+        Ok(present)
+    }
+
+    /// Runs the change `f` of `key`'s trie: the versions (the arena's, and trie `b`'s;
+    /// none for the empty key, which is no trie's) are odd from here until it is
+    /// published (even again, and advanced) — also if it fails or unwinds
+    /// (`seq::Window`).
+    fn change<T>(&mut self, key: &[u8], f: impl FnOnce(&mut ArenaInner) -> T) -> T {
         let view = Arc::clone(&self.view);
         let _window = Window::open(&view.seq, key.first().map(|&b| &view.tseq[usize::from(b)]));
-        let r = self.decide(key, d, present);
+        let r = f(self);
         if let Some(&b) = key.first() {
             // Publish trie `b`'s root (the only one a write of `key` can change).
             let w = self.roots[usize::from(b)]
@@ -601,10 +619,12 @@ impl ArenaInner {
             .set_val(key.first().map_or(256, |&b| usize::from(b)), v);
     }
 
-    fn store(&mut self, key: &[u8], v: &[u8]) -> Result<()> {
+    /// Stores `key` → `v`; returns whether `key` was present.
+    fn store(&mut self, key: &[u8], v: &[u8]) -> Result<bool> {
         if key.len() <= 1 {
+            let present = self.get(key).is_some();
             self.set_small(key, Some(v));
-            return Ok(());
+            return Ok(present);
         }
         self.store_in(key[0] as usize, &key[1..], v)
     }

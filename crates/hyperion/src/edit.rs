@@ -47,6 +47,9 @@ pub(crate) struct Txn {
     old_slots: Vec<Hp>,
     /// Chains to free at commit.
     old_chains: Vec<Hp>,
+    /// Whether the operation replaced a value the key already had ([`Ctx::replace`] of a
+    /// full slot): an insert learns from its own descent whether its key was present.
+    pub(crate) replaced: bool,
 }
 
 impl Txn {
@@ -516,8 +519,10 @@ impl Ctx<'_> {
         true
     }
 
-    /// Sets a node's value slot, retiring the old value's block.
+    /// Sets a node's value slot, retiring the old value's block; records in the [`Txn`]
+    /// whether the slot held a value.
     pub(crate) fn replace(&mut self, slot: &mut Option<Val>, val: Val) {
+        self.txn.replaced |= slot.is_some();
         if let Some(old) = slot.as_ref().and_then(|v| val_block(self.old, v)) {
             self.txn.retire(old);
         }

@@ -8,7 +8,7 @@
 //! their parent's bytes (and ejected when they outgrow 255 bytes), unique suffixes are
 //! *path compressed*, and containers are addressed by 5-byte *Hyperion Pointers* into a
 //! memory manager of superbins, metabins, bins and chunks (§3.2). Writes shift a
-//! container's bytes in place; large containers are split vertically into up to eight parts
+//! container's bytes in place; large containers are split vertically into up to 64 parts
 //! behind a chained pointer; searches enter a container through its jump table, skip
 //! T-Node groups by their jump successors and enter a T-Node's S-Nodes through its jump
 //! table (§3.3); range scans seek to their bound the same way and then read containers
@@ -325,11 +325,12 @@ impl Hyperion {
 
     /// Inserts or replaces the value of `key`; `Ok(true)` if the key was new.
     fn put_key(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
-        let mut v = Some(value);
-        let present = self.write_key(key, &mut |_| match v.take() {
-            Some(v) => Decision::Store(v.to_vec()),
-            None => Decision::Keep,
-        })?;
+        // No read of the old value first: the insert's descent finds whether it was there.
+        let key = self.trie_key(key);
+        let present = self.arena_of(&key).write(|a| a.put(&key, value))?;
+        if !present {
+            self.len.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(!present)
     }
 

@@ -14,7 +14,7 @@
 //!   read;
 //! - every loop advances: node walks move strictly forward (a parsed node is at least one
 //!   byte; a jump successor is at least 1) and stop at the payload's end, the container
-//!   jump table has at most 49 entries, a chain has 8 slots, and each container level
+//!   jump table has at most 49 entries, a chain has `CHAIN_SLOTS` slots, and each container level
 //!   consumes two key bytes — so a lookup ends within a bounded number of steps whatever
 //!   the bytes say;
 //! - the value is *copied* into the caller's buffer, and handed out only after the
@@ -32,7 +32,7 @@
 //! ([`Dirs`]), copying values and comparing suffixes with checked loads, the lookup's
 //! driver and its pipelined [`Probe`], and the walk's source [`OptSrc`].
 
-use crate::mm::{Dirs, Hp, RawBlock};
+use crate::mm::{CHAIN_SLOTS, Dirs, Hp, RawBlock};
 use crate::node::{
     Bytes, R, Src, Step, Suffix, Torn, ValRef, cjt, find_s, find_t, s_start, search, u32_in,
     used_in,
@@ -79,7 +79,7 @@ impl Src for OptSrc<'_> {
     }
 
     #[inline]
-    fn chain(self, hp: Hp) -> R<Option<[bool; 8]>> {
+    fn chain(self, hp: Hp) -> R<Option<[bool; CHAIN_SLOTS]>> {
         self.dirs.chain_parts(hp).ok_or(Torn)
     }
 

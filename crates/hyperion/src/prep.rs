@@ -25,7 +25,7 @@
 //! their first six bytes) put up to 65,536 keys into one container, where without
 //! pre-processing at most 256 keys end in a container. Nothing here is special-cased for
 //! that; the paper's §3.3 structures bound the work, in every insert order: the container
-//! is split into parts of one 32-key T-Node range each (`split.rs`), every part has a
+//! is split into parts of one chain slot's T-Node key range each (`split.rs`), every part has a
 //! container jump table from its split on (a search passes fewer than 8 T-Nodes,
 //! `cjt.rs`), and every T-Node with 32 or more S-Nodes has a T-Node jump table (a search
 //! passes fewer than 32 S-Nodes, `tjt.rs`) — built when a writer's new S-Node or T-Node

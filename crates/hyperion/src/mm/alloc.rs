@@ -11,7 +11,8 @@ use orrery_core::api::{Error, Result};
 use super::bins::{Bin, BinMem, Metabin};
 use super::heap::ExtHeap;
 use super::hp::{
-    BINS_PER_METABIN, CHUNKS_PER_BIN, EXT_CHUNK, FIRST_CHUNKS, Hp, MAX_SMALL, METABINS, STEP,
+    BINS_PER_METABIN, CHAIN_SLOTS, CHUNKS_PER_BIN, EXT_CHUNK, FIRST_CHUNKS, Hp, MAX_SMALL,
+    METABINS, STEP,
 };
 use super::manager::MemoryManager;
 
@@ -136,21 +137,23 @@ impl MemoryManager {
         self.take(sb, id, index, 1)
     }
 
-    /// Eight consecutive chunks of superbin `sb`, the first at an index that is a multiple
-    /// of 8 (a chained extended bin, §3.2); returns the first.
-    pub(super) fn alloc_run8(&mut self, sb: usize) -> Result<Hp> {
+    /// [`CHAIN_SLOTS`] consecutive chunks of superbin `sb`, the first at an index that is
+    /// a multiple of [`CHAIN_SLOTS`] (a chained extended bin, §3.2): one whole word of a
+    /// bin's occupancy map. Returns the first.
+    pub(super) fn alloc_run(&mut self, sb: usize) -> Result<Hp> {
+        const _: () = assert!(CHAIN_SLOTS == 64, "a run is one word of the map");
         let s = &self.superbins[sb];
         let found = s.nonfull.iter().find_map(|&id| {
             let bin = s.bin(id as usize);
-            (0..CHUNKS_PER_BIN / 8)
-                .find(|&r| (bin.map[r / 8] >> ((r % 8) * 8)) & 0xFF == 0)
-                .map(|r| (id as usize, r * 8))
+            (0..CHUNKS_PER_BIN / 64)
+                .find(|&w| bin.map[w] == 0)
+                .map(|w| (id as usize, w * 64))
         });
         let (id, index) = match found {
             Some(f) => f,
             None => (self.open_bin(sb)?, 0),
         };
-        self.take(sb, id, index, 8)
+        self.take(sb, id, index, CHAIN_SLOTS)
     }
 
     /// Marks chunks `index..index + n` of bin `id` (free, within one map word) allocated,

@@ -1,20 +1,20 @@
-//! Chained extended bins (the [module docs](super), "Chained extended bins"): eight
-//! extended-bin slots holding the parts of a split container, and the part a key byte
-//! resolves to.
+//! Chained extended bins (the [module docs](super), "Chained extended bins"):
+//! [`CHAIN_SLOTS`] extended-bin slots holding the parts of a split container, and the part
+//! a key byte resolves to.
 
 use orrery_core::api::Result;
 
 use super::alloc::extended_capacity;
-use super::hp::{EXT_CHUNK, FLAG_CHAIN, Hp};
+use super::hp::{CHAIN_SLOTS, EXT_CHUNK, FLAG_CHAIN, Hp, SLOT_KEYS};
 use super::manager::MemoryManager;
 
 impl MemoryManager {
-    /// A chained extended bin (§3.2): eight consecutive extended-bin chunks, allocated and
-    /// freed together, every slot void (heap pointer 0) and flagged [`FLAG_CHAIN`].
+    /// A chained extended bin (§3.2): [`CHAIN_SLOTS`] consecutive extended-bin chunks,
+    /// allocated and freed together, every slot void (heap pointer 0) and flagged [`FLAG_CHAIN`].
     /// Returns the Hyperion Pointer of the first; slot `i` is `hp.slot(i)`.
     pub(crate) fn alloc_chain(&mut self) -> Result<Hp> {
-        let base = self.alloc_run8(0)?;
-        for i in 0..8 {
+        let base = self.alloc_run(0)?;
+        for i in 0..CHAIN_SLOTS {
             let e = self.chunk_mut_raw(base.slot(i), EXT_CHUNK);
             e.fill(0);
             e[14..16].copy_from_slice(&FLAG_CHAIN.to_le_bytes());
@@ -22,9 +22,9 @@ impl MemoryManager {
         Ok(base)
     }
 
-    /// Frees a chained extended bin: the blocks of its slots and its eight chunks.
+    /// Frees a chained extended bin: the blocks of its slots and its chunks.
     pub(crate) fn free_chain(&mut self, base: Hp) {
-        for i in 0..8 {
+        for i in 0..CHAIN_SLOTS {
             self.free(base.slot(i));
         }
     }
@@ -42,13 +42,13 @@ impl MemoryManager {
     }
 
     /// The container a key whose next byte is `k0` is in: `hp` itself, or for a chain
-    /// the slot `k0 / 32`, or the nearest non-void slot below it (§3.3, Fig 11).
+    /// the slot `k0 / SLOT_KEYS`, or the nearest non-void slot below it (§3.3, Fig 11).
     #[inline]
     pub(crate) fn resolve(&self, hp: Hp, k0: u8) -> Hp {
         if hp.superbin() != 0 || !self.is_chain(hp) {
             return hp;
         }
-        let mut i = usize::from(k0 / 32);
+        let mut i = usize::from(k0) / SLOT_KEYS;
         while i > 0 && self.is_void(hp.slot(i)) {
             i -= 1;
         }
@@ -57,16 +57,17 @@ impl MemoryManager {
 
     /// Prefetches what [`MemoryManager::resolve`] and [`MemoryManager::get`] read first
     /// for `hp` and a key whose next byte is `k0`: the chunk (for an extended HP its eHP;
-    /// for a chain also the eHP of slot `k0 / 32`, in the same bin).
+    /// for a chain also the eHP of slot `k0 / SLOT_KEYS`, in the same bin).
     #[inline]
     pub(crate) fn prefetch(&self, hp: Hp, k0: u8) {
         let s = &self.superbins[hp.superbin()];
         let base = s.bin(hp.bin_id()).mem.ptr();
         let c = hp.chunk();
         orrery_core::prefetch(base.wrapping_add(c * s.chunk_size));
-        if hp.superbin() == 0 && c.is_multiple_of(8) {
+        if hp.superbin() == 0 && c.is_multiple_of(CHAIN_SLOTS) {
             // Only a hint: if `hp` is no chain this address is not read.
-            orrery_core::prefetch(base.wrapping_add((c + usize::from(k0 / 32)) * s.chunk_size));
+            let slot = usize::from(k0) / SLOT_KEYS;
+            orrery_core::prefetch(base.wrapping_add((c + slot) * s.chunk_size));
         }
     }
 

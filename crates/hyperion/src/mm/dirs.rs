@@ -8,7 +8,7 @@ use orrery_core::api::{Error, Result};
 
 use super::alloc::retire;
 use super::bins::BinMem;
-use super::hp::{EXT_CHUNK, FLAG_CHAIN, Hp, STEP, SUPERBINS};
+use super::hp::{CHAIN_SLOTS, EXT_CHUNK, FLAG_CHAIN, Hp, SLOT_KEYS, STEP, SUPERBINS};
 
 /// A bin directory slot: the bin memory's address with `log2(chunks)` in its low 6 bits.
 pub(super) type Slot = AtomicPtr<u8>;
@@ -146,11 +146,11 @@ impl Dirs {
         self.container(hp, None, valid)
     }
 
-    /// For an optimistic reader: which of the 8 slots of the chain `hp` hold a part
+    /// For an optimistic reader: which of the [`CHAIN_SLOTS`] slots of the chain `hp` hold a part
     /// (`Some(Some(_))`), `Some(None)` when `hp` is not a chain, `None` when it cannot be
     /// read consistently (each slot's eHP is read once; validate before trusting it).
     #[inline]
-    pub(crate) fn chain_parts(&self, hp: Hp) -> Option<Option<[bool; 8]>> {
+    pub(crate) fn chain_parts(&self, hp: Hp) -> Option<Option<[bool; CHAIN_SLOTS]>> {
         if hp.superbin() != 0 {
             return Some(None);
         }
@@ -158,10 +158,10 @@ impl Dirs {
         if flags & FLAG_CHAIN == 0 {
             return Some(None);
         }
-        if !hp.chunk().is_multiple_of(8) {
+        if !hp.chunk().is_multiple_of(CHAIN_SLOTS) {
             return None;
         }
-        let mut parts = [false; 8];
+        let mut parts = [false; CHAIN_SLOTS];
         for (i, p) in parts.iter_mut().enumerate() {
             *p = Self::ehp(self.chunk(hp.slot(i))?).0 != 0;
         }
@@ -186,11 +186,12 @@ impl Dirs {
         if let Some(k0) = k0
             && flags & FLAG_CHAIN != 0
         {
-            if !hp.chunk().is_multiple_of(8) {
+            if !hp.chunk().is_multiple_of(CHAIN_SLOTS) {
                 return None;
             }
-            // The slot `k0 / 32`, or the nearest non-void one below it (ends at slot 0).
-            let mut i = usize::from(k0 / 32);
+            // The slot `k0 / SLOT_KEYS`, or the nearest non-void one below it (ends at
+            // slot 0).
+            let mut i = usize::from(k0) / SLOT_KEYS;
             while i > 0 {
                 let (p, cp, _) = Self::ehp(self.chunk(hp.slot(i))?);
                 if p != 0 {

@@ -19,6 +19,12 @@ pub(super) const EXT_CHUNK: usize = 16;
 pub(super) const SUPERBINS: usize = 64;
 /// eHP flag: the chunk is a slot of a chained extended bin.
 pub(crate) const FLAG_CHAIN: u16 = 1;
+/// Slots of a chained extended bin: 64, where the paper has 8 (see the [module
+/// docs](super), "Chained extended bins", for why).
+pub(crate) const CHAIN_SLOTS: usize = 64;
+/// T-Node keys per chain slot: slot `i` is responsible for the keys
+/// `[SLOT_KEYS·i, SLOT_KEYS·(i+1))`.
+pub(crate) const SLOT_KEYS: usize = 256 / CHAIN_SLOTS;
 
 /// A 5-byte Hyperion Pointer (see the [module docs](self)).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
@@ -61,14 +67,15 @@ impl Hp {
     /// Slot `i` of a chained extended bin whose first chunk is `self`.
     #[inline]
     pub(crate) fn slot(self, i: usize) -> Hp {
-        debug_assert!(i < 8 && self.chunk().is_multiple_of(8));
+        debug_assert!(i < CHAIN_SLOTS && self.chunk().is_multiple_of(CHAIN_SLOTS));
         Hp(self.0 + i as u64)
     }
 
-    /// The slot index of a chain slot (its chunk index mod 8) and the chain's first slot.
+    /// The slot index of a chain slot (its chunk index mod [`CHAIN_SLOTS`]) and the
+    /// chain's first slot.
     #[inline]
     pub(crate) fn chain_of(self) -> (Hp, usize) {
-        let i = self.chunk() % 8;
+        let i = self.chunk() % CHAIN_SLOTS;
         (Hp(self.0 - i as u64), i)
     }
 

@@ -63,12 +63,22 @@
 //!
 //! # Chained extended bins (§3.2)
 //!
-//! Eight consecutive extended-bin chunks, the first at a chunk index that is a multiple of
-//! 8, allocated and freed together ([`MemoryManager::alloc_chain`],
+//! [`CHAIN_SLOTS`] (64) consecutive extended-bin chunks, the first at a chunk index that is
+//! a multiple of 64 (one word of a bin's occupancy map), allocated and freed together
+//! ([`MemoryManager::alloc_chain`],
 //! [`MemoryManager::free_chain`]); every slot's eHP carries flag [`FLAG_CHAIN`] (flags bit
 //! 0) and a slot without a block is *void* (heap pointer 0). One Hyperion Pointer (the
 //! first slot's) names the chain; the slots hold the parts of a split container
 //! (`split.rs`), and [`MemoryManager::resolve`] picks the part for a key byte.
+//!
+//! The paper's chains have 8 slots of 32 T-Node keys; ours have 64 slots of
+//! [`SLOT_KEYS`] (4). Why: with 8, a trie's root container at 10M random keys (~39K keys
+//! a trie, nearly all as S-Nodes of the root) stays in eight parts of ~77 KB, past what
+//! the split rule would cut, and every insert shifts half a part's tail — measured as
+//! the largest share of an insert (`docs/results/hyperion.md`, "Insert speed"). With 64
+//! slots the same rule (16 KiB + 64 KiB·S, 3 KiB minimum) cuts them to ~10 KB. The cost:
+//! a chain takes 1 KiB of eHP chunks instead of 128 bytes, and [`MemoryManager::resolve`]
+//! may pass up to 63 void slots (16 bytes each, consecutive) to find a key's part.
 //! An extended block grows and shrinks behind its Hyperion Pointer
 //! ([`MemoryManager::regrow`]: a new heap block, the eHP rewritten), so neither a part nor
 //! any container over 2,016 bytes moves in the trie when its size changes.
@@ -124,8 +134,8 @@ pub(crate) use alloc::{capacity_for, extended_capacity};
 pub(crate) use dirs::{Dirs, RawBlock};
 #[cfg(feature = "bench-internals")]
 pub(crate) use heap::paged_bytes;
-pub(crate) use hp::Hp;
 #[cfg(test)]
 pub(crate) use hp::MAX_SMALL;
+pub(crate) use hp::{CHAIN_SLOTS, Hp, SLOT_KEYS};
 pub use manager::MemStats;
 pub(crate) use manager::MemoryManager;

@@ -1,6 +1,6 @@
 //! Unit tests of the memory manager.
 
-use super::hp::CHUNKS_PER_BIN;
+use super::hp::{CHAIN_SLOTS, CHUNKS_PER_BIN, SLOT_KEYS};
 use super::*;
 
 #[test]
@@ -44,7 +44,7 @@ fn mm_alloc_write_free_returns_memory() {
 
 /// An extended block regrows behind the same Hyperion Pointer (content kept, new
 /// capacity); a chained extended bin resolves keys to the nearest non-void slot at or
-/// below `k / 32`, and frees everything.
+/// below `k / SLOT_KEYS`, and frees everything.
 #[test]
 fn mm_regrow_and_chains() {
     let mut mm = MemoryManager::new();
@@ -69,12 +69,17 @@ fn mm_regrow_and_chains() {
     mm.fill_slot(chain.slot(0), 2500).unwrap();
     mm.fill_slot(chain.slot(5), 3000).unwrap();
     mm.get_mut(chain.slot(5))[0] = 5;
+    mm.fill_slot(chain.slot(CHAIN_SLOTS - 1), 2200).unwrap();
+    let at = |slot: usize| (slot * SLOT_KEYS) as u8;
     assert_eq!(mm.resolve(chain, 0), chain.slot(0));
-    assert_eq!(mm.resolve(chain, 159), chain.slot(0));
-    assert_eq!(mm.resolve(chain, 160), chain.slot(5));
-    assert_eq!(mm.resolve(chain, 255), chain.slot(5));
-    assert_eq!(mm.get(mm.resolve(chain, 200))[0], 5);
+    assert_eq!(mm.resolve(chain, at(5) - 1), chain.slot(0));
+    assert_eq!(mm.resolve(chain, at(5)), chain.slot(5));
+    assert_eq!(mm.resolve(chain, at(CHAIN_SLOTS - 1) - 1), chain.slot(5));
+    assert_eq!(mm.resolve(chain, 255), chain.slot(CHAIN_SLOTS - 1));
+    assert_eq!(mm.get(mm.resolve(chain, at(6)))[0], 5);
     assert_eq!(chain.slot(5).chain_of(), (chain, 5));
+    mm.void_slot(chain.slot(CHAIN_SLOTS - 1));
+    assert_eq!(mm.resolve(chain, 255), chain.slot(5));
     mm.void_slot(chain.slot(5));
     assert!(mm.is_void(chain.slot(5)));
     assert_eq!(mm.resolve(chain, 255), chain.slot(0));

@@ -17,12 +17,13 @@
 //! an 8-bit `free` count; here the capacity is known from the Hyperion Pointer (its
 //! superbin, or the eHP), so `free` is not stored and its bits widen `size` to 24 (values
 //! of any length are inline or out of line, and a container that cannot be split — all
-//! its T-Nodes in one 32-key range — may pass the paper's 512 KiB). `S` is the split delay
+//! its T-Nodes in one chain slot's key range — may pass the paper's 512 KiB). `S` is the split delay
 //! (`write/split.rs`); `J` the number of 7-entry groups of the container jump table that
 //! follows the header ([`cjt`]), the payload starting after it.
 //!
 //! A container referenced through a chained extended bin is *split* (`split.rs`): the
-//! Hyperion Pointer names up to eight parts, each an ordinary container; a reader picks
+//! Hyperion Pointer names up to [`CHAIN_SLOTS`](crate::mm::CHAIN_SLOTS) parts, each an
+//! ordinary container; a reader picks
 //! the part by the next key byte ([`MemoryManager::resolve`]).
 //!
 //! # Nodes

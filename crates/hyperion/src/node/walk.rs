@@ -5,7 +5,7 @@
 
 use std::ops::{Bound, ControlFlow};
 
-use crate::mm::{Hp, MemoryManager};
+use crate::mm::{CHAIN_SLOTS, Hp, MemoryManager, SLOT_KEYS};
 
 use super::bytes::{Bytes, R, Torn};
 use super::cjt;
@@ -395,9 +395,9 @@ pub(crate) trait Src: Copy {
     const OPTIMISTIC: bool;
     /// The container `hp` names (not a chain: one part, or an unsplit container).
     fn container(self, hp: Hp) -> R<Self::B>;
-    /// For a chain `hp` (a split container), which of its 8 slots hold a part; `None`
-    /// when `hp` is not a chain.
-    fn chain(self, hp: Hp) -> R<Option<[bool; 8]>>;
+    /// For a chain `hp` (a split container), which of its [`CHAIN_SLOTS`] slots hold a
+    /// part; `None` when `hp` is not a chain.
+    fn chain(self, hp: Hp) -> R<Option<[bool; CHAIN_SLOTS]>>;
     /// Appends suffix `s` of payload `buf` to `out`.
     fn suffix(self, buf: Self::B, s: Suffix, out: &mut Vec<u8>) -> R<()>;
     /// The bytes of value `v` of payload `buf`: borrowed, or copied into `scratch`.
@@ -419,7 +419,7 @@ impl<'a> Src for &'a MemoryManager {
     }
 
     #[inline(always)]
-    fn chain(self, hp: Hp) -> R<Option<[bool; 8]>> {
+    fn chain(self, hp: Hp) -> R<Option<[bool; CHAIN_SLOTS]>> {
         Ok(self
             .is_chain(hp)
             .then(|| std::array::from_fn(|i| !self.is_void(hp.slot(i)))))
@@ -492,7 +492,7 @@ where
     }
     // The explicit stack and the popped frames' vectors are reused from this thread's last
     // walk: a refill of a scan is one walk per trie, and a fresh stack's growth (a split
-    // container pushes up to eight frames at once) would allocate per refill.
+    // container pushes up to 64 frames at once) would allocate per refill.
     let (stack, mut spare) = WALK_SCRATCH.with(|s| s.take());
     let mut stack: Vec<Frame<S::B>> = reuse(stack);
     let root_seek = if root_fit == Fit::Partial {
@@ -533,13 +533,13 @@ fn push_container<S: Src>(
     seek: Seek,
     desc: bool,
 ) -> R<()> {
-    let mut parts = [hp; 8];
+    let mut parts = [hp; CHAIN_SLOTS];
     let mut n = 1;
     if let Some(full) = src.chain(hp)? {
-        // The part holding the bound's T-Node key: slot `b0 / 32`, or the nearest slot
-        // below it that holds a part (`MemoryManager::resolve`).
+        // The part holding the bound's T-Node key: slot `b0 / SLOT_KEYS`, or the nearest
+        // slot below it that holds a part (`MemoryManager::resolve`).
         let at = seek.map(|(b0, _)| {
-            let mut i = usize::from(b0 / 32);
+            let mut i = usize::from(b0) / SLOT_KEYS;
             while i > 0 && !full[i] {
                 i -= 1;
             }

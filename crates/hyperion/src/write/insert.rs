@@ -18,13 +18,15 @@ use super::path::{
 use super::tjt::BUILD_HOPS;
 
 impl ArenaInner {
-    /// Inserts or replaces `key` (the trie key below root `b`, non-empty) → `v`.
-    pub(crate) fn store_in(&mut self, b: usize, key: &[u8], v: &[u8]) -> Result<()> {
+    /// Inserts or replaces `key` (the trie key below root `b`, non-empty) → `v`; returns
+    /// whether `key` was present (a value replaced), as the insert's own descent found it.
+    pub(crate) fn store_in(&mut self, b: usize, key: &[u8], v: &[u8]) -> Result<bool> {
         let mut txn = Txn::default();
         let mut tables = Vec::new();
         let r = self.store_txn(b, key, v, &mut txn, &mut tables);
         match r {
             Ok(path) => {
+                let present = txn.replaced;
                 txn.commit(&mut self.mm);
                 if let Some(path) = path {
                     self.maybe_split(&path, path.len() - 1);
@@ -32,7 +34,7 @@ impl ArenaInner {
                 for off in tables {
                     self.build_tjt(b, key, off);
                 }
-                Ok(())
+                Ok(present)
             }
             Err(e) => {
                 txn.abort(&mut self.mm);

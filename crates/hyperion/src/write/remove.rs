@@ -4,7 +4,7 @@
 
 use crate::arena::ArenaInner;
 use crate::edit::{Ctx, Txn, decode_snode, decode_tval};
-use crate::mm::Hp;
+use crate::mm::{CHAIN_SLOTS, Hp};
 use crate::node::{cjt, parse, tjt, used};
 
 use super::cjt::TMove;
@@ -101,7 +101,7 @@ impl ArenaInner {
             return Retire::Gone;
         }
         let (base, slot) = c.hp.chain_of();
-        let others = (1..8).any(|i| i != slot && !self.mm.is_void(base.slot(i)));
+        let others = (1..CHAIN_SLOTS).any(|i| i != slot && !self.mm.is_void(base.slot(i)));
         if others && slot == 0 {
             return Retire::Keep;
         }

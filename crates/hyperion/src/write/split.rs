@@ -4,12 +4,13 @@
 //! # Chains
 //!
 //! A split container is referenced (by its parent's S-Node, or as a trie root) through the
-//! Hyperion Pointer of a *chained extended bin*: eight consecutive extended-bin chunks
-//! ([`crate::mm::MemoryManager::alloc_chain`]), slot `i` holding the eHP of the part
-//! responsible for the T-Node keys `[32·i, 32·j)`, `j` the next non-void slot (or 256).
-//! A void slot's range belongs to the part below it; slot 0 is never void while the chain
-//! exists. A key whose next byte is `k` is in slot `k / 32` or the nearest non-void slot
-//! below ([`crate::mm::MemoryManager::resolve`]). Parts are always extended blocks, so
+//! Hyperion Pointer of a *chained extended bin*: [`CHAIN_SLOTS`](crate::mm::CHAIN_SLOTS)
+//! consecutive extended-bin chunks ([`crate::mm::MemoryManager::alloc_chain`]; 64 where the
+//! paper has 8, see `mm`, "Chained extended bins"), slot `i` holding the eHP of the part
+//! responsible for the T-Node keys `[SLOT_KEYS·i, SLOT_KEYS·j)`, `j` the next non-void
+//! slot (or the end). A void slot's range belongs to the part below it; slot 0 is never
+//! void while the chain exists. A key whose next byte is `k` is in slot `k / SLOT_KEYS`
+//! or the nearest non-void slot below ([`crate::mm::MemoryManager::resolve`]). Parts are always extended blocks, so
 //! a part that grows or shrinks keeps its slot (the eHP is rewritten), and every part's
 //! payload is an ordinary container payload whose first T-Node is delta encoded from 0.
 //!
@@ -17,9 +18,9 @@
 //!
 //! After an insert into a container of `size ≥ a + b·S` bytes (`a` = [`SPLIT_A`],
 //! `b` = [`SPLIT_B`], `S` the container's 2-bit split delay in header bits 27..29), the
-//! container is cut at the boundary `32·m` (a T-Node key range start inside its range)
+//! container is cut at the boundary `SLOT_KEYS·m` (a slot's key range start inside its range)
 //! that balances the two parts best. The split is abandoned — and `S` incremented, so the
-//! next attempt waits for `b` more bytes — when all T-Nodes are in one 32-key range or the
+//! next attempt waits for `b` more bytes — when all T-Nodes are in one slot's range or the
 //! smaller part would be under [`SPLIT_MIN`] bytes. A split that cannot get its memory is
 //! skipped (the insert that triggered it has already succeeded) and tried again on the
 //! next insert. An unsplit container becomes the chain's slot-0 part and the part above
@@ -30,7 +31,7 @@
 
 use crate::arena::ArenaInner;
 use crate::edit::Txn;
-use crate::mm::{Hp, MemoryManager};
+use crate::mm::{Hp, MemoryManager, SLOT_KEYS};
 use crate::node::cjt::payload_start;
 use crate::node::{HEADER, jump_successor, parse, set_used, used, write_header};
 
@@ -54,8 +55,8 @@ pub(crate) fn set_split_delay(chunk: &mut [u8], s: usize) {
 }
 
 /// Where a container of `used` bytes would be cut: the offset of the first T-Node of the
-/// 32-key range whose start balances the parts best, and that range's slot; `None` when
-/// all T-Nodes are in one range. Passes the T-Nodes by their jump successors.
+/// slot's key range whose start balances the parts best, and that slot; `None` when all
+/// T-Nodes are in one slot's range. Passes the T-Nodes by their jump successors.
 pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
     let ps = payload_start(buf);
     let mut pos = ps;
@@ -66,7 +67,7 @@ pub(crate) fn best_cut(buf: &[u8], used: usize) -> Option<(usize, usize, u8)> {
         let f = buf[pos];
         let n = parse(buf, pos, prev);
         if f & 0x20 == 0 {
-            let slot = usize::from(n.key / 32);
+            let slot = usize::from(n.key) / SLOT_KEYS;
             if prev_slot.is_some_and(|p| p != slot)
                 && best.is_none_or(|(b, _, _)| score(pos) < score(b))
             {
@@ -186,6 +187,7 @@ mod tests {
 
     use super::*;
     use crate::arena::{ArenaInner, Decision};
+    use crate::mm::CHAIN_SLOTS;
 
     fn put(a: &mut ArenaInner, k: &[u8], v: &[u8]) {
         a.write(k, &mut |_| Decision::Store(v.to_vec())).unwrap();
@@ -228,14 +230,20 @@ mod tests {
         }
         let root = a.roots[b'x' as usize].hp.unwrap();
         assert!(a.mm.is_chain(root), "the root container was split");
-        let parts: Vec<usize> = (0..8).filter(|&i| !a.mm.is_void(root.slot(i))).collect();
+        let parts: Vec<usize> = (0..CHAIN_SLOTS)
+            .filter(|&i| !a.mm.is_void(root.slot(i)))
+            .collect();
         assert!(parts.len() >= 2 && parts[0] == 0, "parts {parts:?}");
         for &i in &parts {
             let c = a.mm.get(root.slot(i));
             let size = used(c);
             assert!(size < SPLIT_A + SPLIT_B, "part {i} holds {size} bytes");
             // Every T-Node of part i is in its key range, the first delta encoded from 0.
-            let next = parts.iter().find(|&&j| j > i).copied().unwrap_or(8);
+            let next = parts
+                .iter()
+                .find(|&&j| j > i)
+                .copied()
+                .unwrap_or(CHAIN_SLOTS);
             let first = parse(c, payload_start(c), 0);
             assert!(!first.is_s);
             let mut pos = payload_start(c);
@@ -243,7 +251,8 @@ mod tests {
             while pos < size {
                 let n = parse(c, pos, prev);
                 if !n.is_s {
-                    assert!((usize::from(n.key) / 32) >= i && usize::from(n.key) / 32 < next);
+                    let s = usize::from(n.key) / SLOT_KEYS;
+                    assert!(s >= i && s < next);
                     prev = n.key;
                 }
                 pos = n.next;
@@ -267,16 +276,19 @@ mod tests {
         assert_eq!(a.mm.bytes(), a.mm.stats().metadata_bytes);
     }
 
-    /// A container whose T-Nodes are all in one 32-key range cannot be split: the split
-    /// delay is incremented instead (header bits 27..29).
+    /// A container whose T-Nodes are all in one slot's key range cannot be split: the
+    /// split delay is incremented instead (header bits 27..29).
     #[test]
     fn split_delay_when_unsplittable() {
         let mut a = ArenaInner::new(16 * 1024);
-        let n = if cfg!(miri) { 1700 } else { 2000 };
+        let n = SLOT_KEYS * 256;
+        let key = |i: usize| {
+            // T-Node keys `0..SLOT_KEYS` only (slot 0), S-Node keys 0..=255, and a
+            // path-compressed suffix that makes the container pass 16 KiB.
+            [b'y', (i / 256) as u8, i as u8, 1, 2, 3, 4, 5, 6, 7, 8]
+        };
         for i in 0..n {
-            // T-Node keys 0..8 only, S-Node keys 0..=255.
-            let k = [b'y', (i / 256) as u8, i as u8];
-            put(&mut a, &k, &[7; 8]);
+            put(&mut a, &key(i), &[7; 8]);
         }
         let root = a.roots[b'y' as usize].hp.unwrap();
         assert!(!a.mm.is_chain(root));
@@ -284,8 +296,7 @@ mod tests {
         assert!(used(c) >= SPLIT_A);
         assert_eq!(split_delay(c), 1);
         for i in 0..n {
-            let k = [b'y', (i / 256) as u8, i as u8];
-            assert_eq!(a.get(&k), Some(&[7u8; 8][..]));
+            assert_eq!(a.get(&key(i)), Some(&[7u8; 8][..]));
         }
     }
 

@@ -4,7 +4,7 @@
 use rand::Rng as _;
 
 use crate::arena::{ArenaInner, Decision};
-use crate::mm::{Hp, MemoryManager};
+use crate::mm::{CHAIN_SLOTS, Hp, MemoryManager};
 use crate::node::{ChildRef, cjt, jump_successor, parse, tjt, used};
 
 use super::path::{descend, is_s};
@@ -82,7 +82,7 @@ fn check_tables(mm: &MemoryManager, root: Hp) -> usize {
     let mut todo = vec![root];
     while let Some(hp) = todo.pop() {
         let parts: Vec<Hp> = if mm.is_chain(hp) {
-            (0..8)
+            (0..CHAIN_SLOTS)
                 .map(|i| hp.slot(i))
                 .filter(|&p| !mm.is_void(p))
                 .collect()
@@ -242,5 +242,40 @@ fn write_jump_fields_shift_without_a_walk() {
     assert!(shifted > ops / 2, "{shifted} of {ops} writes shifted");
     for (k, v) in &model {
         assert_eq!(a.get(k), Some(&v[..]), "{k:?}");
+    }
+}
+
+/// An insert reports whether its key was present from its own descent (`Txn::replaced`),
+/// with no lookup first: every place a key can end — a root value, a T-Node, an S-Node,
+/// a path-compressed suffix (equal, a prefix of another, split into a new pair), an
+/// embedded container and a child container — answers "new" on the first insert and
+/// "present" on the second, and the value is the second one.
+#[test]
+fn write_put_reports_presence_from_its_descent() {
+    let mut a = ArenaInner::new(64);
+    let mut keys: Vec<Vec<u8>> = vec![
+        b"a".to_vec(),
+        b"ab".to_vec(),
+        b"abc".to_vec(),
+        b"abcdefgh".to_vec(),
+        b"abcdefgx".to_vec(),
+        b"abcdef".to_vec(),
+        b"abcdefghijklmnop".to_vec(),
+        b"b\0\0".to_vec(),
+        b"b\xff\xff\xff".to_vec(),
+    ];
+    let mut r = orrery_core::testing::rng::rng(0x5EED);
+    for _ in 0..if cfg!(miri) { 200 } else { 3000 } {
+        let x: u64 = r.random();
+        keys.push(x.to_be_bytes()[..r.random_range(2..8)].to_vec());
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        let was = seen.insert(k.clone(), i).is_some();
+        assert_eq!(a.put(k, &i.to_le_bytes()).unwrap(), was, "key {k:?}");
+    }
+    for (k, &i) in &seen {
+        assert!(a.put(k, &(i + 1).to_le_bytes()).unwrap(), "key {k:?}");
+        assert_eq!(a.get(k), Some(&(i + 1).to_le_bytes()[..]));
     }
 }
