@@ -191,6 +191,16 @@ pub(crate) fn all() -> Vec<Config> {
             make: || mercury(one_bucket(Expansion::Dedicated, None)),
         },
         Config {
+            name: "mercury/word-cells",
+            about: "Mercury from one bucket without inline pairs (8-byte cells, every pair a node)",
+            make: || {
+                mercury(orrery::mercury::Config {
+                    inline_pairs: false,
+                    ..one_bucket(Expansion::default(), Some(2))
+                })
+            },
+        },
+        Config {
             name: "mercury/striped",
             about: "the bench's striped-lock Mercury variant (no read-modify-writes)",
             make: || {
