@@ -16,6 +16,11 @@
 #
 # Settings (recorded in $OUT/settings.txt): N=2000000 ROUNDS=3 SERVER_CPU=0 BENCH_CPU=1
 # MEM_N=1000000 INDEXES="wormhole" OUT=docs/results/server/collections MODE=all|throughput|memory
+# ORRERY_BIN (a prebuilt orrery-server: then nothing is built here, so the script can run
+# under a lock without building inside it) BASE_BIN (a second orrery-server, "base", run
+# in every throughput round beside the two: an A/B of a change) TESTS="lpush rpush …"
+# (a subset) ROUND_FIRST=1 APPEND=0 (continue an earlier run's rounds and csv: rounds can
+# then be run one lock at a time, the order still alternating)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,13 +32,21 @@ MEM_N=${MEM_N:-1000000}
 INDEXES=${INDEXES:-wormhole}
 MODE=${MODE:-all}
 OUT=${OUT:-docs/results/server/collections}
-TESTS=(lpush rpush lpop rpop sadd hset spop zadd zpopmin lrange_100)
+read -r -a TESTS <<< "${TESTS:-lpush rpush lpop rpop sadd hset spop zadd zpopmin lrange_100}"
+ORRERY_BIN=${ORRERY_BIN:-}
+BASE_BIN=${BASE_BIN:-}
+ROUND_FIRST=${ROUND_FIRST:-1}
+APPEND=${APPEND:-0}
 
 for tool in redis-server redis-benchmark redis-cli taskset python3; do
   command -v $tool >/dev/null || { echo "$tool is required" >&2; exit 1; }
 done
-cargo build --release -q -p orrery-server
+if [ -z "$ORRERY_BIN" ]; then
+  cargo build --release -q -p orrery-server
+  ORRERY_BIN=target/release/orrery-server
+fi
 mkdir -p "$OUT"
+[ "$APPEND" = 1 ] || : > "$OUT/settings.txt"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/orrery-bench-coll.XXXXXX")
 PID=
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$WORK"; }
@@ -51,7 +64,9 @@ start() { # server index
     taskset -c "$SERVER_CPU" redis-server --port "$PORT" --bind 127.0.0.1 --save '' \
       --appendonly no --dir "$WORK" >"$WORK/$1.log" 2>&1 &
   else
-    taskset -c "$SERVER_CPU" target/release/orrery-server --port "$PORT" --index "$2" \
+    bin=$ORRERY_BIN
+    [ "$1" = base ] && bin=$BASE_BIN
+    taskset -c "$SERVER_CPU" "$bin" --port "$PORT" --index "$2" \
       --appendonly no >"$WORK/$1.log" 2>&1 &
   fi
   PID=$!
@@ -66,13 +81,16 @@ stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=; }
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "redis-server: $(redis-server --version)"
   echo "N=$N ROUNDS=$ROUNDS SERVER_CPU=$SERVER_CPU BENCH_CPU=$BENCH_CPU MEM_N=$MEM_N INDEXES=$INDEXES"
+  echo "ORRERY_BIN=$ORRERY_BIN BASE_BIN=$BASE_BIN TESTS=${TESTS[*]} ROUND_FIRST=$ROUND_FIRST"
   echo "options: -c 50 -P 16 -r 1000000 -n $N"
-} > "$OUT/settings.txt"
+} >> "$OUT/settings.txt"
 
 if [ "$MODE" != memory ]; then
-  : > "$OUT/throughput.csv"
-  for round in $(seq "$ROUNDS"); do
-    if [ $((round % 2)) = 1 ]; then order="redis orrery"; else order="orrery redis"; fi
+  [ "$APPEND" = 1 ] || : > "$OUT/throughput.csv"
+  servers="redis orrery${BASE_BIN:+ base}"
+  for round in $(seq "$ROUND_FIRST" $((ROUND_FIRST + ROUNDS - 1))); do
+    order=$servers
+    [ $((round % 2)) = 1 ] || order=$(echo "$servers" | tr ' ' '\n' | tac | xargs)
     for server in $order; do
       start "$server" wormhole
       for t in "${TESTS[@]}"; do
@@ -117,8 +135,14 @@ if os.path.exists(p) and os.path.getsize(p):
     for r in rows:
         if r[2] not in tests:
             tests.append(r[2])
-    lines.append("| test | redis req/s (median) | orrery req/s (median) | orrery/redis | per round | redis CPU µs/req | orrery CPU µs/req |")
-    lines.append("|---|---:|---:|---:|---|---:|---:|")
+    base = any(r[1] == "base" for r in rows)
+    head = "| test | redis req/s (median) | orrery req/s (median) | orrery/redis | per round | redis CPU µs/req | orrery CPU µs/req |"
+    rule = "|---|---:|---:|---:|---|---:|---:|"
+    if base:
+        head += " base req/s (median) | orrery/base | per round | base CPU µs/req |"
+        rule += "---:|---:|---|---:|"
+    lines.append(head)
+    lines.append(rule)
     n = int(os.environ.get("N", "2000000"))
     for t in tests:
         def col(server, i):
@@ -126,9 +150,15 @@ if os.path.exists(p) and os.path.getsize(p):
         rr, oo = col("redis", 3), col("orrery", 3)
         rc, oc = col("redis", 4), col("orrery", 4)
         rounds = " ".join(f"{o / r:.2f}" for r, o in zip(rr, oo))
-        lines.append(f"| {t} | {statistics.median(rr):,.0f} | {statistics.median(oo):,.0f} | "
-                     f"{statistics.median(oo) / statistics.median(rr):.2f}x | {rounds} | "
-                     f"{statistics.median(rc) * 1000 / n:.2f} | {statistics.median(oc) * 1000 / n:.2f} |")
+        line = (f"| {t} | {statistics.median(rr):,.0f} | {statistics.median(oo):,.0f} | "
+                f"{statistics.median(oo) / statistics.median(rr):.2f}x | {rounds} | "
+                f"{statistics.median(rc) * 1000 / n:.2f} | {statistics.median(oc) * 1000 / n:.2f} |")
+        if base:
+            bb, bc = col("base", 3), col("base", 4)
+            brounds = " ".join(f"{o / b:.2f}" for b, o in zip(bb, oo))
+            line += (f" {statistics.median(bb):,.0f} | {statistics.median(oo) / statistics.median(bb):.2f}x | "
+                     f"{brounds} | {statistics.median(bc) * 1000 / n:.2f} |")
+        lines.append(line)
 p = os.path.join(out, "memory.csv")
 if os.path.exists(p) and os.path.getsize(p):
     rows = list(csv.reader(open(p)))

@@ -341,6 +341,22 @@ pub(crate) enum Reply {
     /// Several replies to one command, one after the other (`SUBSCRIBE a b` confirms
     /// each channel with a reply of its own).
     Many(Vec<Reply>),
+    /// An array of `count` bulk strings whose encodings (the same in RESP2 and RESP3)
+    /// are already in `bytes` ([`put_bulk`]): `LRANGE` writes a node's elements straight
+    /// into one buffer rather than one allocation per element.
+    Bulks {
+        /// Number of bulk strings in `bytes`.
+        count: usize,
+        /// Their encodings, one after the other.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Appends the encoding of bulk string `b` to `out` (as [`Reply::Bulk`] encodes it).
+pub(crate) fn put_bulk(out: &mut Vec<u8>, b: &[u8]) {
+    header(out, b'$', b.len() as i64);
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
 }
 
 impl Reply {
@@ -370,10 +386,10 @@ impl Reply {
                 line(out, b'-', &clean)
             }
             Reply::Int(n) => header(out, b':', *n),
-            Reply::Bulk(b) => {
-                header(out, b'$', b.len() as i64);
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
+            Reply::Bulk(b) => put_bulk(out, b),
+            Reply::Bulks { count, bytes } => {
+                header(out, b'*', *count as i64);
+                out.extend_from_slice(bytes);
             }
             Reply::Nil if proto >= 3 => out.extend_from_slice(b"_\r\n"),
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),

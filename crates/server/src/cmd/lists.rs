@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 use super::{Command, Ctx, not_integer, syntax_error};
 use crate::coll::{self, End, List, check_values};
 use crate::num::parse_i64;
-use crate::resp::Reply;
+use crate::resp::{Reply, put_bulk};
 use crate::store::Txn;
 
 fn err(e: coll::Error) -> Reply {
@@ -232,7 +232,15 @@ impl<'a> Command<'a> for LRange<'a> {
             match clamp(self.start, self.stop, l.len()) {
                 None => Reply::Array(vec![]),
                 Some((a, b)) => {
-                    Reply::Array(l.range(t, a, b).into_iter().map(Reply::Bulk).collect())
+                    // The elements' encodings straight into one buffer: no allocation
+                    // per element.
+                    let mut bytes = Vec::with_capacity((b - a + 1).min(4096) * 16);
+                    let mut count = 0;
+                    l.range_with(t, a, b, &mut |e| {
+                        count += 1;
+                        put_bulk(&mut bytes, e);
+                    });
+                    Reply::Bulks { count, bytes }
                 }
             }
         })

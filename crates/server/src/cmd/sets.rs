@@ -197,10 +197,7 @@ impl<'a> Command<'a> for SPop<'a> {
                 Err(e) => return err(e),
             };
             let n = count.unwrap_or(1).min(s.len() as u64) as usize;
-            let picked = s.random_distinct(t, n);
-            for m in &picked {
-                s.remove(t, m);
-            }
+            let picked = s.pop(t, n);
             if let Err(e) = s.finish(t) {
                 return err(e);
             }

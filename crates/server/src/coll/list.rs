@@ -129,6 +129,31 @@ impl<'k> List<'k> {
         }
     }
 
+    /// Visits the elements from `start` to `stop` (inclusive, clamped to the list), in
+    /// order, each in place (`f` must not touch the list).
+    pub(crate) fn range_with(
+        &self,
+        t: &Txn<'_>,
+        start: usize,
+        stop: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) {
+        if start > stop || start >= self.len() {
+            return;
+        }
+        let stop = stop.min(self.len() - 1);
+        match &self.repr {
+            Repr::Compact(_, p) => Pack::new(p)
+                .iter()
+                .skip(start)
+                .take(stop + 1 - start)
+                .for_each(f),
+            Repr::Large(id, m) => {
+                QList::new(t.positions(), *id, m).range_with(start, stop + 1 - start, f)
+            }
+        }
+    }
+
     /// Visits the elements from the head (or, with `rev`, from the tail) with their
     /// indexes, until `f` breaks.
     pub(crate) fn for_each(

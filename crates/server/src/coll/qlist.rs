@@ -340,26 +340,34 @@ impl<'a> QList<'a> {
 
     /// Up to `n` elements from index `start`, reading whole nodes.
     pub(super) fn range(&self, start: usize, n: usize) -> Vec<Vec<u8>> {
-        let g = self.meta.lock_nodes();
         let mut out = Vec::with_capacity(n);
+        self.range_with(start, n, &mut |e| out.push(e.to_vec()));
+        out
+    }
+
+    /// Visits up to `n` elements from index `start`, in order, each in place in its node
+    /// (under the node table's lock: `f` must not touch the list).
+    pub(super) fn range_with(&self, start: usize, n: usize, f: &mut dyn FnMut(&[u8])) {
+        let g = self.meta.lock_nodes();
         let Some((k, mut off)) = locate(&g.list, self.meta.len(), start) else {
-            return out;
+            return;
         };
+        let mut left = n;
         for node in g.list.range(k..) {
-            if out.len() >= n {
+            if left == 0 {
                 break;
             }
             self.el.get_with(&self.key(node.no), |v| {
                 for e in entries(from_entry(v, node.count as usize, off)) {
-                    if out.len() >= n {
+                    if left == 0 {
                         break;
                     }
-                    out.push(e.to_vec());
+                    f(e);
+                    left -= 1;
                 }
             });
             off = 0;
         }
-        out
     }
 
     /// Visits the elements from the head (or, with `rev`, from the tail) with their

@@ -6,6 +6,8 @@
 //! the first member at or after a random point of the 32-bit hash space is a random
 //! member: each member is picked with the probability of the gap before it, which is
 //! `1/n` on average (not exactly uniform, as Redis's own bucket sampling is not).
+//! `SPOP` reads a whole run of members after one random point ([`run`]): one seek (a
+//! leaf search) serves several pops.
 
 use std::cell::Cell;
 use std::ops::{Bound, ControlFlow};
@@ -59,6 +61,33 @@ pub(crate) fn probe(elements: &Wormhole, prefix: &[u8]) -> Option<(Vec<u8>, Vec<
         }
     }
     found
+}
+
+/// The keys of up to `n` pairs under `prefix` (fewer once they take `bytes` bytes, at
+/// least one when any exists) following a random point of `prefix ++ (4 hash bytes)`,
+/// wrapping to the first pair under `prefix`: one seek for a run of random picks
+/// (`SPOP`'s, see the set's `pop`).
+pub(crate) fn run(elements: &Wormhole, prefix: &[u8], n: usize, bytes: usize) -> Vec<Vec<u8>> {
+    let mut start = prefix.to_vec();
+    start.extend_from_slice(&(next_u64() as u32).to_be_bytes());
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(n);
+    let mut taken = 0;
+    for from in [Bound::Included(&start[..]), Bound::Included(prefix)] {
+        elements.scan(from, &mut |k, _| {
+            // The wrapped second pass stops where the first began.
+            let repeat = out.first().is_some_and(|f| f[..] == *k);
+            if !k.starts_with(prefix) || repeat || out.len() >= n || taken >= bytes {
+                return ControlFlow::Break(());
+            }
+            taken += k.len();
+            out.push(k.to_vec());
+            ControlFlow::Continue(())
+        });
+        if out.len() >= n || taken >= bytes {
+            break;
+        }
+    }
+    out
 }
 
 /// Up to `n` distinct pairs under `prefix`, picked at random (random probes, then, if
@@ -129,5 +158,34 @@ mod tests {
         assert_eq!(set.len(), 150);
         assert_eq!(distinct(&w, b"p", 500).len(), 200);
         assert!((0..100).all(|_| below(3) < 3));
+    }
+
+    /// `run` wraps past the prefix's end to its start and stops where it began: never a
+    /// repeat, never a key of another prefix.
+    #[test]
+    fn runs_wrap_without_repeats() {
+        let w = Wormhole::new();
+        assert!(run(&w, b"p", 4, 1024).is_empty());
+        for i in 0..200u32 {
+            let mut k = b"p".to_vec();
+            k.extend_from_slice(&orrery::hash::crc32c(&i.to_be_bytes()).to_be_bytes());
+            w.insert(&k, b"").unwrap();
+        }
+        w.insert(b"q", b"").unwrap();
+        w.insert(b"o", b"").unwrap();
+        for _ in 0..200 {
+            let r = run(&w, b"p", 16, 1 << 20);
+            assert_eq!(r.len(), 16);
+            assert!(r.iter().all(|k| k.starts_with(b"p") && k.len() == 5));
+            let set: std::collections::HashSet<_> = r.iter().collect();
+            assert_eq!(set.len(), 16);
+        }
+        for _ in 0..20 {
+            let all = run(&w, b"p", 500, 1 << 20);
+            let set: std::collections::HashSet<_> = all.iter().collect();
+            assert_eq!((all.len(), set.len()), (200, 200));
+        }
+        assert_eq!(run(&w, b"p", 500, 1).len(), 1);
+        assert!(run(&w, b"z", 5, 100).is_empty());
     }
 }

@@ -9,6 +9,12 @@ use crate::layout::{IntSet, Pack, ThresholdValues, hashed_key, id_prefix};
 use crate::num::parse_i64;
 use crate::store::{Enc, Kind, Meta, Txn};
 
+/// Most members a large set's `SPOP` reads in one run (see [`Set::pop`]).
+const PICK_RUN: usize = 16;
+
+/// Most bytes of member keys kept from one run (past the first).
+const PICK_BYTES: usize = 1024;
+
 enum Repr {
     Ints(Vec<u8>),
     Compact(Vec<u8>),
@@ -134,6 +140,57 @@ impl<'k> Set<'k> {
                 all
             }
         }
+    }
+
+    /// Pops `n` distinct random members (all of them when `n` ≥ the set's size), each
+    /// removal logged. A large set takes its picks from a run of up to [`PICK_RUN`]
+    /// members following a random point of its hash order, read with one seek and kept in
+    /// its bookkeeping (`Meta::picks`) for the next pops, each pop taking one of the run
+    /// at random: a member is still picked with about the probability `1/n`, but the
+    /// members of one run go out in consecutive pops (Redis's own pick samples buckets
+    /// and is not exactly uniform either). A kept pick that is gone is skipped: the
+    /// removal tells.
+    pub(crate) fn pop(&mut self, t: &Txn<'_>, n: usize) -> Vec<Vec<u8>> {
+        let Repr::Large(id, meta) = &self.repr else {
+            return self.pop_picked(t, n);
+        };
+        if n >= self.len() {
+            return self.pop_picked(t, n);
+        }
+        let (id, meta) = (*id, meta.clone());
+        let mut out = Vec::with_capacity(n);
+        let mut picks = meta.lock_picks();
+        let mut empty_runs = 0;
+        while out.len() < n {
+            if picks.is_empty() {
+                *picks = random::run(t.elements(), &id_prefix(id), PICK_RUN, PICK_BYTES);
+                // Only damage could leave the bookkeeping counting members the index
+                // does not hold: give up rather than loop.
+                if picks.is_empty() || empty_runs > 2 {
+                    break;
+                }
+                empty_runs += 1;
+            }
+            let at = random::below(picks.len());
+            let k = picks.swap_remove(at);
+            if t.elements().remove(&k) {
+                empty_runs = 0;
+                meta.add(-1);
+                let member = k[12..].to_vec();
+                t.record(&[b"SREM", self.end.key, &member]);
+                out.push(member);
+            }
+        }
+        out
+    }
+
+    /// Pops `n` members picked by [`Set::random_distinct`].
+    fn pop_picked(&mut self, t: &Txn<'_>, n: usize) -> Vec<Vec<u8>> {
+        let picked = self.random_distinct(t, n);
+        for m in &picked {
+            self.remove(t, m);
+        }
+        picked
     }
 
     /// `n` random members, repeats allowed (the set must not be empty).

@@ -220,6 +220,7 @@ fn counts_agree(shared: &Shared, client: &mut Client) -> Result<(), String> {
         };
         let n = match read {
             Reply::Array(items) | Reply::Set(items) => items.len() / per,
+            Reply::Bulks { count, .. } => count / per,
             Reply::Map(pairs) => pairs.len(),
             other => return Err(format!("{key}: full read {other:?}")),
         };

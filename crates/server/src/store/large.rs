@@ -54,6 +54,10 @@ pub(crate) struct Meta {
     /// key's stripe, with `head` and `len`, so that the append-only file's rewrite, which
     /// holds no stripe, reads the three and the nodes' bytes consistently under this lock.
     pub(crate) nodes: Mutex<Nodes>,
+    /// A set's pending random picks for `SPOP`: element keys read in one run after a
+    /// random point of the hash order, popped at random (`crate::coll`'s set). Any of
+    /// them may be gone since: a pop checks by removing. Empty for the other types.
+    pub(crate) picks: Mutex<Vec<Vec<u8>>>,
 }
 
 /// One node of a large list: a run of elements under `id ++ no` in the positions table.
@@ -105,6 +109,11 @@ impl Meta {
     /// A list's node table, locked (see [`Meta::nodes`]).
     pub(crate) fn lock_nodes(&self) -> MutexGuard<'_, Nodes> {
         self.nodes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A set's pending random picks, locked (see [`Meta::picks`]).
+    pub(crate) fn lock_picks(&self) -> MutexGuard<'_, Vec<Vec<u8>>> {
+        self.picks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sets a list's span: first position and length.

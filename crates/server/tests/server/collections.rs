@@ -188,6 +188,39 @@ fn sets_reply_exactly_as_redis() {
     );
 }
 
+/// `SPOP` on a large set keeps a run of picks (members next in hash order) for its next
+/// calls: a kept member removed meanwhile must never be popped, and single pops must
+/// empty the set with every member exactly once.
+#[test]
+fn spop_singles_drain_a_large_set_exactly_once() {
+    let server = Server::start(&[]);
+    let mut r = server.raw();
+    let mut left: HashSet<String> = (0..400).map(|i| format!("m{i}")).collect();
+    for m in &left {
+        r.cmd(&["SADD", "big", m]);
+    }
+    assert_eq!(r.cmd(&["OBJECT", "ENCODING", "big"]), "$hashtable");
+    // The member keys' order: the members' CRC32C (`crate::layout`'s hashed keys).
+    let h = |m: &str| orrery::hash::crc32c(m.as_bytes());
+    while !left.is_empty() {
+        let one = r.cmd(&["SPOP", "big"]);
+        let m = one.strip_prefix('$').unwrap_or(&one).to_string();
+        assert!(left.remove(&m), "{m} popped twice or never added");
+        // Remove the member after it in hash order: likely one of the kept picks.
+        let next = left
+            .iter()
+            .filter(|x| h(x) > h(&m))
+            .min_by_key(|x| h(x))
+            .cloned();
+        if let Some(x) = next {
+            assert_eq!(r.cmd(&["SREM", "big", &x]), ":1");
+            left.remove(&x);
+        }
+        assert_eq!(r.cmd(&["SCARD", "big"]), format!(":{}", left.len()));
+    }
+    assert_eq!(r.cmd(&["EXISTS", "big"]), ":0");
+}
+
 #[test]
 fn lists_reply_exactly_as_redis() {
     let server = Server::start(&[]);
