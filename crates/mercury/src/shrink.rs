@@ -396,13 +396,18 @@ mod tests {
         }
         m.finish_expansion();
         let size = |m: &Mercury| (m.stats().buckets, m.stats().next_buckets);
+        // Insert and remove one key above the `live` held, 10,000 times: the table must
+        // stay at `buckets` with no resize started, and hold exactly keys 0..live.
+        let churn = |m: &Mercury, live: u64, buckets: usize| {
+            for _ in 0..10_000 {
+                m.insert(&key(live), &(live * 3).to_le_bytes()).unwrap();
+                assert!(m.remove(&key(live)));
+                assert_eq!(size(m), (buckets, None));
+            }
+            holds_exactly(m, &(0..live).collect::<Vec<_>>());
+        };
         assert_eq!(size(&m), (2048, None));
-        for _ in 0..10_000 {
-            m.insert(&key(live), &(live * 3).to_le_bytes()).unwrap();
-            assert!(m.remove(&key(live)));
-            assert_eq!(size(&m), (2048, None));
-        }
-        holds_exactly(&m, &(0..live).collect::<Vec<_>>());
+        churn(&m, live, 2048);
         // The other boundary: grow back to 4096 buckets, then churn just above the growth
         // threshold (half of the new one, over its shrink threshold of 2/5).
         while size(&m) == (2048, None) {
@@ -411,12 +416,7 @@ mod tests {
         }
         m.finish_expansion();
         assert_eq!(size(&m), (4096, None));
-        for _ in 0..10_000 {
-            m.insert(&key(live), &(live * 3).to_le_bytes()).unwrap();
-            assert!(m.remove(&key(live)));
-            assert_eq!(size(&m), (4096, None));
-        }
-        holds_exactly(&m, &(0..live).collect::<Vec<_>>());
+        churn(&m, live, 4096);
     }
 
     /// The merge itself, made deterministic: two buckets, both with an inline pair and a
