@@ -176,6 +176,59 @@ fn a_failing_child_is_an_error_naming_its_group() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A load stopped at the memory ceiling in a child sends one record and skips the group's
+/// other cells: the run goes on to the next group and succeeds (it used to stop the whole
+/// run with "sent 1 of 2 results").
+#[test]
+fn a_load_stopped_at_the_ceiling_in_a_child_ends_its_group_not_the_run() {
+    let dir = scratch("ceiling");
+    let json = dir.join("r.jsonl");
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--index",
+            "btreemap,skiplist",
+            "--dataset",
+            "stream:rand-int",
+            "--keys",
+            "4M",
+            "--ops",
+            "1000",
+            "--workload",
+            "c,load",
+            "--max-rss",
+            "160M",
+            "--quiet",
+            "--no-machine",
+            "--json",
+        ])
+        .arg(&json)
+        .env_remove("ORRERY_BENCH_FAIL_CHILD")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let recs = records(&json);
+    let held: Vec<(String, u64)> = recs
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_str().unwrap().to_string(),
+                r["held_keys"].as_u64().expect("a stopped load"),
+            )
+        })
+        .collect();
+    assert_eq!(held.len(), 2, "one record per group: {recs:?}");
+    assert_eq!(held[0].0, "btreemap");
+    assert_eq!(held[1].0, "skiplist");
+    assert!(
+        held.iter().all(|(_, h)| *h > 0 && *h < 4_000_000),
+        "{held:?}"
+    );
+    assert!(err.contains("skipped: btreemap"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Whether this kernel offers the membarrier commands orrery-core's asymmetric pin needs.
 fn membarrier_supported() -> bool {
     // SAFETY: MEMBARRIER_CMD_QUERY (0) with flags 0 touches no memory; it returns the
