@@ -41,7 +41,8 @@
 //! instead of read from the data set (`KeySet::key`): untimed into the trace for lookups,
 //! inside the timed loop for a `load` (the stream's few ns a key are charged to the load).
 //! A `load`'s operations are not stored either: its thread's slice of `0..N` is a range
-//! ([`LoadOps`]), so a load of a billion keys costs the harness no memory per key.
+//! ([`RangeOps`]), so a load of a billion keys costs the harness no memory per key; so is
+//! a `verify`'s, which has no time limit (it must reach every key).
 //!
 //! # The memory ceiling
 //!
@@ -111,8 +112,8 @@ impl Trace {
     }
 }
 
-/// A thread's operations, read by position: a stored stream (`[Op]`) or a `load`'s range
-/// of keys ([`LoadOps`]), so that [`measure`] is compiled once for each.
+/// A thread's operations, read by position: a stored stream (`[Op]`) or the range of keys
+/// of a `load` or a `verify` ([`RangeOps`]), so that [`measure`] is compiled once for each.
 trait Ops {
     /// Number of operations.
     fn count(&self) -> usize;
@@ -136,21 +137,22 @@ impl Ops for [Op] {
     }
 }
 
-/// A `load` thread's inserts of keys `lo..lo + len`, in that order (what
-/// `workloads::stream` would store for it).
-struct LoadOps {
+/// A `load` thread's inserts (or a `verify` thread's lookups) of keys `lo..lo + len`, in
+/// that order (what `workloads::stream` would store for it).
+struct RangeOps {
+    kind: Kind,
     lo: u64,
     len: usize,
 }
 
-impl Ops for LoadOps {
+impl Ops for RangeOps {
     #[inline]
     fn count(&self) -> usize {
         self.len
     }
     #[inline]
     fn at(&self, j: usize) -> Op {
-        Op::new(Kind::Insert, 0, self.lo + j as u64)
+        Op::new(self.kind, 0, self.lo + j as u64)
     }
     fn slice(&self, _: usize, _: usize) -> Option<&[Op]> {
         None
@@ -546,6 +548,11 @@ pub(crate) fn run(
     let t = p.threads as u64;
     let per = p.workload.ops_per_thread(p.n, p.ops, t);
     let get_many = p.workload == Workload::GetMany;
+    // A `verify` must reach every key: no time limit.
+    let knobs = &Knobs {
+        max_secs: knobs.max_secs.filter(|_| p.workload != Workload::Verify),
+        ..*knobs
+    };
     let ceiling = knobs
         .max_rss
         .filter(|_| p.workload == Workload::Load)
@@ -562,10 +569,16 @@ pub(crate) fn run(
             insert_base: p.insert_base,
             seed: p.seed,
         };
-        // A load's keys are a range: not stored (module docs).
-        let load = (p.workload == Workload::Load).then(|| {
+        // A load's and a verify's keys are a range: not stored (module docs).
+        let kind = match p.workload {
+            Workload::Load => Some(Kind::Insert),
+            Workload::Verify => Some(Kind::Read),
+            _ => None,
+        };
+        let load = kind.map(|kind| {
             let r = workloads::load_range(&spec);
-            LoadOps {
+            RangeOps {
+                kind,
                 lo: r.start,
                 len: (r.end - r.start) as usize,
             }
@@ -634,7 +647,7 @@ pub(crate) fn run(
 /// A thread's warm-up lookups (none for `load` or `--warmup 0`); `latest` warms up as
 /// `zipf` of the same θ.
 fn warmup_stream(spec: &StreamSpec, knobs: &Knobs) -> Vec<Op> {
-    if spec.workload == Workload::Load || knobs.warmup == 0 {
+    if matches!(spec.workload, Workload::Load | Workload::Verify) || knobs.warmup == 0 {
         return Vec::new();
     }
     let dist = if let Dist::Latest(th) = spec.dist {

@@ -709,6 +709,14 @@ impl Plan {
                 self.n()
             ));
         }
+        // A `verify` looks every loaded key up once (the misses were checked above).
+        if w == Workload::Verify && phase.probes != self.n() {
+            return Err(format!(
+                "workload {w}: checked {} of {} keys",
+                phase.probes,
+                self.n()
+            ));
+        }
         if w == Workload::LookupNeg && phase.found != 0 {
             return Err(format!(
                 "workload {w}: {} lookups of absent keys found something",

@@ -15,6 +15,7 @@
 //! | `mix-5` `mix-50` `mix-95` | that % inserts of new keys, the rest lookups | Wormhole Fig. 17 |
 //! | `put-5` `put-50` `put-95` | that % PUTs (updates of loaded keys), the rest GETs | Mercury Fig. 5 |
 //! | `delete` | removals of distinct loaded keys | |
+//! | `verify` | one lookup of every loaded key, in key order, split over the threads: a miss is an error (a streamed check that nothing was lost) | issue 37 |
 //! | `get-many` | lookups in batches through `get_many` | Orrery |
 //! | `fb-usr` `fb-app` `fb-etc` `fb-var` `fb-sys` | Facebook Memcached pools (see `facebook`) | SLB §4.5 |
 //!
@@ -60,6 +61,8 @@ pub(crate) enum Workload {
     Delete,
     /// Batched lookups.
     GetMany,
+    /// One lookup of every loaded key (a streamed check: no miss allowed).
+    Verify,
     /// A Facebook Memcached pool's request stream (`crate::facebook`).
     Facebook(crate::facebook::Trace),
 }
@@ -85,6 +88,7 @@ pub(crate) const NAMES: &[&str] = &[
     "put-95",
     "delete",
     "get-many",
+    "verify",
     "fb-usr",
     "fb-app",
     "fb-etc",
@@ -111,6 +115,7 @@ impl Workload {
             "put-95" => Workload::Put(95),
             "delete" => Workload::Delete,
             "get-many" => Workload::GetMany,
+            "verify" => Workload::Verify,
             _ if lower.starts_with("fb-")
                 && crate::facebook::Trace::parse(&lower[3..]).is_some() =>
             {
@@ -152,6 +157,7 @@ impl Workload {
             Workload::Put(_) => "95% PUTs (updates of loaded keys), 5% GETs",
             Workload::Delete => "removals of distinct loaded keys",
             Workload::GetMany => "lookups in batches via get_many",
+            Workload::Verify => "one lookup of every loaded key in key order; a miss is an error",
             Workload::Facebook(t) => t.params().source,
         }
     }
@@ -214,12 +220,13 @@ impl Workload {
         self.inserts_per_thread(ops) * threads
     }
 
-    /// Operations one thread performs: all keys split over threads for `load`, at most its
+    /// Operations one thread performs: all keys split over threads for `load` and
+    /// `verify`, at most its
     /// share of the loaded keys for `delete`, one (full-range) scan for `scan-all`, `ops`
     /// otherwise.
     pub(crate) fn ops_per_thread(&self, n: u64, ops: u64, threads: u64) -> u64 {
         match self {
-            Workload::Load => n.div_ceil(threads),
+            Workload::Load | Workload::Verify => n.div_ceil(threads),
             Workload::ScanAll => 1,
             Workload::Delete => ops.min(n / threads),
             _ => ops,
@@ -240,6 +247,7 @@ impl fmt::Display for Workload {
             Workload::Put(p) => write!(f, "put-{p}"),
             Workload::Delete => f.write_str("delete"),
             Workload::GetMany => f.write_str("get-many"),
+            Workload::Verify => f.write_str("verify"),
             Workload::Facebook(t) => write!(f, "{t}"),
         }
     }
@@ -273,8 +281,8 @@ pub(crate) struct StreamSpec {
     pub(crate) seed: u64,
 }
 
-/// The keys one thread of a `load` inserts, in order: its slice of `0..n` (`exec` runs a
-/// load from this range without storing its operations).
+/// The keys one thread of a `load` inserts (or of a `verify` looks up), in order: its slice
+/// of `0..n` (`exec` runs these from the range without storing their operations).
 pub(crate) fn load_range(s: &StreamSpec) -> std::ops::Range<u64> {
     let per = s.n.div_ceil(s.threads);
     let lo = (s.thread * per).min(s.n);
@@ -294,6 +302,10 @@ pub(crate) fn stream(s: &StreamSpec) -> Vec<Op> {
     match w {
         Workload::Load => {
             out.extend(load_range(s).map(|k| Op::new(Kind::Insert, 0, k)));
+            return out;
+        }
+        Workload::Verify => {
+            out.extend(load_range(s).map(|k| Op::new(Kind::Read, 0, k)));
             return out;
         }
         Workload::Delete => {

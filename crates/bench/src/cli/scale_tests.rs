@@ -62,6 +62,34 @@ fn every_workload_runs_on_the_streams() {
     assert!(recs.iter().all(|r| r.held_keys.is_none()));
 }
 
+/// `verify` looks every loaded key up exactly once, split over the threads, with no time
+/// limit (`--max-secs` would cut any other workload), on a stream and on a stored set.
+#[test]
+fn verify_checks_every_loaded_key_once() {
+    let recs = run(
+        "verify",
+        &[
+            "--index",
+            "wormhole,btreemap",
+            "--dataset",
+            "stream:rand-int,rand-8",
+            "--keys",
+            "30001",
+            "--workload",
+            "verify",
+            "--threads",
+            "1,2",
+            "--max-secs",
+            "0.000001",
+        ],
+    );
+    assert_eq!(recs.len(), 8, "{recs:?}");
+    for r in &recs {
+        assert_eq!(r.workload, "verify");
+        assert_eq!(r.ops, 30_001, "{r:?}");
+    }
+}
+
 /// A ceiling a few MiB above the process's RSS stops a load of far more keys than fit
 /// under it, cleanly: the record says how many keys were held and at what RSS, and the
 /// cells that need the whole load are skipped. Without a ceiling the same run loads
