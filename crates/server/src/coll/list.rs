@@ -112,21 +112,13 @@ impl<'k> List<'k> {
         }
     }
 
-    /// The elements at indexes `start..=stop` (within the list).
+    /// The elements at indexes `start..=stop` (clamped to the list), copied out (see
+    /// [`List::range_with`]).
     pub(crate) fn range(&self, t: &Txn<'_>, start: usize, stop: usize) -> Vec<Vec<u8>> {
-        if start > stop || start >= self.len() {
-            return Vec::new();
-        }
-        let stop = stop.min(self.len() - 1);
-        match &self.repr {
-            Repr::Compact(_, p) => Pack::new(p)
-                .iter()
-                .skip(start)
-                .take(stop + 1 - start)
-                .map(<[u8]>::to_vec)
-                .collect(),
-            Repr::Large(id, m) => QList::new(t.positions(), *id, m).range(start, stop + 1 - start),
-        }
+        let n = stop.saturating_sub(start).saturating_add(1);
+        let mut out = Vec::with_capacity(n.min(self.len()));
+        self.range_with(t, start, stop, &mut |e| out.push(e.to_vec()));
+        out
     }
 
     /// Visits the elements from `start` to `stop` (inclusive, clamped to the list), in

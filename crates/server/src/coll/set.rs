@@ -159,7 +159,8 @@ impl<'k> Set<'k> {
         }
         let (id, meta) = (*id, meta.clone());
         let mut out = Vec::with_capacity(n);
-        let mut picks = meta.lock_picks();
+        let mut guard = meta.lock_picks();
+        let picks = &mut guard.keys;
         let mut empty_runs = 0;
         while out.len() < n {
             if picks.is_empty() {

@@ -31,7 +31,7 @@ pub(super) enum Repr {
 
 /// A sorted set opened on a key (see the [module docs](self)).
 pub(crate) struct ZSet<'k> {
-    end: Ending<'k>,
+    pub(super) end: Ending<'k>,
     pub(super) repr: Repr,
 }
 
@@ -44,6 +44,22 @@ pub(super) fn compact_items(p: &[u8]) -> Vec<(&[u8], f64)> {
         out.push((m, bits_score(s)));
     }
     out
+}
+
+/// Drops a large set's kept run of end members (`Meta::picks`, `ZPOPMIN`'s or
+/// `ZPOPMAX`'s: see `zset_ranges`'s `pop`) when the new order key `order` falls within it
+/// (at or before its far end, seen from its own end): the run then might no longer be the
+/// set's first (or last) members. An order key beyond the run leaves it exact.
+fn keep_run_exact(meta: &Meta, order: &[u8]) {
+    let mut picks = meta.lock_picks();
+    let Some(far) = picks.keys.first() else {
+        return;
+    };
+    let far = &far[..far.len().saturating_sub(8)];
+    if (picks.max && order >= far) || (!picks.max && order <= far) {
+        picks.keys.clear();
+        picks.refills = 0;
+    }
 }
 
 impl<'k> ZSet<'k> {
@@ -152,11 +168,13 @@ impl<'k> ZSet<'k> {
             unreachable!("converted above")
         };
         let el = t.elements();
-        el.insert(&zset_score_key(*id, score, member), &score_bits(score))?;
+        let order = zset_score_key(*id, score, member);
+        el.insert(&order, &score_bits(score))?;
         if let Err(e) = el.insert(&zset_member_key(*id, member), &score_bits(score)) {
-            el.remove(&zset_score_key(*id, score, member));
+            el.remove(&order);
             return Err(e.into());
         }
+        keep_run_exact(meta, &order);
         match old {
             Some(o) => {
                 el.remove(&zset_score_key(*id, o, member));

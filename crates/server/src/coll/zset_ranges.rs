@@ -16,7 +16,12 @@ use orrery::OrderedKvIndex;
 
 use super::scan_chunks;
 use super::zset::{Repr, ZSet, compact_items};
-use crate::layout::{bits_score, key_score, score_key, zset_score_key, zset_score_prefix};
+use orrery::wormhole::Wormhole;
+
+use crate::layout::{
+    bits_score, key_score, score_bits, score_key, zset_member_key, zset_score_key,
+    zset_score_prefix,
+};
 use crate::store::Txn;
 
 /// One end of a score range.
@@ -108,6 +113,46 @@ fn score_keys(id: u64, min: ScoreBound, max: ScoreBound) -> Option<(Vec<u8>, Bou
         _ => false,
     };
     (!empty).then_some((lo, hi))
+}
+
+/// Most bytes of keys a kept pop run holds beyond what the pop that reads it takes.
+const END_BYTES: usize = 1024;
+
+/// The order keys at one end of set `id` (the highest with `max`), each followed by the
+/// 8 bytes of its score, the end's first last: `need` of them (fewer when the set has
+/// fewer), and up to `extra` more while their bytes stay within [`END_BYTES`].
+fn end_run(el: &Wormhole, id: u64, max: bool, need: usize, extra: usize) -> Vec<Vec<u8>> {
+    let prefix = zset_score_prefix(id);
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(need + extra);
+    let mut bytes = 0;
+    let mut f = |k: &[u8], v: &[u8]| {
+        let wanted =
+            out.len() < need || (out.len() < need + extra && bytes + k.len() + 8 <= END_BYTES);
+        if !wanted || !k.starts_with(&prefix) || k.len() < 17 {
+            return ControlFlow::Break(());
+        }
+        let mut e = Vec::with_capacity(k.len() + 8);
+        e.extend_from_slice(k);
+        match v.len() {
+            8 => e.extend_from_slice(v),
+            _ => e.extend_from_slice(&score_bits(key_score(&k[9..17]))),
+        }
+        if out.len() >= need {
+            bytes += e.len();
+        }
+        out.push(e);
+        ControlFlow::Continue(())
+    };
+    if max {
+        match orrery::api::prefix_successor(&prefix) {
+            Some(end) => el.scan_rev(Bound::Excluded(&end[..]), &mut f),
+            None => el.scan_rev(Bound::Unbounded, &mut f),
+        }
+    } else {
+        el.scan(Bound::Included(&prefix[..]), &mut f);
+    }
+    out.reverse();
+    out
 }
 
 fn order_pair(k: &[u8], v: &[u8]) -> (Vec<u8>, f64) {
@@ -369,17 +414,57 @@ impl ZSet<'_> {
         Some(if rev { self.len() - 1 - below } else { below })
     }
 
-    /// Pops up to `count` members with the lowest scores (the highest with `max`), logged.
+    /// Removes and returns the `count` lowest (`max`: highest) members (logged). A large
+    /// set pops from a run of its end members read with one scan and kept in its
+    /// bookkeeping (`Meta::picks`): a pop then costs its two removals and no seek. The
+    /// run stays exact: an insert within it drops it (`ZSet::insert`), and a kept member
+    /// removed since is skipped because the removal of its order key says so.
     pub(crate) fn pop(&mut self, t: &Txn<'_>, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
         if count == 0 || self.len() == 0 {
             return Vec::new();
         }
         let n = count.min(self.len());
-        let items = self.by_rank(t, 0, n - 1, max);
-        for (m, s) in &items {
-            self.remove_scored(t, m, *s);
+        let Repr::Large(id, meta) = &self.repr else {
+            let items = self.by_rank(t, 0, n - 1, max);
+            for (m, s) in &items {
+                self.remove_scored(t, m, *s);
+            }
+            return items;
+        };
+        let (id, meta) = (*id, meta.clone());
+        let el = t.elements();
+        let mut out = Vec::with_capacity(n);
+        let mut picks = meta.lock_picks();
+        if picks.max != max {
+            picks.keys.clear();
+            picks.refills = 0;
+            picks.max = max;
         }
-        items
+        let mut fresh = false;
+        while out.len() < n {
+            let Some(k) = picks.keys.pop() else {
+                // A fresh run that yields nothing means bookkeeping counting members the
+                // index does not hold (only damage): stop rather than loop.
+                if fresh {
+                    break;
+                }
+                let extra = (1usize << picks.refills.min(4)) - 1;
+                picks.refills = picks.refills.saturating_add(1);
+                picks.keys = end_run(el, id, max, n - out.len(), extra);
+                fresh = true;
+                continue;
+            };
+            let (order, bits) = k.split_at(k.len() - 8);
+            if el.remove(order) {
+                fresh = false;
+                let member = &order[17..];
+                el.remove(&zset_member_key(id, member));
+                meta.add(-1);
+                t.record(&[b"ZREM", self.end.key, member]);
+                out.push((member.to_vec(), bits_score(bits)));
+            }
+        }
+        out
     }
 
     /// Removes the given members (logged); how many were removed.

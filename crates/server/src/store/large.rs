@@ -54,10 +54,28 @@ pub(crate) struct Meta {
     /// key's stripe, with `head` and `len`, so that the append-only file's rewrite, which
     /// holds no stripe, reads the three and the nodes' bytes consistently under this lock.
     pub(crate) nodes: Mutex<Nodes>,
-    /// A set's pending random picks for `SPOP`: element keys read in one run after a
-    /// random point of the hash order, popped at random (`crate::coll`'s set). Any of
-    /// them may be gone since: a pop checks by removing. Empty for the other types.
-    pub(crate) picks: Mutex<Vec<Vec<u8>>>,
+    /// A set's pending random picks for `SPOP`, or a sorted set's run of members at one
+    /// end for `ZPOPMIN`/`ZPOPMAX` (see [`Picks`]). Empty for the other types.
+    pub(crate) picks: Mutex<Picks>,
+}
+
+/// Element keys read in one run and kept for the next pops (at most a few, about 1 KiB).
+/// Any of them may be gone since: a pop checks by removing.
+#[derive(Debug, Default)]
+pub(crate) struct Picks {
+    /// A set's: element keys read after a random point of the hash order, popped at
+    /// random (`crate::coll`'s set). A sorted set's: the order keys at one end of its
+    /// order, each followed by the 8 bytes of its stored score, the end's first last (so
+    /// that a pop takes `Vec::pop`); the run stays exact because an insert whose order key
+    /// falls within it drops it (`crate::coll`'s sorted set).
+    pub(crate) keys: Vec<Vec<u8>>,
+    /// A sorted set's run is from the high end (`ZPOPMAX`'s), else the low end.
+    pub(crate) max: bool,
+    /// A sorted set's runs read since its run was last dropped (by an insert within it,
+    /// or a pop from the other end): the next run reads `2^refills - 1` members (at most
+    /// 15) beyond what its pop takes, so that pops between inserts that keep dropping the
+    /// run read little more than they take.
+    pub(crate) refills: u32,
 }
 
 /// One node of a large list: a run of elements under `id ++ no` in the positions table.
@@ -112,7 +130,7 @@ impl Meta {
     }
 
     /// A set's pending random picks, locked (see [`Meta::picks`]).
-    pub(crate) fn lock_picks(&self) -> MutexGuard<'_, Vec<Vec<u8>>> {
+    pub(crate) fn lock_picks(&self) -> MutexGuard<'_, Picks> {
         self.picks.lock().unwrap_or_else(|p| p.into_inner())
     }
 

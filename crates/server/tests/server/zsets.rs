@@ -156,3 +156,117 @@ fn sorted_sets_reply_exactly_as_redis() {
     let got: Vec<(String, f64)> = c.zrange_withscores("rz", 0, -1).unwrap();
     assert_eq!(got, [("m1".to_string(), 1.0), ("m2".to_string(), 2.0)]);
 }
+
+/// `ZPOPMIN`/`ZPOPMAX` on a large set pop from a kept run of end members: inserts
+/// within and beyond the run, score changes and removals of kept members, pops from the
+/// other end and counts of every size must still give exactly the model's members in
+/// order (a sorted map of `(score, member)`), and `-0` must come back as stored.
+#[test]
+fn zpop_runs_stay_exact_under_changes() {
+    use std::collections::{BTreeSet, HashMap};
+    let server = Server::start(&[]);
+    let mut r = server.raw();
+    let mut model: Model = (BTreeSet::new(), HashMap::new());
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    type Model = (BTreeSet<(i64, String)>, HashMap<String, i64>);
+    fn add(r: &mut crate::common::Raw, (order, score): &mut Model, s: i64, m: String) {
+        if let Some(old) = score.insert(m.clone(), s) {
+            order.remove(&(old, m.clone()));
+        }
+        order.insert((s, m.clone()));
+        r.cmd(&["ZADD", "z", &s.to_string(), &m]);
+    }
+    for i in 0..300 {
+        add(&mut r, &mut model, i as i64 * 10, format!("m{i}"));
+    }
+    assert_eq!(r.cmd(&["OBJECT", "ENCODING", "z"]), "$skiplist");
+    let mut fresh = 300;
+    for step in 0..3000 {
+        match next(8) {
+            0..=2 => {
+                let max = next(2) == 1;
+                let count = [1, 1, 1, 2, 5, 17, 40][next(7) as usize];
+                let cmd = if max { "ZPOPMAX" } else { "ZPOPMIN" };
+                let got = if count == 1 && next(2) == 0 {
+                    r.cmd(&[cmd, "z"])
+                } else {
+                    r.cmd(&[cmd, "z", &count.to_string()])
+                };
+                let mut want = Vec::new();
+                for _ in 0..count {
+                    let e = if max {
+                        model.0.pop_last()
+                    } else {
+                        model.0.pop_first()
+                    };
+                    let Some((s, m)) = e else { break };
+                    model.1.remove(&m);
+                    want.push(format!("${m}, ${s}"));
+                }
+                assert_eq!(got, format!("[{}]", want.join(", ")), "step {step}");
+            }
+            3..=4 => {
+                // A new member anywhere: below, within or past a kept run.
+                let lo = model.0.first().map_or(0, |e| e.0) - 20;
+                let hi = model.0.last().map_or(0, |e| e.0) + 20;
+                let s = lo + next((hi - lo) as u64 + 1) as i64;
+                fresh += 1;
+                add(&mut r, &mut model, s, format!("m{fresh}"));
+            }
+            5 => {
+                // A new score for a member near an end (likely kept).
+                let near: Vec<String> = if next(2) == 0 {
+                    model.0.iter().take(5).map(|e| e.1.clone()).collect()
+                } else {
+                    model.0.iter().rev().take(5).map(|e| e.1.clone()).collect()
+                };
+                if let Some(m) = near.get(next(5) as usize % near.len().max(1)) {
+                    let s = model.1[m] + next(61) as i64 - 30;
+                    add(&mut r, &mut model, s, m.clone());
+                }
+            }
+            _ => {
+                // Remove a member near an end.
+                let e = if next(2) == 0 {
+                    model.0.iter().nth(next(4) as usize).cloned()
+                } else {
+                    model.0.iter().rev().nth(next(4) as usize).cloned()
+                };
+                if let Some((s, m)) = e {
+                    model.0.remove(&(s, m.clone()));
+                    model.1.remove(&m);
+                    assert_eq!(r.cmd(&["ZREM", "z", &m]), ":1");
+                }
+            }
+        }
+        assert_eq!(
+            r.cmd(&["ZCARD", "z"]),
+            format!(":{}", model.0.len()),
+            "step {step}"
+        );
+        if model.0.len() < 140 {
+            for _ in 0..150 {
+                fresh += 1;
+                let s = next(4000) as i64 - 2000;
+                add(&mut r, &mut model, s, format!("m{fresh}"));
+            }
+        }
+    }
+    // -0 stays -0 in a large set, also when popped from a kept run.
+    r.cmd(&["DEL", "z"]);
+    for i in 0..200 {
+        r.cmd(&["ZADD", "z", &(i + 1).to_string(), &format!("p{i}")]);
+    }
+    assert_eq!(r.cmd(&["ZPOPMIN", "z"]), "[$p0, $1]");
+    r.cmd(&["ZADD", "z", "-0", "neg"]);
+    assert_eq!(r.cmd(&["ZPOPMIN", "z", "2"]), "[$neg, $-0, $p1, $2]");
+    r.cmd(&["ZADD", "z", "0", "neg"]);
+    r.cmd(&["ZADD", "z", "-0", "neg"]);
+    assert_eq!(r.cmd(&["ZPOPMIN", "z"]), "[$neg, $0]");
+}
