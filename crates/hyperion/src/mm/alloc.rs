@@ -255,13 +255,10 @@ impl MemoryManager {
     }
 
     /// Whether a writer holding the block `hp` (not moving it otherwise) should move it to
-    /// a new block of the same size (allocate, copy, relink, free), which is found lower
-    /// (see "Giving memory back" in the [module docs](super)):
-    /// - a lower bin of its size class has a free chunk: the move fills that hole, and the
-    ///   bins of a class whose containers have grown out of it drain from the top, so
-    ///   that they are freed instead of staying mapped for the few chunks left in each;
-    /// - or it is a chunk in the upper part of a bin at most a quarter full: the bin can
-    ///   shrink once that part is free.
+    /// a new block of the same size (allocate, copy, relink, free): it is a chunk in the
+    /// upper half of a bin at most a quarter full, so that a new chunk is found lower —
+    /// in a lower bin, or in this bin's lower half — and the bin can halve once its upper
+    /// half is free (see "Giving memory back" in the [module docs](super)).
     #[inline]
     pub(crate) fn should_move(&self, hp: Hp) -> bool {
         let sb = hp.superbin();
@@ -269,11 +266,7 @@ impl MemoryManager {
             return false;
         }
         let s = &self.superbins[sb];
-        let id = hp.bin_id();
-        if s.nonfull.first().is_some_and(|&low| (low as usize) < id) {
-            return true;
-        }
-        let bin = s.bin(id);
+        let bin = s.bin(hp.bin_id());
         bin.used as usize * 4 <= bin.cap && s.caps.shrunk(bin.cap).is_some_and(|t| hp.chunk() >= t)
     }
 

@@ -165,53 +165,6 @@ fn mm_sparse_bins_shrink_and_chunks_move_down() {
     assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
 }
 
-/// Regression: a size class whose containers had grown out of it kept every one of its
-/// bins mapped at the occupancy they were left at (a 100M-key load: 3.4 B/key of free
-/// chunks), since only a bin at most a quarter full asked its chunks to move. Now a chunk
-/// moves whenever a lower bin of its class has a hole: after 40% of three bins' chunks
-/// leave, one touch of each remaining chunk (as writers do) empties the top bin.
-#[test]
-fn mm_thinned_class_drains_its_top_bins() {
-    if cfg!(miri) {
-        return; // three full bins
-    }
-    let mut mm = MemoryManager::new();
-    let n = 3 * CHUNKS_PER_BIN;
-    let hps: Vec<Hp> = (0..n).map(|_| mm.alloc(32).unwrap()).collect();
-    let mut kept = Vec::new();
-    for (i, hp) in hps.into_iter().enumerate() {
-        if i % 5 < 2 {
-            mm.free(hp);
-        } else {
-            mm.get_mut(hp).fill(i as u8);
-            kept.push((hp, i as u8));
-        }
-    }
-    let thinned = mm.stats();
-    assert_eq!(thinned.chunk_bytes + thinned.free_chunk_bytes, n * 32);
-    for (hp, b) in kept.iter_mut() {
-        while mm.should_move(*hp) {
-            let to = mm.alloc(32).unwrap();
-            assert!(to < *hp, "a move goes down");
-            let bytes = mm.get(*hp).to_vec();
-            mm.get_mut(to).copy_from_slice(&bytes);
-            mm.free(*hp);
-            *hp = to;
-        }
-        assert!(mm.get(*hp).iter().all(|x| x == b));
-    }
-    let st = mm.stats();
-    assert_eq!(st.chunk_bytes, kept.len() * 32);
-    assert!(
-        st.chunk_bytes + st.free_chunk_bytes <= 2 * CHUNKS_PER_BIN * 32,
-        "the top bin drained into the holes below: {st:?}"
-    );
-    for (hp, _) in kept {
-        mm.free(hp);
-    }
-    assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
-}
-
 /// The capacity schedule: below 2 MiB powers of two; from 2 MiB whole huge pages, filled
 /// to less than a chunk of slack; at most 4,096 chunks; every shrink goes down.
 #[test]
