@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use orrery_core::api::{Error, Result};
 
-use super::bins::{Bin, BinMem, Metabin};
+use super::bins::{Bin, BinMem, Caps, Metabin};
 use super::heap::ExtHeap;
 use super::hp::{
-    BINS_PER_METABIN, CHAIN_SLOTS, CHUNKS_PER_BIN, EXT_CHUNK, FIRST_CHUNKS, Hp, MAX_SMALL,
-    METABINS, STEP,
+    BINS_PER_METABIN, CHAIN_SLOTS, EXT_CHUNK, FIRST_CHUNKS, Hp, MAX_SMALL, METABINS, STEP,
 };
 use super::manager::MemoryManager;
 
@@ -82,13 +81,14 @@ impl MemoryManager {
             None if (s.next_id as usize) < METABINS * BINS_PER_METABIN => s.next_id,
             None => return Err(Error::OutOfMemory),
         } as usize;
-        let mem = BinMem::new(FIRST_CHUNKS * s.chunk_size)?;
+        let mem = BinMem::new(FIRST_CHUNKS, s.chunk_size)?;
         // The readers' directory gets room for the bin before anything changes.
         let grown = self.dirs.reserve(sb, id)?;
         self.dir_bytes += grown;
         self.bytes += grown;
         let s = &mut self.superbins[sb];
-        self.dirs.publish(sb, id, Some(&mem), FIRST_CHUNKS);
+        self.dirs
+            .publish(sb, id, Some(&mem), mem.reach(FIRST_CHUNKS));
         let mut added = mem.bytes() + std::mem::size_of::<[u64; 64]>();
         let (mi, bi) = (id / BINS_PER_METABIN, id % BINS_PER_METABIN);
         if s.metabins.len() <= mi {
@@ -145,7 +145,7 @@ impl MemoryManager {
         let s = &self.superbins[sb];
         let found = s.nonfull.iter().find_map(|&id| {
             let bin = s.bin(id as usize);
-            (0..CHUNKS_PER_BIN / 64)
+            (0..s.caps.full() / 64)
                 .find(|&w| bin.map[w] == 0)
                 .map(|w| (id as usize, w * 64))
         });
@@ -160,19 +160,16 @@ impl MemoryManager {
     /// growing the bin's memory to hold them first.
     pub(super) fn take(&mut self, sb: usize, id: usize, index: usize, n: usize) -> Result<Hp> {
         let s = &mut self.superbins[sb];
-        let csize = s.chunk_size;
+        let (csize, caps) = (s.chunk_size, s.caps);
         let (bin, nonfull) = s.bin_mut(id);
         if index + n > bin.cap {
-            let mut cap = bin.cap * 2;
-            while cap < index + n {
-                cap *= 2;
-            }
-            let cap = cap.min(CHUNKS_PER_BIN);
-            let mem = BinMem::new(cap * csize)?;
-            // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks.
+            let cap = caps.grown(bin.cap, index + n);
+            let mem = BinMem::new(cap, csize)?;
+            // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks,
+            // the new one more.
             unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
             self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
-            self.dirs.publish(sb, id, Some(&mem), cap);
+            self.dirs.publish(sb, id, Some(&mem), mem.reach(cap));
             // Readers may still read the old chunks: freed after they unpin.
             retire(std::mem::replace(&mut bin.mem, mem));
             bin.cap = cap;
@@ -186,7 +183,7 @@ impl MemoryManager {
         debug_assert_eq!(bin.map[word] & mask, 0, "chunks are free");
         bin.map[word] |= mask;
         bin.used += n as u32;
-        if bin.used as usize == CHUNKS_PER_BIN {
+        if bin.used as usize == caps.full() {
             let bi = id % BINS_PER_METABIN;
             nonfull[bi / 64] &= !(1 << (bi % 64));
             s.nonfull.remove(&(id as u32));
@@ -197,7 +194,7 @@ impl MemoryManager {
     pub(super) fn free_chunk(&mut self, hp: Hp) {
         let sb = hp.superbin();
         let s = &mut self.superbins[sb];
-        let csize = s.chunk_size;
+        let (csize, caps) = (s.chunk_size, s.caps);
         let id = hp.bin_id();
         let (bin, nonfull) = s.bin_mut(id);
         let c = hp.chunk();
@@ -209,19 +206,18 @@ impl MemoryManager {
         bin.used -= 1;
         let bi = id % BINS_PER_METABIN;
         nonfull[bi / 64] |= 1 << (bi % 64);
-        while bin.used > 0 && shrinkable(bin) {
-            // A quarter full at most, its upper half free: the bin halves (see "Giving
+        while let Some(cap) = shrink_to(bin, caps) {
+            // A quarter full at most, its upper part free: the bin halves (see "Giving
             // memory back"). Cannot fail: the chunks are kept where they are when the
             // smaller block cannot be had.
-            let cap = bin.cap / 2;
-            let Ok(mem) = BinMem::new(cap * csize) else {
+            let Ok(mem) = BinMem::new(cap, csize) else {
                 break;
             };
             // SAFETY: both blocks are live and distinct; the new one holds `cap` chunks,
             // the old one more.
             unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), cap * csize) };
             self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
-            self.dirs.publish(sb, id, Some(&mem), cap);
+            self.dirs.publish(sb, id, Some(&mem), mem.reach(cap));
             // Readers may still read the old chunks: freed after they unpin.
             retire(std::mem::replace(&mut bin.mem, mem));
             bin.cap = cap;
@@ -269,8 +265,9 @@ impl MemoryManager {
         if sb == 0 {
             return false;
         }
-        let bin = self.superbins[sb].bin(hp.bin_id());
-        bin.cap > FIRST_CHUNKS && hp.chunk() >= bin.cap / 2 && bin.used as usize * 4 <= bin.cap
+        let s = &self.superbins[sb];
+        let bin = s.bin(hp.bin_id());
+        bin.used as usize * 4 <= bin.cap && s.caps.shrunk(bin.cap).is_some_and(|t| hp.chunk() >= t)
     }
 
     /// A block of at least `size` bytes ([`capacity_for`]`(size)` usable), zeroed only if
@@ -356,17 +353,24 @@ impl MemoryManager {
     }
 }
 
-/// Whether `bin` can halve: more than [`FIRST_CHUNKS`] chunks, at most a quarter of them
-/// taken, none in the upper half.
-fn shrinkable(bin: &Bin) -> bool {
-    if bin.cap <= FIRST_CHUNKS || bin.used as usize * 4 > bin.cap {
-        return false;
+/// The capacity `bin` can shrink to ([`Caps::shrunk`]): when at most a quarter of its
+/// chunks are taken and none at or above that capacity; `None` when it cannot.
+fn shrink_to(bin: &Bin, caps: Caps) -> Option<usize> {
+    if bin.used == 0 || bin.used as usize * 4 > bin.cap {
+        return None;
     }
-    let (from, to) = (bin.cap / 2, bin.cap);
-    if to <= 64 {
-        // One map word: the bits `from..to` of word 0.
-        let mask = (u64::MAX >> (64 - (to - from))) << from;
-        return bin.map[0] & mask == 0;
-    }
-    bin.map[from / 64..to / 64].iter().all(|&w| w == 0)
+    let to = caps.shrunk(bin.cap)?;
+    // The chunks `to..bin.cap`: whole map words, and the bits of the partial ones.
+    let (w0, w1) = (to / 64, bin.cap.div_ceil(64));
+    let free = (w0..w1).all(|w| {
+        let lo = if w == w0 { to % 64 } else { 0 };
+        let hi = if w * 64 + 64 > bin.cap {
+            bin.cap % 64
+        } else {
+            64
+        };
+        let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
+        bin.map[w] & mask == 0
+    });
+    free.then_some(to)
 }

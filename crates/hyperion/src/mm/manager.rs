@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::bins::{Bin, Metabin, Superbin};
+use super::bins::{Bin, Caps, Metabin, Superbin};
 use super::dirs::Dirs;
 use super::heap::ExtHeap;
 use super::hp::{BINS_PER_METABIN, EXT_CHUNK, Hp, STEP, SUPERBINS};
@@ -54,12 +54,16 @@ impl MemoryManager {
     /// An empty manager: maps nothing.
     pub(crate) fn new() -> MemoryManager {
         let superbins = (0..SUPERBINS)
-            .map(|i| Superbin {
-                chunk_size: if i == 0 { EXT_CHUNK } else { i * STEP },
-                metabins: Vec::new(),
-                nonfull: BTreeSet::new(),
-                free_ids: BTreeSet::new(),
-                next_id: 0,
+            .map(|i| {
+                let chunk_size = if i == 0 { EXT_CHUNK } else { i * STEP };
+                Superbin {
+                    chunk_size,
+                    caps: Caps::new(chunk_size),
+                    metabins: Vec::new(),
+                    nonfull: BTreeSet::new(),
+                    free_ids: BTreeSet::new(),
+                    next_id: 0,
+                }
             })
             .collect();
         MemoryManager {

@@ -6,11 +6,15 @@
 //! 64 *superbins*: superbin `i ∈ [1, 63]` serves chunks of `32·i` bytes; superbin 0 serves
 //! *extended bins*, 16-byte chunks holding an extended Hyperion Pointer (eHP) for blocks
 //! larger than 2,016 bytes. Every superbin has up to 2^14 *metabins* of 256 *bins* of 4,096
-//! *chunks*. A bin's chunks live in one block: on the heap while it is under 2 MiB, else an
-//! `orrery_core::alloc::HugeRegion`. The block is made for 8 chunks when the bin gets its
-//! first chunk, doubles (moving the chunks: HPs name chunks by index) up to 4,096 chunks,
-//! and is freed — memory returned — when its last chunk is freed (see [`Bin`] for why
-//! bins grow instead of mapping all 4,096 chunks at once as the paper does). A
+//! *chunks*. A bin's chunks live in one block: on the heap while it is under 64 KiB, in
+//! whole pages up to 2 MiB, else in an `orrery_core::alloc::HugeRegion`. The block is made
+//! for 8 chunks when the bin gets its first chunk, doubles (moving the chunks: HPs name
+//! chunks by index) up to 4,096 chunks, and is freed — memory returned — when its last
+//! chunk is freed (see [`Bin`] for why bins grow instead of mapping all 4,096 chunks at
+//! once as the paper does). From 2 MiB a bin holds what its whole huge pages hold, so a
+//! full bin of chunks over 512 bytes holds fewer than 4,096 chunks and leaves less than
+//! one unused (`bins.rs`, [`Caps`](bins::Caps): 4,096 chunks rounded up to whole huge
+//! pages left up to 47 % of a full bin unused). A
 //! bin keeps a 4,096-bit occupancy map; a metabin a 256-bit map of its non-full bins; a
 //! superbin the ordered set of its non-full bins (the paper keeps a list of 16 non-full
 //! metabins; an ordered set gives the same "lowest non-full bin first" policy, which keeps

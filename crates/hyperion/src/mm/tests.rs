@@ -1,6 +1,7 @@
 //! Unit tests of the memory manager.
 
-use super::hp::{CHAIN_SLOTS, CHUNKS_PER_BIN, SLOT_KEYS};
+use super::bins::Caps;
+use super::hp::{CHAIN_SLOTS, CHUNKS_PER_BIN, FIRST_CHUNKS, SLOT_KEYS, STEP};
 use super::*;
 
 #[test]
@@ -162,4 +163,174 @@ fn mm_sparse_bins_shrink_and_chunks_move_down() {
     }
     assert_eq!(mm.stats().chunks, 0);
     assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
+}
+
+/// The capacity schedule: below 2 MiB powers of two; from 2 MiB whole huge pages, filled
+/// to less than a chunk of slack; at most 4,096 chunks; every shrink goes down.
+#[test]
+fn mm_caps_fill_whole_huge_pages() {
+    use orrery_core::alloc::HUGE_PAGE_SIZE;
+    for sb in 1..64 {
+        let size = sb * STEP;
+        let caps = Caps::new(size);
+        let full = caps.full();
+        assert!(full <= CHUNKS_PER_BIN && full * size >= CHUNKS_PER_BIN * size / 2);
+        if CHUNKS_PER_BIN * size > HUGE_PAGE_SIZE {
+            let held = full * size;
+            assert!(
+                held.next_multiple_of(HUGE_PAGE_SIZE) - held < size,
+                "class {sb}"
+            );
+        }
+        let mut cap = FIRST_CHUNKS;
+        let mut seen = vec![cap];
+        while cap < full {
+            let next = caps.grown(cap, cap + 1);
+            assert!(next > cap && next <= full);
+            let bytes = next * size;
+            if bytes >= HUGE_PAGE_SIZE || !next.is_power_of_two() {
+                // Held in huge pages (`BinMem::new`): filled.
+                assert!(
+                    bytes.next_multiple_of(HUGE_PAGE_SIZE) - bytes < size,
+                    "class {sb}: {next} chunks leave a chunk's room unused"
+                );
+            }
+            cap = next;
+            seen.push(cap);
+        }
+        // Shrinking walks down through capacities the schedule grows through.
+        while let Some(t) = caps.shrunk(cap) {
+            assert!(t < cap && seen.contains(&t), "class {sb}: {cap} -> {t}");
+            cap = t;
+        }
+        assert_eq!(cap, FIRST_CHUNKS);
+    }
+}
+
+/// Regression: a full bin of 1,056-byte chunks took 6 MiB of huge pages for 4,096 chunks
+/// (4.1 MiB), 31 % unused: bins from 2 MiB are held in whole huge pages, so they fill
+/// them. A full bin leaves less than a chunk unused; optimistic readers reach every chunk
+/// of a bin mapped that way; the bin shrinks back and everything is given back.
+#[test]
+fn mm_full_huge_bin_fills_its_pages() {
+    if cfg!(miri) {
+        return; // megabytes of chunks
+    }
+    use orrery_core::alloc::HUGE_PAGE_SIZE;
+    let size = 33 * STEP;
+    let mut mm = MemoryManager::new();
+    let mut hps = Vec::new();
+    // Allocate until a second bin opens.
+    loop {
+        let hp = mm.alloc(size).unwrap();
+        if hp.bin_id() != 0 {
+            mm.free(hp);
+            break;
+        }
+        mm.get_mut(hp).fill(hps.len() as u8);
+        hps.push(hp);
+    }
+    let full = hps.len();
+    assert!(
+        full < CHUNKS_PER_BIN,
+        "a full bin holds what its huge pages hold"
+    );
+    let st = mm.stats();
+    assert_eq!(st.chunk_bytes, full * size);
+    assert!(
+        st.free_chunk_bytes < size,
+        "a full bin leaves less than a chunk of its pages unused: {st:?}"
+    );
+    assert_eq!((st.chunk_bytes + st.free_chunk_bytes) % HUGE_PAGE_SIZE, 0);
+    let dirs = mm.dirs();
+    let _pin = orrery_core::sync::pin();
+    for (i, hp) in hps.iter().enumerate() {
+        let b = dirs.chunk(*hp).expect("a reader reaches every chunk");
+        assert_eq!(b.ptr, mm.get(*hp).as_ptr());
+        assert_eq!((b.len(), b.byte(size - 1)), (size, Some(i as u8)));
+    }
+    drop(_pin);
+    // Keep an eighth, in the lower part: the bin shrinks through its schedule.
+    for hp in hps.drain(full / 8..) {
+        mm.free(hp);
+    }
+    let st = mm.stats();
+    assert!(
+        st.chunk_bytes + st.free_chunk_bytes <= 4 * st.chunk_bytes,
+        "the bin shrank: {st:?}"
+    );
+    for (i, hp) in hps.iter().enumerate() {
+        assert!(mm.get(*hp).iter().all(|&b| b == i as u8));
+    }
+    for hp in hps {
+        mm.free(hp);
+    }
+    assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
+}
+
+/// Where a random load's bytes go, per superbin: used chunks, bins, mapped bytes, free
+/// bytes, and the bins by occupancy. A diagnostic, not a check: opt-in
+/// (`HY_PROFILE_KEYS=N cargo test --release -p orrery-hyperion --lib mm_profile --
+/// --ignored --nocapture`).
+#[test]
+#[ignore = "a diagnostic load (set HY_PROFILE_KEYS)"]
+fn mm_profile_random_load() {
+    let n: u64 = std::env::var("HY_PROFILE_KEYS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let h = crate::Hyperion::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..n {
+        // splitmix64
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        h.insert(&z.to_be_bytes(), &z.to_le_bytes()).unwrap();
+    }
+    let mut rows = vec![(0usize, 0usize, 0usize, 0usize, [0usize; 5]); 64];
+    for a in h.arenas.iter() {
+        let g = a.read();
+        for (i, s) in g.mm.superbins.iter().enumerate() {
+            for m in s.metabins.iter().flatten() {
+                for b in m.bins.iter().flatten() {
+                    let r = &mut rows[i];
+                    r.0 += b.used as usize;
+                    r.1 += 1;
+                    r.2 += b.mem.bytes();
+                    r.3 += b.cap;
+                    let occ = b.used as usize * 4 / CHUNKS_PER_BIN.max(1);
+                    r.4[if b.cap < CHUNKS_PER_BIN {
+                        4
+                    } else {
+                        occ.min(3)
+                    }] += 1;
+                }
+            }
+        }
+    }
+    let st = h.stats();
+    println!("{n} keys: {st:?}");
+    println!(
+        "sb size used bins cap_chunks mapped_MB free_MB free_B/key | bins <1/4 <1/2 <3/4 full* growing"
+    );
+    for (i, r) in rows.iter().enumerate() {
+        if r.1 == 0 {
+            continue;
+        }
+        let size = if i == 0 { 16 } else { i * 32 };
+        let free = r.2 - r.0 * size;
+        println!(
+            "{i:2} {size:5} {:9} {:6} {:9} {:8.1} {:8.1} {:6.3} | {:?}",
+            r.0,
+            r.1,
+            r.3,
+            r.2 as f64 / 1e6,
+            free as f64 / 1e6,
+            free as f64 / n as f64,
+            r.4
+        );
+    }
 }
