@@ -108,18 +108,18 @@ impl ArenaInner {
             } else {
                 top_t + 1
             };
-            // A splice inside one T-Node's group (an S-Node inserted, replaced or removed)
-            // moves that T-Node's jump fields by `delta` (`shift_jumps`); anything else
-            // walks the groups.
+            // A splice inside one T-Node's group (an S-Node inserted, replaced or removed,
+            // or any splice inside an embedded container below one of its S-Nodes) moves
+            // that T-Node's jump fields by `delta` (`shift_jumps`); anything else walks
+            // the groups.
             #[cfg(debug_assertions)]
             let walked = {
                 let mut w = dst[..new_used].to_vec();
                 fix_jumps(&mut w, top_t, until, new_used);
                 w
             };
-            let shifted = n == 1
-                && sp.t < sp.a
-                && shift_jumps(dst, sp.t, (sp.a, sp.b, sp.a + sp.bytes.len()), delta);
+            let shifted =
+                top_t < sp.a && shift_jumps(dst, top_t, (sp.a, sp.b, sp.a + sp.bytes.len()), delta);
             if !shifted {
                 fix_jumps(dst, top_t, until, new_used);
             }

@@ -27,8 +27,9 @@
 //!    container jump table's entries shift ([`cjt`]), and the jump fields — successor
 //!    and T-Node jump table ([`tjt`]) — of the T-Node whose group changed are recomputed
 //!    ([`fix_jumps`]), or, for a splice inside one T-Node's group (an S-Node inserted,
-//!    replaced or removed), moved by the splice's length difference without walking the
-//!    group ([`shift_jumps`]).
+//!    replaced or removed, or bytes of an embedded container below one of its S-Nodes),
+//!    moved by the splice's length difference without walking the group
+//!    ([`shift_jumps`]).
 //! 4. After the write, a T-Node whose S-Nodes the writer passed at length, or whose group
 //!    its new S-Node made long, gets a T-Node jump table ([`tjt`]), a container whose
 //!    T-Nodes it passed at length, or whose run of T-Nodes between two table entries

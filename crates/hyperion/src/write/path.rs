@@ -315,12 +315,34 @@ pub(super) fn count_t_nodes(
     n
 }
 
+/// Where a writer's search for T-Node key `k0` in a container's own payload (of `end`
+/// bytes) starts: a T-Node and the key of its previous sibling, which a writer needs
+/// (to re-encode the T-Node of `k0`, or the one a new T-Node goes before).
+///
+/// The container jump table's last entry at most `k0` is taken when it names the T-Node
+/// of `k0` itself and that T-Node is delta encoded: its previous sibling's key is then
+/// its own key less the delta, and the search starts at its T-Node — one cache miss,
+/// like a reader's. Otherwise (an explicit key, whose previous sibling the table does not
+/// tell, or an entry below `k0`) the search starts at the last entry *below* `k0`
+/// ([`cjt::seek_before`]) and walks on from there. (Always starting below `k0` cost an
+/// insert a second DRAM miss whenever the table had an entry for `k0`'s T-Node — every
+/// insert into a part of a split root container but its first T-Node's:
+/// `docs/results/hyperion/insert-1203.md`.)
+#[inline]
+fn seek_writer(buf: &[u8], end: usize, k0: u8) -> (usize, u8) {
+    let (off, prev) = cjt::seek(buf, k0);
+    if off < end && (buf[off] >> 2) & 7 != 0 && key_at(buf, off, prev) == k0 {
+        return (off, prev);
+    }
+    cjt::seek_before(buf, k0)
+}
+
 /// Finds `k0` (and `k1`) in the payload level `l` of `buf` (a container's own payload
 /// is entered through its jump table, a T-Node's S-Nodes through its table).
 pub(crate) fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
     let (start, end) = (l.start, l.end);
     let (mut pos, mut prev_t) = match l.emb {
-        None => cjt::seek_before(buf, k0),
+        None => seek_writer(buf, end, k0),
         Some(_) => (start, 0),
     };
     let mut hops = 0;
@@ -391,19 +413,21 @@ pub(crate) fn locate(buf: &[u8], l: &Level, k0: u8, k1: Option<u8>) -> Loc {
 /// through, root first, with the payload levels of the last one: where the key's path
 /// ends (the key ends in it, or leaves it at a missing node or a path-compressed suffix).
 pub(crate) fn descend(mm: &MemoryManager, root: Hp, key: &[u8]) -> Vec<CPath> {
-    let mut path = Vec::new();
+    // Capacities for the common depths, so that a descent allocates each vector once.
+    let mut path = Vec::with_capacity(4);
     let (mut link, mut at, mut off) = (root, None, 0usize);
     'containers: loop {
         let hp = mm.resolve(link, key[off]);
         let buf = mm.get(hp);
-        let mut levels = vec![Level {
+        let mut levels = Vec::with_capacity(4);
+        levels.push(Level {
             start: cjt::payload_start(buf),
             end: used(buf),
             emb: None,
             off,
             t_at: 0,
             s_hops: 0,
-        }];
+        });
         loop {
             let l = *levels.last().expect("a level");
             let sub = &key[off..];

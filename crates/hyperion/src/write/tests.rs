@@ -279,3 +279,89 @@ fn write_put_reports_presence_from_its_descent() {
         assert_eq!(a.get(k), Some(&(i + 1).to_le_bytes()[..]));
     }
 }
+
+/// Regression guard for a writer's second DRAM miss (`path.rs`, `seek_writer`): a writer
+/// looking for a T-Node that the container jump table names starts at that T-Node (no
+/// T-Node passed) and knows its previous sibling's key; it used to start at the entry
+/// below and pass one T-Node, a cache miss a reader does not pay.
+#[test]
+fn write_starts_at_the_jump_table_entry_of_its_t_node() {
+    let mut a = ArenaInner::new(16 * 1024);
+    // 64 T-Nodes of 12 S-Nodes each with a 4-byte suffix: an extended container (over
+    // 2,016 bytes) under the split threshold, whose table has an entry per T-Node.
+    for t in 0..64u8 {
+        for s in 0..12u8 {
+            a.put(&[b'w', t, s, 1, 2, 3, 4], &[t]).unwrap();
+        }
+    }
+    let root = a.roots[b'w' as usize].hp.unwrap();
+    assert!(MemoryManager::is_extended(root) && !a.mm.is_chain(root));
+    let buf = a.mm.get(root);
+    let entries = cjt::entries(buf);
+    assert!(entries.len() >= 32, "{} entries", entries.len());
+    let mut exact = 0;
+    for &(k, off) in &entries {
+        if (buf[off] >> 2) & 7 == 0 {
+            continue; // an explicit key: the writer starts below it
+        }
+        let path = descend(&a.mm, root, &[k, 5, 9, 9, 9, 9]);
+        let l = *path[0].levels.last().unwrap();
+        let loc = super::locate(buf, &l, k, Some(5));
+        assert_eq!((loc.ts, loc.hops), (off, 0), "T-Node {k}");
+        assert_eq!(loc.prev_t, k - 1, "T-Node {k}");
+        exact += 1;
+    }
+    assert!(exact >= 32, "{exact} delta-encoded entries");
+}
+
+/// Writes inside an embedded container move the enclosing T-Node's jump fields by the
+/// splice's length difference (`shift_jumps`) instead of walking the T-Node's group
+/// (`fix_jumps`); debug builds compare the result with a walk's on every write.
+#[test]
+fn write_into_embedded_containers_shifts_jumps() {
+    let mut a = ArenaInner::new(16 * 1024);
+    let mut model = std::collections::BTreeMap::new();
+    let mut r = orrery_core::testing::rng::rng(0x5EED_0038);
+    // Two T-Nodes of 16 S-Nodes each: the first two keys of an S-Node make it an
+    // embedded container; every later key of it is a write inside that container.
+    let keys: Vec<[u8; 5]> = (0..400)
+        .map(|_| {
+            let x: u32 = r.random();
+            [
+                b'e',
+                (x % 2) as u8,
+                (x >> 8) as u8 % 16,
+                (x >> 16) as u8 % 4,
+                (x >> 24) as u8,
+            ]
+        })
+        .collect();
+    for k in &keys[..64] {
+        a.put(k, &[1]).unwrap();
+        model.insert(*k, 1u8);
+    }
+    super::path::SHIFTED.with(|c| c.set(0));
+    let mut writes = 0;
+    for (i, k) in keys[64..].iter().enumerate() {
+        let root = a.roots[b'e' as usize].hp.unwrap();
+        let path = descend(&a.mm, root, &k[1..]);
+        let embedded = path.len() == 1 && path[0].levels.len() > 1;
+        let before = super::path::SHIFTED.with(std::cell::Cell::get);
+        a.put(k, &[i as u8]).unwrap();
+        model.insert(*k, i as u8);
+        if embedded {
+            writes += 1;
+            let after = super::path::SHIFTED.with(std::cell::Cell::get);
+            assert_eq!(
+                after,
+                before + 1,
+                "write {i} into an embedded container walked"
+            );
+        }
+        check_tables(&a.mm, a.roots[b'e' as usize].hp.unwrap());
+    }
+    assert!(writes > 200, "{writes} writes into embedded containers");
+    for (k, v) in &model {
+        assert_eq!(a.get(k), Some(&[*v][..]), "{k:?}");
+    }
+}
