@@ -21,8 +21,13 @@
 //! 2 MiB of the first (a leaf, then a pair block placed near it).
 //!
 //! The result is cached as JSON (by default `~/.cache/orrery-bench/machine.json`) and reused
-//! while the CPU model, core count, memory size and kernel are the same; every report
-//! prints it, and `dram_rt_per_op` divides per-thread ns/op by the 4 KiB-page latency.
+//! while the CPU model, core count, memory size and kernel are the same and it is at most
+//! [`MAX_AGE_SECS`] old; every report prints it with its age and the load average it was
+//! taken under, and `dram_rt_per_op` divides per-thread ns/op by the 4 KiB-page latency.
+//! Why an age limit: this project's VMs keep the fingerprint ("AMD EPYC", 2 cores) across
+//! hosts and sessions, and a probe taken beside other work reads up to twice the quiet
+//! latency (`docs/results/scale.md`: 462 ns cached from a loaded machine, 243 ns quiet), so a
+//! stale probe would scale every later `DRAM/op` figure by that error.
 
 pub(crate) mod malloc;
 mod region;
@@ -72,6 +77,20 @@ pub(crate) struct Machine {
     pub(crate) mlp: Vec<(usize, f64)>,
     /// Unix time of the measurement.
     pub(crate) measured_at: u64,
+    /// The 1-minute load average when the measurement started (absent in caches written
+    /// before it was recorded).
+    #[serde(default)]
+    pub(crate) loadavg: Option<f64>,
+}
+
+/// Oldest cached measurement [`get`] reuses: a working session.
+pub(crate) const MAX_AGE_SECS: u64 = 6 * 3600;
+
+/// Seconds since the Unix epoch.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Machine {
@@ -96,10 +115,16 @@ impl Machine {
             .iter()
             .map(|(k, ns)| format!("{k}:{ns:.0}"))
             .collect();
+        let age = now_secs().saturating_sub(self.measured_at);
+        let load = self.loadavg.map_or_else(
+            || "load average not recorded".into(),
+            |l| format!("load average {l:.2}"),
+        );
         format!(
             "machine: {}, {} cores, {} GiB, kernel {}, THP {}\n\
              memory:  dependent random read over {} MiB: {:.0} ns (4 KiB pages), {:.0} ns (huge pages)\n\
-             \x20        independent reads, streams:ns/read (huge pages): {}",
+             \x20        independent reads, streams:ns/read (huge pages): {}\n\
+             \x20        measured {} min ago, {load}",
             self.id.cpu,
             self.id.cores,
             self.id.mem_gib,
@@ -108,7 +133,8 @@ impl Machine {
             self.array_mib,
             self.lat_4k_ns,
             self.lat_huge_ns,
-            mlp.join("  ")
+            mlp.join("  "),
+            age / 60
         )
     }
 }
@@ -194,6 +220,7 @@ pub(crate) fn measure(mib: usize, loads: usize, progress: &Progress) -> Result<M
     if mib < 64 {
         return Err("the memory test array must be at least 64 MiB".into());
     }
+    let loadavg = crate::output::record::loadavg();
     let len = mib << 20;
     let slots = len / SLOT;
     progress.note(&format!(
@@ -232,9 +259,8 @@ pub(crate) fn measure(mib: usize, loads: usize, progress: &Progress) -> Result<M
         lat_4k_ns,
         lat_huge_ns,
         mlp,
-        measured_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        measured_at: now_secs(),
+        loadavg,
     })
 }
 
@@ -248,11 +274,12 @@ pub(crate) fn save(m: &Machine, path: &Path) -> Result<(), String> {
     std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// The cached measurement at `path` if it describes this machine.
+/// The cached measurement at `path` if it describes this machine and is at most
+/// [`MAX_AGE_SECS`] old.
 pub(crate) fn load_cached(path: &Path) -> Option<Machine> {
     let text = std::fs::read_to_string(path).ok()?;
     let m: Machine = serde_json::from_str(&text).ok()?;
-    (m.id == fingerprint()).then_some(m)
+    (m.id == fingerprint() && now_secs().saturating_sub(m.measured_at) <= MAX_AGE_SECS).then_some(m)
 }
 
 /// The cached measurement, or a fresh one (saved to `path`).
@@ -297,10 +324,28 @@ mod tests {
             lat_4k_ns: 100.0,
             lat_huge_ns: 80.0,
             mlp: vec![(1, 80.0), (8, 12.0)],
-            measured_at: 1,
+            measured_at: now_secs() - 60,
+            loadavg: Some(0.5),
         };
         save(&m, &path).unwrap();
-        assert_eq!(load_cached(&path).unwrap().lat_4k_ns, 100.0);
+        let back = load_cached(&path).unwrap();
+        assert_eq!((back.lat_4k_ns, back.loadavg), (100.0, Some(0.5)));
+        assert!(
+            back.describe()
+                .contains("measured 1 min ago, load average 0.50")
+        );
+        // Older than a session: measured again, not reused.
+        let stale = Machine {
+            measured_at: now_secs() - MAX_AGE_SECS - 1,
+            ..m.clone()
+        };
+        save(&stale, &path).unwrap();
+        assert!(load_cached(&path).is_none());
+        // A cache written before the load average was recorded still reads.
+        let mut old = serde_json::to_value(&m).unwrap();
+        old.as_object_mut().unwrap().remove("loadavg").unwrap();
+        std::fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(load_cached(&path).unwrap().loadavg, None);
         let other = Machine {
             id: Fingerprint {
                 cpu: "other".into(),
