@@ -23,6 +23,7 @@ trap cleanup EXIT
 # start_server NAME ARGS... : starts orrery-server on a free port; sets PORT.
 start_server() {
   local name=$1; shift
+  rm -f "$WORK/$name.log"   # a restart must not read the previous server's "ready" line
   "$BIN" --port 0 --dir "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 600); do   # up to 60 s

@@ -58,6 +58,10 @@ wait_for() {
 # start_server NAME ARGS... : starts orrery-server on a free port; sets PORT and SERVER.
 start_server() {
   local name=$1; shift
+  # A restart reuses NAME's log: remove it first, or the wait below can read the previous
+  # server's "ready" line before the new process's redirection truncates the file (a race
+  # that left PORT empty in CI).
+  rm -f "$WORK/$name.log"
   "$BIN" --port 0 --dir "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 &
   SERVER=$!; PIDS+=("$SERVER")
   wait_for "$WORK/$name.log" 'ready to accept connections on' "orrery-server $name" "$SERVER"
