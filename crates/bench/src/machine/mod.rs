@@ -25,9 +25,9 @@
 //! [`MAX_AGE_SECS`] old; every report prints it with its age and the load average it was
 //! taken under, and `dram_rt_per_op` divides per-thread ns/op by the 4 KiB-page latency.
 //! Why an age limit: this project's VMs keep the fingerprint ("AMD EPYC", 2 cores) across
-//! hosts and sessions, and a probe taken beside other work reads up to twice the quiet
-//! latency (`docs/results/scale.md`: 462 ns cached from a loaded machine, 243 ns quiet), so a
-//! stale probe would scale every later `DRAM/op` figure by that error.
+//! hosts and sessions, and a probe taken beside other work can read a much higher latency
+//! than a quiet one (measured: `docs/results/scale.md`), so a stale probe would scale every
+//! later `DRAM/op` figure by that error.
 
 pub(crate) mod malloc;
 mod region;
