@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::{Ctx, Spec};
-use crate::memory::OutOfMemory;
+use crate::memory::{OutOfMemory, Refuse};
 use crate::resp::Reply;
 
 /// Redis's reply to a `denyoom` command refused at the limit.
@@ -28,7 +28,7 @@ pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), 
     let needed = args[1..].iter().map(Vec::len).sum::<usize>()
         + crate::store::MAX_HEADER
         + crate::store::ITEM_STRUCTURE;
-    match store.memory().admit(dbs, needed) {
+    match store.memory().admit(dbs, needed, Refuse::WhenOver) {
         Ok(()) => Ok(()),
         Err(OutOfMemory) => Err(Reply::err(OOM)),
     }
@@ -41,7 +41,7 @@ pub(super) fn admit(ctx: &Ctx<'_>, spec: &Spec, args: &[Vec<u8>]) -> Result<(), 
 /// holding a `denyoom` command is aborted (`transactions`).
 pub(super) fn over_limit(ctx: &Ctx<'_>) -> bool {
     let m = ctx.store().memory();
-    m.limit() > 0 && m.admit(&*ctx.shared.dbs, 0).is_err()
+    m.limit() > 0 && m.admit(&*ctx.shared.dbs, 0, Refuse::WhenOver).is_err()
 }
 
 /// The resident set size of this process, bytes (0 where `/proc` has none).

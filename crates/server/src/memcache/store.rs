@@ -479,7 +479,9 @@ impl Items {
 
     /// Asks the memory limit for room for `bytes`; `false` when refused.
     pub(crate) fn admit(&self, bytes: usize) -> bool {
-        self.memory.admit(self, bytes).is_ok()
+        self.memory
+            .admit(self, bytes, crate::memory::Refuse::WhenItWouldPass)
+            .is_ok()
     }
 
     /// A storage command (`set` … `cas`, `ms`).

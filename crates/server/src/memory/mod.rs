@@ -28,7 +28,8 @@
 //! ([`Keyspace::evict`] checks the access clock under the key's lock; a key touched since
 //! is dropped from the pool). Dead keys (expired, flushed) are sampled as infinitely idle,
 //! so they go first. [`Policy::Random`] evicts the first live sample; [`Policy::NoEviction`]
-//! refuses writes over the limit (memcached's `-M`).
+//! refuses writes: those that would pass the limit (memcached's `-M`) or, as Redis's
+//! `noeviction`, every write once used memory is over it ([`Refuse`]).
 
 pub(crate) mod lfu;
 mod pool;
@@ -37,6 +38,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use pool::Pool;
+
+/// When [`Policy::NoEviction`] refuses a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refuse {
+    /// When the write would take used memory over the limit (memcached's `-M`: an item
+    /// that does not fit is not stored).
+    WhenItWouldPass,
+    /// Only once used memory is over the limit, whatever the write's size (Redis's
+    /// `noeviction`: `performEvictions` fails when `used_memory > maxmemory`, and every
+    /// `denyoom` command is then refused, small or large, until memory falls).
+    WhenOver,
+}
 
 /// Idle time of a dead key (expired or flushed): evicted before any live one.
 pub(crate) const DEAD: u64 = u64::MAX;
@@ -310,19 +323,33 @@ impl Memory {
     /// Makes room for a write of about `needed` bytes into `ks`: evicts as the policy
     /// says when the write would take used memory over the limit, or refuses it
     /// ([`Policy::NoEviction`]).
-    pub(crate) fn admit(&self, ks: &dyn Keyspace, needed: usize) -> Result<(), OutOfMemory> {
+    pub(crate) fn admit(
+        &self,
+        ks: &dyn Keyspace,
+        needed: usize,
+        refuse: Refuse,
+    ) -> Result<(), OutOfMemory> {
         let limit = self.limit();
         if limit == 0 {
             return Ok(());
         }
         let needed = needed.max(MIN_CHARGE);
+        let policy = self.policy();
+        // Whether `used` bytes leave room for this write.
+        let room = |used: usize| {
+            if policy == Policy::NoEviction && refuse == Refuse::WhenOver {
+                used <= limit
+            } else {
+                used.saturating_add(needed) <= limit
+            }
+        };
         let buffers = self.buffers.load(Ordering::Relaxed);
         let estimate = self
             .measured
             .load(Ordering::Relaxed)
             .saturating_add(self.charged.load(Ordering::Relaxed))
             .saturating_add(buffers);
-        if estimate.saturating_add(needed) <= limit {
+        if room(estimate) {
             self.charged.fetch_add(needed, Ordering::Relaxed);
             return Ok(());
         }
@@ -334,11 +361,10 @@ impl Memory {
         } else {
             self.measure(ks)
         } + buffers;
-        if used.saturating_add(needed) <= limit {
+        if room(used) {
             self.charged.fetch_add(needed, Ordering::Relaxed);
             return Ok(());
         }
-        let policy = self.policy();
         match policy {
             Policy::NoEviction => {
                 let items = ks.items();
@@ -492,11 +518,11 @@ mod tests {
         // 100 hot keys touched all the time, 1000 cold keys written once each.
         for i in 0..50u32 {
             let k = format!("hot{i}");
-            mem.admit(&ks, 100).unwrap();
+            mem.admit(&ks, 100, Refuse::WhenItWouldPass).unwrap();
             ks.put(k.as_bytes());
         }
         for i in 0..1000u32 {
-            mem.admit(&ks, 100).unwrap();
+            mem.admit(&ks, 100, Refuse::WhenItWouldPass).unwrap();
             ks.put(format!("cold{i}").as_bytes());
             for h in 0..50u32 {
                 ks.touch(format!("hot{h}").as_bytes());
@@ -523,7 +549,7 @@ mod tests {
         let mem = Memory::new(10 * 100, Policy::NoEviction, 5);
         let mut refused = 0;
         for i in 0..40u32 {
-            match mem.admit(&ks, 100) {
+            match mem.admit(&ks, 100, Refuse::WhenItWouldPass) {
                 Ok(()) => ks.put(format!("k{i}").as_bytes()),
                 Err(OutOfMemory) => refused += 1,
             }
@@ -532,7 +558,36 @@ mod tests {
         assert_eq!(mem.evictions(), 0);
         let first = ks.items.lock().unwrap().keys().next().unwrap().clone();
         ks.items.lock().unwrap().remove(&first);
-        assert_eq!(mem.admit(&ks, 100), Ok(()));
+        assert_eq!(mem.admit(&ks, 100, Refuse::WhenItWouldPass), Ok(()));
+    }
+
+    #[test]
+    fn redis_noeviction_refuses_every_write_once_over_and_none_before() {
+        let ks = Toy::new();
+        let mem = Memory::new(10 * 100, Policy::NoEviction, 5);
+        // Writes go in while used memory is at most the limit, passing it once.
+        let mut stored = 0;
+        while mem.admit(&ks, 100, Refuse::WhenOver).is_ok() {
+            ks.put(format!("k{stored}").as_bytes());
+            stored += 1;
+            assert!(stored < 100, "never refused");
+        }
+        assert_eq!(ks.used_bytes(), 11 * 100);
+        // Over the limit: a small write is refused as well.
+        assert_eq!(mem.admit(&ks, 1, Refuse::WhenOver), Err(OutOfMemory));
+        // The memcached rule refuses a write that would pass the limit before it is over.
+        let ks = Toy::new();
+        let mem = Memory::new(10 * 100, Policy::NoEviction, 5);
+        for i in 0..9u32 {
+            mem.admit(&ks, 100, Refuse::WhenItWouldPass).unwrap();
+            ks.put(format!("k{i}").as_bytes());
+        }
+        assert!(ks.used_bytes() <= 10 * 100);
+        assert_eq!(
+            mem.admit(&ks, 300, Refuse::WhenItWouldPass),
+            Err(OutOfMemory)
+        );
+        assert_eq!(mem.admit(&ks, 300, Refuse::WhenOver), Ok(()));
     }
 
     #[test]
@@ -540,19 +595,22 @@ mod tests {
         let ks = Toy::new();
         let mem = Memory::new(0, Policy::Lru, 5);
         for i in 0..100u32 {
-            mem.admit(&ks, 1 << 20).unwrap();
+            mem.admit(&ks, 1 << 20, Refuse::WhenItWouldPass).unwrap();
             ks.put(format!("k{i}").as_bytes());
         }
         assert_eq!(ks.items(), 100);
         let ks = Toy::new();
         let mem = Memory::new(50 * 100, Policy::Random, 5);
         for i in 100..200u32 {
-            mem.admit(&ks, 100).unwrap();
+            mem.admit(&ks, 100, Refuse::WhenItWouldPass).unwrap();
             ks.put(format!("k{i}").as_bytes());
         }
         assert!(ks.items() <= 60, "{}", ks.items());
         // Nothing to evict: admitted.
         let empty = Toy::new();
-        assert_eq!(Memory::new(1, Policy::Lru, 5).admit(&empty, 100), Ok(()));
+        assert_eq!(
+            Memory::new(1, Policy::Lru, 5).admit(&empty, 100, Refuse::WhenItWouldPass),
+            Ok(())
+        );
     }
 }
