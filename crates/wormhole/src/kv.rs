@@ -4,12 +4,15 @@
 //!
 //! # Layout (byte level)
 //!
-//! A short header when the key has at most 254 bytes and the value at most 255, a long one
+//! A short header when the key has at most 253 bytes and the value at most 255, a medium
+//! one when the key has at most 255 bytes and the value at most 65,535, a long one
 //! otherwise:
 //!
 //! ```text
-//! short:  offset 0  u8 key length k (0..=254)   offset 1  u8 value length v
+//! short:  offset 0  u8 key length k (0..=253)   offset 1  u8 value length v
 //!         offset 2  k key bytes, then v value bytes
+//! medium: offset 0  u8 0xFE   offset 1  u8 k   offset 2  u16 LE v
+//!         offset 4  k key bytes, then v value bytes
 //! long:   offset 0  u8 0xFF   offset 1  u32 LE k (≤ MAX_KEY_LEN)   offset 5  u32 LE v
 //!         offset 9  k key bytes, then v value bytes
 //! ```
@@ -17,8 +20,23 @@
 //! **Deviation (measured, for the memory bar):** the paper's `struct kv` keeps two u32
 //! lengths (8 bytes). Pair blocks come in 8-byte size classes, so the header is paid per
 //! key on long-key sets: the 2-byte header saves 6 bytes per pair on average (`url`,
-//! `az`; see `docs/wormhole.md`). Pairs of at most 16 bytes do not use blocks at all in
-//! an index whose leaves hold inline pairs (see `leaf`).
+//! `az`; see `docs/wormhole.md`). The 4-byte medium header serves values of 256 bytes to
+//! 64 KiB (a server's packed hashes and lists: a compact 10-field hash is a 16-byte key
+//! and a 328-byte value, a 348-byte block in the 352-byte class where the long header
+//! made 353 bytes, the 360-byte class). Pairs of at most 16 bytes do not use blocks at
+//! all in an index whose leaves hold inline pairs (see `leaf`).
+//!
+//! # Size classes
+//!
+//! Classes go in 8-byte steps up to [`KV_CLASS_MAX`] = 512 bytes (64 classes). Above the
+//! largest class a block comes from the global allocator, which for glibc malloc costs the
+//! size rounded up to 16 bytes plus an 8-byte chunk header (a 353-byte block took 368
+//! bytes; from the classes it takes 360, or 352 with the medium header). The classes
+//! stop at 512 bytes rather than 1 KiB because every class in use holds at least one 2 MiB
+//! chunk (and its partly carved tail): 64 classes bound that slack to 128 MiB for an
+//! index whose pairs take every size, 128 classes would double it, while the allocator's
+//! relative overhead (≤ 23 bytes) falls below 5 % of a block past 512 bytes. See
+//! `docs/results/wormhole-kv-classes-1203.md` for the measurements.
 //!
 //! The block is 8-byte aligned, so its address fits the 48-bit reference field of a leaf's
 //! tag entry (see `leaf`). A block is owned by exactly one leaf entry. Its key never
@@ -31,6 +49,10 @@ use std::ptr::NonNull;
 use orrery_core::Error;
 use orrery_core::alloc::SizeClassPool;
 
+/// First header byte of the medium form.
+const MEDIUM: u8 = 0xFE;
+/// Header bytes of the medium form.
+const MEDIUM_HEADER: usize = 4;
 /// First header byte of the long form.
 const LONG: u8 = 0xFF;
 /// Header bytes of the long form.
@@ -39,20 +61,22 @@ const LONG_HEADER: usize = 9;
 /// Header bytes for a key of `k` and a value of `v` bytes.
 #[inline]
 fn header_len(k: usize, v: usize) -> usize {
-    if k < LONG as usize && v <= u8::MAX as usize {
+    if k < MEDIUM as usize && v <= u8::MAX as usize {
         2
+    } else if k <= u8::MAX as usize && v <= u16::MAX as usize {
+        MEDIUM_HEADER
     } else {
         LONG_HEADER
     }
 }
 
-/// Largest pair block served by the size-class pools.
-pub(crate) const KV_CLASS_MAX: usize = 256;
+/// Largest pair block served by the size-class pools (see "Size classes").
+pub(crate) const KV_CLASS_MAX: usize = 512;
 
 /// The size-class pools of pair blocks.
 pub(crate) fn kv_pools() -> SizeClassPool {
     SizeClassPool::with_step(8, KV_CLASS_MAX, 8)
-        .unwrap_or_else(|e| unreachable!("8-byte classes up to 256 bytes are valid: {e}"))
+        .unwrap_or_else(|e| unreachable!("8-byte classes up to 512 bytes are valid: {e}"))
 }
 
 /// A pointer to a key-value block (see the module docs for its layout).
@@ -72,6 +96,10 @@ impl Kv {
         if h == 2 {
             hdr[0] = k as u8;
             hdr[1] = v as u8;
+        } else if h == MEDIUM_HEADER {
+            hdr[0] = MEDIUM;
+            hdr[1] = k as u8;
+            hdr[2..4].copy_from_slice(&(v as u16).to_le_bytes());
         } else {
             hdr[0] = LONG;
             hdr[1..5].copy_from_slice(&(k as u32).to_le_bytes());
@@ -118,8 +146,13 @@ impl Kv {
         // SAFETY: a live block starts with its header (type invariant of `Kv`, whose
         // callers hold the owning leaf's lock); both forms have at least 2 bytes.
         let b = unsafe { p.cast::<[u8; 2]>().read() };
-        if b[0] != LONG {
+        if b[0] < MEDIUM {
             return (2, b[0] as usize, b[1] as usize);
+        }
+        if b[0] == MEDIUM {
+            // SAFETY: a medium header has 4 bytes: the marker, k, and an unaligned u16.
+            let v = unsafe { p.wrapping_add(2).cast::<u16>().read_unaligned() };
+            return (MEDIUM_HEADER, b[1] as usize, u16::from_le(v) as usize);
         }
         // SAFETY: a long header has 9 bytes: the marker and two unaligned u32.
         let k = unsafe { p.wrapping_add(1).cast::<u32>().read_unaligned() };
@@ -356,11 +389,17 @@ mod tests {
             (b"key", b"value", 2),
             (&[0u8; 100][..], &[7u8; 3][..], 2),
             // The short header's limits, and one past each.
-            (&[0xFFu8; 254][..], &[0xFFu8; 255][..], 2),
-            (&[1u8; 255][..], &[2u8; 5][..], 9),
-            (&[1u8; 3][..], &[0xFFu8; 256][..], 9),
+            (&[0xFFu8; 253][..], &[0xFFu8; 255][..], 2),
+            (&[0xFEu8; 254][..], &[2u8; 5][..], 4),
+            (&[1u8; 3][..], &[0xFFu8; 256][..], 4),
+            // The medium header's limits, and one past each.
+            (&[0xFEu8; 255][..], &[0xFEu8; 65_535][..], 4),
+            (&[1u8; 256][..], &[2u8; 5][..], 9),
+            (&[1u8; 3][..], &[2u8; 65_536][..], 9),
             (&[1u8; 300][..], &[2u8; 5][..], 9),
             (&[3u8; 70_000][..], &[4u8; 2][..], 9),
+            // A server's compact 10-field hash: medium header, a pool class above 256.
+            (&[5u8; 16][..], &[6u8; 328][..], 4),
         ] {
             let kv = Kv::new(&pools, k, v).unwrap();
             // SAFETY: live block, used single-threaded.
@@ -376,6 +415,30 @@ mod tests {
                 kv.free(&pools);
             }
         }
+    }
+
+    #[test]
+    fn kv_pool_classes_up_to_max_then_global_allocator() {
+        let pools = kv_pools();
+        // A compact 10-field server hash: 4 + 16 + 328 = 348 bytes, the 352-byte class.
+        let hash = Kv::new(&pools, &[5u8; 16], &[6u8; 328]).unwrap();
+        assert_eq!(hash.block_bytes(&pools), 352);
+        // The largest class is exactly KV_CLASS_MAX; one byte more is a large block.
+        let top = Kv::new(&pools, &[1u8; 8], &[2u8; KV_CLASS_MAX - 12]).unwrap();
+        assert_eq!(top.size(), KV_CLASS_MAX);
+        assert_eq!(top.block_bytes(&pools), KV_CLASS_MAX);
+        assert_eq!(pools.large_bytes(), 0);
+        let big = Kv::new(&pools, &[1u8; 8], &[2u8; KV_CLASS_MAX - 11]).unwrap();
+        assert_eq!(big.block_bytes(&pools), KV_CLASS_MAX + 1);
+        assert_eq!(pools.large_bytes(), KV_CLASS_MAX + 1);
+        // SAFETY: live blocks from `pools`, not used afterwards.
+        unsafe {
+            hash.free(&pools);
+            top.free(&pools);
+            big.free(&pools);
+        }
+        assert_eq!(pools.large_bytes(), 0);
+        assert_eq!(pools.live_bytes(), 0);
     }
 
     #[test]

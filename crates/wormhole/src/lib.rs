@@ -144,8 +144,8 @@
 //! pools' reserved chunks minus the inline pairs' bytes, anchors, both MetaTrieHTs (slot
 //! and item arrays at their reserved size), and the unused part of the pair pools'
 //! chunks; `key_value_bytes` counts the pair blocks at their slot
-//! size (2- or 9-byte header, key, value, rounded up to 8 bytes; blocks over 256 bytes come
-//! from the global allocator at their exact size) and inline pairs at their key and value
+//! size (2-, 4- or 9-byte header, key, value, rounded up to 8 bytes; blocks over 512 bytes
+//! come from the global allocator at their exact size) and inline pairs at their key and value
 //! bytes. With [`Config::prefault`], `structure_bytes` also counts the populator's spare
 //! chunk (at most one 2 MiB chunk, resident but in no pool yet: see
 //! `orrery_core::alloc::Populator`). The sum is the memory held, with nothing counted twice.

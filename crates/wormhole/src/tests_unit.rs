@@ -244,15 +244,15 @@ fn update_and_get_many() {
     assert!(wh.get(&[]).is_none());
 }
 
-/// Dropping an index frees every pair: inline pairs, pool blocks and blocks over 256 bytes
-/// from the global allocator (under Miri a block left behind is a reported leak), also in
+/// Dropping an index frees every pair: inline pairs, pool blocks (also above 256 bytes)
+/// and blocks over 512 bytes from the global allocator (under Miri a block left behind is a reported leak), also in
 /// leaves whose order array was never sorted.
 #[test]
 fn drop_frees_all_pairs() {
     let n = if cfg!(miri) { 120 } else { 5_000 };
     let wh = Wormhole::with_config(Config::builder().leaf_capacity(16).build().unwrap()).unwrap();
     for i in 0..n as u32 {
-        let v = vec![i as u8; [4, 40, 300][i as usize % 3]];
+        let v = vec![i as u8; [4, 40, 300, 600][i as usize % 4]];
         wh.insert(&i.wrapping_mul(2_654_435_761).to_be_bytes(), &v)
             .unwrap();
     }
@@ -262,6 +262,10 @@ fn drop_frees_all_pairs() {
     wh.check_invariants().unwrap();
     let live = wh.raw.kvp.live_bytes();
     assert!(live > 0, "pool blocks in use before the drop");
+    assert!(
+        wh.raw.kvp.large_bytes() > 0,
+        "large blocks in use before the drop"
+    );
     drop(wh);
 }
 
@@ -285,6 +289,19 @@ fn memory_usage_counts() {
         wh.insert(&i.to_be_bytes(), &[0u8; 13]).unwrap();
     }
     assert_eq!(wh.memory_usage().key_value_bytes, 1000 * 24);
+    wh.check_invariants().unwrap();
+    // Values over 255 bytes: the 4-byte medium header and a size class above 256 bytes
+    // (4 + 4 + 330 = 338 -> 344), not the global allocator.
+    let wh = Wormhole::new();
+    for i in 0..1000u32 {
+        wh.insert(&i.to_be_bytes(), &[0u8; 330]).unwrap();
+    }
+    assert_eq!(wh.memory_usage().key_value_bytes, 1000 * 344);
+    assert_eq!(wh.raw.kvp.large_bytes(), 0);
+    // Above the largest class: exact bytes from the global allocator (9-byte long header
+    // for a value over 64 KiB).
+    wh.insert(b"big", &vec![1u8; 70_000]).unwrap();
+    assert_eq!(wh.raw.kvp.large_bytes(), 9 + 3 + 70_000);
     wh.check_invariants().unwrap();
 }
 
@@ -681,7 +698,8 @@ fn prefault_serves_the_pools_spare_chunks() {
 #[test]
 fn mass_removal_moves_leaves_and_blocks() {
     let n: u64 = if cfg!(miri) { 3_000 } else { 120_000 };
-    for vlen in [8usize, 24] {
+    // 330: pair blocks in a class above 256 bytes (from the global allocator before).
+    for vlen in [8usize, 24, 330] {
         let wh = Wormhole::with_config(Config {
             leaf_capacity: 8,
             prefault: false,
