@@ -17,6 +17,8 @@ if [ "$ONLY" = all ]; then
 echo "== Fig 4 set-up: GET, 16-byte keys (memaslap's shortest), 8-byte values"
 $B --key 16 --value 8 --get 1.0 --out "$OUT/fig4-get.jsonl"
 $B --key 16 --value 8 --get 1.0 --division 16 --out "$OUT/fig4-mget16.jsonl"
+# A deeper multi-get window, to move the bottleneck from the generator to the servers.
+$B --key 16 --value 8 --get 1.0 --division 64 --out "$OUT/fig4-mget64.jsonl"
 echo "== Fig 5 mixes: 24-byte keys, 10-byte values (memaslap's keys are uniform, not Zipf)"
 $B --key 24 --value 10 --get 1.0 --out "$OUT/fig5-get1.0.jsonl"
 fi
@@ -26,6 +28,7 @@ for g in 0.95 0.5; do
 done
 echo "== two worker threads each (both on core 0)"
 $B --key 16 --value 8 --get 1.0 --division 16 --threads 2 --out "$OUT/fig4-mget16-t2.jsonl"
+$B --key 16 --value 8 --get 1.0 --division 64 --threads 2 --out "$OUT/fig4-mget64-t2.jsonl"
 # The limit is a tenth of the data (keys of 24 bytes and values of 100: 124 bytes a key).
 ZMB=$(( ZKEYS * 124 / 10 / 1048576 ))
 [ "$ZMB" -ge 1 ] || ZMB=1
