@@ -16,7 +16,8 @@ import argparse, bisect, json, os, random, socket, statistics, subprocess, time
 from pymemcache.client.base import Client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target/release/orrery-server")
+# ORRERY_BIN: another orrery-server build (an A/B of two builds).
+BIN = os.environ.get("ORRERY_BIN") or os.path.join(ROOT, "target/release/orrery-server")
 
 
 def free_port():

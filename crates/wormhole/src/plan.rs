@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 /// Probes hashed ahead: the planned first batch (the plan's 7 most likely probes), or
 /// three levels of a bisection (7). Four bisection levels (15 slots) for long ranges
-/// measure slower on `az` than three plus [`Lpm::prepare_ahead`]: the eight extra hashes
+/// measure slower on `az` than three plus [`crate::search::Lpm::prepare_ahead`]: the eight extra hashes
 /// cost more than the round trip they save. The plan's 7 are chosen by weight; 9 save a
 /// few slot waits but measure slower (figures: `docs/results/wormhole.md`, "Measurements
 /// behind the module docs").

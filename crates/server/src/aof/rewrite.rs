@@ -34,7 +34,7 @@
 //! rewrite, or since start, as Redis does. Both, the fsync policy and a testing delay per
 //! key (and per 1024 records of a large collection) written by a rewrite
 //! (`aof-rewrite-key-delay`, like Redis's `rdb-key-save-delay`)
-//! are [`AofSettings`], changed by `CONFIG SET` while the server runs.
+//! are [`super::settings::AofSettings`], changed by `CONFIG SET` while the server runs.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};

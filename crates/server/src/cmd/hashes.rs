@@ -2,7 +2,7 @@
 //! `HEXISTS`, `HLEN`, `HKEYS`, `HVALS`, `HSTRLEN`, `HINCRBY`, `HINCRBYFLOAT`,
 //! `HRANDFIELD`, `HSCAN`.
 //!
-//! Every command runs under its key's stripe on a [`Hash`] view (`crate::coll`), which
+//! Every command runs under its key's stripe on a [`Hash`](struct@crate::coll::Hash) view (`crate::coll`), which
 //! logs each field it changes; writes call `finish` even after an error, so that what was
 //! applied and what was logged agree.
 

@@ -1,4 +1,4 @@
-//! The collection types over the keyspace: [`Hash`], [`Set`], [`ZSet`] and [`List`], each
+//! The collection types over the keyspace: [`Hash`](struct@Hash), [`Set`], [`ZSet`] and [`List`], each
 //! in a compact form inside its key's value while it is small, and in the shared element
 //! index once it outgrows Redis's thresholds (`crate::layout` has the bytes of both, the
 //! thresholds and why; `docs/server.md` the measurements behind the choice).
