@@ -9,6 +9,10 @@ measures the server's own counters for MEASURE seconds: operations per second fr
 that a generator-bound run shows as a server below 100% CPU. Also reported: RSS per item
 after the load. Rounds alternate the servers; the summary gives medians and spread.
 
+ORRERY_BIN overrides the orrery-server binary (default target/release/orrery-server);
+ORRERY_BASE_BIN, if set, adds a third server, "orrery-base", run from that binary in the
+same rounds (an A/B of two builds beside memcached).
+
 usage: scripts/bench_memcache.py --items N --key K --value V --get P [--division D]
                                  [--threads T] [--rounds R] [--measure S] [--warm S] --out FILE.jsonl
 Run it under `flock /work/helpers/bench.lock` on a shared machine.
@@ -16,7 +20,9 @@ Run it under `flock /work/helpers/bench.lock` on a shared machine.
 import argparse, json, os, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target/release/orrery-server")
+BINS = {"orrery": os.environ.get("ORRERY_BIN") or os.path.join(ROOT, "target/release/orrery-server")}
+if os.environ.get("ORRERY_BASE_BIN"):
+    BINS["orrery-base"] = os.environ["ORRERY_BASE_BIN"]
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -47,9 +53,10 @@ def stats(port):
 
 
 def cpu_seconds(pid):
+    """The process's CPU time so far: (user, system) seconds."""
     with open(f"/proc/{pid}/stat") as f:
         w = f.read().rsplit(")", 1)[1].split()
-    return (int(w[11]) + int(w[12])) / TICK
+    return int(w[11]) / TICK, int(w[12]) / TICK
 
 
 def rss_bytes(pid):
@@ -65,7 +72,7 @@ def start(server, port, threads, mb):
         cmd = ["taskset", "-c", "0", "memcached", "-p", str(port), "-l", "127.0.0.1", "-U", "0",
                "-t", str(threads), "-m", str(mb), "-c", "4096", "-u", "root"]
     else:
-        cmd = ["taskset", "-c", "0", BIN, "--port", "0", "--memcache-port", str(port),
+        cmd = ["taskset", "-c", "0", BINS[server], "--port", "0", "--memcache-port", str(port),
                "--threads", str(threads), "--memcache-memory", str(mb),
                "--memcache-max-conns", "4096"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -117,10 +124,13 @@ def one(server, a, cfg):
         hits = int(s2["get_hits"]) - int(s1["get_hits"])
         gets = int(s2["cmd_get"]) - int(s1["cmd_get"])
         return {
-            "server": server, "items": loaded, "key": a.key, "value": a.value, "get": a.get,
+            "server": server, "bin": BINS.get(server, "memcached"),
+            "items": loaded, "key": a.key, "value": a.value, "get": a.get,
             "division": a.division, "threads": a.threads, "concurrency": conc,
             "ops_per_s": (ops(s2) - ops(s1)) / (w2 - w1),
-            "cpu": (c2 - c1) / (w2 - w1), "load_s": load_s,
+            "cpu": (sum(c2) - sum(c1)) / (w2 - w1),
+            "cpu_user": (c2[0] - c1[0]) / (w2 - w1), "cpu_sys": (c2[1] - c1[1]) / (w2 - w1),
+            "load_s": load_s,
             "items_stored": int(s2["curr_items"]), "warm_s": a.warm,
             "rss_bytes": rss, "rss_per_item": rss / int(s2["curr_items"]),
             "rss_per_item_above_empty": (rss - base_rss) / int(s2["curr_items"]),
@@ -152,7 +162,9 @@ def main():
     cfg.close()
     rows = []
     for r in range(a.rounds):
-        order = ["memcached", "orrery"] if r % 2 == 0 else ["orrery", "memcached"]
+        servers = ["memcached"] + list(BINS)
+        # Rotated each round, so that no server always runs first.
+        order = servers[r % len(servers):] + servers[:r % len(servers)]
         for server in order:
             row = one(server, a, cfg.name)
             row["round"] = r
@@ -160,11 +172,17 @@ def main():
             print(json.dumps(row), flush=True)
             with open(a.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
-    for server in ["memcached", "orrery"]:
+    base = statistics.median(x["ops_per_s"] for x in rows if x["server"] == "memcached")
+    for server in ["memcached"] + list(BINS):
         mine = [x for x in rows if x["server"] == server]
         ops = [x["ops_per_s"] for x in mine]
-        print(f"{server:10} ops/s median {statistics.median(ops):10.0f} (min {min(ops):.0f}, max {max(ops):.0f})"
+        # Server CPU time per operation, in microseconds (the CPU use over the ops rate).
+        us = [x["cpu"] / x["ops_per_s"] * 1e6 for x in mine]
+        user = [x["cpu_user"] / x["ops_per_s"] * 1e6 for x in mine]
+        print(f"{server:11} ops/s median {statistics.median(ops):10.0f} (min {min(ops):.0f}, max {max(ops):.0f})"
+              f"  {statistics.median(ops) / base:.2f}x memcached"
               f"  cpu median {statistics.median(x['cpu'] for x in mine):.2f}"
+              f"  {statistics.median(us):.2f} us/op ({statistics.median(user):.2f} in user space)"
               f"  rss/item {statistics.median(x['rss_per_item'] for x in mine):.1f}")
 
 

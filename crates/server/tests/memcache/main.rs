@@ -5,5 +5,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod differential;
+mod framing;
 mod harness;
 mod limits;

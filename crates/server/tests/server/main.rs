@@ -13,6 +13,7 @@ mod connection;
 mod databases;
 mod eviction;
 mod expiry;
+mod framing;
 mod keys;
 mod large;
 mod protocol;
