@@ -81,7 +81,7 @@ impl MemoryManager {
             None if (s.next_id as usize) < METABINS * BINS_PER_METABIN => s.next_id,
             None => return Err(Error::OutOfMemory),
         } as usize;
-        let mem = BinMem::new(FIRST_CHUNKS, s.chunk_size)?;
+        let mem = BinMem::new(FIRST_CHUNKS, s.caps)?;
         // The readers' directory gets room for the bin before anything changes.
         let grown = self.dirs.reserve(sb, id)?;
         self.dir_bytes += grown;
@@ -161,19 +161,21 @@ impl MemoryManager {
     pub(super) fn take(&mut self, sb: usize, id: usize, index: usize, n: usize) -> Result<Hp> {
         let s = &mut self.superbins[sb];
         let (csize, caps) = (s.chunk_size, s.caps);
-        let (bin, nonfull) = s.bin_mut(id);
+        let (bin, _) = s.bin_mut(id);
         if index + n > bin.cap {
             let cap = caps.grown(bin.cap, index + n);
-            let mem = BinMem::new(cap, csize)?;
-            // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks,
-            // the new one more.
-            unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
-            self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
-            self.dirs.publish(sb, id, Some(&mem), mem.reach(cap));
-            // Readers may still read the old chunks: freed after they unpin.
-            retire(std::mem::replace(&mut bin.mem, mem));
-            bin.cap = cap;
+            let before = bin.mem.bytes();
+            if !caps.is_huge(cap) && bin.mem.grow_in_place(cap * csize) {
+                // A mapping in 4 KiB pages grows in place (see `Caps`): readers already
+                // reach all of it.
+                self.bytes = self.bytes + bin.mem.bytes() - before;
+                bin.cap = cap;
+            } else {
+                self.grow_by_copy(sb, id, cap)?;
+            }
         }
+        let s = &mut self.superbins[sb];
+        let (bin, nonfull) = s.bin_mut(id);
         let (word, bit) = (index / 64, index % 64);
         let mask = if n == 64 {
             u64::MAX
@@ -189,6 +191,25 @@ impl MemoryManager {
             s.nonfull.remove(&(id as u32));
         }
         Ok(Hp::new(sb, id, index))
+    }
+
+    /// Grows bin `id` of superbin `sb` to `cap` chunks in a new block: the chunks are
+    /// copied (Hyperion Pointers name them by index), the new block is published to the
+    /// readers' directory and the old one retired.
+    fn grow_by_copy(&mut self, sb: usize, id: usize, cap: usize) -> Result<()> {
+        let s = &mut self.superbins[sb];
+        let (csize, caps) = (s.chunk_size, s.caps);
+        let (bin, _) = s.bin_mut(id);
+        let mem = BinMem::new(cap, caps)?;
+        // SAFETY: both blocks are live and distinct; the old one holds `bin.cap` chunks,
+        // the new one more.
+        unsafe { std::ptr::copy_nonoverlapping(bin.mem.ptr(), mem.ptr(), bin.cap * csize) };
+        self.bytes = self.bytes + mem.bytes() - bin.mem.bytes();
+        self.dirs.publish(sb, id, Some(&mem), mem.reach(cap));
+        // Readers may still read the old chunks: freed after they unpin.
+        retire(std::mem::replace(&mut bin.mem, mem));
+        bin.cap = cap;
+        Ok(())
     }
 
     pub(super) fn free_chunk(&mut self, hp: Hp) {
@@ -210,7 +231,7 @@ impl MemoryManager {
             // A quarter full at most, its upper part free: the bin halves (see "Giving
             // memory back"). Cannot fail: the chunks are kept where they are when the
             // smaller block cannot be had.
-            let Ok(mem) = BinMem::new(cap, csize) else {
+            let Ok(mem) = BinMem::new(cap, caps) else {
                 break;
             };
             // SAFETY: both blocks are live and distinct; the new one holds `cap` chunks,

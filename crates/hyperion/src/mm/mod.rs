@@ -6,15 +6,24 @@
 //! 64 *superbins*: superbin `i ∈ [1, 63]` serves chunks of `32·i` bytes; superbin 0 serves
 //! *extended bins*, 16-byte chunks holding an extended Hyperion Pointer (eHP) for blocks
 //! larger than 2,016 bytes. Every superbin has up to 2^14 *metabins* of 256 *bins* of 4,096
-//! *chunks*. A bin's chunks live in one block: on the heap while it is under 64 KiB, in
-//! whole pages up to 2 MiB, else in an `orrery_core::alloc::HugeRegion`. The block is made
-//! for 8 chunks when the bin gets its first chunk, doubles (moving the chunks: HPs name
-//! chunks by index) up to 4,096 chunks, and is freed — memory returned — when its last
-//! chunk is freed (see [`Bin`] for why bins grow instead of mapping all 4,096 chunks at
-//! once as the paper does). From 2 MiB a bin holds what its whole huge pages hold, so a
-//! full bin of chunks over 512 bytes holds fewer than 4,096 chunks and leaves less than
-//! one unused (`bins.rs`, [`Caps`](bins::Caps): 4,096 chunks rounded up to whole huge
-//! pages left up to 47 % of a full bin unused). A
+//! *chunks*. A bin's chunks live in one block (`bins.rs`, [`Caps`](bins::Caps)): on the
+//! heap while it is under 64 KiB (made for 8 chunks when the bin gets its first chunk,
+//! doubling by copying: HPs name chunks by index); from 64 KiB in a mapping made once for
+//! all 4,096 chunks, in 4 KiB pages, in which the bin *grows in place one page at a time*
+//! (no copy, no new mapping, the readers' directory unchanged: it bounds such a bin at
+//! 4,096 chunks from the start; the pages not reached stay untouched, neither resident
+//! nor counted); and once full, if its chunks take 2 MiB or more, in huge pages (one
+//! copy), holding what whole huge pages below 4,096 chunks hold — less than a chunk
+//! unused (4,096 chunks rounded up to whole huge pages left up to 47 % of a full bin
+//! unused). A bin is freed — memory returned — when its last chunk is freed (see [`Bin`]
+//! for why bins grow instead of mapping all 4,096 chunks at once as the paper does).
+//! Why growing bins are not in huge pages (the paper's bins are; ours were, doubling from
+//! 2 MiB): a huge page becomes resident whole at its first write, so each (arena, size
+//! class)'s last, growing bin held on average half a huge page of free chunks, and up to
+//! half the bin as free capacity after a doubling; with 16 arenas and ~50 size classes
+//! in use that was hundreds of megabytes, most of the free chunk bytes at 100M keys with
+//! pre-processing (`docs/results/hyperion/bins-1203.md`). Full bins — nearly all the
+//! chunks at scale — keep the huge pages' reach in the TLB. A
 //! bin keeps a 4,096-bit occupancy map; a metabin a 256-bit map of its non-full bins; a
 //! superbin the ordered set of its non-full bins (the paper keeps a list of 16 non-full
 //! metabins; an ordered set gives the same "lowest non-full bin first" policy, which keeps
@@ -52,7 +61,10 @@
 //!
 //! A bin whose chunks are at most a quarter taken and whose upper half is free halves (its
 //! lower half copied into a block half the size, published to the readers' directory, the
-//! old block retired), down to 8 chunks; it grows again only once full, so a bin does not
+//! old block retired; from 64 KiB into a new mapping, of the whole 4 KiB pages that hold
+//! at most half — by copying, not by giving the top pages back in place, which
+//! `HugeRegion::discard` allows only while nobody reads them, and optimistic readers may),
+//! down to 8 chunks; it grows again only once full, so a bin does not
 //! halve and double back under churn. A chunk left in the upper half of such a bin is
 //! moved by the next writer that touches its container even when the container still fits
 //! ([`MemoryManager::should_move`]; `write/apply.rs`: allocate, copy, relink the parent's

@@ -165,45 +165,61 @@ fn mm_sparse_bins_shrink_and_chunks_move_down() {
     assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
 }
 
-/// The capacity schedule: below 2 MiB powers of two; from 2 MiB whole huge pages, filled
-/// to less than a chunk of slack; at most 4,096 chunks; every shrink goes down.
+/// The capacity schedule: under 64 KiB powers of two (doubling); then whole 4 KiB pages,
+/// one page a step; a full bin of 2 MiB or more in huge pages, filled to less than a
+/// chunk of slack; at most 4,096 chunks; every shrink at least halves and lands on a
+/// capacity of the schedule.
 #[test]
-fn mm_caps_fill_whole_huge_pages() {
-    use orrery_core::alloc::HUGE_PAGE_SIZE;
+fn mm_caps_schedule() {
+    use orrery_core::alloc::{HUGE_PAGE_SIZE, PAGE_SIZE};
     for sb in 1..64 {
         let size = sb * STEP;
         let caps = Caps::new(size);
         let full = caps.full();
         assert!(full <= CHUNKS_PER_BIN && full * size >= CHUNKS_PER_BIN * size / 2);
-        if CHUNKS_PER_BIN * size > HUGE_PAGE_SIZE {
+        if CHUNKS_PER_BIN * size >= HUGE_PAGE_SIZE {
+            assert!(caps.is_huge(full), "class {sb}");
             let held = full * size;
             assert!(
                 held.next_multiple_of(HUGE_PAGE_SIZE) - held < size,
                 "class {sb}"
             );
+        } else {
+            assert!(!caps.is_huge(full), "class {sb}");
         }
+        // A capacity of the schedule: a power of two under 64 KiB, what whole 4 KiB pages
+        // (64 KiB and more) hold, or full.
+        let valid = |c: usize| {
+            c == full
+                || (c * size < 64 * 1024 && c.is_power_of_two())
+                || (c * size >= 64 * 1024 - size
+                    && c == (c * size).next_multiple_of(PAGE_SIZE) / size)
+        };
+        // Held in a heap block (`BinMem::new`).
+        let heap = |c: usize| c.is_power_of_two() && c * size < 64 * 1024;
         let mut cap = FIRST_CHUNKS;
-        let mut seen = vec![cap];
         while cap < full {
             let next = caps.grown(cap, cap + 1);
-            assert!(next > cap && next <= full);
-            let bytes = next * size;
-            if bytes >= HUGE_PAGE_SIZE || !next.is_power_of_two() {
-                // Held in huge pages (`BinMem::new`): filled.
-                assert!(
-                    bytes.next_multiple_of(HUGE_PAGE_SIZE) - bytes < size,
-                    "class {sb}: {next} chunks leave a chunk's room unused"
+            assert!(
+                next > cap && next <= full && valid(next),
+                "class {sb}: {cap} -> {next}"
+            );
+            if heap(next) {
+                assert_eq!(next, cap * 2, "class {sb}: doubles under 64 KiB");
+            } else if !heap(cap) && !caps.is_huge(next) {
+                assert_eq!(
+                    (next * size).div_ceil(PAGE_SIZE),
+                    (cap * size).div_ceil(PAGE_SIZE) + 1,
+                    "class {sb}: {cap} -> {next} grows by one 4 KiB page"
                 );
             }
             cap = next;
-            seen.push(cap);
         }
-        // Shrinking walks down through capacities the schedule grows through.
         while let Some(t) = caps.shrunk(cap) {
-            assert!(t < cap && seen.contains(&t), "class {sb}: {cap} -> {t}");
+            assert!(t <= cap / 2 && valid(t), "class {sb}: {cap} -> {t}");
             cap = t;
         }
-        assert_eq!(cap, FIRST_CHUNKS);
+        assert!(cap < 2 * FIRST_CHUNKS);
     }
 }
 
@@ -268,6 +284,71 @@ fn mm_full_huge_bin_fills_its_pages() {
     assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
 }
 
+/// Regression: a bin from 64 KiB doubled (e.g. 1,024 → 2,048 chunks of 2,016 bytes, held
+/// as 6 MiB of huge pages for 2.1 MB of chunks), so each class's last, growing bin could
+/// hold megabytes of free capacity, and its huge pages became resident whole. Now it
+/// grows in place in 4 KiB pages: at every step it holds less than 32 KiB beyond what its
+/// chunks need (a heap block under 64 KiB, a 4 KiB page beyond it, less than a chunk
+/// once full in huge pages); its chunks stay where they are from 64 KiB until it is full
+/// (one move, into huge pages, for a full bin of 2 MiB or more); their bytes survive; and
+/// optimistic readers reach every chunk through the directory, which a growth in place
+/// leaves as it is.
+#[test]
+fn mm_growing_bins_hold_less_than_a_page_free() {
+    if cfg!(miri) {
+        return; // megabytes of chunks
+    }
+    use orrery_core::alloc::HUGE_PAGE_SIZE;
+    for sb in [1, 3, 12, 16, 17, 33, 52, 63] {
+        let size = sb * STEP;
+        let full = Caps::new(size).full();
+        let mut mm = MemoryManager::new();
+        let mut hps = Vec::new();
+        let mut moves_from_64k = 0;
+        let mut last = std::ptr::null();
+        while hps.len() < full {
+            let hp = mm.alloc(size).unwrap();
+            assert_eq!(hp.bin_id(), 0, "class {sb}: one bin until it is full");
+            mm.get_mut(hp).fill(hps.len() as u8);
+            hps.push(hp);
+            let st = mm.stats();
+            assert!(
+                st.free_chunk_bytes < 32 * 1024,
+                "class {sb}, {} chunks: {} bytes held free",
+                hps.len(),
+                st.free_chunk_bytes
+            );
+            let first = mm.get(hps[0]).as_ptr();
+            if hps.len() * size > 64 * 1024 && first != last {
+                moves_from_64k += 1;
+            }
+            last = first;
+        }
+        // From 64 KiB: the move into the mapping, and for a huge bin the one into huge
+        // pages when it filled.
+        let huge = usize::from(CHUNKS_PER_BIN * size >= HUGE_PAGE_SIZE);
+        assert!(
+            moves_from_64k <= 1 + huge,
+            "class {sb}: {moves_from_64k} moves"
+        );
+        let dirs = mm.dirs();
+        let pin = orrery_core::sync::pin();
+        for (i, hp) in hps.iter().enumerate() {
+            let b = dirs.chunk(*hp).expect("a reader reaches every chunk");
+            assert_eq!(b.ptr, mm.get(*hp).as_ptr());
+            assert_eq!(b.byte(size - 1), Some(i as u8), "class {sb}");
+        }
+        drop(pin);
+        for (i, hp) in hps.iter().enumerate() {
+            assert!(mm.get(*hp).iter().all(|&b| b == i as u8), "class {sb}");
+        }
+        for hp in hps {
+            mm.free(hp);
+        }
+        assert_eq!(mm.bytes(), mm.stats().metadata_bytes);
+    }
+}
+
 /// Where a random load's bytes go, per superbin: used chunks, bins, mapped bytes, free
 /// bytes, and the bins by occupancy. A diagnostic, not a check: opt-in
 /// (`HY_PROFILE_KEYS=N cargo test --release -p orrery-hyperion --lib mm_profile --
@@ -279,7 +360,11 @@ fn mm_profile_random_load() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let h = crate::Hyperion::new();
+    // HY_PROFILE_PREP=1: with key pre-processing (`hyperion-prep`).
+    let prep = std::env::var("HY_PROFILE_PREP").is_ok_and(|v| v == "1");
+    let h =
+        crate::Hyperion::with_config(crate::Config::builder().preprocess(prep).build().unwrap())
+            .unwrap();
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     for _ in 0..n {
         // splitmix64
@@ -290,7 +375,9 @@ fn mm_profile_random_load() {
         z ^= z >> 31;
         h.insert(&z.to_be_bytes(), &z.to_le_bytes()).unwrap();
     }
-    let mut rows = vec![(0usize, 0usize, 0usize, 0usize, [0usize; 5]); 64];
+    // Per superbin: used chunks, bins, mapped bytes, capacity, bins by occupancy, free
+    // bytes in bins below their full capacity (the growing ones).
+    let mut rows = vec![(0usize, 0usize, 0usize, 0usize, [0usize; 5], 0usize); 64];
     for a in h.arenas.iter() {
         let g = a.read();
         for (i, s) in g.mm.superbins.iter().enumerate() {
@@ -301,12 +388,12 @@ fn mm_profile_random_load() {
                     r.1 += 1;
                     r.2 += b.mem.bytes();
                     r.3 += b.cap;
-                    let occ = b.used as usize * 4 / CHUNKS_PER_BIN.max(1);
-                    r.4[if b.cap < CHUNKS_PER_BIN {
-                        4
-                    } else {
-                        occ.min(3)
-                    }] += 1;
+                    let occ = b.used as usize * 4 / s.caps.full();
+                    let growing = b.cap < s.caps.full();
+                    r.4[if growing { 4 } else { occ.min(3) }] += 1;
+                    if growing {
+                        r.5 += b.mem.bytes() - b.used as usize * s.chunk_size;
+                    }
                 }
             }
         }
@@ -314,7 +401,7 @@ fn mm_profile_random_load() {
     let st = h.stats();
     println!("{n} keys: {st:?}");
     println!(
-        "sb size used bins cap_chunks mapped_MB free_MB free_B/key | bins <1/4 <1/2 <3/4 full* growing"
+        "sb size used bins cap_chunks mapped_MB free_MB free_B/key growing_free_MB | bins <1/4 <1/2 <3/4 full* growing"
     );
     for (i, r) in rows.iter().enumerate() {
         if r.1 == 0 {
@@ -323,14 +410,25 @@ fn mm_profile_random_load() {
         let size = if i == 0 { 16 } else { i * 32 };
         let free = r.2 - r.0 * size;
         println!(
-            "{i:2} {size:5} {:9} {:6} {:9} {:8.1} {:8.1} {:6.3} | {:?}",
+            "{i:2} {size:5} {:9} {:6} {:9} {:8.1} {:8.1} {:6.3} {:8.1} | {:?}",
             r.0,
             r.1,
             r.3,
             r.2 as f64 / 1e6,
             free as f64 / 1e6,
             free as f64 / n as f64,
+            r.5 as f64 / 1e6,
             r.4
         );
     }
+    let (free, growing) = rows
+        .iter()
+        .enumerate()
+        .skip(1)
+        .fold((0, 0), |(f, g), (i, r)| (f + r.2 - r.0 * i * 32, g + r.5));
+    println!(
+        "free chunks {:.3} B/key, of which in growing bins {:.3} B/key",
+        free as f64 / n as f64,
+        growing as f64 / n as f64
+    );
 }
