@@ -587,4 +587,44 @@ mod tests {
         }
         assert!(c.chunks_moved > 0 && c.bytes_freed() > 0, "{c:?}");
     }
+
+    /// What one pass gives back after a random load (16 arenas, the inserts' own passes
+    /// off). A diagnostic, not a check: opt-in (`HY_COMPACT_KEYS=N cargo test --release
+    /// -p orrery-hyperion --lib compact_profile -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "a diagnostic load (set HY_COMPACT_KEYS)"]
+    fn compact_profile_random_load() {
+        let n: u64 = std::env::var("HY_COMPACT_KEYS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
+        let h = Hyperion::new();
+        for a in h.arenas.iter() {
+            a.write(|a| a.compaction.auto = false);
+        }
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..n {
+            // splitmix64
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            h.insert(&z.to_be_bytes(), &z.to_le_bytes()).unwrap();
+        }
+        let per = |b: usize| b as f64 / n as f64;
+        let (s0, m0) = (h.stats(), h.memory_usage().total());
+        let c = h.compact();
+        let (s1, m1) = (h.stats(), h.memory_usage().total());
+        println!("{n} keys: {c:?}");
+        println!(
+            "B/key memory_usage {:.3} -> {:.3}, free chunks {:.3} -> {:.3}, chunks {:.3} -> {:.3}",
+            per(m0),
+            per(m1),
+            per(s0.free_chunk_bytes),
+            per(s1.free_chunk_bytes),
+            per(s0.chunk_bytes),
+            per(s1.chunk_bytes)
+        );
+    }
 }
