@@ -48,7 +48,7 @@
 //! - Explicitly: [`Hyperion::compact`](crate::Hyperion::compact), every arena in turn.
 //! - Automatically, amortised against inserts ([`ArenaInner::note_insert`]): every
 //!   [`CHECK_EVERY`] keys an arena gains, the plan is made (O(bins): a few thousand bins
-//!   an arena at 100M keys, microseconds); the pass runs when its drained bins hold at
+//!   an arena at 100M keys, no chunk read); the pass runs when its drained bins hold at
 //!   least 1/[`RECLAIM_SHARE`] of the arena's mapped chunk bytes (and at least
 //!   [`MIN_RECLAIM`]) *and* the arena gained at least one key per [`BYTES_PER_INSERT`]
 //!   bytes it holds since its last pass (about a quarter of its keys at 16 B/key).
@@ -57,7 +57,7 @@
 //!   keys the walk costs at most ~4 node parses per insert; the moves are bounded by the
 //!   chunks that the classes lost (a chunk moves only out of a drained bin, into a bin
 //!   kept). While a pass runs it holds the arena's write lock: the arena's writers wait
-//!   for it (tens of milliseconds an arena at 100M keys), and a point reader of the trie
+//!   for it (one walk of the arena's containers; not timed), and a point reader of the trie
 //!   being walked waits for the trie's walk (a reader of another trie does not wait).
 //!
 //! Only bins at most half full are drained (`SPARSE_NUM/SPARSE_DEN = 1/2`), not a
