@@ -490,6 +490,24 @@ pub(crate) struct Root {
     val: Option<Vec<u8>>,
 }
 
+/// An arena's state for the compaction pass's automatic trigger (`write/compact.rs`).
+#[derive(Debug)]
+pub(crate) struct Compaction {
+    /// Keys the arena gained since the last pass.
+    pub(crate) since: usize,
+    /// Whether inserts run the pass (tests turn it off to run it themselves).
+    pub(crate) auto: bool,
+}
+
+impl Default for Compaction {
+    fn default() -> Compaction {
+        Compaction {
+            since: 0,
+            auto: true,
+        }
+    }
+}
+
 /// The tries and memory manager of one arena.
 pub(crate) struct ArenaInner {
     pub(crate) mm: MemoryManager,
@@ -500,6 +518,8 @@ pub(crate) struct ArenaInner {
     pub(crate) eject_threshold: usize,
     /// What optimistic readers see (updated after every write).
     view: Arc<View>,
+    /// The compaction pass's trigger state (`write/compact.rs`).
+    pub(crate) compaction: Compaction,
 }
 
 impl ArenaInner {
@@ -513,6 +533,7 @@ impl ArenaInner {
             empty: None,
             heap_bytes: 0,
             eject_threshold,
+            compaction: Compaction::default(),
         }
     }
 
@@ -572,7 +593,7 @@ impl ArenaInner {
     /// none for the empty key, which is no trie's) are odd from here until it is
     /// published (even again, and advanced) — also if it fails or unwinds
     /// (`seq::Window`).
-    fn change<T>(&mut self, key: &[u8], f: impl FnOnce(&mut ArenaInner) -> T) -> T {
+    pub(crate) fn change<T>(&mut self, key: &[u8], f: impl FnOnce(&mut ArenaInner) -> T) -> T {
         let view = Arc::clone(&self.view);
         let _window = Window::open(&view.seq, key.first().map(|&b| &view.tseq[usize::from(b)]));
         let r = f(self);

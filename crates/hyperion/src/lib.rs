@@ -109,6 +109,7 @@ use index::TrieKey;
 pub use iter::Iter;
 use iter::{BATCH, SCAN_BATCH};
 pub use mm::MemStats;
+pub use write::Compacted;
 
 /// Lookups a [`Hyperion::get_many`] pipeline keeps in flight.
 pub(crate) const GET_MANY_WINDOW: usize = 16;
@@ -316,7 +317,13 @@ impl Hyperion {
         f: &mut dyn FnMut(Option<&[u8]>) -> Decision,
     ) -> api::Result<bool> {
         let key = self.trie_key(key);
-        let (present, delta) = self.arena_of(&key).write(|a| a.write(&key, f))?;
+        let (present, delta) = self.arena_of(&key).write(|a| {
+            let r = a.write(&key, f);
+            if matches!(r, Ok((_, 1))) {
+                a.note_insert();
+            }
+            r
+        })?;
         if delta != 0 {
             self.len.fetch_add(delta, Ordering::Relaxed);
         }
@@ -327,7 +334,13 @@ impl Hyperion {
     fn put_key(&self, key: &[u8], value: &[u8]) -> api::Result<bool> {
         // No read of the old value first: the insert's descent finds whether it was there.
         let key = self.trie_key(key);
-        let present = self.arena_of(&key).write(|a| a.put(&key, value))?;
+        let present = self.arena_of(&key).write(|a| {
+            let r = a.put(&key, value);
+            if matches!(r, Ok(false)) {
+                a.note_insert();
+            }
+            r
+        })?;
         if !present {
             self.len.fetch_add(1, Ordering::Relaxed);
         }
@@ -352,6 +365,16 @@ impl Hyperion {
                 + self.arenas.len() * std::mem::size_of::<CachePadded<Arena>>(),
             key_value_bytes: 0,
         }
+    }
+
+    /// Gives back the free chunks of thinned size classes: in every arena in turn (under
+    /// its write lock), the chunks of the bins at most half full are moved into fuller
+    /// bins of their class and relinked, and the emptied bins are unmapped. Inserts run
+    /// the same pass on their own once a class has thinned enough to be worth it
+    /// (`write/compact.rs`, "When it runs"); this runs it now. A point reader waits at
+    /// most for the walk of its key's trie.
+    pub fn compact(&self) -> Compacted {
+        self.arenas.iter().map(|a| a.write(|a| a.compact())).sum()
     }
 
     /// The memory managers' chunk and fragmentation breakdown, summed over arenas.

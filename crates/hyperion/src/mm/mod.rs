@@ -143,6 +143,7 @@ mod dirs;
 mod heap;
 mod hp;
 mod manager;
+pub(crate) mod occupancy;
 #[cfg(test)]
 mod tests;
 

@@ -55,12 +55,14 @@
 //! | `cjt.rs` | container jump tables, writing half (shifts, rebuilds) |
 //! | `tjt.rs` | T-Node jump tables, writing half (when, build) |
 //! | `split.rs` | container splits and their chains |
+//! | `compact.rs` | the compaction pass: sparse bins drained into fuller ones, chunks relinked |
 //!
 //! Everything here is `ArenaInner` methods and helpers over locked slices; it reads the
 //! byte format through `node` and allocates through `mm` and `edit`.
 
 mod apply;
 mod cjt;
+mod compact;
 mod insert;
 mod path;
 mod remove;
@@ -71,6 +73,7 @@ mod tjt;
 
 #[cfg(test)]
 pub(crate) use cjt::REBUILD_HOPS;
+pub use compact::Compacted;
 #[cfg(test)]
 pub(crate) use path::{descend, locate};
 #[cfg(test)]
