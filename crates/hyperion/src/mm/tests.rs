@@ -365,14 +365,9 @@ fn mm_profile_random_load() {
     let h =
         crate::Hyperion::with_config(crate::Config::builder().preprocess(prep).build().unwrap())
             .unwrap();
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    for _ in 0..n {
-        // splitmix64
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+    for i in 0..n {
+        // SplitMix64 of i + 1: distinct random 64-bit keys.
+        let z = orrery_core::testing::rng::derive(0, i);
         h.insert(&z.to_be_bytes(), &z.to_le_bytes()).unwrap();
     }
     // Per superbin: used chunks, bins, mapped bytes, capacity, bins by occupancy, free
