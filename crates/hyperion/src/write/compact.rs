@@ -566,10 +566,14 @@ mod tests {
         let h = Arc::new(one_arena());
         let ks = Arc::new(thinned(&h, 60_000, 3));
         let stop = Arc::new(AtomicBool::new(false));
+        // The readers and the pass start together, so that they overlap.
+        let start = Arc::new(std::sync::Barrier::new(3));
         let readers: Vec<_> = (0..2)
             .map(|t| {
                 let (h, ks, stop) = (Arc::clone(&h), Arc::clone(&ks), Arc::clone(&stop));
+                let start = Arc::clone(&start);
                 std::thread::spawn(move || {
+                    start.wait();
                     let mut i = t * 7919;
                     // At least one full round, and on until the pass is done.
                     while i < t * 7919 + ks.len() || !stop.load(Ordering::Acquire) {
@@ -580,6 +584,7 @@ mod tests {
                 })
             })
             .collect();
+        start.wait();
         let c = h.compact();
         stop.store(true, Ordering::Release);
         for r in readers {
