@@ -28,10 +28,9 @@
 //! exactly: a 24-byte key makes a 56-byte node (`docs/results/mercury.md`, "Against
 //! memcached", memory). The tick is the LRU order's resolution: items whose last accesses
 //! fall in one tick look equally idle to the eviction sampler. A cache whose contents
-//! turn over in a few seconds needs it fine: under `scripts/memcache_zipf_hits.py` (a
-//! tenth of the data cached, the whole cache replaced in about a second) 256 ms ticks
-//! gave a hit ratio of 0.689 against memcached's 0.709, 64 ms ticks 0.716 and 16 ms
-//! ticks 0.731 (`docs/results/mercury.md`, "Against memcached"). The clock wraps after
+//! turn over in a few seconds needs it fine: a coarser tick loses hit ratio to
+//! memcached's list-ordered LRU on a fast-churning cache (the measurements by tick are in
+//! `docs/results/mercury.md`, "Against memcached"). The clock wraps after
 //! 2^16 ticks (70 minutes at 64 ms, 17 at 16 ms): an item idle for longer can look recent
 //! to the eviction sampler (it only orders candidates), and meta `l`/`me la` report the
 //! idle time modulo that period. 64 ms keeps the period above an hour, where caches that
