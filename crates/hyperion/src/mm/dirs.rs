@@ -169,7 +169,7 @@ impl Dirs {
     }
 
     /// The container a key whose next byte is `k0` continues in below `hp` —
-    /// [`MemoryManager::resolve`] then [`Dirs::block`], reading each eHP once — for an
+    /// [`MemoryManager::resolve`](super::MemoryManager::resolve) then [`Dirs::block`], reading each eHP once — for an
     /// optimistic reader. `k0 = None`: `hp` itself, chained or not.
     #[inline]
     pub(crate) fn container(

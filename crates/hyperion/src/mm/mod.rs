@@ -15,7 +15,7 @@
 //! nor counted); and once full, if its chunks take 2 MiB or more, in huge pages (one
 //! copy), holding what whole huge pages below 4,096 chunks hold — less than a chunk
 //! unused (4,096 chunks rounded up to whole huge pages left up to 47 % of a full bin
-//! unused). A bin is freed — memory returned — when its last chunk is freed (see [`Bin`]
+//! unused). A bin is freed — memory returned — when its last chunk is freed (see [`Bin`](bins::Bin)
 //! for why bins grow instead of mapping all 4,096 chunks at once as the paper does).
 //! Why growing bins are not in huge pages (the paper's bins are; ours were, doubling from
 //! 2 MiB): a huge page becomes resident whole at its first write, so each (arena, size
@@ -54,7 +54,7 @@
 //!
 //! [`MemoryManager::bytes`] is exact: the reserved bytes of every bin mapping, the heap
 //! blocks of extended bins at their capacity, and the manager's own metadata. Every mapping
-//! and heap block is fallible: out of memory is [`Error::OutOfMemory`] and changes nothing.
+//! and heap block is fallible: out of memory is [`Error::OutOfMemory`](orrery_core::api::Error::OutOfMemory) and changes nothing.
 //! Chunks of existing bins never fail.
 //!
 //! # Giving memory back
@@ -82,7 +82,7 @@
 //! [`CHAIN_SLOTS`] (64) consecutive extended-bin chunks, the first at a chunk index that is
 //! a multiple of 64 (one word of a bin's occupancy map), allocated and freed together
 //! ([`MemoryManager::alloc_chain`],
-//! [`MemoryManager::free_chain`]); every slot's eHP carries flag [`FLAG_CHAIN`] (flags bit
+//! [`MemoryManager::free_chain`]); every slot's eHP carries flag [`FLAG_CHAIN`](hp::FLAG_CHAIN) (flags bit
 //! 0) and a slot without a block is *void* (heap pointer 0). One Hyperion Pointer (the
 //! first slot's) names the chain; the slots hold the parts of a split container
 //! (`split.rs`), and [`MemoryManager::resolve`] picks the part for a key byte.

@@ -156,7 +156,7 @@ pub(crate) fn parse(buf: &[u8], pos: usize, prev: u8) -> Node {
 }
 
 /// The parser itself, on any [`Bytes`], always inlined: called directly by the walks
-/// ([`Frame::next_up`]), where the call and the [`Node`] returned through memory cost a
+/// (`Frame::next_up` in `walk.rs`), where the call and the [`Node`] returned through memory cost a
 /// full scan about a fifth of its time (`docs/results/hyperion.md`, scan work); the
 /// locked point paths call it through [`parse`], which the compiler may keep out of line.
 /// A parsed node is at least one byte long (`next > pos`), whatever the bytes say, so

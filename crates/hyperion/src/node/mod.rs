@@ -24,7 +24,7 @@
 //! A container referenced through a chained extended bin is *split* (`split.rs`): the
 //! Hyperion Pointer names up to [`CHAIN_SLOTS`](crate::mm::CHAIN_SLOTS) parts, each an
 //! ordinary container; a reader picks
-//! the part by the next key byte ([`MemoryManager::resolve`]).
+//! the part by the next key byte ([`MemoryManager::resolve`](crate::mm::MemoryManager::resolve)).
 //!
 //! # Nodes
 //!
