@@ -206,7 +206,7 @@ impl Entry {
     /// parent colour `parent_color`: how growth copies an entry into a larger table. An
     /// internal node's copy is marked stale (dirty): its subtree-max locator names a node
     /// by its hash and colour in the old table, which mean nothing in the new one, until
-    /// [`crate::trie::Raw::fill_subtree_max`] (or a writer) sets it again.
+    /// `Raw::fill_subtree_max` (tests, `trie/invariants.rs`) (or a writer) sets it again.
     pub(crate) fn rebased(self, parent_color: u8) -> Entry {
         let keep = Entry(self.0 & !(((1u128 << 20) - 1) & !0b11));
         let stale = self.dirty() || matches!(self.kind(), Kind::Bitmap | Kind::Jump);

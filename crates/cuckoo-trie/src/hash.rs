@@ -12,7 +12,7 @@
 //! ```
 //!
 //! For each symbol `c`, `v ↦ h(x·c)` is a bijection of `[0, 2^m)`, so `h` is *peelable*:
-//! given `h(x·c)` and `c`, [`PrefixHash::peel`] (the inverse mix, then `⊕ K[c]`) gives
+//! given `h(x·c)` and `c`, `PrefixHash::peel` (tests only; the inverse mix, then `⊕ K[c]`) gives
 //! back `h(x)`. Key elimination relies on that property, not on computing it: an entry's
 //! tag, bucket and last symbol determine its parent's hash.
 //!

@@ -28,7 +28,7 @@
 //!
 //! Writers of a shared table lock the buckets they change through the trie's lock sets
 //! (`lockset.rs`): relocation here is a separate step (each move under the locks of its two
-//! buckets) run before a writer locks anything else. [`Table::place`] and [`Table::update`]
+//! buckets) run before a writer locks anything else. [`Table::place`] and [`Table::update_at`]
 //! are for tables no other thread writes (a table being filled by growth).
 
 use orrery_core::alloc::ZeroedArray;

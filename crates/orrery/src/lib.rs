@@ -24,7 +24,7 @@
 //! | `slb` | on | [`slb`]: the lookaside cache over any index (`orrery-slb`) |
 //! | `cuckoo-trie` | on | [`cuckoo_trie`]: the MLP ordered index (`orrery-cuckoo-trie`) |
 //! | `hyperion` | on | [`hyperion`]: the memory-dense trie (`orrery-hyperion`) |
-//! | `testing` | off | [`testing`]: the conformance suite |
+//! | `testing` | off | `orrery::testing`: the conformance suite |
 //!
 //! With `default-features = false` and only the features named, only those structures
 //! are compiled; the API, the reference index and the shared mechanisms always are.

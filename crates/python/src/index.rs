@@ -2,7 +2,7 @@
 //! so that iterators and bulk operations running without the GIL hold it too.
 //!
 //! Point and bulk operations go through the structure's trait objects
-//! ([`KvUpdate`](orrery::prelude::KvUpdate) and [`OrderedKvIndex`]): one dynamic call per
+//! ([`KvUpdate`] and [`OrderedKvIndex`]): one dynamic call per
 //! operation, against the hundreds of nanoseconds a call from Python costs anyway. Iteration
 //! needs the concrete types (their `BatchSource` copies a group of pairs at a time), and
 //! so does `remove_range`; those match on the variant. An SLB over an ordered structure is

@@ -6,7 +6,7 @@
 //! (§3.2). Orrery's [`KvIndex`](orrery_core::KvIndex) hands values out only by copy or through
 //! a callback that runs while the index protects the value, so no pointer into the index's
 //! memory outlives a lookup: the index may move, free or overwrite the entry at any time. The
-//! SLB therefore keeps its own immutable copy of every cached item, a [`Record`], and the
+//! SLB therefore keeps its own immutable copy of every cached item, a record ([`RecordHeap`] holds them), and the
 //! Cache Table's 48-bit reference points at that copy.
 //!
 //! # Layout

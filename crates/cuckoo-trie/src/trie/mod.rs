@@ -21,7 +21,7 @@
 //! chain's end, found by `SEARCHBYCOLOR`), with at least two leaves below them; a leaf
 //! references an immutable record (`record.rs`). A split of a leaf builds the chain over
 //! the common prefix out of jump nodes; a key leaving a jump node in its middle splits it
-//! into [jump] → bitmap → {new leaf, [jump] → old child}. The only child of a jump node
+//! into \[jump\] → bitmap → {new leaf, \[jump\] → old child}. The only child of a jump node
 //! carries the *jump child* flag: its hash is not the peel of its parent's, so
 //! `SEARCHBYPARENT` must never match it (else a node whose hash and parent colour happen
 //! to fit would be taken for the child of an unrelated bitmap node). Removal collapses a

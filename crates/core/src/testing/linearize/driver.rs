@@ -18,8 +18,8 @@
 //! it is more than 64 operations ahead, so that scans overlap the whole round however the
 //! threads are scheduled).
 //!
-//! [`check_round`] checks the point history with [`super::check`] (the
-//! [`Register`](super::Register) spec) and the scans with [`super::check_scans`], and
+//! [`check_round`] checks the point history with [`super::check()`] (the
+//! [`Register`] spec) and the scans with [`super::check_scans`], and
 //! reports answers inconsistent on their own (an error from a correct call, `compute`
 //! returning "was present" while its closure was shown no value).
 

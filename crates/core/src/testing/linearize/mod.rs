@@ -14,7 +14,7 @@
 //! 2. **Check**: linearizability is local, so each key's sub-history is checked on its own
 //!    against a [`Spec`] — a deterministic sequential object; [`Register`] is one key of a
 //!    key-value store, with the library's operations and Redis's string commands — by
-//!    Wing–Gong search with Lowe's memoization ([`check`]; `search.rs`). A step budget per
+//!    Wing–Gong search with Lowe's memoization ([`check()`]; `search.rs`). A step budget per
 //!    key makes an intractable history "unknown" rather than a hang.
 //! 3. **Report**: a key that fails gets a minimal violating window ([`Violation`]): the
 //!    shortest failing prefix, cut at its last quiescent point with the states the
