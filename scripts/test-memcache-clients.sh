@@ -21,10 +21,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" --port 0 --memcache-port 0 >"$WORK/server.log" 2>&1 &
+: >"$WORK/server.log"   # created before the wait reads it (the background job opens it later)
+"$BIN" --port 0 --memcache-port 0 >>"$WORK/server.log" 2>&1 &
 PID=$!
 PORT=
-for _ in $(seq 600); do   # up to 60 s
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
   PORT=$(sed -n 's/.*memcached protocol .* on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/server.log")
   [ -n "$PORT" ] && grep -q "ready to accept" "$WORK/server.log" && break
   sleep 0.1

@@ -23,10 +23,13 @@ trap cleanup EXIT
 # start_server NAME ARGS... : starts orrery-server on a free port; sets PORT.
 start_server() {
   local name=$1; shift
-  rm -f "$WORK/$name.log"   # a restart must not read the previous server's "ready" line
-  "$BIN" --port 0 --dir "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1 &
+  # Emptied (a restart must not read the previous server's "ready" line) and created here,
+  # before the server starts: the background job opens it later, and the wait reads it now.
+  : >"$WORK/$name.log"
+  "$BIN" --port 0 --dir "$WORK/$name" "$@" >>"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 600); do   # up to 60 s
+  local deadline=$((SECONDS + 60))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     PORT=$(sed -n 's/.*ready to accept connections on 127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/$name.log")
     [ -n "$PORT" ] && return 0
     sleep 0.1
@@ -89,6 +92,10 @@ EOF
 "$NUT" -t -c "$WORK/nutcracker.yml" >/dev/null
 "$NUT" -c "$WORK/nutcracker.yml" -s "$(free_port)" -o "$WORK/nutcracker.log" &
 PIDS+=($!)
-for _ in $(seq 600); do redis-cli -p "$PP" ping >/dev/null 2>&1 && break; sleep 0.1; done
+deadline=$((SECONDS + 60))
+until redis-cli -p "$PP" ping >/dev/null 2>&1; do
+  [ "$SECONDS" -lt "$deadline" ] || { echo "nutcracker did not answer in 60 s:" >&2; cat "$WORK/nutcracker.log" >&2; exit 1; }
+  sleep 0.1
+done
 "$VENV/bin/python" scripts/server_clients.py proxy "$PP" "$P1" "$P2"
 echo "== server clients: all checks passed"
