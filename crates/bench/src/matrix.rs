@@ -583,8 +583,11 @@ impl Plan {
         };
         let mut phase = exec::run(&index, probe.as_ref(), keys, &ps, &knobs, &bar)
             .map_err(|e| format!("{}: loading failed: {e}", r.name))?;
-        if let Some(p) = &probe {
-            // Restructuring the load left in progress is the load's work: timed with it.
+        // Restructuring the load left in progress is the load's work: timed with it. Not
+        // after a load the ceiling stopped: finishing a table doubling there would need the
+        // rest of the successor at once, past the ceiling (a 2G-key Mercury load stopped at
+        // the ceiling was killed by the kernel in its settle); the held keys are the figure.
+        if let Some(p) = probe.as_ref().filter(|_| phase.ceiling_rss.is_none()) {
             let (t0, cpu0) = (std::time::Instant::now(), cpu::thread_cpu_secs());
             (p.settle)();
             phase.secs += t0.elapsed().as_secs_f64();

@@ -137,6 +137,46 @@ fn the_memory_ceiling_stops_a_load_and_is_recorded() {
     assert!(r.mops > 0.0);
 }
 
+/// A load the ceiling stops in the middle of a table's growth stays stopped: the harness
+/// does not finish the growth after it (`settle`), which for Mercury would write the rest
+/// of a successor twice the old table's size past the ceiling (at 2G keys on this machine
+/// that was an out-of-memory kill). The RSS the load added stays within the ceiling's
+/// window plus a margin for the other tests running in this process (measured: 249–253
+/// MiB added under a 256 MiB window; 436–438 MiB with the settle).
+#[test]
+fn a_load_stopped_mid_growth_is_not_settled_past_the_ceiling() {
+    const WINDOW: u64 = 256 << 20;
+    let rss = crate::metrics::rss::resident_bytes().expect("/proc/self/statm");
+    let ceiling: &'static str = Box::leak((rss + WINDOW).to_string().into_boxed_str());
+    let recs = run(
+        "ceiling-mercury",
+        &[
+            "--index",
+            "mercury",
+            "--dataset",
+            "stream:rand-int",
+            "--keys",
+            "40000000",
+            "--ops",
+            "1000",
+            "--workload",
+            "c",
+            "--max-rss",
+            ceiling,
+        ],
+    );
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let r = &recs[0];
+    let held = r.held_keys.expect("the load stopped at the ceiling");
+    let added = r.rss_bytes_per_key.expect("rss growth") * held as f64;
+    assert!(
+        added <= (WINDOW + (32 << 20)) as f64,
+        "the load added {:.0} MiB of RSS under a ceiling {} MiB above the process ({held} keys held)",
+        added / (1 << 20) as f64,
+        WINDOW >> 20
+    );
+}
+
 /// The `scale` suite's machinery at tiny counts (its key counts overridden, as the lead
 /// trims them): every index of it that is available here loads its stream and runs its
 /// lookups and `get_many`, and the records carry what the report plots against the count.
