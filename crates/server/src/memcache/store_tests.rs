@@ -20,6 +20,11 @@ fn set(it: &Items, key: &[u8], data: &[u8], now: Now) -> Stored {
     it.store(key, &w, now, &mut Tally::default())
 }
 
+/// The real time `ms_ago` milliseconds ago (Unix milliseconds).
+fn recent(ms_ago: u64) -> u64 {
+    crate::clock::now_ms() - ms_ago
+}
+
 fn get(it: &Items, key: &[u8], now: Now) -> Option<Vec<u8>> {
     let mut out = None;
     it.read_many(&[key], now, true, &mut Tally::default(), &mut |_, v| {
@@ -159,15 +164,19 @@ fn eviction_removes_the_least_recently_used() {
         let memory = Arc::new(Memory::new(0, Policy::Lru, 5));
         let it = Items::open(name, memory, 1 << 20).unwrap();
         let mut t = Tally::default();
+        // The sampler reads the real clock, so the items' times lie in the last minute:
+        // times far from it would wrap the 16-bit access clock (a period of 70 minutes)
+        // and, for some real times, rank the recent keys the most idle.
+        let start = recent(60_000);
         for i in 0..2000u32 {
             set(
                 &it,
                 format!("k{i}").as_bytes(),
                 b"v",
-                Now::at(1_000_000 + u64::from(i) * 20),
+                Now::at(start + u64::from(i) * 20),
             );
         }
-        let now = Now::at(1_000_000 + 2000 * 20);
+        let now = Now::at(start + 2000 * 20);
         // Keys 0..100 read recently: they must survive evicting half.
         for i in 0..100u32 {
             let k = format!("k{i}");
@@ -197,7 +206,7 @@ fn items_never_read_are_evicted_before_items_read() {
         let memory = Arc::new(Memory::new(0, Policy::Lru, 5));
         let it = Items::open(name, memory, 1 << 20).unwrap();
         let mut t = Tally::default();
-        let start = 1_000_000;
+        let start = recent(10_000);
         // 100 items read once, then 400 newer items never read.
         for i in 0..100u32 {
             set(&it, format!("read{i}").as_bytes(), b"v", Now::at(start));
