@@ -26,6 +26,62 @@ thread_local! {
     static MY_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+/// In test builds only: each thread's own net allocated bytes and their highest value
+/// since [`reset_thread_peak`], so a test can show that a step (a drop, a walk) needs no
+/// heap that grows with a structure's size. Runs never pay for it.
+#[cfg(test)]
+mod thread_peak {
+    use std::cell::Cell;
+
+    thread_local! {
+        // Const-initialised, no destructor: touching them never allocates.
+        static LIVE: Cell<isize> = const { Cell::new(0) };
+        static PEAK: Cell<isize> = const { Cell::new(0) };
+    }
+
+    /// Adds `delta` bytes to this thread's net count and raises its peak.
+    #[inline]
+    pub(super) fn track(delta: isize) {
+        let _ = LIVE.try_with(|l| {
+            let v = l.get() + delta;
+            l.set(v);
+            let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
+        });
+    }
+
+    /// This thread's net count now, made its peak.
+    pub(super) fn reset() -> isize {
+        let v = LIVE.with(Cell::get);
+        PEAK.with(|p| p.set(v));
+        v
+    }
+
+    /// This thread's highest net count since [`reset`].
+    pub(super) fn peak() -> isize {
+        PEAK.with(Cell::get)
+    }
+}
+
+#[cfg(not(test))]
+mod thread_peak {
+    #[inline(always)]
+    pub(super) fn track(_: isize) {}
+}
+
+/// Starts measuring the calling thread's heap peak (test builds); returns the base to
+/// pass to [`thread_peak_bytes`].
+#[cfg(test)]
+pub(crate) fn reset_thread_peak() -> isize {
+    thread_peak::reset()
+}
+
+/// The most bytes the calling thread had allocated (net of its frees) above its count at
+/// the last [`reset_thread_peak`] (test builds).
+#[cfg(test)]
+pub(crate) fn thread_peak_bytes(base: isize) -> isize {
+    thread_peak::peak() - base
+}
+
 #[inline]
 fn shard() -> &'static AtomicIsize {
     let i = MY_SHARD
@@ -53,6 +109,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             shard().fetch_add(layout.size() as isize, Ordering::Relaxed);
+            thread_peak::track(layout.size() as isize);
         }
         p
     }
@@ -62,6 +119,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             shard().fetch_add(layout.size() as isize, Ordering::Relaxed);
+            thread_peak::track(layout.size() as isize);
         }
         p
     }
@@ -71,6 +129,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // with this `layout`.
         unsafe { System.dealloc(ptr, layout) };
         shard().fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        thread_peak::track(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -80,6 +139,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
             let s = shard();
             s.fetch_add(new_size as isize, Ordering::Relaxed);
             s.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+            thread_peak::track(new_size as isize - layout.size() as isize);
         }
         p
     }
@@ -106,5 +166,17 @@ mod tests {
         drop(v);
         // Other tests allocate and free concurrently; 64 MiB dwarfs them.
         assert!(during - before >= (32 << 20), "{before} -> {during}");
+    }
+
+    /// A thread's peak sees a block it allocated and freed, and not what it held before.
+    #[test]
+    fn a_thread_peak_sees_a_freed_block() {
+        let held = std::hint::black_box(vec![1u8; 8 << 20]);
+        let base = reset_thread_peak();
+        assert!(thread_peak_bytes(base) < (1 << 20));
+        drop(std::hint::black_box(vec![7u8; 4 << 20]));
+        let peak = thread_peak_bytes(base);
+        assert!((4 << 20..5 << 20).contains(&peak), "{peak}");
+        drop(held);
     }
 }
