@@ -80,6 +80,10 @@
 //! - `len`, `memory_usage`: the adapter's striped counters (keys; records' allocator bytes
 //!   via `malloc_usable_size`); `structure_bytes` is the table as `ct_alloc` mapped it
 //!   (whole 2 MiB pages).
+//! - Drop: one walk of the C iterator frees each record one step behind it (the walk reads
+//!   only the table once no writer runs), then `ct_free`. No list of the records: the
+//!   harness drops an index at the end of a run near the memory ceiling, where 8 bytes a key
+//!   more is more than the machine has (`cuckoo_trie_c_drop_needs_no_memory_per_key`).
 
 use std::ffi::c_int;
 use std::ops::{Bound, ControlFlow};
