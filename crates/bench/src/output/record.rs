@@ -115,6 +115,14 @@ pub(crate) struct Record {
     pub(crate) unix_time: u64,
 }
 
+impl Record {
+    /// The keys the index held after its load: [`Record::held_keys`] when the load stopped
+    /// at the memory ceiling, else the count asked for. Per-key figures divide by this.
+    pub(crate) fn keys_loaded(&self) -> u64 {
+        self.held_keys.unwrap_or(self.keys)
+    }
+}
+
 /// The source revision this binary was built from (recorded by `build.rs`; `-dirty` when
 /// tracked files had uncommitted changes at build time), not the checkout's current one.
 pub(crate) fn git_rev() -> String {

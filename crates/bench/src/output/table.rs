@@ -162,12 +162,12 @@ pub(crate) fn stats_line(r: &Record) -> Option<String> {
     let s = r.index_stats.as_ref()?;
     let parts: Vec<String> = s
         .iter()
-        .map(|(k, v)| format!("{k} {}", stat(k, *v, r.keys)))
+        .map(|(k, v)| format!("{k} {}", stat(k, *v, r.keys_loaded())))
         .collect();
     Some(format!(
         "    {} after loading {} {}: {}",
         r.index,
-        r.keys,
+        r.keys_loaded(),
         r.dataset,
         parts.join(", ")
     ))

@@ -146,7 +146,8 @@ pub(super) fn index_stats_section(md: &mut String, recs: &[&Record], indexes: &[
         );
         for ((ds, keys), r) in &rows {
             let stats = r.index_stats.as_ref().expect("filtered on index_stats");
-            let per_key = |v: f64| v / (*keys).max(1) as f64;
+            // Over the keys held: a load stopped at the ceiling holds fewer than `keys`.
+            let per_key = |v: f64| v / r.keys_loaded().max(1) as f64;
             let cells: Vec<String> = names
                 .iter()
                 .map(|n| match stats.get(*n) {

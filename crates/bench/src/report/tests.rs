@@ -37,6 +37,24 @@ fn index_stats_table() {
     );
 }
 
+/// A load stopped at the memory ceiling: its statistics are per key held, not per key
+/// asked for (in the report's table and in `run`'s line).
+#[test]
+fn index_stats_of_a_stopped_load_are_per_key_held() {
+    let stats: &[(&str, f64)] = &[("chunks", 500.0), ("chunk_bytes", 16_000.0)];
+    let mut r = record("hyperion", "load", Some(stats));
+    r.held_keys = Some(500);
+    let mut md = String::new();
+    index_stats_section(&mut md, &[&r], &["hyperion".into()]);
+    assert!(
+        md.contains("| rand-int | 1K | 32.00 | 500 (1.0000) | 30.00 | -2.00 | 40.00 |"),
+        "{md}"
+    );
+    let line = crate::output::table::stats_line(&r).unwrap();
+    assert!(line.contains("after loading 500 rand-int"), "{line}");
+    assert!(line.contains("chunk_bytes 32.00 B/key"), "{line}");
+}
+
 /// Charts whose values are all zero or negative (e.g. a tiny load whose RSS did not
 /// grow), or not finite, still draw: the y range must stay sane.
 #[test]
