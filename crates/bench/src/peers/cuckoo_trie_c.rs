@@ -766,7 +766,6 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// A full table is a clear `OutOfMemory`, and stays refused.
     /// Dropping a loaded trie frees its records without a list of them: the dropping
     /// thread's heap peak does not grow with the keys. (A list of 8 bytes a key took the
     /// process past the machine's memory at the end of a 280M-key run.)
@@ -790,6 +789,7 @@ mod tests {
         );
     }
 
+    /// A full table is a clear `OutOfMemory`, and stays refused.
     #[test]
     fn cuckoo_trie_c_overflow_is_an_error() {
         if !built_or_skip("cuckoo_trie_c_overflow_is_an_error") {
